@@ -1,0 +1,233 @@
+package conn
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/wire"
+)
+
+// inbound is a decoded frame from the reader goroutine.
+type inbound struct {
+	hdr  wire.RequestHeader
+	body []byte
+}
+
+// answered is a finished response from a Pending goroutine.
+type answered struct {
+	seq  uint64
+	hdr  wire.RequestHeader
+	resp kmsg.Response
+	// version overrides the encoding version (ApiVersions' v0 fallback).
+	version int16
+}
+
+// readerDone reports the reader goroutine's end.
+type readerDone struct{ err error }
+
+type connActor struct {
+	srv  *Server
+	c    net.Conn
+	log  zerolog.Logger
+	host string
+
+	nextSeq  uint64 // next request sequence number
+	sendSeq  uint64 // next sequence to write
+	done     map[uint64]answered
+	out      chan []byte // to the writer goroutine
+	credits  chan struct{}
+	closing  bool
+	writerOK chan struct{}
+}
+
+func newConnActor(s *Server, c net.Conn) func() actor.Actor {
+	return func() actor.Actor {
+		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		return &connActor{
+			srv:  s,
+			c:    c,
+			host: host,
+			log:  s.cfg.Log.With().Str("peer", c.RemoteAddr().String()).Logger(),
+			done: map[uint64]answered{},
+		}
+	}
+}
+
+func (a *connActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.srv.live.Store(a, a.c)
+		a.out = make(chan []byte, a.srv.cfg.MaxInFlight)
+		a.credits = make(chan struct{}, a.srv.cfg.MaxInFlight)
+		a.writerOK = make(chan struct{})
+		self, system := ctx.Self(), ctx.ActorSystem()
+		go a.read(func(msg any) { system.Root.Send(self, msg) })
+		go a.write()
+	case *inbound:
+		a.dispatch(ctx, m)
+	case *answered:
+		a.done[m.seq] = *m
+		a.flush()
+		if a.closing && a.sendSeq == a.nextSeq {
+			ctx.Stop(ctx.Self())
+		}
+	case *readerDone:
+		if m.err != nil && !errors.Is(m.err, io.EOF) && !errors.Is(m.err, net.ErrClosed) {
+			a.log.Warn().Err(m.err).Msg("closing connection")
+		}
+		a.closing = true
+		if a.sendSeq == a.nextSeq {
+			ctx.Stop(ctx.Self())
+		}
+	case *actor.Stopping:
+		close(a.out)
+		<-a.writerOK
+		_ = a.c.Close()
+		a.srv.live.Delete(a)
+		a.srv.conns.Done()
+	}
+}
+
+// read runs on its own goroutine: frames in, back-pressured by credits.
+func (a *connActor) read(send func(any)) {
+	r := bufio.NewReaderSize(a.c, 64<<10)
+	for {
+		a.credits <- struct{}{}
+		_ = a.c.SetReadDeadline(time.Now().Add(a.srv.cfg.IdleTimeout))
+		frame, err := wire.ReadFrame(r, a.srv.cfg.MaxRequestSize)
+		if err != nil {
+			if errors.Is(err, wire.ErrFrameTooLarge) {
+				err = fmt.Errorf("refused frame: %w", err)
+			}
+			send(&readerDone{err: err})
+			return
+		}
+		hdr, body, err := wire.ParseHeader(frame)
+		if err != nil && !errors.Is(err, wire.ErrVersionTooNew) {
+			send(&readerDone{err: fmt.Errorf("request header: %w", err)})
+			return
+		}
+		send(&inbound{hdr: hdr, body: body})
+	}
+}
+
+// write runs on its own goroutine, batching frames into few syscalls.
+func (a *connActor) write() {
+	defer close(a.writerOK)
+	w := bufio.NewWriterSize(a.c, 64<<10)
+	broken := false
+	for b := range a.out {
+		if broken {
+			continue
+		}
+		if _, err := w.Write(b); err != nil {
+			broken = true
+			_ = a.c.Close()
+			continue
+		}
+		if len(a.out) == 0 {
+			if err := w.Flush(); err != nil {
+				broken = true
+				_ = a.c.Close()
+			}
+		}
+	}
+	if !broken {
+		_ = w.Flush()
+	}
+}
+
+func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
+	seq := a.nextSeq
+	a.nextSeq++
+	hdr := in.hdr
+	reply := func(resp kmsg.Response) {
+		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1})
+	}
+	api, served := a.srv.api(hdr.Key)
+	if !served {
+		// Kafka closes the connection on an API key it does not serve.
+		a.log.Warn().Int16("api_key", hdr.Key).Str("api", kmsg.NameForKey(hdr.Key)).Msg("unsupported api key; closing connection")
+		_ = a.c.Close()
+		a.done[seq] = answered{seq: seq, hdr: hdr, version: -1}
+		a.flush()
+		return
+	}
+	if hdr.Version < api.MinVersion || hdr.Version > api.MaxVersion {
+		if resp, version := unsupportedVersion(a.srv, hdr, in.body); resp != nil {
+			a.done[seq] = answered{seq: seq, hdr: hdr, resp: resp, version: version}
+			a.flush()
+			return
+		}
+		a.log.Warn().Str("api", kmsg.NameForKey(hdr.Key)).Int16("version", hdr.Version).Msg("unsupported version that cannot be answered; closing connection")
+		_ = a.c.Close()
+		a.done[seq] = answered{seq: seq, hdr: hdr, version: -1}
+		a.flush()
+		return
+	}
+	body, err := wire.DecodeBody(hdr, in.body)
+	if err != nil {
+		a.log.Warn().Err(err).Msg("malformed request; closing connection")
+		_ = a.c.Close()
+		a.done[seq] = answered{seq: seq, hdr: hdr, version: -1}
+		a.flush()
+		return
+	}
+	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.srv.views.Load(), Server: a.srv}
+	pending := a.safeHandle(api, req)
+	go func() {
+		reply(a.safeRun(pending, req))
+	}()
+}
+
+// safeHandle runs a handler; a panic on client input becomes an error
+// response instead of a dead broker.
+func (a *connActor) safeHandle(api API, req *Request) (p Pending) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("handler panic")
+			p = Ready(errorResponse(req, kerr.UnknownServerError.Code))
+		}
+	}()
+	return api.Handle(req)
+}
+
+func (a *connActor) safeRun(p Pending, req *Request) (resp kmsg.Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("handler panic")
+			resp = errorResponse(req, kerr.UnknownServerError.Code)
+		}
+	}()
+	return p()
+}
+
+// flush writes every finished response that is next in request order.
+func (a *connActor) flush() {
+	for {
+		d, ok := a.done[a.sendSeq]
+		if !ok {
+			break
+		}
+		delete(a.done, a.sendSeq)
+		a.sendSeq++
+		if d.resp != nil {
+			if d.version >= 0 {
+				d.resp.SetVersion(d.version)
+			} else {
+				d.resp.SetVersion(d.hdr.Version)
+			}
+			a.out <- wire.AppendResponse(nil, d.hdr, d.resp)
+		}
+		<-a.credits
+	}
+}

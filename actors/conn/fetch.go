@@ -1,0 +1,199 @@
+package conn
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage"
+)
+
+// fetchSlot is one partition of a fetch in flight.
+type fetchSlot struct {
+	rp     *kmsg.FetchResponseTopicPartition
+	target partitionRef
+	req    *kmsg.FetchRequestTopicPartition
+	res    messages.FetchResult
+	done   bool
+}
+
+// handleFetch serves Fetch with long polling: if fewer than MinBytes are
+// available it waits (up to MaxWaitMillis) for any partition's high
+// watermark to move, then reads again. Fetch sessions (KIP-227) are not
+// offered: the response's session id is 0, so clients send full fetches.
+func handleFetch(r *Request) Pending {
+	req := r.Body.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	if req.SessionID != 0 {
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return Ready(resp)
+	}
+	v := r.View
+	var slots []*fetchSlot
+	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		name, known := t.Topic, true
+		if req.Version >= 13 {
+			name, known = topicName(v, "", t.TopicID)
+		}
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			rp := &rt.Partitions[j]
+			*rp = kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			if !known {
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+				continue
+			}
+			target, code := partitionTarget(v, name, p.Partition)
+			if code != 0 {
+				rp.ErrorCode = code
+				setCurrentLeader(v, name, p.Partition, rp)
+				continue
+			}
+			slots = append(slots, &fetchSlot{rp: rp, target: target, req: p})
+		}
+	}
+	maxBytes := int(req.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = 1 << 30
+	}
+	minBytes := int(req.MinBytes)
+	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	// The first read is sent now, from Receive, so it observes every produce
+	// this connection sent before it.
+	first := sendFetches(slots, nil)
+	return func() kmsg.Response {
+		first.Wait()
+		total := fetchedBytes(slots)
+		if total < minBytes && wait > 0 && !anyError(slots) && len(slots) > 0 {
+			deadline := time.NewTimer(wait)
+			woken := make(chan struct{}, 1)
+			watch := func() {
+				for _, s := range slots {
+					if recordsLen(s) > 0 {
+						continue
+					}
+					s.target.ref.Send(&messages.WatchHighWatermark{Offset: s.req.FetchOffset, Notify: func() {
+						select {
+						case woken <- struct{}{}:
+						default:
+						}
+					}})
+				}
+			}
+			watch()
+		loop:
+			for total < minBytes {
+				select {
+				case <-deadline.C:
+					break loop
+				case <-woken:
+					again := sendFetches(slots, func(s *fetchSlot) bool { return recordsLen(s) == 0 })
+					again.Wait()
+					total = fetchedBytes(slots)
+					if anyError(slots) {
+						break loop
+					}
+					watch()
+				}
+			}
+			deadline.Stop()
+		}
+		fill(v, slots, maxBytes)
+		return resp
+	}
+}
+
+func recordsLen(s *fetchSlot) int {
+	if s.res.Records == nil {
+		return 0
+	}
+	return s.res.Records.Len()
+}
+
+// sendFetches sends a Fetch to every slot (that want selects) and returns
+// the wait group for the replies.
+func sendFetches(slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
+	wg := new(waitGroup)
+	for _, s := range slots {
+		if want != nil && !want(s) {
+			continue
+		}
+		if s.res.Records != nil {
+			_ = s.res.Records.Close()
+		}
+		s := s
+		wg.Add(1)
+		s.target.ref.Send(&messages.Fetch{
+			Offset:             s.req.FetchOffset,
+			MaxBytes:           s.req.PartitionMaxBytes,
+			CurrentLeaderEpoch: s.req.CurrentLeaderEpoch,
+			LastFetchedEpoch:   s.req.LastFetchedEpoch,
+			Reply: func(res messages.FetchResult) {
+				s.res, s.done = res, true
+				wg.Done()
+			},
+		})
+	}
+	return wg
+}
+
+func fetchedBytes(slots []*fetchSlot) int {
+	n := 0
+	for _, s := range slots {
+		n += recordsLen(s)
+	}
+	return n
+}
+
+func anyError(slots []*fetchSlot) bool {
+	for _, s := range slots {
+		if s.res.ErrorCode != 0 || s.res.Diverging {
+			return true
+		}
+	}
+	return false
+}
+
+// fill copies results into the response, honouring the request-wide
+// MaxBytes: the first non-empty partition is always returned whole (KIP-74),
+// later ones only while they fit.
+func fill(v interface{}, slots []*fetchSlot, maxBytes int) {
+	used := 0
+	for _, s := range slots {
+		rp, res := s.rp, s.res
+		rp.ErrorCode = res.ErrorCode
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
+		if res.Diverging {
+			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
+		}
+		if res.ErrorCode == kerr.FencedLeaderEpoch.Code || res.ErrorCode == kerr.NotLeaderForPartition.Code {
+			rp.CurrentLeader.LeaderEpoch = res.LeaderEpoch
+		}
+		if res.Records == nil {
+			continue
+		}
+		n := res.Records.Len()
+		if n > 0 && (used == 0 || used+n <= maxBytes) {
+			b, err := res.Records.AppendTo(make([]byte, 0, n))
+			if err == nil {
+				rp.RecordBatches = b
+				used += n
+			} else {
+				rp.ErrorCode = kerr.KafkaStorageError.Code
+			}
+		}
+		_ = res.Records.Close()
+	}
+}
+
+var _ storage.Records = storage.BytesRecords(nil)

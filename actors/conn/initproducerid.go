@@ -1,0 +1,24 @@
+package conn
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleInitProducerID hands idempotent producers a fresh producer id.
+// Transactions are not served: a transactional id is refused with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (non-retriable, so clients fail fast
+// instead of retrying forever), and the transaction APIs are absent from
+// ApiVersions.
+func handleInitProducerID(r *Request) Pending {
+	req := r.Body.(*kmsg.InitProducerIDRequest)
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	if req.TransactionalID != nil {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return Ready(resp)
+	}
+	resp.ProducerID = r.Server.NextProducerID()
+	resp.ProducerEpoch = 0
+	return Ready(resp)
+}

@@ -1,0 +1,203 @@
+// Package conn is the Kafka listener and the connection actor: one actor per
+// TCP connection decodes frames, dispatches each request to its API handler
+// in arrival order, and writes responses in request order. Handlers live one
+// file per API key (produce.go, fetch.go, ...). A handler runs inside the
+// connection actor's Receive and must not block: it routes the request
+// (sending messages to partition, group or supervisor actors) and returns a
+// Pending that a goroutine runs to gather the answer.
+package conn
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/wire"
+)
+
+// Pending produces a response; it runs on its own goroutine and may block.
+// A nil response means "send nothing" (acks=0 produce).
+type Pending func() kmsg.Response
+
+// Ready wraps an already-built response.
+func Ready(r kmsg.Response) Pending { return func() kmsg.Response { return r } }
+
+// Request is one decoded request as handlers see it.
+type Request struct {
+	Header     wire.RequestHeader
+	Body       kmsg.Request
+	ClientHost string
+	View       *routing.View
+	Server     *Server
+}
+
+// Handler serves one API key. It is called in the connection actor's
+// Receive, in request order, and must not block.
+type Handler func(r *Request) Pending
+
+// API is one served API key with its version range.
+type API struct {
+	Key        int16
+	MinVersion int16
+	MaxVersion int16
+	Handle     Handler
+}
+
+// Config configures the server.
+type Config struct {
+	MaxRequestSize int32
+	// MaxInFlight bounds pipelined requests per connection before the
+	// reader stops reading (back-pressure).
+	MaxInFlight int
+	// IdleTimeout closes connections idle that long (connections.max.idle.ms).
+	IdleTimeout time.Duration
+	Log         zerolog.Logger
+}
+
+// Server is the Kafka listener plus the API table.
+type Server struct {
+	cfg    Config
+	views  *routing.Store
+	system *runtime.System
+	sup    runtime.Ref
+
+	mu   sync.RWMutex
+	apis map[int16]API
+
+	// AutoCreateTopics lets Metadata create unknown topics (set before Serve).
+	AutoCreateTopics bool
+	// BrokerConfigs are the read-only broker configs DescribeConfigs reports.
+	BrokerConfigs map[string]string
+
+	producerIDs atomic.Int64
+	connSeq     atomic.Int64
+	conns       sync.WaitGroup
+	live        sync.Map // *connActor -> net.Conn
+	ln          net.Listener
+}
+
+// NewServer returns a server with the core APIs registered.
+func NewServer(cfg Config, system *runtime.System, views *routing.Store, supervisor runtime.Ref) *Server {
+	if cfg.MaxRequestSize <= 0 {
+		cfg.MaxRequestSize = wire.DefaultMaxRequestSize
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 64
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 10 * time.Minute
+	}
+	s := &Server{cfg: cfg, views: views, system: system, sup: supervisor, apis: map[int16]API{}}
+	// Producer ids: unique across restarts of this broker (time-based base).
+	s.producerIDs.Store(time.Now().UnixMilli() << 8)
+	registerCore(s)
+	return s
+}
+
+// Register adds or replaces an API. Call before Serve.
+func (s *Server) Register(a API) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apis[a.Key] = a
+}
+
+func (s *Server) api(key int16) (API, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, ok := s.apis[key]
+	return a, ok
+}
+
+// APIs returns the served table, sorted by key (ApiVersions).
+func (s *Server) APIs() []API {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]API, 0, len(s.apis))
+	for _, a := range s.apis {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Views returns the routing store.
+func (s *Server) Views() *routing.Store { return s.views }
+
+// Supervisor returns the supervisor actor.
+func (s *Server) Supervisor() runtime.Ref { return s.sup }
+
+// NextProducerID allocates an idempotent producer id.
+func (s *Server) NextProducerID() int64 { return s.producerIDs.Add(1) }
+
+// Log returns the server's logger.
+func (s *Server) Log() *zerolog.Logger { return &s.cfg.Log }
+
+// Serve accepts connections on ln until ctx is done or ln fails.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.ln = ln
+	go func() {
+		<-ctx.Done()
+		_ = ln.Close()
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		id := s.connSeq.Add(1)
+		s.conns.Add(1)
+		if _, err := s.system.Spawn("conn/"+itoa(id), newConnActor(s, c)); err != nil {
+			s.cfg.Log.Error().Err(err).Msg("spawn connection actor")
+			_ = c.Close()
+			s.conns.Done()
+		}
+	}
+}
+
+// CloseConnections closes every open client connection (shutdown).
+func (s *Server) CloseConnections() {
+	s.live.Range(func(k, v any) bool {
+		_ = v.(net.Conn).Close()
+		return true
+	})
+}
+
+// Wait waits for every connection actor to finish.
+func (s *Server) Wait() { s.conns.Wait() }
+
+func itoa(i int64) string {
+	var b [20]byte
+	n := len(b)
+	for {
+		n--
+		b[n] = byte('0' + i%10)
+		i /= 10
+		if i == 0 {
+			break
+		}
+	}
+	return string(b[n:])
+}
+
+var _ actor.Actor = (*connActor)(nil)

@@ -1,0 +1,108 @@
+// Package routing holds the broker's one view of the cluster: brokers,
+// topics, who leads what, and the local actors serving what this broker
+// leads. The supervisor builds a new immutable View on every change and
+// publishes it; connection actors read the current one without locks.
+// Metadata, Produce/Fetch routing, FindCoordinator and /healthz all answer
+// from this one view.
+package routing
+
+import (
+	"sort"
+	"sync/atomic"
+
+	"github.com/kaas-project/kaas/actors/runtime"
+)
+
+// Broker is one registered broker.
+type Broker struct {
+	ID     int32
+	Name   string
+	Host   string
+	Port   int32
+	Rack   *string
+	Fenced bool // draining or dead: DescribeCluster v2 reports it fenced
+	Alive  bool
+}
+
+// Partition is one partition's leadership.
+type Partition struct {
+	Leader      int32 // -1 while moving
+	LeaderEpoch int32
+}
+
+// Topic is one topic.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Config     map[string]string
+	Partitions []Partition
+}
+
+// TP names a partition.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+// View is an immutable snapshot. Never mutate a published View.
+type View struct {
+	ClusterID    string
+	Self         int32
+	ControllerID int32
+	Epoch        int64 // controller epoch (0 in local-dev mode)
+	Version      int64 // assignment version
+	Role         string
+	Brokers      []Broker // sorted by ID
+	Topics       map[string]*Topic
+	TopicIDs     map[[16]byte]*Topic
+	// Local maps each partition this broker leads to its actor.
+	Local map[TP]runtime.Ref
+	// Coordinator returns the broker coordinating a consumer group, and
+	// whether it is this broker's job; nil means this broker coordinates
+	// every group (local-dev mode).
+	Coordinator func(group string) (Broker, bool)
+}
+
+// Broker returns the broker with id.
+func (v *View) Broker(id int32) (Broker, bool) {
+	i := sort.Search(len(v.Brokers), func(i int) bool { return v.Brokers[i].ID >= id })
+	if i < len(v.Brokers) && v.Brokers[i].ID == id {
+		return v.Brokers[i], true
+	}
+	return Broker{}, false
+}
+
+// SelfBroker returns this broker's own row.
+func (v *View) SelfBroker() Broker {
+	b, _ := v.Broker(v.Self)
+	return b
+}
+
+// CoordinatorFor returns the coordinator of a group.
+func (v *View) CoordinatorFor(group string) (Broker, bool) {
+	if v.Coordinator == nil {
+		return v.SelfBroker(), true
+	}
+	return v.Coordinator(group)
+}
+
+// TopicNames returns topic names, sorted.
+func (v *View) TopicNames() []string {
+	out := make([]string, 0, len(v.Topics))
+	for n := range v.Topics {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Store publishes Views.
+type Store struct {
+	p atomic.Pointer[View]
+}
+
+// Load returns the current View (never nil after the first Publish).
+func (s *Store) Load() *View { return s.p.Load() }
+
+// Publish replaces the current View.
+func (s *Store) Publish(v *View) { s.p.Store(v) }

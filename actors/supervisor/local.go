@@ -1,0 +1,394 @@
+// Package supervisor is the per-broker supervisor actor. In local-dev mode
+// (no Kubernetes) it is the always-leader shim: it owns the topic registry,
+// leads every partition itself, and publishes the routing view. The cluster
+// runtime replaces the registry with assignment.json but keeps the same
+// children (partition actors) and the same published view.
+package supervisor
+
+import (
+	"crypto/rand"
+	"fmt"
+	"maps"
+	"sort"
+	"strconv"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/actors/partition"
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/topicconfig"
+)
+
+// TopicRecord is one topic as the local registry persists it.
+type TopicRecord struct {
+	Name       string            `json:"name"`
+	ID         string            `json:"id"`
+	Partitions int32             `json:"partitions"`
+	Config     map[string]string `json:"config,omitempty"`
+}
+
+// Registry persists the local topic registry (single-node --data-dir mode).
+// Save is called from a goroutine, never from Receive.
+type Registry interface {
+	Save(version int64, topics []TopicRecord) error
+}
+
+// LocalConfig configures the local-dev supervisor.
+type LocalConfig struct {
+	ClusterID         string
+	Self              routing.Broker
+	Store             *routing.Store
+	Opener            storage.Opener
+	Partition         partition.Config
+	DefaultPartitions int32
+	MaxPartitions     int32
+	// Initial is the registry loaded at start (nil for an empty broker).
+	Initial  []TopicRecord
+	Registry Registry // nil = nothing persisted
+	Log      zerolog.Logger
+}
+
+type topicState struct {
+	rec    TopicRecord
+	id     [16]byte
+	actors []runtime.Ref
+}
+
+// Local is the local-dev supervisor actor.
+type Local struct {
+	cfg     LocalConfig
+	topics  map[string]*topicState
+	version int64
+}
+
+// NewLocal returns a producer for the local supervisor actor.
+func NewLocal(cfg LocalConfig) func() actor.Actor {
+	if cfg.DefaultPartitions <= 0 {
+		cfg.DefaultPartitions = 1
+	}
+	if cfg.MaxPartitions <= 0 {
+		cfg.MaxPartitions = 10000
+	}
+	return func() actor.Actor { return &Local{cfg: cfg, topics: map[string]*topicState{}} }
+}
+
+// Receive implements actor.Actor.
+func (s *Local) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		for _, rec := range s.cfg.Initial {
+			id, err := ParseUUID(rec.ID)
+			if err != nil {
+				s.cfg.Log.Error().Err(err).Str("topic", rec.Name).Msg("skipping topic with a bad id")
+				continue
+			}
+			s.addTopic(ctx, rec, id)
+		}
+		s.publish(ctx)
+	case *messages.CreateTopics:
+		s.createTopics(ctx, m)
+	case *messages.DeleteTopics:
+		s.deleteTopics(ctx, m)
+	case *messages.CreatePartitions:
+		s.createPartitions(ctx, m)
+	case *messages.AlterTopicConfig:
+		s.alterConfig(ctx, m)
+	case *Ping:
+		m.Reply()
+	}
+}
+
+// Ping checks that the supervisor's mailbox is served (/readyz).
+type Ping struct{ Reply func() }
+
+func (s *Local) addTopic(ctx actor.Context, rec TopicRecord, id [16]byte) {
+	ts := &topicState{rec: rec, id: id}
+	s.topics[rec.Name] = ts
+	s.growTopic(ctx, ts, rec.Partitions)
+}
+
+func (s *Local) growTopic(ctx actor.Context, ts *topicState, count int32) {
+	for p := int32(len(ts.actors)); p < count; p++ {
+		pid := storage.PartitionID{Topic: ts.rec.Name, TopicID: FormatUUID(ts.id), Partition: p}
+		name := fmt.Sprintf("partition/%s/%s/%d", ts.rec.Name, FormatUUID(ts.id), p)
+		ref, err := runtime.SpawnChild(ctx, name, partition.New(pid, s.cfg.Partition))
+		if err != nil {
+			s.cfg.Log.Error().Err(err).Str("topic", ts.rec.Name).Int32("partition", p).Msg("spawn partition actor")
+			continue
+		}
+		ref.Send(&messages.TakeLeadership{TopicID: pid.TopicID, LeaderEpoch: 0, Config: ts.rec.Config})
+		ts.actors = append(ts.actors, ref)
+	}
+	ts.rec.Partitions = int32(len(ts.actors))
+}
+
+func (s *Local) createTopics(ctx actor.Context, m *messages.CreateTopics) {
+	results := make([]messages.TopicResult, len(m.Topics))
+	changed := false
+	seen := map[string]bool{}
+	for i, spec := range m.Topics {
+		r := &results[i]
+		r.Name = spec.Name
+		if seen[spec.Name] {
+			r.ErrorCode, r.ErrorMessage = kerr.InvalidRequest.Code, "topic named twice in one request"
+			continue
+		}
+		seen[spec.Name] = true
+		if code, msg := s.validateSpec(spec); code != 0 {
+			r.ErrorCode, r.ErrorMessage = code, msg
+			continue
+		}
+		n := spec.Partitions
+		if n == -1 {
+			n = s.cfg.DefaultPartitions
+		}
+		r.Partitions = n
+		r.Config = spec.Config
+		if m.ValidateOnly {
+			continue
+		}
+		id := NewUUID()
+		r.ID = id
+		cfg := maps.Clone(spec.Config)
+		if cfg == nil {
+			cfg = map[string]string{}
+		}
+		s.addTopic(ctx, TopicRecord{Name: spec.Name, ID: FormatUUID(id), Partitions: n, Config: cfg}, id)
+		s.cfg.Log.Info().Str("topic", spec.Name).Int32("partitions", n).Msg("topic created")
+		changed = true
+	}
+	s.commit(ctx, changed, func() { m.Reply(results) })
+}
+
+func (s *Local) validateSpec(spec messages.TopicSpec) (int16, string) {
+	if err := topicconfig.ValidTopicName(spec.Name); err != nil {
+		return kerr.InvalidTopicException.Code, err.Error()
+	}
+	if _, ok := s.topics[spec.Name]; ok {
+		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", spec.Name)
+	}
+	if spec.ManualAssignment {
+		return kerr.InvalidReplicaAssignment.Code, "kaas places partitions itself; manual replica assignment is not supported"
+	}
+	if spec.Partitions == 0 || spec.Partitions < -1 {
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d must be positive", spec.Partitions)
+	}
+	if spec.Partitions > s.cfg.MaxPartitions {
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d exceeds the limit %d", spec.Partitions, s.cfg.MaxPartitions)
+	}
+	if spec.ReplicationFactor == 0 || spec.ReplicationFactor < -1 {
+		return kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d must be -1 or positive", spec.ReplicationFactor)
+	}
+	if err := topicconfig.Validate(spec.Config); err != nil {
+		return kerr.InvalidConfig.Code, err.Error()
+	}
+	return 0, ""
+}
+
+func (s *Local) lookup(name string, id [16]byte) (*topicState, bool) {
+	if id != ([16]byte{}) {
+		for _, t := range s.topics {
+			if t.id == id {
+				return t, true
+			}
+		}
+		return nil, false
+	}
+	t, ok := s.topics[name]
+	return t, ok
+}
+
+func (s *Local) deleteTopics(ctx actor.Context, m *messages.DeleteTopics) {
+	n := max(len(m.Names), len(m.IDs))
+	results := make([]messages.TopicResult, n)
+	changed := false
+	for i := 0; i < n; i++ {
+		var name string
+		var id [16]byte
+		if i < len(m.Names) {
+			name = m.Names[i]
+		}
+		if i < len(m.IDs) {
+			id = m.IDs[i]
+		}
+		r := &results[i]
+		r.Name, r.ID = name, id
+		t, ok := s.lookup(name, id)
+		if !ok {
+			if id != ([16]byte{}) {
+				r.ErrorCode = kerr.UnknownTopicID.Code
+			} else {
+				r.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			}
+			continue
+		}
+		r.Name, r.ID = t.rec.Name, t.id
+		for _, ref := range t.actors {
+			ref := ref
+			ref.Send(&messages.RelinquishLeadership{Delete: true, Done: func(error) { ref.Poison() }})
+		}
+		delete(s.topics, t.rec.Name)
+		s.cfg.Log.Info().Str("topic", t.rec.Name).Msg("topic deleted")
+		changed = true
+	}
+	s.commit(ctx, changed, func() { m.Reply(results) })
+}
+
+func (s *Local) createPartitions(ctx actor.Context, m *messages.CreatePartitions) {
+	results := make([]messages.TopicResult, len(m.Topics))
+	changed := false
+	for i, pc := range m.Topics {
+		r := &results[i]
+		r.Name = pc.Topic
+		t, ok := s.topics[pc.Topic]
+		switch {
+		case !ok:
+			r.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		case pc.ManualAssignment:
+			r.ErrorCode, r.ErrorMessage = kerr.InvalidReplicaAssignment.Code, "kaas places partitions itself; manual replica assignment is not supported"
+		case pc.Count <= t.rec.Partitions:
+			r.ErrorCode = kerr.InvalidPartitions.Code
+			r.ErrorMessage = fmt.Sprintf("topic %q has %d partitions; the new count %d must be larger", pc.Topic, t.rec.Partitions, pc.Count)
+		case pc.Count > s.cfg.MaxPartitions:
+			r.ErrorCode = kerr.InvalidPartitions.Code
+			r.ErrorMessage = fmt.Sprintf("partition count %d exceeds the limit %d", pc.Count, s.cfg.MaxPartitions)
+		case m.ValidateOnly:
+		default:
+			s.growTopic(ctx, t, pc.Count)
+			changed = true
+		}
+	}
+	s.commit(ctx, changed, func() { m.Reply(results) })
+}
+
+func (s *Local) alterConfig(ctx actor.Context, m *messages.AlterTopicConfig) {
+	t, ok := s.topics[m.Topic]
+	if !ok {
+		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownTopicOrPartition.Code})
+		return
+	}
+	if err := topicconfig.Validate(m.Config); err != nil {
+		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.InvalidConfig.Code, ErrorMessage: err.Error()})
+		return
+	}
+	if m.ValidateOnly {
+		m.Reply(messages.TopicResult{Name: m.Topic})
+		return
+	}
+	t.rec.Config = maps.Clone(m.Config)
+	for _, ref := range t.actors {
+		ref.Send(&messages.UpdateConfig{Config: t.rec.Config})
+	}
+	s.commit(ctx, true, func() { m.Reply(messages.TopicResult{Name: m.Topic, ID: t.id}) })
+}
+
+// commit publishes the new view at once and persists the registry on a
+// goroutine; the client's answer waits for the registry to be durable.
+func (s *Local) commit(ctx actor.Context, changed bool, reply func()) {
+	if !changed {
+		reply()
+		return
+	}
+	s.version++
+	s.publish(ctx)
+	if s.cfg.Registry == nil {
+		reply()
+		return
+	}
+	recs := s.records()
+	version, reg, log := s.version, s.cfg.Registry, s.cfg.Log
+	go func() {
+		if err := reg.Save(version, recs); err != nil {
+			log.Error().Err(err).Int64("version", version).Msg("persist topic registry")
+		}
+		reply()
+	}()
+}
+
+func (s *Local) records() []TopicRecord {
+	out := make([]TopicRecord, 0, len(s.topics))
+	for _, t := range s.topics {
+		out = append(out, TopicRecord{Name: t.rec.Name, ID: t.rec.ID, Partitions: t.rec.Partitions, Config: maps.Clone(t.rec.Config)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (s *Local) publish(ctx actor.Context) {
+	self := s.cfg.Self
+	self.Alive = true
+	v := &routing.View{
+		ClusterID:    s.cfg.ClusterID,
+		Self:         self.ID,
+		ControllerID: self.ID,
+		Version:      s.version,
+		Role:         "local",
+		Brokers:      []routing.Broker{self},
+		Topics:       make(map[string]*routing.Topic, len(s.topics)),
+		TopicIDs:     make(map[[16]byte]*routing.Topic, len(s.topics)),
+		Local:        map[routing.TP]runtime.Ref{},
+	}
+	for name, t := range s.topics {
+		rt := &routing.Topic{Name: name, ID: t.id, Config: t.rec.Config, Partitions: make([]routing.Partition, len(t.actors))}
+		for p, ref := range t.actors {
+			rt.Partitions[p] = routing.Partition{Leader: self.ID, LeaderEpoch: 0}
+			v.Local[routing.TP{Topic: name, Partition: int32(p)}] = ref
+		}
+		v.Topics[name] = rt
+		v.TopicIDs[t.id] = rt
+	}
+	s.cfg.Store.Publish(v)
+}
+
+// NewUUID returns a random (v4) UUID.
+func NewUUID() [16]byte {
+	var u [16]byte
+	_, _ = rand.Read(u[:])
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	return u
+}
+
+// FormatUUID renders a UUID in its canonical text form.
+func FormatUUID(u [16]byte) string {
+	const hexd = "0123456789abcdef"
+	out := make([]byte, 0, 36)
+	for i, b := range u {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out = append(out, '-')
+		}
+		out = append(out, hexd[b>>4], hexd[b&0xf])
+	}
+	return string(out)
+}
+
+// ParseUUID parses the canonical text form.
+func ParseUUID(s string) ([16]byte, error) {
+	var u [16]byte
+	if len(s) != 36 {
+		return u, fmt.Errorf("uuid %q: want 36 characters", s)
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return u, fmt.Errorf("uuid %q: want '-' at %d", s, i)
+			}
+			i++
+			continue
+		}
+		b, err := strconv.ParseUint(s[i:i+2], 16, 8)
+		if err != nil {
+			return u, fmt.Errorf("uuid %q: %w", s, err)
+		}
+		u[j] = byte(b)
+		j++
+		i += 2
+	}
+	return u, nil
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/rs/zerolog"
+)
+
+// serveConfig is the `kaas` (serve) command line. Every flag has a KAAS_*
+// environment twin (--kafka-addr -> KAAS_KAFKA_ADDR); a flag on the command
+// line wins over its variable.
+type serveConfig struct {
+	KafkaAddr         string
+	AdvertisedAddr    string
+	HTTPAddr          string
+	DataDir           string
+	LogLevel          string
+	LogFormat         string
+	MaxRequestSize    int
+	AutoCreateTopics  bool
+	DefaultPartitions int
+	ClusterID         string
+	BrokerID          int
+
+	// derived
+	advHost string
+	advPort int32
+	level   zerolog.Level
+}
+
+func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("kaas", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&cfg.KafkaAddr, "kafka-addr", ":9092", "Kafka listener address (host:port)")
+	fs.StringVar(&cfg.AdvertisedAddr, "advertised-addr", "", "host:port put in Metadata for clients (default: localhost:<kafka port>, or the pod DNS name in cluster mode)")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":8080", "HTTP address for /healthz, /readyz and /metrics (empty disables)")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for partition data; empty keeps everything in memory")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.StringVar(&cfg.LogFormat, "log-format", "console", "log format: json or console")
+	fs.IntVar(&cfg.MaxRequestSize, "max-request-size", 100<<20, "largest request frame accepted, in bytes (Kafka's socket.request.max.bytes)")
+	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata requests (Kafka's auto.create.topics.enable)")
+	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
+	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")
+	fs.IntVar(&cfg.BrokerID, "broker-id", 0, "broker id in local mode (cluster mode takes it from the pod name)")
+	return fs
+}
+
+// envName maps a flag name to its environment twin.
+func envName(flagName string) string {
+	return "KAAS_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseServe parses args and the KAAS_* environment, then validates.
+func parseServe(args []string, getenv func(string) string, out io.Writer) (*serveConfig, error) {
+	cfg := &serveConfig{}
+	fs := newServeFlags(cfg, out)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (commands: serve (default), version, assignment)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		if v := getenv(envName(f.Name)); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return cfg, cfg.validate()
+}
+
+func (c *serveConfig) validate() error {
+	if _, _, err := net.SplitHostPort(c.KafkaAddr); err != nil {
+		return fmt.Errorf("--kafka-addr %q: %w", c.KafkaAddr, err)
+	}
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			return fmt.Errorf("--http-addr %q: %w", c.HTTPAddr, err)
+		}
+	}
+	lvl, err := zerolog.ParseLevel(c.LogLevel)
+	if err != nil || c.LogLevel == "" {
+		return fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", c.LogLevel)
+	}
+	c.level = lvl
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		return fmt.Errorf("--log-format %q: want json or console", c.LogFormat)
+	}
+	if c.MaxRequestSize < 1024 || c.MaxRequestSize > 1<<30 {
+		return fmt.Errorf("--max-request-size %d: want 1024 .. 1073741824 bytes", c.MaxRequestSize)
+	}
+	if c.DefaultPartitions < 1 {
+		return fmt.Errorf("--default-partitions %d: must be at least 1", c.DefaultPartitions)
+	}
+	if c.BrokerID < 0 {
+		return fmt.Errorf("--broker-id %d: must not be negative", c.BrokerID)
+	}
+	adv := c.AdvertisedAddr
+	if adv == "" {
+		_, port, _ := net.SplitHostPort(c.KafkaAddr)
+		adv = net.JoinHostPort("localhost", port)
+	}
+	host, portStr, err := net.SplitHostPort(adv)
+	if err != nil || host == "" {
+		return fmt.Errorf("--advertised-addr %q: want host:port", adv)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port <= 0 || port > 65535 {
+		return fmt.Errorf("--advertised-addr %q: bad port", adv)
+	}
+	c.advHost, c.advPort = host, int32(port)
+	if c.DataDir != "" {
+		if st, err := os.Stat(c.DataDir); err == nil && !st.IsDir() {
+			return fmt.Errorf("--data-dir %q is not a directory", c.DataDir)
+		}
+	}
+	return nil
+}

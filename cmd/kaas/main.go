@@ -1,0 +1,57 @@
+// Command kaas is the Kafka-compatible broker. `kaas` serves; `kaas version`
+// prints the version; `kaas assignment ...` inspects and plans
+// assignment.json.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		var cfg *serveConfig
+		cfg, err = parseServe(args, os.Getenv, stderr)
+		if err == nil {
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			err = serve(ctx, cfg, stderr)
+		}
+	case "version":
+		fmt.Fprintf(stdout, "kaas %s\n", version)
+	case "assignment":
+		err = runAssignment(args, stdout, stderr)
+	case "help":
+		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ...")
+		newServeFlags(&serveConfig{}, stdout).PrintDefaults()
+	default:
+		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, help)", cmd)
+	}
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "kaas: %v\n", err)
+		return 2
+	}
+	return 0
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/actors/partition"
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/actors/supervisor"
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/memlog"
+)
+
+func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
+	var out io.Writer = w
+	if cfg.LogFormat == "console" {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	}
+	return zerolog.New(out).Level(cfg.level).With().Timestamp().Logger()
+}
+
+// broker is one running kaas process's parts.
+type broker struct {
+	cfg     *serveConfig
+	log     zerolog.Logger
+	system  *runtime.System
+	views   *routing.Store
+	sup     runtime.Ref
+	srv     *conn.Server
+	kafkaLn net.Listener
+	httpLn  net.Listener
+	ready   atomic.Bool
+	extras  []func(s *conn.Server) // API registrations from other packages (groups)
+}
+
+// openStorage chooses the log engine: in memory without --data-dir.
+func openStorage(cfg *serveConfig) (storage.Opener, supervisor.Registry, []supervisor.TopicRecord, error) {
+	if cfg.DataDir == "" {
+		return memlog.NewOpener(), nil, nil, nil
+	}
+	return openDiskStorage(cfg.DataDir)
+}
+
+// startBroker binds the listeners and starts the actor system. It returns
+// once the broker accepts connections.
+func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*broker, error) {
+	b := &broker{cfg: cfg, log: newLogger(cfg, logOut), views: &routing.Store{}}
+	opener, registry, initial, err := openStorage(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --kafka-addr %s: %w", cfg.KafkaAddr, err)
+	}
+	if cfg.HTTPAddr != "" {
+		b.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			_ = b.kafkaLn.Close()
+			return nil, fmt.Errorf("listen on --http-addr %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	b.system = runtime.NewSystem()
+	self := routing.Broker{ID: int32(cfg.BrokerID), Name: "kaas-" + strconv.Itoa(cfg.BrokerID), Host: cfg.advHost, Port: cfg.advPort, Alive: true}
+	b.sup, err = b.system.Spawn("supervisor", supervisor.NewLocal(supervisor.LocalConfig{
+		ClusterID:         cfg.ClusterID,
+		Self:              self,
+		Store:             b.views,
+		Opener:            opener,
+		Partition:         partition.Config{Opener: opener, Log: b.log},
+		DefaultPartitions: int32(cfg.DefaultPartitions),
+		Initial:           initial,
+		Registry:          registry,
+		Log:               b.log.With().Str("actor", "supervisor").Logger(),
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	for b.views.Load() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	b.srv = conn.NewServer(conn.Config{MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.log}, b.system, b.views, b.sup)
+	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
+	b.srv.BrokerConfigs = map[string]string{
+		"broker.id":                 strconv.Itoa(cfg.BrokerID),
+		"advertised.listeners":      "PLAINTEXT://" + net.JoinHostPort(cfg.advHost, strconv.Itoa(int(cfg.advPort))),
+		"socket.request.max.bytes":  strconv.Itoa(cfg.MaxRequestSize),
+		"auto.create.topics.enable": strconv.FormatBool(cfg.AutoCreateTopics),
+		"num.partitions":            strconv.Itoa(cfg.DefaultPartitions),
+		"log.dirs":                  cfg.DataDir,
+	}
+	registerGroups(b)
+	go func() {
+		if err := b.srv.Serve(ctx, b.kafkaLn); err != nil {
+			b.log.Error().Err(err).Msg("kafka listener stopped")
+		}
+	}()
+	if b.httpLn != nil {
+		go b.serveHTTP(ctx)
+	}
+	b.ready.Store(true)
+	b.log.Info().Str("kafka_addr", b.kafkaLn.Addr().String()).Str("advertised", net.JoinHostPort(cfg.advHost, strconv.Itoa(int(cfg.advPort)))).
+		Str("data_dir", cfg.DataDir).Str("mode", "local").Str("version", version).Msg("kaas started")
+	return b, nil
+}
+
+// shutdown stops accepting, closes client connections, then stops the
+// supervisor so every partition flushes and closes its files.
+func (b *broker) shutdown() {
+	b.ready.Store(false)
+	_ = b.kafkaLn.Close()
+	b.srv.CloseConnections()
+	if err := b.sup.PoisonWait(30 * time.Second); err != nil {
+		b.log.Error().Err(err).Msg("supervisor stop")
+	}
+	if b.httpLn != nil {
+		_ = b.httpLn.Close()
+	}
+	b.system.Shutdown()
+	b.log.Info().Msg("kaas stopped")
+}
+
+func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
+	b, err := startBroker(ctx, cfg, logOut)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	b.log.Info().Msg("shutting down")
+	b.shutdown()
+	return nil
+}
+
+// health is the /healthz body.
+type health struct {
+	Status            string `json:"status"`
+	Role              string `json:"role"`
+	BrokerID          int32  `json:"broker_id"`
+	Epoch             int64  `json:"epoch"`
+	AssignmentVersion int64  `json:"assignment_version"`
+	PartitionsLed     int    `json:"partitions_led"`
+	GroupsLed         int    `json:"groups_led"`
+	Topics            int    `json:"topics"`
+}
+
+func (b *broker) serveHTTP(ctx context.Context) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		v := b.views.Load()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(health{Status: "ok", Role: v.Role, BrokerID: v.Self, Epoch: v.Epoch,
+			AssignmentVersion: v.Version, PartitionsLed: len(v.Local), GroupsLed: groupsLed(b), Topics: len(v.Topics)})
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !b.ready.Load() {
+			http.Error(w, "not ready: starting or draining", http.StatusServiceUnavailable)
+			return
+		}
+		pong := make(chan struct{})
+		b.sup.Send(&supervisor.Ping{Reply: func() { close(pong) }})
+		select {
+		case <-pong:
+			_, _ = io.WriteString(w, "ready\n")
+		case <-time.After(2 * time.Second):
+			http.Error(w, "not ready: supervisor does not answer", http.StatusServiceUnavailable)
+		}
+	})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		v := b.views.Load()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE kaas_partitions_led gauge\nkaas_partitions_led %d\n", len(v.Local))
+		fmt.Fprintf(w, "# TYPE kaas_topics gauge\nkaas_topics %d\n", len(v.Topics))
+		fmt.Fprintf(w, "# TYPE kaas_controller_epoch gauge\nkaas_controller_epoch %d\n", v.Epoch)
+		fmt.Fprintf(w, "# TYPE kaas_assignment_version gauge\nkaas_assignment_version %d\n", v.Version)
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(b.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		b.log.Error().Err(err).Msg("http server stopped")
+	}
+}
+
+var _ = os.Stderr

@@ -1,0 +1,136 @@
+// Package messages holds the Go types that actors send each other. Replies
+// travel through Reply callbacks rather than protoactor futures (which have
+// known data races and cost an allocation-heavy round trip on hot paths): a
+// callback must be cheap and must never block (send to a buffered channel or
+// to another actor).
+package messages
+
+import (
+	"github.com/kaas-project/kaas/storage"
+)
+
+// TakeLeadership tells a partition actor it leads the partition from now on,
+// under LeaderEpoch. The actor opens and recovers its log.
+type TakeLeadership struct {
+	TopicID     string
+	LeaderEpoch int32
+	Config      map[string]string
+}
+
+// RelinquishLeadership tells a partition actor to flush, close its files and
+// stop serving. Done is called once every descriptor is closed.
+type RelinquishLeadership struct {
+	// Delete removes the partition's data after closing (DeleteTopics).
+	Delete bool
+	Done   func(err error)
+}
+
+// UpdateConfig replaces a partition's topic config (AlterConfigs).
+type UpdateConfig struct {
+	Config map[string]string
+}
+
+// Produce appends one produced record batch.
+type Produce struct {
+	Batch []byte
+	Acks  int16
+	Reply func(ProduceResult)
+}
+
+// ProduceResult answers Produce.
+type ProduceResult struct {
+	ErrorCode      int16
+	ErrorMessage   string
+	BaseOffset     int64
+	LogAppendTime  int64
+	LogStartOffset int64
+}
+
+// Fetch reads records from one partition.
+type Fetch struct {
+	Offset             int64
+	MaxBytes           int32
+	CurrentLeaderEpoch int32 // -1 = not checked
+	LastFetchedEpoch   int32 // -1 = not checked (Fetch v12+ divergence check)
+	Reply              func(FetchResult)
+}
+
+// FetchResult answers Fetch. Records must be closed by the receiver.
+type FetchResult struct {
+	ErrorCode        int16
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	Records          storage.Records
+	// DivergingEpoch is set when LastFetchedEpoch shows the fetcher's log
+	// diverged from this one (KIP-320).
+	DivergingEpoch     int32
+	DivergingEndOffset int64
+	Diverging          bool
+	LeaderEpoch        int32
+}
+
+// WatchHighWatermark asks a partition actor to call Notify once its high
+// watermark moves past Offset (or at once if it already has, or if the
+// partition stops being led). Fetch long polling uses it.
+type WatchHighWatermark struct {
+	Offset int64
+	Notify func()
+}
+
+// ListOffsets resolves a timestamp (or -1 latest, -2 earliest, -3 max
+// timestamp) to an offset.
+type ListOffsets struct {
+	Timestamp          int64
+	CurrentLeaderEpoch int32
+	IsolationLevel     int8
+	Reply              func(ListOffsetsResult)
+}
+
+// ListOffsetsResult answers ListOffsets.
+type ListOffsetsResult struct {
+	ErrorCode   int16
+	Timestamp   int64
+	Offset      int64
+	LeaderEpoch int32
+}
+
+// OffsetForLeaderEpoch asks for the end offset of a leader epoch.
+type OffsetForLeaderEpoch struct {
+	CurrentLeaderEpoch int32
+	LeaderEpoch        int32
+	Reply              func(OffsetForLeaderEpochResult)
+}
+
+// OffsetForLeaderEpochResult answers OffsetForLeaderEpoch.
+type OffsetForLeaderEpochResult struct {
+	ErrorCode   int16
+	LeaderEpoch int32
+	EndOffset   int64
+}
+
+// DeleteRecords moves the log start offset up to Offset (-1 = high watermark).
+type DeleteRecords struct {
+	Offset int64
+	Reply  func(DeleteRecordsResult)
+}
+
+// DeleteRecordsResult answers DeleteRecords.
+type DeleteRecordsResult struct {
+	ErrorCode    int16
+	LowWatermark int64
+}
+
+// PartitionStatus asks for a snapshot of a partition's offsets (tests, /healthz).
+type PartitionStatus struct {
+	Reply func(PartitionStatusResult)
+}
+
+// PartitionStatusResult answers PartitionStatus.
+type PartitionStatusResult struct {
+	Leading        bool
+	LeaderEpoch    int32
+	LogStartOffset int64
+	HighWatermark  int64
+	LogEndOffset   int64
+}

@@ -1,0 +1,60 @@
+package batch
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrCompressed is returned when records would have to be decompressed.
+var ErrCompressed = errors.New("batch is compressed")
+
+// RecordTS is one record's absolute offset and timestamp.
+type RecordTS struct {
+	Offset    int64
+	Timestamp int64
+}
+
+// RecordTimestamps decodes just enough of an uncompressed batch's records to
+// list their offsets and timestamps (ListOffsets by timestamp). A
+// LogAppendTime batch reports its max timestamp for every record.
+func RecordTimestamps(b []byte) ([]RecordTS, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	if h.Attributes&AttrCompressionMask != 0 {
+		return nil, ErrCompressed
+	}
+	if h.Size() > len(b) {
+		return nil, fmt.Errorf("%w: batch truncated", ErrCorrupt)
+	}
+	p := b[HeaderSize:h.Size()]
+	out := make([]RecordTS, 0, max(h.NumRecords, 0))
+	for i := int32(0); i < h.NumRecords; i++ {
+		length, n := binary.Varint(p)
+		if n <= 0 || length < 0 || int64(len(p)-n) < length {
+			return nil, fmt.Errorf("%w: record %d length", ErrCorrupt, i)
+		}
+		rec := p[n : n+int(length)]
+		p = p[n+int(length):]
+		if len(rec) < 1 {
+			return nil, fmt.Errorf("%w: record %d empty", ErrCorrupt, i)
+		}
+		rec = rec[1:] // attributes
+		tsDelta, n := binary.Varint(rec)
+		if n <= 0 {
+			return nil, fmt.Errorf("%w: record %d timestamp", ErrCorrupt, i)
+		}
+		offDelta, m := binary.Varint(rec[n:])
+		if m <= 0 {
+			return nil, fmt.Errorf("%w: record %d offset delta", ErrCorrupt, i)
+		}
+		ts := h.FirstTimestamp + tsDelta
+		if h.Attributes&AttrTimestampType != 0 {
+			ts = h.MaxTimestamp
+		}
+		out = append(out, RecordTS{Offset: h.BaseOffset + offDelta, Timestamp: ts})
+	}
+	return out, nil
+}

@@ -1,0 +1,236 @@
+// Package topicconfig knows Kafka's topic configuration keys: their types,
+// defaults, documentation, broker-level synonyms and validation. It is pure:
+// CreateTopics, AlterConfigs and DescribeConfigs use it, and so do log engines
+// (through LogConfig).
+package topicconfig
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kaas-project/kaas/storage"
+)
+
+// Type is a config value type, numbered as DescribeConfigs v3+ reports it.
+type Type int8
+
+// Kafka's ConfigType numbering.
+const (
+	TypeBoolean  Type = 1
+	TypeString   Type = 2
+	TypeInt      Type = 3
+	TypeShort    Type = 4
+	TypeLong     Type = 5
+	TypeDouble   Type = 6
+	TypeList     Type = 7
+	TypeClass    Type = 8
+	TypePassword Type = 9
+)
+
+// Key describes one topic configuration key.
+type Key struct {
+	Name    string
+	Type    Type
+	Default string
+	// Synonym is the broker-level config that provides the default.
+	Synonym string
+	Doc     string
+	// Check validates a value beyond its type (nil = any value of the type).
+	Check func(v string) error
+}
+
+func oneOf(opts ...string) func(string) error {
+	return func(v string) error {
+		for _, o := range opts {
+			if v == o {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(opts, ", "))
+	}
+}
+
+func atLeast(n int64) func(string) error {
+	return func(v string) error {
+		i, _ := strconv.ParseInt(v, 10, 64)
+		if i < n {
+			return fmt.Errorf("must be at least %d", n)
+		}
+		return nil
+	}
+}
+
+// Keys is every topic config kaas accepts, by name.
+var Keys = map[string]Key{}
+
+func init() {
+	for _, k := range []Key{
+		{Name: "cleanup.policy", Type: TypeList, Default: "delete", Synonym: "log.cleanup.policy",
+			Doc:   "The retention policy for old log segments. kaas supports \"delete\"; compaction is not implemented and is refused.",
+			Check: oneOf("delete")},
+		{Name: "compression.type", Type: TypeString, Default: "producer", Synonym: "compression.type",
+			Doc:   "The final compression type for a topic. kaas stores batches as produced, so only \"producer\" is accepted.",
+			Check: oneOf("producer")},
+		{Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", Synonym: "log.cleaner.delete.retention.ms",
+			Doc: "How long delete tombstones are retained for compacted topics.", Check: atLeast(0)},
+		{Name: "file.delete.delay.ms", Type: TypeLong, Default: "60000", Synonym: "log.segment.delete.delay.ms",
+			Doc: "The time to wait before deleting a file from the filesystem.", Check: atLeast(0)},
+		{Name: "flush.messages", Type: TypeLong, Default: "9223372036854775807", Synonym: "log.flush.interval.messages",
+			Doc: "Accepted for compatibility; kaas flushes per acks=all group commit.", Check: atLeast(1)},
+		{Name: "flush.ms", Type: TypeLong, Default: "9223372036854775807", Synonym: "log.flush.interval.ms",
+			Doc: "Accepted for compatibility; kaas flushes per acks=all group commit.", Check: atLeast(0)},
+		{Name: "index.interval.bytes", Type: TypeInt, Default: "4096", Synonym: "log.index.interval.bytes",
+			Doc: "How frequently an entry is added to the offset index.", Check: atLeast(0)},
+		{Name: "max.message.bytes", Type: TypeInt, Default: "1048588", Synonym: "message.max.bytes",
+			Doc: "The largest record batch size allowed.", Check: atLeast(0)},
+		{Name: "message.timestamp.type", Type: TypeString, Default: "CreateTime", Synonym: "log.message.timestamp.type",
+			Doc: "Whether the timestamp in the message is the create time or the log append time.", Check: oneOf("CreateTime", "LogAppendTime")},
+		{Name: "message.timestamp.before.max.ms", Type: TypeLong, Default: "9223372036854775807", Synonym: "log.message.timestamp.before.max.ms",
+			Doc: "The maximum allowed difference between the broker's time and an earlier record timestamp.", Check: atLeast(0)},
+		{Name: "message.timestamp.after.max.ms", Type: TypeLong, Default: "9223372036854775807", Synonym: "log.message.timestamp.after.max.ms",
+			Doc: "The maximum allowed difference between a later record timestamp and the broker's time.", Check: atLeast(0)},
+		{Name: "min.insync.replicas", Type: TypeInt, Default: "1", Synonym: "min.insync.replicas",
+			Doc: "Accepted for compatibility; kaas keeps one copy on a shared volume, so 1 is the only meaningful value.", Check: atLeast(1)},
+		{Name: "preallocate", Type: TypeBoolean, Default: "false", Synonym: "log.preallocate",
+			Doc: "Whether to preallocate the file on disk when creating a new segment."},
+		{Name: "retention.bytes", Type: TypeLong, Default: "-1", Synonym: "log.retention.bytes",
+			Doc: "The maximum size a partition can grow to before old segments are discarded; -1 is no limit.", Check: atLeast(-1)},
+		{Name: "retention.ms", Type: TypeLong, Default: "604800000", Synonym: "log.retention.ms",
+			Doc: "The maximum time a segment is retained before it is discarded; -1 is no time limit.", Check: atLeast(-1)},
+		{Name: "segment.bytes", Type: TypeInt, Default: "1073741824", Synonym: "log.segment.bytes",
+			Doc: "The segment file size for the log.", Check: atLeast(14)},
+		{Name: "segment.index.bytes", Type: TypeInt, Default: "10485760", Synonym: "log.index.size.max.bytes",
+			Doc: "The size of the index that maps offsets to file positions.", Check: atLeast(4)},
+		{Name: "segment.jitter.ms", Type: TypeLong, Default: "0", Synonym: "log.roll.jitter.ms",
+			Doc: "The maximum random jitter subtracted from the scheduled segment roll time.", Check: atLeast(0)},
+		{Name: "segment.ms", Type: TypeLong, Default: "604800000", Synonym: "log.roll.ms",
+			Doc: "The period after which the log rolls a segment even if it is not full.", Check: atLeast(1)},
+		{Name: "unclean.leader.election.enable", Type: TypeBoolean, Default: "false", Synonym: "unclean.leader.election.enable",
+			Doc: "Accepted for compatibility; with one shared copy every election is clean."},
+		{Name: "message.downconversion.enable", Type: TypeBoolean, Default: "true", Synonym: "log.message.downconversion.enable",
+			Doc: "Accepted for compatibility; kaas serves only record batch v2."},
+	} {
+		Keys[k.Name] = k
+	}
+}
+
+// Names returns every key name, sorted.
+func Names() []string {
+	out := make([]string, 0, len(Keys))
+	for n := range Keys {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ValidateOne checks one key and value.
+func ValidateOne(name, value string) error {
+	k, ok := Keys[name]
+	if !ok {
+		return fmt.Errorf("unknown topic config %q", name)
+	}
+	switch k.Type {
+	case TypeBoolean:
+		if value != "true" && value != "false" {
+			return fmt.Errorf("invalid value %q for %s: must be true or false", value, name)
+		}
+	case TypeInt:
+		if _, err := strconv.ParseInt(value, 10, 32); err != nil {
+			return fmt.Errorf("invalid value %q for %s: not a 32-bit integer", value, name)
+		}
+	case TypeLong:
+		if _, err := strconv.ParseInt(value, 10, 64); err != nil {
+			return fmt.Errorf("invalid value %q for %s: not a 64-bit integer", value, name)
+		}
+	}
+	if k.Check != nil {
+		if err := k.Check(value); err != nil {
+			return fmt.Errorf("invalid value %q for %s: %w", value, name, err)
+		}
+	}
+	return nil
+}
+
+// Validate checks a whole config map.
+func Validate(cfg map[string]string) error {
+	names := make([]string, 0, len(cfg))
+	for n := range cfg {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := ValidateOne(n, cfg[n]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Value returns the effective value of name: the override in cfg or the default.
+func Value(cfg map[string]string, name string) string {
+	if v, ok := cfg[name]; ok {
+		return v
+	}
+	return Keys[name].Default
+}
+
+func int64Value(cfg map[string]string, name string) int64 {
+	v, err := strconv.ParseInt(Value(cfg, name), 10, 64)
+	if err != nil {
+		v, _ = strconv.ParseInt(Keys[name].Default, 10, 64)
+	}
+	return v
+}
+
+// MaxMessageBytes is the effective max.message.bytes.
+func MaxMessageBytes(cfg map[string]string) int { return int(int64Value(cfg, "max.message.bytes")) }
+
+// LogAppendTime reports message.timestamp.type=LogAppendTime.
+func LogAppendTime(cfg map[string]string) bool {
+	return Value(cfg, "message.timestamp.type") == "LogAppendTime"
+}
+
+func millis(v int64) time.Duration {
+	if v < 0 {
+		return -1
+	}
+	if v > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(v) * time.Millisecond
+}
+
+// LogConfig derives what a log engine obeys from a topic config.
+func LogConfig(cfg map[string]string) storage.LogConfig {
+	return storage.LogConfig{
+		SegmentBytes:   int64Value(cfg, "segment.bytes"),
+		SegmentMs:      millis(int64Value(cfg, "segment.ms")),
+		RetentionMs:    millis(int64Value(cfg, "retention.ms")),
+		RetentionBytes: int64Value(cfg, "retention.bytes"),
+		IndexInterval:  int32(int64Value(cfg, "index.interval.bytes")),
+	}
+}
+
+// ValidTopicName checks Kafka's topic name rules.
+func ValidTopicName(name string) error {
+	if name == "" {
+		return fmt.Errorf("topic name is empty")
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("topic name cannot be %q", name)
+	}
+	if len(name) > 249 {
+		return fmt.Errorf("topic name is %d characters, longer than 249", len(name))
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("topic name %q contains %q: only ASCII alphanumerics, '.', '_' and '-' are allowed", name, c)
+		}
+	}
+	return nil
+}
