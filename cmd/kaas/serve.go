@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,16 +35,17 @@ func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
 
 // broker is one running kaas process's parts.
 type broker struct {
-	cfg     *serveConfig
-	log     zerolog.Logger
-	system  *runtime.System
-	views   *routing.Store
-	sup     runtime.Ref
-	srv     *conn.Server
-	kafkaLn net.Listener
-	httpLn  net.Listener
-	ready   atomic.Bool
-	extras  []func(s *conn.Server) // API registrations from other packages (groups)
+	cfg      *serveConfig
+	log      zerolog.Logger
+	system   *runtime.System
+	views    *routing.Store
+	sup      runtime.Ref
+	srv      *conn.Server
+	kafkaLn  net.Listener
+	httpLn   net.Listener
+	ready    atomic.Bool
+	stopOnce sync.Once
+	extras   []func(s *conn.Server) // API registrations from other packages (groups)
 }
 
 // openStorage chooses the log engine: in memory without --data-dir.
@@ -119,7 +121,9 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 
 // shutdown stops accepting, closes client connections, then stops the
 // supervisor so every partition flushes and closes its files.
-func (b *broker) shutdown() {
+func (b *broker) shutdown() { b.stopOnce.Do(b.stop) }
+
+func (b *broker) stop() {
 	b.ready.Store(false)
 	_ = b.kafkaLn.Close()
 	b.srv.CloseConnections()

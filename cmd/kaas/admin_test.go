@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func sp(s string) *string { return &s }
+
+func TestCreateTopicsValidation(t *testing.T) {
+	_, addr := testBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	cases := []struct {
+		name  string
+		topic string
+		parts int32
+		cfg   map[string]*string
+		want  error
+	}{
+		{"ok", "good-topic", 3, map[string]*string{"retention.ms": sp("60000")}, nil},
+		{"unknown config", "t1", 1, map[string]*string{"no.such.config": sp("1")}, kerr.InvalidConfig},
+		{"bad config value", "t2", 1, map[string]*string{"retention.ms": sp("soon")}, kerr.InvalidConfig},
+		{"compaction refused", "t3", 1, map[string]*string{"cleanup.policy": sp("compact")}, kerr.InvalidConfig},
+		{"bad name", "bad/name", 1, nil, kerr.InvalidTopicException},
+		{"dot name", "..", 1, nil, kerr.InvalidTopicException},
+		{"zero partitions", "t4", 0, nil, kerr.InvalidPartitions},
+		{"exists", "good-topic", 1, nil, kerr.TopicAlreadyExists},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := adm.CreateTopic(ctx, tc.parts, 1, tc.cfg, tc.topic)
+			if err != nil && resp.Err == nil {
+				t.Fatal(err)
+			}
+			if tc.want == nil && resp.Err != nil || tc.want != nil && !errors.Is(resp.Err, tc.want) {
+				t.Fatalf("got %v (%s), want %v", resp.Err, resp.ErrMessage, tc.want)
+			}
+		})
+	}
+	// validate-only creates nothing
+	vresp, err := adm.ValidateCreateTopics(ctx, 2, 1, nil, "validated")
+	if err != nil || vresp.Error() != nil {
+		t.Fatalf("validate only: %v %v", err, vresp.Error())
+	}
+	td, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if td.Has("validated") || !td.Has("good-topic") || len(td["good-topic"].Partitions) != 3 {
+		t.Fatalf("topics after creates: %v", td.Names())
+	}
+	if td["good-topic"].ID == (kadm.TopicID{}) {
+		t.Fatal("topic has no id")
+	}
+}
+
+func TestDeleteAndGrowTopics(t *testing.T) {
+	_, addr := testBroker(t, "--auto-create-topics=false")
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	createTopic(t, addr, "grow", 2, nil)
+	cr, err := adm.CreatePartitions(ctx, 3, "grow")
+	if err != nil || cr.Error() != nil {
+		t.Fatalf("grow by 3: %v %v", err, cr.Error())
+	}
+	if bad, _ := adm.UpdatePartitions(ctx, 4, "grow"); bad["grow"].Err != kerr.InvalidPartitions {
+		t.Fatalf("shrink to 4: %v", bad["grow"].Err)
+	}
+	td, _ := adm.ListTopics(ctx, "grow")
+	if n := len(td["grow"].Partitions); n != 5 {
+		t.Fatalf("partitions after grow: %d", n)
+	}
+	// the new partitions serve produce
+	cl := newClient(t, addr)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "grow", Partition: 4, Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce to new partition: %v", err)
+	}
+	dr, err := adm.DeleteTopics(ctx, "grow", "missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dr["grow"].Err != nil || dr["missing"].Err != kerr.UnknownTopicOrPartition {
+		t.Fatalf("delete: grow=%v missing=%v", dr["grow"].Err, dr["missing"].Err)
+	}
+	td, _ = adm.ListTopics(ctx)
+	if td.Has("grow") {
+		t.Fatal("deleted topic still listed")
+	}
+	// recreated with the same name: a new id and an empty log
+	createTopic(t, addr, "grow", 1, nil)
+	ends, err := adm.ListEndOffsets(ctx, "grow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ends.Lookup("grow", 0); o.Offset != 0 {
+		t.Fatalf("recreated topic has end offset %d", o.Offset)
+	}
+}
+
+func TestDescribeAndAlterConfigs(t *testing.T) {
+	_, addr := testBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	createTopic(t, addr, "cfg", 1, map[string]*string{"retention.ms": sp("120000")})
+
+	cl := newClient(t, addr)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.IncludeSynonyms, req.IncludeDocumentation = true, true
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "cfg"
+	res.ConfigNames = []string{"retention.ms", "segment.bytes"}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("describe: %v %+v", err, resp)
+	}
+	byName := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range resp.Resources[0].Configs {
+		byName[c.Name] = c
+	}
+	if len(byName) != 2 {
+		t.Fatalf("asked for 2 configs, got %d", len(byName))
+	}
+	ret := byName["retention.ms"]
+	if *ret.Value != "120000" || ret.Source != kmsg.ConfigSourceDynamicTopicConfig || ret.Documentation == nil || *ret.Documentation == "" {
+		t.Fatalf("retention.ms: %+v", ret)
+	}
+	if len(ret.ConfigSynonyms) < 2 || ret.ConfigSynonyms[0].Name != "retention.ms" || ret.ConfigSynonyms[len(ret.ConfigSynonyms)-1].Name != "log.retention.ms" {
+		t.Fatalf("retention.ms synonyms: %+v", ret.ConfigSynonyms)
+	}
+	if seg := byName["segment.bytes"]; *seg.Value != "1073741824" || seg.Source != kmsg.ConfigSourceDefaultConfig || seg.ConfigType != kmsg.ConfigTypeInt {
+		t.Fatalf("segment.bytes: %+v", seg)
+	}
+
+	// incremental: set one, delete another
+	ar, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: "max.message.bytes", Value: sp("5000")},
+		{Op: kadm.DeleteConfig, Name: "retention.ms"},
+	}, "cfg")
+	if err != nil || ar[0].Err != nil {
+		t.Fatalf("incremental alter: %v %+v", err, ar)
+	}
+	rc, err := adm.DescribeTopicConfigs(ctx, "cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range rc[0].Configs {
+		got[c.Key] = c.MaybeValue()
+	}
+	if got["max.message.bytes"] != "5000" || got["retention.ms"] != "604800000" {
+		t.Fatalf("after alter: max.message.bytes=%s retention.ms=%s", got["max.message.bytes"], got["retention.ms"])
+	}
+	// the new max.message.bytes is enforced by the partition
+	big := make([]byte, 8000)
+	_, _ = rand.Read(big) // incompressible: kgo compresses batches
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "cfg", Value: big}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("produce over the altered limit: %v", err)
+	}
+	// invalid values are INVALID_CONFIG and change nothing
+	ar, _ = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: sp("x")}}, "cfg")
+	if ar[0].Err != kerr.InvalidConfig {
+		t.Fatalf("invalid alter: %v", ar[0].Err)
+	}
+	// broker configs are described and read-only
+	bc, err := adm.DescribeBrokerConfigs(ctx, 0)
+	if err != nil || bc[0].Err != nil {
+		t.Fatalf("broker configs: %v %v", err, bc)
+	}
+	found := false
+	for _, c := range bc[0].Configs {
+		if c.Key == "socket.request.max.bytes" && c.MaybeValue() == "104857600" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("socket.request.max.bytes missing from broker configs")
+	}
+	if br, _ := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "num.partitions", Value: sp("3")}}, 0); br[0].Err != kerr.InvalidRequest {
+		t.Fatalf("altering a broker config: %v", br[0].Err)
+	}
+	// legacy AlterConfigs replaces the whole topic config
+	lr, err := adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "retention.bytes", Value: sp("1000000")}}, "cfg")
+	if err != nil || lr[0].Err != nil {
+		t.Fatalf("legacy alter: %v %+v", err, lr)
+	}
+	rc, _ = adm.DescribeTopicConfigs(ctx, "cfg")
+	for _, c := range rc[0].Configs {
+		if c.Key == "max.message.bytes" && c.Source != kmsg.ConfigSourceDefaultConfig {
+			t.Fatalf("legacy alter kept max.message.bytes: %+v", c)
+		}
+	}
+}
+
+func TestListOffsetsDeleteRecordsAndEpochs(t *testing.T) {
+	_, addr := testBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	createTopic(t, addr, "offs", 1, nil)
+	cl := newClient(t, addr, kgo.ProducerLinger(0))
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	for i := 0; i < 10; i++ {
+		r := &kgo.Record{Topic: "offs", Value: []byte{byte(i)}, Timestamp: base.Add(time.Duration(i) * time.Minute)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// one record with a timestamp far in the future, at offset 10
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "offs", Timestamp: base.Add(48 * time.Hour)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := adm.ListOffsetsAfterMilli(ctx, base.Add(3*time.Minute+time.Second).UnixMilli(), "offs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ts.Lookup("offs", 0); o.Offset != 4 || o.Err != nil {
+		t.Fatalf("offset after 3m: %+v", o)
+	}
+	// max timestamp (-3)
+	req := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "offs"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -3
+	lt.Partitions = append(lt.Partitions, lp)
+	req.Topics = append(req.Topics, lt)
+	lr, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := lr.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 10 || p.Timestamp != base.Add(48*time.Hour).UnixMilli() {
+		t.Fatalf("max timestamp: %+v", p)
+	}
+	dr, err := adm.DeleteRecords(ctx, kadm.Offsets{"offs": {0: {At: 6}}})
+	if err != nil || dr.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, dr.Error())
+	}
+	starts, _ := adm.ListStartOffsets(ctx, "offs")
+	if o, _ := starts.Lookup("offs", 0); o.Offset != 6 {
+		t.Fatalf("start offset after DeleteRecords: %d", o.Offset)
+	}
+	ends, _ := adm.ListEndOffsets(ctx, "offs")
+	if o, _ := ends.Lookup("offs", 0); o.Offset != 11 {
+		t.Fatalf("end offset: %d", o.Offset)
+	}
+	dr, _ = adm.DeleteRecords(ctx, kadm.Offsets{"offs": {0: {At: 50}}})
+	if dr.Error() == nil {
+		t.Fatal("deleting past the high watermark succeeded")
+	}
+	// consumers starting at the beginning see offset 6 first
+	cons := newClient(t, addr, kgo.ConsumeTopics("offs"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fs := cons.PollFetches(ctx)
+	if recs := fs.Records(); len(recs) == 0 || recs[0].Offset != 6 {
+		t.Fatalf("first consumed record: %+v (%v)", recs, fs.Err0())
+	}
+	// OffsetForLeaderEpoch: epoch 0 ends at the log end
+	ep, err := adm.OffsetForLeaderEpoch(ctx, map[string]map[int32]int32{"offs": {0: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := ep["offs"][0]; e.Err != nil || e.EndOffset != 11 || e.LeaderEpoch != 0 {
+		t.Fatalf("offset for leader epoch: %+v", e)
+	}
+}
+
+func TestMetadataAndDescribeCluster(t *testing.T) {
+	_, addr := testBroker(t, "--default-partitions", "4", "--cluster-id", "unit-cluster")
+	cl := newClient(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = sp("auto-made")
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 4 {
+		t.Fatalf("auto-created topic: %+v", resp.Topics)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.Leader != 0 || len(p.Replicas) != 1 || len(p.ISR) != 1 || resp.Topics[0].TopicID == [16]byte{} {
+		t.Fatalf("partition metadata: %+v", p)
+	}
+	if *resp.ClusterID != "unit-cluster" || len(resp.Brokers) != 1 || !strings.HasPrefix(addr, "127.0.0.1") {
+		t.Fatalf("brokers %+v cluster %v", resp.Brokers, *resp.ClusterID)
+	}
+	// by topic id (v12)
+	byID := kmsg.NewPtrMetadataRequest()
+	rid := kmsg.NewMetadataRequestTopic()
+	rid.TopicID = resp.Topics[0].TopicID
+	byID.Topics = append(byID.Topics, rid)
+	idResp, err := byID.RequestWith(ctx, cl)
+	if err != nil || len(idResp.Topics) != 1 || *idResp.Topics[0].Topic != "auto-made" {
+		t.Fatalf("metadata by id: %v %+v", err, idResp)
+	}
+	// invalid names are refused, not created
+	bad := kmsg.NewPtrMetadataRequest()
+	bad.AllowAutoTopicCreation = true
+	brt := kmsg.NewMetadataRequestTopic()
+	brt.Topic = sp("no spaces")
+	bad.Topics = append(bad.Topics, brt)
+	badResp, _ := bad.RequestWith(ctx, cl)
+	if badResp.Topics[0].ErrorCode != kerr.InvalidTopicException.Code {
+		t.Fatalf("invalid name: %+v", badResp.Topics[0])
+	}
+	dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+	if err != nil || dc.ErrorCode != 0 || dc.ClusterID != "unit-cluster" || len(dc.Brokers) != 1 || dc.Brokers[0].IsFenced {
+		t.Fatalf("describe cluster: %v %+v", err, dc)
+	}
+}
+
+func TestGracefulShutdownUnderLoad(t *testing.T) {
+	b, addr := testBroker(t)
+	createTopic(t, addr, "bye", 2, nil)
+	cl := newClient(t, addr, kgo.DefaultProduceTopic("bye"), kgo.RecordRetries(1))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			cl.Produce(ctx, &kgo.Record{Value: []byte("x")}, nil)
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { b.shutdown(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("shutdown under load did not finish")
+	}
+}
