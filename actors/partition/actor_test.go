@@ -1,0 +1,173 @@
+package partition
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/memlog"
+)
+
+// slowLog is a memlog whose Sync blocks until released: an NFS stall.
+type slowLog struct {
+	*memlog.Log
+	release chan struct{}
+	mu      sync.Mutex
+	durable int64
+}
+
+func (l *slowLog) Sync() (int64, error) {
+	n := l.NextOffset()
+	<-l.release
+	l.mu.Lock()
+	l.durable = max(l.durable, n)
+	l.mu.Unlock()
+	return n, nil
+}
+
+func (l *slowLog) Durable() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.durable
+}
+
+type slowOpener struct{ log *slowLog }
+
+func (o slowOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, error) { return o.log, nil }
+func (o slowOpener) Remove(storage.PartitionID) error                                 { return nil }
+func (o slowOpener) Persistent() bool                                                 { return true }
+
+func spawn(t *testing.T, opener storage.Opener, syncTimeout time.Duration) runtime.Ref {
+	t.Helper()
+	sys := runtime.NewSystem()
+	t.Cleanup(sys.Shutdown)
+	ref, err := sys.Spawn(t.Name(), New(storage.PartitionID{Topic: "t", TopicID: "id", Partition: 0},
+		Config{Opener: opener, Log: zerolog.Nop(), SyncTimeout: syncTimeout}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Send(&messages.TakeLeadership{TopicID: "id", LeaderEpoch: 3, Config: map[string]string{}})
+	return ref
+}
+
+func produce(ref runtime.Ref, acks int16, vals ...string) chan messages.ProduceResult {
+	bs := make([][]byte, len(vals))
+	for i, v := range vals {
+		bs[i] = []byte(v)
+	}
+	out := make(chan messages.ProduceResult, 1)
+	ref.Send(&messages.Produce{Batch: batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Values: bs}), Acks: acks,
+		Reply: func(r messages.ProduceResult) { out <- r }})
+	return out
+}
+
+func within[T any](t *testing.T, ch chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("%s: no answer within %v", what, d)
+		panic("unreachable")
+	}
+}
+
+func TestAcksAllWaitsForSyncAndWatchdogFailsHungSync(t *testing.T) {
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	ref := spawn(t, slowOpener{sl}, 300*time.Millisecond)
+
+	// acks=1 answers at once even while the fsync hangs.
+	r := within(t, produce(ref, 1, "a"), time.Second, "acks=1")
+	if r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("acks=1: %+v", r)
+	}
+	// acks=all waits; the watchdog fails it with a retriable error.
+	all := produce(ref, -1, "b")
+	select {
+	case r := <-all:
+		t.Fatalf("acks=all answered before fsync: %+v", r)
+	case <-time.After(100 * time.Millisecond):
+	}
+	r = within(t, all, 2*time.Second, "watchdog")
+	if r.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("hung fsync: %+v", r)
+	}
+	// The mailbox is still served: status answers while fsync hangs.
+	st := make(chan messages.PartitionStatusResult, 1)
+	ref.Send(&messages.PartitionStatus{Reply: func(s messages.PartitionStatusResult) { st <- s }})
+	s := within(t, st, time.Second, "status during hung fsync")
+	if !s.Leading || s.HighWatermark != 0 || s.LogEndOffset != 2 || s.LeaderEpoch != 3 {
+		t.Fatalf("status: %+v", s)
+	}
+	// Fetch sees nothing beyond the durable high watermark.
+	fr := make(chan messages.FetchResult, 1)
+	ref.Send(&messages.Fetch{Offset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, Reply: func(r messages.FetchResult) { fr <- r }})
+	if f := within(t, fr, time.Second, "fetch"); f.Records.Len() != 0 || f.HighWatermark != 0 {
+		t.Fatalf("fetch beyond hw: %+v", f)
+	}
+	close(sl.release)
+	// Once fsync returns the high watermark covers both records.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		ref.Send(&messages.PartitionStatus{Reply: func(s messages.PartitionStatusResult) { st <- s }})
+		if s := within(t, st, time.Second, "status"); s.HighWatermark == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("high watermark did not advance after fsync")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r = within(t, produce(ref, -1, "c"), time.Second, "acks=all after recovery")
+	if r.ErrorCode != 0 || r.BaseOffset != 2 {
+		t.Fatalf("acks=all after recovery: %+v", r)
+	}
+}
+
+func TestLeaderEpochChecksAndRelinquish(t *testing.T) {
+	ref := spawn(t, memlog.NewOpener(), time.Second)
+	within(t, produce(ref, -1, "x", "y"), time.Second, "produce")
+	fetch := func(epoch int32) messages.FetchResult {
+		ch := make(chan messages.FetchResult, 1)
+		ref.Send(&messages.Fetch{Offset: 0, MaxBytes: 1 << 20, CurrentLeaderEpoch: epoch, LastFetchedEpoch: -1, Reply: func(r messages.FetchResult) { ch <- r }})
+		return within(t, ch, time.Second, "fetch")
+	}
+	if f := fetch(2); f.ErrorCode != kerr.FencedLeaderEpoch.Code {
+		t.Fatalf("older epoch: %+v", f)
+	}
+	if f := fetch(4); f.ErrorCode != kerr.UnknownLeaderEpoch.Code {
+		t.Fatalf("newer epoch: %+v", f)
+	}
+	if f := fetch(3); f.ErrorCode != 0 || f.Records.Len() == 0 || f.HighWatermark != 2 {
+		t.Fatalf("current epoch: %+v", f)
+	}
+	done := make(chan error, 1)
+	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
+	if err := within(t, done, time.Second, "relinquish"); err != nil {
+		t.Fatal(err)
+	}
+	if r := within(t, produce(ref, 1, "z"), time.Second, "produce after relinquish"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce after relinquish: %+v", r)
+	}
+	// Taking it back at a higher epoch recovers the same log.
+	ref.Send(&messages.TakeLeadership{TopicID: "id", LeaderEpoch: 4, Config: map[string]string{}})
+	r := within(t, produce(ref, -1, "z"), time.Second, "produce after retake")
+	if r.ErrorCode != 0 || r.BaseOffset != 2 {
+		t.Fatalf("produce after retake: %+v", r)
+	}
+	ch := make(chan messages.OffsetForLeaderEpochResult, 1)
+	ref.Send(&messages.OffsetForLeaderEpoch{CurrentLeaderEpoch: 4, LeaderEpoch: 3, Reply: func(r messages.OffsetForLeaderEpochResult) { ch <- r }})
+	if e := within(t, ch, time.Second, "epoch"); e.LeaderEpoch != 3 || e.EndOffset != 2 {
+		t.Fatalf("end of epoch 3: %+v", e)
+	}
+}
+
+var _ actor.Actor = (*Actor)(nil)
