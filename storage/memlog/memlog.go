@@ -43,11 +43,13 @@ type Log struct {
 	snaps    map[string][]byte
 	closed   bool
 	now      func() time.Time
+	// defaultCap applies when the topic sets no retention.bytes.
+	defaultCap int64
 }
 
 // New returns an empty log.
 func New(cfg storage.LogConfig) *Log {
-	return &Log{cfg: cfg, snaps: map[string][]byte{}, now: time.Now}
+	return &Log{cfg: cfg, snaps: map[string][]byte{}, now: time.Now, defaultCap: DefaultRetentionBytes}
 }
 
 // Opener opens in-memory logs; a partition re-opened in the same process
@@ -246,8 +248,8 @@ func (l *Log) EnforceRetention(now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	limit := l.cfg.RetentionBytes
-	if limit == 0 {
-		limit = DefaultRetentionBytes
+	if limit <= 0 {
+		limit = l.defaultCap
 	}
 	for len(l.segments) > 1 {
 		s := l.segments[0]

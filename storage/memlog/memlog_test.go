@@ -1,0 +1,113 @@
+package memlog
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/batch"
+)
+
+func appendN(t *testing.T, l *Log, n int, size int, ts int64) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		b := batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Timestamp: ts, Values: [][]byte{make([]byte, size)}})
+		batch.SetBaseOffset(b, l.NextOffset())
+		h, err := batch.Validate(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append(b, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReadLimits(t *testing.T) {
+	l := New(storage.LogConfig{})
+	appendN(t, l, 10, 100, 1)
+	r, err := l.Read(3, 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, _, _ := batch.Split(r.(storage.BytesRecords))
+	if len(bs) != 1 {
+		t.Fatalf("maxBytes 1 must still return one batch, got %d", len(bs))
+	}
+	if h, _ := batch.ParseHeader(bs[0]); h.BaseOffset != 3 {
+		t.Fatalf("first batch at %d", h.BaseOffset)
+	}
+	r, _ = l.Read(0, 1<<20, 5)
+	bs, _, _ = batch.Split(r.(storage.BytesRecords))
+	if len(bs) != 5 {
+		t.Fatalf("limit 5 returned %d batches", len(bs))
+	}
+	if r, _ := l.Read(10, 1<<20, 10); r.Len() != 0 {
+		t.Fatal("read at the end returned data")
+	}
+	if _, err := l.Read(11, 1, 11); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+		t.Fatalf("read past the end: %v", err)
+	}
+}
+
+func TestRetentionBySizeAndTime(t *testing.T) {
+	l := New(storage.LogConfig{SegmentBytes: 1000, RetentionBytes: 2500, RetentionMs: -1})
+	appendN(t, l, 40, 100, time.Now().UnixMilli()) // ~170 B per batch, ~6 per segment
+	if err := l.EnforceRetention(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if l.size > 2500+1000 {
+		t.Fatalf("size %d after retention", l.size)
+	}
+	if l.StartOffset() == 0 || l.NextOffset() != 40 {
+		t.Fatalf("start %d next %d", l.StartOffset(), l.NextOffset())
+	}
+	if _, err := l.Read(0, 100, 40); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+		t.Fatal("deleted offsets still readable")
+	}
+	old := New(storage.LogConfig{SegmentBytes: 500, RetentionMs: time.Hour, RetentionBytes: -1})
+	appendN(t, old, 10, 100, time.Now().Add(-2*time.Hour).UnixMilli())
+	appendN(t, old, 10, 100, time.Now().UnixMilli())
+	_ = old.EnforceRetention(time.Now())
+	if old.StartOffset() < 8 || old.StartOffset() > 10 {
+		t.Fatalf("time retention kept start at %d", old.StartOffset())
+	}
+}
+
+func TestDefaultCapBoundsMemory(t *testing.T) {
+	l := New(storage.LogConfig{RetentionBytes: -1, RetentionMs: -1})
+	l.defaultCap = 20 << 20
+	appendN(t, l, 400, 100_000, 1) // ~40 MB
+	_ = l.EnforceRetention(time.Now())
+	if l.size > l.defaultCap+defaultSegmentBytes {
+		t.Fatalf("in-memory log holds %d bytes, cap is %d", l.size, l.defaultCap)
+	}
+	if l.StartOffset() == 0 {
+		t.Fatal("nothing was dropped")
+	}
+}
+
+func TestStartOffsetAndEpochs(t *testing.T) {
+	l := New(storage.LogConfig{})
+	appendN(t, l, 5, 10, 1)
+	if err := l.SetStartOffset(3); err != nil || l.StartOffset() != 3 {
+		t.Fatalf("start offset: %v %d", err, l.StartOffset())
+	}
+	if err := l.SetStartOffset(9); err == nil {
+		t.Fatal("start offset beyond the end accepted")
+	}
+	_ = l.AssignEpoch(1, 0)
+	_ = l.AssignEpoch(2, 4)
+	if err := l.AssignEpoch(1, 5); err == nil {
+		t.Fatal("epoch went down")
+	}
+	if e := l.Epochs(); len(e) != 2 || e[1] != (storage.EpochEntry{Epoch: 2, StartOffset: 4}) {
+		t.Fatalf("epochs %v", e)
+	}
+	var seen []int64
+	_ = l.ScanHeaders(2, func(h batch.Header) error { seen = append(seen, h.BaseOffset); return nil })
+	if len(seen) != 3 || seen[0] != 2 {
+		t.Fatalf("scan from 2: %v", seen)
+	}
+}
