@@ -5,10 +5,32 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
+
+apt_updated=""
+apt_install() {
+  if [ -z "$apt_updated" ]; then
+    $SUDO apt-get update -qq
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
 if ! command -v kcat >/dev/null; then
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
+  apt_install kcat
 fi
-if [ -f cmd/kaas/testdata/kafkajs/package.json ] && [ ! -d cmd/kaas/testdata/kafkajs/node_modules/kafkajs ]; then
-  (cd cmd/kaas/testdata/kafkajs && npm ci --no-audit --no-fund --silent)
+
+# kafkajs, exactly as locked. node_modules is reinstalled whenever
+# package-lock.json changed since the last install (a stamp records it).
+JS=cmd/kaas/testdata/kafkajs
+if [ -f "$JS/package.json" ]; then
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    apt_install nodejs npm
+  fi
+  if [ ! -f "$JS/node_modules/kafkajs/package.json" ] || ! cmp -s "$JS/package-lock.json" "$JS/node_modules/.kaas-lock-stamp"; then
+    (cd "$JS" && npm ci --no-audit --no-fund --silent)
+    cp "$JS/package-lock.json" "$JS/node_modules/.kaas-lock-stamp"
+  fi
 fi
+
+kcat -V | head -n 4 | tail -n 1
+echo "node $(node --version), kafkajs $(node -p "require('./$JS/node_modules/kafkajs/package.json').version")"

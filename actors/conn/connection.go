@@ -43,7 +43,7 @@ type connActor struct {
 	nextSeq  uint64 // next request sequence number
 	sendSeq  uint64 // next sequence to write
 	done     map[uint64]answered
-	out      chan []byte // to the writer goroutine
+	out      chan outFrame // to the writer goroutine
 	credits  chan struct{}
 	closing  bool
 	writerOK chan struct{}
@@ -66,7 +66,7 @@ func (a *connActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.srv.live.Store(a, a.c)
-		a.out = make(chan []byte, a.srv.cfg.MaxInFlight)
+		a.out = make(chan outFrame, a.srv.cfg.MaxInFlight)
 		a.credits = make(chan struct{}, a.srv.cfg.MaxInFlight)
 		a.writerOK = make(chan struct{})
 		self, system := ctx.Self(), ctx.ActorSystem()
@@ -89,6 +89,11 @@ func (a *connActor) Receive(ctx actor.Context) {
 			ctx.Stop(ctx.Self())
 		}
 	case *actor.Stopping:
+		for _, d := range a.done {
+			if fr, ok := d.resp.(*fetchResponse); ok {
+				fr.release()
+			}
+		}
 		close(a.out)
 		<-a.writerOK
 		_ = a.c.Close()
@@ -125,11 +130,12 @@ func (a *connActor) write() {
 	defer close(a.writerOK)
 	w := bufio.NewWriterSize(a.c, 64<<10)
 	broken := false
-	for b := range a.out {
+	for f := range a.out {
 		if broken {
+			releaseFrame(f)
 			continue
 		}
-		if _, err := w.Write(b); err != nil {
+		if err := writeFrame(w, a.c, f); err != nil {
 			broken = true
 			_ = a.c.Close()
 			continue
@@ -226,7 +232,7 @@ func (a *connActor) flush() {
 			} else {
 				d.resp.SetVersion(d.hdr.Version)
 			}
-			a.out <- wire.AppendResponse(nil, d.hdr, d.resp)
+			a.out <- encodeFrame(d.hdr, d.resp)
 		}
 		<-a.credits
 	}

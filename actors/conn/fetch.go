@@ -12,6 +12,7 @@ import (
 
 // fetchSlot is one partition of a fetch in flight.
 type fetchSlot struct {
+	ti, pi int // indexes of rp in the response
 	rp     *kmsg.FetchResponseTopicPartition
 	target partitionRef
 	req    *kmsg.FetchRequestTopicPartition
@@ -49,6 +50,8 @@ func handleFetch(r *Request) Pending {
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			// Empty, not null: librdkafka rejects a null record set.
+			rp.RecordBatches = []byte{}
 			if !known {
 				rp.ErrorCode = kerr.UnknownTopicID.Code
 				continue
@@ -59,7 +62,7 @@ func handleFetch(r *Request) Pending {
 				setCurrentLeader(v, name, p.Partition, rp)
 				continue
 			}
-			slots = append(slots, &fetchSlot{rp: rp, target: target, req: p})
+			slots = append(slots, &fetchSlot{ti: i, pi: j, rp: rp, target: target, req: p})
 		}
 	}
 	maxBytes := int(req.MaxBytes)
@@ -108,8 +111,7 @@ func handleFetch(r *Request) Pending {
 			}
 			deadline.Stop()
 		}
-		fill(v, slots, maxBytes)
-		return resp
+		return fill(resp, slots, maxBytes)
 	}
 }
 
@@ -164,10 +166,13 @@ func anyError(slots []*fetchSlot) bool {
 	return false
 }
 
-// fill copies results into the response, honouring the request-wide
+// fill puts results into the response, honouring the request-wide
 // MaxBytes: the first non-empty partition is always returned whole (KIP-74),
-// later ones only while they fit.
-func fill(v interface{}, slots []*fetchSlot, maxBytes int) {
+// later ones only while they fit. Records are not copied: the response
+// carries them to the connection's writer, which sends them (sendfile for
+// file-backed records) and closes them.
+func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) kmsg.Response {
+	out := &fetchResponse{FetchResponse: resp, recs: map[[2]int]storage.Records{}}
 	used := 0
 	for _, s := range slots {
 		rp, res := s.rp, s.res
@@ -179,21 +184,21 @@ func fill(v interface{}, slots []*fetchSlot, maxBytes int) {
 		if res.ErrorCode == kerr.FencedLeaderEpoch.Code || res.ErrorCode == kerr.NotLeaderForPartition.Code {
 			rp.CurrentLeader.LeaderEpoch = res.LeaderEpoch
 		}
+		// An empty record set, never a null one: librdkafka refuses null
+		// (MessageSetSize -1) in Fetch responses.
+		rp.RecordBatches = []byte{}
 		if res.Records == nil {
 			continue
 		}
 		n := res.Records.Len()
 		if n > 0 && (used == 0 || used+n <= maxBytes) {
-			b, err := res.Records.AppendTo(make([]byte, 0, n))
-			if err == nil {
-				rp.RecordBatches = b
-				used += n
-			} else {
-				rp.ErrorCode = kerr.KafkaStorageError.Code
-			}
+			out.recs[[2]int{s.ti, s.pi}] = res.Records
+			used += n
+			continue
 		}
 		_ = res.Records.Close()
 	}
+	return out
 }
 
 var _ storage.Records = storage.BytesRecords(nil)

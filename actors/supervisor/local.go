@@ -7,6 +7,7 @@ package supervisor
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"fmt"
 	"maps"
 	"sort"
@@ -391,4 +392,16 @@ func ParseUUID(s string) ([16]byte, error) {
 		i += 2
 	}
 	return u, nil
+}
+
+// uuidFromString derives a stable 16-byte id from a non-UUID topic id.
+func uuidFromString(s string) [16]byte {
+	var u [16]byte
+	h := sha256.Sum256([]byte(s))
+	copy(u[:], h[:16])
+	return u
+}
+
+func sortBrokers(bs []routing.Broker) {
+	sort.Slice(bs, func(i, j int) bool { return bs[i].ID < bs[j].ID })
 }

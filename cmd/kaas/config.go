@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -28,6 +29,19 @@ type serveConfig struct {
 	DefaultPartitions int
 	ClusterID         string
 	BrokerID          int
+
+	// cluster mode (MY_POD_NAME set)
+	HeartbeatAddr           string
+	AdvertisedHeartbeatAddr string
+	Service                 string
+	LeaseName               string
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
+	FenceAfter              time.Duration
+	DeadAfter               time.Duration
+
+	podName, podNamespace, podUID string
 
 	// derived
 	advHost string
@@ -49,6 +63,15 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")
 	fs.IntVar(&cfg.BrokerID, "broker-id", 0, "broker id in local mode (cluster mode takes it from the pod name)")
+	fs.StringVar(&cfg.HeartbeatAddr, "heartbeat-addr", ":9094", "cluster mode: heartbeat gRPC listener")
+	fs.StringVar(&cfg.AdvertisedHeartbeatAddr, "advertised-heartbeat-addr", "", "cluster mode: heartbeat address other brokers dial (default <pod>.<service>.<namespace>.svc:<heartbeat port>)")
+	fs.StringVar(&cfg.Service, "service", "kaas", "cluster mode: headless Service name (per-broker DNS)")
+	fs.StringVar(&cfg.LeaseName, "lease-name", "kaas-controller", "cluster mode: the controller Lease")
+	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 15*time.Second, "cluster mode: Lease duration")
+	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", 10*time.Second, "cluster mode: the controller stops writing if it cannot renew within this")
+	fs.DurationVar(&cfg.RetryPeriod, "retry-period", 2*time.Second, "cluster mode: Lease retry period")
+	fs.DurationVar(&cfg.FenceAfter, "fence-after", 4*time.Second, "cluster mode: a broker without a heartbeat exchange this long stops accepting writes")
+	fs.DurationVar(&cfg.DeadAfter, "dead-after", 8*time.Second, "cluster mode: the controller declares a silent broker dead after this (must exceed --fence-after plus a margin)")
 	return fs
 }
 
@@ -83,6 +106,7 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*serv
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	cfg.podName, cfg.podNamespace, cfg.podUID = getenv("MY_POD_NAME"), getenv("MY_POD_NAMESPACE"), getenv("MY_POD_UID")
 	return cfg, cfg.validate()
 }
 
@@ -112,7 +136,16 @@ func (c *serveConfig) validate() error {
 	if c.BrokerID < 0 {
 		return fmt.Errorf("--broker-id %d: must not be negative", c.BrokerID)
 	}
+	if c.clusterMode() {
+		if err := c.validateCluster(); err != nil {
+			return err
+		}
+	}
 	adv := c.AdvertisedAddr
+	if adv == "" && c.clusterMode() {
+		_, port, _ := net.SplitHostPort(c.KafkaAddr)
+		adv = net.JoinHostPort(c.podName+"."+c.Service+"."+c.podNamespace+".svc", port)
+	}
 	if adv == "" {
 		_, port, _ := net.SplitHostPort(c.KafkaAddr)
 		adv = net.JoinHostPort("localhost", port)
@@ -132,4 +165,61 @@ func (c *serveConfig) validate() error {
 		}
 	}
 	return nil
+}
+
+// clusterMode is on when the broker runs in a pod (MY_POD_NAME set).
+func (c *serveConfig) clusterMode() bool { return c.podName != "" }
+
+// fenceMargin is the minimum gap between --fence-after and --dead-after: a
+// silent broker must have stopped writing before its partitions move.
+const fenceMargin = time.Second
+
+func (c *serveConfig) validateCluster() error {
+	id, err := brokerOrdinal(c.podName)
+	if err != nil {
+		return fmt.Errorf("MY_POD_NAME: %w", err)
+	}
+	c.BrokerID = id
+	if c.podNamespace == "" {
+		return errors.New("MY_POD_NAMESPACE must be set in cluster mode")
+	}
+	if c.DataDir == "" {
+		return errors.New("--data-dir (the shared volume) is required in cluster mode")
+	}
+	if _, _, err := net.SplitHostPort(c.HeartbeatAddr); err != nil {
+		return fmt.Errorf("--heartbeat-addr %q: %w", c.HeartbeatAddr, err)
+	}
+	if c.AdvertisedHeartbeatAddr == "" {
+		_, port, _ := net.SplitHostPort(c.HeartbeatAddr)
+		c.AdvertisedHeartbeatAddr = net.JoinHostPort(c.podName+"."+c.Service+"."+c.podNamespace+".svc", port)
+	}
+	if _, _, err := net.SplitHostPort(c.AdvertisedHeartbeatAddr); err != nil {
+		return fmt.Errorf("--advertised-heartbeat-addr %q: %w", c.AdvertisedHeartbeatAddr, err)
+	}
+	switch {
+	case c.RetryPeriod <= 0:
+		return fmt.Errorf("--retry-period %s must be positive", c.RetryPeriod)
+	case c.RenewDeadline <= c.RetryPeriod:
+		return fmt.Errorf("--renew-deadline %s must exceed --retry-period %s", c.RenewDeadline, c.RetryPeriod)
+	case c.LeaseDuration <= c.RenewDeadline:
+		return fmt.Errorf("--lease-duration %s must exceed --renew-deadline %s", c.LeaseDuration, c.RenewDeadline)
+	case c.FenceAfter <= 0:
+		return fmt.Errorf("--fence-after %s must be positive", c.FenceAfter)
+	case c.DeadAfter < c.FenceAfter+fenceMargin:
+		return fmt.Errorf("--dead-after %s must be at least --fence-after %s + %s", c.DeadAfter, c.FenceAfter, fenceMargin)
+	}
+	return nil
+}
+
+// brokerOrdinal parses the StatefulSet ordinal from a pod name (kaas-2 -> 2).
+func brokerOrdinal(pod string) (int, error) {
+	i := strings.LastIndexByte(pod, '-')
+	if i <= 0 || i == len(pod)-1 {
+		return 0, fmt.Errorf("pod name %q has no -N ordinal suffix", pod)
+	}
+	n, err := strconv.Atoi(pod[i+1:])
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("pod name %q: bad ordinal", pod)
+	}
+	return n, nil
 }

@@ -1,7 +1,83 @@
 package main
 
-// registerGroups registers the consumer-group APIs (the group coordinator).
-func registerGroups(b *broker) {}
+import (
+	"fmt"
+	"sync"
+
+	"github.com/kaas-project/kaas/actors/group"
+	"github.com/kaas-project/kaas/storage/groupstore"
+)
+
+// groupOptions are the group coordinator's settings; zero fields take
+// Kafka's defaults (group.initial.rebalance.delay.ms 3 s,
+// offsets.retention.minutes 7 days, group.min.session.timeout.ms 6 s, ...).
+// Tests shorten them.
+var groupOptions group.Options
+
+// groupStoreDir is where committed offsets persist: --data-dir, or nowhere
+// (in memory) without it.
+var groupStoreDir = func(cfg *serveConfig) string { return cfg.DataDir }
+
+// coordinators maps each running broker to its group coordinator.
+var coordinators sync.Map // *broker -> *group.Coordinator
+
+// registerGroups starts the group coordinator (a manager actor that spawns
+// one actor per consumer group) and registers the consumer-group APIs. The
+// coordinator follows the supervisor: when the supervisor stops, every group
+// is relinquished and its log closed.
+func registerGroups(b *broker) {
+	opts := groupOptions
+	opts.Views = b.views
+	opts.Log = b.log.With().Str("actor", "groups").Logger()
+	opts.Watch = b.sup.PID()
+	if dir := groupStoreDir(b.cfg); dir != "" {
+		st, err := groupstore.NewFile(dir)
+		if err != nil {
+			// Never fall back to memory silently: committed offsets
+			// would not survive a restart. Groups answer
+			// COORDINATOR_LOAD_IN_PROGRESS until the store works.
+			b.log.Error().Err(err).Msg("consumer-group offset store unavailable")
+			opts.Store = brokenStore{err: err}
+		} else {
+			opts.Store = st
+		}
+	} else {
+		opts.Store = groupstore.NewMemory()
+	}
+	c, err := group.Start(b.system, "groups", opts)
+	if err != nil {
+		b.log.Error().Err(err).Msg("start group coordinator")
+		return
+	}
+	c.Register(b.srv)
+	coordinators.Store(b, c)
+}
+
+// groupCoordinator returns b's group coordinator (nil if it did not start).
+func groupCoordinator(b *broker) *group.Coordinator {
+	c, ok := coordinators.Load(b)
+	if !ok {
+		return nil
+	}
+	return c.(*group.Coordinator)
+}
 
 // groupsLed is the number of consumer groups this broker coordinates.
-func groupsLed(b *broker) int { return 0 }
+func groupsLed(b *broker) int {
+	if c := groupCoordinator(b); c != nil {
+		return c.GroupsLed()
+	}
+	return 0
+}
+
+// brokenStore fails every load with the error that made the store
+// unavailable.
+type brokenStore struct{ err error }
+
+func (s brokenStore) Persistent() bool { return true }
+
+func (s brokenStore) Groups() ([]string, error) { return nil, s.err }
+
+func (s brokenStore) Open(group string) (groupstore.Log, groupstore.State, error) {
+	return nil, groupstore.State{}, fmt.Errorf("open group %q: %w", group, s.err)
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
 
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/actors/partition"
@@ -45,22 +46,23 @@ type broker struct {
 	httpLn   net.Listener
 	ready    atomic.Bool
 	stopOnce sync.Once
-	extras   []func(s *conn.Server) // API registrations from other packages (groups)
+	hbLn     net.Listener
+	grpc     *grpc.Server
 }
 
 // openStorage chooses the log engine: in memory without --data-dir.
-func openStorage(cfg *serveConfig) (storage.Opener, supervisor.Registry, []supervisor.TopicRecord, error) {
+func openStorage(cfg *serveConfig, log zerolog.Logger) (storage.Opener, supervisor.Registry, []supervisor.TopicRecord, error) {
 	if cfg.DataDir == "" {
 		return memlog.NewOpener(), nil, nil, nil
 	}
-	return openDiskStorage(cfg.DataDir)
+	return openDiskStorage(cfg.DataDir, log)
 }
 
 // startBroker binds the listeners and starts the actor system. It returns
 // once the broker accepts connections.
 func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*broker, error) {
 	b := &broker{cfg: cfg, log: newLogger(cfg, logOut), views: &routing.Store{}}
-	opener, registry, initial, err := openStorage(cfg)
+	opener, registry, initial, err := openStorage(cfg, b.log)
 	if err != nil {
 		return nil, err
 	}
@@ -76,19 +78,17 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		}
 	}
 	b.system = runtime.NewSystem()
-	self := routing.Broker{ID: int32(cfg.BrokerID), Name: "kaas-" + strconv.Itoa(cfg.BrokerID), Host: cfg.advHost, Port: cfg.advPort, Alive: true}
-	b.sup, err = b.system.Spawn("supervisor", supervisor.NewLocal(supervisor.LocalConfig{
-		ClusterID:         cfg.ClusterID,
-		Self:              self,
-		Store:             b.views,
-		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.log},
-		DefaultPartitions: int32(cfg.DefaultPartitions),
-		Initial:           initial,
-		Registry:          registry,
-		Log:               b.log.With().Str("actor", "supervisor").Logger(),
-	}))
+	if cfg.clusterMode() {
+		err = b.startCluster(cfg, opener)
+	} else {
+		err = b.startLocal(cfg, opener, registry, initial)
+	}
 	if err != nil {
+		_ = b.kafkaLn.Close()
+		if b.httpLn != nil {
+			_ = b.httpLn.Close()
+		}
+		b.system.Shutdown()
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
 	for b.views.Load() == nil {
@@ -114,9 +114,31 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		go b.serveHTTP(ctx)
 	}
 	b.ready.Store(true)
+	mode := "local"
+	if cfg.clusterMode() {
+		mode = "cluster"
+	}
 	b.log.Info().Str("kafka_addr", b.kafkaLn.Addr().String()).Str("advertised", net.JoinHostPort(cfg.advHost, strconv.Itoa(int(cfg.advPort)))).
-		Str("data_dir", cfg.DataDir).Str("mode", "local").Str("version", version).Msg("kaas started")
+		Str("data_dir", cfg.DataDir).Str("mode", mode).Int("broker_id", cfg.BrokerID).Str("version", version).Msg("kaas started")
 	return b, nil
+}
+
+// startLocal spawns the local-dev supervisor (the always-leader shim).
+func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry supervisor.Registry, initial []supervisor.TopicRecord) error {
+	var err error
+	self := routing.Broker{ID: int32(cfg.BrokerID), Name: "kaas-" + strconv.Itoa(cfg.BrokerID), Host: cfg.advHost, Port: cfg.advPort, Alive: true}
+	b.sup, err = b.system.Spawn("supervisor", supervisor.NewLocal(supervisor.LocalConfig{
+		ClusterID:         cfg.ClusterID,
+		Self:              self,
+		Store:             b.views,
+		Opener:            opener,
+		Partition:         partition.Config{Opener: opener, Log: b.log},
+		DefaultPartitions: int32(cfg.DefaultPartitions),
+		Initial:           initial,
+		Registry:          registry,
+		Log:               b.log.With().Str("actor", "supervisor").Logger(),
+	}))
+	return err
 }
 
 // shutdown stops accepting, closes client connections, then stops the
@@ -129,6 +151,9 @@ func (b *broker) stop() {
 	b.srv.CloseConnections()
 	if err := b.sup.PoisonWait(30 * time.Second); err != nil {
 		b.log.Error().Err(err).Msg("supervisor stop")
+	}
+	if b.grpc != nil {
+		b.grpc.Stop()
 	}
 	if b.httpLn != nil {
 		_ = b.httpLn.Close()

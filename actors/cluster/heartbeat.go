@@ -1,0 +1,111 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
+)
+
+// HeartbeatConfig configures the broker side of the heartbeat stream.
+type HeartbeatConfig struct {
+	// Target returns the controller's heartbeat address (from the
+	// assignment in force); "" while unknown.
+	Target func() string
+	// Ping fills a ping with the broker's current state.
+	Ping func() *heartbeatpb.Ping
+	// OnPush receives every push (PONG and ASSIGNMENT_CHANGED).
+	OnPush   func(*heartbeatpb.Push)
+	Interval time.Duration
+	Log      zerolog.Logger
+}
+
+// RunHeartbeats keeps one stream open to the current controller, sending a
+// ping every Interval, and redials (with backoff) when the stream breaks or
+// the controller address changes. It returns when ctx ends.
+func RunHeartbeats(ctx context.Context, cfg HeartbeatConfig) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	backoff := cfg.Interval / 4
+	var seq uint64
+	for ctx.Err() == nil {
+		target := cfg.Target()
+		if target == "" {
+			sleep(ctx, cfg.Interval/2)
+			continue
+		}
+		err := streamOnce(ctx, cfg, target, &seq)
+		if ctx.Err() != nil {
+			return
+		}
+		cfg.Log.Debug().Err(err).Str("controller", target).Msg("heartbeat stream ended")
+		sleep(ctx, backoff)
+		backoff = min(backoff*2, 2*cfg.Interval)
+		if err == errTargetChanged {
+			backoff = cfg.Interval / 4
+		}
+	}
+}
+
+type targetChanged struct{}
+
+func (targetChanged) Error() string { return "controller address changed" }
+
+var errTargetChanged error = targetChanged{}
+
+func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64) error {
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := heartbeatpb.NewHeartbeatClient(conn).Stream(sctx)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	go func() {
+		for {
+			p, err := stream.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			cfg.OnPush(p)
+		}
+	}()
+	t := time.NewTicker(cfg.Interval)
+	defer t.Stop()
+	for {
+		*seq++
+		p := cfg.Ping()
+		p.Seq = *seq
+		if err := stream.Send(p); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-errc:
+			return err
+		case <-t.C:
+			if cfg.Target() != target {
+				return errTargetChanged
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}

@@ -1,0 +1,209 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/storage/topicconfig"
+)
+
+// KafkaTopicGVR is the KafkaTopic custom resource.
+var KafkaTopicGVR = schema.GroupVersionResource{Group: "kaas.dev", Version: "v1alpha1", Resource: "kafkatopics"}
+
+// ErrTopicExists is returned by CreateTopic when the object exists.
+var ErrTopicExists = errors.New("topic already exists")
+
+// ErrTopicNotFound is returned when no KafkaTopic names the topic.
+var ErrTopicNotFound = errors.New("topic not found")
+
+var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+
+// ObjectName maps a Kafka topic name to a KafkaTopic object name. Kafka
+// allows upper case and '_', Kubernetes does not: such names are lowered,
+// '_' becomes '-', and a hash suffix keeps them unique; spec.topicName then
+// carries the real name.
+func ObjectName(topic string) string {
+	if dns1123.MatchString(topic) && len(topic) <= 253 {
+		return topic
+	}
+	s := strings.Trim(strings.NewReplacer("_", "-").Replace(strings.ToLower(topic)), "-.")
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	sum := sha256.Sum256([]byte(topic))
+	if s == "" {
+		return "t-" + hex.EncodeToString(sum[:6])
+	}
+	return s + "-" + hex.EncodeToString(sum[:6])
+}
+
+// TopicFromObject reads a KafkaTopic into the balancer's TopicSpec. It
+// returns the Kafka topic name, or an error for an invalid object.
+func TopicFromObject(u *unstructured.Unstructured) (string, balancer.TopicSpec, error) {
+	name, _, _ := unstructured.NestedString(u.Object, "spec", "topicName")
+	if name == "" {
+		name = u.GetName()
+	}
+	if err := topicconfig.ValidTopicName(name); err != nil {
+		return name, balancer.TopicSpec{}, err
+	}
+	parts, found, err := unstructured.NestedInt64(u.Object, "spec", "partitions")
+	if err != nil || !found || parts < 1 {
+		return name, balancer.TopicSpec{}, fmt.Errorf("KafkaTopic %s: spec.partitions must be a positive integer", u.GetName())
+	}
+	cfg, _, err := unstructured.NestedStringMap(u.Object, "spec", "config")
+	if err != nil {
+		return name, balancer.TopicSpec{}, fmt.Errorf("KafkaTopic %s: spec.config: %w", u.GetName(), err)
+	}
+	if err := topicconfig.Validate(cfg); err != nil {
+		return name, balancer.TopicSpec{}, fmt.Errorf("KafkaTopic %s: %w", u.GetName(), err)
+	}
+	if cfg == nil {
+		cfg = map[string]string{}
+	}
+	return name, balancer.TopicSpec{ID: string(u.GetUID()), Partitions: int(parts), Config: cfg}, nil
+}
+
+// WatchTopics runs an informer on KafkaTopic objects in ns and reports the
+// full valid topic set after every change (invalid objects are logged and
+// left out). It returns when ctx ends.
+func WatchTopics(ctx context.Context, dyn dynamic.Interface, ns string, report func(map[string]balancer.TopicSpec), log zerolog.Logger) {
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 30*time.Second, ns, nil)
+	inf := factory.ForResource(KafkaTopicGVR).Informer()
+	changed := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, n any) { poke(n) }, DeleteFunc: poke})
+	go inf.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return
+	}
+	poke(nil)
+	bad := map[string]string{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		out := map[string]balancer.TopicSpec{}
+		for _, obj := range inf.GetStore().List() {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			name, spec, err := TopicFromObject(u)
+			if err != nil {
+				if bad[u.GetName()] != err.Error() {
+					log.Error().Err(err).Str("kafkatopic", u.GetName()).Msg("invalid KafkaTopic ignored")
+					bad[u.GetName()] = err.Error()
+				}
+				continue
+			}
+			delete(bad, u.GetName())
+			out[name] = spec
+		}
+		report(out)
+	}
+}
+
+// Topics creates, grows, reconfigures and deletes KafkaTopic objects: what
+// CreateTopics, CreatePartitions, AlterConfigs and DeleteTopics do in
+// cluster mode (so kafka-topics.sh and GitOps agree).
+type Topics struct {
+	Dyn       dynamic.Interface
+	Namespace string
+}
+
+func (t *Topics) res() dynamic.ResourceInterface { return t.Dyn.Resource(KafkaTopicGVR).Namespace(t.Namespace) }
+
+// Create creates a KafkaTopic and returns its uid (the topic id).
+func (t *Topics) Create(ctx context.Context, name string, partitions int32, cfg map[string]string) (string, error) {
+	cfgObj := map[string]any{}
+	for k, v := range cfg {
+		cfgObj[k] = v
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kaas.dev/v1alpha1",
+		"kind":       "KafkaTopic",
+		"metadata":   map[string]any{"name": ObjectName(name), "namespace": t.Namespace},
+		"spec":       map[string]any{"topicName": name, "partitions": int64(partitions), "config": cfgObj},
+	}}
+	created, err := t.res().Create(ctx, u, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("%w: %s", ErrTopicExists, name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create KafkaTopic %s: %w", name, err)
+	}
+	return string(created.GetUID()), nil
+}
+
+// Delete deletes the KafkaTopic of a topic.
+func (t *Topics) Delete(ctx context.Context, name string) error {
+	err := t.res().Delete(ctx, ObjectName(name), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	}
+	if err != nil {
+		return fmt.Errorf("delete KafkaTopic %s: %w", name, err)
+	}
+	return nil
+}
+
+// Patch merges spec fields (partitions and/or config) into a KafkaTopic.
+func (t *Topics) Patch(ctx context.Context, name string, partitions int32, cfg map[string]string, replaceConfig bool) error {
+	if replaceConfig {
+		// A JSON merge patch cannot drop keys it does not name: read, then replace.
+		cur, err := t.res().Get(ctx, ObjectName(name), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+		}
+		if err != nil {
+			return fmt.Errorf("get KafkaTopic %s: %w", name, err)
+		}
+		obj := map[string]any{}
+		for k, v := range cfg {
+			obj[k] = v
+		}
+		if err := unstructured.SetNestedField(cur.Object, obj, "spec", "config"); err != nil {
+			return err
+		}
+		if partitions > 0 {
+			_ = unstructured.SetNestedField(cur.Object, int64(partitions), "spec", "partitions")
+		}
+		if _, err := t.res().Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("update KafkaTopic %s: %w", name, err)
+		}
+		return nil
+	}
+	body := fmt.Sprintf(`{"spec":{"partitions":%d}}`, partitions)
+	if _, err := t.res().Patch(ctx, ObjectName(name), types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+		}
+		return fmt.Errorf("patch KafkaTopic %s: %w", name, err)
+	}
+	return nil
+}

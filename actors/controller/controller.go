@@ -1,0 +1,247 @@
+// Package controller is the controller actor: spawned by a broker's
+// supervisor only while that broker holds the kaas-controller Lease. It
+// serves the heartbeat stream every broker dials, keeps the alive set,
+// recomputes the assignment with the balancer whenever an input changes
+// (first win, KafkaTopic change, alive-set change) and writes
+// assignment.json, then pushes ASSIGNMENT_CHANGED to every stream.
+package controller
+
+import (
+	"context"
+	"maps"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
+	"github.com/kaas-project/kaas/storage/assignment"
+)
+
+// Config configures a controller for one epoch.
+type Config struct {
+	Self          string // this broker's name
+	SelfHost      string
+	SelfPort      int32
+	HeartbeatAddr string // advertised heartbeat address of this broker
+	Epoch         int64
+	DataDir       string
+	// DeadAfter: a broker silent that long is dead.
+	DeadAfter time.Duration
+	// Tick is the alive-set check period.
+	Tick time.Duration
+	// StillLeader reports whether the Lease is still held; checked before
+	// every write so a deposed controller never writes.
+	StillLeader func() bool
+	// Hub is where pushes go (the heartbeat server's streams).
+	Hub *Hub
+	Log zerolog.Logger
+	// Now is the monotonic clock (tests inject one).
+	Now func() time.Time
+}
+
+// BrokerPing is a heartbeat received from a broker's stream.
+type BrokerPing struct {
+	Ping *heartbeatpb.Ping
+	At   time.Time
+}
+
+// TopicsChanged carries the full desired topic set (from KafkaTopic objects).
+type TopicsChanged struct {
+	Topics map[string]balancer.TopicSpec
+}
+
+type tick struct{}
+
+type written struct {
+	a   *assignment.Assignment
+	err error
+}
+
+type brokerRow struct {
+	info     balancer.BrokerInfo
+	lastPing time.Time
+	pinged   bool
+	healthy  bool
+	draining bool
+}
+
+// Actor is the controller actor.
+type Actor struct {
+	cfg       Config
+	electedAt time.Time
+	brokers   map[string]*brokerRow
+	topics    map[string]balancer.TopicSpec
+	haveTopic bool
+	prev      *assignment.Assignment // last written or inherited
+	writing   bool
+	dirty     bool
+	stopTick  context.CancelFunc
+	lastState map[string]assignment.BrokerState
+}
+
+// New returns the controller actor's producer. prev is the assignment found
+// on the volume (nil if none).
+func New(cfg Config, prev *assignment.Assignment) func() actor.Actor {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = time.Second
+	}
+	return func() actor.Actor {
+		return &Actor{cfg: cfg, prev: prev, brokers: map[string]*brokerRow{}, topics: map[string]balancer.TopicSpec{}}
+	}
+}
+
+// Receive implements actor.Actor.
+func (a *Actor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.electedAt = a.cfg.Now()
+		if a.prev != nil {
+			for _, b := range a.prev.Brokers {
+				a.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, State: b.State},
+					healthy: b.State == assignment.Alive}
+			}
+			for name, t := range a.prev.Topics {
+				a.topics[name] = balancer.TopicSpec{ID: t.ID, Partitions: len(t.Partitions), Config: t.Config}
+			}
+		}
+		a.brokers[a.cfg.Self] = &brokerRow{info: balancer.BrokerInfo{Name: a.cfg.Self, Host: a.cfg.SelfHost, Port: a.cfg.SelfPort}, healthy: true, pinged: true, lastPing: a.cfg.Now()}
+		tctx, cancel := context.WithCancel(context.Background())
+		a.stopTick = cancel
+		self, system, period := ctx.Self(), ctx.ActorSystem(), a.cfg.Tick
+		go func() {
+			t := time.NewTicker(period)
+			defer t.Stop()
+			for {
+				select {
+				case <-tctx.Done():
+					return
+				case <-t.C:
+					system.Root.Send(self, &tick{})
+				}
+			}
+		}()
+		a.cfg.Log.Info().Int64("epoch", a.cfg.Epoch).Msg("controller started")
+	case *actor.Stopping:
+		if a.stopTick != nil {
+			a.stopTick()
+		}
+		a.cfg.Log.Info().Int64("epoch", a.cfg.Epoch).Msg("controller stopped")
+	case *BrokerPing:
+		a.ping(m)
+	case *TopicsChanged:
+		a.topics, a.haveTopic = m.Topics, true
+		a.recompute(ctx, "topics changed")
+	case *tick:
+		if states := a.states(); !maps.Equal(states, a.lastState) || a.prev == nil || a.prev.ControllerEpoch != a.cfg.Epoch {
+			a.recompute(ctx, "alive set changed")
+		}
+	case *written:
+		a.writing = false
+		if m.err != nil {
+			a.cfg.Log.Error().Err(m.err).Msg("write assignment")
+			a.dirty = true
+		} else {
+			a.prev = m.a
+			a.cfg.Hub.Push(&heartbeatpb.Push{Kind: heartbeatpb.Push_ASSIGNMENT_CHANGED, ControllerEpoch: m.a.ControllerEpoch, AssignmentVersion: m.a.AssignmentVersion})
+		}
+		if a.dirty {
+			a.dirty = false
+			a.recompute(ctx, "changes during write")
+		}
+	}
+}
+
+func (a *Actor) ping(m *BrokerPing) {
+	p := m.Ping
+	row, ok := a.brokers[p.Name]
+	if !ok {
+		row = &brokerRow{}
+		a.brokers[p.Name] = row
+	}
+	row.info.Name, row.info.Host, row.info.Port = p.Name, p.KafkaHost, p.KafkaPort
+	row.lastPing, row.pinged = m.At, true
+	row.healthy, row.draining = p.Healthy, p.Draining
+}
+
+// states derives every registered broker's state now. The controller is
+// always alive (never an empty assignment). Right after election, brokers
+// that were alive in the inherited assignment stay presumed alive until
+// DeadAfter passes without a ping, so a new controller does not move
+// partitions away from brokers that simply have not dialed it yet.
+func (a *Actor) states() map[string]assignment.BrokerState {
+	now := a.cfg.Now()
+	out := make(map[string]assignment.BrokerState, len(a.brokers))
+	for name, row := range a.brokers {
+		switch {
+		case name == a.cfg.Self:
+			out[name] = assignment.Alive
+		case !row.pinged:
+			if row.healthy && now.Sub(a.electedAt) < a.cfg.DeadAfter {
+				out[name] = assignment.Alive
+			} else {
+				out[name] = assignment.Dead
+			}
+		case now.Sub(row.lastPing) > a.cfg.DeadAfter:
+			out[name] = assignment.Dead
+		case row.draining:
+			out[name] = assignment.Draining
+		case row.healthy:
+			out[name] = assignment.Alive
+		default:
+			out[name] = assignment.Dead
+		}
+	}
+	return out
+}
+
+func (a *Actor) recompute(ctx actor.Context, why string) {
+	if a.writing {
+		a.dirty = true
+		return
+	}
+	states := a.states()
+	in := balancer.Input{
+		Previous:            a.prev,
+		Controller:          a.cfg.Self,
+		ControllerEpoch:     a.cfg.Epoch,
+		ControllerHeartbeat: a.cfg.HeartbeatAddr,
+		Topics:              a.topics,
+	}
+	names := make([]string, 0, len(a.brokers))
+	for n := range a.brokers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		info := a.brokers[n].info
+		info.State = states[n]
+		in.Brokers = append(in.Brokers, info)
+	}
+	next, moves, err := balancer.Compute(in)
+	if err != nil {
+		a.cfg.Log.Error().Err(err).Msg("balancer input rejected")
+		return
+	}
+	a.lastState = states
+	if a.prev != nil && next.AssignmentVersion == a.prev.AssignmentVersion && next.ControllerEpoch == a.prev.ControllerEpoch {
+		return
+	}
+	if a.cfg.StillLeader != nil && !a.cfg.StillLeader() {
+		a.cfg.Log.Warn().Msg("lease no longer held; not writing the assignment")
+		return
+	}
+	a.cfg.Log.Info().Str("why", why).Int64("epoch", next.ControllerEpoch).Int64("version", next.AssignmentVersion).
+		Int("moves", len(moves)).Int("topics", len(next.Topics)).Msg("writing assignment")
+	a.writing = true
+	self, system, dir := ctx.Self(), ctx.ActorSystem(), a.cfg.DataDir
+	go func() {
+		err := assignment.WriteFile(dir, next)
+		system.Root.Send(self, &written{a: next, err: err})
+	}()
+}

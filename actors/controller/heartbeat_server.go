@@ -1,0 +1,105 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
+)
+
+// Hub is the controller side of the heartbeat service: it accepts every
+// broker's stream, forwards pings to the current controller actor (if this
+// broker is the controller) and fans pushes out to every open stream. The
+// gRPC server lives as long as the broker; the controller actor comes and
+// goes with the Lease.
+type Hub struct {
+	heartbeatpb.UnimplementedHeartbeatServer
+
+	mu         sync.Mutex
+	controller runtime.Ref
+	epoch      int64
+	streams    map[chan *heartbeatpb.Push]struct{}
+}
+
+// NewHub returns a hub with no controller.
+func NewHub() *Hub { return &Hub{streams: map[chan *heartbeatpb.Push]struct{}{}} }
+
+// SetController routes pings to ref (a zero Ref means "not the controller":
+// streams are refused so brokers look for the real one).
+func (h *Hub) SetController(ref runtime.Ref, epoch int64) {
+	h.mu.Lock()
+	h.controller, h.epoch = ref, epoch
+	h.mu.Unlock()
+}
+
+func (h *Hub) current() (runtime.Ref, int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.controller, h.epoch
+}
+
+// Push sends p to every open stream (dropping it for a stream whose buffer
+// is full: the broker's 1 s poll is the backstop).
+func (h *Hub) Push(p *heartbeatpb.Push) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ch := range h.streams {
+		select {
+		case ch <- p:
+		default:
+		}
+	}
+}
+
+// ErrNotController is returned to a broker that dials a non-controller.
+type notController struct{}
+
+func (notController) Error() string { return "this broker is not the controller" }
+
+// Stream implements the Heartbeat service.
+func (h *Hub) Stream(s heartbeatpb.Heartbeat_StreamServer) error {
+	ref, epoch := h.current()
+	if !ref.Valid() {
+		return notController{}
+	}
+	out := make(chan *heartbeatpb.Push, 16)
+	h.mu.Lock()
+	h.streams[out] = struct{}{}
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.streams, out)
+		h.mu.Unlock()
+	}()
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			p, err := s.Recv()
+			if err != nil {
+				errc <- err
+				return
+			}
+			cur, curEpoch := h.current()
+			if !cur.Valid() || curEpoch != epoch {
+				errc <- notController{}
+				return
+			}
+			cur.Send(&BrokerPing{Ping: p, At: time.Now()})
+			select {
+			case out <- &heartbeatpb.Push{Kind: heartbeatpb.Push_PONG, AckSeq: p.Seq, ControllerEpoch: epoch}:
+			default:
+			}
+		}
+	}()
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case p := <-out:
+			if err := s.Send(p); err != nil {
+				return err
+			}
+		}
+	}
+}

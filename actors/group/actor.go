@@ -1,0 +1,546 @@
+package group
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/groupstore"
+)
+
+// Options configure the group manager and its group actors.
+type Options struct {
+	Group Config
+	Store groupstore.Store
+	Views *routing.Store
+	Log   zerolog.Logger
+	// LoadGrace is how long requests wait for a group's offsets to load
+	// before they are answered COORDINATOR_LOAD_IN_PROGRESS (1 s).
+	LoadGrace time.Duration
+	// CleanupInterval is offsets.retention.check.interval.ms (10 min):
+	// how often offsets expire and empty groups without offsets go away.
+	CleanupInterval time.Duration
+	// ViewPoll is how often the manager checks the routing view for groups
+	// it no longer (or newly) coordinates (1 s).
+	ViewPoll time.Duration
+	// Watch is an actor (the supervisor) whose end stops the coordinator.
+	Watch *actor.PID
+	// Now is the clock (time.Now).
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	o.Group.Defaults()
+	if o.Store == nil {
+		o.Store = groupstore.NewMemory()
+	}
+	if o.LoadGrace <= 0 {
+		o.LoadGrace = time.Second
+	}
+	if o.CleanupInterval <= 0 {
+		o.CleanupInterval = 10 * time.Minute
+	}
+	if o.ViewPoll <= 0 {
+		o.ViewPoll = time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// maxQueuedWhileLoading bounds the requests held while a group loads.
+const maxQueuedWhileLoading = 1000
+
+type phase uint8
+
+const (
+	phaseLoading phase = iota
+	phaseReady
+	phaseReleasing
+)
+
+// messages between a group actor, its goroutines and the manager
+type (
+	call struct {
+		gc *messages.GroupCall
+	}
+	loaded struct {
+		log groupstore.Log
+		st  groupstore.State
+		err error
+	}
+	loadRetry    struct{}
+	graceExpired struct{}
+	tick         struct{}
+	cleanupTick  struct{}
+	written      struct {
+		batch  []write
+		err    error
+		newLog groupstore.Log // after a destroy
+	}
+	relinquish struct{}
+	logClosed  struct{}
+
+	groupSummary struct {
+		id      string
+		seq     uint64
+		summary Summary
+	}
+	groupIdle struct {
+		id      string
+		seq     uint64
+		handled uint64
+	}
+	groupReleased struct {
+		id  string
+		seq uint64
+	}
+)
+
+type write struct {
+	recs    []groupstore.Record
+	destroy bool
+	done    func(error)
+}
+
+// groupActor is one group's actor: it owns the Group, the group's log, and
+// the timers; disk work runs on goroutines answered by messages.
+type groupActor struct {
+	opts *Options
+	id   string
+	seq  uint64
+	log  zerolog.Logger
+
+	self   *actor.PID
+	parent *actor.PID
+	system *actor.ActorSystem
+
+	g         *Group
+	phase     phase
+	glog      groupstore.Log
+	queued    []*messages.GroupCall
+	graceOver bool
+	handled   uint64
+	idleAt    uint64 // handled count at the last idle report
+	reported  Summary
+	everSent  bool
+
+	writing   bool
+	writes    []write
+	persisted *groupstore.Meta
+
+	timer   *time.Timer
+	timerAt time.Time
+	cleanup *time.Timer
+	grace   *time.Timer
+}
+
+func newGroupActor(opts *Options, id string, seq uint64) func() actor.Actor {
+	return func() actor.Actor {
+		return &groupActor{opts: opts, id: id, seq: seq, idleAt: ^uint64(0),
+			log: opts.Log.With().Str("group", id).Logger(), g: New(id, opts.Group)}
+	}
+}
+
+func (a *groupActor) send(msg any) { a.system.Root.Send(a.self, msg) }
+
+func (a *groupActor) after(d time.Duration, msg any) *time.Timer {
+	self, system := a.self, a.system
+	return time.AfterFunc(d, func() { system.Root.Send(self, msg) })
+}
+
+// Receive implements actor.Actor.
+func (a *groupActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.self, a.parent, a.system = ctx.Self(), ctx.Parent(), ctx.ActorSystem()
+		a.load()
+		a.grace = a.after(a.opts.LoadGrace, &graceExpired{})
+		a.cleanup = a.after(a.opts.CleanupInterval, &cleanupTick{})
+		return
+	case *actor.Stopping:
+		a.stopTimers()
+		a.g.Abandon(kerr.NotCoordinator.Code)
+		for _, q := range a.queued {
+			q.Reply(errorReply(a.id, q.Op, kerr.NotCoordinator.Code))
+		}
+		a.queued = nil
+		return
+	case *call:
+		a.handled++
+		a.serveCall(m.gc)
+	case *loaded:
+		a.onLoaded(m)
+	case *loadRetry:
+		a.load()
+		return
+	case *graceExpired:
+		if a.phase == phaseLoading {
+			a.graceOver = true
+			a.flushQueued(kerr.CoordinatorLoadInProgress.Code)
+		}
+		return
+	case *tick:
+		a.timerAt = time.Time{}
+		a.g.Tick(a.opts.Now())
+	case *cleanupTick:
+		a.cleanup = a.after(a.opts.CleanupInterval, &cleanupTick{})
+		a.runCleanup()
+	case *written:
+		a.onWritten(m)
+	case *relinquish:
+		a.onRelinquish()
+	case *logClosed:
+		ctx.Send(a.parent, &groupReleased{id: a.id, seq: a.seq})
+		return
+	default:
+		return
+	}
+	a.afterMessage()
+}
+
+func (a *groupActor) stopTimers() {
+	for _, t := range []*time.Timer{a.timer, a.cleanup, a.grace} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+func (a *groupActor) load() {
+	store, id := a.opts.Store, a.id
+	self, system := a.self, a.system
+	go func() {
+		l, st, err := store.Open(id)
+		system.Root.Send(self, &loaded{log: l, st: st, err: err})
+	}()
+}
+
+func (a *groupActor) onLoaded(m *loaded) {
+	if a.phase != phaseLoading {
+		if m.log != nil {
+			_ = m.log.Close()
+		}
+		return
+	}
+	if m.err != nil {
+		a.log.Error().Err(m.err).Msg("loading group offsets failed; retrying")
+		a.graceOver = true
+		a.flushQueued(kerr.CoordinatorLoadInProgress.Code)
+		a.after(time.Second, &loadRetry{})
+		return
+	}
+	a.glog = m.log
+	a.persisted = m.st.Meta
+	a.g.Load(a.opts.Now(), m.st)
+	a.phase = phaseReady
+	if a.grace != nil {
+		a.grace.Stop()
+	}
+	queued := a.queued
+	a.queued = nil
+	for _, q := range queued {
+		a.serveCall(q)
+	}
+}
+
+func (a *groupActor) flushQueued(code int16) {
+	for _, q := range a.queued {
+		q.Reply(errorReply(a.id, q.Op, code))
+	}
+	a.queued = nil
+}
+
+func (a *groupActor) serveCall(gc *messages.GroupCall) {
+	switch a.phase {
+	case phaseLoading:
+		if a.graceOver || len(a.queued) >= maxQueuedWhileLoading {
+			gc.Reply(errorReply(a.id, gc.Op, kerr.CoordinatorLoadInProgress.Code))
+			return
+		}
+		a.queued = append(a.queued, gc)
+		return
+	case phaseReleasing:
+		gc.Reply(errorReply(a.id, gc.Op, kerr.NotCoordinator.Code))
+		return
+	}
+	now := a.opts.Now()
+	topics := viewTopics{a.opts.Views.Load()}
+	client := Client{ID: gc.ClientID, Host: gc.ClientHost}
+	reply := func(r kmsg.Response) { gc.Reply(r) }
+	switch op := gc.Op.(type) {
+	case *kmsg.JoinGroupRequest:
+		a.g.JoinGroup(now, client, op, reply)
+	case *kmsg.SyncGroupRequest:
+		a.g.SyncGroup(now, op, reply)
+	case *kmsg.HeartbeatRequest:
+		gc.Reply(a.g.Heartbeat(now, op))
+	case *kmsg.LeaveGroupRequest:
+		gc.Reply(a.g.LeaveGroup(now, op))
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		gc.Reply(a.g.ConsumerHeartbeat(now, client, op, topics))
+	case *kmsg.OffsetCommitRequest:
+		pc := a.g.OffsetCommit(now, op, topics)
+		if len(pc.Records) == 0 {
+			gc.Reply(pc.Response)
+			return
+		}
+		a.ensureMeta()
+		a.enqueue(write{recs: pc.Records, done: func(err error) {
+			if err != nil {
+				a.log.Error().Err(err).Msg("persisting offset commit failed")
+				a.g.Fail(pc, kerr.CoordinatorNotAvailable.Code)
+			} else {
+				a.g.Apply(pc)
+			}
+			gc.Reply(pc.Response)
+		}})
+	case *kmsg.OffsetDeleteRequest:
+		resp, recs := a.g.OffsetDelete(now, op, topics)
+		if len(recs) == 0 {
+			gc.Reply(resp)
+			return
+		}
+		a.enqueue(write{recs: recs, done: func(err error) {
+			if err != nil {
+				a.log.Error().Err(err).Msg("persisting offset delete failed")
+				resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+				resp.Topics = nil
+			} else {
+				a.g.ApplyDelete(recs)
+			}
+			gc.Reply(resp)
+		}})
+	case *messages.GroupFetchOffsets:
+		r := a.g.FetchOffsets(now, op, topics)
+		r.Group = a.id
+		gc.Reply(r)
+	case *messages.GroupDescribe:
+		gc.Reply(a.g.DescribeGroup(now, op.Version))
+	case *messages.GroupDescribeConsumer:
+		gc.Reply(a.g.DescribeConsumerGroup(now, topics))
+	case *messages.GroupDelete:
+		r := kmsg.NewDeleteGroupsResponseGroup()
+		r.Group = a.id
+		if r.ErrorCode = a.g.Delete(now); r.ErrorCode != 0 {
+			gc.Reply(r)
+			return
+		}
+		a.enqueue(write{destroy: true, done: func(err error) {
+			if err != nil {
+				a.log.Error().Err(err).Msg("deleting group state failed")
+			}
+			a.g.Deleted()
+			a.persisted = nil
+			gc.Reply(r)
+		}})
+	default:
+		gc.Reply(errorReply(a.id, gc.Op, kerr.InvalidRequest.Code))
+	}
+}
+
+func (a *groupActor) runCleanup() {
+	if a.phase != phaseReady || a.g.State() == Dead {
+		return
+	}
+	recs := a.g.Expire(a.opts.Now())
+	if n := len(recs); n > 0 {
+		a.log.Info().Int("offsets", n).Msg("expired committed offsets")
+	}
+	if a.g.Idle() {
+		if a.g.Exists() || len(recs) > 0 || a.persisted != nil {
+			// Nothing left to keep: remove the group's stored state.
+			a.enqueue(write{destroy: true, done: func(err error) {
+				if err != nil {
+					a.log.Error().Err(err).Msg("removing empty group's state failed")
+				}
+				a.persisted = nil
+				a.g.Forget()
+			}})
+		}
+		return
+	}
+	if len(recs) > 0 {
+		a.enqueue(write{recs: recs})
+	}
+}
+
+// ensureMeta persists the group metadata the retention rules need, for a
+// group that has offsets (a group without offsets leaves no files).
+func (a *groupActor) ensureMeta() {
+	if a.phase == phaseLoading || !a.g.HasOffsets() || a.g.State() == Dead {
+		return
+	}
+	m := a.g.Meta()
+	if a.persisted != nil && *a.persisted == m {
+		return
+	}
+	a.persisted = &m
+	a.enqueue(write{recs: []groupstore.Record{{Meta: &m}}})
+}
+
+func (a *groupActor) enqueue(w write) {
+	a.writes = append(a.writes, w)
+	a.kick()
+}
+
+// kick starts the next write: every queued append in one batch (one fsync
+// acknowledges them all), or one destroy.
+func (a *groupActor) kick() {
+	if a.writing || len(a.writes) == 0 || a.glog == nil {
+		return
+	}
+	n := 1
+	if !a.writes[0].destroy {
+		for n < len(a.writes) && !a.writes[n].destroy {
+			n++
+		}
+	}
+	batch := a.writes[:n:n]
+	a.writes = a.writes[n:]
+	a.writing = true
+	l, store, id := a.glog, a.opts.Store, a.id
+	self, system := a.self, a.system
+	go func() {
+		w := &written{batch: batch}
+		if batch[0].destroy {
+			w.err = l.Destroy()
+			nl, _, err := store.Open(id)
+			if err == nil {
+				w.newLog = nl
+			} else if w.err == nil {
+				w.err = err
+			}
+		} else {
+			var recs []groupstore.Record
+			for _, b := range batch {
+				recs = append(recs, b.recs...)
+			}
+			w.err = l.Append(recs)
+		}
+		system.Root.Send(self, w)
+	}()
+}
+
+func (a *groupActor) onWritten(m *written) {
+	a.writing = false
+	if m.newLog != nil {
+		a.glog = m.newLog
+	}
+	for _, w := range m.batch {
+		if w.done != nil {
+			w.done(m.err)
+		} else if m.err != nil {
+			a.log.Error().Err(m.err).Msg("persisting group state failed")
+		}
+	}
+	if m.err != nil {
+		a.persisted = nil // write the metadata again with the next commit
+	}
+	a.kick()
+}
+
+func (a *groupActor) onRelinquish() {
+	if a.phase == phaseReleasing {
+		return
+	}
+	prev := a.phase
+	a.phase = phaseReleasing
+	a.g.Abandon(kerr.NotCoordinator.Code)
+	a.flushQueued(kerr.NotCoordinator.Code)
+	if prev == phaseLoading {
+		// The load may still be running: its log is closed on arrival.
+		a.send(&logClosed{})
+	}
+}
+
+func (a *groupActor) afterMessage() {
+	now := a.opts.Now()
+	if a.phase == phaseReleasing {
+		if !a.writing && len(a.writes) == 0 && a.glog != nil {
+			l := a.glog
+			a.glog = nil
+			self, system := a.self, a.system
+			go func() {
+				_ = l.Close()
+				system.Root.Send(self, &logClosed{})
+			}()
+		}
+		return
+	}
+	if a.phase != phaseReady {
+		return
+	}
+	a.g.Tick(now)
+	a.ensureMeta()
+	a.rearm(now)
+	if s := a.g.Summary(); s != a.reported || !a.everSent {
+		a.reported, a.everSent = s, true
+		a.system.Root.Send(a.parent, &groupSummary{id: a.id, seq: a.seq, summary: s})
+	}
+	if !a.g.Exists() && a.g.Idle() && !a.writing && len(a.writes) == 0 && a.idleAt != a.handled {
+		a.idleAt = a.handled
+		a.system.Root.Send(a.parent, &groupIdle{id: a.id, seq: a.seq, handled: a.handled})
+	}
+}
+
+// rearm points the one timer at the group's next deadline.
+func (a *groupActor) rearm(now time.Time) {
+	next := a.g.NextDeadline()
+	if next.IsZero() {
+		if a.timer != nil {
+			a.timer.Stop()
+			a.timer, a.timerAt = nil, time.Time{}
+		}
+		return
+	}
+	if a.timer != nil && a.timerAt.Equal(next) {
+		return
+	}
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	a.timerAt = next
+	a.timer = a.after(max(next.Sub(now), 0), &tick{})
+}
+
+// viewTopics serves Topics from the routing view.
+type viewTopics struct{ v *routing.View }
+
+func info(t *routing.Topic) TopicInfo {
+	return TopicInfo{Name: t.Name, ID: t.ID, Partitions: int32(len(t.Partitions))}
+}
+
+func (t viewTopics) ByName(name string) (TopicInfo, bool) {
+	if t.v == nil {
+		return TopicInfo{}, false
+	}
+	x, ok := t.v.Topics[name]
+	if !ok {
+		return TopicInfo{}, false
+	}
+	return info(x), true
+}
+
+func (t viewTopics) ByID(id [16]byte) (TopicInfo, bool) {
+	if t.v == nil {
+		return TopicInfo{}, false
+	}
+	x, ok := t.v.TopicIDs[id]
+	if !ok {
+		return TopicInfo{}, false
+	}
+	return info(x), true
+}
+
+func (t viewTopics) Names() []string {
+	if t.v == nil {
+		return nil
+	}
+	return t.v.TopicNames()
+}

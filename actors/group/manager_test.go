@@ -1,0 +1,207 @@
+package group
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/groupstore"
+)
+
+// slowStore blocks Open until released.
+type slowStore struct {
+	groupstore.Store
+	gate chan struct{}
+}
+
+func (s *slowStore) Open(g string) (groupstore.Log, groupstore.State, error) {
+	<-s.gate
+	return s.Store.Open(g)
+}
+
+func view(mine func(string) bool) *routing.View {
+	self := routing.Broker{ID: 0, Host: "h", Port: 1, Alive: true}
+	other := routing.Broker{ID: 1, Host: "o", Port: 2, Alive: true}
+	t := &routing.Topic{Name: "t", ID: topicID("t"), Partitions: make([]routing.Partition, 4)}
+	v := &routing.View{Self: 0, Brokers: []routing.Broker{self, other},
+		Topics: map[string]*routing.Topic{"t": t}, TopicIDs: map[[16]byte]*routing.Topic{t.ID: t}}
+	if mine != nil {
+		v.Coordinator = func(g string) (routing.Broker, bool) {
+			if mine(g) {
+				return self, true
+			}
+			return other, false
+		}
+	}
+	return v
+}
+
+func startCoordinator(t *testing.T, store groupstore.Store, views *routing.Store) *Coordinator {
+	t.Helper()
+	sys := runtime.NewSystem()
+	cfg := testConfig()
+	cfg.NewID = nil
+	cfg.InitialRebalanceDelay = 2 * time.Second
+	c, err := Start(sys, "groups", Options{Group: cfg, Store: store, Views: views, ViewPoll: 20 * time.Millisecond, LoadGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Stop(5 * time.Second)
+		sys.Shutdown()
+	})
+	return c
+}
+
+func callGroup(c *Coordinator, group string, op any) <-chan any {
+	ch := make(chan any, 1)
+	c.Ref().Send(&messages.GroupCall{Group: group, ClientID: "cl", ClientHost: "h", Op: op, Reply: func(x any) { ch <- x }})
+	return ch
+}
+
+func await(t *testing.T, ch <-chan any) any {
+	t.Helper()
+	select {
+	case x := <-ch:
+		return x
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reply")
+		return nil
+	}
+}
+
+func listGroups(t *testing.T, c *Coordinator) ([]messages.GroupRow, int16) {
+	type res struct {
+		rows []messages.GroupRow
+		code int16
+	}
+	ch := make(chan res, 1)
+	c.Ref().Send(&messages.GroupList{Reply: func(rows []messages.GroupRow, code int16) { ch <- res{rows, code} }})
+	select {
+	case r := <-ch:
+		return r.rows, r.code
+	case <-time.After(5 * time.Second):
+		t.Fatal("no list reply")
+		return nil, 0
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestManagerLoadsCommitsAndForgets(t *testing.T) {
+	views := &routing.Store{}
+	views.Publish(view(nil))
+	slow := &slowStore{Store: groupstore.NewMemory(), gate: make(chan struct{})}
+	c := startCoordinator(t, slow, views)
+
+	// While the offsets load, requests wait (up to LoadGrace)...
+	commit := commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 7}})
+	pending := callGroup(c, "g", commit)
+	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-pending:
+		t.Fatal("answered before the group loaded")
+	default:
+	}
+	// ...then get COORDINATOR_LOAD_IN_PROGRESS.
+	r := await(t, pending).(*kmsg.OffsetCommitResponse)
+	if c := r.Topics[0].Partitions[0].ErrorCode; c != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("commit while loading: %s", code(c))
+	}
+	close(slow.gate)
+	eventually(t, "load", func() bool {
+		r := await(t, callGroup(c, "g", commit)).(*kmsg.OffsetCommitResponse)
+		return r.Topics[0].Partitions[0].ErrorCode == 0
+	})
+	f := await(t, callGroup(c, "g", &messages.GroupFetchOffsets{Version: 8, MemberEpoch: -1})).(kmsg.OffsetFetchResponseGroup)
+	if o, _ := offsetOf(f, "t", 0); o != 7 {
+		t.Fatalf("fetched %d", o)
+	}
+	rows, code0 := listGroups(t, c)
+	if code0 != 0 || len(rows) != 1 || rows[0].Group != "g" || rows[0].State != "Empty" || rows[0].Type != "classic" {
+		t.Fatalf("list %+v %d", rows, code0)
+	}
+	if c.GroupsLed() != 1 {
+		t.Fatalf("groups led %d", c.GroupsLed())
+	}
+	// Reading a group that does not exist leaves nothing behind.
+	d := await(t, callGroup(c, "nope", &messages.GroupDescribe{Version: 5})).(kmsg.DescribeGroupsResponseGroup)
+	if d.State != "Dead" {
+		t.Fatalf("describe %+v", d)
+	}
+	if rows, _ := listGroups(t, c); len(rows) != 1 {
+		t.Fatalf("list after describe: %+v", rows)
+	}
+	// DeleteGroups removes the group and its offsets.
+	del := await(t, callGroup(c, "g", &messages.GroupDelete{})).(kmsg.DeleteGroupsResponseGroup)
+	if del.ErrorCode != 0 {
+		t.Fatalf("delete: %s", code(del.ErrorCode))
+	}
+	eventually(t, "the deleted group's actor to stop", func() bool { return c.GroupsLed() == 0 })
+	f = await(t, callGroup(c, "g", &messages.GroupFetchOffsets{Version: 8, MemberEpoch: -1, Topics: []messages.GroupTopic{{Topic: "t", Partitions: []int32{0}}}})).(kmsg.OffsetFetchResponseGroup)
+	if o, _ := offsetOf(f, "t", 0); o != -1 {
+		t.Fatalf("offset after delete: %d", o)
+	}
+}
+
+func TestManagerFollowsTheView(t *testing.T) {
+	var mineA atomic.Bool
+	mineA.Store(true)
+	views := &routing.Store{}
+	publish := func() { views.Publish(view(func(g string) bool { return g != "a" || mineA.Load() })) }
+	publish()
+	c := startCoordinator(t, groupstore.NewMemory(), views)
+
+	hb := kmsg.NewPtrHeartbeatRequest()
+	if r := await(t, callGroup(c, "b", hb)).(*kmsg.HeartbeatResponse); r.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("heartbeat to a missing group: %s", code(r.ErrorCode))
+	}
+	// A member waits in JoinGroup (the initial rebalance delay is long).
+	j := joinReq("", "m")
+	j.Version = 3
+	parked := callGroup(c, "a", j)
+	time.Sleep(20 * time.Millisecond)
+	// The group moves to another broker: the parked join is answered
+	// NOT_COORDINATOR, and so is everything after.
+	mineA.Store(false)
+	publish()
+	r := await(t, parked).(*kmsg.JoinGroupResponse)
+	if r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("parked join after the group moved: %s", code(r.ErrorCode))
+	}
+	if r := await(t, callGroup(c, "a", hb)).(*kmsg.HeartbeatResponse); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("heartbeat after the group moved: %s", code(r.ErrorCode))
+	}
+	eventually(t, "the moved group's actor to stop", func() bool { return c.GroupsLed() == 0 })
+	// It comes back.
+	mineA.Store(true)
+	publish()
+	c.Ref().Send(&messages.GroupsViewChanged{})
+	// Until the old actor has let go, a client is told to retry.
+	eventually(t, "a commit after the group came back", func() bool {
+		r := await(t, callGroup(c, "a", commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 1}}))).(*kmsg.OffsetCommitResponse)
+		switch c := r.Topics[0].Partitions[0].ErrorCode; c {
+		case 0:
+			return true
+		case kerr.CoordinatorLoadInProgress.Code:
+			return false
+		default:
+			t.Fatalf("commit after the group came back: %s", code(c))
+			return false
+		}
+	})
+}

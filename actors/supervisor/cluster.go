@@ -1,0 +1,577 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kaas-project/kaas/actors/cluster"
+	"github.com/kaas-project/kaas/actors/controller"
+	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/actors/partition"
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/assignment"
+	"github.com/kaas-project/kaas/storage/topicconfig"
+)
+
+// ClusterConfig configures the cluster-mode supervisor.
+type ClusterConfig struct {
+	ClusterID     string
+	Self          routing.Broker // ID, Name, Host, Port
+	Incarnation   string         // <pod>_<uid>_<nonce>: the Lease identity
+	HeartbeatAddr string         // advertised heartbeat address
+	Store         *routing.Store
+	Opener        storage.Opener
+	Partition     partition.Config
+	DataDir       string
+	Kube          kubernetes.Interface
+	Dyn           dynamic.Interface
+	Namespace     string
+	LeaseName     string
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	DeadAfter     time.Duration
+	Hub           *controller.Hub
+	// DefaultPartitions applies to CreateTopics with -1 and auto-creation.
+	DefaultPartitions int32
+	Log               zerolog.Logger
+}
+
+type (
+	assignmentAccepted struct {
+		prev, next *assignment.Assignment
+		changes    assignment.Changes
+	}
+	elected struct {
+		ctx   context.Context
+		epoch int64
+		prev  *assignment.Assignment
+	}
+	deposed           struct{}
+	partitionReleased struct {
+		tp  routing.TP
+		ref runtime.Ref
+	}
+)
+
+type ledPartition struct {
+	ref         runtime.Ref
+	topicID     string
+	leaderEpoch int32
+	releasing   bool
+}
+
+// Cluster is the cluster-mode supervisor actor: it follows assignment.json,
+// takes and relinquishes partitions to match it, campaigns for the Lease and
+// runs the controller actor while it holds it.
+type Cluster struct {
+	cfg        ClusterConfig
+	follower   *assignment.Follower
+	cancel     context.CancelFunc
+	current    *assignment.Assignment
+	parts      map[routing.TP]*ledPartition
+	ctrl       runtime.Ref
+	ctrlEpoch  int64
+	isLeader   atomic.Bool
+	pingState  atomic.Pointer[heartbeatpb.Ping]
+	draining   atomic.Bool
+	topicAdmin *cluster.Topics
+}
+
+// NewCluster returns the cluster supervisor's producer.
+func NewCluster(cfg ClusterConfig) func() actor.Actor {
+	if cfg.DefaultPartitions <= 0 {
+		cfg.DefaultPartitions = 1
+	}
+	return func() actor.Actor {
+		return &Cluster{cfg: cfg, parts: map[routing.TP]*ledPartition{}, topicAdmin: &cluster.Topics{Dyn: cfg.Dyn, Namespace: cfg.Namespace}}
+	}
+}
+
+// Receive implements actor.Actor.
+func (s *Cluster) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.start(ctx)
+	case *actor.Stopping:
+		if s.cancel != nil {
+			s.cancel()
+		}
+		s.cfg.Hub.SetController(runtime.Ref{}, 0)
+	case *assignmentAccepted:
+		s.apply(ctx, m)
+	case *elected:
+		s.becomeController(ctx, m)
+	case *deposed:
+		s.stopController()
+	case *partitionReleased:
+		if lp, ok := s.parts[m.tp]; ok && lp.ref == m.ref {
+			delete(s.parts, m.tp)
+		}
+		m.ref.Poison()
+	case *Ping:
+		m.Reply()
+	case *messages.CreateTopics:
+		s.createTopics(m)
+	case *messages.DeleteTopics:
+		s.deleteTopics(m)
+	case *messages.CreatePartitions:
+		s.createPartitions(m)
+	case *messages.AlterTopicConfig:
+		s.alterConfig(m)
+	}
+}
+
+func (s *Cluster) start(ctx actor.Context) {
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	self, system := ctx.Self(), ctx.ActorSystem()
+	send := func(msg any) { system.Root.Send(self, msg) }
+	log := s.cfg.Log
+	s.follower = assignment.NewFollower(assignment.FollowerConfig{
+		Path:     assignment.Path(s.cfg.DataDir),
+		Self:     s.cfg.Self.ID,
+		SelfName: s.cfg.Self.Name,
+		Logger:   log.With().Str("component", "follower").Logger(),
+		OnChange: func(prev, next *assignment.Assignment, d assignment.Changes) {
+			send(&assignmentAccepted{prev: prev, next: next, changes: d})
+		},
+	})
+	go s.follower.Run(runCtx)
+	go cluster.WatchLeaseEpoch(runCtx, s.cfg.Kube, s.cfg.Namespace, s.cfg.LeaseName, s.cfg.RetryPeriod,
+		func(e int64) { s.follower.SetMinEpoch(e) }, log)
+	go func() {
+		err := cluster.RunElection(runCtx, cluster.ElectionConfig{
+			Client: s.cfg.Kube, Namespace: s.cfg.Namespace, LeaseName: s.cfg.LeaseName, Identity: s.cfg.Incarnation,
+			LeaseDuration: s.cfg.LeaseDuration, RenewDeadline: s.cfg.RenewDeadline, RetryPeriod: s.cfg.RetryPeriod,
+			OnElected: func(lctx context.Context, epoch int64) {
+				s.isLeader.Store(true)
+				s.follower.SetMinEpoch(epoch)
+				prev, err := assignment.ReadFile(assignment.Path(s.cfg.DataDir))
+				if err != nil {
+					log.Warn().Err(err).Msg("no usable assignment on the volume; starting from scratch")
+					prev = nil
+				}
+				send(&elected{ctx: lctx, epoch: epoch, prev: prev})
+			},
+			OnDeposed: func() {
+				s.isLeader.Store(false)
+				send(&deposed{})
+			},
+			Log: log.With().Str("component", "election").Logger(),
+		})
+		if err != nil {
+			log.Error().Err(err).Msg("election stopped")
+		}
+	}()
+	s.updatePing()
+	go cluster.RunHeartbeats(runCtx, cluster.HeartbeatConfig{
+		Target: func() string {
+			if a := s.follower.Current(); a != nil {
+				return a.ControllerHeartbeat
+			}
+			if s.isLeader.Load() {
+				return s.cfg.HeartbeatAddr
+			}
+			return ""
+		},
+		Ping: func() *heartbeatpb.Ping {
+			p := *s.pingState.Load()
+			p.Draining = s.draining.Load()
+			return &p
+		},
+		OnPush: func(p *heartbeatpb.Push) {
+			if p.Kind == heartbeatpb.Push_ASSIGNMENT_CHANGED {
+				s.follower.Nudge()
+			}
+		},
+		Log: log.With().Str("component", "heartbeat").Logger(),
+	})
+	s.publish(ctx)
+}
+
+func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
+	s.stopController()
+	ref, err := runtime.SpawnChild(ctx, fmt.Sprintf("controller-%d", m.epoch), controller.New(controller.Config{
+		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
+		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub,
+		StillLeader: func() bool { return s.isLeader.Load() && m.ctx.Err() == nil },
+		Log:         s.cfg.Log.With().Str("actor", "controller").Int64("epoch", m.epoch).Logger(),
+	}, m.prev))
+	if err != nil {
+		s.cfg.Log.Error().Err(err).Msg("spawn controller")
+		return
+	}
+	s.ctrl, s.ctrlEpoch = ref, m.epoch
+	s.cfg.Hub.SetController(ref, m.epoch)
+	go cluster.WatchTopics(m.ctx, s.cfg.Dyn, s.cfg.Namespace, func(ts map[string]balancer.TopicSpec) {
+		ref.Send(&controller.TopicsChanged{Topics: ts})
+	}, s.cfg.Log.With().Str("component", "topic-watch").Logger())
+}
+
+func (s *Cluster) stopController() {
+	if !s.ctrl.Valid() {
+		return
+	}
+	s.cfg.Hub.SetController(runtime.Ref{}, 0)
+	s.ctrl.Stop()
+	s.ctrl = runtime.Ref{}
+}
+
+// apply makes this broker serve exactly what the accepted assignment says.
+func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
+	s.current = m.next
+	for _, r := range m.changes.Relinquish {
+		tp := routing.TP{Topic: r.Topic, Partition: r.Partition}
+		lp, ok := s.parts[tp]
+		if !ok || lp.releasing {
+			continue
+		}
+		lp.releasing = true
+		nt, still := m.next.Topics[r.Topic]
+		del := !still || nt.ID != r.TopicID
+		ref, self, system := lp.ref, ctx.Self(), ctx.ActorSystem()
+		ref.Send(&messages.RelinquishLeadership{Delete: del, Done: func(error) {
+			system.Root.Send(self, &partitionReleased{tp: tp, ref: ref})
+		}})
+	}
+	for _, t := range append(m.changes.Take, m.changes.EpochChanged...) {
+		tp := routing.TP{Topic: t.Topic, Partition: t.Partition}
+		cfg := m.next.Topics[t.Topic].Config
+		lp, ok := s.parts[tp]
+		if ok && !lp.releasing && lp.topicID == t.TopicID {
+			lp.leaderEpoch = t.LeaderEpoch
+			lp.ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg})
+			continue
+		}
+		pid := storage.PartitionID{Topic: t.Topic, TopicID: t.TopicID, Partition: t.Partition}
+		name := fmt.Sprintf("partition/%s/%s/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch)
+		ref, err := runtime.SpawnChild(ctx, name, partition.New(pid, s.cfg.Partition))
+		if err != nil {
+			s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
+			continue
+		}
+		ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg})
+		s.parts[tp] = &ledPartition{ref: ref, topicID: t.TopicID, leaderEpoch: t.LeaderEpoch}
+	}
+	// Config changes of partitions kept.
+	if m.prev != nil {
+		for tp, lp := range s.parts {
+			ot, nt := m.prev.Topics[tp.Topic], m.next.Topics[tp.Topic]
+			if !lp.releasing && !maps.Equal(ot.Config, nt.Config) {
+				lp.ref.Send(&messages.UpdateConfig{Config: nt.Config})
+			}
+		}
+	}
+	s.cfg.Log.Info().Int64("epoch", m.next.ControllerEpoch).Int64("version", m.next.AssignmentVersion).
+		Int("take", len(m.changes.Take)).Int("relinquish", len(m.changes.Relinquish)).Int("led", s.ledCount()).Msg("assignment applied")
+	s.publish(ctx)
+}
+
+func (s *Cluster) ledCount() int {
+	n := 0
+	for _, lp := range s.parts {
+		if !lp.releasing {
+			n++
+		}
+	}
+	return n
+}
+
+// publish builds the routing view from the assignment in force and the
+// partition actors this broker runs.
+func (s *Cluster) publish(ctx actor.Context) {
+	a := s.current
+	v := &routing.View{
+		ClusterID: s.cfg.ClusterID,
+		Self:      s.cfg.Self.ID,
+		Role:      "broker",
+		Topics:    map[string]*routing.Topic{},
+		TopicIDs:  map[[16]byte]*routing.Topic{},
+		Local:     map[routing.TP]runtime.Ref{},
+	}
+	if s.ctrl.Valid() {
+		v.Role = "controller"
+	}
+	if a == nil {
+		self := s.cfg.Self
+		self.Alive = true
+		v.Brokers = []routing.Broker{self}
+		v.ControllerID = -1
+		v.Coordinator = func(string) (routing.Broker, bool) { return routing.Broker{}, false }
+	} else {
+		v.Epoch, v.Version = a.ControllerEpoch, a.AssignmentVersion
+		v.ControllerID = -1
+		if c, ok := a.BrokerByName(a.Controller); ok {
+			v.ControllerID = c.ID
+		}
+		for _, b := range a.Brokers {
+			v.Brokers = append(v.Brokers, routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port,
+				Alive: b.State != assignment.Dead, Fenced: b.State != assignment.Alive})
+		}
+		for name, t := range a.Topics {
+			id, err := ParseUUID(t.ID)
+			if err != nil {
+				id = uuidFromString(t.ID)
+			}
+			rt := &routing.Topic{Name: name, ID: id, Config: t.Config, Partitions: make([]routing.Partition, len(t.Partitions))}
+			for i, p := range t.Partitions {
+				rt.Partitions[i] = routing.Partition{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
+			}
+			v.Topics[name] = rt
+			v.TopicIDs[id] = rt
+		}
+		selfID := s.cfg.Self.ID
+		v.Coordinator = func(group string) (routing.Broker, bool) {
+			b, ok := assignment.CoordinatorFor(group, a)
+			if !ok {
+				return routing.Broker{}, false
+			}
+			return routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port, Alive: true}, b.ID == selfID
+		}
+	}
+	sortBrokers(v.Brokers)
+	for tp, lp := range s.parts {
+		if !lp.releasing {
+			v.Local[tp] = lp.ref
+		}
+	}
+	s.cfg.Store.Publish(v)
+	s.updatePing()
+}
+
+func (s *Cluster) updatePing() {
+	p := &heartbeatpb.Ping{
+		BrokerId: s.cfg.Self.ID, Name: s.cfg.Self.Name, Incarnation: s.cfg.Incarnation,
+		KafkaHost: s.cfg.Self.Host, KafkaPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr, Healthy: true,
+	}
+	if s.current != nil {
+		p.ControllerEpoch, p.AssignmentVersion = s.current.ControllerEpoch, s.current.AssignmentVersion
+	}
+	for tp, lp := range s.parts {
+		if !lp.releasing {
+			p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: lp.leaderEpoch})
+		}
+	}
+	s.pingState.Store(p)
+}
+
+// --- topic administration through KafkaTopic objects ---------------------
+
+const adminTimeout = 15 * time.Second
+
+// waitForTopics waits until the published view satisfies ok (the controller
+// has put the change into assignment.json and this broker accepted it), so a
+// client that creates a topic can produce to it right away.
+func (s *Cluster) waitForTopics(ok func(v *routing.View) bool) {
+	deadline := time.Now().Add(adminTimeout)
+	for time.Now().Before(deadline) {
+		if v := s.cfg.Store.Load(); v != nil && ok(v) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *Cluster) createTopics(m *messages.CreateTopics) {
+	specs := append([]messages.TopicSpec(nil), m.Topics...)
+	existing := s.cfg.Store.Load()
+	defaults := s.cfg.DefaultPartitions
+	go func() {
+		results := make([]messages.TopicResult, len(specs))
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		var created []string
+		for i, spec := range specs {
+			r := &results[i]
+			r.Name = spec.Name
+			if code, msg := validateSpec(spec, existing); code != 0 {
+				r.ErrorCode, r.ErrorMessage = code, msg
+				continue
+			}
+			n := spec.Partitions
+			if n == -1 {
+				n = defaults
+			}
+			r.Partitions, r.Config = n, spec.Config
+			if m.ValidateOnly {
+				continue
+			}
+			uid, err := s.topicAdmin.Create(ctx, spec.Name, n, spec.Config)
+			switch {
+			case errors.Is(err, cluster.ErrTopicExists):
+				r.ErrorCode = kerr.TopicAlreadyExists.Code
+			case err != nil:
+				r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, err.Error()
+			default:
+				if id, perr := ParseUUID(uid); perr == nil {
+					r.ID = id
+				}
+				created = append(created, spec.Name)
+			}
+		}
+		s.waitForTopics(func(v *routing.View) bool {
+			for _, n := range created {
+				if _, ok := v.Topics[n]; !ok {
+					return false
+				}
+			}
+			return true
+		})
+		m.Reply(results)
+	}()
+}
+
+func validateSpec(spec messages.TopicSpec, v *routing.View) (int16, string) {
+	if err := topicconfig.ValidTopicName(spec.Name); err != nil {
+		return kerr.InvalidTopicException.Code, err.Error()
+	}
+	if v != nil {
+		if _, ok := v.Topics[spec.Name]; ok {
+			return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", spec.Name)
+		}
+	}
+	if spec.ManualAssignment {
+		return kerr.InvalidReplicaAssignment.Code, "kaas places partitions itself; manual replica assignment is not supported"
+	}
+	if spec.Partitions == 0 || spec.Partitions < -1 || spec.Partitions > balancer.MaxPartitionsPerTopic {
+		return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d is not valid", spec.Partitions)
+	}
+	if spec.ReplicationFactor == 0 || spec.ReplicationFactor < -1 {
+		return kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d must be -1 or positive", spec.ReplicationFactor)
+	}
+	if err := topicconfig.Validate(spec.Config); err != nil {
+		return kerr.InvalidConfig.Code, err.Error()
+	}
+	return 0, ""
+}
+
+func (s *Cluster) deleteTopics(m *messages.DeleteTopics) {
+	v := s.cfg.Store.Load()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		n := max(len(m.Names), len(m.IDs))
+		results := make([]messages.TopicResult, n)
+		var deleted []string
+		for i := 0; i < n; i++ {
+			r := &results[i]
+			if i < len(m.Names) {
+				r.Name = m.Names[i]
+			}
+			if i < len(m.IDs) && m.IDs[i] != ([16]byte{}) {
+				r.ID = m.IDs[i]
+				t, ok := v.TopicIDs[r.ID]
+				if !ok {
+					r.ErrorCode = kerr.UnknownTopicID.Code
+					continue
+				}
+				r.Name = t.Name
+			}
+			err := s.topicAdmin.Delete(ctx, r.Name)
+			switch {
+			case errors.Is(err, cluster.ErrTopicNotFound):
+				r.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case err != nil:
+				r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, err.Error()
+			default:
+				if t, ok := v.Topics[r.Name]; ok {
+					r.ID = t.ID
+				}
+				deleted = append(deleted, r.Name)
+			}
+		}
+		s.waitForTopics(func(v *routing.View) bool {
+			for _, n := range deleted {
+				if _, ok := v.Topics[n]; ok {
+					return false
+				}
+			}
+			return true
+		})
+		m.Reply(results)
+	}()
+}
+
+func (s *Cluster) createPartitions(m *messages.CreatePartitions) {
+	v := s.cfg.Store.Load()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		results := make([]messages.TopicResult, len(m.Topics))
+		grown := map[string]int32{}
+		for i, pc := range m.Topics {
+			r := &results[i]
+			r.Name = pc.Topic
+			t, ok := v.Topics[pc.Topic]
+			switch {
+			case !ok:
+				r.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case pc.ManualAssignment:
+				r.ErrorCode, r.ErrorMessage = kerr.InvalidReplicaAssignment.Code, "kaas places partitions itself; manual replica assignment is not supported"
+			case int(pc.Count) <= len(t.Partitions):
+				r.ErrorCode = kerr.InvalidPartitions.Code
+				r.ErrorMessage = fmt.Sprintf("topic %q has %d partitions; the new count %d must be larger", pc.Topic, len(t.Partitions), pc.Count)
+			case m.ValidateOnly:
+			default:
+				if err := s.topicAdmin.Patch(ctx, pc.Topic, pc.Count, nil, false); err != nil {
+					r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, err.Error()
+					continue
+				}
+				grown[pc.Topic] = pc.Count
+			}
+		}
+		s.waitForTopics(func(v *routing.View) bool {
+			for n, c := range grown {
+				if t, ok := v.Topics[n]; !ok || int32(len(t.Partitions)) < c {
+					return false
+				}
+			}
+			return true
+		})
+		m.Reply(results)
+	}()
+}
+
+func (s *Cluster) alterConfig(m *messages.AlterTopicConfig) {
+	if err := topicconfig.Validate(m.Config); err != nil {
+		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.InvalidConfig.Code, ErrorMessage: err.Error()})
+		return
+	}
+	if m.ValidateOnly {
+		m.Reply(messages.TopicResult{Name: m.Topic})
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		err := s.topicAdmin.Patch(ctx, m.Topic, 0, m.Config, true)
+		switch {
+		case errors.Is(err, cluster.ErrTopicNotFound):
+			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownTopicOrPartition.Code})
+			return
+		case err != nil:
+			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownServerError.Code, ErrorMessage: err.Error()})
+			return
+		}
+		s.waitForTopics(func(v *routing.View) bool {
+			t, ok := v.Topics[m.Topic]
+			return ok && maps.Equal(t.Config, m.Config)
+		})
+		m.Reply(messages.TopicResult{Name: m.Topic})
+	}()
+}

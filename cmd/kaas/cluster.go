@@ -1,0 +1,84 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+
+	"google.golang.org/grpc"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kaas-project/kaas/actors/controller"
+	"github.com/kaas-project/kaas/actors/partition"
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/supervisor"
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
+	"github.com/kaas-project/kaas/storage"
+)
+
+// kubeConfig is the in-cluster config inside a pod, else $KUBECONFIG.
+func kubeConfig() (*rest.Config, error) {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return rest.InClusterConfig()
+	}
+	path := os.Getenv("KUBECONFIG")
+	if path == "" {
+		return nil, fmt.Errorf("cluster mode needs the in-cluster config or KUBECONFIG")
+	}
+	return clientcmd.BuildConfigFromFlags("", path)
+}
+
+// startCluster wires the cluster-mode supervisor: Kubernetes clients, the
+// heartbeat gRPC server, and the supervisor actor.
+func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
+	rc, err := kubeConfig()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("dynamic client: %w", err)
+	}
+	b.hbLn, err = net.Listen("tcp", cfg.HeartbeatAddr)
+	if err != nil {
+		return fmt.Errorf("listen on --heartbeat-addr %s: %w", cfg.HeartbeatAddr, err)
+	}
+	hub := controller.NewHub()
+	b.grpc = grpc.NewServer()
+	heartbeatpb.RegisterHeartbeatServer(b.grpc, hub)
+	go func() { _ = b.grpc.Serve(b.hbLn) }()
+	nonce := make([]byte, 4)
+	_, _ = rand.Read(nonce)
+	self := routing.Broker{ID: int32(cfg.BrokerID), Name: cfg.podName, Host: cfg.advHost, Port: cfg.advPort, Alive: true}
+	b.sup, err = b.system.Spawn("supervisor", supervisor.NewCluster(supervisor.ClusterConfig{
+		ClusterID:         cfg.ClusterID,
+		Self:              self,
+		Incarnation:       cfg.podName + "_" + cfg.podUID + "_" + hex.EncodeToString(nonce),
+		HeartbeatAddr:     cfg.AdvertisedHeartbeatAddr,
+		Store:             b.views,
+		Opener:            opener,
+		Partition:         partition.Config{Opener: opener, Log: b.log},
+		DataDir:           cfg.DataDir,
+		Kube:              kube,
+		Dyn:               dyn,
+		Namespace:         cfg.podNamespace,
+		LeaseName:         cfg.LeaseName,
+		LeaseDuration:     cfg.LeaseDuration,
+		RenewDeadline:     cfg.RenewDeadline,
+		RetryPeriod:       cfg.RetryPeriod,
+		DeadAfter:         cfg.DeadAfter,
+		Hub:               hub,
+		DefaultPartitions: int32(cfg.DefaultPartitions),
+		Log:               b.log.With().Str("actor", "supervisor").Logger(),
+	}))
+	return err
+}

@@ -1,0 +1,730 @@
+package main
+
+// Real external Kafka clients — kcat (librdkafka), sarama and kafkajs —
+// against a started `kaas` binary over loopback TCP. The tools are
+// installed by .ci/install-test-deps.sh; a missing tool fails the test.
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produced is one message a client sent, in send order.
+type produced struct{ Key, Value string }
+
+// consumed is one message a client read back.
+type consumed struct {
+	Partition int32
+	Offset    int64
+	Key       string
+	Value     string
+}
+
+// keyedMessages is n messages over nKeys keys; values are unique.
+func keyedMessages(prefix string, n, nKeys int, pad string) []produced {
+	out := make([]produced, n)
+	for i := range out {
+		out[i] = produced{Key: fmt.Sprintf("key-%d", i%nKeys), Value: fmt.Sprintf("%s-%05d%s", prefix, i, pad)}
+	}
+	return out
+}
+
+// checkConsumed asserts that got holds every message of want exactly once,
+// that each partition's offsets run 0, 1, 2, ... (the topic holds only
+// these messages), that a key always lands in one partition, that each
+// partition keeps send order, and (wantPartitions > 0) how many partitions
+// were used.
+func checkConsumed(t *testing.T, want []produced, got []consumed, wantPartitions int) {
+	t.Helper()
+	index := map[string]int{}
+	for i, m := range want {
+		index[m.Value] = i
+	}
+	seen := map[string]bool{}
+	keyPart := map[string]int32{}
+	lastIdx := map[int32]int{}
+	nextOff := map[int32]int64{}
+	errs := 0
+	fail := func(format string, args ...any) {
+		if errs++; errs <= 20 {
+			t.Errorf(format, args...)
+		}
+	}
+	byPart := map[int32][]consumed{}
+	for _, m := range got {
+		byPart[m.Partition] = append(byPart[m.Partition], m)
+	}
+	for p, ms := range byPart {
+		sort.SliceStable(ms, func(i, j int) bool { return ms[i].Offset < ms[j].Offset })
+		lastIdx[p] = -1
+		for _, m := range ms {
+			if m.Offset != nextOff[p] {
+				fail("partition %d: offset %d, want %d", p, m.Offset, nextOff[p])
+			}
+			nextOff[p] = m.Offset + 1
+			i, ok := index[m.Value]
+			switch {
+			case !ok:
+				fail("partition %d offset %d: unexpected value %q", p, m.Offset, m.Value)
+				continue
+			case seen[m.Value]:
+				fail("partition %d offset %d: duplicate value %q", p, m.Offset, m.Value)
+				continue
+			}
+			seen[m.Value] = true
+			if m.Key != want[i].Key {
+				fail("value %q: key %q, want %q", m.Value, m.Key, want[i].Key)
+			}
+			if kp, ok := keyPart[m.Key]; ok && kp != p {
+				fail("key %q in partitions %d and %d", m.Key, kp, p)
+			}
+			keyPart[m.Key] = p
+			if i < lastIdx[p] {
+				fail("partition %d offset %d: %q after message #%d (send order broken)", p, m.Offset, m.Value, lastIdx[p])
+			}
+			lastIdx[p] = i
+		}
+	}
+	if len(seen) != len(want) {
+		missing := 0
+		for _, m := range want {
+			if !seen[m.Value] {
+				missing++
+			}
+		}
+		t.Errorf("consumed %d distinct of %d messages (%d received, %d missing)", len(seen), len(want), len(got), missing)
+	}
+	if wantPartitions > 0 && len(byPart) != wantPartitions {
+		t.Errorf("messages landed in %d partitions, want %d", len(byPart), wantPartitions)
+	}
+}
+
+// rawBatches reads every record batch of topic/partition as stored, with a
+// raw Fetch, so tests can check what the broker kept (codec, producer id,
+// sequences) rather than what a client decoded.
+func rawBatches(t *testing.T, addr, topic string, partition int32) []kmsg.RecordBatch {
+	t.Helper()
+	cl := newClient(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	// The client sends its highest common Fetch version (v13+ name topics
+	// by id), so give both.
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || td[topic].Err != nil {
+		t.Fatalf("metadata of %s: %v %v", topic, err, td[topic].Err)
+	}
+	var out []kmsg.RecordBatch
+	offset := int64(0)
+	for {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 11
+		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 16<<20, 0
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, td[topic].ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = partition, offset, 16<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatalf("raw fetch %s/%d@%d: %v", topic, partition, offset, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("raw fetch %s/%d: malformed response %+v", topic, partition, resp)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("raw fetch %s/%d@%d: error code %d", topic, partition, offset, p.ErrorCode)
+		}
+		b, got := p.RecordBatches, 0
+		for len(b) >= 12 {
+			n := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
+			if n > len(b) {
+				break // partial batch at the end of the response
+			}
+			var rb kmsg.RecordBatch
+			if err := rb.ReadFrom(b[:n]); err != nil {
+				t.Fatalf("raw fetch %s/%d: bad batch at offset %d: %v", topic, partition, offset, err)
+			}
+			out = append(out, rb)
+			offset = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
+			b, got = b[n:], got+1
+		}
+		if got == 0 || offset >= p.HighWatermark {
+			if offset != p.HighWatermark {
+				t.Fatalf("raw fetch %s/%d: stopped at offset %d, high watermark %d", topic, partition, offset, p.HighWatermark)
+			}
+			return out
+		}
+	}
+}
+
+// ---------------------------------------------------------------- kcat
+
+// kcatMessage is a line of `kcat -C -J`.
+type kcatMessage struct {
+	Topic     string  `json:"topic"`
+	Partition int32   `json:"partition"`
+	Offset    int64   `json:"offset"`
+	Key       *string `json:"key"`
+	Payload   *string `json:"payload"`
+}
+
+// kcatAbortOn are librdkafka complaints about the broker's answers; kcat
+// retries them for ever.
+var kcatAbortOn = []string{"PROTOERR", "Protocol parse failure", "UNSUPPORTED"}
+
+// kcatProduce sends msgs as "key<TAB>value" lines with `kcat -P -K\t`.
+func kcatProduce(t *testing.T, addr, topic string, msgs []produced, extra ...string) runResult {
+	t.Helper()
+	var in strings.Builder
+	for _, m := range msgs {
+		in.WriteString(m.Key + "\t" + m.Value + "\n")
+	}
+	args := append([]string{"-b", addr, "-P", "-t", topic, "-K", "\t", "-X", "message.timeout.ms=20000"}, extra...)
+	res := runToolAbortOn(t, 30*time.Second, "", in.String(), kcatAbortOn, "kcat", args...)
+	if strings.Contains(res.Stderr, "elivery failed") || strings.Contains(res.Stderr, "ERROR") {
+		t.Errorf("kcat -P reported errors:\n%s", truncate(res.Stderr, 4000))
+	}
+	// librdkafka decides from ApiVersions whether the broker takes a codec,
+	// and quietly sends uncompressed batches when it thinks not.
+	for _, line := range strings.Split(res.Stderr, "\n") {
+		if strings.Contains(line, "does not support compression") {
+			t.Errorf("kcat -P: %s", line)
+			break
+		}
+	}
+	return res
+}
+
+// kcatConsume reads topic from the beginning to its end with `kcat -C -e`.
+func kcatConsume(t *testing.T, addr, topic string) []consumed {
+	t.Helper()
+	res := runToolAbortOn(t, 20*time.Second, "", "", kcatAbortOn, "kcat", "-b", addr, "-C", "-t", topic, "-o", "beginning", "-e", "-J")
+	if strings.Contains(res.Stderr, "ERROR") || strings.Contains(res.Stderr, "PROTOERR") {
+		t.Errorf("kcat -C reported errors:\n%s", truncate(res.Stderr, 4000))
+	}
+	var out []consumed
+	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		if line == "" {
+			continue
+		}
+		var m kcatMessage
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("kcat -C -J line %q: %v", line, err)
+		}
+		c := consumed{Partition: m.Partition, Offset: m.Offset}
+		if m.Key != nil {
+			c.Key = *m.Key
+		}
+		if m.Payload != nil {
+			c.Value = *m.Payload
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func TestExternalKcat(t *testing.T) {
+	requireTool(t, "kcat")
+	k := startKaas(t, "--default-partitions", "3")
+
+	t.Run("Metadata", func(t *testing.T) {
+		adm := newAdmin(t, k.Addr)
+		if _, err := adm.CreateTopic(ctxT(t, 10*time.Second), 2, 1, nil, "kcat-meta"); err != nil {
+			t.Fatal(err)
+		}
+		res := runTool(t, 20*time.Second, "", "", "kcat", "-b", k.Addr, "-L", "-J")
+		var md struct {
+			ControllerID int32 `json:"controllerid"`
+			Brokers      []struct {
+				ID   int32  `json:"id"`
+				Name string `json:"name"`
+			} `json:"brokers"`
+			Topics []struct {
+				Topic      string `json:"topic"`
+				Error      string `json:"error"`
+				Partitions []struct {
+					Partition int32  `json:"partition"`
+					Leader    int32  `json:"leader"`
+					Error     string `json:"error"`
+					Replicas  []struct {
+						ID int32 `json:"id"`
+					} `json:"replicas"`
+					ISRs []struct {
+						ID int32 `json:"id"`
+					} `json:"isrs"`
+				} `json:"partitions"`
+			} `json:"topics"`
+		}
+		if err := json.Unmarshal([]byte(res.Stdout), &md); err != nil {
+			t.Fatalf("kcat -L -J: %v\n%s", err, res.Stdout)
+		}
+		if len(md.Brokers) != 1 || md.Brokers[0].ID != 0 || md.Brokers[0].Name != k.Addr {
+			t.Errorf("brokers = %+v, want [{ID:0 Name:%s}]\n%s", md.Brokers, k.Addr, res.Stdout)
+		}
+		if md.ControllerID != 0 {
+			t.Errorf("controllerid = %d, want 0", md.ControllerID)
+		}
+		found := false
+		for _, tp := range md.Topics {
+			if tp.Topic != "kcat-meta" {
+				continue
+			}
+			found = true
+			if tp.Error != "" || len(tp.Partitions) != 2 {
+				t.Errorf("topic kcat-meta: error %q, %d partitions, want 2\n%s", tp.Error, len(tp.Partitions), res.Stdout)
+			}
+			for _, p := range tp.Partitions {
+				if p.Leader != 0 || p.Error != "" || len(p.Replicas) != 1 || p.Replicas[0].ID != 0 || len(p.ISRs) != 1 || p.ISRs[0].ID != 0 {
+					t.Errorf("kcat-meta partition %+v: want leader 0, replicas [0], isrs [0]", p)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("topic kcat-meta not listed by kcat -L:\n%s", res.Stdout)
+		}
+		// The plain text form, as a person would read it.
+		res = runTool(t, 20*time.Second, "", "", "kcat", "-b", k.Addr, "-L")
+		if want := "broker 0 at " + k.Addr; !strings.Contains(res.Stdout, want) {
+			t.Errorf("kcat -L does not show %q:\n%s", want, res.Stdout)
+		}
+	})
+
+	t.Run("ProduceConsumeKeyed", func(t *testing.T) {
+		// Not created first: the producer's Metadata auto-creates it with
+		// --default-partitions 3.
+		msgs := keyedMessages("plain", 600, 20, "")
+		kcatProduce(t, k.Addr, "kcat-keyed", msgs)
+		checkConsumed(t, msgs, kcatConsume(t, k.Addr, "kcat-keyed"), 3)
+	})
+
+	t.Run("Idempotent", func(t *testing.T) {
+		msgs := keyedMessages("idem", 500, 10, "")
+		kcatProduce(t, k.Addr, "kcat-idem", msgs, "-X", "enable.idempotence=true", "-X", "acks=all")
+		checkConsumed(t, msgs, kcatConsume(t, k.Addr, "kcat-idem"), 3)
+		// The stored batches carry the producer id and gapless sequences.
+		pid := int64(-1)
+		for p := int32(0); p < 3; p++ {
+			seq := int32(0)
+			for _, b := range rawBatches(t, k.Addr, "kcat-idem", p) {
+				if b.ProducerID < 0 {
+					t.Fatalf("partition %d: batch at %d has producer id %d: idempotence not in effect", p, b.FirstOffset, b.ProducerID)
+				}
+				if pid == -1 {
+					pid = b.ProducerID
+				} else if b.ProducerID != pid {
+					t.Errorf("partition %d: producer id %d, want %d", p, b.ProducerID, pid)
+				}
+				if b.FirstSequence != seq {
+					t.Errorf("partition %d: batch at %d has first sequence %d, want %d", p, b.FirstOffset, b.FirstSequence, seq)
+				}
+				seq = b.FirstSequence + b.LastOffsetDelta + 1
+			}
+		}
+	})
+
+	// librdkafka sends a batch uncompressed when compression does not make
+	// it smaller, so the values are compressible.
+	pad := strings.Repeat(" the quick brown fox", 8)
+	for codec, attr := range map[string]int16{"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4} {
+		t.Run("Compression/"+codec, func(t *testing.T) {
+			topic := "kcat-" + codec
+			msgs := keyedMessages(codec, 400, 10, pad)
+			// -d msg: librdkafka says "Broker does not support compression
+			// type" only as a debug message.
+			kcatProduce(t, k.Addr, topic, msgs, "-z", codec, "-X", "linger.ms=20", "-d", "msg")
+			checkConsumed(t, msgs, kcatConsume(t, k.Addr, topic), 3)
+			// Stored verbatim: the batches keep the producer's codec.
+			for p := int32(0); p < 3; p++ {
+				batches := rawBatches(t, k.Addr, topic, p)
+				for _, b := range batches {
+					if got := b.Attributes & 0x07; got != attr {
+						t.Errorf("partition %d batch at %d: codec attribute %d, want %d (%s)", p, b.FirstOffset, got, attr, codec)
+					}
+				}
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------- sarama
+
+func saramaConfig(version sarama.KafkaVersion) *sarama.Config {
+	cfg := sarama.NewConfig()
+	cfg.ClientID = "kaas-sarama-test"
+	cfg.Version = version
+	cfg.Metadata.Retry.Max = 10
+	cfg.Metadata.Retry.Backoff = 100 * time.Millisecond
+	cfg.Net.DialTimeout = 3 * time.Second
+	cfg.Net.ReadTimeout = 10 * time.Second
+	cfg.Net.WriteTimeout = 10 * time.Second
+	cfg.Admin.Timeout = 10 * time.Second
+	return cfg
+}
+
+func TestExternalSarama(t *testing.T) {
+	k := startKaas(t)
+	for _, v := range []sarama.KafkaVersion{sarama.V2_8_0_0, sarama.V3_6_0_0} {
+		t.Run("ProduceConsume/"+v.String(), func(t *testing.T) {
+			testSaramaProduceConsume(t, k.Addr, v)
+		})
+	}
+	t.Run("ClusterAdmin", func(t *testing.T) {
+		testSaramaAdmin(t, k.Addr)
+	})
+}
+
+func testSaramaProduceConsume(t *testing.T, addr string, version sarama.KafkaVersion) {
+	topic := "sarama-" + strings.ReplaceAll(version.String(), ".", "-")
+	const partitions = 4
+	adm := newAdmin(t, addr)
+	if _, err := adm.CreateTopic(ctxT(t, 10*time.Second), partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := saramaConfig(version)
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Retry.Max = 5
+	cfg.Producer.Retry.Backoff = 100 * time.Millisecond
+	prod, err := sarama.NewSyncProducer([]string{addr}, cfg)
+	if err != nil {
+		t.Fatalf("sarama.NewSyncProducer: %v", err)
+	}
+	msgs := keyedMessages("sarama", 400, 16, "")
+	// Half one by one, half in SendMessages batches.
+	type where struct {
+		p int32
+		o int64
+	}
+	at := map[string]where{}
+	for _, m := range msgs[:200] {
+		p, o, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(m.Key), Value: sarama.StringEncoder(m.Value)})
+		if err != nil {
+			_ = prod.Close()
+			t.Fatalf("SendMessage %s: %v", m.Value, err)
+		}
+		at[m.Value] = where{p, o}
+	}
+	for i := 200; i < len(msgs); i += 50 {
+		var batch []*sarama.ProducerMessage
+		for _, m := range msgs[i : i+50] {
+			batch = append(batch, &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(m.Key), Value: sarama.StringEncoder(m.Value)})
+		}
+		if err := prod.SendMessages(batch); err != nil {
+			_ = prod.Close()
+			t.Fatalf("SendMessages: %v", err)
+		}
+		for _, pm := range batch {
+			v, _ := pm.Value.Encode()
+			at[string(v)] = where{pm.Partition, pm.Offset}
+		}
+	}
+	if err := prod.Close(); err != nil {
+		t.Errorf("producer close: %v", err)
+	}
+
+	ccfg := saramaConfig(version)
+	ccfg.Consumer.Return.Errors = true
+	ccfg.Consumer.MaxWaitTime = 250 * time.Millisecond
+	cons, err := sarama.NewConsumer([]string{addr}, ccfg)
+	if err != nil {
+		t.Fatalf("sarama.NewConsumer: %v", err)
+	}
+	defer cons.Close()
+	parts, err := cons.Partitions(topic)
+	if err != nil || len(parts) != partitions {
+		t.Fatalf("Partitions(%s) = %v, %v; want %d partitions", topic, parts, err, partitions)
+	}
+	// Expected per partition, from the producer's reported offsets.
+	wantCount := map[int32]int{}
+	for _, w := range at {
+		wantCount[w.p]++
+	}
+	var got []consumed
+	deadline := time.After(20 * time.Second)
+	for _, p := range parts {
+		pc, err := cons.ConsumePartition(topic, p, sarama.OffsetOldest)
+		if err != nil {
+			t.Fatalf("ConsumePartition(%s, %d): %v", topic, p, err)
+		}
+		for n := 0; n < wantCount[p]; {
+			select {
+			case m := <-pc.Messages():
+				got = append(got, consumed{Partition: m.Partition, Offset: m.Offset, Key: string(m.Key), Value: string(m.Value)})
+				n++
+			case err := <-pc.Errors():
+				t.Errorf("partition %d: consumer error: %v", p, err)
+			case <-deadline:
+				_ = pc.Close()
+				t.Fatalf("partition %d: got %d of %d messages in 20s", p, n, wantCount[p])
+			}
+		}
+		if hwm := pc.HighWaterMarkOffset(); hwm != int64(wantCount[p]) {
+			t.Errorf("partition %d: high watermark %d, want %d", p, hwm, wantCount[p])
+		}
+		if err := pc.Close(); err != nil {
+			t.Errorf("partition %d: close: %v", p, err)
+		}
+	}
+	checkConsumed(t, msgs, got, 0)
+	for _, c := range got {
+		if w := at[c.Value]; w.p != c.Partition || w.o != c.Offset {
+			t.Errorf("%s: read at %d/%d, producer reported %d/%d", c.Value, c.Partition, c.Offset, w.p, w.o)
+		}
+	}
+	if len(wantCount) < 2 {
+		t.Errorf("16 keys landed in %d partitions", len(wantCount))
+	}
+}
+
+func testSaramaAdmin(t *testing.T, addr string) {
+	adm, err := sarama.NewClusterAdmin([]string{addr}, saramaConfig(sarama.V2_8_0_0))
+	if err != nil {
+		t.Fatalf("sarama.NewClusterAdmin: %v", err)
+	}
+	defer adm.Close()
+	const topic = "sarama-admin"
+	if err := adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 5, ReplicationFactor: 1}, false); err != nil {
+		t.Fatalf("CreateTopic: %v", err)
+	}
+	err = adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 5, ReplicationFactor: 1}, false)
+	if !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		t.Errorf("CreateTopic again: %v, want %v", err, sarama.ErrTopicAlreadyExists)
+	}
+	// Any positive replication factor is accepted (storage is shared, one
+	// copy); zero is not.
+	err = adm.CreateTopic("sarama-bad", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 0}, false)
+	if !errors.Is(err, sarama.ErrInvalidReplicationFactor) {
+		t.Errorf("CreateTopic with replication factor 0: %v, want %v", err, sarama.ErrInvalidReplicationFactor)
+	}
+	topics, err := adm.ListTopics()
+	if err != nil {
+		t.Fatalf("ListTopics: %v", err)
+	}
+	if d, ok := topics[topic]; !ok || d.NumPartitions != 5 || d.ReplicationFactor != 1 {
+		t.Errorf("ListTopics[%s] = %+v, %v; want 5 partitions, replication factor 1", topic, d, ok)
+	}
+	md, err := adm.DescribeTopics([]string{topic})
+	if err != nil {
+		t.Fatalf("DescribeTopics: %v", err)
+	}
+	if len(md) != 1 || md[0].Err != sarama.ErrNoError || md[0].Name != topic || len(md[0].Partitions) != 5 {
+		t.Fatalf("DescribeTopics = %+v", md)
+	}
+	for _, p := range md[0].Partitions {
+		if p.Err != sarama.ErrNoError || p.Leader != 0 || len(p.Replicas) != 1 || len(p.Isr) != 1 {
+			t.Errorf("partition %d: err %v leader %d replicas %v isr %v", p.ID, p.Err, p.Leader, p.Replicas, p.Isr)
+		}
+	}
+	brokers, controller, err := adm.DescribeCluster()
+	if err != nil {
+		t.Fatalf("DescribeCluster: %v", err)
+	}
+	if len(brokers) != 1 || brokers[0].ID() != 0 || brokers[0].Addr() != addr || controller != 0 {
+		t.Errorf("DescribeCluster = %v, controller %d; want broker 0 at %s, controller 0", brokers, controller, addr)
+	}
+	if err := adm.DeleteTopic(topic); err != nil {
+		t.Fatalf("DeleteTopic: %v", err)
+	}
+	md, err = adm.DescribeTopics([]string{topic})
+	if err != nil {
+		t.Fatalf("DescribeTopics after delete: %v", err)
+	}
+	if len(md) != 1 || md[0].Err != sarama.ErrUnknownTopicOrPartition {
+		t.Errorf("DescribeTopics after delete = %+v, want %v", md, sarama.ErrUnknownTopicOrPartition)
+	}
+	if err := adm.DeleteTopic(topic); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		t.Errorf("DeleteTopic again: %v, want %v", err, sarama.ErrUnknownTopicOrPartition)
+	}
+}
+
+// ---------------------------------------------------------------- kafkajs
+
+// kafkajsDir is the npm project of the kafkajs scripts; it fails the test
+// when node or the kafkajs package is not installed.
+func kafkajsDir(t *testing.T) string {
+	t.Helper()
+	requireTool(t, "node")
+	dir, err := filepath.Abs(filepath.Join("testdata", "kafkajs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs", "package.json")); err != nil {
+		t.Fatalf("kafkajs is not installed in %s (npm ci): %s", dir, installHint)
+	}
+	return dir
+}
+
+// kafkajsMeta is kafkajs's RecordMetadata from producer.send.
+type kafkajsMeta struct {
+	TopicName  string `json:"topicName"`
+	Partition  int32  `json:"partition"`
+	ErrorCode  int16  `json:"errorCode"`
+	BaseOffset string `json:"baseOffset"`
+}
+
+func runKafkajs(t *testing.T, dir string, timeout time.Duration, script string, args ...string) runResult {
+	t.Helper()
+	res := runTool(t, timeout, dir, "", "node", append([]string{script}, args...)...)
+	if strings.TrimSpace(res.Stderr) != "" {
+		t.Logf("%s stderr:\n%s", script, truncate(res.Stderr, 4000))
+	}
+	return res
+}
+
+func checkKafkajsProduced(t *testing.T, topic string, created bool, meta []kafkajsMeta) {
+	t.Helper()
+	if !created {
+		t.Errorf("admin.createTopics returned false: the topic existed already")
+	}
+	if len(meta) == 0 {
+		t.Errorf("producer.send returned no record metadata")
+	}
+	for _, m := range meta {
+		if m.TopicName != topic || m.ErrorCode != 0 {
+			t.Errorf("producer.send metadata %+v", m)
+		}
+	}
+}
+
+func TestExternalKafkajsProduce(t *testing.T) {
+	dir := kafkajsDir(t)
+	k := startKaas(t)
+	const n = 300
+	for _, variant := range []struct{ name, flag string }{{"Plain", ""}, {"Idempotent", "--idempotent"}, {"Gzip", "--gzip"}} {
+		t.Run(variant.name, func(t *testing.T) {
+			topic := "kafkajs-produce-" + strings.ToLower(variant.name)
+			args := []string{k.Addr, topic, strconv.Itoa(n)}
+			if variant.flag != "" {
+				args = append(args, variant.flag)
+			}
+			res := runKafkajs(t, dir, 40*time.Second, "produce-offsets.js", args...)
+			var out struct {
+				Created  bool          `json:"created"`
+				Produced []kafkajsMeta `json:"produced"`
+				Offsets  []struct {
+					Partition int32  `json:"partition"`
+					Offset    string `json:"offset"`
+					High      string `json:"high"`
+					Low       string `json:"low"`
+				} `json:"offsets"`
+			}
+			if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+				t.Fatalf("produce-offsets.js output: %v\n%s", err, res.Stdout)
+			}
+			checkKafkajsProduced(t, topic, out.Created, out.Produced)
+			if len(out.Offsets) != 3 {
+				t.Fatalf("fetchTopicOffsets: %d partitions, want 3: %+v", len(out.Offsets), out.Offsets)
+			}
+			total := int64(0)
+			highs := map[int32]int64{}
+			for _, o := range out.Offsets {
+				hi, err1 := strconv.ParseInt(o.High, 10, 64)
+				lo, err2 := strconv.ParseInt(o.Low, 10, 64)
+				if err1 != nil || err2 != nil || lo != 0 || o.Offset != o.High {
+					t.Errorf("fetchTopicOffsets partition %+v", o)
+				}
+				total += hi - lo
+				highs[o.Partition] = hi
+			}
+			if total != n {
+				t.Errorf("fetchTopicOffsets counts %d messages, want %d", total, n)
+			}
+			// Read the records themselves (no group) and compare.
+			want := keyedMessages("value", n, 10, "")
+			for i := range want {
+				want[i].Value = fmt.Sprintf("value-%d", i)
+			}
+			got := franzReadAll(t, k.Addr, topic, highs)
+			checkConsumed(t, want, got, 0)
+			if variant.flag == "--idempotent" || variant.flag == "--gzip" {
+				for p := int32(0); p < 3; p++ {
+					for _, b := range rawBatches(t, k.Addr, topic, p) {
+						if variant.flag == "--idempotent" && b.ProducerID < 0 {
+							t.Errorf("partition %d batch at %d: producer id %d, want an idempotent producer's", p, b.FirstOffset, b.ProducerID)
+						}
+						if variant.flag == "--gzip" && b.Attributes&0x07 != 1 {
+							t.Errorf("partition %d batch at %d: codec attribute %d, want 1 (gzip)", p, b.FirstOffset, b.Attributes&0x07)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// franzReadAll reads topic's partitions up to the given high watermarks
+// with franz-go (direct partition consumption, no group).
+func franzReadAll(t *testing.T, addr, topic string, highs map[int32]int64) []consumed {
+	t.Helper()
+	offsets := map[int32]kgo.Offset{}
+	want := 0
+	for p, hi := range highs {
+		offsets[p] = kgo.NewOffset().At(0)
+		want += int(hi)
+	}
+	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxWait(250*time.Millisecond))
+	ctx := ctxT(t, 20*time.Second)
+	var got []consumed
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("franz-go read back %s: %v (got %d of %d)", topic, err, len(got), want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got = append(got, consumed{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)})
+		})
+	}
+	return got
+}
+
+func TestExternalKafkajsConsumerGroup(t *testing.T) {
+	dir := kafkajsDir(t)
+	k := startKaas(t)
+	const n, topic = 300, "kafkajs-group"
+	res := runKafkajs(t, dir, 60*time.Second, "produce-consume.js", k.Addr, topic, strconv.Itoa(n))
+	var out struct {
+		Created    bool          `json:"created"`
+		Partitions int           `json:"partitions"`
+		Produced   []kafkajsMeta `json:"produced"`
+		Consumed   []struct {
+			Partition int32  `json:"partition"`
+			Offset    int64  `json:"offset"`
+			Key       string `json:"key"`
+			Value     string `json:"value"`
+		} `json:"consumed"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+		t.Fatalf("produce-consume.js output: %v\n%s", err, res.Stdout)
+	}
+	checkKafkajsProduced(t, topic, out.Created, out.Produced)
+	if out.Partitions != 3 {
+		t.Errorf("fetchTopicMetadata: %d partitions, want 3", out.Partitions)
+	}
+	want := keyedMessages("value", n, 10, "")
+	for i := range want {
+		want[i].Value = fmt.Sprintf("value-%d", i)
+	}
+	got := make([]consumed, len(out.Consumed))
+	for i, c := range out.Consumed {
+		got[i] = consumed(c)
+	}
+	checkConsumed(t, want, got, 0)
+}

@@ -1,0 +1,114 @@
+package assignment
+
+import (
+	"math"
+	"testing"
+)
+
+func TestJavaStringHashCode(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want int32
+	}{
+		{"", 0},
+		{"a", 97},
+		{"Aa", 2112},
+		{"BB", 2112}, // the classic collision
+		{"hello", 99162322},
+		{"Hello World", -862545276},
+		{"polygenelubricants", math.MinInt32},
+		{"é", 0xe9},
+		{"😀", 0xd83d*31 + 0xde00}, // a surrogate pair in UTF-16
+	} {
+		if got := JavaStringHashCode(tc.s); got != tc.want {
+			t.Errorf("hashCode(%q) = %d, want %d", tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestKafkaAbs(t *testing.T) {
+	for in, want := range map[int32]int32{0: 0, 5: 5, -5: 5, math.MaxInt32: math.MaxInt32, -math.MaxInt32: math.MaxInt32, math.MinInt32: 0} {
+		if got := KafkaAbs(in); got != want {
+			t.Errorf("KafkaAbs(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestSlotFor(t *testing.T) {
+	// Utils.abs("Hello World".hashCode()) % 50 == 862545276 % 50 == 26, the
+	// __consumer_offsets partition Kafka would use with 50 partitions.
+	if got := SlotFor("Hello World", 50); got != 26 {
+		t.Fatalf("SlotFor = %d", got)
+	}
+	if got := SlotFor("polygenelubricants", 7); got != 0 {
+		t.Fatalf("MinInt32 hash: slot %d", got)
+	}
+	if SlotFor("x", 0) != -1 {
+		t.Fatal("no slots")
+	}
+	for _, g := range []string{"", "a", "group-1", "orders-consumer", "Hello World"} {
+		if s := SlotFor(g, 3); s < 0 || s >= 3 {
+			t.Fatalf("slot %d out of range", s)
+		}
+	}
+}
+
+func ring(states ...BrokerState) *Assignment {
+	a := &Assignment{Format: 1, Controller: "kaas-0"}
+	for i, st := range states {
+		name := "kaas-" + string(rune('0'+i))
+		a.Brokers = append(a.Brokers, Broker{ID: int32(i), Name: name, State: st})
+		a.ConsumerGroups.Slots = append(a.ConsumerGroups.Slots, name)
+	}
+	return a
+}
+
+// groupForSlot finds a group id that hashes to slot i of n.
+func groupForSlot(t *testing.T, i, n int) string {
+	for k := 0; k < 10000; k++ {
+		g := "group-" + string(rune('a'+k%26)) + string(rune('a'+k/26%26)) + string(rune('a'+k/676))
+		if SlotFor(g, n) == i {
+			return g
+		}
+	}
+	t.Fatalf("no group for slot %d", i)
+	return ""
+}
+
+func TestCoordinatorFor(t *testing.T) {
+	a := ring(Alive, Alive, Alive)
+	for i := 0; i < 3; i++ {
+		if b, ok := CoordinatorFor(groupForSlot(t, i, 3), a); !ok || b.ID != int32(i) {
+			t.Errorf("slot %d -> %v %v", i, b, ok)
+		}
+	}
+	// A dead slot falls to the next alive one in ring order, wrapping.
+	a = ring(Alive, Dead, Draining)
+	for slot, want := range map[int]int32{0: 0, 1: 0, 2: 0} {
+		if b, ok := CoordinatorFor(groupForSlot(t, slot, 3), a); !ok || b.ID != want {
+			t.Errorf("slot %d -> %v, want %d", slot, b, want)
+		}
+	}
+	a = ring(Dead, Alive, Alive)
+	if b, _ := CoordinatorFor(groupForSlot(t, 0, 3), a); b.ID != 1 {
+		t.Errorf("dead slot 0 -> %d, want 1", b.ID)
+	}
+	if fmt := SlotOwners(ring(Dead, Alive, Draining, Alive)); fmt[0] != "kaas-1" || fmt[2] != "kaas-3" || fmt[3] != "kaas-3" {
+		t.Errorf("owners %v", fmt)
+	}
+	if _, ok := CoordinatorFor("g", ring(Dead, Draining)); ok {
+		t.Error("no alive broker, yet a coordinator")
+	}
+	if _, ok := CoordinatorFor("g", ring()); ok {
+		t.Error("no slots, yet a coordinator")
+	}
+	if _, ok := CoordinatorFor("g", nil); ok {
+		t.Error("nil assignment, yet a coordinator")
+	}
+	// A slot naming a broker missing from the rows counts as not alive.
+	a = ring(Alive, Alive)
+	a.ConsumerGroups.Slots[1] = "ghost"
+	if b, _ := CoordinatorFor(groupForSlot(t, 1, 2), a); b.ID != 0 {
+		t.Errorf("ghost slot -> %d", b.ID)
+	}
+}

@@ -1,0 +1,440 @@
+package disklog
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/batch"
+)
+
+// Defaults for zero LogConfig fields.
+const (
+	defaultSegmentBytes  = 1 << 30
+	defaultIndexInterval = 4096
+	// maxSegmentBytes keeps positions within the index's 32 bits.
+	maxSegmentBytes = math.MaxInt32
+)
+
+// ErrCorruptSegment is returned by reads that reach bytes of a sealed
+// segment that fail validation: they are never served.
+var ErrCorruptSegment = errors.New("disklog: corrupt segment")
+
+// Log is a partition's on-disk log; see storage.Log for the contract.
+type Log struct {
+	o    *Opener
+	dir  string
+	name string
+	id   storage.PartitionID
+	log  zerolog.Logger
+
+	// mu guards segments, active, epochs, cfg, closed; the owner takes it
+	// for writing only to change the segment list (roll, delete).
+	mu       sync.RWMutex
+	cfg      storage.LogConfig
+	segments []*segment // by base offset; the last one is active
+	active   *segment
+	epochs   []storage.EpochEntry
+	closed   bool
+	// pendingSync: sealed segments not yet fdatasync'ed (one handle
+	// reference each); dirDirty: a file was created or renamed since the
+	// directory was last fsync'ed.
+	pendingSync []pendingSeg
+	dirDirty    bool
+
+	next    atomic.Int64
+	start   atomic.Int64
+	durable atomic.Int64
+
+	// owner-only writer state
+	ix indexer
+
+	syncMu  sync.Mutex // one Sync (or Close) at a time
+	syncErr error      // sticky: after a failed fdatasync the log never claims durability again
+
+	// background chores
+	jmu        sync.Mutex
+	needIndex  []*segment
+	startDirty bool
+	timers     map[*time.Timer]struct{}
+	due        []string
+	kick       chan struct{}
+	quit       chan struct{}
+	janitorWG  sync.WaitGroup
+	fileMode   os.FileMode
+	scratchBuf []byte // owner-only
+}
+
+var _ storage.Log = (*Log)(nil)
+var _ storage.Opener = (*Opener)(nil)
+
+func (l *Log) now() time.Time { return l.o.opts.now() }
+
+func (l *Log) segmentBytes() int64 {
+	n := l.cfg.SegmentBytes
+	if n <= 0 {
+		n = defaultSegmentBytes
+	}
+	return min(n, maxSegmentBytes)
+}
+
+func indexInterval(cfg storage.LogConfig) int64 {
+	if cfg.IndexInterval <= 0 {
+		return defaultIndexInterval
+	}
+	return int64(cfg.IndexInterval)
+}
+
+// NextOffset implements storage.Log.
+func (l *Log) NextOffset() int64 { return l.next.Load() }
+
+// StartOffset implements storage.Log.
+func (l *Log) StartOffset() int64 { return l.start.Load() }
+
+// Durable implements storage.Log.
+func (l *Log) Durable() int64 { return l.durable.Load() }
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// SetConfig implements storage.Log.
+func (l *Log) SetConfig(cfg storage.LogConfig) {
+	l.mu.Lock()
+	l.cfg = cfg
+	l.mu.Unlock()
+	l.ix.interval = indexInterval(cfg)
+}
+
+// Append implements storage.Log: one pwrite into the active segment (page
+// cache); durability comes from Sync.
+func (l *Log) Append(b []byte, h batch.Header) error {
+	if l.isClosed() {
+		return storage.ErrClosed
+	}
+	if next := l.next.Load(); h.BaseOffset != next {
+		return fmt.Errorf("disklog: append at offset %d, log end is %d", h.BaseOffset, next)
+	}
+	if len(b) != h.Size() || len(b) < batch.HeaderSize {
+		return fmt.Errorf("disklog: batch is %d bytes, header says %d", len(b), h.Size())
+	}
+	a := l.active
+	if a.size > 0 && (a.size+int64(len(b)) > l.segmentBytes() ||
+		h.LastOffset()-a.base > math.MaxInt32 ||
+		(l.cfg.SegmentMs > 0 && l.now().Sub(a.created) >= l.cfg.SegmentMs)) {
+		if err := l.roll(a.epoch, h.BaseOffset); err != nil {
+			return err
+		}
+		a = l.active
+	}
+	pos := a.size
+	if _, err := a.h.f.WriteAt(b, pos); err != nil {
+		// Leave no partial batch behind for a reader or for recovery to
+		// mistake; the owner marks the partition unhealthy.
+		_ = a.h.f.Truncate(pos)
+		return fmt.Errorf("disklog: write %s: %w", a.name, err)
+	}
+	a.mu.Lock()
+	if a.size == 0 {
+		a.created = l.now()
+	}
+	a.idx = l.ix.add(a.idx, a.base, pos, h)
+	a.size = pos + int64(len(b))
+	a.next = h.NextOffset()
+	a.maxTS, a.maxOff = l.ix.maxTS, l.ix.maxOff
+	a.verified = a.size
+	a.mu.Unlock()
+	l.next.Store(h.NextOffset())
+	return nil
+}
+
+func (l *Log) isClosed() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.closed
+}
+
+// createSegment creates a fresh, empty segment file (owner).
+func (l *Log) createSegment(epoch int32, base int64) (*segment, error) {
+	s := &segment{base: base, epoch: epoch, dir: l.dir, name: segName(epoch, base), active: true,
+		next: base, maxTS: -1, maxOff: -1, corruptAt: -1, created: l.now()}
+	path := s.path()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, l.fileMode)
+	if errors.Is(err, os.ErrExist) {
+		// Debris of an interrupted roll (or of a deposed leader): never
+		// reuse a file someone may hold open.
+		if rerr := os.Rename(path, path+deletedSuffix); rerr != nil {
+			return nil, fmt.Errorf("disklog: set aside %s: %w", path, rerr)
+		}
+		l.unlinkLater(path + deletedSuffix)
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, l.fileMode)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("disklog: create segment: %w", err)
+	}
+	s.h = newHandle(f, 1)
+	return s, nil
+}
+
+// roll seals the active segment and starts a new one at base (owner).
+func (l *Log) roll(epoch int32, base int64) error {
+	ns, err := l.createSegment(epoch, base)
+	if err != nil {
+		return err
+	}
+	old := l.active
+	old.mu.Lock()
+	old.active = false
+	oh := old.h
+	oh.acquire() // for pendingSync
+	old.mu.Unlock()
+	l.mu.Lock()
+	l.segments = append(l.segments, ns)
+	l.active = ns
+	l.pendingSync = append(l.pendingSync, pendingSeg{s: old, h: oh})
+	l.dirDirty = true
+	l.mu.Unlock()
+	l.ix = newIndexer(indexInterval(l.cfg))
+	// The log's writer reference becomes the descriptor cache's.
+	for _, v := range l.o.cache.add(old) {
+		v.dropHandle()
+	}
+	return nil
+}
+
+// Sync implements storage.Log: fdatasync of every segment rolled since the
+// last Sync, of the active segment and, when files were created or renamed,
+// of the directory. It returns the end offset as of the call.
+func (l *Log) Sync() (int64, error) {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	return l.syncLocked()
+}
+
+func (l *Log) syncLocked() (int64, error) {
+	if l.syncErr != nil {
+		return l.durable.Load(), l.syncErr
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return l.durable.Load(), storage.ErrClosed
+	}
+	end := l.next.Load()
+	pend := l.pendingSync
+	l.pendingSync = nil
+	dirty := l.dirDirty
+	l.dirDirty = false
+	a := l.active
+	a.mu.RLock()
+	ah := a.h
+	ah.acquire()
+	a.mu.RUnlock()
+	l.mu.Unlock()
+	fail := func(err error) (int64, error) {
+		l.syncErr = fmt.Errorf("disklog: fdatasync %s: %w", l.name, err)
+		l.log.Error().Err(err).Str("dir", l.dir).Msg("fdatasync failed; the log no longer acknowledges writes until it is reopened")
+		return l.durable.Load(), l.syncErr
+	}
+	var err error
+	for _, p := range pend {
+		if err == nil {
+			err = fdatasync(p.h.f)
+		}
+	}
+	if err == nil {
+		err = fdatasync(ah.f)
+	}
+	ah.release()
+	if err == nil && dirty {
+		err = syncDir(l.dir)
+	}
+	for _, p := range pend {
+		p.h.release()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	for {
+		d := l.durable.Load()
+		if end <= d || l.durable.CompareAndSwap(d, end) {
+			break
+		}
+	}
+	if len(pend) > 0 {
+		l.jmu.Lock()
+		for _, p := range pend {
+			l.needIndex = append(l.needIndex, p.s)
+		}
+		l.jmu.Unlock()
+		l.kickJanitor()
+	}
+	return l.durable.Load(), nil
+}
+
+// pendingSeg is a sealed segment awaiting its fdatasync, with a descriptor
+// reference of its own (independent of the cache).
+type pendingSeg struct {
+	s *segment
+	h *handle
+}
+
+// AssignEpoch implements storage.Log. A higher epoch is persisted before it
+// is used and rolls to a fresh, epoch-stamped active segment.
+func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
+	l.mu.RLock()
+	closed := l.closed
+	eps := append([]storage.EpochEntry(nil), l.epochs...)
+	l.mu.RUnlock()
+	if closed {
+		return storage.ErrClosed
+	}
+	if n := len(eps); n > 0 {
+		last := eps[n-1]
+		if epoch < last.Epoch {
+			return fmt.Errorf("disklog: leader epoch %d is below the cached %d", epoch, last.Epoch)
+		}
+		if epoch == last.Epoch {
+			return nil
+		}
+		if startOffset < last.StartOffset {
+			return fmt.Errorf("disklog: leader epoch %d starts at %d, before epoch %d's start %d", epoch, startOffset, last.Epoch, last.StartOffset)
+		}
+	}
+	eps = append(eps, storage.EpochEntry{Epoch: epoch, StartOffset: startOffset})
+	if err := writeEpochs(l.dir, eps, l.fileMode); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.epochs = eps
+	l.mu.Unlock()
+	a := l.active
+	if epoch <= a.epoch || startOffset != l.next.Load() {
+		return nil
+	}
+	if a.size > 0 {
+		return l.roll(epoch, startOffset)
+	}
+	// Replace the empty active segment by one stamped with the new epoch;
+	// the old file is set aside, never reused.
+	ns, err := l.createSegment(epoch, startOffset)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.segments[len(l.segments)-1] = ns
+	l.active = ns
+	l.dirDirty = true
+	l.mu.Unlock()
+	l.ix = newIndexer(indexInterval(l.cfg))
+	l.setAside(a)
+	a.dropHandle()
+	return nil
+}
+
+// Epochs implements storage.Log.
+func (l *Log) Epochs() []storage.EpochEntry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return append([]storage.EpochEntry(nil), l.epochs...)
+}
+
+// WriteSnapshot implements storage.Log: tmp file, fsync, rename, directory
+// fsync.
+func (l *Log) WriteSnapshot(name string, data []byte) error {
+	if !validSnapshotName(name) {
+		return fmt.Errorf("disklog: invalid snapshot name %q", name)
+	}
+	if l.isClosed() {
+		return storage.ErrClosed
+	}
+	return writeFileAtomic(l.dir, name+snapshotSuffix, data, l.fileMode)
+}
+
+// ReadSnapshot implements storage.Log.
+func (l *Log) ReadSnapshot(name string) ([]byte, error) {
+	if !validSnapshotName(name) {
+		return nil, fmt.Errorf("disklog: invalid snapshot name %q", name)
+	}
+	b, err := os.ReadFile(filepath.Join(l.dir, name+snapshotSuffix))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func validSnapshotName(n string) bool {
+	if n == "" || len(n) > 100 {
+		return false
+	}
+	for _, c := range n {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// Close implements storage.Log: a final flush (segments, indexes with their
+// clean trailers, the log start offset), then every descriptor the log holds
+// is closed. Records still held by readers keep their own descriptor until
+// they are closed.
+func (l *Log) Close() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return nil
+	}
+	close(l.quit)
+	l.janitorWG.Wait()
+	l.stopTimers()
+	_, err := l.syncLocked()
+	if err == nil {
+		// The active segment's index trailer is the clean-shutdown marker.
+		a := l.active
+		l.jmu.Lock()
+		l.needIndex = append(l.needIndex, a)
+		l.jmu.Unlock()
+		err = l.chores(true)
+		if err == nil {
+			err = syncDir(l.dir)
+		}
+	}
+	l.mu.Lock()
+	l.closed = true
+	segs := l.segments
+	pend := l.pendingSync
+	l.pendingSync = nil
+	l.mu.Unlock()
+	for _, p := range pend {
+		p.h.release()
+	}
+	for _, s := range segs {
+		if s.active || l.o.cache.remove(s) {
+			s.dropHandle()
+		}
+	}
+	l.o.forget(l.name)
+	return err
+}
+
+// sortSegments orders by base offset then epoch.
+func sortSegments(ss []*segment) {
+	sort.Slice(ss, func(i, j int) bool {
+		if ss[i].base != ss[j].base {
+			return ss[i].base < ss[j].base
+		}
+		return ss[i].epoch < ss[j].epoch
+	})
+}

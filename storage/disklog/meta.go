@@ -1,0 +1,160 @@
+package disklog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/kaas-project/kaas/storage"
+)
+
+// syncDir fsyncs a directory so that creations, renames and unlinks in it
+// are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeFileAtomic replaces dir/name with data: tmp file, write, fsync,
+// rename, directory fsync. A reader sees the old or the new content, never a
+// mix, and after a crash the same holds.
+func writeFileAtomic(dir, name string, data []byte, mode os.FileMode) error {
+	tmp := filepath.Join(dir, name+tmpSuffix)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return fmt.Errorf("disklog: write %s: %w", name, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("disklog: write %s: %w", name, err)
+	}
+	return nil
+}
+
+// checksummed frames a small text file: body, then "crc <hex>\n".
+func checksummed(body []byte) []byte {
+	return fmt.Appendf(body, "crc %08x\n", crc32.Checksum(body, castagnoli))
+}
+
+// unchecksummed returns the body of a checksummed file, or false.
+func unchecksummed(b []byte) ([]byte, bool) {
+	i := bytes.LastIndex(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if i < 0 || !bytes.HasSuffix(b, []byte("\n")) {
+		return nil, false
+	}
+	body, tail := b[:i+1], strings.TrimSpace(string(b[i+1:]))
+	v, ok := strings.CutPrefix(tail, "crc ")
+	if !ok {
+		return nil, false
+	}
+	c, err := strconv.ParseUint(v, 16, 32)
+	if err != nil || uint32(c) != crc32.Checksum(body, castagnoli) {
+		return nil, false
+	}
+	return body, true
+}
+
+// The leader-epoch checkpoint is Kafka's format plus a CRC line:
+//
+//	0
+//	<count>
+//	<epoch> <start offset>
+//	...
+//	crc <crc32c of the lines above, hex>
+func encodeEpochs(eps []storage.EpochEntry) []byte {
+	b := fmt.Appendf(nil, "0\n%d\n", len(eps))
+	for _, e := range eps {
+		b = fmt.Appendf(b, "%d %d\n", e.Epoch, e.StartOffset)
+	}
+	return checksummed(b)
+}
+
+func decodeEpochs(b []byte) ([]storage.EpochEntry, error) {
+	body, ok := unchecksummed(b)
+	if !ok {
+		return nil, errors.New("checksum mismatch or truncated file")
+	}
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	if len(lines) < 2 || lines[0] != "0" {
+		return nil, errors.New("unknown format")
+	}
+	n, err := strconv.Atoi(lines[1])
+	if err != nil || n != len(lines)-2 {
+		return nil, errors.New("bad entry count")
+	}
+	out := make([]storage.EpochEntry, 0, n)
+	for _, ln := range lines[2:] {
+		var e storage.EpochEntry
+		if _, err := fmt.Sscanf(ln, "%d %d", &e.Epoch, &e.StartOffset); err != nil {
+			return nil, fmt.Errorf("bad entry %q", ln)
+		}
+		if k := len(out); k > 0 && (e.Epoch <= out[k-1].Epoch || e.StartOffset < out[k-1].StartOffset) {
+			return nil, fmt.Errorf("entry %q is not after %v", ln, out[k-1])
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func writeEpochs(dir string, eps []storage.EpochEntry, mode os.FileMode) error {
+	return writeFileAtomic(dir, epochFile, encodeEpochs(eps), mode)
+}
+
+func readEpochs(dir string) ([]storage.EpochEntry, bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, epochFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	eps, err := decodeEpochs(b)
+	return eps, true, err
+}
+
+// The log start offset file: "0\n<offset>\ncrc <hex>\n".
+func encodeStart(off int64) []byte { return checksummed(fmt.Appendf(nil, "0\n%d\n", off)) }
+
+func readStart(dir string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, startFile))
+	if err != nil {
+		return 0, false
+	}
+	body, ok := unchecksummed(b)
+	if !ok {
+		return 0, false
+	}
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	if len(lines) != 2 || lines[0] != "0" {
+		return 0, false
+	}
+	off, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || off < 0 {
+		return 0, false
+	}
+	return off, true
+}

@@ -1,0 +1,287 @@
+// Package disklog is the segmented on-disk log engine: one directory per
+// partition on the (shared) data volume, segment files with sparse offset and
+// time indexes, crash recovery, group-commit durability and zero-copy reads.
+//
+// Layout of <dir>/<topic>-<partition>-<topic id>/ (the topic id is the
+// topic's incarnation, so a recreated topic never reuses files):
+//
+//	<epoch %08x>-<base offset %020d>.log        record batches, verbatim
+//	<epoch %08x>-<base offset %020d>.index      sparse offset index + trailer
+//	<epoch %08x>-<base offset %020d>.timeindex  time index (paired 1:1)
+//	leader-epoch-checkpoint                     leader-epoch cache
+//	log-start-offset                            log start offset (DeleteRecords, retention)
+//	<name>.snapshot                             named snapshots (producer state)
+//	*.deleted                                   renamed aside, unlinked later
+//
+// The segment name carries the leader epoch that created it: AssignEpoch with
+// a higher epoch rolls to a fresh file, so a deposed leader that still holds
+// a descriptor can only write into a file the new leader has sealed (and
+// whose valid length the new leader knows), never into the new tail.
+package disklog
+
+import (
+	"container/list"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kaas-project/kaas/storage"
+)
+
+// Option configures an Opener.
+type Option func(*options)
+
+type options struct {
+	maxOpenFiles int
+	deleteDelay  time.Duration
+	now          func() time.Time
+}
+
+// MaxOpenFiles bounds the descriptors kept open for reads of sealed segments
+// across every log of the Opener (LRU). Active segments are not counted.
+func MaxOpenFiles(n int) Option { return func(o *options) { o.maxOpenFiles = n } }
+
+// DeleteDelay is how long a file renamed aside (".deleted") is kept before
+// it is unlinked (Kafka's file.delete.delay.ms): long enough that no broker
+// still reads it (NFS has no delete-on-last-close across clients).
+func DeleteDelay(d time.Duration) Option { return func(o *options) { o.deleteDelay = d } }
+
+// Clock replaces the wall clock (segment.ms rolling, retention.ms).
+func Clock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// Opener opens partition logs under one data directory.
+type Opener struct {
+	dir   string
+	log   zerolog.Logger
+	opts  options
+	cache *fdCache
+
+	mu      sync.Mutex
+	open    map[string]*Log
+	timers  map[*time.Timer]struct{}
+	closed  bool
+	removes sync.WaitGroup
+}
+
+// NewOpener returns an Opener for dir (created if missing). Partition
+// directories renamed aside by an earlier Remove are deleted after the
+// delete delay.
+func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) {
+	o := &Opener{dir: dir, log: log, open: map[string]*Log{}, timers: map[*time.Timer]struct{}{}}
+	o.opts = options{maxOpenFiles: 512, deleteDelay: time.Minute, now: time.Now}
+	for _, fn := range opts {
+		fn(&o.opts)
+	}
+	if o.opts.maxOpenFiles < 1 {
+		o.opts.maxOpenFiles = 1
+	}
+	o.cache = &fdCache{max: o.opts.maxOpenFiles}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("disklog: create data dir: %w", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("disklog: read data dir: %w", err)
+	}
+	for _, e := range ents {
+		if e.IsDir() && strings.HasSuffix(e.Name(), deletedSuffix) {
+			o.removeLater(filepath.Join(dir, e.Name()))
+		}
+	}
+	return o, nil
+}
+
+// Dir returns the data directory.
+func (o *Opener) Dir() string { return o.dir }
+
+// Persistent implements storage.Opener.
+func (o *Opener) Persistent() bool { return true }
+
+// PartitionDir is the directory of a partition's files.
+func (o *Opener) PartitionDir(id storage.PartitionID) string {
+	return filepath.Join(o.dir, dirName(id))
+}
+
+func dirName(id storage.PartitionID) string {
+	return fmt.Sprintf("%s-%d-%s", id.Topic, id.Partition, id.TopicID)
+}
+
+func checkID(id storage.PartitionID) error {
+	bad := func(s string) bool {
+		return s == "" || s == "." || s == ".." || strings.ContainsAny(s, "/\\\x00")
+	}
+	if bad(id.Topic) || bad(id.TopicID) || id.Partition < 0 {
+		return fmt.Errorf("disklog: invalid partition id %+v (topic, topic id and partition are required)", id)
+	}
+	return nil
+}
+
+// Open implements storage.Opener: it creates the partition directory if
+// needed and recovers the log in it.
+func (o *Opener) Open(id storage.PartitionID, cfg storage.LogConfig) (storage.Log, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	name := dirName(id)
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return nil, storage.ErrClosed
+	}
+	if _, busy := o.open[name]; busy {
+		o.mu.Unlock()
+		return nil, fmt.Errorf("disklog: %s is already open", name)
+	}
+	o.open[name] = nil
+	o.mu.Unlock()
+	l, err := openLog(o, filepath.Join(o.dir, name), id, cfg)
+	o.mu.Lock()
+	if err != nil {
+		delete(o.open, name)
+	} else {
+		o.open[name] = l
+	}
+	o.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (o *Opener) forget(name string) {
+	o.mu.Lock()
+	delete(o.open, name)
+	o.mu.Unlock()
+}
+
+// Remove implements storage.Opener: the partition directory is renamed
+// aside at once and deleted after the delete delay.
+func (o *Opener) Remove(id storage.PartitionID) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	name := dirName(id)
+	o.mu.Lock()
+	_, busy := o.open[name]
+	o.mu.Unlock()
+	if busy {
+		return fmt.Errorf("disklog: remove %s: the log is open", name)
+	}
+	src := filepath.Join(o.dir, name)
+	dst := fmt.Sprintf("%s.%d%s", src, time.Now().UnixNano(), deletedSuffix)
+	if err := os.Rename(src, dst); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("disklog: remove %s: %w", name, err)
+	}
+	if err := syncDir(o.dir); err != nil {
+		return fmt.Errorf("disklog: remove %s: %w", name, err)
+	}
+	o.removeLater(dst)
+	return nil
+}
+
+func (o *Opener) removeLater(path string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	o.removes.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(o.opts.deleteDelay, func() {
+		defer o.removes.Done()
+		o.mu.Lock()
+		_, live := o.timers[t]
+		delete(o.timers, t)
+		o.mu.Unlock()
+		if !live {
+			return
+		}
+		if err := os.RemoveAll(path); err != nil {
+			o.log.Error().Err(err).Str("path", path).Msg("delete partition directory")
+		}
+	})
+	o.timers[t] = struct{}{}
+}
+
+// Close stops pending background deletions (they resume at the next
+// NewOpener on the same directory). Logs must be closed first.
+func (o *Opener) Close() error {
+	o.mu.Lock()
+	o.closed = true
+	for t := range o.timers {
+		if t.Stop() {
+			o.removes.Done()
+		}
+		delete(o.timers, t)
+	}
+	o.mu.Unlock()
+	o.removes.Wait()
+	return nil
+}
+
+// OpenFiles reports how many sealed-segment descriptors the cache holds.
+func (o *Opener) OpenFiles() int {
+	o.cache.mu.Lock()
+	defer o.cache.mu.Unlock()
+	return o.cache.ll.Len()
+}
+
+// fdCache is the per-Opener LRU of open sealed-segment descriptors.
+type fdCache struct {
+	mu  sync.Mutex
+	max int
+	ll  list.List // of *segment, most recent first
+}
+
+// add inserts s (whose descriptor was just opened, or which was just
+// sealed) and returns the segments evicted to stay within the bound; the
+// caller drops their handles outside the lock.
+func (c *fdCache) add(s *segment) []*segment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.elem != nil {
+		c.ll.MoveToFront(s.elem.(*list.Element))
+		return nil
+	}
+	s.elem = c.ll.PushFront(s)
+	s.cache = c
+	var out []*segment
+	for c.ll.Len() > c.max {
+		e := c.ll.Back()
+		v := e.Value.(*segment)
+		c.ll.Remove(e)
+		v.elem = nil
+		out = append(out, v)
+	}
+	return out
+}
+
+func (c *fdCache) touch(s *segment) {
+	c.mu.Lock()
+	if s.elem != nil {
+		c.ll.MoveToFront(s.elem.(*list.Element))
+	}
+	c.mu.Unlock()
+}
+
+// remove takes s out of the cache; true means the caller now owns the
+// cache's reference and must drop it.
+func (c *fdCache) remove(s *segment) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.elem == nil {
+		return false
+	}
+	c.ll.Remove(s.elem.(*list.Element))
+	s.elem = nil
+	return true
+}

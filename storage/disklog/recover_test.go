@@ -1,0 +1,503 @@
+package disklog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/batch"
+)
+
+var crashCfg = storage.LogConfig{SegmentBytes: 1024, IndexInterval: 256}
+
+// golden is a crashed partition directory and what was appended to it.
+type golden struct {
+	dir     string
+	batches [][]byte
+	segs    []string // segment files, oldest first
+}
+
+func (g *golden) bases() []int64 {
+	out := make([]int64, len(g.batches))
+	for i, b := range g.batches {
+		h, _ := batch.ParseHeader(b)
+		out[i] = h.BaseOffset
+	}
+	return out
+}
+
+// upTo returns the bytes of every batch with base offset < off.
+func (g *golden) upTo(off int64) []byte {
+	var out []byte
+	for i, b := range g.batches {
+		if g.bases()[i] < off {
+			out = append(out, b...)
+		}
+	}
+	return out
+}
+
+// buildGolden writes three sealed segments (synced, indexes written when
+// synced is true) and an active segment holding the batches in tail,
+// then crashes.
+func buildGolden(t *testing.T, synced bool, tail int) *golden {
+	t.Helper()
+	root := t.TempDir()
+	o := testOpener(t, root)
+	l := openLogT(t, o, crashCfg)
+	if err := l.AssignEpoch(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	g := &golden{dir: l.Dir()}
+	for len(segFiles(t, l.Dir(), logSuffix)) < 4 {
+		g.batches = append(g.batches, appendN(t, l, 1, 2, 60, int64(1000+len(g.batches)*10))...)
+	}
+	// the batch that rolled to the 4th segment is its first one
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if synced {
+		if err := l.chores(true); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		l.jmu.Lock()
+		l.needIndex = nil
+		l.jmu.Unlock()
+		for _, p := range segFiles(t, l.Dir(), indexSuffix) {
+			os.Remove(p)
+		}
+		for _, p := range segFiles(t, l.Dir(), timeIndexSuffix) {
+			os.Remove(p)
+		}
+	}
+	for i := 0; i < tail; i++ {
+		g.batches = append(g.batches, appendN(t, l, 1, 1, 20, int64(5000+i))...)
+	}
+	l.crash()
+	g.segs = segFiles(t, g.dir, logSuffix)
+	if len(g.segs) != 4 {
+		t.Fatalf("%d segments", len(g.segs))
+	}
+	return g
+}
+
+// reopen copies the golden directory (after mutate edits the copy) and
+// opens it; it returns the log or the Open error, and the log output.
+func reopen(t *testing.T, g *golden, mutate func(dir string)) (*Log, error, *bytes.Buffer) {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, filepath.Base(g.dir))
+	copyDir(t, g.dir, dir)
+	if mutate != nil {
+		mutate(dir)
+	}
+	logs := &syncBuffer{}
+	o, err := NewOpener(root, zerolog.New(logs).Level(zerolog.DebugLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { o.Close() })
+	l, err := o.Open(testID, crashCfg)
+	if err != nil {
+		return nil, err, &logs.b
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.(*Log), nil, &logs.b
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func inDir(dir, path string) string { return filepath.Join(dir, filepath.Base(path)) }
+
+func flipBit(t *testing.T, path string, pos int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := []byte{0}
+	if _, err := f.ReadAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x10
+	if _, err := f.WriteAt(b, pos); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// expectKept asserts the log holds exactly the golden batches below next.
+func expectKept(t *testing.T, l *Log, g *golden, next int64) {
+	t.Helper()
+	if l.NextOffset() != next || l.Durable() != next {
+		t.Fatalf("next %d durable %d, want %d", l.NextOffset(), l.Durable(), next)
+	}
+	if got := readAll(t, l, 0); !bytes.Equal(got, g.upTo(next)) {
+		t.Fatalf("kept %d bytes, want %d", len(got), len(g.upTo(next)))
+	}
+	// The log accepts appends at its end again.
+	b := mkBatch(next, 1, 9999, 5)
+	h, _ := batch.Validate(b)
+	if err := l.Append(b, h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCrashTruncateLastBatchEveryByte cuts the last batch at every byte:
+// recovery keeps exactly the batches before it.
+func TestCrashTruncateLastBatchEveryByte(t *testing.T) {
+	g := buildGolden(t, true, 3)
+	last := g.batches[len(g.batches)-1]
+	lastBase := g.bases()[len(g.batches)-1]
+	active := g.segs[3]
+	full := fileSize(t, active)
+	for cut := 0; cut <= len(last); cut++ {
+		l, err, _ := reopen(t, g, func(dir string) {
+			if err := os.Truncate(inDir(dir, active), full-int64(len(last))+int64(cut)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if err != nil {
+			t.Fatalf("cut %d: %v", cut, err)
+		}
+		want := lastBase
+		if cut == len(last) {
+			want = lastBase + 1
+		}
+		expectKept(t, l, g, want)
+		if sz := fileSize(t, inDir(l.Dir(), active)); cut < len(last) && sz != full-int64(len(last))+int64(len(mkBatch(lastBase, 1, 9999, 5))) {
+			t.Fatalf("cut %d: active segment is %d bytes: torn tail not truncated", cut, sz)
+		}
+	}
+}
+
+// TestCrashBitFlipsInTail flips bits across the last batch (all of it but
+// the leader epoch, which Kafka keeps outside the CRC) and in a middle
+// batch of the unsynced tail.
+func TestCrashBitFlipsInTail(t *testing.T) {
+	g := buildGolden(t, true, 3)
+	n := len(g.batches)
+	bases := g.bases()
+	active := g.segs[3]
+	full := fileSize(t, active)
+	lastLen := int64(len(g.batches[n-1]))
+	for p := int64(0); p < lastLen; p++ {
+		if p >= 12 && p < 16 {
+			continue // partition leader epoch: outside the CRC, as in Kafka
+		}
+		l, err, logs := reopen(t, g, func(dir string) { flipBit(t, inDir(dir, active), full-lastLen+p) })
+		if err != nil {
+			t.Fatalf("flip at %d: %v", p, err)
+		}
+		expectKept(t, l, g, bases[n-1])
+		if !strings.Contains(logs.String(), "truncating the torn tail") {
+			t.Fatalf("flip at %d: no warning logged", p)
+		}
+	}
+	// A flip in the second-to-last batch drops it and everything after.
+	midLen := int64(len(g.batches[n-2]))
+	l, err, _ := reopen(t, g, func(dir string) { flipBit(t, inDir(dir, active), full-lastLen-midLen+40) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectKept(t, l, g, bases[n-2])
+}
+
+// TestCrashZeroFilledTail: after a power loss the file can be longer than
+// what reached the disk, the rest reading as zeros.
+func TestCrashZeroFilledTail(t *testing.T) {
+	g := buildGolden(t, true, 2)
+	n := len(g.batches)
+	active := g.segs[3]
+	full := fileSize(t, active)
+	l, err, _ := reopen(t, g, func(dir string) {
+		f, _ := os.OpenFile(inDir(dir, active), os.O_RDWR, 0)
+		f.WriteAt(make([]byte, 8192), full)
+		f.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectKept(t, l, g, g.bases()[n-1]+1)
+	l, err, _ = reopen(t, g, func(dir string) {
+		f, _ := os.OpenFile(inDir(dir, active), os.O_RDWR, 0)
+		f.WriteAt(make([]byte, 30), full-30)
+		f.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectKept(t, l, g, g.bases()[n-1])
+}
+
+// segBatches returns the golden batch indexes stored in segment file seg.
+func segRange(t *testing.T, g *golden, seg string) (first, count int, firstPos int64) {
+	t.Helper()
+	_, base, _ := parseSegName(strings.TrimSuffix(filepath.Base(seg), logSuffix))
+	bases := g.bases()
+	first = -1
+	for i, b := range bases {
+		if b >= base && first < 0 {
+			first = i
+		}
+	}
+	size := fileSize(t, seg)
+	var pos int64
+	for i := first; i < len(bases) && pos < size; i++ {
+		pos += int64(len(g.batches[i]))
+		count++
+	}
+	return first, count, 0
+}
+
+// TestCrashCorruptSealedSegment: a sealed segment that was synced (index
+// trailer written) and then damaged is never served past the damage.
+func TestCrashCorruptSealedSegment(t *testing.T) {
+	g := buildGolden(t, true, 2)
+	bases := g.bases()
+	seg := g.segs[1]
+	first, count, _ := segRange(t, g, seg)
+	mid := first + count/2
+	var pos int64
+	for i := first; i < mid; i++ {
+		pos += int64(len(g.batches[i]))
+	}
+	l, err, logs := reopen(t, g, func(dir string) { flipBit(t, inDir(dir, seg), pos+70) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int64(len(bases))
+	if n := l.NextOffset(); n != bases[len(bases)-1]+1 {
+		t.Fatalf("next %d (%d batches)", n, last)
+	}
+	// Below the damage: served. At it: refused, loudly.
+	r, err := l.Read(bases[first], 1<<20, l.NextOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.AppendTo(nil)
+	r.Close()
+	want := concat(g.batches[first:mid])
+	if !bytes.Equal(b, want) {
+		t.Fatalf("read before the damage: %d bytes, want %d", len(b), len(want))
+	}
+	if _, err := l.Read(bases[mid], 1<<20, l.NextOffset()); !isCorrupt(err) {
+		t.Fatalf("read of the damaged batch: %v", err)
+	}
+	if _, err := l.Read(bases[mid+1], 1<<20, l.NextOffset()); !isCorrupt(err) {
+		t.Fatalf("read past the damaged batch: %v", err)
+	}
+	if !strings.Contains(logs.String(), "CORRUPTION") || !strings.Contains(logs.String(), `"level":"error"`) {
+		t.Fatalf("corruption not logged as an error: %s", logs.String())
+	}
+	// Later segments are intact and still served.
+	next := g.segs[2]
+	f2, _, _ := segRange(t, g, next)
+	if _, err := l.Read(bases[f2], 100, l.NextOffset()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCrashSealedTailLost: segments rolled but never synced (no index
+// trailers): a bit flip or a lost tail in one of them truncates there and
+// drops every later segment; but if a later segment is known synced, the
+// damage is in the middle of the log and Open fails.
+func TestCrashSealedTailLost(t *testing.T) {
+	g := buildGolden(t, false, 2)
+	bases := g.bases()
+	seg := g.segs[1]
+	first, count, _ := segRange(t, g, seg)
+	mid := first + count/2
+	var pos int64
+	for i := first; i < mid; i++ {
+		pos += int64(len(g.batches[i]))
+	}
+	l, err, _ := reopen(t, g, func(dir string) { flipBit(t, inDir(dir, seg), pos+70) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectKept(t, l, g, bases[mid])
+	if n := len(segFiles(t, l.Dir(), logSuffix)); n != 2 {
+		t.Fatalf("%d segments left, want 2", n)
+	}
+	// The tail of a sealed segment never reached the disk.
+	l, err, _ = reopen(t, g, func(dir string) {
+		os.Truncate(inDir(dir, seg), fileSize(t, seg)-int64(len(g.batches[first+count-1]))/2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectKept(t, l, g, bases[first+count-1])
+	// Same damage, but the active segment carries a clean trailer: Open
+	// refuses.
+	_, err, logs := reopen(t, g, func(dir string) {
+		flipBit(t, inDir(dir, seg), pos+70)
+		p := strings.TrimSuffix(inDir(dir, g.segs[3]), logSuffix)
+		ep, base, _ := parseSegName(filepath.Base(p))
+		b, _ := os.ReadFile(p + logSuffix)
+		s := &segment{base: base, epoch: ep, dir: dir, name: filepath.Base(p), maxTS: -1, maxOff: -1}
+		ix := newIndexer(256)
+		f, _ := os.Open(p + logSuffix)
+		res, _ := scanSegment(f, int64(len(b)), 0, base, 1<<62, base, &ix, nil)
+		f.Close()
+		s.size, s.next, s.idx = res.size, res.next, res.entries
+		os.WriteFile(p+timeIndexSuffix, encodeTimeIndex(s.idx), 0o644)
+		os.WriteFile(p+indexSuffix, encodeIndex(s.idx, s.summary()), 0o644)
+	})
+	if !isCorrupt(err) || !strings.Contains(logs.String(), "CORRUPTION in the middle of the log") {
+		t.Fatalf("open with mid-log damage: %v\n%s", err, logs.String())
+	}
+}
+
+// TestCrashIndexesAndCheckpoint: deleted or damaged indexes and a lost
+// leader-epoch checkpoint are rebuilt; the data is unchanged.
+func TestCrashIndexesAndCheckpoint(t *testing.T) {
+	g := buildGolden(t, true, 2)
+	bases := g.bases()
+	want := bases[len(bases)-1] + 1
+	cases := map[string]func(dir string){
+		"delete all indexes": func(dir string) {
+			for _, p := range segFiles(t, dir, "index") {
+				os.Remove(p)
+			}
+		},
+		"flip a byte in an index body": func(dir string) {
+			flipBit(t, strings.TrimSuffix(inDir(dir, g.segs[1]), logSuffix)+indexSuffix, 3)
+		},
+		"flip a byte in a time index": func(dir string) {
+			flipBit(t, strings.TrimSuffix(inDir(dir, g.segs[0]), logSuffix)+timeIndexSuffix, 5)
+		},
+		"truncate an index": func(dir string) {
+			os.Truncate(strings.TrimSuffix(inDir(dir, g.segs[2]), logSuffix)+indexSuffix, 20)
+		},
+		"flip a byte in an index trailer": func(dir string) {
+			p := strings.TrimSuffix(inDir(dir, g.segs[1]), logSuffix) + indexSuffix
+			flipBit(t, p, fileSize(t, p)-30)
+		},
+		"delete the epoch checkpoint": func(dir string) { os.Remove(filepath.Join(dir, epochFile)) },
+		"damage the epoch checkpoint": func(dir string) { flipBit(t, filepath.Join(dir, epochFile), 3) },
+		"delete the start offset":     func(dir string) { os.Remove(filepath.Join(dir, startFile)) },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			l, err, _ := reopen(t, g, mutate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			expectKept(t, l, g, want)
+			if got := l.Epochs(); len(got) != 1 || got[0] != (storage.EpochEntry{Epoch: 0, StartOffset: 0}) {
+				t.Fatalf("epochs %v", got)
+			}
+			for i := 0; i < len(bases); i += 3 {
+				r, err := l.Read(bases[i], 1, want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := r.AppendTo(nil)
+				r.Close()
+				if !bytes.Equal(b, g.batches[i]) {
+					t.Fatalf("offset %d", bases[i])
+				}
+			}
+			if _, err := os.Stat(filepath.Join(l.Dir(), epochFile)); err != nil {
+				t.Fatal("epoch checkpoint not rewritten")
+			}
+		})
+	}
+}
+
+// TestEpochRebuildAndStaleLeader: the epoch cache is rebuilt from
+// epoch-stamped segment names, and what a deposed leader wrote after the
+// takeover (bytes past a sealed segment's end, a new segment of its old
+// epoch) is never served.
+func TestEpochRebuildAndStaleLeader(t *testing.T) {
+	root := t.TempDir()
+	o := testOpener(t, root)
+	l := openLogT(t, o, storage.LogConfig{})
+	var all [][]byte
+	for _, e := range []int32{0, 2, 4} {
+		if err := l.AssignEpoch(e, l.NextOffset()); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, appendN(t, l, 5, 2, 10, 1)...)
+	}
+	wantEpochs := l.Epochs()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := l.Dir()
+	// The deposed epoch-2 leader appends offset 20 to its old segment and
+	// rolls to a segment of its own.
+	old := filepath.Join(dir, segName(2, 10)+logSuffix)
+	f, _ := os.OpenFile(old, os.O_WRONLY|os.O_APPEND, 0)
+	stale := mkBatch(20, 3, 1, 10)
+	binary.BigEndian.PutUint32(stale[12:], 2)
+	f.Write(stale)
+	f.Close()
+	os.WriteFile(filepath.Join(dir, segName(2, 23)+logSuffix), mkBatch(23, 1, 1, 10), 0o644)
+	os.Remove(filepath.Join(dir, epochFile))
+	l = openLogT(t, o, storage.LogConfig{})
+	if got := l.Epochs(); !equalEpochs(got, wantEpochs) {
+		t.Fatalf("rebuilt epochs %v, want %v", got, wantEpochs)
+	}
+	if l.NextOffset() != 30 || !bytes.Equal(readAll(t, l, 0), concat(all)) {
+		t.Fatalf("next %d", l.NextOffset())
+	}
+	l.Close()
+	// With the checkpoint back, the stale segment is set aside too.
+	l = openLogT(t, o, storage.LogConfig{})
+	defer l.Close()
+	if _, err := os.Stat(filepath.Join(dir, segName(2, 23)+logSuffix)); !os.IsNotExist(err) {
+		t.Fatalf("stale segment still in place: %v", err)
+	}
+	if l.NextOffset() != 30 || !bytes.Equal(readAll(t, l, 0), concat(all)) {
+		t.Fatalf("next %d", l.NextOffset())
+	}
+}
+
+// TestCleanCloseSkipsScan: the index trailer written by Close is the clean
+// marker; the next Open validates nothing.
+func TestCleanCloseSkipsScan(t *testing.T) {
+	root := t.TempDir()
+	o := testOpener(t, root)
+	l := openLogT(t, o, crashCfg)
+	bs := appendN(t, l, 100, 2, 60, 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g := &golden{dir: l.Dir(), batches: bs}
+	l2, err, logs := reopen(t, g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"scanned_bytes":0`) {
+		t.Fatalf("clean reopen scanned: %s", logs.String())
+	}
+	expectKept(t, l2, g, 200)
+}

@@ -1,0 +1,290 @@
+package disklog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kaas-project/kaas/storage"
+)
+
+// SetStartOffset implements storage.Log (DeleteRecords). It is cheap enough
+// for the owner's Receive: the new start applies at once, whole segments
+// below it are renamed aside, and the start-offset file is rewritten
+// (fsync'ed) by the background janitor right after.
+func (l *Log) SetStartOffset(off int64) error {
+	if l.isClosed() {
+		return storage.ErrClosed
+	}
+	if next := l.next.Load(); off > next {
+		return fmt.Errorf("%w: start offset %d beyond log end %d", storage.ErrOffsetOutOfRange, off, next)
+	}
+	if off <= l.start.Load() {
+		return nil
+	}
+	l.start.Store(off)
+	l.mu.RLock()
+	n := 0
+	for _, s := range l.segments[:len(l.segments)-1] {
+		s.mu.RLock()
+		below := s.next <= off
+		s.mu.RUnlock()
+		if !below {
+			break
+		}
+		n++
+	}
+	l.mu.RUnlock()
+	l.dropOldest(n)
+	l.markStartDirty()
+	return nil
+}
+
+// EnforceRetention implements storage.Log: segment.ms rolling of the active
+// segment, then retention.ms / retention.bytes over whole sealed segments,
+// oldest first. Deletion is a rename aside; unlinks happen later.
+func (l *Log) EnforceRetention(now time.Time) error {
+	if l.isClosed() {
+		return storage.ErrClosed
+	}
+	l.mu.RLock()
+	cfg := l.cfg
+	l.mu.RUnlock()
+	a := l.active
+	a.mu.RLock()
+	asize, acreated := a.size, a.created
+	a.mu.RUnlock()
+	if cfg.SegmentMs > 0 && asize > 0 && now.Sub(acreated) >= cfg.SegmentMs {
+		if err := l.roll(a.epoch, l.next.Load()); err != nil {
+			return err
+		}
+	}
+	l.mu.RLock()
+	segs := append([]*segment(nil), l.segments...)
+	l.mu.RUnlock()
+	var total int64
+	type meta struct {
+		size, next, maxTS int64
+		created           time.Time
+	}
+	ms := make([]meta, len(segs))
+	for i, s := range segs {
+		s.mu.RLock()
+		ms[i] = meta{s.size, s.next, s.maxTS, s.created}
+		s.mu.RUnlock()
+		total += ms[i].size
+	}
+	n := 0
+	newStart := l.start.Load()
+	for i := 0; i < len(segs)-1; i++ {
+		m := ms[i]
+		expired := false
+		if cfg.RetentionMs > 0 {
+			ts := m.maxTS
+			if ts < 0 {
+				ts = m.created.UnixMilli()
+			}
+			expired = now.UnixMilli()-ts > cfg.RetentionMs.Milliseconds()
+		}
+		oversize := cfg.RetentionBytes > 0 && total-m.size >= cfg.RetentionBytes
+		if !expired && !oversize {
+			break
+		}
+		total -= m.size
+		newStart = max(newStart, m.next)
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	l.mu.RLock()
+	if len(l.segments) <= n || l.segments[n-1] != segs[n-1] {
+		l.mu.RUnlock()
+		return nil
+	}
+	l.mu.RUnlock()
+	if newStart > l.start.Load() {
+		l.start.Store(newStart)
+		l.markStartDirty()
+	}
+	l.dropOldest(n)
+	return nil
+}
+
+// dropOldest removes the n oldest (sealed) segments: out of the list, out
+// of the descriptor cache, renamed aside (owner).
+func (l *Log) dropOldest(n int) {
+	if n <= 0 {
+		return
+	}
+	l.mu.Lock()
+	n = min(n, len(l.segments)-1)
+	victims := append([]*segment(nil), l.segments[:n]...)
+	l.segments = append([]*segment(nil), l.segments[n:]...)
+	l.dirDirty = true
+	l.mu.Unlock()
+	for _, v := range victims {
+		l.setAside(v)
+		if l.o.cache.remove(v) {
+			v.dropHandle()
+		}
+	}
+	l.log.Debug().Int("segments", n).Int64("log_start", l.start.Load()).Msg("segments deleted")
+}
+
+// setAside renames a segment's files to *.deleted and schedules their
+// unlink after the delete delay: a descriptor open elsewhere keeps working.
+func (l *Log) setAside(s *segment) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deleted {
+		return
+	}
+	for _, ext := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		l.renameAside(s.prefix() + ext)
+	}
+	s.deleted = true
+}
+
+func (l *Log) renameAside(p string) {
+	if err := os.Rename(p, p+deletedSuffix); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			l.log.Error().Err(err).Str("file", p).Msg("rename aside")
+		}
+		return
+	}
+	l.unlinkLater(p + deletedSuffix)
+}
+
+// unlinkLater unlinks path after the delete delay, from the janitor. A log
+// closed before then leaves the file to the next Open.
+func (l *Log) unlinkLater(path string) {
+	l.jmu.Lock()
+	defer l.jmu.Unlock()
+	var t *time.Timer
+	t = time.AfterFunc(l.o.opts.deleteDelay, func() {
+		l.jmu.Lock()
+		_, live := l.timers[t]
+		delete(l.timers, t)
+		if live {
+			l.due = append(l.due, path)
+		}
+		l.jmu.Unlock()
+		if live {
+			l.kickJanitor()
+		}
+	})
+	l.timers[t] = struct{}{}
+}
+
+func (l *Log) stopTimers() {
+	l.jmu.Lock()
+	for t := range l.timers {
+		t.Stop()
+		delete(l.timers, t)
+	}
+	l.jmu.Unlock()
+}
+
+func (l *Log) markStartDirty() {
+	l.jmu.Lock()
+	l.startDirty = true
+	l.jmu.Unlock()
+	l.kickJanitor()
+}
+
+func (l *Log) startJanitor() {
+	l.janitorWG.Add(1)
+	go func() {
+		defer l.janitorWG.Done()
+		for {
+			select {
+			case <-l.kick:
+				_ = l.chores(false)
+			case <-l.quit:
+				return
+			}
+		}
+	}()
+}
+
+func (l *Log) kickJanitor() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// chores writes the indexes of newly synced segments, persists the log
+// start offset and unlinks files whose delete delay has passed.
+func (l *Log) chores(final bool) error {
+	l.jmu.Lock()
+	idx := l.needIndex
+	l.needIndex = nil
+	sd := l.startDirty
+	l.startDirty = false
+	due := l.due
+	l.due = nil
+	l.jmu.Unlock()
+	var err error
+	for _, s := range idx {
+		if e := l.writeIndex(s); e != nil && err == nil {
+			err = e
+		}
+	}
+	if sd {
+		if e := writeFileAtomic(l.dir, startFile, encodeStart(l.start.Load()), l.fileMode); e != nil {
+			l.log.Error().Err(e).Msg("persist log start offset")
+			if err == nil {
+				err = e
+			}
+			if !final {
+				l.jmu.Lock()
+				l.startDirty = true
+				l.jmu.Unlock()
+			}
+		}
+	}
+	for _, p := range due {
+		if e := os.Remove(p); e != nil && !errors.Is(e, os.ErrNotExist) {
+			l.log.Error().Err(e).Str("file", p).Msg("unlink")
+		}
+	}
+	return err
+}
+
+// writeIndex writes a segment's index files (tmp + rename; no fsync: an
+// index lost in a crash is rebuilt). Callers guarantee the segment's bytes
+// are durable, which is what the trailer asserts.
+func (l *Log) writeIndex(s *segment) error {
+	s.mu.RLock()
+	if s.deleted || (s.idx == nil && s.size > 0) {
+		s.mu.RUnlock()
+		return nil
+	}
+	entries := s.idx
+	sum := s.summary()
+	prefix := s.prefix()
+	s.mu.RUnlock()
+	sum.count = uint32(len(entries))
+	for _, f := range []struct {
+		ext  string
+		data []byte
+	}{{timeIndexSuffix, encodeTimeIndex(entries)}, {indexSuffix, encodeIndex(entries, sum)}} {
+		tmp := prefix + f.ext + tmpSuffix
+		if err := os.WriteFile(tmp, f.data, l.fileMode); err != nil {
+			return fmt.Errorf("disklog: write index %s: %w", filepath.Base(tmp), err)
+		}
+		if err := os.Rename(tmp, prefix+f.ext); err != nil {
+			return fmt.Errorf("disklog: write index: %w", err)
+		}
+	}
+	s.mu.Lock()
+	if s.size == sum.size {
+		s.indexOnDisk = true
+	}
+	s.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,314 @@
+package disklog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kaas-project/kaas/storage/batch"
+)
+
+// File names inside a partition directory.
+const (
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	timeIndexSuffix = ".timeindex"
+	deletedSuffix   = ".deleted"
+	tmpSuffix       = ".tmp"
+	snapshotSuffix  = ".snapshot"
+	epochFile       = "leader-epoch-checkpoint"
+	startFile       = "log-start-offset"
+)
+
+// segName is a segment's file name without extension: the leader epoch that
+// created it (8 hex digits) and its base offset (20 decimal digits). The
+// epoch stamp means a new leader never appends to a file an older leader may
+// still hold open: it rolls to a fresh name at takeover.
+func segName(epoch int32, base int64) string {
+	return fmt.Sprintf("%08x-%020d", uint32(epoch), base)
+}
+
+// parseSegName parses segName's output.
+func parseSegName(s string) (epoch int32, base int64, ok bool) {
+	if len(s) != 29 || s[8] != '-' {
+		return 0, 0, false
+	}
+	e, err := strconv.ParseUint(s[:8], 16, 32)
+	if err != nil {
+		return 0, 0, false
+	}
+	b, err := strconv.ParseInt(s[9:], 10, 64)
+	if err != nil || b < 0 {
+		return 0, 0, false
+	}
+	return int32(e), b, true
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// indexEntry is one sparse index point: the batch starting at pos, and the
+// largest batch max-timestamp of the segment before pos (the time index).
+type indexEntry struct {
+	rel    uint32 // batch base offset - segment base
+	pos    uint32 // byte position of the batch
+	maxTS  int64  // max timestamp of every batch before pos (-1: none)
+	maxRel int32  // relative base offset of the batch carrying maxTS (-1: none)
+}
+
+// indexer accumulates index points while batches are appended or scanned.
+type indexer struct {
+	interval int64
+	since    int64 // bytes since the last entry
+	maxTS    int64
+	maxOff   int64 // absolute base offset of the batch carrying maxTS
+}
+
+func newIndexer(interval int64) indexer {
+	return indexer{interval: interval, since: math.MaxInt32, maxTS: -1, maxOff: -1}
+}
+
+// add records the batch h at pos and returns the (possibly grown) entries.
+func (x *indexer) add(entries []indexEntry, base, pos int64, h batch.Header) []indexEntry {
+	if len(entries) == 0 || x.since >= x.interval {
+		mr := int32(-1)
+		if x.maxOff >= 0 {
+			mr = int32(x.maxOff - base)
+		}
+		entries = append(entries, indexEntry{rel: uint32(h.BaseOffset - base), pos: uint32(pos), maxTS: x.maxTS, maxRel: mr})
+		x.since = 0
+	}
+	x.since += int64(h.Size())
+	if h.MaxTimestamp > x.maxTS || x.maxOff < 0 {
+		x.maxTS, x.maxOff = h.MaxTimestamp, h.BaseOffset
+	}
+	return entries
+}
+
+// summary is what a segment's index trailer records.
+type summary struct {
+	base   int64
+	next   int64 // offset after the last batch
+	size   int64 // bytes of valid batches
+	maxTS  int64
+	maxOff int64
+	count  uint32
+	epoch  int32
+}
+
+// On-disk index formats. ".index": count × (rel u32, pos u32) then a 64-byte
+// trailer. ".timeindex": count × (maxTS i64, maxRel i32) then a 16-byte
+// trailer. Big-endian, CRC-32C. The ".index" trailer doubles as the segment's
+// clean marker: it is written only after the segment's bytes up to size were
+// fdatasync'ed, so a segment whose file is at least that long is trusted up to
+// size without a scan.
+const (
+	trailerSize    = 64
+	tiTrailerSize  = 16
+	idxEntrySize   = 8
+	tidxEntrySize  = 12
+	idxMagic       = "KAASIDX1"
+	tidxMagic      = "KAASTIX1"
+	trailerCRCSpan = trailerSize - 4
+)
+
+func encodeIndex(entries []indexEntry, s summary) []byte {
+	b := make([]byte, 0, len(entries)*idxEntrySize+trailerSize)
+	for _, e := range entries {
+		b = binary.BigEndian.AppendUint32(b, e.rel)
+		b = binary.BigEndian.AppendUint32(b, e.pos)
+	}
+	body := crc32.Checksum(b, castagnoli)
+	t := len(b)
+	b = append(b, idxMagic...)
+	b = binary.BigEndian.AppendUint64(b, uint64(s.base))
+	b = binary.BigEndian.AppendUint64(b, uint64(s.next))
+	b = binary.BigEndian.AppendUint64(b, uint64(s.size))
+	b = binary.BigEndian.AppendUint64(b, uint64(s.maxTS))
+	b = binary.BigEndian.AppendUint64(b, uint64(s.maxOff))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(entries)))
+	b = binary.BigEndian.AppendUint32(b, uint32(s.epoch))
+	b = binary.BigEndian.AppendUint32(b, body)
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b[t:], castagnoli))
+	return b
+}
+
+func encodeTimeIndex(entries []indexEntry) []byte {
+	b := make([]byte, 0, len(entries)*tidxEntrySize+tiTrailerSize)
+	for _, e := range entries {
+		b = binary.BigEndian.AppendUint64(b, uint64(e.maxTS))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.maxRel))
+	}
+	c := crc32.Checksum(b, castagnoli)
+	b = append(b, tidxMagic...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(entries)))
+	b = binary.BigEndian.AppendUint32(b, c)
+	return b
+}
+
+// decodeTrailer checks and decodes a 64-byte index trailer; bodyCRC is the
+// CRC the entries must have.
+func decodeTrailer(t []byte) (s summary, bodyCRC uint32, ok bool) {
+	if len(t) != trailerSize || string(t[:8]) != idxMagic {
+		return s, 0, false
+	}
+	if crc32.Checksum(t[:trailerCRCSpan], castagnoli) != binary.BigEndian.Uint32(t[trailerCRCSpan:]) {
+		return s, 0, false
+	}
+	s.base = int64(binary.BigEndian.Uint64(t[8:]))
+	s.next = int64(binary.BigEndian.Uint64(t[16:]))
+	s.size = int64(binary.BigEndian.Uint64(t[24:]))
+	s.maxTS = int64(binary.BigEndian.Uint64(t[32:]))
+	s.maxOff = int64(binary.BigEndian.Uint64(t[40:]))
+	s.count = binary.BigEndian.Uint32(t[48:])
+	s.epoch = int32(binary.BigEndian.Uint32(t[52:]))
+	if s.size < 0 || s.next < s.base || s.size > math.MaxUint32 {
+		return s, 0, false
+	}
+	return s, binary.BigEndian.Uint32(t[56:]), true
+}
+
+// readTrailer reads only the trailer of an index file (cheap: used at Open
+// for every sealed segment).
+func readTrailer(path string) (summary, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return summary{}, false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() < trailerSize || (st.Size()-trailerSize)%idxEntrySize != 0 {
+		return summary{}, false
+	}
+	t := make([]byte, trailerSize)
+	if _, err := f.ReadAt(t, st.Size()-trailerSize); err != nil {
+		return summary{}, false
+	}
+	s, _, ok := decodeTrailer(t)
+	if ok && int64(s.count)*idxEntrySize != st.Size()-trailerSize {
+		return summary{}, false
+	}
+	return s, ok
+}
+
+// loadIndex reads and fully checks both index files of a segment.
+func loadIndex(prefix string) ([]indexEntry, summary, bool) {
+	ib, err := os.ReadFile(prefix + indexSuffix)
+	if err != nil || len(ib) < trailerSize {
+		return nil, summary{}, false
+	}
+	s, bodyCRC, ok := decodeTrailer(ib[len(ib)-trailerSize:])
+	body := ib[:len(ib)-trailerSize]
+	if !ok || int64(len(body)) != int64(s.count)*idxEntrySize || crc32.Checksum(body, castagnoli) != bodyCRC {
+		return nil, s, false
+	}
+	tb, err := os.ReadFile(prefix + timeIndexSuffix)
+	if err != nil || len(tb) < tiTrailerSize {
+		return nil, s, false
+	}
+	tt := tb[len(tb)-tiTrailerSize:]
+	tbody := tb[:len(tb)-tiTrailerSize]
+	if string(tt[:8]) != tidxMagic || binary.BigEndian.Uint32(tt[8:]) != s.count ||
+		int64(len(tbody)) != int64(s.count)*tidxEntrySize || crc32.Checksum(tbody, castagnoli) != binary.BigEndian.Uint32(tt[12:]) {
+		return nil, s, false
+	}
+	entries := make([]indexEntry, s.count)
+	var lastPos uint32
+	for i := range entries {
+		e := &entries[i]
+		e.rel = binary.BigEndian.Uint32(body[i*idxEntrySize:])
+		e.pos = binary.BigEndian.Uint32(body[i*idxEntrySize+4:])
+		e.maxTS = int64(binary.BigEndian.Uint64(tbody[i*tidxEntrySize:]))
+		e.maxRel = int32(binary.BigEndian.Uint32(tbody[i*tidxEntrySize+8:]))
+		if (i > 0 && e.pos <= lastPos) || int64(e.pos) >= s.size || (i == 0 && e.pos != 0) {
+			return nil, s, false
+		}
+		lastPos = e.pos
+	}
+	if s.size > 0 && len(entries) == 0 {
+		return nil, s, false
+	}
+	return entries, s, true
+}
+
+// handle is a reference-counted open segment file. The log holds one
+// reference for the active segment, the descriptor cache one for a sealed
+// segment it keeps open, and every Records or read in flight one more; the
+// descriptor is closed when the last reference goes.
+type handle struct {
+	f    *os.File
+	refs atomic.Int64
+}
+
+func newHandle(f *os.File, refs int64) *handle {
+	h := &handle{f: f}
+	h.refs.Store(refs)
+	return h
+}
+
+func (h *handle) acquire() { h.refs.Add(1) }
+
+func (h *handle) release() {
+	if n := h.refs.Add(-1); n == 0 {
+		_ = h.f.Close()
+	} else if n < 0 {
+		panic("disklog: handle released too often")
+	}
+}
+
+// segment is one segment file and what is known about it.
+type segment struct {
+	base  int64
+	epoch int32
+	dir   string
+
+	mu      sync.RWMutex
+	name    string // file name prefix (changes when renamed aside)
+	active  bool
+	size    int64 // valid bytes
+	next    int64
+	maxTS   int64
+	maxOff  int64
+	idx     []indexEntry // nil while a sealed segment's index is not loaded
+	h       *handle      // open descriptor or nil
+	created time.Time    // first append (segment.ms rolling)
+	// indexOnDisk: the index files on disk describe the segment up to size.
+	indexOnDisk bool
+	deleted     bool
+	// verified is how many bytes were CRC-checked in this process; sealed
+	// segments trusted from their trailer at Open are verified lazily on
+	// first read. corruptAt is where verification failed (-1: never).
+	verified  int64
+	corruptAt int64
+
+	vmu   sync.Mutex // serialises verification I/O
+	cache *fdCache   // owner of the LRU element
+	elem  any        // *list.Element in the descriptor cache (guarded by cache.mu)
+}
+
+func (s *segment) prefix() string { return s.dir + string(os.PathSeparator) + s.name }
+
+func (s *segment) path() string { return s.prefix() + logSuffix }
+
+func (s *segment) summary() summary {
+	return summary{base: s.base, next: s.next, size: s.size, maxTS: s.maxTS, maxOff: s.maxOff, count: uint32(len(s.idx)), epoch: s.epoch}
+}
+
+// dropHandle releases the log's or cache's reference to the descriptor.
+func (s *segment) dropHandle() {
+	s.mu.Lock()
+	h := s.h
+	s.h = nil
+	if !s.active && s.indexOnDisk {
+		s.idx = nil // reloaded from disk on the next read
+	}
+	s.mu.Unlock()
+	if h != nil {
+		h.release()
+	}
+}

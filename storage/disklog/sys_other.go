@@ -1,0 +1,12 @@
+//go:build !linux
+
+package disklog
+
+import (
+	"net"
+	"os"
+)
+
+func fdatasync(f *os.File) error { return f.Sync() }
+
+func sendfile(c *net.TCPConn, f *os.File, off, n int64) (int64, error, bool) { return 0, nil, false }

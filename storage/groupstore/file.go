@@ -1,0 +1,563 @@
+package groupstore
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DirName is the directory under <data-dir>/__groups holding a group's log:
+// "g-" + the URL-safe base64 of the id, or "h-" + its SHA-256 for ids too
+// long for a file name. The log's header record names the group either way.
+func DirName(group string) string {
+	enc := base64.RawURLEncoding.EncodeToString([]byte(group))
+	if len(enc) <= 200 {
+		return "g-" + enc
+	}
+	sum := sha256.Sum256([]byte(group))
+	return "h-" + hex.EncodeToString(sum[:])
+}
+
+const (
+	logName = "offsets.log"
+	// defaultCompactMin is the record count below which a log is never
+	// rewritten.
+	defaultCompactMin = 1000
+)
+
+// File is the file store: one append-only commit log per group under Root.
+type File struct {
+	// Root is <data-dir>/__groups.
+	Root string
+	// CompactMin is how many records a log holds before it may be rewritten
+	// (it is rewritten once it holds more than twice its live records).
+	CompactMin int
+}
+
+// NewFile opens (creating) the store under dataDir/__groups.
+func NewFile(dataDir string) (*File, error) {
+	root := filepath.Join(dataDir, "__groups")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("group store: %w", err)
+	}
+	return &File{Root: root, CompactMin: defaultCompactMin}, nil
+}
+
+// Persistent implements Store.
+func (s *File) Persistent() bool { return true }
+
+// Groups implements Store: the group named by each log's header record.
+func (s *File) Groups() ([]string, error) {
+	ents, err := os.ReadDir(s.Root)
+	if err != nil {
+		return nil, fmt.Errorf("group store: list %s: %w", s.Root, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		g, ok := readHeader(filepath.Join(s.Root, e.Name(), logName))
+		if ok && DirName(g) == e.Name() {
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func readHeader(path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	payload, _, err := readFrame(bufio.NewReader(f))
+	if err != nil {
+		return "", false
+	}
+	d := decoder{b: payload}
+	if d.byte() != kindHeader {
+		return "", false
+	}
+	g := d.str()
+	return g, d.err == nil
+}
+
+// Open implements Store. A torn or corrupt tail is cut off; a log holding
+// superseded records is rewritten compacted before it is returned.
+func (s *File) Open(group string) (Log, State, error) {
+	dir := filepath.Join(s.Root, DirName(group))
+	l := &fileLog{root: s.Root, dir: dir, path: filepath.Join(dir, logName), group: group, compactMin: s.CompactMin}
+	if l.compactMin <= 0 {
+		l.compactMin = defaultCompactMin
+	}
+	l.state = State{Offsets: map[TP]Commit{}}
+	_ = os.Remove(l.path + ".tmp") // an interrupted rewrite
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		return l, l.state.clone(), nil
+	}
+	if err != nil {
+		return nil, State{}, fmt.Errorf("group store: open %s: %w", l.path, err)
+	}
+	good, records, err := l.replay(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, State{}, err
+	}
+	if records == 0 {
+		// No valid header: nothing was ever committed through this file.
+		_ = f.Close()
+		return l, l.state.clone(), nil
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, State{}, fmt.Errorf("group store: %w", err)
+	}
+	if st.Size() != good {
+		// Torn tail (a crash mid-append): drop it so appends follow
+		// valid records.
+		if err := f.Truncate(good); err != nil {
+			_ = f.Close()
+			return nil, State{}, fmt.Errorf("group store: truncate torn tail of %s: %w", l.path, err)
+		}
+		if err := f.Sync(); err != nil {
+			_ = f.Close()
+			return nil, State{}, fmt.Errorf("group store: %w", err)
+		}
+	}
+	l.f, l.size, l.records = f, good, records
+	if l.records > l.live()+1 {
+		if err := l.compact(); err != nil {
+			_ = l.Close()
+			return nil, State{}, err
+		}
+	}
+	return l, l.state.clone(), nil
+}
+
+// replay reads every valid record and returns the size of the valid prefix.
+func (l *fileLog) replay(f *os.File) (good int64, records int, err error) {
+	r := bufio.NewReaderSize(f, 64<<10)
+	first := true
+	for {
+		payload, n, err := readFrame(r)
+		if err != nil {
+			// io.EOF at a record boundary, or a torn/corrupt record:
+			// the valid prefix ends here either way.
+			return good, records, nil
+		}
+		if first {
+			d := decoder{b: payload}
+			if d.byte() != kindHeader {
+				return 0, 0, nil
+			}
+			g := d.str()
+			if d.err != nil {
+				return 0, 0, nil
+			}
+			if g != l.group {
+				return 0, 0, fmt.Errorf("group store: %s holds group %q, not %q", l.path, g, l.group)
+			}
+			first = false
+		} else {
+			rec, ok := decodeRecord(payload)
+			if !ok {
+				return good, records, nil
+			}
+			l.state.apply(rec)
+		}
+		good += int64(n)
+		records++
+	}
+}
+
+type fileLog struct {
+	root, dir, path string
+	group           string
+	compactMin      int
+
+	f       *os.File // nil until the first Append creates the file
+	size    int64
+	records int   // records in the file, header included
+	state   State // mirror of the file's live state, for compaction
+	broken  error
+	closed  bool
+}
+
+func (l *fileLog) live() int {
+	n := len(l.state.Offsets)
+	if l.state.Meta != nil {
+		n++
+	}
+	return n
+}
+
+func (l *fileLog) create() error {
+	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		return fmt.Errorf("group store: %w", err)
+	}
+	if err := syncDir(l.root); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("group store: create %s: %w", l.path, err)
+	}
+	hdr := appendFrame(nil, encodeHeader(l.group))
+	if _, err := f.Write(hdr); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("group store: write %s: %w", l.path, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("group store: sync %s: %w", l.path, err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		_ = f.Close()
+		return err
+	}
+	l.f, l.size, l.records = f, int64(len(hdr)), 1
+	return nil
+}
+
+// Append implements Log: write, fsync, then (maybe) compact.
+func (l *fileLog) Append(recs []Record) error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.broken != nil {
+		return l.broken
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if l.f == nil {
+		if err := l.create(); err != nil {
+			return err
+		}
+	}
+	var buf []byte
+	for _, r := range recs {
+		buf = appendFrame(buf, encodeRecord(r))
+	}
+	if _, err := l.f.Write(buf); err != nil {
+		l.rollback()
+		return fmt.Errorf("group store: write %s: %w", l.path, err)
+	}
+	if err := l.f.Sync(); err != nil {
+		l.rollback()
+		return fmt.Errorf("group store: sync %s: %w", l.path, err)
+	}
+	l.size += int64(len(buf))
+	l.records += len(recs)
+	for _, r := range recs {
+		l.state.apply(r)
+	}
+	if l.records > l.compactMin && l.records > 2*(l.live()+1) {
+		// The records are durable already; a failed rewrite leaves the
+		// old (longer) file in place, or marks the log broken.
+		_ = l.compact()
+	}
+	return nil
+}
+
+// rollback cuts a partial append off so later appends follow valid records.
+func (l *fileLog) rollback() {
+	if err := l.f.Truncate(l.size); err != nil {
+		l.broken = fmt.Errorf("group store: %s is unusable after a failed write: %w", l.path, err)
+	}
+}
+
+// compact rewrites the log as header + live records: tmp file, fsync,
+// rename over the log, fsync the directory.
+func (l *fileLog) compact() error {
+	tmp := l.path + ".tmp"
+	buf := appendFrame(nil, encodeHeader(l.group))
+	n := 1
+	if l.state.Meta != nil {
+		buf = appendFrame(buf, encodeRecord(Record{Meta: l.state.Meta}))
+		n++
+	}
+	tps := make([]TP, 0, len(l.state.Offsets))
+	for tp := range l.state.Offsets {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	for _, tp := range tps {
+		c := l.state.Offsets[tp]
+		buf = appendFrame(buf, encodeRecord(Record{TP: tp, Commit: &c}))
+		n++
+	}
+	if err := writeFileSync(tmp, buf); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, l.path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("group store: rename %s: %w", tmp, err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		l.broken = err
+		return err
+	}
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0o644)
+	if err != nil {
+		l.broken = fmt.Errorf("group store: reopen %s after compaction: %w", l.path, err)
+		return l.broken
+	}
+	if l.f != nil {
+		_ = l.f.Close()
+	}
+	l.f, l.size, l.records = f, int64(len(buf)), n
+	return nil
+}
+
+// Destroy implements Log: the directory is renamed aside, then removed.
+func (l *fileLog) Destroy() error {
+	if l.f != nil {
+		_ = l.f.Close()
+		l.f = nil
+	}
+	l.closed = true
+	trash := filepath.Join(l.root, "."+filepath.Base(l.dir)+"-deleted-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.Rename(l.dir, trash); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("group store: delete %s: %w", l.dir, err)
+	}
+	if err := syncDir(l.root); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(trash); err != nil {
+		return fmt.Errorf("group store: remove %s: %w", trash, err)
+	}
+	return nil
+}
+
+// Close implements Log.
+func (l *fileLog) Close() error {
+	l.closed = true
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("group store: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("group store: write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("group store: sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("group store: close %s: %w", path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("group store: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("group store: sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// --- record format -----------------------------------------------------
+//
+// frame:   length uint32 | crc32c(payload) uint32 | payload
+// payload: kind byte, then
+//   header: group string
+//   commit: topic string, partition int32, offset int64, leader epoch int32,
+//           metadata string, commit time int64, expire time int64
+//   delete: topic string, partition int32
+//   meta:   kind string, protocol type string, empty since int64
+// strings are a uvarint length and the bytes; integers are big endian.
+
+const (
+	kindHeader byte = 1
+	kindCommit byte = 2
+	kindDelete byte = 3
+	kindMeta   byte = 4
+
+	maxPayload = 16 << 20
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func appendFrame(dst, payload []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.BigEndian.AppendUint32(dst, crc32.Checksum(payload, castagnoli))
+	return append(dst, payload...)
+}
+
+var errBadFrame = errors.New("bad frame")
+
+// readFrame returns one frame's payload and the frame's size on disk.
+func readFrame(r *bufio.Reader) ([]byte, int, error) {
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, 0, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:4])
+	if n == 0 || n > maxPayload {
+		return nil, 0, errBadFrame
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return nil, 0, err
+	}
+	if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(hdr[4:]) {
+		return nil, 0, errBadFrame
+	}
+	return payload, 8 + int(n), nil
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func encodeHeader(group string) []byte {
+	return appendStr([]byte{kindHeader}, group)
+}
+
+func encodeRecord(r Record) []byte {
+	switch {
+	case r.Meta != nil:
+		b := []byte{kindMeta}
+		b = appendStr(b, r.Meta.Kind)
+		b = appendStr(b, r.Meta.ProtocolType)
+		return binary.BigEndian.AppendUint64(b, uint64(r.Meta.EmptySince))
+	case r.Delete:
+		b := appendStr([]byte{kindDelete}, r.TP.Topic)
+		return binary.BigEndian.AppendUint32(b, uint32(r.TP.Partition))
+	default:
+		c := r.Commit
+		b := appendStr([]byte{kindCommit}, r.TP.Topic)
+		b = binary.BigEndian.AppendUint32(b, uint32(r.TP.Partition))
+		b = binary.BigEndian.AppendUint64(b, uint64(c.Offset))
+		b = binary.BigEndian.AppendUint32(b, uint32(c.LeaderEpoch))
+		b = appendStr(b, c.Metadata)
+		b = binary.BigEndian.AppendUint64(b, uint64(c.CommitTime))
+		return binary.BigEndian.AppendUint64(b, uint64(c.ExpireTime))
+	}
+}
+
+func decodeRecord(payload []byte) (Record, bool) {
+	d := decoder{b: payload}
+	var r Record
+	switch d.byte() {
+	case kindCommit:
+		r.TP.Topic = d.str()
+		r.TP.Partition = int32(d.u32())
+		c := Commit{}
+		c.Offset = int64(d.u64())
+		c.LeaderEpoch = int32(d.u32())
+		c.Metadata = d.str()
+		c.CommitTime = int64(d.u64())
+		c.ExpireTime = int64(d.u64())
+		r.Commit = &c
+	case kindDelete:
+		r.TP.Topic = d.str()
+		r.TP.Partition = int32(d.u32())
+		r.Delete = true
+	case kindMeta:
+		m := Meta{}
+		m.Kind = d.str()
+		m.ProtocolType = d.str()
+		m.EmptySince = int64(d.u64())
+		r.Meta = &m
+	default:
+		return Record{}, false
+	}
+	return r, d.err == nil && len(d.b) == 0
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) need(n int) bool {
+	if d.err != nil || len(d.b) < n {
+		d.err = errBadFrame
+		return false
+	}
+	return true
+}
+
+func (d *decoder) byte() byte {
+	if !d.need(1) {
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) u32() uint32 {
+	if !d.need(4) {
+		return 0
+	}
+	v := binary.BigEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return v
+}
+
+func (d *decoder) u64() uint64 {
+	if !d.need(8) {
+		return 0
+	}
+	v := binary.BigEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) str() string {
+	if d.err != nil {
+		return ""
+	}
+	n, k := binary.Uvarint(d.b)
+	if k <= 0 || n > uint64(len(d.b)-k) {
+		d.err = errBadFrame
+		return ""
+	}
+	s := string(d.b[k : k+int(n)])
+	d.b = d.b[k+int(n):]
+	return s
+}

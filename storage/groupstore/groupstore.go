@@ -1,0 +1,189 @@
+// Package groupstore keeps consumer groups' committed offsets: an in-memory
+// store for local-dev mode and a file store for --data-dir, where every group
+// has an append-only commit log under <data-dir>/__groups/<group dir>/.
+//
+// A Log is owned by exactly one group actor at a time. Its methods block on
+// disk and are called from that actor's goroutines, never from Receive.
+// Append returns only once the records are durable (fsynced for files), so a
+// commit may be acknowledged as soon as Append returns nil.
+package groupstore
+
+import (
+	"errors"
+	"maps"
+	"sort"
+	"sync"
+)
+
+// TP names a partition.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+// Commit is one committed offset.
+type Commit struct {
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+	// CommitTime is when the commit was accepted, in Unix milliseconds.
+	CommitTime int64
+	// ExpireTime is an explicit expiry in Unix milliseconds (OffsetCommit
+	// v1-v4 retention), or -1 for the KIP-211 rules.
+	ExpireTime int64
+}
+
+// Meta is the little group metadata that persists beside the offsets: enough
+// to apply the offsets-retention rules after a restart.
+type Meta struct {
+	// Kind is "classic" or "consumer" (KIP-848).
+	Kind string
+	// ProtocolType is the classic group's protocol type ("" = simple group).
+	ProtocolType string
+	// EmptySince is when the group last became empty, in Unix milliseconds;
+	// 0 while it has members.
+	EmptySince int64
+}
+
+// Record is one change to a group's stored state: exactly one of Commit,
+// Delete (a tombstone for TP) or Meta.
+type Record struct {
+	TP     TP
+	Commit *Commit
+	Delete bool
+	Meta   *Meta
+}
+
+// State is a group's stored state after replaying its log.
+type State struct {
+	Offsets map[TP]Commit
+	Meta    *Meta
+}
+
+func (s *State) apply(r Record) {
+	switch {
+	case r.Meta != nil:
+		m := *r.Meta
+		s.Meta = &m
+	case r.Delete:
+		delete(s.Offsets, r.TP)
+	case r.Commit != nil:
+		if s.Offsets == nil {
+			s.Offsets = map[TP]Commit{}
+		}
+		s.Offsets[r.TP] = *r.Commit
+	}
+}
+
+func (s *State) clone() State {
+	out := State{Offsets: maps.Clone(s.Offsets)}
+	if out.Offsets == nil {
+		out.Offsets = map[TP]Commit{}
+	}
+	if s.Meta != nil {
+		m := *s.Meta
+		out.Meta = &m
+	}
+	return out
+}
+
+// Store opens groups' logs.
+type Store interface {
+	// Persistent reports whether state survives a restart.
+	Persistent() bool
+	// Groups lists the groups that have stored state.
+	Groups() ([]string, error)
+	// Open loads a group's state and returns its log. A group without
+	// stored state opens empty; nothing is created until the first Append.
+	Open(group string) (Log, State, error)
+}
+
+// Log is one group's commit log.
+type Log interface {
+	// Append makes recs durable, in order.
+	Append(recs []Record) error
+	// Destroy removes the group's stored state (DeleteGroups, or nothing
+	// left to keep). The log is closed afterwards.
+	Destroy() error
+	// Close releases the log.
+	Close() error
+}
+
+// ErrClosed is returned by a closed log.
+var ErrClosed = errors.New("group log closed")
+
+// Memory is the in-memory twin of the file store: state lives as long as the
+// process, so a group actor stopped and spawned again finds its offsets.
+type Memory struct {
+	mu     sync.Mutex
+	groups map[string]*State
+}
+
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory { return &Memory{groups: map[string]*State{}} }
+
+// Persistent implements Store.
+func (m *Memory) Persistent() bool { return false }
+
+// Groups implements Store.
+func (m *Memory) Groups() ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.groups))
+	for g, s := range m.groups {
+		if len(s.Offsets) > 0 {
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Open implements Store.
+func (m *Memory) Open(group string) (Log, State, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := State{Offsets: map[TP]Commit{}}
+	if s, ok := m.groups[group]; ok {
+		st = s.clone()
+	}
+	return &memLog{m: m, group: group}, st, nil
+}
+
+type memLog struct {
+	m      *Memory
+	group  string
+	closed bool
+}
+
+func (l *memLog) Append(recs []Record) error {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	s, ok := l.m.groups[l.group]
+	if !ok {
+		s = &State{Offsets: map[TP]Commit{}}
+		l.m.groups[l.group] = s
+	}
+	for _, r := range recs {
+		s.apply(r)
+	}
+	return nil
+}
+
+func (l *memLog) Destroy() error {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	delete(l.m.groups, l.group)
+	l.closed = true
+	return nil
+}
+
+func (l *memLog) Close() error {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	l.closed = true
+	return nil
+}

@@ -1,0 +1,270 @@
+package groupstore
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func commit(off int64) *Commit {
+	return &Commit{Offset: off, LeaderEpoch: 3, Metadata: "m", CommitTime: 1000 + off, ExpireTime: -1}
+}
+
+func rec(topic string, p int32, off int64) Record {
+	return Record{TP: TP{topic, p}, Commit: commit(off)}
+}
+
+func stores(t *testing.T) map[string]Store {
+	f, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]Store{"memory": NewMemory(), "file": f}
+}
+
+func TestStoreRoundTrip(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			l, st, err := s.Open("g1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Offsets) != 0 || st.Meta != nil {
+				t.Fatalf("new group state %+v", st)
+			}
+			if gs, _ := s.Groups(); len(gs) != 0 {
+				t.Fatalf("groups before any append: %v", gs)
+			}
+			meta := &Meta{Kind: "classic", ProtocolType: "consumer", EmptySince: 42}
+			steps := [][]Record{
+				{rec("a", 0, 1), rec("a", 1, 2)},
+				{{Meta: meta}, rec("a", 0, 5), {TP: TP{"a", 1}, Delete: true}},
+				{rec("b", 7, 9)},
+			}
+			for _, recs := range steps {
+				if err := l.Append(recs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			l2, st, err := s.Open("g1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[TP]Commit{{"a", 0}: *commit(5), {"b", 7}: *commit(9)}
+			if !reflect.DeepEqual(st.Offsets, want) {
+				t.Errorf("offsets %+v, want %+v", st.Offsets, want)
+			}
+			if st.Meta == nil || *st.Meta != *meta {
+				t.Errorf("meta %+v, want %+v", st.Meta, meta)
+			}
+			if gs, _ := s.Groups(); !reflect.DeepEqual(gs, []string{"g1"}) {
+				t.Errorf("groups %v", gs)
+			}
+			if err := l2.Destroy(); err != nil {
+				t.Fatal(err)
+			}
+			if gs, _ := s.Groups(); len(gs) != 0 {
+				t.Errorf("groups after destroy: %v", gs)
+			}
+			_, st, err = s.Open("g1")
+			if err != nil || len(st.Offsets) != 0 {
+				t.Errorf("after destroy: %+v %v", st, err)
+			}
+		})
+	}
+}
+
+func TestFileTornAndCorruptTail(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(b []byte) []byte
+		want   int // offsets that survive
+	}{
+		{"torn last record", func(b []byte) []byte { return b[:len(b)-3] }, 2},
+		{"torn length", func(b []byte) []byte { return append(b, 0, 0) }, 3},
+		{"flipped byte in last record", func(b []byte) []byte { b[len(b)-2] ^= 0xff; return b }, 2},
+		{"garbage tail", func(b []byte) []byte { return append(b, []byte(strings.Repeat("x", 50))...) }, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewFile(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _, _ := s.Open("g")
+			for i := int32(0); i < 3; i++ {
+				if err := l.Append([]Record{rec("t", i, int64(i))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = l.Close()
+			path := filepath.Join(s.Root, DirName("g"), logName)
+			b, _ := os.ReadFile(path)
+			if err := os.WriteFile(path, tc.damage(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			l, st, err := s.Open("g")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Offsets) != tc.want {
+				t.Fatalf("%d offsets survived, want %d", len(st.Offsets), tc.want)
+			}
+			// Appends after recovery follow valid records.
+			if err := l.Append([]Record{rec("t", 9, 99)}); err != nil {
+				t.Fatal(err)
+			}
+			_ = l.Close()
+			_, st, _ = s.Open("g")
+			if len(st.Offsets) != tc.want+1 || st.Offsets[TP{"t", 9}].Offset != 99 {
+				t.Fatalf("after append: %+v", st.Offsets)
+			}
+		})
+	}
+}
+
+func TestFileCompaction(t *testing.T) {
+	s, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.CompactMin = 10
+	l, _, _ := s.Open("g")
+	path := filepath.Join(s.Root, DirName("g"), logName)
+	var sizes []int64
+	for i := 0; i < 100; i++ {
+		if err := l.Append([]Record{rec("t", int32(i%2), int64(i))}); err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(path)
+		sizes = append(sizes, st.Size())
+	}
+	// Two live keys: the file stays near CompactMin records (a record is
+	// about 45 bytes; 100 uncompacted ones would be 4.5 kB).
+	for i, sz := range sizes {
+		if sz > 700 {
+			t.Fatalf("append %d: log is %d bytes, compaction did not run", i, sz)
+		}
+	}
+	_ = l.Close()
+	_, st, err := s.Open("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Offsets[TP{"t", 0}].Offset != 98 || st.Offsets[TP{"t", 1}].Offset != 99 || len(st.Offsets) != 2 {
+		t.Fatalf("after compaction: %+v", st.Offsets)
+	}
+}
+
+func TestFileCompactedOnLoad(t *testing.T) {
+	s, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _, _ := s.Open("g")
+	for i := 0; i < 20; i++ {
+		_ = l.Append([]Record{rec("t", 0, int64(i))})
+	}
+	_ = l.Close()
+	path := filepath.Join(s.Root, DirName("g"), logName)
+	before, _ := os.Stat(path)
+	l, st, err := s.Open("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(path)
+	if after.Size() >= before.Size() {
+		t.Fatalf("load did not compact: %d -> %d bytes", before.Size(), after.Size())
+	}
+	if st.Offsets[TP{"t", 0}].Offset != 19 {
+		t.Fatalf("offsets %+v", st.Offsets)
+	}
+	if err := l.Append([]Record{rec("t", 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left behind: %v", err)
+	}
+	_, st, _ = s.Open("g")
+	if len(st.Offsets) != 2 {
+		t.Fatalf("offsets %+v", st.Offsets)
+	}
+}
+
+func TestFileGroupNames(t *testing.T) {
+	s, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"", "plain", "with/slash and space", "..", strings.Repeat("long-", 100), "ünïcode"}
+	for _, n := range names {
+		l, _, err := s.Open(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append([]Record{rec("t", 0, 1)}); err != nil {
+			t.Fatalf("%q: %v", n, err)
+		}
+		_ = l.Close()
+	}
+	got, err := s.Groups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string(nil), names...)
+	sortStrings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("groups %q\nwant   %q", got, want)
+	}
+	for _, n := range names {
+		if len(DirName(n)) > 210 {
+			t.Errorf("dir name for %q too long", n)
+		}
+		if _, st, _ := s.Open(n); st.Offsets[TP{"t", 0}].Offset != 1 {
+			t.Errorf("%q: %+v", n, st.Offsets)
+		}
+	}
+	// A log whose header names another group is refused, not merged.
+	other := filepath.Join(s.Root, DirName("plain"), logName)
+	b, _ := os.ReadFile(other)
+	_ = os.MkdirAll(filepath.Join(s.Root, DirName("impostor")), 0o755)
+	_ = os.WriteFile(filepath.Join(s.Root, DirName("impostor"), logName), b, 0o644)
+	if _, _, err := s.Open("impostor"); err == nil {
+		t.Error("opening a log that belongs to another group succeeded")
+	}
+}
+
+func sortStrings(s []string) {
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+}
+
+func TestRecordCodec(t *testing.T) {
+	for _, r := range []Record{
+		rec("topic", 5, 1<<40),
+		{TP: TP{"x", 0}, Commit: &Commit{Offset: -1, LeaderEpoch: -1, ExpireTime: -1}},
+		{TP: TP{"d", 2}, Delete: true},
+		{Meta: &Meta{Kind: "consumer", ProtocolType: "consumer", EmptySince: 7}},
+	} {
+		got, ok := decodeRecord(encodeRecord(r))
+		if !ok || !reflect.DeepEqual(got, r) {
+			t.Errorf("round trip %+v -> %+v (%v)", r, got, ok)
+		}
+	}
+	if _, ok := decodeRecord([]byte{kindCommit, 5, 'a'}); ok {
+		t.Error("short record decoded")
+	}
+	if _, ok := decodeRecord([]byte{99}); ok {
+		t.Error("unknown kind decoded")
+	}
+}
