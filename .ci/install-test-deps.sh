@@ -18,6 +18,14 @@ apt_install() {
 if ! command -v kcat >/dev/null; then
   apt_install kcat
 fi
+# protoc regenerates proto/heartbeatpb (CI checks the committed code is current).
+if ! command -v protoc >/dev/null; then
+  apt_install protobuf-compiler
+fi
+# kubectl drives the cluster tests against the real test apiserver.
+if ! command -v kubectl >/dev/null; then
+  apt_install kubernetes-client
+fi
 
 # kafkajs, exactly as locked. node_modules is reinstalled whenever
 # package-lock.json changed since the last install (a stamp records it).

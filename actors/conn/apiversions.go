@@ -9,6 +9,12 @@ func apiVersionsResponse(s *Server) *kmsg.ApiVersionsResponse {
 	for _, a := range s.APIs() {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.MinVersion, a.MaxVersion
+		if a.Key == kmsg.Produce.Int16() {
+			// As Apache Kafka 4 (KAFKA-18659): advertise Produce from v0 although
+			// v0-v2 are refused (UNSUPPORTED_VERSION), because librdkafka only
+			// compresses with gzip/snappy/lz4 when the range reaches v0.
+			k.MinVersion = 0
+		}
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
 	return resp

@@ -5,6 +5,7 @@ package main
 // installed by .ci/install-test-deps.sh; a missing tool fails the test.
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,9 +215,22 @@ func kcatProduce(t *testing.T, addr, topic string, msgs []produced, extra ...str
 // kcatConsume reads topic from the beginning to its end with `kcat -C -e`.
 func kcatConsume(t *testing.T, addr, topic string) []consumed {
 	t.Helper()
-	res := runToolAbortOn(t, 20*time.Second, "", "", kcatAbortOn, "kcat", "-b", addr, "-C", "-t", topic, "-o", "beginning", "-e", "-J")
+	return kcatRead(t, addr, "-C", "-t", topic, "-o", "beginning")
+}
+
+// kcatConsumeGroup reads topic to its end as a member of group (`kcat -G`,
+// librdkafka's balanced consumer): from the committed offsets, or the start.
+func kcatConsumeGroup(t *testing.T, addr, group, topic string) []consumed {
+	t.Helper()
+	return kcatRead(t, addr, "-G", group, "-X", "auto.offset.reset=earliest", topic)
+}
+
+func kcatRead(t *testing.T, addr string, args ...string) []consumed {
+	t.Helper()
+	args = append([]string{"-b", addr, "-e", "-J"}, args...)
+	res := runToolAbortOn(t, 20*time.Second, "", "", kcatAbortOn, "kcat", args...)
 	if strings.Contains(res.Stderr, "ERROR") || strings.Contains(res.Stderr, "PROTOERR") {
-		t.Errorf("kcat -C reported errors:\n%s", truncate(res.Stderr, 4000))
+		t.Errorf("kcat %s reported errors:\n%s", strings.Join(args, " "), truncate(res.Stderr, 4000))
 	}
 	var out []consumed
 	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
@@ -224,7 +239,7 @@ func kcatConsume(t *testing.T, addr, topic string) []consumed {
 		}
 		var m kcatMessage
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("kcat -C -J line %q: %v", line, err)
+			t.Fatalf("kcat -J line %q: %v", line, err)
 		}
 		c := consumed{Partition: m.Partition, Offset: m.Offset}
 		if m.Key != nil {
@@ -312,6 +327,29 @@ func TestExternalKcat(t *testing.T) {
 		checkConsumed(t, msgs, kcatConsume(t, k.Addr, "kcat-keyed"), 3)
 	})
 
+	t.Run("ConsumerGroup", func(t *testing.T) {
+		msgs := keyedMessages("group", 300, 10, "")
+		kcatProduce(t, k.Addr, "kcat-group", msgs)
+		checkConsumed(t, msgs, kcatConsumeGroup(t, k.Addr, "kcat-g1", "kcat-group"), 3)
+		// The group committed its offsets: a new member resumes after them.
+		more := keyedMessages("more", 60, 10, "")
+		kcatProduce(t, k.Addr, "kcat-group", more)
+		got := kcatConsumeGroup(t, k.Addr, "kcat-g1", "kcat-group")
+		want := map[string]bool{}
+		for _, m := range more {
+			want[m.Value] = true
+		}
+		for _, c := range got {
+			if !want[c.Value] {
+				t.Errorf("resumed group read %q at %d/%d: not produced after the first read (or read twice)", c.Value, c.Partition, c.Offset)
+			}
+			delete(want, c.Value)
+		}
+		if len(want) != 0 {
+			t.Errorf("resumed group missed %d of %d new messages", len(want), len(more))
+		}
+	})
+
 	t.Run("Idempotent", func(t *testing.T) {
 		msgs := keyedMessages("idem", 500, 10, "")
 		kcatProduce(t, k.Addr, "kcat-idem", msgs, "-X", "enable.idempotence=true", "-X", "acks=all")
@@ -340,7 +378,11 @@ func TestExternalKcat(t *testing.T) {
 	// librdkafka sends a batch uncompressed when compression does not make
 	// it smaller, so the values are compressible.
 	pad := strings.Repeat(" the quick brown fox", 8)
-	for codec, attr := range map[string]int16{"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4} {
+	for _, c := range []struct {
+		codec string
+		attr  int16 // the batch attributes' codec bits
+	}{{"gzip", 1}, {"snappy", 2}, {"lz4", 3}, {"zstd", 4}} {
+		codec, attr := c.codec, c.attr
 		t.Run("Compression/"+codec, func(t *testing.T) {
 			topic := "kcat-" + codec
 			msgs := keyedMessages(codec, 400, 10, pad)
@@ -385,6 +427,116 @@ func TestExternalSarama(t *testing.T) {
 	}
 	t.Run("ClusterAdmin", func(t *testing.T) {
 		testSaramaAdmin(t, k.Addr)
+	})
+	t.Run("ConsumerGroup", func(t *testing.T) {
+		testSaramaConsumerGroup(t, k.Addr)
+	})
+}
+
+// saramaGroupHandler collects messages until it has want of them.
+type saramaGroupHandler struct {
+	mu   sync.Mutex
+	got  []consumed
+	want int
+	done chan struct{}
+	once sync.Once
+}
+
+func (h *saramaGroupHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *saramaGroupHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *saramaGroupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for {
+		select {
+		case m, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			h.mu.Lock()
+			h.got = append(h.got, consumed{Partition: m.Partition, Offset: m.Offset, Key: string(m.Key), Value: string(m.Value)})
+			n := len(h.got)
+			h.mu.Unlock()
+			sess.MarkMessage(m, "")
+			if n >= h.want {
+				h.once.Do(func() { close(h.done) })
+			}
+		case <-sess.Context().Done():
+			return nil
+		}
+	}
+}
+
+func testSaramaConsumerGroup(t *testing.T, addr string) {
+	const topic, group, n = "sarama-group", "sarama-g1", 300
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 30*time.Second)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	msgs := keyedMessages("sg", n, 12, "")
+	prod := newClient(t, addr, kgo.DefaultProduceTopic(topic))
+	var recs []*kgo.Record
+	for _, m := range msgs {
+		recs = append(recs, &kgo.Record{Key: []byte(m.Key), Value: []byte(m.Value)})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := saramaConfig(sarama.V2_8_0_0)
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.MaxWaitTime = 250 * time.Millisecond
+	cg, err := sarama.NewConsumerGroup([]string{addr}, group, cfg)
+	if err != nil {
+		t.Fatalf("sarama.NewConsumerGroup: %v", err)
+	}
+	h := &saramaGroupHandler{want: n, done: make(chan struct{})}
+	runCtx, stop := context.WithCancel(ctx)
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		for runCtx.Err() == nil {
+			if err := cg.Consume(runCtx, []string{topic}, h); err != nil && runCtx.Err() == nil {
+				t.Errorf("Consume: %v", err)
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}()
+	go func() {
+		for err := range cg.Errors() {
+			t.Logf("consumer group error: %v", err)
+		}
+	}()
+	select {
+	case <-h.done:
+	case <-time.After(20 * time.Second):
+		h.mu.Lock()
+		t.Errorf("group read %d of %d messages in 20s", len(h.got), n)
+		h.mu.Unlock()
+	}
+	stop()
+	<-loopDone
+	// Close commits the marked offsets.
+	if err := cg.Close(); err != nil {
+		t.Errorf("consumer group close: %v", err)
+	}
+	h.mu.Lock()
+	checkConsumed(t, msgs, h.got, 3)
+	h.mu.Unlock()
+
+	offs, err := adm.FetchOffsets(ctxT(t, 10*time.Second), group)
+	if err != nil {
+		t.Fatalf("fetch committed offsets of %s: %v", group, err)
+	}
+	ends, err := adm.ListEndOffsets(ctxT(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		c, ok := offs.Lookup(topic, e.Partition)
+		if !ok || c.Err != nil || c.At != e.Offset {
+			t.Errorf("partition %d: committed %+v (found %v), want offset %d", e.Partition, c, ok, e.Offset)
+		}
 	})
 }
 

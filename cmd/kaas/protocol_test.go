@@ -58,7 +58,7 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 	for key, want := range map[kmsg.Key][2]int16{
-		kmsg.Produce: {3, 11}, kmsg.Fetch: {4, 16}, kmsg.Metadata: {0, 12}, kmsg.ApiVersions: {0, 4},
+		kmsg.Produce: {0, 11}, kmsg.Fetch: {4, 16}, kmsg.Metadata: {0, 12}, kmsg.ApiVersions: {0, 4},
 		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {0, 4},
 	} {
 		if got[key.Int16()] != want {

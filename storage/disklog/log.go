@@ -51,9 +51,10 @@ type Log struct {
 	pendingSync []pendingSeg
 	dirDirty    bool
 
-	next    atomic.Int64
-	start   atomic.Int64
-	durable atomic.Int64
+	next     atomic.Int64
+	start    atomic.Int64
+	durable  atomic.Int64
+	interval atomic.Int64 // index.interval.bytes, for readers rebuilding an index
 
 	// owner-only writer state
 	ix indexer
@@ -112,6 +113,7 @@ func (l *Log) SetConfig(cfg storage.LogConfig) {
 	l.cfg = cfg
 	l.mu.Unlock()
 	l.ix.interval = indexInterval(cfg)
+	l.interval.Store(indexInterval(cfg))
 }
 
 // Append implements storage.Log: one pwrite into the active segment (page
@@ -150,7 +152,9 @@ func (l *Log) Append(b []byte, h batch.Header) error {
 	a.size = pos + int64(len(b))
 	a.next = h.NextOffset()
 	a.maxTS, a.maxOff = l.ix.maxTS, l.ix.maxOff
-	a.verified = a.size
+	if a.verified == pos {
+		a.verified = a.size // what this process writes was validated on produce
+	}
 	a.mu.Unlock()
 	l.next.Store(h.NextOffset())
 	return nil

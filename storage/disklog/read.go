@@ -76,7 +76,7 @@ func (l *Log) acquire(s *segment) (segView, error) {
 // rebuildIndexLocked rebuilds a sealed segment's lost or damaged index by
 // validating it whole (s.mu held).
 func (l *Log) rebuildIndexLocked(s *segment) {
-	ix := newIndexer(indexInterval(l.cfg))
+	ix := newIndexer(l.interval.Load())
 	res, err := scanSegment(s.h.f, s.size, 0, s.base, s.next, s.base, &ix, nil)
 	if err == nil && res.bad == nil && res.size == s.size {
 		s.idx, s.verified, s.indexOnDisk = res.entries, s.size, false

@@ -135,6 +135,7 @@ func (l *Log) recover() (recoveryStats, error) {
 	}
 
 	interval := indexInterval(l.cfg)
+	l.interval.Store(interval)
 	var scanned []*segment
 	lastIx := newIndexer(interval)
 	for i := 0; i < len(kept); i++ {
@@ -183,7 +184,9 @@ func (l *Log) recover() (recoveryStats, error) {
 		}
 		s.size, s.next, s.idx = res.size, res.next, res.entries
 		s.maxTS, s.maxOff = ix.maxTS, ix.maxOff
-		s.verified = s.size
+		if from == 0 {
+			s.verified = s.size
+		} // else [0, from) was trusted from the trailer: verified lazily on read
 		s.h = newHandle(f, 1)
 		scanned = append(scanned, s)
 		if from == tr.size && tok && res.size == tr.size {

@@ -501,3 +501,44 @@ func TestCleanCloseSkipsScan(t *testing.T) {
 	}
 	expectKept(t, l2, g, 200)
 }
+
+// TestCorruptionInCleanActiveSegment: bytes trusted from a clean-close
+// trailer are CRC-checked on first read; damage there is refused.
+func TestCorruptionInCleanActiveSegment(t *testing.T) {
+	root := t.TempDir()
+	o := testOpener(t, root)
+	l := openLogT(t, o, crashCfg)
+	bs := appendN(t, l, 20, 2, 60, 1)
+	l.Close()
+	g := &golden{dir: l.Dir(), batches: bs}
+	segs := segFiles(t, g.dir, logSuffix)
+	last := segs[len(segs)-1]
+	first, count, _ := segRange(t, g, last)
+	if count < 3 {
+		t.Fatalf("%d batches in the active segment", count)
+	}
+	pos := int64(len(bs[first]))
+	l2, err, logs := reopen(t, g, func(dir string) { flipBit(t, inDir(dir, last), pos+80) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	bases := g.bases()
+	if l2.NextOffset() != 40 {
+		t.Fatalf("next %d", l2.NextOffset())
+	}
+	r, err := l2.Read(bases[first], 1<<20, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.AppendTo(nil)
+	r.Close()
+	if !bytes.Equal(b, bs[first]) {
+		t.Fatalf("read before the damage: %d bytes", len(b))
+	}
+	if _, err := l2.Read(bases[first+1], 1<<20, 40); !isCorrupt(err) {
+		t.Fatalf("damaged batch served: %v", err)
+	}
+	if !strings.Contains(logs.String(), "CORRUPTION") {
+		t.Fatal("not logged")
+	}
+}

@@ -293,7 +293,12 @@ type segment struct {
 
 func (s *segment) prefix() string { return s.dir + string(os.PathSeparator) + s.name }
 
-func (s *segment) path() string { return s.prefix() + logSuffix }
+func (s *segment) path() string {
+	if s.deleted {
+		return s.prefix() + logSuffix + deletedSuffix
+	}
+	return s.prefix() + logSuffix
+}
 
 func (s *segment) summary() summary {
 	return summary{base: s.base, next: s.next, size: s.size, maxTS: s.maxTS, maxOff: s.maxOff, count: uint32(len(s.idx)), epoch: s.epoch}

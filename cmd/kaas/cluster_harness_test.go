@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// apiserver is a real kube-apiserver + etcd started by deploy/testenv.
+type apiserver struct {
+	dir        string
+	kubeconfig string
+	cmd        *exec.Cmd
+}
+
+// startAPIServer runs `deploy/testenv/bin/testenv up`. The binaries must have
+// been built (`go tool task testenv`); a missing binary fails the test.
+func startAPIServer(t *testing.T) *apiserver {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "deploy", "testenv", "bin", "testenv")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is missing: build the test environment first (go tool task testenv): %v", bin, err)
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "up", "--dir", dir)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a := &apiserver{dir: dir, kubeconfig: filepath.Join(dir, "kubeconfig"), cmd: cmd}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "env")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("test apiserver not ready after 90s:\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkatopics.yaml"))
+	a.kubectl(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/kafkatopics.kaas.dev")
+	return a
+}
+
+func (a *apiserver) kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", a.kubeconfig}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// clusterBroker is one kaas process in cluster mode (MY_POD_NAME set).
+type clusterBroker struct {
+	name      string
+	kafka     string
+	http      string
+	heartbeat string
+	cmd       *exec.Cmd
+	log       *lockedBuffer
+	exited    chan struct{}
+}
+
+type kaasCluster struct {
+	t       *testing.T
+	api     *apiserver
+	ns      string
+	dataDir string
+	brokers map[string]*clusterBroker
+	flags   []string
+}
+
+func newKaasCluster(t *testing.T, api *apiserver, flags ...string) *kaasCluster {
+	ns := fmt.Sprintf("kaas-test-%d", time.Now().UnixNano()%1_000_000)
+	api.kubectl(t, "create", "namespace", ns)
+	c := &kaasCluster{t: t, api: api, ns: ns, dataDir: t.TempDir(), brokers: map[string]*clusterBroker{}, flags: flags}
+	t.Cleanup(func() {
+		for _, b := range c.brokers {
+			b.kill()
+		}
+		if t.Failed() || os.Getenv("KAAS_TEST_LOGS") != "" {
+			for _, b := range c.brokers {
+				t.Logf("--- %s log ---\n%s", b.name, b.log.String())
+			}
+		}
+	})
+	return c
+}
+
+func loopbackAddr(t *testing.T) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freeLoopbackPort(t)))
+}
+
+// start launches broker name (kaas-N), reusing its ports after a restart.
+func (c *kaasCluster) start(name string) *clusterBroker {
+	t := c.t
+	t.Helper()
+	b, ok := c.brokers[name]
+	if !ok {
+		b = &clusterBroker{name: name, kafka: loopbackAddr(t), http: loopbackAddr(t), heartbeat: loopbackAddr(t)}
+		c.brokers[name] = b
+	}
+	b.log = &lockedBuffer{}
+	b.exited = make(chan struct{})
+	args := append([]string{
+		"--kafka-addr", b.kafka, "--advertised-addr", b.kafka,
+		"--http-addr", b.http,
+		"--heartbeat-addr", b.heartbeat, "--advertised-heartbeat-addr", b.heartbeat,
+		"--data-dir", c.dataDir, "--log-format", "json", "--log-level", "info",
+	}, c.flags...)
+	b.cmd = exec.Command(kaasBinary(t), args...)
+	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "KAAS_") && !strings.HasPrefix(e, "KUBERNETES_") {
+			b.cmd.Env = append(b.cmd.Env, e)
+		}
+	}
+	b.cmd.Env = append(b.cmd.Env, "MY_POD_NAME="+name, "MY_POD_NAMESPACE="+c.ns,
+		fmt.Sprintf("MY_POD_UID=uid-%s-%d", name, time.Now().UnixNano()), "KUBECONFIG="+c.api.kubeconfig)
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = b.cmd.Wait(); close(b.exited) }()
+	return b
+}
+
+func (b *clusterBroker) kill() {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-b.exited:
+		return
+	default:
+	}
+	_ = b.cmd.Process.Kill()
+	<-b.exited
+}
+
+// healthz is the broker's /healthz body.
+func (b *clusterBroker) healthz() (health, error) {
+	var h health
+	hc := &http.Client{Timeout: time.Second}
+	resp, err := hc.Get("http://" + b.http + "/healthz")
+	if err != nil {
+		return h, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&h)
+	return h, err
+}
+
+func (c *kaasCluster) seeds() []string {
+	var out []string
+	for _, b := range c.brokers {
+		select {
+		case <-b.exited:
+		default:
+			out = append(out, b.kafka)
+		}
+	}
+	return out
+}
+
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("%s: not reached within %v", what, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// clusterFlags are short timings so failover tests run in seconds.
+var clusterFlags = []string{
+	"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms",
+	"--fence-after", "1s", "--dead-after", "2500ms",
+}
+
+func (c *kaasCluster) client(opts ...kgo.Opt) *kgo.Client {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.RetryTimeout(60 * time.Second),
+		kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+// ledBy returns partitions_led per running broker and the controller's name.
+func (c *kaasCluster) ledBy() (map[string]int, string, int64) {
+	led := map[string]int{}
+	ctrl, epoch := "", int64(-1)
+	for name, b := range c.brokers {
+		select {
+		case <-b.exited:
+			continue
+		default:
+		}
+		h, err := b.healthz()
+		if err != nil {
+			continue
+		}
+		led[name] = h.PartitionsLed
+		if h.Role == "controller" && h.Epoch > epoch {
+			ctrl, epoch = name, h.Epoch
+		}
+	}
+	return led, ctrl, epoch
+}
+
+// produceEverywhere writes one record to every partition of topic and
+// returns how long it took until all were acknowledged.
+func produceEverywhere(t *testing.T, cl *kgo.Client, topic string, partitions int, tag string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ctx := ctxFor(t, 60*time.Second)
+	for p := 0; p < partitions; p++ {
+		r := &kgo.Record{Topic: topic, Partition: int32(p), Value: []byte(fmt.Sprintf("%s-%d", tag, p))}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatalf("produce %s to %s[%d]: %v", tag, topic, p, err)
+		}
+	}
+	return time.Since(start)
+}
+
+func consumeAll(t *testing.T, c *kaasCluster, topic string, want int) map[string]bool {
+	t.Helper()
+	cl := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	ctx := ctxFor(t, 60*time.Second)
+	got := map[string]bool{}
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %d of %d records of %s", len(got), want, topic)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)] = true })
+	}
+	return got
+}
+
+func TestClusterOnKubernetes(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, clusterFlags...)
+	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		c.start(n)
+	}
+	formed := waitUntil(t, 30*time.Second, "a controller elected", func() bool {
+		_, ctrl, _ := c.ledBy()
+		return ctrl != ""
+	})
+	t.Logf("cluster formed: controller elected after %v", formed)
+
+	// A topic created over the Kafka protocol becomes a KafkaTopic and is served.
+	adm := kadm.NewClient(c.client())
+	ctx := ctxFor(t, 30*time.Second)
+	if resp, err := adm.CreateTopic(ctx, 6, 1, nil, "orders"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	if out := api.kubectl(t, "-n", c.ns, "get", "kafkatopics", "orders", "-o", "jsonpath={.spec.partitions}"); out != "6" {
+		t.Fatalf("KafkaTopic orders has spec.partitions %q", out)
+	}
+	waitUntil(t, 20*time.Second, "6 partitions led, 2 per broker", func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"] == 2 && led["kaas-1"] == 2 && led["kaas-2"] == 2
+	})
+	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceEverywhere(t, prod, "orders", 6, "first")
+
+	// A KafkaTopic applied with kubectl becomes servable too.
+	manifest := filepath.Join(t.TempDir(), "kt.yaml")
+	if err := os.WriteFile(manifest, []byte("apiVersion: kaas.dev/v1alpha1\nkind: KafkaTopic\nmetadata:\n  name: from-kubectl\nspec:\n  partitions: 3\n  config:\n    retention.ms: \"3600000\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api.kubectl(t, "-n", c.ns, "apply", "-f", manifest)
+	waitUntil(t, 20*time.Second, "kubectl topic served", func() bool {
+		td, err := adm.ListTopics(ctx, "from-kubectl")
+		return err == nil && td.Has("from-kubectl") && len(td["from-kubectl"].Partitions) == 3 && td["from-kubectl"].Err == nil
+	})
+	produceEverywhere(t, prod, "from-kubectl", 3, "kubectl")
+	cfgs, err := adm.DescribeTopicConfigs(ctx, "from-kubectl")
+	if err != nil || cfgs[0].Err != nil {
+		t.Fatalf("describe configs: %v", err)
+	}
+	for _, cv := range cfgs[0].Configs {
+		if cv.Key == "retention.ms" && cv.MaybeValue() != "3600000" {
+			t.Fatalf("retention.ms from the KafkaTopic: %s", cv.MaybeValue())
+		}
+	}
+
+	// SIGKILL the controller: another broker wins the Lease with a higher
+	// epoch and the cluster keeps serving.
+	_, ctrl, epoch := c.ledBy()
+	killedAt := time.Now()
+	c.brokers[ctrl].kill()
+	newCtrlAfter := waitUntil(t, 30*time.Second, "new controller with a higher epoch", func() bool {
+		_, n, e := c.ledBy()
+		return n != "" && n != ctrl && e > epoch
+	})
+	prod2 := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	produceEverywhere(t, prod2, "orders", 6, "after-controller-kill")
+	servedAgain := time.Since(killedAt)
+	t.Logf("FIGURE controller SIGKILL -> new epoch: %v; -> every partition served again: %v", newCtrlAfter, servedAgain)
+	waitUntil(t, 20*time.Second, "survivors lead everything", func() bool {
+		led, _, _ := c.ledBy()
+		sum := 0
+		for _, n := range led {
+			sum += n
+		}
+		return sum == 9 && len(led) == 2
+	})
+
+	// SIGKILL a broker that is not the controller.
+	_, ctrl2, _ := c.ledBy()
+	var victim string
+	for name, b := range c.brokers {
+		select {
+		case <-b.exited:
+			continue
+		default:
+		}
+		if name != ctrl2 {
+			victim = name
+		}
+	}
+	killedAt = time.Now()
+	c.brokers[victim].kill()
+	produceEverywhere(t, prod2, "orders", 6, "after-broker-kill")
+	produceEverywhere(t, prod2, "from-kubectl", 3, "after-broker-kill")
+	t.Logf("FIGURE broker SIGKILL -> every partition served again: %v", time.Since(killedAt))
+
+	// The killed brokers come back and take a balanced share.
+	c.start(ctrl)
+	c.start(victim)
+	joined := waitUntil(t, 30*time.Second, "3 brokers with 3 partitions each", func() bool {
+		led, _, _ := c.ledBy()
+		return len(led) == 3 && led["kaas-0"] == 3 && led["kaas-1"] == 3 && led["kaas-2"] == 3
+	})
+	t.Logf("FIGURE rejoined brokers balanced after %v", joined)
+
+	// Nothing acknowledged was lost through all of it.
+	got := consumeAll(t, c, "orders", 18)
+	for _, tag := range []string{"first", "after-controller-kill", "after-broker-kill"} {
+		for p := 0; p < 6; p++ {
+			if !got[fmt.Sprintf("%s-%d", tag, p)] {
+				t.Errorf("acknowledged record %s-%d lost", tag, p)
+			}
+		}
+	}
+	_ = context.Background
+}

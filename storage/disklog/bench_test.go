@@ -1,0 +1,232 @@
+//go:build linux
+
+package disklog
+
+import (
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/batch"
+)
+
+// Storage benchmarks. This machine's raw fdatasync'ed sequential write
+// bandwidth is the ceiling for durable appends:
+//
+//	go test ./storage/disklog -run '^$' -bench . -benchtime 64x
+
+const mib = 1 << 20
+
+// BenchmarkRawFdatasync writes 1 MiB chunks to a file with an fdatasync
+// after every syncEvery MiB: the disk's durable sequential bandwidth at
+// group-commit granularity.
+func BenchmarkRawFdatasync(b *testing.B) {
+	for _, every := range []int{1, 4} {
+		b.Run(sizeName(every), func(b *testing.B) {
+			f, err := os.Create(filepath.Join(b.TempDir(), "raw"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			chunk := make([]byte, mib)
+			for i := range chunk {
+				chunk[i] = byte(i)
+			}
+			b.SetBytes(mib)
+			b.ResetTimer()
+			var off int64
+			for i := 0; i < b.N; i++ {
+				if _, err := f.WriteAt(chunk, off); err != nil {
+					b.Fatal(err)
+				}
+				off += mib
+				if (i+1)%every == 0 || i == b.N-1 {
+					if err := fdatasync(f); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAppendSync appends 16 KiB batches and calls Sync after every
+// syncEvery MiB, as the partition actor's group commit does.
+func BenchmarkAppendSync(b *testing.B) {
+	for _, every := range []int{1, 4} {
+		b.Run(sizeName(every), func(b *testing.B) {
+			o := testOpener(b, b.TempDir())
+			l := openLogT(b, o, storage.LogConfig{SegmentBytes: 256 * mib})
+			defer l.Close()
+			const batchSize = 16 << 10
+			tmpl := mkBatch(0, 16, 1, batchSize/16-20)
+			b.SetBytes(mib)
+			b.ResetTimer()
+			var acc int
+			for i := 0; i < b.N; i++ {
+				for acc < mib {
+					batch.SetBaseOffset(tmpl, l.NextOffset())
+					h, _ := batch.ParseHeader(tmpl)
+					if err := l.Append(tmpl, h); err != nil {
+						b.Fatal(err)
+					}
+					acc += len(tmpl)
+				}
+				acc -= mib
+				if (i+1)%every == 0 || i == b.N-1 {
+					if _, err := l.Sync(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFetch reads a 64 MiB log in 1 MiB fetches and sends them over
+// loopback TCP with sendfile, from the page cache (warm) and after the
+// segment files were evicted from it (cold, posix_fadvise DONTNEED).
+func BenchmarkFetch(b *testing.B) {
+	o := testOpener(b, b.TempDir())
+	l := openLogT(b, o, storage.LogConfig{SegmentBytes: 16 * mib})
+	defer l.Close()
+	bs := appendN(b, l, 64*mib/(16<<10), 16, (16<<10)/16-20, 1)
+	batchLen := len(bs[0])
+	if _, err := l.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	size := l.segmentsBytes()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, cold := range []bool{false, true} {
+		name := "warm"
+		if cold {
+			name = "cold"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				if cold {
+					b.StopTimer()
+					l.evictPageCache()
+					b.StartTimer()
+				}
+				for off := l.StartOffset(); off < l.NextOffset(); {
+					r, err := l.Read(off, mib, l.NextOffset())
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := r.WriteTo(c.(*net.TCPConn)); err != nil {
+						b.Fatal(err)
+					}
+					off += int64(r.Len()/batchLen) * 16
+					r.Close()
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRecovery measures Open of a crashed 256 MiB tail (every batch
+// CRC-checked), reported per GiB, with the tail in the page cache (kill -9)
+// and evicted from it (power loss).
+func BenchmarkRecovery(b *testing.B) {
+	root := b.TempDir()
+	o := testOpener(b, root)
+	l := openLogT(b, o, storage.LogConfig{})
+	appendN(b, l, 256*mib/(16<<10), 16, (16<<10)/16-20, 1)
+	if _, err := l.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	size := l.segmentsBytes()
+	dir := l.Dir()
+	l.crash()
+	for _, cold := range []bool{false, true} {
+		name := "warm"
+		if cold {
+			name = "cold"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(size)
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				for _, p := range segFiles(b, dir, "index") {
+					os.Remove(p)
+				}
+				if cold {
+					fadviseDontNeed(filepath.Join(dir, segName(0, 0)+logSuffix))
+				}
+				b.StartTimer()
+				start := time.Now()
+				l2 := openLogT(b, o, storage.LogConfig{})
+				total += time.Since(start)
+				b.StopTimer()
+				if l2.NextOffset() != 256*mib/(16<<10)*16 {
+					b.Fatalf("recovered to %d", l2.NextOffset())
+				}
+				l2.crash()
+				b.StartTimer()
+			}
+			b.ReportMetric(total.Seconds()/float64(b.N)/(float64(size)/(1<<30)), "s/GiB")
+		})
+	}
+}
+
+func sizeName(mibs int) string {
+	if mibs == 1 {
+		return "sync-every-1MiB"
+	}
+	return "sync-every-4MiB"
+}
+
+// segmentsBytes is the total valid size of the log's segments.
+func (l *Log) segmentsBytes() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.segments {
+		s.mu.RLock()
+		n += s.size
+		s.mu.RUnlock()
+	}
+	return n
+}
+
+func (l *Log) evictPageCache() {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, s := range l.segments {
+		fadviseDontNeed(s.path())
+	}
+}
+
+func fadviseDontNeed(path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = fdatasync(f)
+	// POSIX_FADV_DONTNEED = 4 on Linux
+	_, _, _ = syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), 0, 0, 4, 0, 0)
+}
