@@ -81,7 +81,7 @@ func TestDeleteAndGrowTopics(t *testing.T) {
 		t.Fatalf("partitions after grow: %d", n)
 	}
 	// the new partitions serve produce
-	cl := newClient(t, addr)
+	cl := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "grow", Partition: 4, Value: []byte("x")}).FirstErr(); err != nil {
 		t.Fatalf("produce to new partition: %v", err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -65,17 +64,23 @@ func produceEverywhere(t *testing.T, cl *kgo.Client, topic string, partitions in
 	return time.Since(start)
 }
 
-func consumeAll(t *testing.T, c *kaasCluster, topic string, want int) map[string]bool {
+// consumeAll reads want records of topic and returns value -> partition.
+func consumeAll(t *testing.T, c *kaasCluster, topic string, want int) map[string]int32 {
 	t.Helper()
 	cl := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	ctx := ctxFor(t, 60*time.Second)
-	got := map[string]bool{}
+	got := map[string]int32{}
 	for len(got) < want {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			t.Fatalf("consumed %d of %d records of %s", len(got), want, topic)
 		}
-		fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)] = true })
+		fs.EachRecord(func(r *kgo.Record) {
+			if _, dup := got[string(r.Value)]; dup {
+				t.Errorf("record %s consumed twice", r.Value)
+			}
+			got[string(r.Value)] = r.Partition
+		})
 	}
 	return got
 }
@@ -105,7 +110,7 @@ func TestClusterOnKubernetes(t *testing.T) {
 		led, _, _ := c.ledBy()
 		return led["kaas-0"] == 2 && led["kaas-1"] == 2 && led["kaas-2"] == 2
 	})
-	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceEverywhere(t, prod, "orders", 6, "first")
 
 	// A KafkaTopic applied with kubectl becomes servable too.
@@ -138,7 +143,7 @@ func TestClusterOnKubernetes(t *testing.T) {
 		_, n, e := c.ledBy()
 		return n != "" && n != ctrl && e > epoch
 	})
-	prod2 := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	prod2 := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceEverywhere(t, prod2, "orders", 6, "after-controller-kill")
 	servedAgain := time.Since(killedAt)
 	t.Logf("FIGURE controller SIGKILL -> new epoch: %v; -> every partition served again: %v", newCtrlAfter, servedAgain)
@@ -164,6 +169,11 @@ func TestClusterOnKubernetes(t *testing.T) {
 			victim = name
 		}
 	}
+	ledBefore, _, _ := c.ledBy()
+	t.Logf("partitions led before killing %s (controller %s): %v", victim, ctrl2, ledBefore)
+	if ledBefore[victim] == 0 {
+		t.Fatalf("victim %s leads nothing: %v", victim, ledBefore)
+	}
 	killedAt = time.Now()
 	c.brokers[victim].kill()
 	produceEverywhere(t, prod2, "orders", 6, "after-broker-kill")
@@ -183,10 +193,9 @@ func TestClusterOnKubernetes(t *testing.T) {
 	got := consumeAll(t, c, "orders", 18)
 	for _, tag := range []string{"first", "after-controller-kill", "after-broker-kill"} {
 		for p := 0; p < 6; p++ {
-			if !got[fmt.Sprintf("%s-%d", tag, p)] {
-				t.Errorf("acknowledged record %s-%d lost", tag, p)
+			if part, ok := got[fmt.Sprintf("%s-%d", tag, p)]; !ok || part != int32(p) {
+				t.Errorf("acknowledged record %s-%d: found=%v in partition %d", tag, p, ok, part)
 			}
 		}
 	}
-	_ = context.Background
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // rawGroup speaks the classic group protocol with raw kmsg requests.
@@ -90,12 +91,19 @@ func wantCode(t *testing.T, what string, got, want int16) {
 func TestGroupFencingErrors(t *testing.T) {
 	_, addr := testBroker(t)
 	adm := newAdmin(t, addr)
-	cl := newClient(t, addr)
+	// One client per simulated member: a client sends JoinGroup and
+	// SyncGroup in order on one connection. OffsetCommit is capped at v9
+	// to commit by topic name (v10 commits by topic id).
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
+	cl := newClient(t, addr, kgo.MaxVersions(v))
+	clB := newClient(t, addr)
 	ctx := ctxT(t, 30*time.Second)
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "fence"); err != nil {
 		t.Fatal(err)
 	}
 	g := rawGroup{t: t, ctx: ctx, cl: cl, group: "fenced"}
+	gb := rawGroup{t: t, ctx: ctx, cl: clB, group: "fenced"}
 
 	wantCode(t, "join with a session timeout below the minimum", g.join("", nil, 10).ErrorCode, kerr.InvalidSessionTimeout.Code)
 	wantCode(t, "join with an unknown member id", g.join("ghost", nil, 5000).ErrorCode, kerr.UnknownMemberID.Code)
@@ -121,11 +129,34 @@ func TestGroupFencingErrors(t *testing.T) {
 	wantCode(t, "commit by a non-member to a group with members", g.commit("", -1, "fence", 0), kerr.UnknownMemberID.Code)
 	wantCode(t, "commit to an unknown topic", g.commit(a, 1, "nope", 0), kerr.UnknownTopicOrPartition.Code)
 	wantCode(t, "commit to an unknown partition", g.commit(a, 1, "fence", 5), kerr.UnknownTopicOrPartition.Code)
+	// v10 names topics by id.
+	byID := kmsg.NewPtrOffsetCommitRequest()
+	byID.Group, byID.MemberID, byID.Generation = "fenced", a, 1
+	topics, err := adm.ListTopics(ctx, "fence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range [][16]byte{topics["fence"].ID, {1, 2, 3}} {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.TopicID = id
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 1, 3
+		rt.Partitions = append(rt.Partitions, rp)
+		byID.Topics = append(byID.Topics, rt)
+	}
+	if r, err := byID.RequestWith(ctx, clB); err != nil {
+		t.Fatal(err)
+	} else if r.Version != 10 {
+		t.Errorf("OffsetCommit negotiated v%d, want v10", r.Version)
+	} else {
+		wantCode(t, "v10 commit by topic id", r.Topics[0].Partitions[0].ErrorCode, 0)
+		wantCode(t, "v10 commit to an unknown topic id", r.Topics[1].Partitions[0].ErrorCode, kerr.UnknownTopicID.Code)
+	}
 
 	// A second member (static) starts a rebalance: a's heartbeat says so.
 	inst := "static-b"
 	joined := make(chan *kmsg.JoinGroupResponse, 1)
-	go func() { joined <- g.join("", &inst, 5000) }()
+	go func() { joined <- gb.join("", &inst, 5000) }()
 	waitFor(t, ctx, "a rebalance", func() bool {
 		return g.heartbeat(a, nil, 1) == kerr.RebalanceInProgress.Code
 	})
@@ -138,7 +169,7 @@ func TestGroupFencingErrors(t *testing.T) {
 	wantCode(t, "commit while the group completes its rebalance", g.commit(a, 2, "fence", 0), kerr.RebalanceInProgress.Code)
 	// The follower's SyncGroup waits for the leader's.
 	followerSync := make(chan *kmsg.SyncGroupResponse, 1)
-	go func() { followerSync <- g.sync(jb.MemberID, &inst, 2, false) }()
+	go func() { followerSync <- gb.sync(jb.MemberID, &inst, 2, false) }()
 	time.Sleep(50 * time.Millisecond)
 	wantCode(t, "leader sync", g.sync(a, nil, 2, true).ErrorCode, 0)
 	wantCode(t, "follower sync", (<-followerSync).ErrorCode, 0)
