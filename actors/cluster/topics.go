@@ -136,7 +136,9 @@ type Topics struct {
 	Namespace string
 }
 
-func (t *Topics) res() dynamic.ResourceInterface { return t.Dyn.Resource(KafkaTopicGVR).Namespace(t.Namespace) }
+func (t *Topics) res() dynamic.ResourceInterface {
+	return t.Dyn.Resource(KafkaTopicGVR).Namespace(t.Namespace)
+}
 
 // Create creates a KafkaTopic and returns its uid (the topic id).
 func (t *Topics) Create(ctx context.Context, name string, partitions int32, cfg map[string]string) (string, error) {

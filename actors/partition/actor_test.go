@@ -41,9 +41,11 @@ func (l *slowLog) Durable() int64 {
 
 type slowOpener struct{ log *slowLog }
 
-func (o slowOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, error) { return o.log, nil }
-func (o slowOpener) Remove(storage.PartitionID) error                                 { return nil }
-func (o slowOpener) Persistent() bool                                                 { return true }
+func (o slowOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, error) {
+	return o.log, nil
+}
+func (o slowOpener) Remove(storage.PartitionID) error { return nil }
+func (o slowOpener) Persistent() bool                 { return true }
 
 func spawn(t *testing.T, opener storage.Opener, syncTimeout time.Duration) runtime.Ref {
 	t.Helper()
