@@ -118,11 +118,15 @@ func WatchTopics(ctx context.Context, dyn dynamic.Interface, ns string, report f
 				if bad[u.GetName()] != err.Error() {
 					log.Error().Err(err).Str("kafkatopic", u.GetName()).Msg("invalid KafkaTopic ignored")
 					bad[u.GetName()] = err.Error()
+					go setStatus(ctx, dyn, u, false, "Invalid", err.Error(), log)
 				}
 				continue
 			}
 			delete(bad, u.GetName())
 			out[name] = spec
+			if statusStale(u, spec) {
+				go setStatus(ctx, dyn, u, true, "Accepted", fmt.Sprintf("topic %s is in the controller's assignment", name), log)
+			}
 		}
 		report(out)
 	}
@@ -208,4 +212,42 @@ func (t *Topics) Patch(ctx context.Context, name string, partitions int32, cfg m
 		return fmt.Errorf("patch KafkaTopic %s: %w", name, err)
 	}
 	return nil
+}
+
+// statusStale reports whether a valid KafkaTopic's status does not yet say
+// it was accepted with its current spec.
+func statusStale(u *unstructured.Unstructured, spec balancer.TopicSpec) bool {
+	id, _, _ := unstructured.NestedString(u.Object, "status", "topicID")
+	parts, _, _ := unstructured.NestedInt64(u.Object, "status", "partitions")
+	gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	return id != spec.ID || parts != int64(spec.Partitions) || gen != u.GetGeneration()
+}
+
+// setStatus writes a KafkaTopic's status: topic id, partitions, observed
+// generation and a Ready condition. Conflicts are left to the next change.
+func setStatus(ctx context.Context, dyn dynamic.Interface, u *unstructured.Unstructured, ready bool, reason, msg string, log zerolog.Logger) {
+	u = u.DeepCopy()
+	status := "False"
+	if ready {
+		status = "True"
+	}
+	parts, _, _ := unstructured.NestedInt64(u.Object, "spec", "partitions")
+	st := map[string]any{
+		"topicID":            string(u.GetUID()),
+		"partitions":         parts,
+		"observedGeneration": u.GetGeneration(),
+		"conditions": []any{map[string]any{
+			"type": "Ready", "status": status, "reason": reason, "message": msg,
+			"observedGeneration": u.GetGeneration(),
+			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		}},
+	}
+	if !ready {
+		delete(st, "partitions")
+	}
+	u.Object["status"] = st
+	_, err := dyn.Resource(KafkaTopicGVR).Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		log.Warn().Err(err).Str("kafkatopic", u.GetName()).Msg("update KafkaTopic status")
+	}
 }

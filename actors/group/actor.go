@@ -163,6 +163,16 @@ func (a *groupActor) Receive(ctx actor.Context) {
 		a.grace = a.after(a.opts.LoadGrace, &graceExpired{})
 		a.cleanup = a.after(a.opts.CleanupInterval, &cleanupTick{})
 		return
+	case *actor.Restarting:
+		// A panic: the next incarnation reloads from the store. Nothing
+		// parked may be left unanswered.
+		a.stopTimers()
+		a.g.Abandon(kerr.CoordinatorNotAvailable.Code)
+		a.flushQueued(kerr.CoordinatorNotAvailable.Code)
+		if l := a.glog; l != nil && !a.writing {
+			go func() { _ = l.Close() }()
+		}
+		return
 	case *actor.Stopping:
 		a.stopTimers()
 		a.g.Abandon(kerr.NotCoordinator.Code)

@@ -72,6 +72,7 @@ type entry struct {
 type (
 	viewPoll        struct{}
 	scanDone        struct{ groups []string }
+	listGrace       struct{}
 	stopCoordinator struct{}
 	stopDeadline    struct{}
 )
@@ -90,6 +91,7 @@ type manager struct {
 
 	scanning bool
 	scanned  bool
+	lists    []*messages.GroupList // ListGroups waiting for the first scan
 	rescan   bool
 	stopping bool
 	poll     *time.Timer
@@ -115,7 +117,7 @@ func (m *manager) Receive(ctx actor.Context) {
 	case *messages.GroupCall:
 		m.route(ctx, msg)
 	case *messages.GroupList:
-		m.list(msg)
+		m.list(ctx, msg)
 	case *messages.GroupsViewChanged:
 		m.checkView(ctx)
 	case *viewPoll:
@@ -123,23 +125,31 @@ func (m *manager) Receive(ctx actor.Context) {
 		m.armPoll(ctx)
 	case *scanDone:
 		m.onScan(ctx, msg)
+	case *listGrace:
+		for _, l := range m.lists {
+			l.Reply(nil, kerr.CoordinatorLoadInProgress.Code)
+		}
+		m.lists = nil
 	case *groupSummary:
 		if e := m.groups[msg.id]; e != nil && e.seq == msg.seq {
 			e.summary, e.loaded = msg.summary, true
 			m.count()
 		}
+		m.answerLists(ctx)
 	case *groupIdle:
 		if e := m.groups[msg.id]; e != nil && e.seq == msg.seq && e.sent == msg.handled && !e.releasing {
 			delete(m.groups, msg.id)
 			ctx.Stop(e.pid)
 			m.count()
 		}
+		m.answerLists(ctx)
 	case *groupReleased:
 		if e := m.groups[msg.id]; e != nil && e.seq == msg.seq {
 			delete(m.groups, msg.id)
 			ctx.Stop(e.pid)
 			m.count()
 		}
+		m.answerLists(ctx)
 		m.maybeStop(ctx)
 	case *actor.Terminated:
 		if m.opts.Watch != nil && msg.Who.Equal(m.opts.Watch) {
@@ -214,9 +224,36 @@ func (m *manager) spawn(ctx actor.Context, group string) (*entry, bool) {
 	return e, true
 }
 
-func (m *manager) list(l *messages.GroupList) {
+// loaded reports whether every stored group is known and loaded.
+func (m *manager) loaded() bool {
 	if !m.scanned {
-		l.Reply(nil, kerr.CoordinatorLoadInProgress.Code)
+		return false
+	}
+	for _, e := range m.groups {
+		if !e.loaded && !e.releasing {
+			return false
+		}
+	}
+	return true
+}
+
+// answerLists answers waiting ListGroups once everything has loaded.
+func (m *manager) answerLists(ctx actor.Context) {
+	if len(m.lists) == 0 || !m.loaded() {
+		return
+	}
+	m.answerLists(ctx)
+}
+
+func (m *manager) list(ctx actor.Context, l *messages.GroupList) {
+	if !m.loaded() {
+		// Until the stored groups are known and loaded, wait (up to
+		// LoadGrace, then COORDINATOR_LOAD_IN_PROGRESS).
+		if len(m.lists) == 0 {
+			self, system := ctx.Self(), ctx.ActorSystem()
+			time.AfterFunc(m.opts.LoadGrace, func() { system.Root.Send(self, &listGrace{}) })
+		}
+		m.lists = append(m.lists, l)
 		return
 	}
 	match := func(filter []string, v string) bool {
@@ -234,7 +271,7 @@ func (m *manager) list(l *messages.GroupList) {
 	for _, name := range sortedKeys(m.groups) {
 		e := m.groups[name]
 		s := e.summary
-		if e.releasing || !e.loaded || !s.Exists {
+		if e.releasing || !s.Exists {
 			continue
 		}
 		row := messages.GroupRow{Group: name, ProtocolType: s.ProtocolType, State: s.State.String(), Type: s.Kind.String()}
@@ -281,6 +318,7 @@ func (m *manager) onScan(ctx actor.Context, s *scanDone) {
 		m.rescan = false
 		m.scan(ctx)
 	}
+	m.answerLists(ctx)
 }
 
 func (m *manager) checkView(ctx actor.Context) {

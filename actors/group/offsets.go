@@ -358,11 +358,13 @@ func (g *Group) Delete(now time.Time) int16 {
 	switch {
 	case g.state == Dead || !g.Exists():
 		return kerr.GroupIDNotFound.Code
-	case g.HasMembers():
+	case g.kind == KindConsumer && len(g.cons.members) > 0:
 		return kerr.NonEmptyGroup.Code
 	case g.kind == KindClassic && g.state != Empty:
 		return kerr.NonEmptyGroup.Code
 	}
+	// (Pending classic members, which got MEMBER_ID_REQUIRED but never
+	// joined, do not keep an Empty group alive.)
 	g.offsets = map[groupstore.TP]groupstore.Commit{}
 	g.state = Dead
 	return 0

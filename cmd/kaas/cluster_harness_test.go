@@ -79,6 +79,15 @@ func (a *apiserver) kubectl(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// kubectlMaybe runs kubectl and returns its output, or "" on error.
+func (a *apiserver) kubectlMaybe(args ...string) string {
+	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", a.kubeconfig}, args...)...).Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
 // clusterBroker is one kaas process in cluster mode (MY_POD_NAME set).
 type clusterBroker struct {
 	name      string

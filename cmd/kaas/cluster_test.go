@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kaas-project/kaas/actors/supervisor"
 )
 
 // clusterFlags are short timings so failover tests run in seconds.
@@ -124,6 +126,20 @@ func TestClusterOnKubernetes(t *testing.T) {
 		return err == nil && td.Has("from-kubectl") && len(td["from-kubectl"].Partitions) == 3 && td["from-kubectl"].Err == nil
 	})
 	produceEverywhere(t, prod, "from-kubectl", 3, "kubectl")
+	waitUntil(t, 10*time.Second, "KafkaTopic status", func() bool {
+		out := api.kubectlMaybe("-n", c.ns, "get", "kafkatopics", "from-kubectl", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}/{.status.topicID}`)
+		td, _ := adm.ListTopics(ctx, "from-kubectl")
+		return out == "True/"+supervisor.FormatUUID(td["from-kubectl"].ID)
+	})
+	// An invalid KafkaTopic is reported in its status and never served.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: kaas.dev/v1alpha1\nkind: KafkaTopic\nmetadata:\n  name: bad-config\nspec:\n  partitions: 1\n  config:\n    retention.ms: soon\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	api.kubectl(t, "-n", c.ns, "apply", "-f", bad)
+	waitUntil(t, 10*time.Second, "invalid KafkaTopic reported", func() bool {
+		return api.kubectlMaybe("-n", c.ns, "get", "kafkatopics", "bad-config", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].reason}`) == "Invalid"
+	})
 	cfgs, err := adm.DescribeTopicConfigs(ctx, "from-kubectl")
 	if err != nil || cfgs[0].Err != nil {
 		t.Fatalf("describe configs: %v", err)

@@ -130,6 +130,18 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 		}
 	}
 
+	// The stored groups are listed (loaded at start, before any request
+	// names them).
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := listed[group]; l.State != "Empty" || l.ProtocolType != "consumer" {
+		t.Errorf("listed after the restart: %+v (all: %v)", l, listed.Groups())
+	}
+	if _, ok := listed["manual"]; !ok {
+		t.Errorf("offsets-only group not listed after the restart: %v", listed.Groups())
+	}
 	after, err := adm.FetchOffsets(ctx, group)
 	if err != nil {
 		t.Fatal(err)
@@ -149,13 +161,6 @@ func TestGroupOffsetsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	} else if o, _ := m.Lookup(topic, 2); o.At != 42 || o.Metadata != "by hand" {
 		t.Errorf("manual offset after the restart: %+v", o)
-	}
-	listed, err := adm.ListGroups(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := listed[group]; l.State != "Empty" || l.ProtocolType != "consumer" {
-		t.Errorf("listed after the restart: %+v (all: %v)", l, listed.Groups())
 	}
 	if !diskLog {
 		return

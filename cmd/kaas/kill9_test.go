@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -18,31 +17,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-var (
-	kill9Once sync.Once
-	kill9Bin  string
-	kill9Err  error
-)
-
-// kill9Binary builds the kaas binary once per test process.
+// kill9Binary builds the kaas binary (once, for this test) into a
+// temporary directory.
 func kill9Binary(t *testing.T) string {
 	t.Helper()
-	kill9Once.Do(func() {
-		dir, err := os.MkdirTemp("", "kaas-kill9-")
-		if err != nil {
-			kill9Err = err
-			return
-		}
-		kill9Bin = filepath.Join(dir, "kaas")
-		out, err := exec.Command("go", "build", "-o", kill9Bin, ".").CombinedOutput()
-		if err != nil {
-			kill9Err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if kill9Err != nil {
-		t.Fatal(kill9Err)
+	bin := filepath.Join(t.TempDir(), "kaas")
+	start := time.Now()
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	return kill9Bin
+	t.Logf("built %s in %v", bin, time.Since(start).Round(time.Millisecond))
+	return bin
 }
 
 type kill9Proc struct {

@@ -72,7 +72,6 @@ type Log struct {
 	quit       chan struct{}
 	janitorWG  sync.WaitGroup
 	fileMode   os.FileMode
-	scratchBuf []byte // owner-only
 }
 
 var _ storage.Log = (*Log)(nil)

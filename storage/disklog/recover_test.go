@@ -256,8 +256,9 @@ func TestCrashZeroFilledTail(t *testing.T) {
 	expectKept(t, l, g, g.bases()[n-1])
 }
 
-// segBatches returns the golden batch indexes stored in segment file seg.
-func segRange(t *testing.T, g *golden, seg string) (first, count int, firstPos int64) {
+// segRange returns the golden batches stored in segment file seg: the
+// index of the first one and how many.
+func segRange(t *testing.T, g *golden, seg string) (first, count int) {
 	t.Helper()
 	_, base, _ := parseSegName(strings.TrimSuffix(filepath.Base(seg), logSuffix))
 	bases := g.bases()
@@ -273,7 +274,7 @@ func segRange(t *testing.T, g *golden, seg string) (first, count int, firstPos i
 		pos += int64(len(g.batches[i]))
 		count++
 	}
-	return first, count, 0
+	return first, count
 }
 
 // TestCrashCorruptSealedSegment: a sealed segment that was synced (index
@@ -282,7 +283,7 @@ func TestCrashCorruptSealedSegment(t *testing.T) {
 	g := buildGolden(t, true, 2)
 	bases := g.bases()
 	seg := g.segs[1]
-	first, count, _ := segRange(t, g, seg)
+	first, count := segRange(t, g, seg)
 	mid := first + count/2
 	var pos int64
 	for i := first; i < mid; i++ {
@@ -318,7 +319,7 @@ func TestCrashCorruptSealedSegment(t *testing.T) {
 	}
 	// Later segments are intact and still served.
 	next := g.segs[2]
-	f2, _, _ := segRange(t, g, next)
+	f2, _ := segRange(t, g, next)
 	if _, err := l.Read(bases[f2], 100, l.NextOffset()); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +333,7 @@ func TestCrashSealedTailLost(t *testing.T) {
 	g := buildGolden(t, false, 2)
 	bases := g.bases()
 	seg := g.segs[1]
-	first, count, _ := segRange(t, g, seg)
+	first, count := segRange(t, g, seg)
 	mid := first + count/2
 	var pos int64
 	for i := first; i < mid; i++ {
@@ -513,7 +514,7 @@ func TestCorruptionInCleanActiveSegment(t *testing.T) {
 	g := &golden{dir: l.Dir(), batches: bs}
 	segs := segFiles(t, g.dir, logSuffix)
 	last := segs[len(segs)-1]
-	first, count, _ := segRange(t, g, last)
+	first, count := segRange(t, g, last)
 	if count < 3 {
 		t.Fatalf("%d batches in the active segment", count)
 	}
