@@ -19,7 +19,9 @@ type HeartbeatConfig struct {
 	// Ping fills a ping with the broker's current state.
 	Ping func() *heartbeatpb.Ping
 	// OnPush receives every push (PONG and ASSIGNMENT_CHANGED).
-	OnPush   func(*heartbeatpb.Push)
+	OnPush func(*heartbeatpb.Push)
+	// Kick sends a ping at once (a release the controller waits for).
+	Kick     <-chan struct{}
 	Interval time.Duration
 	Log      zerolog.Logger
 }
@@ -95,10 +97,11 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 			return ctx.Err()
 		case err := <-errc:
 			return err
+		case <-cfg.Kick:
 		case <-t.C:
-			if cfg.Target() != target {
-				return errTargetChanged
-			}
+		}
+		if cfg.Target() != target {
+			return errTargetChanged
 		}
 	}
 }

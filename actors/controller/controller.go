@@ -66,6 +66,9 @@ type brokerRow struct {
 	pinged   bool
 	healthy  bool
 	draining bool
+	// listed is what the broker's latest ping says it serves (opening,
+	// leading or still closing): the release confirmation of two-phase moves.
+	listed map[TP]bool
 }
 
 // Actor is the controller actor.
@@ -133,7 +136,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 		a.cfg.Log.Info().Int64("epoch", a.cfg.Epoch).Msg("controller stopped")
 	case *BrokerPing:
-		a.ping(m)
+		if a.ping(m) {
+			a.recompute(ctx, "partitions released")
+		}
 	case *TopicsChanged:
 		a.topics, a.haveTopic = m.Topics, true
 		a.recompute(ctx, "topics changed")
@@ -157,7 +162,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	}
 }
 
-func (a *Actor) ping(m *BrokerPing) {
+// ping records a heartbeat; it reports whether the broker released a
+// partition another broker is waiting for.
+func (a *Actor) ping(m *BrokerPing) bool {
 	p := m.Ping
 	row, ok := a.brokers[p.Name]
 	if !ok {
@@ -167,6 +174,27 @@ func (a *Actor) ping(m *BrokerPing) {
 	row.info.Name, row.info.Host, row.info.Port = p.Name, p.KafkaHost, p.KafkaPort
 	row.lastPing, row.pinged = m.At, true
 	row.healthy, row.draining = p.Healthy, p.Draining
+	listed := make(map[TP]bool, len(p.Partitions))
+	for _, lp := range p.Partitions {
+		listed[TP{Topic: lp.Topic, Partition: lp.Partition}] = true
+	}
+	released := false
+	for tp := range row.listed {
+		if !listed[tp] && a.waiting(tp) {
+			released = true
+		}
+	}
+	row.listed = listed
+	return released
+}
+
+// waiting reports whether tp is held leaderless in the last assignment.
+func (a *Actor) waiting(tp TP) bool {
+	if a.prev == nil {
+		return false
+	}
+	t, ok := a.prev.Topics[tp.Topic]
+	return ok && int(tp.Partition) < len(t.Partitions) && t.Partitions[tp.Partition].Leader == assignment.NoLeader
 }
 
 // states derives every registered broker's state now. The controller is
@@ -229,15 +257,22 @@ func (a *Actor) recompute(ctx actor.Context, why string) {
 		return
 	}
 	a.lastState = states
-	if a.prev != nil && next.AssignmentVersion == a.prev.AssignmentVersion && next.ControllerEpoch == a.prev.ControllerEpoch {
+	listed := make(map[string]map[TP]bool, len(a.brokers))
+	for name, row := range a.brokers {
+		if row.pinged {
+			listed[name] = row.listed
+		}
+	}
+	held := HoldUnreleased(a.prev, next, states, listed)
+	if a.prev != nil && (next.AssignmentVersion == a.prev.AssignmentVersion || assignment.SameContent(a.prev, next)) {
 		return
 	}
 	if a.cfg.StillLeader != nil && !a.cfg.StillLeader() {
 		a.cfg.Log.Warn().Msg("lease no longer held; not writing the assignment")
 		return
 	}
-	a.cfg.Log.Info().Str("why", why).Int64("epoch", next.ControllerEpoch).Int64("version", next.AssignmentVersion).
-		Int("moves", len(moves)).Int("topics", len(next.Topics)).Msg("writing assignment")
+	a.cfg.Log.Info().Str("why", why).Int64("version", next.AssignmentVersion).
+		Int("moves", len(moves)).Int("held", held).Int("topics", len(next.Topics)).Msg("writing assignment")
 	a.writing = true
 	self, system, dir := ctx.Self(), ctx.ActorSystem(), a.cfg.DataDir
 	go func() {

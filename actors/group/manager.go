@@ -242,7 +242,11 @@ func (m *manager) answerLists(ctx actor.Context) {
 	if len(m.lists) == 0 || !m.loaded() {
 		return
 	}
-	m.answerLists(ctx)
+	lists := m.lists
+	m.lists = nil
+	for _, l := range lists {
+		m.list(ctx, l)
+	}
 }
 
 func (m *manager) list(ctx actor.Context, l *messages.GroupList) {

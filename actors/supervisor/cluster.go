@@ -90,6 +90,7 @@ type Cluster struct {
 	pingState  atomic.Pointer[heartbeatpb.Ping]
 	draining   atomic.Bool
 	topicAdmin *cluster.Topics
+	kick       chan struct{}
 }
 
 // NewCluster returns the cluster supervisor's producer.
@@ -98,7 +99,8 @@ func NewCluster(cfg ClusterConfig) func() actor.Actor {
 		cfg.DefaultPartitions = 1
 	}
 	return func() actor.Actor {
-		return &Cluster{cfg: cfg, parts: map[routing.TP]*ledPartition{}, topicAdmin: &cluster.Topics{Dyn: cfg.Dyn, Namespace: cfg.Namespace}}
+		return &Cluster{cfg: cfg, parts: map[routing.TP]*ledPartition{}, topicAdmin: &cluster.Topics{Dyn: cfg.Dyn, Namespace: cfg.Namespace},
+			kick: make(chan struct{}, 1)}
 	}
 }
 
@@ -123,6 +125,10 @@ func (s *Cluster) Receive(ctx actor.Context) {
 			delete(s.parts, m.tp)
 		}
 		m.ref.Poison()
+		// Report the release at once: the controller waits for it before
+		// giving the partition to its next leader.
+		s.updatePing()
+		s.kickHeartbeat()
 	case *Ping:
 		m.Reply()
 	case *messages.CreateTopics:
@@ -194,6 +200,7 @@ func (s *Cluster) start(ctx actor.Context) {
 			p.Draining = s.draining.Load()
 			return &p
 		},
+		Kick: s.kick,
 		OnPush: func(p *heartbeatpb.Push) {
 			if p.Kind == heartbeatpb.Push_ASSIGNMENT_CHANGED {
 				s.follower.Nudge()
@@ -362,12 +369,20 @@ func (s *Cluster) updatePing() {
 	if s.current != nil {
 		p.ControllerEpoch, p.AssignmentVersion = s.current.ControllerEpoch, s.current.AssignmentVersion
 	}
+	// Every partition with an actor counts, including ones still closing:
+	// only a finished close is a release.
 	for tp, lp := range s.parts {
-		if !lp.releasing {
-			p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: lp.leaderEpoch})
-		}
+		p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: lp.leaderEpoch})
 	}
 	s.pingState.Store(p)
+}
+
+// kickHeartbeat asks the heartbeat client to send a ping now.
+func (s *Cluster) kickHeartbeat() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
 }
 
 // --- topic administration through KafkaTopic objects ---------------------

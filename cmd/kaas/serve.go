@@ -22,6 +22,7 @@ import (
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/actors/supervisor"
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/memlog"
 )
@@ -200,12 +201,32 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		}
 		pong := make(chan struct{})
 		b.sup.Send(&supervisor.Ping{Reply: func() { close(pong) }})
+		deadline := time.After(2 * time.Second)
 		select {
 		case <-pong:
-			_, _ = io.WriteString(w, "ready\n")
-		case <-time.After(2 * time.Second):
+		case <-deadline:
 			http.Error(w, "not ready: supervisor does not answer", http.StatusServiceUnavailable)
+			return
 		}
+		// Every partition assigned to this broker must be open.
+		v := b.views.Load()
+		open := make(chan bool, len(v.Local))
+		for _, ref := range v.Local {
+			ref.Send(&messages.PartitionStatus{Reply: func(st messages.PartitionStatusResult) { open <- st.Leading }})
+		}
+		for i := 0; i < len(v.Local); i++ {
+			select {
+			case ok := <-open:
+				if !ok {
+					http.Error(w, "not ready: a led partition is still opening", http.StatusServiceUnavailable)
+					return
+				}
+			case <-deadline:
+				http.Error(w, "not ready: partitions do not answer", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		_, _ = io.WriteString(w, "ready\n")
 	})
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
 		v := b.views.Load()

@@ -312,7 +312,7 @@ func TestLazyLRUReads(t *testing.T) {
 
 func TestConcurrentSyncReadAppend(t *testing.T) {
 	o := testOpener(t, t.TempDir(), MaxOpenFiles(3))
-	l := openLogT(t, o, storage.LogConfig{SegmentBytes: 8 << 10, IndexInterval: 256})
+	l := openLogT(t, o, storage.LogConfig{SegmentBytes: 8 << 10, IndexInterval: 256, RetentionBytes: 256 << 10})
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	var bad error
@@ -343,6 +343,10 @@ func TestConcurrentSyncReadAppend(t *testing.T) {
 				fail(errors.New("durable went backwards"))
 			}
 			last = d
+			if err := l.WriteSnapshot("producers", []byte{byte(d)}); err != nil {
+				fail(err)
+				return
+			}
 		}
 	}()
 	for r := 0; r < 2; r++ {
@@ -355,12 +359,15 @@ func TestConcurrentSyncReadAppend(t *testing.T) {
 					return
 				default:
 				}
-				hw := l.Durable()
-				if hw == 0 {
+				hw, start := l.Durable(), l.StartOffset()
+				if hw <= start {
 					continue
 				}
-				off := rng.Int63n(hw)
+				off := start + rng.Int63n(hw-start)
 				recs, err := l.Read(off, 1+rng.Intn(4000), hw)
+				if errors.Is(err, storage.ErrOffsetOutOfRange) {
+					continue // retention moved the start meanwhile
+				}
 				if err != nil {
 					fail(err)
 					return
@@ -388,7 +395,17 @@ func TestConcurrentSyncReadAppend(t *testing.T) {
 			}
 		}()
 	}
-	appendN(t, l, 3000, 2, 50, 1)
+	for i := 0; i < 30; i++ { // the owner: appends, retention, DeleteRecords
+		appendN(t, l, 100, 2, 50, 1)
+		if err := l.EnforceRetention(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if i%7 == 0 {
+			if err := l.SetStartOffset(l.StartOffset() + 5); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	time.Sleep(20 * time.Millisecond)
 	close(stop)
 	wg.Wait()

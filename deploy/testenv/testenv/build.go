@@ -188,7 +188,9 @@ func goBuild(ctx context.Context, mod, out, pkg, ldflags string) error {
 	start := time.Now()
 	fmt.Fprintf(os.Stderr, "testenv: building %s (%s); a cold build of kube-apiserver takes minutes\n", filepath.Base(out), pkg)
 	tmp := out + ".tmp"
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, pkg)
+	// No -trimpath: the packages this build compiles (client-go, apimachinery, ...) then
+	// share the build cache with `go test` of this module, which saves minutes cold.
+	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", ldflags, "-o", tmp, pkg)
 	cmd.Dir = mod
 	var tail bytes.Buffer
 	cmd.Stdout = io.MultiWriter(os.Stderr, &tail)

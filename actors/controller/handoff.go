@@ -1,0 +1,68 @@
+package controller
+
+import (
+	"github.com/kaas-project/kaas/storage/assignment"
+)
+
+// TP names a partition in a heartbeat's list of partitions led.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+// HoldUnreleased makes every leadership move two-phase (invariant 1: one
+// writer per partition). A partition the balancer gives to broker N is held
+// leaderless (leader -1) instead when
+//   - its previous leader L != N is still running (alive or draining): the
+//     file first takes it away from L, or
+//   - any running broker other than N still lists it in its latest
+//     heartbeat: the release has not been confirmed yet.
+//
+// A partition already held stays exactly as it was (same epoch), so waiting
+// for a release writes nothing new. Dead brokers are not waited for: they stopped heartbeating for dead-after
+// and have fenced themselves. The leader epoch the balancer chose is kept, so
+// epochs only rise. next is modified in place; it returns how many
+// partitions are held.
+func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, listed map[string]map[TP]bool) int {
+	running := func(name string) bool {
+		s, ok := states[name]
+		return ok && s != assignment.Dead
+	}
+	names := map[int32]string{}
+	for _, b := range next.Brokers {
+		names[b.ID] = b.Name
+	}
+	held := 0
+	for topic, t := range next.Topics {
+		var pt []assignment.Partition
+		if prev != nil {
+			if p, ok := prev.Topics[topic]; ok && p.ID == t.ID {
+				pt = p.Partitions
+			}
+		}
+		for i, p := range t.Partitions {
+			if p.Leader < 0 {
+				continue
+			}
+			target := names[p.Leader]
+			hold := false
+			if i < len(pt) && pt[i].Leader >= 0 && pt[i].Leader != p.Leader && running(names[pt[i].Leader]) {
+				hold = true
+			}
+			for name, parts := range listed {
+				if name != target && running(name) && parts[TP{Topic: topic, Partition: int32(i)}] {
+					hold = true
+				}
+			}
+			if hold {
+				t.Partitions[i].Leader = assignment.NoLeader
+				if i < len(pt) && pt[i].Leader == assignment.NoLeader {
+					// Still waiting: nothing changes, not even the epoch.
+					t.Partitions[i].LeaderEpoch = pt[i].LeaderEpoch
+				}
+				held++
+			}
+		}
+	}
+	return held
+}

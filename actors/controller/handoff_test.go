@@ -1,0 +1,84 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/kaas-project/kaas/storage/assignment"
+)
+
+func doc(leaders ...int32) *assignment.Assignment {
+	a := &assignment.Assignment{Format: 1, Brokers: []assignment.Broker{
+		{ID: 0, Name: "kaas-0", State: assignment.Alive}, {ID: 1, Name: "kaas-1", State: assignment.Alive}, {ID: 2, Name: "kaas-2", State: assignment.Alive},
+	}, Topics: map[string]assignment.Topic{"t": {ID: "id"}}}
+	t := a.Topics["t"]
+	for _, l := range leaders {
+		t.Partitions = append(t.Partitions, assignment.Partition{Leader: l, LeaderEpoch: 1})
+	}
+	a.Topics["t"] = t
+	return a
+}
+
+func leadersOf(a *assignment.Assignment) []int32 {
+	var out []int32
+	for _, p := range a.Topics["t"].Partitions {
+		out = append(out, p.Leader)
+	}
+	return out
+}
+
+func TestHoldKeepsTheEpochWhileWaiting(t *testing.T) {
+	prev := doc(0, -1)
+	prev.Topics["t"].Partitions[1] = assignment.Partition{Leader: -1, LeaderEpoch: 4}
+	next := doc(0, 2)
+	next.Topics["t"].Partitions[1] = assignment.Partition{Leader: 2, LeaderEpoch: 5}
+	states := map[string]assignment.BrokerState{"kaas-0": assignment.Alive, "kaas-1": assignment.Alive, "kaas-2": assignment.Alive}
+	HoldUnreleased(prev, next, states, map[string]map[TP]bool{"kaas-1": {{"t", 1}: true}})
+	if p := next.Topics["t"].Partitions[1]; p.Leader != -1 || p.LeaderEpoch != 4 {
+		t.Fatalf("held partition %+v, want leader -1 epoch 4", p)
+	}
+}
+
+func TestHoldUnreleased(t *testing.T) {
+	alive := map[string]assignment.BrokerState{"kaas-0": assignment.Alive, "kaas-1": assignment.Alive, "kaas-2": assignment.Alive}
+	withDead := map[string]assignment.BrokerState{"kaas-0": assignment.Alive, "kaas-1": assignment.Dead, "kaas-2": assignment.Alive}
+	draining := map[string]assignment.BrokerState{"kaas-0": assignment.Alive, "kaas-1": assignment.Draining, "kaas-2": assignment.Alive}
+	lists := func(name string, parts ...int32) map[string]map[TP]bool {
+		m := map[TP]bool{}
+		for _, p := range parts {
+			m[TP{"t", p}] = true
+		}
+		return map[string]map[TP]bool{name: m}
+	}
+	cases := []struct {
+		name   string
+		prev   *assignment.Assignment
+		next   *assignment.Assignment
+		states map[string]assignment.BrokerState
+		listed map[string]map[TP]bool
+		want   []int32
+		held   int
+	}{
+		{"no move", doc(0, 1), doc(0, 1), alive, lists("kaas-1", 1), []int32{0, 1}, 0},
+		{"move from a live broker is held", doc(0, 1), doc(0, 2), alive, lists("kaas-1", 1), []int32{0, -1}, 1},
+		{"move from a draining broker is held", doc(0, 1), doc(0, 2), draining, nil, []int32{0, -1}, 1},
+		{"move from a dead broker goes through", doc(0, 1), doc(0, 2), withDead, lists("kaas-1", 1), []int32{0, 2}, 0},
+		{"leaderless but not yet released", doc(0, -1), doc(0, 2), alive, lists("kaas-1", 1), []int32{0, -1}, 1},
+		{"released: phase two", doc(0, -1), doc(0, 2), alive, lists("kaas-1"), []int32{0, 2}, 0},
+		{"new partition", nil, doc(0, 2), alive, nil, []int32{0, 2}, 0},
+		{"the target listing it is fine", doc(0, -1), doc(0, 2), alive, lists("kaas-2", 1), []int32{0, 2}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			held := HoldUnreleased(tc.prev, tc.next, tc.states, tc.listed)
+			got := leadersOf(tc.next)
+			if held != tc.held || len(got) != len(tc.want) {
+				t.Fatalf("held %d leaders %v, want %d %v", held, got, tc.held, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("leaders %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
