@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,6 +21,9 @@ type HeartbeatConfig struct {
 	Ping func() *heartbeatpb.Ping
 	// OnPush receives every push (PONG and ASSIGNMENT_CHANGED).
 	OnPush func(*heartbeatpb.Push)
+	// OnExchange is called when a PONG completes an exchange, with the
+	// send time of the ping it answers (self-fencing counts from there).
+	OnExchange func(sentAt time.Time)
 	// Kick sends a ping at once (a release the controller waits for).
 	Kick     <-chan struct{}
 	Interval time.Duration
@@ -73,12 +77,18 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 		return err
 	}
 	errc := make(chan error, 2)
+	var sent sync.Map // seq -> time.Time
 	go func() {
 		for {
 			p, err := stream.Recv()
 			if err != nil {
 				errc <- err
 				return
+			}
+			if p.Kind == heartbeatpb.Push_PONG {
+				if at, ok := sent.LoadAndDelete(p.AckSeq); ok && cfg.OnExchange != nil {
+					cfg.OnExchange(at.(time.Time))
+				}
 			}
 			cfg.OnPush(p)
 		}
@@ -89,6 +99,8 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 		*seq++
 		p := cfg.Ping()
 		p.Seq = *seq
+		sent.Store(p.Seq, time.Now())
+		sent.Delete(p.Seq - 64) // unanswered pings are forgotten
 		if err := stream.Send(p); err != nil {
 			return err
 		}

@@ -32,9 +32,13 @@ type Config struct {
 	DeadAfter time.Duration
 	// Tick is the alive-set check period.
 	Tick time.Duration
-	// StillLeader reports whether the Lease is still held; checked before
-	// every write so a deposed controller never writes.
+	// StillLeader reports whether the Lease is still held as far as this
+	// process knows (cheap; checked before deciding to write).
 	StillLeader func() bool
+	// VerifyLease re-reads the Lease from the apiserver right before every
+	// write (on the writer goroutine): a controller resumed from a pause
+	// (SIGSTOP, GC) that lost the Lease meanwhile never writes.
+	VerifyLease func(ctx context.Context) error
 	// Hub is where pushes go (the heartbeat server's streams).
 	Hub *Hub
 	Log zerolog.Logger
@@ -145,6 +149,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *tick:
 		if states := a.states(); !maps.Equal(states, a.lastState) || a.prev == nil || a.prev.ControllerEpoch != a.cfg.Epoch {
 			a.recompute(ctx, "alive set changed")
+		} else {
+			a.checkFile(ctx)
 		}
 	case *written:
 		a.writing = false
@@ -273,10 +279,39 @@ func (a *Actor) recompute(ctx actor.Context, why string) {
 	}
 	a.cfg.Log.Info().Str("why", why).Int64("version", next.AssignmentVersion).
 		Int("moves", len(moves)).Int("held", held).Int("topics", len(next.Topics)).Msg("writing assignment")
+	a.write(ctx, next)
+}
+
+// write writes next on a goroutine, after re-verifying the Lease.
+func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 	a.writing = true
-	self, system, dir := ctx.Self(), ctx.ActorSystem(), a.cfg.DataDir
+	self, system, dir, verify := ctx.Self(), ctx.ActorSystem(), a.cfg.DataDir, a.cfg.VerifyLease
 	go func() {
-		err := assignment.WriteFile(dir, next)
+		var err error
+		if verify != nil {
+			vctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err = verify(vctx)
+			cancel()
+		}
+		if err == nil {
+			err = assignment.WriteFile(dir, next)
+		}
 		system.Root.Send(self, &written{a: next, err: err})
 	}()
+}
+
+// checkFile re-asserts this controller's assignment if the file on the
+// volume is from a lower epoch or an older version (a deposed controller's
+// late write, or damage). Only the epoch-prefixed header is read.
+func (a *Actor) checkFile(ctx actor.Context) {
+	if a.writing || a.prev == nil || a.prev.ControllerEpoch != a.cfg.Epoch {
+		return
+	}
+	e, v, err := assignment.ReadHeader(assignment.Path(a.cfg.DataDir))
+	if err == nil && (e > a.cfg.Epoch || (e == a.cfg.Epoch && v >= a.prev.AssignmentVersion)) {
+		return
+	}
+	a.cfg.Log.Warn().Err(err).Int64("file_epoch", e).Int64("file_version", v).Int64("version", a.prev.AssignmentVersion).
+		Msg("assignment file is not ours; re-asserting it")
+	a.write(ctx, a.prev)
 }

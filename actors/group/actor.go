@@ -32,6 +32,10 @@ type Options struct {
 	Watch *actor.PID
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// Fence, when set, makes every group refuse requests with
+	// NOT_COORDINATOR while the broker has no recent heartbeat exchange
+	// (cluster-mode self-fencing: the group may be moving elsewhere).
+	Fence interface{ Fenced() bool }
 }
 
 func (o *Options) defaults() {
@@ -233,9 +237,15 @@ func (a *groupActor) load() {
 
 func (a *groupActor) onLoaded(m *loaded) {
 	if a.phase != phaseLoading {
-		if m.log != nil {
-			_ = m.log.Close()
-		}
+		// Relinquished while loading: close what was opened, then
+		// report the release.
+		l, self, system := m.log, a.self, a.system
+		go func() {
+			if l != nil {
+				_ = l.Close()
+			}
+			system.Root.Send(self, &logClosed{})
+		}()
 		return
 	}
 	if m.err != nil {
@@ -276,6 +286,10 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 		a.queued = append(a.queued, gc)
 		return
 	case phaseReleasing:
+		gc.Reply(errorReply(a.id, gc.Op, kerr.NotCoordinator.Code))
+		return
+	}
+	if a.opts.Fence != nil && a.opts.Fence.Fenced() {
 		gc.Reply(errorReply(a.id, gc.Op, kerr.NotCoordinator.Code))
 		return
 	}
@@ -431,7 +445,15 @@ func (a *groupActor) kick() {
 			for _, b := range batch {
 				recs = append(recs, b.recs...)
 			}
-			w.err = l.Append(recs)
+			if w.err = l.Append(recs); w.err != nil {
+				// Start afresh from what is durable (a torn tail is
+				// cut off on open); the records of this batch are
+				// answered as failed.
+				_ = l.Close()
+				if nl, _, err := store.Open(id); err == nil {
+					w.newLog = nl
+				}
+			}
 		}
 		system.Root.Send(self, w)
 	}()
@@ -459,14 +481,13 @@ func (a *groupActor) onRelinquish() {
 	if a.phase == phaseReleasing {
 		return
 	}
-	prev := a.phase
 	a.phase = phaseReleasing
+	if a.grace != nil {
+		a.grace.Stop()
+	}
 	a.g.Abandon(kerr.NotCoordinator.Code)
 	a.flushQueued(kerr.NotCoordinator.Code)
-	if prev == phaseLoading {
-		// The load may still be running: its log is closed on arrival.
-		a.send(&logClosed{})
-	}
+	// A load still running is closed when it arrives (onLoaded).
 }
 
 func (a *groupActor) afterMessage() {

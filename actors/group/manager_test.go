@@ -1,6 +1,7 @@
 package group
 
 import (
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -204,4 +205,82 @@ func TestManagerFollowsTheView(t *testing.T) {
 			return false
 		}
 	})
+}
+
+func TestManagerListsStoredGroupsOnceLoaded(t *testing.T) {
+	mem := groupstore.NewMemory()
+	l, _, _ := mem.Open("stored")
+	c1 := groupstore.Commit{Offset: 3, ExpireTime: -1, CommitTime: time.Now().UnixMilli()}
+	if err := l.Append([]groupstore.Record{
+		{Meta: &groupstore.Meta{Kind: "classic", ProtocolType: "consumer"}},
+		{TP: groupstore.TP{Topic: "t"}, Commit: &c1},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	views := &routing.Store{}
+	views.Publish(view(nil))
+	slow := &slowStore{Store: mem, gate: make(chan struct{})}
+	c := startCoordinator(t, slow, views)
+	// The stored group is known but still loading: ListGroups waits, then
+	// says so.
+	if rows, code0 := listGroups(t, c); code0 != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("list while loading: %+v %s", rows, code(code0))
+	}
+	close(slow.gate)
+	eventually(t, "the stored group to be listed", func() bool {
+		rows, code0 := listGroups(t, c)
+		return code0 == 0 && len(rows) == 1 && rows[0].Group == "stored" && rows[0].State == "Empty" && rows[0].ProtocolType == "consumer"
+	})
+	if c.GroupsLed() != 1 {
+		t.Fatalf("groups led %d", c.GroupsLed())
+	}
+}
+
+// flakyStore's logs fail appends while fail is set.
+type flakyStore struct {
+	groupstore.Store
+	fail atomic.Bool
+}
+
+type flakyLog struct {
+	groupstore.Log
+	s *flakyStore
+}
+
+func (s *flakyStore) Open(g string) (groupstore.Log, groupstore.State, error) {
+	l, st, err := s.Store.Open(g)
+	return flakyLog{l, s}, st, err
+}
+
+func (l flakyLog) Append(recs []groupstore.Record) error {
+	if l.s.fail.Load() {
+		return errors.New("disk on fire")
+	}
+	return l.Log.Append(recs)
+}
+
+func TestManagerCommitFailsWhenTheLogDoes(t *testing.T) {
+	views := &routing.Store{}
+	views.Publish(view(nil))
+	store := &flakyStore{Store: groupstore.NewMemory()}
+	c := startCoordinator(t, store, views)
+	commitAt := func(off int64) int16 {
+		r := await(t, callGroup(c, "g", commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: off}}))).(*kmsg.OffsetCommitResponse)
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	if c := commitAt(1); c != 0 {
+		t.Fatalf("commit: %s", code(c))
+	}
+	store.fail.Store(true)
+	if c := commitAt(2); c != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("commit on a failing log: %s", code(c))
+	}
+	store.fail.Store(false)
+	f := await(t, callGroup(c, "g", &messages.GroupFetchOffsets{Version: 8, MemberEpoch: -1})).(kmsg.OffsetFetchResponseGroup)
+	if o, _ := offsetOf(f, "t", 0); o != 1 {
+		t.Fatalf("a failed commit is visible: offset %d", o)
+	}
+	if c := commitAt(3); c != 0 {
+		t.Fatalf("commit after the log recovered: %s", code(c))
+	}
 }

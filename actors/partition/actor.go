@@ -33,6 +33,9 @@ type Config struct {
 	ProducerExpiration time.Duration
 	// Now is the wall clock for timestamps (LogAppendTime, retention).
 	Now func() time.Time
+	// Fence, when set, refuses writes while the broker has not completed a
+	// heartbeat exchange recently (cluster mode self-fencing).
+	Fence interface{ Fenced() bool }
 }
 
 func (c *Config) defaults() {
@@ -412,6 +415,13 @@ func (a *Actor) produce(ctx actor.Context, m *messages.Produce) {
 		reply(kerr.KafkaStorageError.Code, "partition storage is unhealthy")
 		return
 	}
+	if a.cfg.Fence != nil && a.cfg.Fence.Fenced() {
+		// No heartbeat exchange within fence_after: the controller may be
+		// about to give this partition away. Refuse rather than risk two
+		// writers; the client refreshes metadata and retries.
+		reply(kerr.NotLeaderForPartition.Code, "broker fenced: no recent heartbeat exchange with the controller")
+		return
+	}
 	if len(m.Batch) > a.maxMessage {
 		reply(kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds max.message.bytes %d", len(m.Batch), a.maxMessage))
 		return
@@ -724,7 +734,7 @@ func (a *Actor) offsetForLeaderEpoch(m *messages.OffsetForLeaderEpoch) {
 }
 
 func (a *Actor) deleteRecords(m *messages.DeleteRecords) {
-	if a.state != stateLeading {
+	if a.state != stateLeading || (a.cfg.Fence != nil && a.cfg.Fence.Fenced()) {
 		m.Reply(messages.DeleteRecordsResult{ErrorCode: kerr.NotLeaderForPartition.Code, LowWatermark: -1})
 		return
 	}

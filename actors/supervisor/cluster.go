@@ -46,6 +46,9 @@ type ClusterConfig struct {
 	RetryPeriod   time.Duration
 	DeadAfter     time.Duration
 	Hub           *controller.Hub
+	// Fence is this broker's self-fencing clock (shared with its
+	// partition actors through Partition.Fence).
+	Fence *cluster.Fence
 	// DefaultPartitions applies to CreateTopics with -1 and auto-creation.
 	DefaultPartitions int32
 	Log               zerolog.Logger
@@ -91,7 +94,17 @@ type Cluster struct {
 	draining   atomic.Bool
 	topicAdmin *cluster.Topics
 	kick       chan struct{}
+	stopElect  context.CancelFunc
 }
+
+// OpenPartitions asks how many partition actors still hold files (leading,
+// opening or closing).
+type OpenPartitions struct{ Reply func(n int) }
+
+// Drain starts a graceful shutdown (SIGTERM): the draining flag rides the
+// next heartbeat (sent at once) so the controller moves everything away,
+// and a controller gives up the Lease so another broker can do that.
+type Drain struct{}
 
 // NewCluster returns the cluster supervisor's producer.
 func NewCluster(cfg ClusterConfig) func() actor.Actor {
@@ -131,6 +144,14 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		s.kickHeartbeat()
 	case *Ping:
 		m.Reply()
+	case *OpenPartitions:
+		m.Reply(len(s.parts))
+	case *Drain:
+		if !s.draining.Swap(true) {
+			s.cfg.Log.Info().Int("led", len(s.parts)).Bool("controller", s.ctrl.Valid()).Msg("draining")
+			s.stopElect()
+			s.kickHeartbeat()
+		}
 	case *messages.CreateTopics:
 		s.createTopics(m)
 	case *messages.DeleteTopics:
@@ -160,8 +181,10 @@ func (s *Cluster) start(ctx actor.Context) {
 	go s.follower.Run(runCtx)
 	go cluster.WatchLeaseEpoch(runCtx, s.cfg.Kube, s.cfg.Namespace, s.cfg.LeaseName, s.cfg.RetryPeriod,
 		func(e int64) { s.follower.SetMinEpoch(e) }, log)
+	electCtx, stopElect := context.WithCancel(runCtx)
+	s.stopElect = stopElect
 	go func() {
-		err := cluster.RunElection(runCtx, cluster.ElectionConfig{
+		err := cluster.RunElection(electCtx, cluster.ElectionConfig{
 			Client: s.cfg.Kube, Namespace: s.cfg.Namespace, LeaseName: s.cfg.LeaseName, Identity: s.cfg.Incarnation,
 			LeaseDuration: s.cfg.LeaseDuration, RenewDeadline: s.cfg.RenewDeadline, RetryPeriod: s.cfg.RetryPeriod,
 			OnElected: func(lctx context.Context, epoch int64) {
@@ -200,7 +223,8 @@ func (s *Cluster) start(ctx actor.Context) {
 			p.Draining = s.draining.Load()
 			return &p
 		},
-		Kick: s.kick,
+		Kick:       s.kick,
+		OnExchange: s.cfg.Fence.Exchanged,
 		OnPush: func(p *heartbeatpb.Push) {
 			if p.Kind == heartbeatpb.Push_ASSIGNMENT_CHANGED {
 				s.follower.Nudge()
@@ -217,7 +241,13 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
 		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub,
 		StillLeader: func() bool { return s.isLeader.Load() && m.ctx.Err() == nil },
-		Log:         s.cfg.Log.With().Str("actor", "controller").Int64("epoch", m.epoch).Logger(),
+		VerifyLease: func(ctx context.Context) error {
+			if m.ctx.Err() != nil {
+				return errors.New("leadership ended")
+			}
+			return cluster.VerifyHolder(ctx, s.cfg.Kube, s.cfg.Namespace, s.cfg.LeaseName, s.cfg.Incarnation, m.epoch)
+		},
+		Log: s.cfg.Log.With().Str("actor", "controller").Int64("epoch", m.epoch).Logger(),
 	}, m.prev))
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Msg("spawn controller")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/controller"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
@@ -59,6 +60,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
 	self := routing.Broker{ID: int32(cfg.BrokerID), Name: cfg.podName, Host: cfg.advHost, Port: cfg.advPort, Alive: true}
+	b.fence = cluster.NewFence(cfg.FenceAfter)
 	b.sup, err = b.system.Spawn("supervisor", supervisor.NewCluster(supervisor.ClusterConfig{
 		ClusterID:         cfg.ClusterID,
 		Self:              self,
@@ -66,8 +68,9 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		HeartbeatAddr:     cfg.AdvertisedHeartbeatAddr,
 		Store:             b.views,
 		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.log},
+		Partition:         partition.Config{Opener: opener, Log: b.log, Fence: b.fence},
 		DataDir:           cfg.DataDir,
+		Fence:             b.fence,
 		Kube:              kube,
 		Dyn:               dyn,
 		Namespace:         cfg.podNamespace,

@@ -40,6 +40,7 @@ type serveConfig struct {
 	RetryPeriod             time.Duration
 	FenceAfter              time.Duration
 	DeadAfter               time.Duration
+	DrainTimeout            time.Duration
 
 	podName, podNamespace, podUID string
 
@@ -71,6 +72,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", 10*time.Second, "cluster mode: the controller stops writing if it cannot renew within this")
 	fs.DurationVar(&cfg.RetryPeriod, "retry-period", 2*time.Second, "cluster mode: Lease retry period")
 	fs.DurationVar(&cfg.FenceAfter, "fence-after", 4*time.Second, "cluster mode: a broker without a heartbeat exchange this long stops accepting writes")
+	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 45*time.Second, "cluster mode: on SIGTERM, how long to wait for the controller to move everything away before exiting")
 	fs.DurationVar(&cfg.DeadAfter, "dead-after", 8*time.Second, "cluster mode: the controller declares a silent broker dead after this (must exceed --fence-after plus a margin)")
 	return fs
 }

@@ -191,6 +191,17 @@ func TestGroupFencingErrors(t *testing.T) {
 	if err != nil || r.ErrorCode != 0 || r.MemberEpoch != 1 || r.Assignment == nil || len(r.Assignment.Topics) != 1 {
 		t.Fatalf("848 join: %+v %v", r, err)
 	}
+	cgd, err := adm.DescribeConsumerGroups(ctx, "fenced-848")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cgd["fenced-848"]; d.Err != nil || d.State != "Stable" || d.AssignorName != "uniform" || len(d.Members) != 1 ||
+		d.Members[0].MemberID != "m-1" || len(d.Members[0].Assignment["fence"]) != 2 {
+		t.Errorf("ConsumerGroupDescribe: %+v", d)
+	}
+	if d, err := adm.DescribeGroups(ctx, "fenced-848"); err != nil || d["fenced-848"].Err == nil {
+		t.Errorf("DescribeGroups of a KIP-848 group (not a classic group): %+v %v", d, err)
+	}
 	hb.MemberEpoch = 9
 	r, _ = hb.RequestWith(ctx, cl)
 	wantCode(t, "848 heartbeat from a future epoch", r.ErrorCode, kerr.FencedMemberEpoch.Code)

@@ -38,7 +38,7 @@ func restartableBroker(t *testing.T, args ...string) (*broker, string, func(), e
 		once.Do(func() {
 			cancel()
 			b.shutdown()
-			if c := groupCoordinator(b); c != nil {
+			if c := b.groups; c != nil {
 				select {
 				case <-c.Done():
 				case <-time.After(10 * time.Second):

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/kaas-project/kaas/actors/group"
 	"github.com/kaas-project/kaas/storage/groupstore"
@@ -18,9 +17,6 @@ var groupOptions group.Options
 // (in memory) without it.
 var groupStoreDir = func(cfg *serveConfig) string { return cfg.DataDir }
 
-// coordinators maps each running broker to its group coordinator.
-var coordinators sync.Map // *broker -> *group.Coordinator
-
 // registerGroups starts the group coordinator (a manager actor that spawns
 // one actor per consumer group) and registers the consumer-group APIs. The
 // coordinator follows the supervisor: when the supervisor stops, every group
@@ -30,6 +26,9 @@ func registerGroups(b *broker) {
 	opts.Views = b.views
 	opts.Log = b.log.With().Str("actor", "groups").Logger()
 	opts.Watch = b.sup.PID()
+	if b.fence != nil {
+		opts.Fence = b.fence
+	}
 	if dir := groupStoreDir(b.cfg); dir != "" {
 		st, err := groupstore.NewFile(dir)
 		if err != nil {
@@ -50,22 +49,13 @@ func registerGroups(b *broker) {
 		return
 	}
 	c.Register(b.srv)
-	coordinators.Store(b, c)
-}
-
-// groupCoordinator returns b's group coordinator (nil if it did not start).
-func groupCoordinator(b *broker) *group.Coordinator {
-	c, ok := coordinators.Load(b)
-	if !ok {
-		return nil
-	}
-	return c.(*group.Coordinator)
+	b.groups = c
 }
 
 // groupsLed is the number of consumer groups this broker coordinates.
 func groupsLed(b *broker) int {
-	if c := groupCoordinator(b); c != nil {
-		return c.GroupsLed()
+	if b.groups != nil {
+		return b.groups.GroupsLed()
 	}
 	return 0
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 
+	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/actors/group"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/runtime"
@@ -48,6 +50,8 @@ type broker struct {
 	ready    atomic.Bool
 	stopOnce sync.Once
 	hbLn     net.Listener
+	fence    *cluster.Fence     // cluster mode: self-fencing clock
+	groups   *group.Coordinator // consumer-group coordinator (nil if it failed to start)
 	grpc     *grpc.Server
 }
 
@@ -169,9 +173,34 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 		return err
 	}
 	<-ctx.Done()
+	if cfg.clusterMode() {
+		b.drain(cfg.DrainTimeout)
+	}
 	b.log.Info().Msg("shutting down")
 	b.shutdown()
 	return nil
+}
+
+// drain turns readiness off, asks the controller (through the heartbeat's
+// draining flag) to move every partition and group away, and waits until
+// this broker leads nothing or the timeout passes.
+func (b *broker) drain(timeout time.Duration) {
+	b.ready.Store(false)
+	start := time.Now()
+	b.sup.Send(&supervisor.Drain{})
+	for time.Since(start) < timeout {
+		if v := b.views.Load(); len(v.Local) == 0 && groupsLed(b) == 0 {
+			open := make(chan int, 1)
+			b.sup.Send(&supervisor.OpenPartitions{Reply: func(n int) { open <- n }})
+			if n := <-open; n == 0 {
+				b.log.Info().Dur("took", time.Since(start)).Msg("drained")
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	v := b.views.Load()
+	b.log.Warn().Dur("timeout", timeout).Int("partitions_led", len(v.Local)).Int("groups_led", groupsLed(b)).Msg("drain timed out")
 }
 
 // health is the /healthz body.
