@@ -45,7 +45,9 @@ type ClusterConfig struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 	DeadAfter     time.Duration
-	Hub           *controller.Hub
+	// HeartbeatInterval is the ping period.
+	HeartbeatInterval time.Duration
+	Hub               *controller.Hub
 	// Fence is this broker's self-fencing clock (shared with its
 	// partition actors through Partition.Fence).
 	Fence *cluster.Fence
@@ -223,6 +225,7 @@ func (s *Cluster) start(ctx actor.Context) {
 			p.Draining = s.draining.Load()
 			return &p
 		},
+		Interval:   s.cfg.HeartbeatInterval,
 		Kick:       s.kick,
 		OnExchange: s.cfg.Fence.Exchanged,
 		OnPush: func(p *heartbeatpb.Push) {
@@ -239,7 +242,7 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 	s.stopController()
 	ref, err := runtime.SpawnChild(ctx, fmt.Sprintf("controller-%d", m.epoch), controller.New(controller.Config{
 		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
-		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub,
+		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
 		StillLeader: func() bool { return s.isLeader.Load() && m.ctx.Err() == nil },
 		VerifyLease: func(ctx context.Context) error {
 			if m.ctx.Err() != nil {

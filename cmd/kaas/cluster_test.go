@@ -16,7 +16,7 @@ import (
 // clusterFlags are short timings so failover tests run in seconds.
 var clusterFlags = []string{
 	"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms",
-	"--fence-after", "1s", "--dead-after", "2500ms",
+	"--heartbeat-interval", "250ms", "--fence-after", "1s", "--dead-after", "2500ms",
 }
 
 func (c *kaasCluster) client(opts ...kgo.Opt) *kgo.Client {
@@ -108,8 +108,15 @@ func TestClusterOnKubernetes(t *testing.T) {
 	if out := api.kubectl(t, "-n", c.ns, "get", "kafkatopics", "orders", "-o", "jsonpath={.spec.partitions}"); out != "6" {
 		t.Fatalf("KafkaTopic orders has spec.partitions %q", out)
 	}
-	waitUntil(t, 20*time.Second, "6 partitions led, 2 per broker", func() bool {
+	var lastLed map[string]int
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("last partitions_led: %v", lastLed)
+		}
+	})
+	waitUntil(t, 30*time.Second, "6 partitions led, 2 per broker", func() bool {
 		led, _, _ := c.ledBy()
+		lastLed = led
 		return led["kaas-0"] == 2 && led["kaas-1"] == 2 && led["kaas-2"] == 2
 	})
 	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))

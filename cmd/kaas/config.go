@@ -41,6 +41,7 @@ type serveConfig struct {
 	FenceAfter              time.Duration
 	DeadAfter               time.Duration
 	DrainTimeout            time.Duration
+	HeartbeatInterval       time.Duration
 
 	podName, podNamespace, podUID string
 
@@ -72,6 +73,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", 10*time.Second, "cluster mode: the controller stops writing if it cannot renew within this")
 	fs.DurationVar(&cfg.RetryPeriod, "retry-period", 2*time.Second, "cluster mode: Lease retry period")
 	fs.DurationVar(&cfg.FenceAfter, "fence-after", 4*time.Second, "cluster mode: a broker without a heartbeat exchange this long stops accepting writes")
+	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", time.Second, "cluster mode: ping period to the controller (at most half of --fence-after)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 45*time.Second, "cluster mode: on SIGTERM, how long to wait for the controller to move everything away before exiting")
 	fs.DurationVar(&cfg.DeadAfter, "dead-after", 8*time.Second, "cluster mode: the controller declares a silent broker dead after this (must exceed --fence-after plus a margin)")
 	return fs
@@ -205,8 +207,10 @@ func (c *serveConfig) validateCluster() error {
 		return fmt.Errorf("--renew-deadline %s must exceed --retry-period %s", c.RenewDeadline, c.RetryPeriod)
 	case c.LeaseDuration <= c.RenewDeadline:
 		return fmt.Errorf("--lease-duration %s must exceed --renew-deadline %s", c.LeaseDuration, c.RenewDeadline)
-	case c.FenceAfter <= 0:
-		return fmt.Errorf("--fence-after %s must be positive", c.FenceAfter)
+	case c.HeartbeatInterval <= 0:
+		return fmt.Errorf("--heartbeat-interval %s must be positive", c.HeartbeatInterval)
+	case c.FenceAfter < 2*c.HeartbeatInterval:
+		return fmt.Errorf("--fence-after %s must be at least twice --heartbeat-interval %s", c.FenceAfter, c.HeartbeatInterval)
 	case c.DeadAfter < c.FenceAfter+fenceMargin:
 		return fmt.Errorf("--dead-after %s must be at least --fence-after %s + %s", c.DeadAfter, c.FenceAfter, fenceMargin)
 	}
