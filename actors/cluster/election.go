@@ -148,6 +148,9 @@ func WatchLeaseEpoch(ctx context.Context, client kubernetes.Interface, ns, name 
 	}
 }
 
+// ErrNotHolder means the Lease is held by another identity or epoch.
+var ErrNotHolder = errors.New("not the lease holder")
+
 // VerifyHolder checks, with a fresh read, that identity still holds the
 // Lease at epoch.
 func VerifyHolder(ctx context.Context, client kubernetes.Interface, ns, name, identity string, epoch int64) error {
@@ -157,10 +160,10 @@ func VerifyHolder(ctx context.Context, client kubernetes.Interface, ns, name, id
 	}
 	sp := l.Spec
 	if sp.HolderIdentity == nil || *sp.HolderIdentity != identity {
-		return fmt.Errorf("lease %s/%s is held by someone else", ns, name)
+		return fmt.Errorf("%w: lease %s/%s is held by someone else", ErrNotHolder, ns, name)
 	}
 	if sp.LeaseTransitions == nil || int64(*sp.LeaseTransitions) != epoch {
-		return fmt.Errorf("lease %s/%s epoch moved on from %d", ns, name, epoch)
+		return fmt.Errorf("%w: lease %s/%s epoch moved on from %d", ErrNotHolder, ns, name, epoch)
 	}
 	// An expired Lease that nobody took over still names us at our epoch:
 	// writing is then safe (no other controller exists), and no wall clock

@@ -8,6 +8,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sort"
 	"time"
@@ -37,8 +38,12 @@ type Config struct {
 	StillLeader func() bool
 	// VerifyLease re-reads the Lease from the apiserver right before every
 	// write (on the writer goroutine): a controller resumed from a pause
-	// (SIGSTOP, GC) that lost the Lease meanwhile never writes.
+	// (SIGSTOP, GC) that lost the Lease meanwhile never writes. It returns
+	// (wrapping) ErrLeaseMovedOn when another holder or epoch has it; other
+	// errors are retried.
 	VerifyLease func(ctx context.Context) error
+	// ErrLeaseMovedOn is the sentinel VerifyLease wraps for a lost Lease.
+	ErrLeaseMovedOn error
 	// Hub is where pushes go (the heartbeat server's streams).
 	Hub *Hub
 	Log zerolog.Logger
@@ -58,6 +63,15 @@ type TopicsChanged struct {
 }
 
 type tick struct{}
+
+// LeaseLost is sent to the controller's parent when a write was refused
+// because the Lease moved on: the parent stops the controller.
+type LeaseLost struct{ Epoch int64 }
+
+// errLeaseLost marks a write refused by VerifyLease.
+type errLeaseLost struct{ err error }
+
+func (e errLeaseLost) Error() string { return e.err.Error() }
 
 type written struct {
 	a   *assignment.Assignment
@@ -117,7 +131,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 				a.topics[name] = balancer.TopicSpec{ID: t.ID, Partitions: len(t.Partitions), Config: t.Config}
 			}
 		}
-		a.brokers[a.cfg.Self] = &brokerRow{info: balancer.BrokerInfo{Name: a.cfg.Self, Host: a.cfg.SelfHost, Port: a.cfg.SelfPort}, healthy: true, pinged: true, lastPing: a.cfg.Now()}
+		// Its own broker pings it like any other (through the hub); until
+		// then what it serves is unknown, which holds pending moves.
+		a.brokers[a.cfg.Self] = &brokerRow{info: balancer.BrokerInfo{Name: a.cfg.Self, Host: a.cfg.SelfHost, Port: a.cfg.SelfPort}, healthy: true}
 		tctx, cancel := context.WithCancel(context.Background())
 		a.stopTick = cancel
 		self, system, period := ctx.Self(), ctx.ActorSystem(), a.cfg.Tick
@@ -154,6 +170,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *written:
 		a.writing = false
+		if lost, ok := m.err.(errLeaseLost); ok {
+			a.cfg.Log.Error().Err(lost.err).Msg("lease lost; not writing")
+			ctx.Send(ctx.Parent(), &LeaseLost{Epoch: a.cfg.Epoch})
+			return
+		}
 		if m.err != nil {
 			a.cfg.Log.Error().Err(m.err).Msg("write assignment")
 			a.dirty = true
@@ -290,7 +311,12 @@ func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 		var err error
 		if verify != nil {
 			vctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err = verify(vctx)
+			if verr := verify(vctx); verr != nil {
+				err = verr
+				if a.cfg.ErrLeaseMovedOn != nil && errors.Is(verr, a.cfg.ErrLeaseMovedOn) {
+					err = errLeaseLost{verr}
+				}
+			}
 			cancel()
 		}
 		if err == nil {

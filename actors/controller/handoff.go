@@ -16,7 +16,10 @@ type TP struct {
 //   - its previous leader L != N is still running (alive or draining): the
 //     file first takes it away from L, or
 //   - any running broker other than N still lists it in its latest
-//     heartbeat: the release has not been confirmed yet.
+//     heartbeat: the release has not been confirmed yet, or
+//   - it is leaderless already and some running broker other than N has not
+//     sent a heartbeat yet (a controller elected in the middle of a move
+//     cannot know who is still closing it).
 //
 // A partition already held stays exactly as it was (same epoch), so waiting
 // for a release writes nothing new. Dead brokers are not waited for: they stopped heartbeating for dead-after
@@ -52,6 +55,16 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 			for name, parts := range listed {
 				if name != target && running(name) && parts[TP{Topic: topic, Partition: int32(i)}] {
 					hold = true
+				}
+			}
+			if i < len(pt) && pt[i].Leader == assignment.NoLeader {
+				// Someone may still be releasing it: every running broker
+				// other than the target must have reported (a controller
+				// elected mid-move has not heard from everyone yet).
+				for name, st := range states {
+					if _, heard := listed[name]; name != target && st != assignment.Dead && !heard {
+						hold = true
+					}
 				}
 			}
 			if hold {

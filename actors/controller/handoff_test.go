@@ -63,9 +63,11 @@ func TestHoldUnreleased(t *testing.T) {
 		{"move from a draining broker is held", doc(0, 1), doc(0, 2), draining, nil, []int32{0, -1}, 1},
 		{"move from a dead broker goes through", doc(0, 1), doc(0, 2), withDead, lists("kaas-1", 1), []int32{0, 2}, 0},
 		{"leaderless but not yet released", doc(0, -1), doc(0, 2), alive, lists("kaas-1", 1), []int32{0, -1}, 1},
-		{"released: phase two", doc(0, -1), doc(0, 2), alive, lists("kaas-1"), []int32{0, 2}, 0},
+		{"released: phase two", doc(0, -1), doc(0, 2), alive, map[string]map[TP]bool{"kaas-0": {}, "kaas-1": {}, "kaas-2": {}}, []int32{0, 2}, 0},
 		{"new partition", nil, doc(0, 2), alive, nil, []int32{0, 2}, 0},
-		{"the target listing it is fine", doc(0, -1), doc(0, 2), alive, lists("kaas-2", 1), []int32{0, 2}, 0},
+		{"the target listing it is fine", doc(0, -1), doc(0, 2), alive, map[string]map[TP]bool{"kaas-0": {}, "kaas-1": {}, "kaas-2": {{"t", 1}: true}}, []int32{0, 2}, 0},
+		{"leaderless and a running broker not heard from", doc(0, -1), doc(0, 2), alive, map[string]map[TP]bool{"kaas-0": {}, "kaas-2": {}}, []int32{0, -1}, 1},
+		{"leaderless and the silent broker is dead", doc(0, -1), doc(0, 2), withDead, map[string]map[TP]bool{"kaas-0": {}, "kaas-2": {}}, []int32{0, 2}, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -335,10 +335,13 @@ func (a *Actor) relinquish(ctx actor.Context, m *messages.RelinquishLeadership) 
 		return
 	}
 	l, prods, del, id, opener := a.plog, a.producers, m.Delete, a.id, a.cfg.Opener
+	// A fenced broker may already have lost the partition to another: it
+	// closes its files without writing anything more beside the log.
+	fenced := a.cfg.Fence != nil && a.cfg.Fence.Fenced()
 	self, system := ctx.Self(), ctx.ActorSystem()
 	go func() {
 		upTo, err := l.Sync()
-		if err == nil && !del {
+		if err == nil && !del && !fenced {
 			if snap, serr := prods.Snapshot(l.NextOffset()); serr == nil {
 				err = l.WriteSnapshot("producers", snap)
 			}

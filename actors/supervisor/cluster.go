@@ -78,6 +78,9 @@ type ledPartition struct {
 	topicID     string
 	leaderEpoch int32
 	releasing   bool
+	// retake is a Take that arrived while the partition was still closing
+	// here: it is applied once the close is done (one open per process).
+	retake *assignment.PartitionRef
 }
 
 // Cluster is the cluster-mode supervisor actor: it follows assignment.json,
@@ -135,11 +138,31 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		s.becomeController(ctx, m)
 	case *deposed:
 		s.stopController()
+		s.publish(ctx)
+	case *controller.LeaseLost:
+		// The controller found, on a fresh read, that the Lease moved on:
+		// stop it now rather than wait for client-go to notice.
+		if s.ctrl.Valid() && m.Epoch == s.ctrlEpoch {
+			s.cfg.Log.Warn().Int64("epoch", m.Epoch).Msg("controller lost the lease; stopping it")
+			s.isLeader.Store(false)
+			s.stopController()
+			s.publish(ctx)
+		}
 	case *partitionReleased:
+		var retake *assignment.PartitionRef
 		if lp, ok := s.parts[m.tp]; ok && lp.ref == m.ref {
+			retake = lp.retake
 			delete(s.parts, m.tp)
 		}
 		m.ref.Poison()
+		if retake != nil && s.current != nil {
+			if t, ok := s.current.Topics[retake.Topic]; ok && t.ID == retake.TopicID && int(retake.Partition) < len(t.Partitions) &&
+				t.Partitions[retake.Partition].Leader == s.cfg.Self.ID {
+				retake.LeaderEpoch = t.Partitions[retake.Partition].LeaderEpoch
+				s.take(ctx, *retake, t.Config)
+				s.publish(ctx)
+			}
+		}
 		// Report the release at once: the controller waits for it before
 		// giving the partition to its next leader.
 		s.updatePing()
@@ -243,7 +266,8 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 	ref, err := runtime.SpawnChild(ctx, fmt.Sprintf("controller-%d", m.epoch), controller.New(controller.Config{
 		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
 		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
-		StillLeader: func() bool { return s.isLeader.Load() && m.ctx.Err() == nil },
+		StillLeader:     func() bool { return s.isLeader.Load() && m.ctx.Err() == nil },
+		ErrLeaseMovedOn: cluster.ErrNotHolder,
 		VerifyLease: func(ctx context.Context) error {
 			if m.ctx.Err() != nil {
 				return errors.New("leadership ended")
@@ -258,6 +282,7 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 	}
 	s.ctrl, s.ctrlEpoch = ref, m.epoch
 	s.cfg.Hub.SetController(ref, m.epoch)
+	s.publish(ctx)
 	go cluster.WatchTopics(m.ctx, s.cfg.Dyn, s.cfg.Namespace, func(ts map[string]balancer.TopicSpec) {
 		ref.Send(&controller.TopicsChanged{Topics: ts})
 	}, s.cfg.Log.With().Str("component", "topic-watch").Logger())
@@ -293,20 +318,16 @@ func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
 		tp := routing.TP{Topic: t.Topic, Partition: t.Partition}
 		cfg := m.next.Topics[t.Topic].Config
 		lp, ok := s.parts[tp]
-		if ok && !lp.releasing && lp.topicID == t.TopicID {
+		switch {
+		case ok && !lp.releasing && lp.topicID == t.TopicID:
 			lp.leaderEpoch = t.LeaderEpoch
 			lp.ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg})
-			continue
+		case ok && lp.releasing:
+			r := t
+			lp.retake = &r
+		default:
+			s.take(ctx, t, cfg)
 		}
-		pid := storage.PartitionID{Topic: t.Topic, TopicID: t.TopicID, Partition: t.Partition}
-		name := fmt.Sprintf("partition/%s/%s/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch)
-		ref, err := runtime.SpawnChild(ctx, name, partition.New(pid, s.cfg.Partition))
-		if err != nil {
-			s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
-			continue
-		}
-		ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg})
-		s.parts[tp] = &ledPartition{ref: ref, topicID: t.TopicID, leaderEpoch: t.LeaderEpoch}
 	}
 	// Config changes of partitions kept.
 	if m.prev != nil {
@@ -320,6 +341,20 @@ func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
 	s.cfg.Log.Info().Int64("epoch", m.next.ControllerEpoch).Int64("version", m.next.AssignmentVersion).
 		Int("take", len(m.changes.Take)).Int("relinquish", len(m.changes.Relinquish)).Int("led", s.ledCount()).Msg("assignment applied")
 	s.publish(ctx)
+}
+
+// take spawns a partition actor and tells it to lead.
+func (s *Cluster) take(ctx actor.Context, t assignment.PartitionRef, cfg map[string]string) {
+	tp := routing.TP{Topic: t.Topic, Partition: t.Partition}
+	pid := storage.PartitionID{Topic: t.Topic, TopicID: t.TopicID, Partition: t.Partition}
+	name := fmt.Sprintf("partition/%s/%s/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch)
+	ref, err := runtime.SpawnChild(ctx, name, partition.New(pid, s.cfg.Partition))
+	if err != nil {
+		s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
+		return
+	}
+	ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg})
+	s.parts[tp] = &ledPartition{ref: ref, topicID: t.TopicID, leaderEpoch: t.LeaderEpoch}
 }
 
 func (s *Cluster) ledCount() int {

@@ -104,14 +104,15 @@ type kaasCluster struct {
 	api     *apiserver
 	ns      string
 	dataDir string
-	brokers map[string]*clusterBroker
-	flags   []string
+	brokers   map[string]*clusterBroker
+	flags     []string
+	usedPorts map[int]bool
 }
 
 func newKaasCluster(t *testing.T, api *apiserver, flags ...string) *kaasCluster {
 	ns := fmt.Sprintf("kaas-test-%d", time.Now().UnixNano()%1_000_000)
 	api.kubectl(t, "create", "namespace", ns)
-	c := &kaasCluster{t: t, api: api, ns: ns, dataDir: t.TempDir(), brokers: map[string]*clusterBroker{}, flags: flags}
+	c := &kaasCluster{t: t, api: api, ns: ns, dataDir: t.TempDir(), brokers: map[string]*clusterBroker{}, flags: flags, usedPorts: map[int]bool{}}
 	t.Cleanup(func() {
 		for _, b := range c.brokers {
 			b.kill()
@@ -125,8 +126,16 @@ func newKaasCluster(t *testing.T, api *apiserver, flags ...string) *kaasCluster 
 	return c
 }
 
-func loopbackAddr(t *testing.T) string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(freeLoopbackPort(t)))
+// loopbackAddr picks a free loopback port that this cluster has not handed
+// out before (a port freed by one probe can come back from the next).
+func (c *kaasCluster) loopbackAddr() string {
+	for {
+		p := freeLoopbackPort(c.t)
+		if !c.usedPorts[p] {
+			c.usedPorts[p] = true
+			return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		}
+	}
 }
 
 // start launches broker name (kaas-N), reusing its ports after a restart.
@@ -135,7 +144,7 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 	t.Helper()
 	b, ok := c.brokers[name]
 	if !ok {
-		b = &clusterBroker{name: name, kafka: loopbackAddr(t), http: loopbackAddr(t), heartbeat: loopbackAddr(t)}
+		b = &clusterBroker{name: name, kafka: c.loopbackAddr(), http: c.loopbackAddr(), heartbeat: c.loopbackAddr()}
 		c.brokers[name] = b
 	}
 	b.log = &lockedBuffer{}
@@ -159,6 +168,13 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 		t.Fatal(err)
 	}
 	go func() { _ = b.cmd.Wait(); close(b.exited) }()
+	// A broker that cannot start (a port taken meanwhile) fails the test at
+	// once with its output rather than as a timeout later.
+	select {
+	case <-b.exited:
+		t.Fatalf("%s exited at start:\n%s", name, b.log.String())
+	case <-time.After(300 * time.Millisecond):
+	}
 	return b
 }
 

@@ -27,6 +27,7 @@ type loadChecker struct {
 	mu     sync.Mutex
 	acked  map[int32][]ackedRec // per partition, in ack order
 	errs   int
+	kinds  map[string]int
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -38,7 +39,7 @@ type ackedRec struct {
 }
 
 func startLoad(t *testing.T, c *kaasCluster, topic string, parts int) *loadChecker {
-	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, done: make(chan struct{})}
+	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, kinds: map[string]int{}, done: make(chan struct{})}
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(20000), kgo.RecordRetries(1<<30))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -56,6 +57,7 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int) *loadCheck
 					defer l.mu.Unlock()
 					if err != nil {
 						l.errs++
+						l.kinds[err.Error()]++
 						return
 					}
 					l.acked[r.Partition] = append(l.acked[r.Partition], ackedRec{seq: s, offset: r.Offset, at: time.Now()})
@@ -180,6 +182,7 @@ func (l *loadChecker) verify(c *kaasCluster) {
 	for _, as := range l.acked {
 		total += len(as)
 	}
+	t.Logf("produce errors by kind: %v", l.kinds)
 	t.Logf("checker: %d acknowledged, %d in the log, %d produce errors; lost %d, duplicates %d, out of order %d, epoch regressions %d, not at acked offset %d",
 		total, got, l.errs, lost, dups, disorder, epochDrops, moved)
 	if lost+dups+disorder+epochDrops+moved > 0 || total == 0 {
@@ -194,7 +197,7 @@ func watchEpochs(t *testing.T, c *kaasCluster, stop <-chan struct{}) *sync.WaitG
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		last := map[string]int64{}
+		last := map[string]int64{} // per process incarnation
 		for {
 			select {
 			case <-stop:
@@ -203,13 +206,14 @@ func watchEpochs(t *testing.T, c *kaasCluster, stop <-chan struct{}) *sync.WaitG
 			}
 			for name, b := range c.brokers {
 				h, err := b.healthz()
-				if err != nil {
+				if err != nil || b.cmd.Process == nil {
 					continue
 				}
-				if h.Epoch < last[name] {
-					t.Errorf("%s: epoch went from %d to %d", name, last[name], h.Epoch)
+				key := fmt.Sprintf("%s/%d", name, b.cmd.Process.Pid)
+				if h.Epoch < last[key] {
+					t.Errorf("%s: epoch went from %d to %d", name, last[key], h.Epoch)
 				}
-				last[name] = h.Epoch
+				last[key] = h.Epoch
 			}
 		}
 	}()
@@ -218,7 +222,10 @@ func watchEpochs(t *testing.T, c *kaasCluster, stop <-chan struct{}) *sync.WaitG
 
 func TestSafeHandoffs(t *testing.T) {
 	api := startAPIServer(t)
-	c := newKaasCluster(t, api, append(clusterFlags, "--drain-timeout", "30s")...)
+	// A longer lease than clusterFlags: 150 partitions under full load on 2
+	// cores must not make a healthy controller miss its renewals.
+	c := newKaasCluster(t, api, "--lease-duration", "6s", "--renew-deadline", "4s", "--retry-period", "1s",
+		"--heartbeat-interval", "250ms", "--fence-after", "1s", "--dead-after", "2500ms", "--drain-timeout", "30s")
 	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
 		c.start(n)
 	}
