@@ -100,10 +100,10 @@ type clusterBroker struct {
 }
 
 type kaasCluster struct {
-	t       *testing.T
-	api     *apiserver
-	ns      string
-	dataDir string
+	t         *testing.T
+	api       *apiserver
+	ns        string
+	dataDir   string
 	brokers   map[string]*clusterBroker
 	flags     []string
 	usedPorts map[int]bool
