@@ -106,3 +106,68 @@ func benchProduce(b *testing.B, addr, topic string, size int) {
 	b.ReportMetric(recs*float64(size)/el/1e6, "MB/s")
 	b.ReportMetric(recs/el, "records/s")
 }
+
+// BenchmarkFetch measures consume throughput of a franz-go consumer reading
+// a 6-partition topic from the start (1 KiB records, 64 MiB in all) from
+// kfake (baseline), kaas in memory and kaas on --data-dir (page cache,
+// sendfile). One op reads the whole topic once:
+//
+//	go test ./cmd/kaas -run '^$' -bench BenchmarkFetch -benchtime 5x
+func BenchmarkFetch(b *testing.B) {
+	const topic, partitions, size, total = "fetch", 6, 1024, 64 << 20
+	targets := []struct {
+		name  string
+		start func(b *testing.B) string
+	}{
+		{"kfake", func(b *testing.B) string {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(c.Close)
+			return c.ListenAddrs()[0]
+		}},
+		{"kaas-memory", func(b *testing.B) string { _, addr := testBroker(b); return addr }},
+		{"kaas-disk", func(b *testing.B) string { addr, _ := startDiskBroker(b, b.TempDir()); return addr }},
+	}
+	for _, tg := range targets {
+		b.Run(tg.name, func(b *testing.B) {
+			addr := tg.start(b)
+			if tg.name != "kfake" {
+				adm := kadm.NewClient(newClient(b, addr))
+				if _, err := adm.CreateTopic(context.Background(), partitions, 1, nil, topic); err != nil {
+					b.Fatal(err)
+				}
+			}
+			prod := newClient(b, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
+				kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+			value := make([]byte, size)
+			n := total / size
+			for i := 0; i < n; i++ {
+				prod.Produce(context.Background(), &kgo.Record{Value: value}, nil)
+			}
+			if err := prod.Flush(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(total)
+			b.ResetTimer()
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				cons := newClient(b, addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+					kgo.FetchMaxBytes(32<<20), kgo.FetchMaxPartitionBytes(8<<20))
+				got := 0
+				for got < n {
+					fs := cons.PollFetches(context.Background())
+					if err := fs.Err0(); err != nil {
+						b.Fatal(err)
+					}
+					got += fs.NumRecords()
+				}
+				cons.Close()
+			}
+			el := time.Since(start).Seconds()
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)*total/el/1e6, "MB/s")
+		})
+	}
+}

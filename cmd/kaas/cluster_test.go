@@ -157,6 +157,44 @@ func TestClusterOnKubernetes(t *testing.T) {
 		}
 	}
 
+	// Committed group offsets live on the shared volume: whoever coordinates
+	// the group after the kills below must still answer them.
+	committed := kadm.Offsets{}
+	for p := int32(0); p < 6; p++ {
+		committed.Add(kadm.Offset{Topic: "orders", Partition: p, At: int64(p + 1), LeaderEpoch: -1})
+	}
+	for _, g := range []string{"g-one", "g-two", "g-three", "g-four"} {
+		if resp, err := adm.CommitOffsets(ctx, g, committed); err != nil || resp.Error() != nil {
+			t.Fatalf("commit %s: %v %v", g, err, resp.Error())
+		}
+	}
+	checkGroups := func(when string) {
+		t.Helper()
+		// A fresh client: kgo keeps a cached coordinator through dial
+		// errors; a new one asks FindCoordinator, which answers from the
+		// assignment (the next alive slot).
+		adm := kadm.NewClient(c.client())
+		for _, g := range []string{"g-one", "g-two", "g-three", "g-four"} {
+			gctx := ctxFor(t, 30*time.Second)
+			var got kadm.OffsetResponses
+			var err error
+			for gctx.Err() == nil {
+				if got, err = adm.FetchOffsets(gctx, g); err == nil && got.Error() == nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatalf("%s: fetch offsets of %s: %v", when, g, err)
+			}
+			for p := int32(0); p < 6; p++ {
+				if o, ok := got.Lookup("orders", p); !ok || o.At != int64(p+1) {
+					t.Fatalf("%s: group %s partition %d offset %+v, want %d", when, g, p, o, p+1)
+				}
+			}
+		}
+	}
+
 	// SIGKILL the controller: another broker wins the Lease with a higher
 	// epoch and the cluster keeps serving.
 	_, ctrl, epoch := c.ledBy()
@@ -202,6 +240,7 @@ func TestClusterOnKubernetes(t *testing.T) {
 	produceEverywhere(t, prod2, "orders", 6, "after-broker-kill")
 	produceEverywhere(t, prod2, "from-kubectl", 3, "after-broker-kill")
 	t.Logf("FIGURE broker SIGKILL -> every partition served again: %v", time.Since(killedAt))
+	checkGroups("after two brokers were killed")
 
 	// The killed brokers come back and take a balanced share.
 	c.start(ctrl)
@@ -211,6 +250,7 @@ func TestClusterOnKubernetes(t *testing.T) {
 		return len(led) == 3 && led["kaas-0"] == 3 && led["kaas-1"] == 3 && led["kaas-2"] == 3
 	})
 	t.Logf("FIGURE rejoined brokers balanced after %v", joined)
+	checkGroups("after the brokers rejoined")
 
 	// Nothing acknowledged was lost through all of it.
 	got := consumeAll(t, c, "orders", 18)
