@@ -520,27 +520,11 @@ func (s *Cluster) createTopics(m *messages.CreateTopics) {
 }
 
 func validateSpec(spec messages.TopicSpec, v *routing.View) (int16, string) {
-	if err := topicconfig.ValidTopicName(spec.Name); err != nil {
-		return kerr.InvalidTopicException.Code, err.Error()
-	}
+	exists := false
 	if v != nil {
-		if _, ok := v.Topics[spec.Name]; ok {
-			return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", spec.Name)
-		}
+		_, exists = v.Topics[spec.Name]
 	}
-	if spec.ManualAssignment {
-		return kerr.InvalidReplicaAssignment.Code, "kaas places partitions itself; manual replica assignment is not supported"
-	}
-	if spec.Partitions == 0 || spec.Partitions < -1 || spec.Partitions > balancer.MaxPartitionsPerTopic {
-		return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d is not valid", spec.Partitions)
-	}
-	if spec.ReplicationFactor == 0 || spec.ReplicationFactor < -1 {
-		return kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d must be -1 or positive", spec.ReplicationFactor)
-	}
-	if err := topicconfig.Validate(spec.Config); err != nil {
-		return kerr.InvalidConfig.Code, err.Error()
-	}
-	return 0, ""
+	return specError(spec, exists, balancer.MaxPartitionsPerTopic)
 }
 
 func (s *Cluster) deleteTopics(m *messages.DeleteTopics) {
@@ -601,14 +585,13 @@ func (s *Cluster) createPartitions(m *messages.CreatePartitions) {
 			r := &results[i]
 			r.Name = pc.Topic
 			t, ok := v.Topics[pc.Topic]
+			current := int32(0)
+			if ok {
+				current = int32(len(t.Partitions))
+			}
+			r.ErrorCode, r.ErrorMessage = growError(pc, ok, current, balancer.MaxPartitionsPerTopic)
 			switch {
-			case !ok:
-				r.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case pc.ManualAssignment:
-				r.ErrorCode, r.ErrorMessage = kerr.InvalidReplicaAssignment.Code, "kaas places partitions itself; manual replica assignment is not supported"
-			case int(pc.Count) <= len(t.Partitions):
-				r.ErrorCode = kerr.InvalidPartitions.Code
-				r.ErrorMessage = fmt.Sprintf("topic %q has %d partitions; the new count %d must be larger", pc.Topic, len(t.Partitions), pc.Count)
+			case r.ErrorCode != 0:
 			case m.ValidateOnly:
 			default:
 				if err := s.topicAdmin.Patch(ctx, pc.Topic, pc.Count, nil, false); err != nil {

@@ -167,28 +167,8 @@ func (s *Local) createTopics(ctx actor.Context, m *messages.CreateTopics) {
 }
 
 func (s *Local) validateSpec(spec messages.TopicSpec) (int16, string) {
-	if err := topicconfig.ValidTopicName(spec.Name); err != nil {
-		return kerr.InvalidTopicException.Code, err.Error()
-	}
-	if _, ok := s.topics[spec.Name]; ok {
-		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", spec.Name)
-	}
-	if spec.ManualAssignment {
-		return kerr.InvalidReplicaAssignment.Code, "kaas places partitions itself; manual replica assignment is not supported"
-	}
-	if spec.Partitions == 0 || spec.Partitions < -1 {
-		return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d must be positive", spec.Partitions)
-	}
-	if spec.Partitions > s.cfg.MaxPartitions {
-		return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d exceeds the limit %d", spec.Partitions, s.cfg.MaxPartitions)
-	}
-	if spec.ReplicationFactor == 0 || spec.ReplicationFactor < -1 {
-		return kerr.InvalidReplicationFactor.Code, fmt.Sprintf("replication factor %d must be -1 or positive", spec.ReplicationFactor)
-	}
-	if err := topicconfig.Validate(spec.Config); err != nil {
-		return kerr.InvalidConfig.Code, err.Error()
-	}
-	return 0, ""
+	_, exists := s.topics[spec.Name]
+	return specError(spec, exists, s.cfg.MaxPartitions)
 }
 
 func (s *Local) lookup(name string, id [16]byte) (*topicState, bool) {
@@ -247,17 +227,13 @@ func (s *Local) createPartitions(ctx actor.Context, m *messages.CreatePartitions
 		r := &results[i]
 		r.Name = pc.Topic
 		t, ok := s.topics[pc.Topic]
+		current := int32(0)
+		if ok {
+			current = t.rec.Partitions
+		}
+		r.ErrorCode, r.ErrorMessage = growError(pc, ok, current, s.cfg.MaxPartitions)
 		switch {
-		case !ok:
-			r.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		case pc.ManualAssignment:
-			r.ErrorCode, r.ErrorMessage = kerr.InvalidReplicaAssignment.Code, "kaas places partitions itself; manual replica assignment is not supported"
-		case pc.Count <= t.rec.Partitions:
-			r.ErrorCode = kerr.InvalidPartitions.Code
-			r.ErrorMessage = fmt.Sprintf("topic %q has %d partitions; the new count %d must be larger", pc.Topic, t.rec.Partitions, pc.Count)
-		case pc.Count > s.cfg.MaxPartitions:
-			r.ErrorCode = kerr.InvalidPartitions.Code
-			r.ErrorMessage = fmt.Sprintf("partition count %d exceeds the limit %d", pc.Count, s.cfg.MaxPartitions)
+		case r.ErrorCode != 0:
 		case m.ValidateOnly:
 		default:
 			s.growTopic(ctx, t, pc.Count)

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,43 +16,8 @@ import (
 // cleanly (idempotent).
 func startDiskBroker(t testing.TB, dir string, args ...string) (addr string, stop func()) {
 	t.Helper()
-	addr = diskFreeAddr(t)
-	all := append([]string{"--kafka-addr", addr, "--http-addr", "", "--log-level", "warn", "--data-dir", dir}, args...)
-	cfg, err := parseServe(all, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var logOut io.Writer = io.Discard
-	if os.Getenv("KAAS_TEST_LOGS") != "" {
-		logOut = os.Stderr
-	}
-	b, err := startBroker(ctx, cfg, logOut)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := false
-	stop = func() {
-		if !done {
-			done = true
-			cancel()
-			b.shutdown()
-		}
-	}
-	t.Cleanup(stop)
+	_, addr, stop = startTestBroker(t, append([]string{"--data-dir", dir}, args...)...)
 	return addr, stop
-}
-
-// diskFreeAddr returns a loopback address with a port that was free.
-func diskFreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // fdsUnder lists this process's descriptors open on files under dir.

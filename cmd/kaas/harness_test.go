@@ -12,16 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// testBroker starts an in-process broker on loopback ports and returns its
-// bootstrap address. Extra args are parsed as command-line flags.
-func testBroker(t testing.TB, args ...string) (*broker, string) {
+// startTestBroker starts an in-process broker on a free loopback port with
+// extra command-line flags; stop shuts it down (idempotent, also run at
+// cleanup).
+func startTestBroker(t testing.TB, args ...string) (b *broker, addr string, stop func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr = freeAddr(t)
 	all := append([]string{"--kafka-addr", addr, "--http-addr", "", "--log-level", "warn"}, args...)
 	cfg, err := parseServe(all, func(string) string { return "" }, io.Discard)
 	if err != nil {
@@ -32,16 +28,35 @@ func testBroker(t testing.TB, args ...string) (*broker, string) {
 	if os.Getenv("KAAS_TEST_LOGS") != "" {
 		logOut = os.Stderr
 	}
-	b, err := startBroker(ctx, cfg, logOut)
+	b, err = startBroker(ctx, cfg, logOut)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stop = func() {
 		cancel()
 		b.shutdown()
-	})
+	}
+	t.Cleanup(stop)
+	return b, addr, stop
+}
+
+// testBroker starts an in-memory in-process broker and returns it and its
+// bootstrap address.
+func testBroker(t testing.TB, args ...string) (*broker, string) {
+	b, addr, _ := startTestBroker(t, args...)
 	return b, addr
+}
+
+// freeAddr returns a loopback address with a port that was free.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {

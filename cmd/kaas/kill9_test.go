@@ -56,7 +56,7 @@ func (p *kill9Proc) log() string {
 
 func startKill9(t *testing.T, bin, dir string) *kill9Proc {
 	t.Helper()
-	p := &kill9Proc{addr: diskFreeAddr(t), out: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	p := &kill9Proc{addr: freeAddr(t), out: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	p.cmd = exec.Command(bin, "--data-dir", dir, "--kafka-addr", p.addr, "--http-addr", "", "--log-format", "json", "--log-level", "info")
 	p.cmd.Stdout = lockedWriter{p.mu, p.out}
 	p.cmd.Stderr = lockedWriter{p.mu, p.out}
