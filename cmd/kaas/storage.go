@@ -12,6 +12,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/atomicfile"
 	"github.com/kaas-project/kaas/storage/disklog"
 )
 
@@ -91,39 +92,9 @@ func (r *fileRegistry) Save(version int64, topics []supervisor.TopicRecord) erro
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(r.dir, topicsFile, append(b, '\n')); err != nil {
+	if err := atomicfile.Write(r.dir, topicsFile, append(b, '\n'), 0o644); err != nil {
 		return err
 	}
 	r.written = version
-	return nil
-}
-
-// writeAtomic replaces dir/name: tmp file, write, fsync, rename, dir fsync.
-func writeAtomic(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err == nil {
-		var d *os.File
-		if d, err = os.Open(dir); err == nil {
-			err = d.Sync()
-			_ = d.Close()
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
-	}
 	return nil
 }

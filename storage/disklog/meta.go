@@ -11,46 +11,17 @@ import (
 	"strings"
 
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/atomicfile"
 )
 
 // syncDir fsyncs a directory so that creations, renames and unlinks in it
 // are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
-// writeFileAtomic replaces dir/name with data: tmp file, write, fsync,
-// rename, directory fsync. A reader sees the old or the new content, never a
-// mix, and after a crash the same holds.
+// writeFileAtomic replaces dir/name with data (tmp, fsync, rename, dir fsync).
 func writeFileAtomic(dir, name string, data []byte, mode os.FileMode) error {
-	tmp := filepath.Join(dir, name+tmpSuffix)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return fmt.Errorf("disklog: write %s: %w", name, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	if err != nil {
-		return fmt.Errorf("disklog: write %s: %w", name, err)
+	if err := atomicfile.Write(dir, name, data, mode); err != nil {
+		return fmt.Errorf("disklog: %w", err)
 	}
 	return nil
 }
