@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseServeFlagsAndEnv(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // error substring; "" = valid
+		chk  func(*serveConfig) bool
+	}{
+		{"defaults", nil, nil, "", func(c *serveConfig) bool {
+			return c.KafkaAddr == ":9092" && c.HTTPAddr == ":8080" && c.advHost == "localhost" && c.advPort == 9092 && !c.clusterMode()
+		}},
+		{"env twin", nil, map[string]string{"KAAS_KAFKA_ADDR": "127.0.0.1:1234", "KAAS_LOG_FORMAT": "json"}, "", func(c *serveConfig) bool {
+			return c.KafkaAddr == "127.0.0.1:1234" && c.LogFormat == "json" && c.advPort == 1234
+		}},
+		{"flag wins over env", []string{"--kafka-addr", ":7000"}, map[string]string{"KAAS_KAFKA_ADDR": ":8000"}, "", func(c *serveConfig) bool {
+			return c.KafkaAddr == ":7000"
+		}},
+		{"unknown flag", []string{"--no-such-flag"}, nil, "not defined", nil},
+		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level", nil},
+		{"bad log format", []string{"--log-format", "xml"}, nil, "--log-format", nil},
+		{"bad env value", nil, map[string]string{"KAAS_MAX_REQUEST_SIZE": "big"}, "KAAS_MAX_REQUEST_SIZE", nil},
+		{"bad address", []string{"--kafka-addr", "nope"}, nil, "--kafka-addr", nil},
+		{"tiny request size", []string{"--max-request-size", "10"}, nil, "--max-request-size", nil},
+		{"stray argument", []string{"extra"}, nil, "unexpected argument", nil},
+		{"cluster needs a data dir", nil, map[string]string{"MY_POD_NAME": "kaas-2", "MY_POD_NAMESPACE": "ns"}, "--data-dir", nil},
+		{"cluster needs an ordinal", []string{"--data-dir", "/tmp"}, map[string]string{"MY_POD_NAME": "kaas", "MY_POD_NAMESPACE": "ns"}, "ordinal", nil},
+		{"cluster defaults", []string{"--data-dir", "/tmp"}, map[string]string{"MY_POD_NAME": "kaas-2", "MY_POD_NAMESPACE": "ns"}, "", func(c *serveConfig) bool {
+			return c.BrokerID == 2 && c.advHost == "kaas-2.kaas.ns.svc" && c.AdvertisedHeartbeatAddr == "kaas-2.kaas.ns.svc:9094" &&
+				c.LeaseDuration == 15*time.Second && c.clusterMode()
+		}},
+		{"dead-after must cover fence-after", []string{"--data-dir", "/tmp", "--fence-after", "5s", "--dead-after", "5500ms"},
+			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--dead-after", nil},
+		{"lease timings ordered", []string{"--data-dir", "/tmp", "--renew-deadline", "20s"},
+			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--lease-duration", nil},
+		{"fence-after covers two pings", []string{"--data-dir", "/tmp", "--heartbeat-interval", "3s"},
+			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--fence-after", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseServe(tc.args, env(tc.env), io.Discard)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("got %v, want an error about %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.chk(cfg) {
+				t.Fatalf("config %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestCommands(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "kaas ") {
+		t.Fatalf("version: %d %q", code, out.String())
+	}
+	errb.Reset()
+	if code := run([]string{"frobnicate"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unknown command") {
+		t.Fatalf("unknown command: %d %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run([]string{"--log-level", "nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--log-level") {
+		t.Fatalf("bad flag: %d %q", code, errb.String())
+	}
+}
