@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -87,6 +88,8 @@ type brokerRow struct {
 	// listed is what the broker's latest ping says it serves (opening,
 	// leading or still closing): the release confirmation of two-phase moves.
 	listed map[TP]bool
+	// groups are the consumer groups it reports holding.
+	groups []string
 }
 
 // Actor is the controller actor.
@@ -212,6 +215,12 @@ func (a *Actor) ping(m *BrokerPing) bool {
 		}
 	}
 	row.listed = listed
+	if !slices.Equal(row.groups, p.Groups) {
+		row.groups = p.Groups
+		if a.prev != nil && len(a.prev.ConsumerGroups.Held) > 0 {
+			released = true
+		}
+	}
 	return released
 }
 
@@ -291,6 +300,13 @@ func (a *Actor) recompute(ctx actor.Context, why string) {
 		}
 	}
 	held := HoldUnreleased(a.prev, next, states, listed)
+	groups := make(map[string][]string, len(a.brokers))
+	for name, row := range a.brokers {
+		if row.pinged {
+			groups[name] = row.groups
+		}
+	}
+	heldSlots := HoldSlots(a.prev, next, states, groups)
 	if a.prev != nil && (next.AssignmentVersion == a.prev.AssignmentVersion || assignment.SameContent(a.prev, next)) {
 		return
 	}
@@ -299,7 +315,7 @@ func (a *Actor) recompute(ctx actor.Context, why string) {
 		return
 	}
 	a.cfg.Log.Info().Str("why", why).Int64("version", next.AssignmentVersion).
-		Int("moves", len(moves)).Int("held", held).Int("topics", len(next.Topics)).Msg("writing assignment")
+		Int("moves", len(moves)).Int("held", held).Int("held_slots", heldSlots).Int("topics", len(next.Topics)).Msg("writing assignment")
 	a.write(ctx, next)
 }
 

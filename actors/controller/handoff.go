@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"slices"
+
 	"github.com/kaas-project/kaas/storage/assignment"
 )
 
@@ -78,4 +80,66 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 		}
 	}
 	return held
+}
+
+// HoldSlots makes group-coordinator moves two-phase, like HoldUnreleased
+// for partitions. Slot i (the home slot of the groups whose hash lands
+// there) is held when its serving broker changes from a broker that is
+// still running, when a running broker other than the new owner still
+// reports a group of that slot, or when it was held already and a running
+// broker other than the new owner has not reported yet. Held slots are
+// written to consumer_groups.held; their groups have no coordinator
+// (clients retry COORDINATOR_NOT_AVAILABLE) until the release is confirmed.
+// next is modified in place; it returns how many slots are held.
+func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, groups map[string][]string) int {
+	running := func(name string) bool {
+		s, ok := states[name]
+		return ok && s != assignment.Dead
+	}
+	n := len(next.ConsumerGroups.Slots)
+	nextOwners := assignment.SlotOwners(next)
+	var prevOwners []string
+	var prevHeld []int
+	if prev != nil && len(prev.ConsumerGroups.Slots) == n {
+		prevOwners = assignment.SlotOwners(prev)
+		prevHeld = prev.ConsumerGroups.Held
+	}
+	reported := make([]map[string]bool, n) // slot -> brokers reporting a group there
+	for name, gs := range groups {
+		for _, g := range gs {
+			i := assignment.SlotFor(g, n)
+			if i < 0 {
+				continue
+			}
+			if reported[i] == nil {
+				reported[i] = map[string]bool{}
+			}
+			reported[i][name] = true
+		}
+	}
+	var held []int
+	for i := 0; i < n; i++ {
+		target := nextOwners[i]
+		hold := false
+		if prevOwners != nil && prevOwners[i] != "" && prevOwners[i] != target && running(prevOwners[i]) {
+			hold = true
+		}
+		for name := range reported[i] {
+			if name != target && running(name) {
+				hold = true
+			}
+		}
+		if slices.Contains(prevHeld, i) {
+			for name, st := range states {
+				if _, heard := groups[name]; name != target && st != assignment.Dead && !heard {
+					hold = true
+				}
+			}
+		}
+		if hold {
+			held = append(held, i)
+		}
+	}
+	next.ConsumerGroups.Held = held
+	return len(held)
 }

@@ -84,3 +84,61 @@ func TestHoldUnreleased(t *testing.T) {
 		})
 	}
 }
+
+func slotDoc(states ...assignment.BrokerState) *assignment.Assignment {
+	a := &assignment.Assignment{Format: 1, Topics: map[string]assignment.Topic{}}
+	for i, st := range states {
+		name := "kaas-" + string(rune('0'+i))
+		a.Brokers = append(a.Brokers, assignment.Broker{ID: int32(i), Name: name, State: st})
+		a.ConsumerGroups.Slots = append(a.ConsumerGroups.Slots, name)
+	}
+	return a
+}
+
+// groupIn returns a group name whose home slot is i of n.
+func groupIn(i, n int) string {
+	for k := 0; ; k++ {
+		g := "g" + string(rune('a'+k%26)) + string(rune('a'+k/26))
+		if assignment.SlotFor(g, n) == i {
+			return g
+		}
+	}
+}
+
+func TestHoldSlots(t *testing.T) {
+	A, D := assignment.Alive, assignment.Draining
+	states := func(s ...assignment.BrokerState) map[string]assignment.BrokerState {
+		m := map[string]assignment.BrokerState{}
+		for i, st := range s {
+			m["kaas-"+string(rune('0'+i))] = st
+		}
+		return m
+	}
+	g1 := groupIn(1, 3)
+	cases := []struct {
+		name   string
+		prev   *assignment.Assignment
+		next   *assignment.Assignment
+		states map[string]assignment.BrokerState
+		groups map[string][]string
+		want   []int
+	}{
+		{"steady", slotDoc(A, A, A), slotDoc(A, A, A), states(A, A, A), map[string][]string{"kaas-1": {g1}}, nil},
+		{"owner starts draining: held", slotDoc(A, A, A), slotDoc(A, D, A), states(A, D, A), map[string][]string{"kaas-1": {g1}}, []int{1}},
+		{"old owner still reports the group", func() *assignment.Assignment { a := slotDoc(A, D, A); a.ConsumerGroups.Held = []int{1}; return a }(),
+			slotDoc(A, D, A), states(A, D, A), map[string][]string{"kaas-0": {}, "kaas-1": {g1}, "kaas-2": {}}, []int{1}},
+		{"released: moves", func() *assignment.Assignment { a := slotDoc(A, D, A); a.ConsumerGroups.Held = []int{1}; return a }(),
+			slotDoc(A, D, A), states(A, D, A), map[string][]string{"kaas-0": {}, "kaas-1": {}, "kaas-2": {}}, nil},
+		{"held and a running broker not heard from", func() *assignment.Assignment { a := slotDoc(A, D, A); a.ConsumerGroups.Held = []int{1}; return a }(),
+			slotDoc(A, D, A), states(A, D, A), map[string][]string{"kaas-0": {}, "kaas-2": {}}, []int{1}},
+		{"dead owner: one step", slotDoc(A, A, A), slotDoc(A, assignment.Dead, A), states(A, assignment.Dead, A), map[string][]string{"kaas-1": {g1}}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			HoldSlots(tc.prev, tc.next, tc.states, tc.groups)
+			if got := tc.next.ConsumerGroups.Held; len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+				t.Fatalf("held %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -32,6 +32,11 @@ type Options struct {
 	Watch *actor.PID
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// OnGroupsChanged, when set, is told the names of every group this
+	// broker still holds (serving or closing) whenever that set changes: the
+	// controller waits for a group to disappear from it before giving the
+	// group to another coordinator. Called from the manager; must not block.
+	OnGroupsChanged func(names []string)
 	// Fence, when set, makes every group refuse requests with
 	// NOT_COORDINATOR while the broker has no recent heartbeat exchange
 	// (cluster-mode self-fencing: the group may be moving elsewhere).

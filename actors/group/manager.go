@@ -1,6 +1,8 @@
 package group
 
 import (
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,6 +97,7 @@ type manager struct {
 	rescan   bool
 	stopping bool
 	poll     *time.Timer
+	reported []string // last set given to OnGroupsChanged
 }
 
 func coordinates(v *routing.View, group string) bool {
@@ -182,6 +185,17 @@ func (m *manager) count() {
 		}
 	}
 	m.c.led.Store(int64(n))
+	if m.opts.OnGroupsChanged != nil {
+		names := make([]string, 0, len(m.groups))
+		for name := range m.groups {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		if !slices.Equal(names, m.reported) {
+			m.reported = names
+			m.opts.OnGroupsChanged(names)
+		}
+	}
 }
 
 func (m *manager) route(ctx actor.Context, gc *messages.GroupCall) {

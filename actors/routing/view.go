@@ -8,6 +8,7 @@ package routing
 
 import (
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/kaas-project/kaas/actors/runtime"
@@ -98,11 +99,30 @@ func (v *View) TopicNames() []string {
 
 // Store publishes Views.
 type Store struct {
-	p atomic.Pointer[View]
+	p         atomic.Pointer[View]
+	mu        sync.Mutex
+	listeners []func()
 }
 
 // Load returns the current View (never nil after the first Publish).
 func (s *Store) Load() *View { return s.p.Load() }
 
-// Publish replaces the current View.
-func (s *Store) Publish(v *View) { s.p.Store(v) }
+// Publish replaces the current View and tells the listeners.
+func (s *Store) Publish(v *View) {
+	s.p.Store(v)
+	s.mu.Lock()
+	ls := s.listeners
+	s.mu.Unlock()
+	for _, l := range ls {
+		l()
+	}
+}
+
+// OnPublish registers fn to be called after every Publish (from the
+// publisher's goroutine: fn must be cheap and must not block, e.g. send an
+// actor message).
+func (s *Store) OnPublish(fn func()) {
+	s.mu.Lock()
+	s.listeners = append(s.listeners, fn)
+	s.mu.Unlock()
+}

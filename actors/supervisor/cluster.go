@@ -100,7 +100,13 @@ type Cluster struct {
 	topicAdmin *cluster.Topics
 	kick       chan struct{}
 	stopElect  context.CancelFunc
+	groups     []string // consumer groups held (GroupsHeld)
 }
+
+// GroupsHeld reports the consumer groups this broker holds (serving or
+// closing); they ride every heartbeat so the controller can confirm that a
+// group left its old coordinator before naming the next one.
+type GroupsHeld struct{ Names []string }
 
 // OpenPartitions asks how many partition actors still hold files (leading,
 // opening or closing).
@@ -169,6 +175,10 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		s.kickHeartbeat()
 	case *Ping:
 		m.Reply()
+	case *GroupsHeld:
+		s.groups = m.Names
+		s.updatePing()
+		s.kickHeartbeat()
 	case *OpenPartitions:
 		m.Reply(len(s.parts))
 	case *Drain:
@@ -437,6 +447,7 @@ func (s *Cluster) updatePing() {
 	if s.current != nil {
 		p.ControllerEpoch, p.AssignmentVersion = s.current.ControllerEpoch, s.current.AssignmentVersion
 	}
+	p.Groups = s.groups
 	// Every partition with an actor counts, including ones still closing:
 	// only a finished close is a release.
 	for tp, lp := range s.parts {

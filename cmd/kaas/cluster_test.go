@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/supervisor"
 )
@@ -241,6 +242,21 @@ func TestClusterOnKubernetes(t *testing.T) {
 	produceEverywhere(t, prod2, "from-kubectl", 3, "after-broker-kill")
 	t.Logf("FIGURE broker SIGKILL -> every partition served again: %v", time.Since(killedAt))
 	checkGroups("after two brokers were killed")
+	// DescribeCluster v2 reports the dead broker as fenced when asked.
+	waitUntil(t, 10*time.Second, "dead broker reported fenced", func() bool {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.IncludeFencedBrokers = true
+		resp, err := req.RequestWith(ctxFor(t, 5*time.Second), c.client())
+		if err != nil {
+			return false
+		}
+		for _, b := range resp.Brokers {
+			if b.Host+":"+fmt.Sprint(b.Port) == c.brokers[victim].kafka {
+				return b.IsFenced
+			}
+		}
+		return false
+	})
 
 	// The killed brokers come back and take a balanced share.
 	c.start(ctrl)

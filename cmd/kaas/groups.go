@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/kaas-project/kaas/actors/group"
+	"github.com/kaas-project/kaas/actors/supervisor"
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
@@ -28,6 +30,8 @@ func registerGroups(b *broker) {
 	opts.Watch = b.sup.PID()
 	if b.fence != nil {
 		opts.Fence = b.fence
+		sup := b.sup
+		opts.OnGroupsChanged = func(names []string) { sup.Send(&supervisor.GroupsHeld{Names: names}) }
 	}
 	if dir := groupStoreDir(b.cfg); dir != "" {
 		st, err := groupstore.NewFile(dir)
@@ -50,6 +54,10 @@ func registerGroups(b *broker) {
 	}
 	c.Register(b.srv)
 	b.groups = c
+	// Groups react to every new view at once (a held slot is released
+	// without waiting for the manager's poll).
+	ref := c.Ref()
+	b.views.OnPublish(func() { ref.Send(&messages.GroupsViewChanged{}) })
 }
 
 // groupsLed is the number of consumer groups this broker coordinates.

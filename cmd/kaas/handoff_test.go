@@ -247,6 +247,7 @@ func TestSafeHandoffs(t *testing.T) {
 	stopEpochs := make(chan struct{})
 	epochWatch := watchEpochs(t, c, stopEpochs)
 	load := startLoad(t, c, "load", parts)
+	commits := startCommitter(t, c, "handoff-group", "load")
 	time.Sleep(time.Second)
 
 	// 1. Drain a broker that is not the controller (SIGTERM).
@@ -334,7 +335,75 @@ func TestSafeHandoffs(t *testing.T) {
 	t.Logf("FIGURE rolling restart took %v; per-partition longest unavailability p50 %v p99 %v", time.Since(rollStart).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
 
 	load.stop()
+	commits.stopAndVerify()
 	close(stopEpochs)
 	epochWatch.Wait()
 	load.verify(c)
+}
+
+// committer commits an ever-growing offset for one group while coordinators
+// move (drains, kills, rolling restarts), remembering the last commit that
+// was acknowledged. No acknowledged commit may be lost.
+type committer struct {
+	t               *testing.T
+	c               *kaasCluster
+	group, topic    string
+	cancel          context.CancelFunc
+	done            chan struct{}
+	mu              sync.Mutex
+	acked, attempts int64
+}
+
+func startCommitter(t *testing.T, c *kaasCluster, group, topic string) *committer {
+	cm := &committer{t: t, c: c, group: group, topic: topic, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	cm.cancel = cancel
+	go func() {
+		defer close(cm.done)
+		for n := int64(1); ctx.Err() == nil; n++ {
+			// A fresh client per commit: a cached coordinator would stay on a
+			// killed broker through dial errors.
+			cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.RetryTimeout(5*time.Second))
+			if err != nil {
+				continue
+			}
+			offs := kadm.Offsets{}
+			offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: n, LeaderEpoch: -1})
+			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+			resp, err := kadm.NewClient(cl).CommitOffsets(cctx, group, offs)
+			ccancel()
+			cl.Close()
+			cm.mu.Lock()
+			cm.attempts++
+			if err == nil && resp.Error() == nil {
+				cm.acked = n
+			}
+			cm.mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return cm
+}
+
+func (cm *committer) stopAndVerify() {
+	t := cm.t
+	cm.cancel()
+	<-cm.done
+	adm := kadm.NewClient(cm.c.client())
+	ctx := ctxFor(t, 30*time.Second)
+	var got kadm.OffsetResponses
+	var err error
+	for ctx.Err() == nil {
+		if got, err = adm.FetchOffsets(ctx, cm.group); err == nil && got.Error() == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	o, _ := got.Lookup(cm.topic, 0)
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	t.Logf("committer: %d commits tried, last acknowledged %d, committed offset now %d (%v)", cm.attempts, cm.acked, o.At, err)
+	if cm.acked == 0 || o.At < cm.acked {
+		t.Errorf("group %s: acknowledged commit %d lost across coordinator moves (now %d)", cm.group, cm.acked, o.At)
+	}
 }

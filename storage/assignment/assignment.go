@@ -12,6 +12,7 @@ package assignment
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -80,6 +81,10 @@ type Partition struct {
 // ordinal order, dead rows included (see CoordinatorFor).
 type ConsumerGroups struct {
 	Slots []string `json:"slots"`
+	// Held lists slot indexes whose groups are between coordinators (a
+	// two-phase move: the old one is closing them). CoordinatorFor answers
+	// no coordinator for their groups until the controller releases them.
+	Held []int `json:"held,omitempty"`
 }
 
 // ErrInvalid is wrapped by every validation error (errors.Is(err, ErrInvalid)).
@@ -216,6 +221,14 @@ func (a *Assignment) Validate() error {
 		}
 		seen[s] = i
 	}
+	for i, h := range a.ConsumerGroups.Held {
+		if h < 0 || h >= len(a.ConsumerGroups.Slots) {
+			return invalid("consumer_groups held slot %d is out of range", h)
+		}
+		if i > 0 && h <= a.ConsumerGroups.Held[i-1] {
+			return invalid("consumer_groups held slots are not strictly increasing")
+		}
+	}
 	return nil
 }
 
@@ -279,6 +292,9 @@ func SameContent(a, b *Assignment) bool {
 		if a.ConsumerGroups.Slots[i] != b.ConsumerGroups.Slots[i] {
 			return false
 		}
+	}
+	if !slices.Equal(a.ConsumerGroups.Held, b.ConsumerGroups.Held) {
+		return false
 	}
 	for name, ta := range a.Topics {
 		tb, ok := b.Topics[name]

@@ -107,7 +107,18 @@ func Encode(a *Assignment) ([]byte, error) {
 		}
 		b = appendString(b, s)
 	}
-	b = append(b, "]}\n}\n"...)
+	b = append(b, ']')
+	if len(a.ConsumerGroups.Held) > 0 {
+		b = append(b, ", \"held\": ["...)
+		for i, h := range a.ConsumerGroups.Held {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = strconv.AppendInt(b, int64(h), 10)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, "}\n}\n"...)
 	return b, nil
 }
 

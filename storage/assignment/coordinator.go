@@ -1,6 +1,9 @@
 package assignment
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // JavaStringHashCode is Java's String.hashCode(): s[0]*31^(n-1) + ... + s[n-1]
 // over the string's UTF-16 code units, in wrapping 32-bit arithmetic. Runes
@@ -56,7 +59,11 @@ func CoordinatorFor(group string, a *Assignment) (Broker, bool) {
 	if a == nil {
 		return Broker{}, false
 	}
-	return slotOwner(a, SlotFor(group, len(a.ConsumerGroups.Slots)))
+	i := SlotFor(group, len(a.ConsumerGroups.Slots))
+	if slices.Contains(a.ConsumerGroups.Held, i) {
+		return Broker{}, false // between coordinators: retriable for clients
+	}
+	return slotOwner(a, i)
 }
 
 // slotOwner walks the ring from slot i to the first slot with an alive broker.

@@ -2,6 +2,7 @@ package assignment
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -110,5 +111,30 @@ func TestCoordinatorFor(t *testing.T) {
 	a.ConsumerGroups.Slots[1] = "ghost"
 	if b, _ := CoordinatorFor(groupForSlot(t, 1, 2), a); b.ID != 0 {
 		t.Errorf("ghost slot -> %d", b.ID)
+	}
+}
+
+func TestHeldSlotHasNoCoordinator(t *testing.T) {
+	a := &Assignment{Format: 1, Controller: "kaas-0", Brokers: []Broker{{ID: 0, Name: "kaas-0", State: Alive}, {ID: 1, Name: "kaas-1", State: Alive}},
+		Topics: map[string]Topic{}, ConsumerGroups: ConsumerGroups{Slots: []string{"kaas-0", "kaas-1"}}}
+	g := "some-group"
+	if _, ok := CoordinatorFor(g, a); !ok {
+		t.Fatal("no coordinator before the hold")
+	}
+	a.ConsumerGroups.Held = []int{SlotFor(g, 2)}
+	if _, ok := CoordinatorFor(g, a); ok {
+		t.Fatal("a held slot still has a coordinator")
+	}
+	data, err := Encode(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(data)
+	if err != nil || !slices.Equal(back.ConsumerGroups.Held, a.ConsumerGroups.Held) {
+		t.Fatalf("held slots did not round-trip: %v %v", err, back)
+	}
+	a.ConsumerGroups.Held = []int{5}
+	if err := a.Validate(); err == nil {
+		t.Fatal("out-of-range held slot accepted")
 	}
 }
