@@ -43,7 +43,17 @@ type serveConfig struct {
 	DrainTimeout            time.Duration
 	HeartbeatInterval       time.Duration
 
+	// consumer groups
+	GroupInitialRebalanceDelay     time.Duration
+	GroupMinSessionTimeout         time.Duration
+	GroupMaxSessionTimeout         time.Duration
+	GroupConsumerHeartbeatInterval time.Duration
+	GroupConsumerSessionTimeout    time.Duration
+	OffsetsRetentionMinutes        int
+
 	podName, podNamespace, podUID string
+	// explicit names the flags given on the command line or by KAAS_* variables.
+	explicit map[string]bool
 
 	// derived
 	advHost string
@@ -65,6 +75,12 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")
 	fs.IntVar(&cfg.BrokerID, "broker-id", 0, "broker id in local mode (cluster mode takes it from the pod name)")
+	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "consumer groups: Kafka's group.initial.rebalance.delay.ms")
+	fs.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", 6*time.Second, "consumer groups: Kafka's group.min.session.timeout.ms")
+	fs.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "consumer groups: Kafka's group.max.session.timeout.ms")
+	fs.DurationVar(&cfg.GroupConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "KIP-848 groups: Kafka's group.consumer.heartbeat.interval.ms")
+	fs.DurationVar(&cfg.GroupConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second, "KIP-848 groups: Kafka's group.consumer.session.timeout.ms")
+	fs.IntVar(&cfg.OffsetsRetentionMinutes, "offsets-retention-minutes", 7*24*60, "consumer groups: Kafka's offsets.retention.minutes")
 	fs.StringVar(&cfg.HeartbeatAddr, "heartbeat-addr", ":9094", "cluster mode: heartbeat gRPC listener")
 	fs.StringVar(&cfg.AdvertisedHeartbeatAddr, "advertised-heartbeat-addr", "", "cluster mode: heartbeat address other brokers dial (default <pod>.<service>.<namespace>.svc:<heartbeat port>)")
 	fs.StringVar(&cfg.Service, "service", "kaas", "cluster mode: headless Service name (per-broker DNS)")
@@ -110,6 +126,8 @@ func parseServe(args []string, getenv func(string) string, out io.Writer) (*serv
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	cfg.explicit = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { cfg.explicit[f.Name] = true })
 	cfg.podName, cfg.podNamespace, cfg.podUID = getenv("MY_POD_NAME"), getenv("MY_POD_NAMESPACE"), getenv("MY_POD_UID")
 	return cfg, cfg.validate()
 }
@@ -136,6 +154,15 @@ func (c *serveConfig) validate() error {
 	}
 	if c.DefaultPartitions < 1 {
 		return fmt.Errorf("--default-partitions %d: must be at least 1", c.DefaultPartitions)
+	}
+	if c.GroupMinSessionTimeout <= 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
+		return fmt.Errorf("--group-min-session-timeout %s / --group-max-session-timeout %s: want 0 < min <= max", c.GroupMinSessionTimeout, c.GroupMaxSessionTimeout)
+	}
+	if c.GroupConsumerHeartbeatInterval <= 0 || c.GroupConsumerSessionTimeout <= c.GroupConsumerHeartbeatInterval {
+		return fmt.Errorf("--group-consumer-session-timeout %s must exceed --group-consumer-heartbeat-interval %s", c.GroupConsumerSessionTimeout, c.GroupConsumerHeartbeatInterval)
+	}
+	if c.OffsetsRetentionMinutes < 1 {
+		return fmt.Errorf("--offsets-retention-minutes %d must be at least 1", c.OffsetsRetentionMinutes)
 	}
 	if c.BrokerID < 0 {
 		return fmt.Errorf("--broker-id %d: must not be negative", c.BrokerID)

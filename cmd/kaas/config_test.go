@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestParseServeFlagsAndEnv(t *testing.T) {
@@ -77,5 +80,28 @@ func TestCommands(t *testing.T) {
 	errb.Reset()
 	if code := run([]string{"--log-level", "nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--log-level") {
 		t.Fatalf("bad flag: %d %q", code, errb.String())
+	}
+}
+
+func TestGroupFlagsReachTheCoordinator(t *testing.T) {
+	_, addr := testBroker(t, "--group-min-session-timeout", "10s")
+	cl := newClient(t, addr)
+	join := func(session int32) int16 {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis, req.ProtocolType = "flags-group", session, 60000, "consumer"
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0}
+		req.Protocols = append(req.Protocols, p)
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	if code := join(5000); code != kerr.InvalidSessionTimeout.Code {
+		t.Fatalf("5 s session under a 10 s minimum: error %d, want INVALID_SESSION_TIMEOUT", code)
+	}
+	if code := join(15000); code == kerr.InvalidSessionTimeout.Code {
+		t.Fatal("15 s session refused under a 10 s minimum")
 	}
 }

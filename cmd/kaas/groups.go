@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/kaas-project/kaas/actors/group"
 	"github.com/kaas-project/kaas/actors/supervisor"
@@ -25,6 +26,30 @@ var groupStoreDir = func(cfg *serveConfig) string { return cfg.DataDir }
 // is relinquished and its log closed.
 func registerGroups(b *broker) {
 	opts := groupOptions
+	// Flags given explicitly override the defaults (tests shorten the
+	// defaults through groupOptions).
+	set := b.cfg.explicit
+	if set["group-initial-rebalance-delay"] {
+		opts.Group.InitialRebalanceDelay = b.cfg.GroupInitialRebalanceDelay
+		if opts.Group.InitialRebalanceDelay == 0 {
+			opts.Group.InitialRebalanceDelay = -1 // no delay
+		}
+	}
+	if set["group-min-session-timeout"] {
+		opts.Group.MinSessionTimeout = b.cfg.GroupMinSessionTimeout
+	}
+	if set["group-max-session-timeout"] {
+		opts.Group.MaxSessionTimeout = b.cfg.GroupMaxSessionTimeout
+	}
+	if set["group-consumer-heartbeat-interval"] {
+		opts.Group.ConsumerHeartbeatInterval = b.cfg.GroupConsumerHeartbeatInterval
+	}
+	if set["group-consumer-session-timeout"] {
+		opts.Group.ConsumerSessionTimeout = b.cfg.GroupConsumerSessionTimeout
+	}
+	if set["offsets-retention-minutes"] {
+		opts.Group.OffsetsRetention = time.Duration(b.cfg.OffsetsRetentionMinutes) * time.Minute
+	}
 	opts.Views = b.views
 	opts.Log = b.log.With().Str("actor", "groups").Logger()
 	opts.Watch = b.sup.PID()
