@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"sync"
 	"syscall"
@@ -16,19 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// kill9Binary builds the kaas binary (once, for this test) into a
-// temporary directory.
-func kill9Binary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kaas")
-	start := time.Now()
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	t.Logf("built %s in %v", bin, time.Since(start).Round(time.Millisecond))
-	return bin
-}
 
 type kill9Proc struct {
 	cmd  *exec.Cmd
@@ -94,10 +80,7 @@ type acked struct {
 // on the same --data-dir: every acknowledged record is there, exactly once,
 // at the offset it was acknowledged with, in order.
 func TestKill9KeepsAcknowledgedRecords(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := kill9Binary(t)
+	bin := kaasBinary(t)
 	dir := t.TempDir()
 	const topic, partitions = "k9", 4
 	p := startKill9(t, bin, dir)
