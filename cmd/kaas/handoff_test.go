@@ -40,8 +40,11 @@ type ackedRec struct {
 
 func startLoad(t *testing.T, c *kaasCluster, topic string, parts int) *loadChecker {
 	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, kinds: map[string]int{}, done: make(chan struct{})}
+	// Short client backoffs, so the unavailability measured is the broker's
+	// rather than the client's default 250 ms retry backoff.
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(20000), kgo.RecordRetries(1<<30))
+		kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(20000), kgo.RecordRetries(1<<30),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }), kgo.MetadataMinAge(10*time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	go func() {
