@@ -123,8 +123,7 @@ func readAll(t testing.TB, l *Log, from int64) []byte {
 // crash abandons l as a kill -9 would: no flush, no index, no marker; the
 // descriptors are closed so the test can reopen the directory.
 func (l *Log) crash() {
-	close(l.quit)
-	l.janitorWG.Wait()
+	l.stopJanitor()
 	l.stopTimers()
 	l.mu.Lock()
 	l.closed = true
@@ -177,3 +176,14 @@ func segFiles(t testing.TB, dir, ext string) []string {
 }
 
 func isCorrupt(err error) bool { return errors.Is(err, ErrCorruptSegment) }
+
+// stopJanitor stops the background janitor (index writes, unlinks) so a
+// test can shape the files without racing it; crash calls it too.
+func (l *Log) stopJanitor() {
+	select {
+	case <-l.quit:
+	default:
+		close(l.quit)
+	}
+	l.janitorWG.Wait()
+}
