@@ -101,6 +101,7 @@ type Actor struct {
 	haveTopic bool
 	prev      *assignment.Assignment // last written or inherited
 	writing   bool
+	checking  bool // a header read is in flight
 	dirty     bool
 	stopTick  context.CancelFunc
 	lastState map[string]assignment.BrokerState
@@ -171,6 +172,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 		} else {
 			a.checkFile(ctx)
 		}
+	case *fileHeader:
+		a.onHeader(ctx, m)
 	case *written:
 		a.writing = false
 		if lost, ok := m.err.(errLeaseLost); ok {
@@ -342,18 +345,37 @@ func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 	}()
 }
 
-// checkFile re-asserts this controller's assignment if the file on the
-// volume is from a lower epoch or an older version (a deposed controller's
-// late write, or damage). Only the epoch-prefixed header is read.
+// fileHeader is the epoch and version found on the volume by checkFile.
+type fileHeader struct {
+	epoch, version int64
+	err            error
+}
+
+// checkFile reads the file's epoch-prefixed header on a goroutine (the
+// volume may be slow: never in Receive); onHeader re-asserts this
+// controller's assignment if the file is from a lower epoch or an older
+// version (a deposed controller's late write, or damage).
 func (a *Actor) checkFile(ctx actor.Context) {
-	if a.writing || a.prev == nil || a.prev.ControllerEpoch != a.cfg.Epoch {
+	if a.writing || a.checking || a.prev == nil || a.prev.ControllerEpoch != a.cfg.Epoch {
 		return
 	}
-	e, v, err := assignment.ReadHeader(assignment.Path(a.cfg.DataDir))
-	if err == nil && (e > a.cfg.Epoch || (e == a.cfg.Epoch && v >= a.prev.AssignmentVersion)) {
+	a.checking = true
+	self, system, path := ctx.Self(), ctx.ActorSystem(), assignment.Path(a.cfg.DataDir)
+	go func() {
+		e, v, err := assignment.ReadHeader(path)
+		system.Root.Send(self, &fileHeader{epoch: e, version: v, err: err})
+	}()
+}
+
+func (a *Actor) onHeader(ctx actor.Context, h *fileHeader) {
+	a.checking = false
+	if a.writing || a.prev == nil {
 		return
 	}
-	a.cfg.Log.Warn().Err(err).Int64("file_epoch", e).Int64("file_version", v).Int64("version", a.prev.AssignmentVersion).
+	if h.err == nil && (h.epoch > a.cfg.Epoch || (h.epoch == a.cfg.Epoch && h.version >= a.prev.AssignmentVersion)) {
+		return
+	}
+	a.cfg.Log.Warn().Err(h.err).Int64("file_epoch", h.epoch).Int64("file_version", h.version).Int64("version", a.prev.AssignmentVersion).
 		Msg("assignment file is not ours; re-asserting it")
 	a.write(ctx, a.prev)
 }
