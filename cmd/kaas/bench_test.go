@@ -22,41 +22,13 @@ import (
 //	go test ./cmd/kaas -run '^$' -bench BenchmarkProduceAcksAll -benchtime 256x
 func BenchmarkProduceAcksAll(b *testing.B) {
 	const topic, partitions = "bench", 6
-	targets := []struct {
-		name  string
-		start func(b *testing.B) string
-	}{
-		{"kfake", func(b *testing.B) string {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(c.Close)
-			return c.ListenAddrs()[0]
-		}},
-		{"kaas-memory", func(b *testing.B) string {
-			_, addr := testBroker(b)
-			return addr
-		}},
-		{"kaas-disk", func(b *testing.B) string {
-			addr, _ := startDiskBroker(b, b.TempDir())
-			return addr
-		}},
-	}
 	for _, size := range []struct {
 		name string
 		n    int
 	}{{"1KiB", 1024}, {"100B", 100}} {
-		for _, tg := range targets {
-			b.Run(size.name+"/"+tg.name, func(b *testing.B) {
-				addr := tg.start(b)
-				if tg.name != "kfake" {
-					adm := kadm.NewClient(newClient(b, addr))
-					if _, err := adm.CreateTopic(context.Background(), partitions, 1, nil, topic); err != nil {
-						b.Fatal(err)
-					}
-				}
-				benchProduce(b, addr, topic, size.n)
+		for _, target := range benchTargets {
+			b.Run(size.name+"/"+target, func(b *testing.B) {
+				benchProduce(b, startBenchTarget(b, target, topic, partitions), topic, size.n)
 			})
 		}
 	}
@@ -115,30 +87,9 @@ func benchProduce(b *testing.B, addr, topic string, size int) {
 //	go test ./cmd/kaas -run '^$' -bench BenchmarkFetch -benchtime 5x
 func BenchmarkFetch(b *testing.B) {
 	const topic, partitions, size, total = "fetch", 6, 1024, 64 << 20
-	targets := []struct {
-		name  string
-		start func(b *testing.B) string
-	}{
-		{"kfake", func(b *testing.B) string {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(c.Close)
-			return c.ListenAddrs()[0]
-		}},
-		{"kaas-memory", func(b *testing.B) string { _, addr := testBroker(b); return addr }},
-		{"kaas-disk", func(b *testing.B) string { addr, _ := startDiskBroker(b, b.TempDir()); return addr }},
-	}
-	for _, tg := range targets {
-		b.Run(tg.name, func(b *testing.B) {
-			addr := tg.start(b)
-			if tg.name != "kfake" {
-				adm := kadm.NewClient(newClient(b, addr))
-				if _, err := adm.CreateTopic(context.Background(), partitions, 1, nil, topic); err != nil {
-					b.Fatal(err)
-				}
-			}
+	for _, target := range benchTargets {
+		b.Run(target, func(b *testing.B) {
+			addr := startBenchTarget(b, target, topic, partitions)
 			prod := newClient(b, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
 				kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 			value := make([]byte, size)
@@ -170,4 +121,34 @@ func BenchmarkFetch(b *testing.B) {
 			b.ReportMetric(float64(b.N)*total/el/1e6, "MB/s")
 		})
 	}
+}
+
+// benchTargets are what every benchmark compares, in one run: franz-go's
+// in-process kfake cluster (the baseline), kaas in memory, kaas on disk.
+var benchTargets = []string{"kfake", "kaas-memory", "kaas-disk"}
+
+// startBenchTarget starts target with a topic of the given partitions and
+// returns its bootstrap address.
+func startBenchTarget(b *testing.B, target, topic string, partitions int32) string {
+	var addr string
+	switch target {
+	case "kfake":
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topic))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(c.Close)
+		return c.ListenAddrs()[0]
+	case "kaas-memory":
+		_, addr = testBroker(b)
+	case "kaas-disk":
+		addr, _ = startDiskBroker(b, b.TempDir())
+	default:
+		b.Fatalf("unknown benchmark target %q", target)
+	}
+	adm := kadm.NewClient(newClient(b, addr))
+	if _, err := adm.CreateTopic(context.Background(), partitions, 1, nil, topic); err != nil {
+		b.Fatal(err)
+	}
+	return addr
 }
