@@ -6,8 +6,15 @@
 package messages
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kaas-project/kaas/storage"
 )
+
+// notLeader is the retriable answer of a request whose partition actor is
+// gone (released between routing and delivery): the client refreshes its
+// metadata and retries at the new leader.
+var notLeader = kerr.NotLeaderForPartition.Code
 
 // TakeLeadership tells a partition actor it leads the partition from now on,
 // under LeaderEpoch. The actor opens and recovers its log.
@@ -133,4 +140,37 @@ type PartitionStatusResult struct {
 	LogStartOffset int64
 	HighWatermark  int64
 	LogEndOffset   int64
+}
+
+// Undelivered answers requests whose actor had stopped (runtime.Undeliverable).
+
+func (m *Produce) Undelivered() {
+	m.Reply(ProduceResult{ErrorCode: notLeader, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+}
+
+func (m *Fetch) Undelivered() {
+	m.Reply(FetchResult{ErrorCode: notLeader, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1})
+}
+
+func (m *WatchHighWatermark) Undelivered() { m.Notify() }
+
+func (m *ListOffsets) Undelivered() {
+	m.Reply(ListOffsetsResult{ErrorCode: notLeader, Timestamp: -1, Offset: -1, LeaderEpoch: -1})
+}
+
+func (m *OffsetForLeaderEpoch) Undelivered() {
+	m.Reply(OffsetForLeaderEpochResult{ErrorCode: notLeader, LeaderEpoch: -1, EndOffset: -1})
+}
+
+func (m *DeleteRecords) Undelivered() {
+	m.Reply(DeleteRecordsResult{ErrorCode: notLeader, LowWatermark: -1})
+}
+
+func (m *PartitionStatus) Undelivered() { m.Reply(PartitionStatusResult{}) }
+
+// Undelivered: an actor that is gone holds no files any more.
+func (m *RelinquishLeadership) Undelivered() {
+	if m.Done != nil {
+		m.Done(nil)
+	}
 }

@@ -38,6 +38,9 @@ type ElectionConfig struct {
 	OnDeposed func()
 	// OnHolder is called whenever the observed holder changes.
 	OnHolder func(identity string)
+	// OnElector receives each campaign's elector (its Check tells how
+	// recently the Lease was renewed).
+	OnElector func(le *leaderelection.LeaderElector)
 	Log      zerolog.Logger
 }
 
@@ -103,6 +106,9 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 		})
 		if err != nil {
 			return fmt.Errorf("leader elector: %w", err)
+		}
+		if cfg.OnElector != nil {
+			cfg.OnElector(le)
 		}
 		le.Run(ctx)
 		select {

@@ -9,6 +9,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -65,6 +66,9 @@ type TopicsChanged struct {
 
 type tick struct{}
 
+// recomputeNow runs one recompute for every ping queued before it.
+type recomputeNow struct{ why string }
+
 // LeaseLost is sent to the controller's parent when a write was refused
 // because the Lease moved on: the parent stops the controller.
 type LeaseLost struct{ Epoch int64 }
@@ -90,6 +94,9 @@ type brokerRow struct {
 	listed map[TP]bool
 	// groups are the consumer groups it reports holding.
 	groups []string
+	// applied is the assignment file the broker had applied when it sent
+	// its latest ping: what it lists is only current from that file on.
+	applied Position
 }
 
 // Actor is the controller actor.
@@ -105,6 +112,27 @@ type Actor struct {
 	dirty     bool
 	stopTick  context.CancelFunc
 	lastState map[string]assignment.BrokerState
+	// holding: the last written assignment holds partitions or slots for a
+	// release; a broker catching up with it may be what they wait for.
+	holding bool
+	// grantedAt / slotGrantedAt: the file that last gave each partition a
+	// leader, each consumer-group slot an owner (Reports).
+	grantedAt     map[TP]Position
+	slotGrantedAt map[int]Position
+	// recomputeQueued: a recomputeNow is in the mailbox.
+	recomputeQueued bool
+}
+
+// recomputeSoon coalesces recomputes: a drain releases partitions one by
+// one and each release rides its own ping, so recomputing per ping would
+// keep the controller busy far behind its mailbox. The pings already queued
+// are absorbed first (cheap), then one recompute sees them all.
+func (a *Actor) recomputeSoon(ctx actor.Context, why string) {
+	if a.recomputeQueued {
+		return
+	}
+	a.recomputeQueued = true
+	ctx.Send(ctx.Self(), &recomputeNow{why: why})
 }
 
 // New returns the controller actor's producer. prev is the assignment found
@@ -126,6 +154,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.electedAt = a.cfg.Now()
+		// An inherited file may hold moves: brokers catching up with it can
+		// confirm them.
+		a.holding = a.prev != nil
+		a.trackGrants(nil, a.prev)
 		if a.prev != nil {
 			for _, b := range a.prev.Brokers {
 				a.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, State: b.State},
@@ -161,8 +193,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.cfg.Log.Info().Int64("epoch", a.cfg.Epoch).Msg("controller stopped")
 	case *BrokerPing:
 		if a.ping(m) {
-			a.recompute(ctx, "partitions released")
+			a.recomputeSoon(ctx, "broker report changed")
 		}
+	case *recomputeNow:
+		a.recomputeQueued = false
+		a.recompute(ctx, m.why)
 	case *TopicsChanged:
 		a.topics, a.haveTopic = m.Topics, true
 		a.recompute(ctx, "topics changed")
@@ -185,6 +220,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.cfg.Log.Error().Err(m.err).Msg("write assignment")
 			a.dirty = true
 		} else {
+			a.trackGrants(a.prev, m.a)
 			a.prev = m.a
 			a.cfg.Hub.Push(&heartbeatpb.Push{Kind: heartbeatpb.Push_ASSIGNMENT_CHANGED, ControllerEpoch: m.a.ControllerEpoch, AssignmentVersion: m.a.AssignmentVersion})
 		}
@@ -195,8 +231,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	}
 }
 
-// ping records a heartbeat; it reports whether the broker released a
-// partition another broker is waiting for.
+// ping records a heartbeat; it reports whether the assignment may change
+// because of it: a release another broker waits for, a broker catching up
+// with a file that holds moves, or a drain or health change.
 func (a *Actor) ping(m *BrokerPing) bool {
 	p := m.Ping
 	row, ok := a.brokers[p.Name]
@@ -205,13 +242,19 @@ func (a *Actor) ping(m *BrokerPing) bool {
 		a.brokers[p.Name] = row
 	}
 	row.info.Name, row.info.Host, row.info.Port = p.Name, p.KafkaHost, p.KafkaPort
+	// A drain starts (or health flips) now, not at the next tick: a
+	// draining broker's partitions start moving within one file write.
+	flipped := row.pinged && (row.healthy != p.Healthy || row.draining != p.Draining)
 	row.lastPing, row.pinged = m.At, true
 	row.healthy, row.draining = p.Healthy, p.Draining
+	applied := Position{p.ControllerEpoch, p.AssignmentVersion}
+	caughtUp := applied != row.applied
+	row.applied = applied
 	listed := make(map[TP]bool, len(p.Partitions))
 	for _, lp := range p.Partitions {
 		listed[TP{Topic: lp.Topic, Partition: lp.Partition}] = true
 	}
-	released := false
+	released := flipped || (caughtUp && a.holding)
 	for tp := range row.listed {
 		if !listed[tp] && a.waiting(tp) {
 			released = true
@@ -295,29 +338,48 @@ func (a *Actor) recompute(ctx actor.Context, why string) {
 		a.cfg.Log.Error().Err(err).Msg("balancer input rejected")
 		return
 	}
-	a.lastState = states
-	listed := make(map[string]map[TP]bool, len(a.brokers))
-	for name, row := range a.brokers {
-		if row.pinged {
-			listed[name] = row.listed
+	now := a.cfg.Now()
+	for name, st := range states {
+		if old, ok := a.lastState[name]; !ok || old != st {
+			row := a.brokers[name]
+			ev := a.cfg.Log.Info().Str("broker", name).Str("from", string(old)).Str("to", string(st)).Bool("pinged", row.pinged)
+			if row.pinged {
+				ev = ev.Dur("since_last_ping", now.Sub(row.lastPing))
+			}
+			ev.Msg("broker state changed")
 		}
 	}
-	held := HoldUnreleased(a.prev, next, states, listed)
+	a.lastState = states
+	// A broker's report confirms a release only once it has applied the
+	// file that last granted the partition: one that is behind may be about
+	// to take it, from that file, without listing it yet.
+	reports := Reports{Applied: map[string]Position{}, GrantedAt: a.grantedAt, SlotGrantedAt: a.slotGrantedAt}
+	listed := make(map[string]map[TP]bool, len(a.brokers))
 	groups := make(map[string][]string, len(a.brokers))
 	for name, row := range a.brokers {
 		if row.pinged {
+			listed[name] = row.listed
 			groups[name] = row.groups
+			reports.Applied[name] = row.applied
 		}
 	}
-	heldSlots := HoldSlots(a.prev, next, states, groups)
+	held := HoldUnreleased(a.prev, next, states, listed, reports)
+	heldSlots := HoldSlots(a.prev, next, states, groups, reports)
 	if a.prev != nil && (next.AssignmentVersion == a.prev.AssignmentVersion || assignment.SameContent(a.prev, next)) {
 		return
 	}
+	a.holding = held > 0 || heldSlots > 0
 	if a.cfg.StillLeader != nil && !a.cfg.StillLeader() {
 		a.cfg.Log.Warn().Msg("lease no longer held; not writing the assignment")
 		return
 	}
-	a.cfg.Log.Info().Str("why", why).Int64("version", next.AssignmentVersion).
+	var applied []string
+	for _, n := range names {
+		if row := a.brokers[n]; row.pinged {
+			applied = append(applied, fmt.Sprintf("%s@%d.%d/%d", n, row.applied.Epoch, row.applied.Version, len(row.listed)))
+		}
+	}
+	a.cfg.Log.Info().Str("why", why).Int64("version", next.AssignmentVersion).Strs("reports", applied).
 		Int("moves", len(moves)).Int("held", held).Int("held_slots", heldSlots).Int("topics", len(next.Topics)).Msg("writing assignment")
 	a.write(ctx, next)
 }
@@ -326,20 +388,29 @@ func (a *Actor) recompute(ctx actor.Context, why string) {
 func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 	a.writing = true
 	self, system, dir, verify := ctx.Self(), ctx.ActorSystem(), a.cfg.DataDir, a.cfg.VerifyLease
+	log := a.cfg.Log
 	go func() {
-		var err error
+		start := time.Now()
+		var permit chan error
+		var verified time.Duration
 		if verify != nil {
-			vctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if verr := verify(vctx); verr != nil {
-				err = verr
-				if a.cfg.ErrLeaseMovedOn != nil && errors.Is(verr, a.cfg.ErrLeaseMovedOn) {
-					err = errLeaseLost{verr}
+			// The Lease check runs beside the temporary file's write and
+			// fsync; the rename waits for it.
+			permit = make(chan error, 1)
+			go func() {
+				vctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				err := verify(vctx)
+				verified = time.Since(start)
+				if err != nil && a.cfg.ErrLeaseMovedOn != nil && errors.Is(err, a.cfg.ErrLeaseMovedOn) {
+					err = errLeaseLost{err}
 				}
-			}
-			cancel()
+				permit <- err
+			}()
 		}
+		err := assignment.WriteFileWhen(dir, next, permit)
 		if err == nil {
-			err = assignment.WriteFile(dir, next)
+			log.Info().Int64("version", next.AssignmentVersion).Dur("took", time.Since(start)).Dur("lease_check", verified).Msg("assignment written")
 		}
 		system.Root.Send(self, &written{a: next, err: err})
 	}()
@@ -378,4 +449,47 @@ func (a *Actor) onHeader(ctx actor.Context, h *fileHeader) {
 	a.cfg.Log.Warn().Err(h.err).Int64("file_epoch", h.epoch).Int64("file_version", h.version).Int64("version", a.prev.AssignmentVersion).
 		Msg("assignment file is not ours; re-asserting it")
 	a.write(ctx, a.prev)
+}
+
+// trackGrants records, for every partition and slot of the written file f,
+// the last file that gave it a leader or an owner (prev is the file before;
+// nil for an inherited file, whose grants all count from f itself).
+func (a *Actor) trackGrants(prev, f *assignment.Assignment) {
+	if f == nil {
+		return
+	}
+	at := Position{f.ControllerEpoch, f.AssignmentVersion}
+	if a.grantedAt == nil || prev == nil {
+		a.grantedAt, a.slotGrantedAt = map[TP]Position{}, map[int]Position{}
+	}
+	for topic, t := range f.Topics {
+		var before []assignment.Partition
+		if prev != nil {
+			if pt, ok := prev.Topics[topic]; ok && pt.ID == t.ID {
+				before = pt.Partitions
+			}
+		}
+		for i, p := range t.Partitions {
+			tp := TP{Topic: topic, Partition: int32(i)}
+			_, known := a.grantedAt[tp]
+			if p.Leader != assignment.NoLeader && (!known || i >= len(before) || before[i].Leader != p.Leader) {
+				a.grantedAt[tp] = at
+			} else if !known {
+				a.grantedAt[tp] = at
+			}
+		}
+	}
+	owners, held := assignment.SlotOwners(f), f.ConsumerGroups.Held
+	var prevOwners []string
+	var prevHeld []int
+	if prev != nil && len(prev.ConsumerGroups.Slots) == len(f.ConsumerGroups.Slots) {
+		prevOwners, prevHeld = assignment.SlotOwners(prev), prev.ConsumerGroups.Held
+	}
+	for i, o := range owners {
+		_, known := a.slotGrantedAt[i]
+		isHeld := slices.Contains(held, i)
+		if !known || (!isHeld && (prevOwners == nil || prevOwners[i] != o || slices.Contains(prevHeld, i))) {
+			a.slotGrantedAt[i] = at
+		}
+	}
 }

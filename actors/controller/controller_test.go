@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
 
@@ -61,4 +63,83 @@ func TestControllerWritesAndReassertsItsFile(t *testing.T) {
 		e, _, err := assignment.ReadHeader(path)
 		return err == nil && e == 5
 	})
+}
+
+// TestReleaseNeedsACurrentReport: a held partition is handed on only when
+// every running broker's report is for the file that holds it. A broker
+// still behind (it may be about to take the partition from an older file)
+// does not confirm the release by not listing it.
+func TestReleaseNeedsACurrentReport(t *testing.T) {
+	dir := t.TempDir()
+	prev := doc(0, -1, 2)
+	prev.ControllerEpoch, prev.AssignmentVersion, prev.Controller = 6, 10, "kaas-0"
+	prev.Topics["t"].Partitions[1] = assignment.Partition{Leader: -1, LeaderEpoch: 4}
+	if err := assignment.WriteFile(dir, prev); err != nil {
+		t.Fatal(err)
+	}
+	sys := runtime.NewSystem()
+	shutdown := sync.OnceFunc(sys.Shutdown)
+	t.Cleanup(shutdown)
+	ref, err := sys.Spawn("controller", New(Config{
+		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
+		Epoch: 6, DataDir: dir, DeadAfter: time.Minute, Tick: 20 * time.Millisecond, Hub: NewHub(), Log: zerolog.Nop(),
+	}, prev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ping := func(name string, id int32, version int64, parts ...int32) {
+		p := &heartbeatpb.Ping{BrokerId: id, Name: name, KafkaHost: "127.0.0.1", KafkaPort: 9092 + id, Healthy: true,
+			ControllerEpoch: 6, AssignmentVersion: version}
+		for _, n := range parts {
+			p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: "t", Partition: n, LeaderEpoch: 1})
+		}
+		ref.Send(&BrokerPing{Ping: p, At: time.Now()})
+	}
+	leader := func() int32 {
+		a, err := assignment.ReadFile(assignment.Path(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Topics["t"].Partitions[1].Leader
+	}
+	version := func() int64 {
+		_, v, err := assignment.ReadHeader(assignment.Path(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	// Partition 1 goes to kaas-1 (the balancer evens out). kaas-2 lists
+	// only its own, but has applied version 9, before the file that held
+	// partition 1: it may still take it from there. (Pings change broker
+	// addresses, so the controller may write new versions meanwhile: the
+	// others report on the file now on the volume.)
+	for i := 0; i < 10; i++ {
+		v := version()
+		ping("kaas-0", 0, v, 0)
+		ping("kaas-1", 1, v)
+		ping("kaas-2", 2, 9, 2)
+		time.Sleep(30 * time.Millisecond)
+		if l := leader(); l != -1 {
+			t.Fatalf("partition 1 given to %d on the report of a broker behind the file", l)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for leader() == -1 {
+		if time.Now().After(deadline) {
+			t.Fatal("partition 1 still held after every broker reported on the current file")
+		}
+		v := version()
+		ping("kaas-0", 0, v, 0)
+		ping("kaas-1", 1, v)
+		ping("kaas-2", 2, v, 2)
+		time.Sleep(30 * time.Millisecond)
+	}
+	if l := leader(); l != 1 {
+		t.Fatalf("partition 1 went to %d, want kaas-1", l)
+	}
+	// Stop before the temporary directory goes; a write goroutine already
+	// started finishes within milliseconds.
+	shutdown()
+	time.Sleep(100 * time.Millisecond)
 }

@@ -12,6 +12,34 @@ type TP struct {
 	Partition int32
 }
 
+// Position orders assignment files: by controller epoch, then version.
+type Position struct{ Epoch, Version int64 }
+
+// AtLeast reports whether p is the same file as q or a later one.
+func (p Position) AtLeast(q Position) bool {
+	return p.Epoch > q.Epoch || (p.Epoch == q.Epoch && p.Version >= q.Version)
+}
+
+// Reports qualifies brokers' heartbeat lists for two-phase moves: a list is
+// only current for the files its broker had applied. A broker that has not
+// applied the file that last granted a partition (or slot) to someone may
+// still be about to take it from there, so its silence about it confirms
+// nothing. One that has applied it cannot take it from any file it has not
+// seen yet (no later file granted it), so its list is enough. Nil fields
+// treat every report as current.
+type Reports struct {
+	Applied       map[string]Position // per broker: the file its latest ping reflects
+	GrantedAt     map[TP]Position     // per partition: the file that last gave it a leader
+	SlotGrantedAt map[int]Position    // per consumer-group slot: the file that last gave it an owner
+}
+
+func (r Reports) currentFor(broker string, since Position, ok bool) bool {
+	if r.Applied == nil || !ok {
+		return true
+	}
+	return r.Applied[broker].AtLeast(since)
+}
+
 // HoldUnreleased makes every leadership move two-phase (invariant 1: one
 // writer per partition). A partition the balancer gives to broker N is held
 // leaderless (leader -1) instead when
@@ -28,7 +56,7 @@ type TP struct {
 // and have fenced themselves. The leader epoch the balancer chose is kept, so
 // epochs only rise. next is modified in place; it returns how many
 // partitions are held.
-func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, listed map[string]map[TP]bool) int {
+func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, listed map[string]map[TP]bool, reports Reports) int {
 	running := func(name string) bool {
 		s, ok := states[name]
 		return ok && s != assignment.Dead
@@ -61,10 +89,14 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 			}
 			if i < len(pt) && pt[i].Leader == assignment.NoLeader {
 				// Someone may still be releasing it: every running broker
-				// other than the target must have reported (a controller
-				// elected mid-move has not heard from everyone yet).
+				// other than the target must have reported, on the file
+				// that last granted it or a later one (a controller elected
+				// mid-move has not heard from everyone yet).
+				tp := TP{Topic: topic, Partition: int32(i)}
+				since, ok := reports.GrantedAt[tp]
 				for name, st := range states {
-					if _, heard := listed[name]; name != target && st != assignment.Dead && !heard {
+					_, heard := listed[name]
+					if name != target && st != assignment.Dead && (!heard || !reports.currentFor(name, since, ok)) {
 						hold = true
 					}
 				}
@@ -91,7 +123,7 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 // written to consumer_groups.held; their groups have no coordinator
 // (clients retry COORDINATOR_NOT_AVAILABLE) until the release is confirmed.
 // next is modified in place; it returns how many slots are held.
-func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, groups map[string][]string) int {
+func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, groups map[string][]string, reports Reports) int {
 	running := func(name string) bool {
 		s, ok := states[name]
 		return ok && s != assignment.Dead
@@ -130,8 +162,10 @@ func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.B
 			}
 		}
 		if slices.Contains(prevHeld, i) {
+			since, ok := reports.SlotGrantedAt[i]
 			for name, st := range states {
-				if _, heard := groups[name]; name != target && st != assignment.Dead && !heard {
+				_, heard := groups[name]
+				if name != target && st != assignment.Dead && (!heard || !reports.currentFor(name, since, ok)) {
 					hold = true
 				}
 			}

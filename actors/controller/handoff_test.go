@@ -32,7 +32,7 @@ func TestHoldKeepsTheEpochWhileWaiting(t *testing.T) {
 	next := doc(0, 2)
 	next.Topics["t"].Partitions[1] = assignment.Partition{Leader: 2, LeaderEpoch: 5}
 	states := map[string]assignment.BrokerState{"kaas-0": assignment.Alive, "kaas-1": assignment.Alive, "kaas-2": assignment.Alive}
-	HoldUnreleased(prev, next, states, map[string]map[TP]bool{"kaas-1": {{"t", 1}: true}})
+	HoldUnreleased(prev, next, states, map[string]map[TP]bool{"kaas-1": {{"t", 1}: true}}, Reports{})
 	if p := next.Topics["t"].Partitions[1]; p.Leader != -1 || p.LeaderEpoch != 4 {
 		t.Fatalf("held partition %+v, want leader -1 epoch 4", p)
 	}
@@ -71,7 +71,7 @@ func TestHoldUnreleased(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			held := HoldUnreleased(tc.prev, tc.next, tc.states, tc.listed)
+			held := HoldUnreleased(tc.prev, tc.next, tc.states, tc.listed, Reports{})
 			got := leadersOf(tc.next)
 			if held != tc.held || len(got) != len(tc.want) {
 				t.Fatalf("held %d leaders %v, want %d %v", held, got, tc.held, tc.want)
@@ -135,9 +135,34 @@ func TestHoldSlots(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			HoldSlots(tc.prev, tc.next, tc.states, tc.groups)
+			HoldSlots(tc.prev, tc.next, tc.states, tc.groups, Reports{})
 			if got := tc.next.ConsumerGroups.Held; len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
 				t.Fatalf("held %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHoldWaitsForReportsOnTheGrantingFile(t *testing.T) {
+	alive := map[string]assignment.BrokerState{"kaas-0": assignment.Alive, "kaas-1": assignment.Alive, "kaas-2": assignment.Alive}
+	listed := map[string]map[TP]bool{"kaas-0": {}, "kaas-1": {}, "kaas-2": {}}
+	since := map[TP]Position{{"t", 1}: {Epoch: 3, Version: 7}}
+	cases := []struct {
+		name    string
+		applied map[string]Position
+		want    int32
+	}{
+		{"a broker behind the file that last granted it", map[string]Position{"kaas-0": {3, 7}, "kaas-1": {3, 6}, "kaas-2": {3, 7}}, -1},
+		{"a broker of an older epoch", map[string]Position{"kaas-0": {3, 9}, "kaas-1": {2, 40}, "kaas-2": {3, 7}}, -1},
+		{"the target may be behind", map[string]Position{"kaas-0": {3, 7}, "kaas-1": {3, 8}, "kaas-2": {3, 1}}, 2},
+		{"every other broker on it or later", map[string]Position{"kaas-0": {3, 7}, "kaas-1": {4, 1}, "kaas-2": {3, 7}}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			next := doc(0, 2)
+			HoldUnreleased(doc(0, -1), next, alive, listed, Reports{Applied: tc.applied, GrantedAt: since})
+			if got := leadersOf(next)[1]; got != tc.want {
+				t.Fatalf("partition 1 leader %d, want %d", got, tc.want)
 			}
 		})
 	}

@@ -20,16 +20,24 @@ type Hub struct {
 	controller runtime.Ref
 	epoch      int64
 	streams    map[chan *heartbeatpb.Push]struct{}
+	// leaseFresh reports whether this controller renewed its Lease
+	// recently enough that no other can hold it. A PONG lifts the
+	// receiving broker's self-fence, so a controller resumed from a pause
+	// (SIGSTOP, a long GC) must not answer before it knows it still leads:
+	// it would unfence its own broker, whose partitions a newer controller
+	// has given away.
+	leaseFresh func() bool
 }
 
 // NewHub returns a hub with no controller.
 func NewHub() *Hub { return &Hub{streams: map[chan *heartbeatpb.Push]struct{}{}} }
 
 // SetController routes pings to ref (a zero Ref means "not the controller":
-// streams are refused so brokers look for the real one).
-func (h *Hub) SetController(ref runtime.Ref, epoch int64) {
+// streams are refused so brokers look for the real one). Pings are only
+// answered (PONG) while leaseFresh (nil: always) reports true.
+func (h *Hub) SetController(ref runtime.Ref, epoch int64, leaseFresh func() bool) {
 	h.mu.Lock()
-	h.controller, h.epoch = ref, epoch
+	h.controller, h.epoch, h.leaseFresh = ref, epoch, leaseFresh
 	h.mu.Unlock()
 }
 
@@ -37,6 +45,13 @@ func (h *Hub) current() (runtime.Ref, int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.controller, h.epoch
+}
+
+func (h *Hub) fresh() bool {
+	h.mu.Lock()
+	f := h.leaseFresh
+	h.mu.Unlock()
+	return f == nil || f()
 }
 
 // Push sends p to every open stream (dropping it for a stream whose buffer
@@ -86,6 +101,9 @@ func (h *Hub) Stream(s heartbeatpb.Heartbeat_StreamServer) error {
 				return
 			}
 			cur.Send(&BrokerPing{Ping: p, At: time.Now()})
+			if !h.fresh() {
+				continue // no PONG: the broker stays fenced
+			}
 			select {
 			case out <- &heartbeatpb.Push{Kind: heartbeatpb.Push_PONG, AckSeq: p.Seq, ControllerEpoch: epoch}:
 			default:

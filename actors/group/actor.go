@@ -580,3 +580,10 @@ func (t viewTopics) Names() []string {
 	}
 	return t.v.TopicNames()
 }
+
+// Undelivered answers a call whose group actor had already stopped (moved
+// away between routing and delivery): the client looks the coordinator up
+// again (runtime.Undeliverable).
+func (c *call) Undelivered() {
+	c.gc.Reply(errorReply(c.gc.Group, c.gc.Op, kerr.NotCoordinator.Code))
+}

@@ -1,7 +1,9 @@
 package partition
 
 import (
+	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,3 +175,124 @@ func TestLeaderEpochChecksAndRelinquish(t *testing.T) {
 }
 
 var _ actor.Actor = (*Actor)(nil)
+
+// gatedOpener blocks Open until released and records Close of what it opened.
+type gatedOpener struct {
+	release chan struct{}
+	closed  chan struct{}
+}
+
+type closeNotifyLog struct {
+	*memlog.Log
+	closed chan struct{}
+}
+
+func (l closeNotifyLog) Close() error {
+	close(l.closed)
+	return l.Log.Close()
+}
+
+func (o gatedOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, error) {
+	<-o.release
+	return closeNotifyLog{Log: memlog.New(storage.LogConfig{}), closed: o.closed}, nil
+}
+func (o gatedOpener) Remove(storage.PartitionID) error { return nil }
+func (o gatedOpener) Persistent() bool                 { return false }
+
+// A relinquish that arrives while the log is still opening reports the
+// release only after that open finished and its log was closed again: the
+// late open must never touch the files after the next leader has them.
+func TestRelinquishWhileOpeningWaitsForTheOpen(t *testing.T) {
+	o := gatedOpener{release: make(chan struct{}), closed: make(chan struct{})}
+	ref := spawn(t, o, time.Second)
+	done := make(chan error, 1)
+	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
+	select {
+	case <-done:
+		t.Fatal("release reported while the open was still running")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if r := within(t, produce(ref, -1, "x"), time.Second, "produce while closing"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce while closing: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
+	}
+	close(o.release)
+	if err := within(t, done, time.Second, "release after the open"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-o.closed:
+	default:
+		t.Fatal("release reported before the opened log was closed")
+	}
+}
+
+// A request that reaches a partition actor after it stopped (routed just
+// before the release) is answered with a retriable error, not dropped: a
+// lost reply would stall every response behind it on the connection.
+func TestRequestToAStoppedActorIsAnswered(t *testing.T) {
+	ref := spawn(t, slowOpener{log: &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}}, time.Second)
+	ref.Poison()
+	time.Sleep(100 * time.Millisecond)
+	if r := within(t, produce(ref, -1, "x"), time.Second, "produce to a stopped actor"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
+	}
+	fetched := make(chan messages.FetchResult, 1)
+	ref.Send(&messages.Fetch{Offset: 0, MaxBytes: 1, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, Reply: func(r messages.FetchResult) { fetched <- r }})
+	if r := within(t, fetched, time.Second, "fetch from a stopped actor"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("fetch error %d", r.ErrorCode)
+	}
+}
+
+// failingOpener fails every Open and counts the attempts.
+type failingOpener struct{ opens *atomic.Int32 }
+
+func (o failingOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, error) {
+	o.opens.Add(1)
+	return nil, errors.New("disk on fire")
+}
+func (o failingOpener) Remove(storage.PartitionID) error { return nil }
+func (o failingOpener) Persistent() bool                 { return true }
+
+// A failed open is retried while the broker still leads the partition,
+// and never after it was relinquished (a late retry would make a second
+// writer beside the next leader).
+func TestFailedOpenRetriesUntilRelinquished(t *testing.T) {
+	o := failingOpener{opens: &atomic.Int32{}}
+	ref := spawn(t, o, time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for o.opens.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("open tried %d times in 5s, want a retry", o.opens.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	done := make(chan error, 1)
+	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
+	within(t, done, time.Second, "release")
+	n := o.opens.Load()
+	time.Sleep(2500 * time.Millisecond)
+	if got := o.opens.Load(); got != n {
+		t.Fatalf("open retried %d more times after the release", got-n)
+	}
+}
+
+// Revoked (raised by the supervisor when it applies the file that moves the
+// partition away) refuses produces still queued ahead of the Relinquish.
+func TestRevokedRefusesWrites(t *testing.T) {
+	sys := runtime.NewSystem()
+	t.Cleanup(sys.Shutdown)
+	revoked := &atomic.Bool{}
+	ref, err := sys.Spawn(t.Name(), New(storage.PartitionID{Topic: "t", TopicID: "id", Partition: 0},
+		Config{Opener: memlog.NewOpener(), Log: zerolog.Nop(), Revoked: revoked}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Send(&messages.TakeLeadership{TopicID: "id", LeaderEpoch: 3, Config: map[string]string{}})
+	if r := within(t, produce(ref, -1, "a"), time.Second, "produce"); r.ErrorCode != 0 {
+		t.Fatalf("produce before revoke: %d", r.ErrorCode)
+	}
+	revoked.Store(true)
+	if r := within(t, produce(ref, -1, "b"), time.Second, "produce"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce after revoke: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
+	}
+}

@@ -17,14 +17,29 @@ type System struct {
 	as *actor.ActorSystem
 }
 
+// Undeliverable is implemented by requests that must be answered even when
+// their actor is gone: a connection that looked a partition up just before
+// it was released would otherwise wait for a reply that never comes, and
+// stall every response behind it on that connection. Undelivered answers
+// with a retriable error; it must not block.
+type Undeliverable interface{ Undelivered() }
+
 // NewSystem starts an actor system whose own (slog) logging is discarded:
-// kaas logs through zerolog at the actors themselves.
+// kaas logs through zerolog at the actors themselves. Requests sent to an
+// actor that has stopped are answered through Undeliverable.
 func NewSystem() *System {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	as := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }),
 		actor.WithDeadLetterThrottleCount(0),
 	)
+	as.EventStream.Subscribe(func(evt any) {
+		if dl, ok := evt.(*actor.DeadLetterEvent); ok {
+			if u, ok := dl.Message.(Undeliverable); ok {
+				u.Undelivered()
+			}
+		}
+	})
 	return &System{as: as}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/controller"
@@ -75,6 +76,7 @@ type (
 
 type ledPartition struct {
 	ref         runtime.Ref
+	revoked     *atomic.Bool // shared with the actor (partition.Config.Revoked)
 	topicID     string
 	leaderEpoch int32
 	releasing   bool
@@ -101,7 +103,35 @@ type Cluster struct {
 	kick       chan struct{}
 	stopElect  context.CancelFunc
 	groups     []string // consumer groups held (GroupsHeld)
+	spawned    uint64   // partition actors spawned (unique names)
+	elector    atomic.Pointer[leaderelection.LeaderElector]
+	pingQueued bool     // a refreshPing is in the mailbox
 }
+
+// leaseFresh reports whether this broker renewed the Lease within the renew
+// deadline (client-go's own observation time, monotonic): no other broker
+// can have acquired it since. It gates the PONGs of the local hub.
+func (s *Cluster) leaseFresh() bool {
+	le := s.elector.Load()
+	return le != nil && le.IsLeader() && le.Check(s.cfg.RenewDeadline-s.cfg.LeaseDuration) == nil
+}
+
+// refreshPing rebuilds the heartbeat ping and sends it at once.
+type refreshPing struct{}
+
+// refreshPingSoon coalesces ping rebuilds (each lists every partition
+// held) behind the messages already queued.
+func (s *Cluster) refreshPingSoon(ctx actor.Context) {
+	if s.pingQueued {
+		return
+	}
+	s.pingQueued = true
+	ctx.Send(ctx.Self(), &refreshPing{})
+}
+
+// retireAfter is how long a released partition actor keeps answering
+// NOT_LEADER_OR_FOLLOWER before it stops.
+const retireAfter = 5 * time.Second
 
 // GroupsHeld reports the consumer groups this broker holds (serving or
 // closing); they ride every heartbeat so the controller can confirm that a
@@ -137,7 +167,7 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		if s.cancel != nil {
 			s.cancel()
 		}
-		s.cfg.Hub.SetController(runtime.Ref{}, 0)
+		s.cfg.Hub.SetController(runtime.Ref{}, 0, nil)
 	case *assignmentAccepted:
 		s.apply(ctx, m)
 	case *elected:
@@ -160,7 +190,10 @@ func (s *Cluster) Receive(ctx actor.Context) {
 			retake = lp.retake
 			delete(s.parts, m.tp)
 		}
-		m.ref.Poison()
+		// The idle actor answers NOT_LEADER_OR_FOLLOWER for a while before
+		// it stops: connections that routed to it just before the release
+		// get a retriable answer rather than a dead letter.
+		time.AfterFunc(retireAfter, m.ref.Poison)
 		if retake != nil && s.current != nil {
 			if t, ok := s.current.Topics[retake.Topic]; ok && t.ID == retake.TopicID && int(retake.Partition) < len(t.Partitions) &&
 				t.Partitions[retake.Partition].Leader == s.cfg.Self.ID {
@@ -170,7 +203,11 @@ func (s *Cluster) Receive(ctx actor.Context) {
 			}
 		}
 		// Report the release at once: the controller waits for it before
-		// giving the partition to its next leader.
+		// giving the partition to its next leader. (One ping for every
+		// release already queued: a drain releases hundreds together.)
+		s.refreshPingSoon(ctx)
+	case *refreshPing:
+		s.pingQueued = false
 		s.updatePing()
 		s.kickHeartbeat()
 	case *Ping:
@@ -236,6 +273,7 @@ func (s *Cluster) start(ctx actor.Context) {
 				s.isLeader.Store(false)
 				send(&deposed{})
 			},
+			OnElector: func(le *leaderelection.LeaderElector) { s.elector.Store(le) },
 			Log: log.With().Str("component", "election").Logger(),
 		})
 		if err != nil {
@@ -291,7 +329,7 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 		return
 	}
 	s.ctrl, s.ctrlEpoch = ref, m.epoch
-	s.cfg.Hub.SetController(ref, m.epoch)
+	s.cfg.Hub.SetController(ref, m.epoch, s.leaseFresh)
 	s.publish(ctx)
 	go cluster.WatchTopics(m.ctx, s.cfg.Dyn, s.cfg.Namespace, func(ts map[string]balancer.TopicSpec) {
 		ref.Send(&controller.TopicsChanged{Topics: ts})
@@ -302,7 +340,7 @@ func (s *Cluster) stopController() {
 	if !s.ctrl.Valid() {
 		return
 	}
-	s.cfg.Hub.SetController(runtime.Ref{}, 0)
+	s.cfg.Hub.SetController(runtime.Ref{}, 0, nil)
 	s.ctrl.Stop()
 	s.ctrl = runtime.Ref{}
 }
@@ -317,6 +355,7 @@ func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
 			continue
 		}
 		lp.releasing = true
+		lp.revoked.Store(true)
 		nt, still := m.next.Topics[r.Topic]
 		del := !still || nt.ID != r.TopicID
 		ref, self, system := lp.ref, ctx.Self(), ctx.ActorSystem()
@@ -351,20 +390,26 @@ func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
 	s.cfg.Log.Info().Int64("epoch", m.next.ControllerEpoch).Int64("version", m.next.AssignmentVersion).
 		Int("take", len(m.changes.Take)).Int("relinquish", len(m.changes.Relinquish)).Int("led", s.ledCount()).Msg("assignment applied")
 	s.publish(ctx)
+	// Report at once that this file is applied: the controller confirms
+	// releases only from brokers that have applied the file holding them.
+	s.kickHeartbeat()
 }
 
 // take spawns a partition actor and tells it to lead.
 func (s *Cluster) take(ctx actor.Context, t assignment.PartitionRef, cfg map[string]string) {
 	tp := routing.TP{Topic: t.Topic, Partition: t.Partition}
 	pid := storage.PartitionID{Topic: t.Topic, TopicID: t.TopicID, Partition: t.Partition}
-	name := fmt.Sprintf("partition/%s/%s/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch)
-	ref, err := runtime.SpawnChild(ctx, name, partition.New(pid, s.cfg.Partition))
+	s.spawned++ // a retired actor of the same partition and epoch may still run
+	name := fmt.Sprintf("partition/%s/%s/%d/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch, s.spawned)
+	pcfg := s.cfg.Partition
+	pcfg.Revoked = &atomic.Bool{}
+	ref, err := runtime.SpawnChild(ctx, name, partition.New(pid, pcfg))
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
 		return
 	}
 	ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg})
-	s.parts[tp] = &ledPartition{ref: ref, topicID: t.TopicID, leaderEpoch: t.LeaderEpoch}
+	s.parts[tp] = &ledPartition{ref: ref, revoked: pcfg.Revoked, topicID: t.TopicID, leaderEpoch: t.LeaderEpoch}
 }
 
 func (s *Cluster) ledCount() int {

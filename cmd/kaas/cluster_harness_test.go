@@ -147,7 +147,12 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 		b = &clusterBroker{name: name, kafka: c.loopbackAddr(), http: c.loopbackAddr(), heartbeat: c.loopbackAddr()}
 		c.brokers[name] = b
 	}
-	b.log = &lockedBuffer{}
+	if b.log == nil {
+		b.log = &lockedBuffer{}
+	} else {
+		// Keep the earlier incarnation's log: failures and timelines span restarts.
+		fmt.Fprintf(b.log, "--- %s restarted ---\n", name)
+	}
 	b.exited = make(chan struct{})
 	args := append([]string{
 		"--kafka-addr", b.kafka, "--advertised-addr", b.kafka,

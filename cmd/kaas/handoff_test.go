@@ -80,13 +80,16 @@ func (l *loadChecker) stop() {
 	<-l.done
 }
 
-// gaps returns, per partition, the longest time without an acknowledgement
-// inside [from, to].
-func (l *loadChecker) gaps(from, to time.Time) []time.Duration {
+// gaps returns, per partition (of only, or of all when only is nil), the
+// longest time without an acknowledgement inside [from, to], sorted.
+func (l *loadChecker) gaps(from, to time.Time, only map[int32]bool) []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []time.Duration
 	for p := 0; p < l.parts; p++ {
+		if only != nil && !only[int32(p)] {
+			continue
+		}
 		prev := from
 		var worst time.Duration
 		for _, a := range l.acked[int32(p)] {
@@ -104,6 +107,23 @@ func (l *loadChecker) gaps(from, to time.Time) []time.Duration {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// firstAcks returns, per partition of only, how long after from its first
+// acknowledgement came, sorted; ok is false while some have none yet.
+func (l *loadChecker) firstAcks(from time.Time, only map[int32]bool) (out []time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p := range only {
+		as := l.acked[p]
+		i := sort.Search(len(as), func(i int) bool { return as[i].at.After(from) })
+		if i == len(as) {
+			return nil, false
+		}
+		out = append(out, as[i].at.Sub(from))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, true
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -193,6 +213,27 @@ func (l *loadChecker) verify(c *kaasCluster) {
 	}
 }
 
+// partitionsLedBy reads assignment.json for the partitions of topic that
+// broker leads.
+func (c *kaasCluster) partitionsLedBy(t *testing.T, topic, broker string) map[int32]bool {
+	t.Helper()
+	a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+	if err != nil {
+		t.Fatalf("read assignment: %v", err)
+	}
+	b, ok := a.BrokerByName(broker)
+	if !ok {
+		t.Fatalf("%s is not in the assignment", broker)
+	}
+	out := map[int32]bool{}
+	for i, p := range a.Topics[topic].Partitions {
+		if p.Leader == b.ID {
+			out[int32(i)] = true
+		}
+	}
+	return out
+}
+
 // healthzEpochs samples every broker's controller epoch and fails if any
 // broker's epoch goes down.
 func watchEpochs(t *testing.T, c *kaasCluster, stop <-chan struct{}) *sync.WaitGroup {
@@ -250,8 +291,22 @@ func TestSafeHandoffs(t *testing.T) {
 	stopEpochs := make(chan struct{})
 	epochWatch := watchEpochs(t, c, stopEpochs)
 	load := startLoad(t, c, "load", parts)
+	loadStart := time.Now()
 	commits := startCommitter(t, c, "handoff-group", "load")
+	all := map[int32]bool{}
+	for p := 0; p < parts; p++ {
+		all[int32(p)] = true
+	}
+	waitUntil(t, 60*time.Second, "every partition acknowledges", func() bool { _, ok := load.firstAcks(loadStart, all); return ok })
 	time.Sleep(time.Second)
+	// Baseline: the longest gap between acknowledgements of each partition
+	// while nothing moves. Move figures are read against it: under full
+	// load, every partition's acks come in bursts one group commit apart.
+	baseFrom := time.Now()
+	time.Sleep(2 * time.Second)
+	g := load.gaps(baseFrom, time.Now(), nil)
+	t.Logf("FIGURE baseline (nothing moving, %d partitions): longest gap between acks per partition p50 %v p99 %v max %v",
+		parts, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 
 	// 1. Drain a broker that is not the controller (SIGTERM).
 	_, ctrl, _ := c.ledBy()
@@ -260,6 +315,7 @@ func TestSafeHandoffs(t *testing.T) {
 		victim = "kaas-1"
 	}
 	led, _, _ := c.ledBy()
+	moved := c.partitionsLedBy(t, "load", victim)
 	drainStart := time.Now()
 	_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -269,8 +325,8 @@ func TestSafeHandoffs(t *testing.T) {
 	}
 	drained := time.Since(drainStart)
 	time.Sleep(500 * time.Millisecond)
-	g := load.gaps(drainStart, time.Now())
-	t.Logf("FIGURE drain of %s leading %d partitions: exited after %v; per-partition unavailability p50 %v p99 %v max %v",
+	g = load.gaps(drainStart, time.Now(), moved)
+	t.Logf("FIGURE drain of %s leading %d partitions: exited after %v; per moved partition, longest gap between acks p50 %v p99 %v max %v",
 		victim, led[victim], drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	c.start(victim)
 	waitUntil(t, 60*time.Second, "rebalanced after restart", func() bool {
@@ -308,11 +364,16 @@ func TestSafeHandoffs(t *testing.T) {
 	if ctrl == victim {
 		victim = "kaas-1"
 	}
+	moved = c.partitionsLedBy(t, "load", victim)
+	var ok bool
 	killAt := time.Now()
 	c.brokers[victim].kill()
-	time.Sleep(5 * time.Second)
-	g = load.gaps(killAt, time.Now())
-	t.Logf("FIGURE SIGKILL of %s: per-partition unavailability p50 %v p99 %v max %v", victim, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	waitUntil(t, 60*time.Second, "every partition of the killed broker acknowledges again", func() bool {
+		g, ok = load.firstAcks(killAt, moved)
+		return ok
+	})
+	t.Logf("FIGURE SIGKILL of %s leading %d partitions (dead-after 2.5s): first ack after the kill, per partition p50 %v p99 %v max %v",
+		victim, len(moved), pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	c.start(victim)
 	waitUntil(t, 60*time.Second, "rebalanced after kill", func() bool {
 		l, _, _ := c.ledBy()
@@ -334,7 +395,7 @@ func TestSafeHandoffs(t *testing.T) {
 			return len(l) == 3 && l["kaas-0"] == parts/3 && l["kaas-1"] == parts/3 && l["kaas-2"] == parts/3
 		})
 	}
-	g = load.gaps(rollStart, time.Now())
+	g = load.gaps(rollStart, time.Now(), nil)
 	t.Logf("FIGURE rolling restart took %v; per-partition longest unavailability p50 %v p99 %v", time.Since(rollStart).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
 
 	load.stop()

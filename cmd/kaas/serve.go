@@ -30,6 +30,9 @@ import (
 )
 
 func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
+	// Millisecond timestamps: handoffs and failovers are read off the logs
+	// in tens of milliseconds.
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	var out io.Writer = w
 	if cfg.LogFormat == "console" {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}

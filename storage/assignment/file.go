@@ -27,6 +27,15 @@ func Path(dataDir string) string {
 // either the old or the new document, never a mix, and the rename survives a
 // crash. The directory is created if missing.
 func WriteFile(dataDir string, a *Assignment) error {
+	return WriteFileWhen(dataDir, a, nil)
+}
+
+// WriteFileWhen is WriteFile with a last check: once the temporary file is
+// durable, it waits for permit (when not nil) and renames only if permit
+// delivers nil; otherwise the temporary file is removed and that error
+// returned. The controller re-verifies its Lease meanwhile, so the
+// apiserver round trip overlaps the fsync instead of adding to it.
+func WriteFileWhen(dataDir string, a *Assignment, permit <-chan error) error {
 	data, err := Encode(a)
 	if err != nil {
 		return err
@@ -57,6 +66,12 @@ func WriteFile(dataDir string, a *Assignment) error {
 	if err := tmp.Close(); err != nil {
 		_ = os.Remove(tmpName)
 		return fmt.Errorf("write assignment %s: close: %w", tmpName, err)
+	}
+	if permit != nil {
+		if err := <-permit; err != nil {
+			_ = os.Remove(tmpName)
+			return err
+		}
 	}
 	final := filepath.Join(dir, FileName)
 	if err := os.Rename(tmpName, final); err != nil {

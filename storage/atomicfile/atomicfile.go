@@ -39,6 +39,23 @@ func Write(dir, name string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
+// Replace replaces dir/name with data like Write, but without any fsync:
+// readers see the old or the new content at once, and the caller makes the
+// rename durable with a later SyncDir of dir. After a crash before that,
+// the file may hold the old content, the new one, or be empty or torn, so
+// only self-validating accelerators (checksummed, rebuildable) may use it.
+func Replace(dir, name string, data []byte, mode os.FileMode) error {
+	tmp := filepath.Join(dir, name+TmpSuffix)
+	err := os.WriteFile(tmp, data, mode)
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		return fmt.Errorf("replace %s: %w", name, err)
+	}
+	return nil
+}
+
 // SyncDir fsyncs a directory so renames and creations in it are durable.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)

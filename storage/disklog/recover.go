@@ -38,10 +38,9 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 		return nil, err
 	}
 	l.startJanitor()
+	// Debug even after a scan: a failover recovers every partition of the
+	// dead broker at once. Anything dropped or truncated is a warning.
 	ev := l.log.Debug()
-	if stats.scannedBytes > 0 || stats.truncatedBytes > 0 || stats.dropped > 0 {
-		ev = l.log.Info()
-	}
 	if stats.truncatedBytes > 0 || stats.dropped > 0 {
 		ev = l.log.Warn()
 	}
@@ -188,6 +187,7 @@ func (l *Log) recover() (recoveryStats, error) {
 			s.verified = s.size
 		} // else [0, from) was trusted from the trailer: verified lazily on read
 		s.h = newHandle(f, 1)
+		s.cleanTail = tok && from == tr.size && res.size == from && fileSize == res.size
 		scanned = append(scanned, s)
 		if from == tr.size && tok && res.size == tr.size {
 			s.indexOnDisk = true // clean close: nothing appended since
@@ -278,15 +278,19 @@ func (l *Log) recover() (recoveryStats, error) {
 	l.next.Store(next)
 
 	// Everything kept must be on disk before Durable may say so: after a
-	// kill -9 the scanned tail may still be only in the page cache.
+	// kill -9 the scanned tail may still be only in the page cache. A
+	// segment whose index trailer covers the whole file was fdatasync'ed
+	// before that trailer was written (a clean close: every planned
+	// leadership move), so opening it costs no fsync. Renames and
+	// creations of the recovery are made durable by the first Sync.
 	for _, s := range scanned {
-		if err := fdatasync(s.h.f); err != nil {
-			return st, fmt.Errorf("disklog: fdatasync %s: %w", s.name, err)
+		if !s.cleanTail {
+			if err := fdatasync(s.h.f); err != nil {
+				return st, fmt.Errorf("disklog: fdatasync %s: %w", s.name, err)
+			}
 		}
 	}
-	if err := syncDir(l.dir); err != nil {
-		return st, fmt.Errorf("disklog: fsync %s: %w", l.dir, err)
-	}
+	l.dirDirty = true
 	for _, s := range scanned {
 		if s != a {
 			s.active = false

@@ -279,7 +279,10 @@ type segment struct {
 	created time.Time    // first append (segment.ms rolling)
 	// indexOnDisk: the index files on disk describe the segment up to size.
 	indexOnDisk bool
-	deleted     bool
+	// cleanTail: at Open, the index trailer covered the whole file (it was
+	// fdatasync'ed before a clean close wrote the trailer).
+	cleanTail bool
+	deleted   bool
 	// verified is how many bytes were CRC-checked in this process; sealed
 	// segments trusted from their trailer at Open are verified lazily on
 	// first read. corruptAt is where verification failed (-1: never).

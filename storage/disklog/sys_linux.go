@@ -12,6 +12,7 @@ import (
 
 // fdatasync flushes a file's data (and the metadata needed to read it).
 func fdatasync(f *os.File) error {
+	fsyncs.Add(1)
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
+)
+
+// TestHubAnswersOnlyWithAFreshLease: a PONG lifts a broker's self-fence, so
+// a controller that has not renewed its Lease recently (resumed from a
+// pause) must not answer pings until it has.
+func TestHubAnswersOnlyWithAFreshLease(t *testing.T) {
+	sys := runtime.NewSystem()
+	t.Cleanup(sys.Shutdown)
+	sink, err := sys.Spawn("sink", func() actor.Actor { return actor.ReceiveFunc(func(actor.Context) {}) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := NewHub()
+	var fresh atomic.Bool
+	fresh.Store(true)
+	hub.SetController(sink, 4, fresh.Load)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	heartbeatpb.RegisterHeartbeatServer(srv, hub)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stream, err := heartbeatpb.NewHeartbeatClient(conn).Stream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pongs := make(chan uint64, 16)
+	go func() {
+		for {
+			p, err := stream.Recv()
+			if err != nil {
+				return
+			}
+			if p.Kind == heartbeatpb.Push_PONG {
+				pongs <- p.AckSeq
+			}
+		}
+	}()
+	ping := func(seq uint64) {
+		if err := stream.Send(&heartbeatpb.Ping{Name: "kaas-1", Seq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(seq uint64) {
+		t.Helper()
+		select {
+		case got := <-pongs:
+			if got != seq {
+				t.Fatalf("PONG for %d, want %d", got, seq)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("no PONG for ping %d", seq)
+		}
+	}
+	ping(1)
+	expect(1)
+	fresh.Store(false)
+	ping(2)
+	select {
+	case got := <-pongs:
+		t.Fatalf("PONG %d while the lease was not fresh", got)
+	case <-time.After(300 * time.Millisecond):
+	}
+	fresh.Store(true)
+	ping(3)
+	expect(3)
+}
