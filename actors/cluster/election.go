@@ -41,7 +41,7 @@ type ElectionConfig struct {
 	// OnElector receives each campaign's elector (its Check tells how
 	// recently the Lease was renewed).
 	OnElector func(le *leaderelection.LeaderElector)
-	Log      zerolog.Logger
+	Log       zerolog.Logger
 }
 
 // Validate checks the timing rules client-go requires.

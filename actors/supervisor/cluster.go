@@ -105,7 +105,7 @@ type Cluster struct {
 	groups     []string // consumer groups held (GroupsHeld)
 	spawned    uint64   // partition actors spawned (unique names)
 	elector    atomic.Pointer[leaderelection.LeaderElector]
-	pingQueued bool     // a refreshPing is in the mailbox
+	pingQueued bool // a refreshPing is in the mailbox
 }
 
 // leaseFresh reports whether this broker renewed the Lease within the renew
@@ -274,7 +274,7 @@ func (s *Cluster) start(ctx actor.Context) {
 				send(&deposed{})
 			},
 			OnElector: func(le *leaderelection.LeaderElector) { s.elector.Store(le) },
-			Log: log.With().Str("component", "election").Logger(),
+			Log:       log.With().Str("component", "election").Logger(),
 		})
 		if err != nil {
 			log.Error().Err(err).Msg("election stopped")
