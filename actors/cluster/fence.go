@@ -35,6 +35,16 @@ func (f *Fence) Exchanged(sentAt time.Time) {
 	}
 }
 
+// ExchangedSince reports whether an exchange completed for a ping sent at
+// or after t (a drain waits for one carrying its last release).
+func (f *Fence) ExchangedSince(t time.Time) bool {
+	if f == nil {
+		return true
+	}
+	last := f.last.Load()
+	return last >= 0 && time.Duration(last) >= t.Sub(f.start)
+}
+
 // Fenced reports whether writes must be refused now. A nil Fence never
 // fences (local-dev mode).
 func (f *Fence) Fenced() bool {

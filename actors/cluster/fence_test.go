@@ -32,3 +32,19 @@ func TestFence(t *testing.T) {
 		t.Fatal("a new exchange must lift the fence")
 	}
 }
+
+func TestFenceExchangedSince(t *testing.T) {
+	f := NewFence(time.Second)
+	t0 := time.Now()
+	if f.ExchangedSince(t0) {
+		t.Fatal("no exchange yet")
+	}
+	f.Exchanged(t0.Add(-time.Millisecond)) // a ping sent before t0
+	if f.ExchangedSince(t0) {
+		t.Fatal("an exchange of a ping sent before t0 counted")
+	}
+	f.Exchanged(t0)
+	if !f.ExchangedSince(t0) {
+		t.Fatal("an exchange of a ping sent at t0 did not count")
+	}
+}

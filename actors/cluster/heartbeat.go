@@ -97,9 +97,12 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 	defer t.Stop()
 	for {
 		*seq++
+		// Dated before it is built: an exchange counts from no later than
+		// the state the ping carries (self-fencing, drain confirmation).
+		at := time.Now()
 		p := cfg.Ping()
 		p.Seq = *seq
-		sent.Store(p.Seq, time.Now())
+		sent.Store(p.Seq, at)
 		sent.Delete(p.Seq - 64) // unanswered pings are forgotten
 		if err := stream.Send(p); err != nil {
 			return err

@@ -111,9 +111,13 @@ type Cluster struct {
 // leaseFresh reports whether this broker renewed the Lease within the renew
 // deadline (client-go's own observation time, monotonic): no other broker
 // can have acquired it since. It gates the PONGs of the local hub.
-func (s *Cluster) leaseFresh() bool {
+func (s *Cluster) leaseFresh() bool { return s.renewedWithin(s.cfg.RenewDeadline) }
+
+// renewedWithin reports whether this process holds the Lease and renewed it
+// less than d ago (client-go's observation time, on the monotonic clock).
+func (s *Cluster) renewedWithin(d time.Duration) bool {
 	le := s.elector.Load()
-	return le != nil && le.IsLeader() && le.Check(s.cfg.RenewDeadline-s.cfg.LeaseDuration) == nil
+	return le != nil && le.IsLeader() && le.Check(d-s.cfg.LeaseDuration) == nil
 }
 
 // refreshPing rebuilds the heartbeat ping and sends it at once.
@@ -139,8 +143,13 @@ const retireAfter = 5 * time.Second
 type GroupsHeld struct{ Names []string }
 
 // OpenPartitions asks how many partition actors still hold files (leading,
-// opening or closing).
-type OpenPartitions struct{ Reply func(n int) }
+// opening or closing). When none do, the ping is rebuilt and sent at once,
+// and reportFrom is the time from which every ping sent reports that: a
+// draining broker exits only once the controller has answered one of them,
+// or its last releases would wait for dead-after.
+type OpenPartitions struct {
+	Reply func(n int, reportFrom time.Time)
+}
 
 // Drain starts a graceful shutdown (SIGTERM): the draining flag rides the
 // next heartbeat (sent at once) so the controller moves everything away,
@@ -217,7 +226,13 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		s.updatePing()
 		s.kickHeartbeat()
 	case *OpenPartitions:
-		m.Reply(len(s.parts))
+		var from time.Time
+		if len(s.parts) == 0 {
+			s.updatePing()
+			from = time.Now()
+			s.kickHeartbeat()
+		}
+		m.Reply(len(s.parts), from)
 	case *Drain:
 		if !s.draining.Swap(true) {
 			s.cfg.Log.Info().Int("led", len(s.parts)).Bool("controller", s.ctrl.Valid()).Msg("draining")
@@ -319,6 +334,14 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 		VerifyLease: func(ctx context.Context) error {
 			if m.ctx.Err() != nil {
 				return errors.New("leadership ended")
+			}
+			// This process's own renewal of the Lease (an apiserver write
+			// that only the holder can make) within renew-deadline minus
+			// retry-period is as good a check as a read: no other broker
+			// can have acquired it since. Otherwise (a resumed pause, a
+			// slow apiserver) read it.
+			if s.renewedWithin(s.cfg.RenewDeadline - s.cfg.RetryPeriod) {
+				return nil
 			}
 			return cluster.VerifyHolder(ctx, s.cfg.Kube, s.cfg.Namespace, s.cfg.LeaseName, s.cfg.Incarnation, m.epoch)
 		},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strconv"
 	"sync"
@@ -191,16 +192,27 @@ func (b *broker) drain(timeout time.Duration) {
 	b.ready.Store(false)
 	start := time.Now()
 	b.sup.Send(&supervisor.Drain{})
+	var reportFrom time.Time // set once nothing is open any more
 	for time.Since(start) < timeout {
-		if v := b.views.Load(); len(v.Local) == 0 && groupsLed(b) == 0 {
-			open := make(chan int, 1)
-			b.sup.Send(&supervisor.OpenPartitions{Reply: func(n int) { open <- n }})
-			if n := <-open; n == 0 {
-				b.log.Info().Dur("took", time.Since(start)).Msg("drained")
-				return
+		if !reportFrom.IsZero() && b.fence.ExchangedSince(reportFrom) {
+			// The controller has a ping listing nothing: it can hand the
+			// last partitions on without waiting for dead-after.
+			b.log.Info().Dur("took", time.Since(start)).Msg("drained")
+			return
+		}
+		if v := b.views.Load(); reportFrom.IsZero() && len(v.Local) == 0 && groupsLed(b) == 0 {
+			type open struct {
+				n    int
+				from time.Time
+			}
+			reply := make(chan open, 1)
+			b.sup.Send(&supervisor.OpenPartitions{Reply: func(n int, from time.Time) { reply <- open{n, from} }})
+			if r := <-reply; r.n == 0 {
+				reportFrom = r.from
+				continue
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	v := b.views.Load()
 	b.log.Warn().Dur("timeout", timeout).Int("partitions_led", len(v.Local)).Int("groups_led", groupsLed(b)).Msg("drain timed out")
@@ -220,6 +232,11 @@ type health struct {
 
 func (b *broker) serveHTTP(ctx context.Context) {
 	mux := http.NewServeMux()
+	// Go's profiler on the admin port (goroutine dumps, CPU and execution
+	// traces of a live broker).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		v := b.views.Load()
 		w.Header().Set("Content-Type", "application/json")
