@@ -126,6 +126,44 @@ func (l *loadChecker) firstAcks(from time.Time, only map[int32]bool) (out []time
 	return out, true
 }
 
+// worstGaps names the n partitions with the longest gap between acks
+// inside [from, to] and when each gap began (diagnostics for the figures).
+func (l *loadChecker) worstGaps(from, to time.Time, n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	type gap struct {
+		p      int32
+		d      time.Duration
+		starts time.Time
+	}
+	var all []gap
+	for p := int32(0); p < int32(l.parts); p++ {
+		prev, worst := from, gap{p: p}
+		for _, a := range l.acked[p] {
+			if a.at.Before(from) {
+				continue
+			}
+			if a.at.After(to) {
+				break
+			}
+			if d := a.at.Sub(prev); d > worst.d {
+				worst.d, worst.starts = d, prev
+			}
+			prev = a.at
+		}
+		if d := to.Sub(prev); d > worst.d {
+			worst.d, worst.starts = d, prev
+		}
+		all = append(all, worst)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].d > all[j].d })
+	var out []string
+	for _, g := range all[:min(n, len(all))] {
+		out = append(out, fmt.Sprintf("p%d %v from %s", g.p, g.d.Round(time.Millisecond), g.starts.UTC().Format("15:04:05.000")))
+	}
+	return strings.Join(out, ", ")
+}
+
 func pct(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -214,23 +252,28 @@ func (l *loadChecker) verify(c *kaasCluster) {
 }
 
 // partitionsLedBy reads assignment.json for the partitions of topic that
-// broker leads.
-func (c *kaasCluster) partitionsLedBy(t *testing.T, topic, broker string) map[int32]bool {
+// broker leads, waiting until the file gives it want of them (the brokers'
+// own counts can run ahead of a file that still holds a move).
+func (c *kaasCluster) partitionsLedBy(t *testing.T, topic, broker string, want int) map[int32]bool {
 	t.Helper()
-	a, err := assignment.ReadFile(assignment.Path(c.dataDir))
-	if err != nil {
-		t.Fatalf("read assignment: %v", err)
-	}
-	b, ok := a.BrokerByName(broker)
-	if !ok {
-		t.Fatalf("%s is not in the assignment", broker)
-	}
-	out := map[int32]bool{}
-	for i, p := range a.Topics[topic].Partitions {
-		if p.Leader == b.ID {
-			out[int32(i)] = true
+	var out map[int32]bool
+	waitUntil(t, 30*time.Second, fmt.Sprintf("assignment.json gives %s %d partitions", broker, want), func() bool {
+		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+		if err != nil {
+			return false
 		}
-	}
+		b, ok := a.BrokerByName(broker)
+		if !ok {
+			return false
+		}
+		out = map[int32]bool{}
+		for i, p := range a.Topics[topic].Partitions {
+			if p.Leader == b.ID {
+				out[int32(i)] = true
+			}
+		}
+		return len(out) == want
+	})
 	return out
 }
 
@@ -315,7 +358,7 @@ func TestSafeHandoffs(t *testing.T) {
 		victim = "kaas-1"
 	}
 	led, _, _ := c.ledBy()
-	moved := c.partitionsLedBy(t, "load", victim)
+	moved := c.partitionsLedBy(t, "load", victim, parts/3)
 	drainStart := time.Now()
 	_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -364,7 +407,7 @@ func TestSafeHandoffs(t *testing.T) {
 	if ctrl == victim {
 		victim = "kaas-1"
 	}
-	moved = c.partitionsLedBy(t, "load", victim)
+	moved = c.partitionsLedBy(t, "load", victim, parts/3)
 	var ok bool
 	killAt := time.Now()
 	c.brokers[victim].kill()
@@ -395,8 +438,11 @@ func TestSafeHandoffs(t *testing.T) {
 			return len(l) == 3 && l["kaas-0"] == parts/3 && l["kaas-1"] == parts/3 && l["kaas-2"] == parts/3
 		})
 	}
-	g = load.gaps(rollStart, time.Now(), nil)
-	t.Logf("FIGURE rolling restart took %v; per-partition longest unavailability p50 %v p99 %v", time.Since(rollStart).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
+	rollEnd := time.Now()
+	g = load.gaps(rollStart, rollEnd, nil)
+	t.Logf("FIGURE rolling restart took %v; per-partition longest gap between acks p50 %v p99 %v",
+		rollEnd.Sub(rollStart).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
+	t.Logf("longest gaps of the rolling restart: %s", load.worstGaps(rollStart, rollEnd, 5))
 
 	load.stop()
 	commits.stopAndVerify()
