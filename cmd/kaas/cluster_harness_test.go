@@ -95,8 +95,21 @@ type clusterBroker struct {
 	http      string
 	heartbeat string
 	cmd       *exec.Cmd
-	log       *lockedBuffer
+	log       *brokerLog
 	exited    chan struct{}
+}
+
+// brokerLog is a broker's output, in a file the process writes itself: a
+// pipe would make every log line wait for the test process (busy driving
+// the load) to copy it, and stall the broker's goroutines that log.
+type brokerLog struct{ f *os.File }
+
+func (l *brokerLog) String() string {
+	b, err := os.ReadFile(l.f.Name())
+	if err != nil {
+		return fmt.Sprintf("(log unreadable: %v)", err)
+	}
+	return string(b)
 }
 
 type kaasCluster struct {
@@ -148,10 +161,15 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 		c.brokers[name] = b
 	}
 	if b.log == nil {
-		b.log = &lockedBuffer{}
+		f, err := os.CreateTemp(t.TempDir(), name+"-*.log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		b.log = &brokerLog{f: f}
 	} else {
 		// Keep the earlier incarnation's log: failures and timelines span restarts.
-		fmt.Fprintf(b.log, "--- %s restarted ---\n", name)
+		fmt.Fprintf(b.log.f, "--- %s restarted ---\n", name)
 	}
 	b.exited = make(chan struct{})
 	args := append([]string{
@@ -161,7 +179,7 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 		"--data-dir", c.dataDir, "--log-format", "json", "--log-level", "info",
 	}, c.flags...)
 	b.cmd = exec.Command(kaasBinary(t), args...)
-	b.cmd.Stdout, b.cmd.Stderr = b.log, b.log
+	b.cmd.Stdout, b.cmd.Stderr = b.log.f, b.log.f
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "KAAS_") && !strings.HasPrefix(e, "KUBERNETES_") {
 			b.cmd.Env = append(b.cmd.Env, e)
