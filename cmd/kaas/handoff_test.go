@@ -128,7 +128,7 @@ func (l *loadChecker) firstAcks(from time.Time, only map[int32]bool) (out []time
 
 // worstGaps names the n partitions with the longest gap between acks
 // inside [from, to] and when each gap began (diagnostics for the figures).
-func (l *loadChecker) worstGaps(from, to time.Time, n int) string {
+func (l *loadChecker) worstGaps(from, to time.Time, n int, only map[int32]bool) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	type gap struct {
@@ -138,6 +138,9 @@ func (l *loadChecker) worstGaps(from, to time.Time, n int) string {
 	}
 	var all []gap
 	for p := int32(0); p < int32(l.parts); p++ {
+		if only != nil && !only[p] {
+			continue
+		}
 		prev, worst := from, gap{p: p}
 		for _, a := range l.acked[p] {
 			if a.at.Before(from) {
@@ -159,7 +162,8 @@ func (l *loadChecker) worstGaps(from, to time.Time, n int) string {
 	sort.Slice(all, func(i, j int) bool { return all[i].d > all[j].d })
 	var out []string
 	for _, g := range all[:min(n, len(all))] {
-		out = append(out, fmt.Sprintf("p%d %v from %s", g.p, g.d.Round(time.Millisecond), g.starts.UTC().Format("15:04:05.000")))
+		out = append(out, fmt.Sprintf("p%d %v from %s to %s", g.p, g.d.Round(time.Millisecond), g.starts.UTC().Format("15:04:05.000"),
+			g.starts.Add(g.d).UTC().Format("15:04:05.000")))
 	}
 	return strings.Join(out, ", ")
 }
@@ -368,9 +372,11 @@ func TestSafeHandoffs(t *testing.T) {
 	}
 	drained := time.Since(drainStart)
 	time.Sleep(500 * time.Millisecond)
-	g = load.gaps(drainStart, time.Now(), moved)
+	drainEnd := time.Now()
+	g = load.gaps(drainStart, drainEnd, moved)
 	t.Logf("FIGURE drain of %s leading %d partitions: exited after %v; per moved partition, longest gap between acks p50 %v p99 %v max %v",
 		victim, led[victim], drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	t.Logf("longest gaps of the drain: %s", load.worstGaps(drainStart, drainEnd, 3, moved))
 	c.start(victim)
 	waitUntil(t, 60*time.Second, "rebalanced after restart", func() bool {
 		l, _, _ := c.ledBy()
@@ -442,7 +448,7 @@ func TestSafeHandoffs(t *testing.T) {
 	g = load.gaps(rollStart, rollEnd, nil)
 	t.Logf("FIGURE rolling restart took %v; per-partition longest gap between acks p50 %v p99 %v",
 		rollEnd.Sub(rollStart).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
-	t.Logf("longest gaps of the rolling restart: %s", load.worstGaps(rollStart, rollEnd, 5))
+	t.Logf("longest gaps of the rolling restart: %s", load.worstGaps(rollStart, rollEnd, 5, nil))
 
 	load.stop()
 	commits.stopAndVerify()
