@@ -27,6 +27,11 @@ type LogConfig struct {
 	RetentionMs    time.Duration // retention.ms; negative = keep forever
 	RetentionBytes int64         // retention.bytes; negative = no size limit
 	IndexInterval  int32         // index.interval.bytes
+	// Claim, when set, makes Open record ClaimEpoch as the partition's
+	// leader before it reads anything (a shared-volume fencing token; see
+	// Log.Superseded). Open fails if a higher epoch has claimed it.
+	Claim      bool
+	ClaimEpoch int32
 }
 
 // EpochEntry is one row of the leader-epoch cache: the first offset written
@@ -100,6 +105,13 @@ type Log interface {
 	// WriteSnapshot durably stores a small named blob beside the log (for
 	// example producer state); ReadSnapshot returns nil, nil when absent.
 	WriteSnapshot(name string, data []byte) error
+	// Superseded reports whether a leader with an epoch above epoch has
+	// claimed the partition since (Open with LogConfig.Claim). A leader
+	// checks it after each Sync, before acknowledging: if it did not see the
+	// claim, the claimant's Open (which reads the log after claiming) sees
+	// every batch that Sync made durable, so an acknowledged batch is never
+	// lost to a leader change, however long this process stalled.
+	Superseded(epoch int32) bool
 	ReadSnapshot(name string) ([]byte, error)
 	// Close flushes and closes every file handle. The log is unusable after.
 	Close() error

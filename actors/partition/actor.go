@@ -130,11 +130,12 @@ type Actor struct {
 	producers *Producers
 	hw        int64 // durable high watermark
 
-	syncing  bool
-	syncSeq  uint64
-	waiters  []ackWaiter
-	watchers []messages.WatchHighWatermark
-	pending  []any // requests that arrived while opening
+	syncing    bool
+	syncSeq    uint64
+	waiters    []ackWaiter
+	watchers   []messages.WatchHighWatermark
+	pending    []any // requests that arrived while opening
+	superseded bool  // a newer leader claimed the files (Log.Superseded)
 	// closeOnOpen is a relinquish that arrived while the log was opening.
 	closeOnOpen *closeRequest
 	lastTake    *messages.TakeLeadership // what the open in flight (or failed) was for
@@ -258,6 +259,7 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 	self := ctx.Self()
 	system := ctx.ActorSystem()
 	id, opener, logCfg, epoch := a.id, a.cfg.Opener, topicconfig.LogConfig(m.Config), m.LeaderEpoch
+	logCfg.Claim, logCfg.ClaimEpoch = true, epoch
 	log := a.log
 	abort := &atomic.Bool{}
 	a.openAbort = abort
@@ -270,6 +272,9 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 			prods, err = recoverProducers(l)
 			if err == nil {
 				err = waitToStamp(fence, abort)
+			}
+			if err == nil && l.Superseded(epoch) {
+				err = errSuperseded // a newer leader opened it meanwhile
 			}
 			if err == nil {
 				err = l.AssignEpoch(epoch, l.NextOffset())
@@ -289,6 +294,10 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 		system.Root.Send(self, &logOpened{gen: gen, epoch: epoch, log: l, producers: prods, err: err})
 	}()
 }
+
+// errSuperseded: a Sync completed, but a newer leader had claimed the
+// partition's files.
+var errSuperseded = errors.New("superseded by a newer leader")
 
 // errOpenAbandoned: the partition was relinquished while it was opening.
 var errOpenAbandoned = errors.New("relinquished while opening")
@@ -437,7 +446,7 @@ type closeRequest struct {
 
 // startClose closes l on a goroutine and answers with logClosed.
 func (a *Actor) startClose(ctx actor.Context, l storage.Log, prods *Producers, req closeRequest) {
-	gen, id, opener := a.gen, a.id, a.cfg.Opener
+	gen, id, opener, epoch, hw := a.gen, a.id, a.cfg.Opener, a.leaderEpoch, a.hw
 	self, system := ctx.Self(), ctx.ActorSystem()
 	go func() {
 		// The snapshot costs no fsync of its own and Close syncs only data
@@ -454,6 +463,9 @@ func (a *Actor) startClose(ctx actor.Context, l storage.Log, prods *Producers, r
 			err = cerr
 		}
 		upTo := l.Durable()
+		if l.Superseded(epoch) {
+			upTo = hw // acknowledge nothing the claimant may not have
+		}
 		if req.del {
 			if rerr := opener.Remove(id); err == nil {
 				err = rerr
@@ -530,7 +542,7 @@ func (a *Actor) produce(ctx actor.Context, m *messages.Produce) {
 		reply(kerr.NotLeaderForPartition.Code, "broker fenced: no recent heartbeat exchange with the controller")
 		return
 	}
-	if a.revoked() {
+	if a.revoked() || a.superseded {
 		reply(kerr.NotLeaderForPartition.Code, "partition moving away from this broker")
 		return
 	}
@@ -625,11 +637,14 @@ func (a *Actor) startSync(ctx actor.Context) {
 	}
 	a.syncing = true
 	a.syncSeq++
-	gen, seq, l := a.gen, a.syncSeq, a.plog
+	gen, seq, l, epoch := a.gen, a.syncSeq, a.plog, a.leaderEpoch
 	self, system := ctx.Self(), ctx.ActorSystem()
 	start := time.Now()
 	go func() {
 		upTo, err := l.Sync()
+		if err == nil && l.Superseded(epoch) {
+			err = errSuperseded
+		}
 		system.Root.Send(self, &syncDone{gen: gen, upTo: upTo, err: err, start: start})
 	}()
 	time.AfterFunc(a.cfg.SyncTimeout, func() { system.Root.Send(self, &syncWatchdog{gen: gen, syncSeq: seq}) })
@@ -640,6 +655,20 @@ func (a *Actor) synced(ctx actor.Context, m *syncDone) {
 		return
 	}
 	a.syncing = false
+	if errors.Is(m.err, errSuperseded) {
+		// A newer leader claimed the files while this broker still wrote
+		// (it stalled past dead-after): what this Sync covered may not be
+		// in that leader's log, so nothing is acknowledged, and nothing
+		// more is written here.
+		a.superseded = true
+		a.log.Warn().Int32("leader_epoch", a.leaderEpoch).Int("waiters", len(a.waiters)).
+			Msg("a newer leader claimed the partition; not acknowledging")
+		for _, w := range a.waiters {
+			w.reply(messages.ProduceResult{ErrorCode: kerr.NotLeaderForPartition.Code, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+		}
+		a.waiters = nil
+		return
+	}
 	if m.err != nil {
 		a.healthy = false
 		a.log.Error().Err(m.err).Msg("fsync failed; partition marked unhealthy")

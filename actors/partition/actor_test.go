@@ -21,10 +21,13 @@ import (
 // slowLog is a memlog whose Sync blocks until released: an NFS stall.
 type slowLog struct {
 	*memlog.Log
-	release chan struct{}
-	mu      sync.Mutex
-	durable int64
+	release    chan struct{}
+	mu         sync.Mutex
+	durable    int64
+	superseded atomic.Bool
 }
+
+func (l *slowLog) Superseded(int32) bool { return l.superseded.Load() }
 
 func (l *slowLog) Sync() (int64, error) {
 	n := l.NextOffset()
@@ -294,5 +297,23 @@ func TestRevokedRefusesWrites(t *testing.T) {
 	revoked.Store(true)
 	if r := within(t, produce(ref, -1, "b"), time.Second, "produce"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("produce after revoke: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
+	}
+}
+
+// A leader that finds, after its Sync, that a newer leader claimed the
+// partition (it stalled past dead-after) acknowledges nothing of that Sync
+// and writes nothing more.
+func TestSupersededLeaderDoesNotAcknowledge(t *testing.T) {
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	ref := spawn(t, slowOpener{log: sl}, 10*time.Second)
+	pending := produce(ref, -1, "a")
+	time.Sleep(50 * time.Millisecond)
+	sl.superseded.Store(true)
+	close(sl.release)
+	if r := within(t, pending, time.Second, "produce"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce synced after the claim: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
+	}
+	if r := within(t, produce(ref, -1, "b"), time.Second, "produce"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce after the claim: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -42,20 +43,31 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int) *loadCheck
 	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, kinds: map[string]int{}, done: make(chan struct{})}
 	// Short client backoffs, so the unavailability measured is the broker's
 	// rather than the client's default 250 ms retry backoff.
+	// At most maxInflight records per partition are outstanding: a
+	// partition that is moving must not fill the client's shared buffer and
+	// block producing to every other partition (which would show the
+	// client's head-of-line blocking as every partition's unavailability).
+	const maxInflight = 8
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(20000), kgo.RecordRetries(1<<30),
+		kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(parts*maxInflight+1), kgo.RecordRetries(1<<30),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }), kgo.MetadataMinAge(10*time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	go func() {
 		defer close(l.done)
 		seq := make([]int, parts)
+		inflight := make([]atomic.Int32, parts)
 		for ctx.Err() == nil {
 			for p := 0; p < parts && ctx.Err() == nil; p++ {
+				if inflight[p].Load() >= maxInflight {
+					continue
+				}
+				inflight[p].Add(1)
 				s := seq[p]
 				seq[p]++
 				r := &kgo.Record{Topic: topic, Partition: int32(p), Value: []byte(fmt.Sprintf("%d-%d", p, s))}
 				cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+					inflight[r.Partition].Add(-1)
 					l.mu.Lock()
 					defer l.mu.Unlock()
 					if err != nil {

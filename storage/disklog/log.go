@@ -363,6 +363,12 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	return nil
 }
 
+// Superseded implements storage.Log: it reads the claim file.
+func (l *Log) Superseded(epoch int32) bool {
+	e, ok := readClaim(l.dir)
+	return ok && e > epoch
+}
+
 // Epochs implements storage.Log.
 func (l *Log) Epochs() []storage.EpochEntry {
 	l.mu.RLock()

@@ -158,3 +158,30 @@ func readStart(dir string) (int64, bool) {
 	}
 	return off, true
 }
+
+// The leader claim: "0\n<epoch>\ncrc <hex>\n", written (tmp + rename, no
+// fsync: it only matters while the claimant and a deposed leader both run)
+// by Open before it reads the log.
+func encodeClaim(epoch int32) []byte { return checksummed(fmt.Appendf(nil, "0\n%d\n", epoch)) }
+
+// readClaim returns the claimed epoch, or false when there is no readable
+// claim.
+func readClaim(dir string) (int32, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, claimFile))
+	if err != nil {
+		return 0, false
+	}
+	body, ok := unchecksummed(b)
+	if !ok {
+		return 0, false
+	}
+	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
+	if len(lines) != 2 || lines[0] != "0" {
+		return 0, false
+	}
+	e, err := strconv.ParseInt(lines[1], 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return int32(e), true
+}

@@ -28,6 +28,17 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 			return nil, fmt.Errorf("disklog: create %s: %w", dir, err)
 		}
 	}
+	if cfg.Claim {
+		// Claim before reading anything: a deposed leader that has not seen
+		// this claim when it checks (after its Sync) wrote nothing this
+		// recovery could miss.
+		if e, ok := readClaim(dir); ok && e > cfg.ClaimEpoch {
+			return nil, fmt.Errorf("disklog: leader epoch %d is below the claimed %d", cfg.ClaimEpoch, e)
+		}
+		if err := replaceFile(dir, claimFile, encodeClaim(cfg.ClaimEpoch), l.fileMode); err != nil {
+			return nil, err
+		}
+	}
 	start := time.Now()
 	stats, err := l.recover()
 	if err != nil {
@@ -151,6 +162,15 @@ func (l *Log) recover() (recoveryStats, error) {
 		s.created = fi.ModTime()
 		tr, tok := readTrailer(s.prefix() + indexSuffix)
 		tok = tok && tr.base == s.base && tr.epoch == s.epoch && tr.size <= fileSize
+		if tok && succ != nil && tr.next > succ.base {
+			// A trailer past the successor's base: a deposed leader kept
+			// appending (and closed cleanly) after the next leader rolled.
+			// Those batches are not part of the log: scan from the start,
+			// stopping at the successor's base.
+			l.log.Warn().Str("segment", s.name).Int64("trailer_next", tr.next).Int64("successor_base", succ.base).
+				Msg("index trailer extends past the next segment: a deposed leader's writes, ignored")
+			tok = false
+		}
 		if tok && succ != nil && tr.next == succ.base {
 			// Sealed and clean: trusted up to its recorded size without a
 			// scan; its bytes are CRC-checked lazily on first read.

@@ -614,3 +614,68 @@ func TestHandoffFsyncs(t *testing.T) {
 		t.Fatalf("next %d", l3.NextOffset())
 	}
 }
+
+// TestDeposedLeaderCleanCloseAfterRoll: a deposed leader (a broker that
+// stalled past dead-after with the log open) appends after the next leader
+// rolled, then closes cleanly, so its index trailer claims the extra
+// batches. The log stays readable and those batches are never served.
+func TestDeposedLeaderCleanCloseAfterRoll(t *testing.T) {
+	root := t.TempDir()
+	zombie := openLogT(t, testOpener(t, root), storage.LogConfig{})
+	if err := zombie.AssignEpoch(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := appendN(t, zombie, 5, 2, 10, 1)
+	if _, err := zombie.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Another broker (its own Opener) takes over at offset 10, epoch 2.
+	next := openLogT(t, testOpener(t, root), storage.LogConfig{})
+	if err := next.AssignEpoch(2, next.NextOffset()); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, appendN(t, next, 1, 2, 10, 1)...)
+	if err := next.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The deposed leader wakes up, appends at its own offset 10 and closes.
+	appendN(t, zombie, 1, 2, 10, 1)
+	if err := zombie.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l := openLogT(t, testOpener(t, root), storage.LogConfig{})
+	defer l.Close()
+	if l.NextOffset() != 12 || !bytes.Equal(readAll(t, l, 0), concat(want)) {
+		t.Fatalf("next %d; the deposed leader's batch was served", l.NextOffset())
+	}
+}
+
+// TestLeaderClaim: Open with a claim records the leader's epoch before it
+// reads anything; a deposed leader sees the newer claim (Superseded), and
+// an Open with a lower epoch than the claim fails.
+func TestLeaderClaim(t *testing.T) {
+	root := t.TempDir()
+	old := openLogT(t, testOpener(t, root), storage.LogConfig{Claim: true, ClaimEpoch: 1})
+	appendN(t, old, 2, 1, 10, 1)
+	if _, err := old.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if old.Superseded(1) {
+		t.Fatal("superseded by its own claim")
+	}
+	next := openLogT(t, testOpener(t, root), storage.LogConfig{Claim: true, ClaimEpoch: 2})
+	defer next.Close()
+	if !old.Superseded(1) {
+		t.Fatal("the deposed leader does not see the newer claim")
+	}
+	if next.Superseded(2) {
+		t.Fatal("the claimant superseded by its own claim")
+	}
+	if next.NextOffset() != 2 {
+		t.Fatalf("claimant's log ends at %d, want the deposed leader's 2 synced records", next.NextOffset())
+	}
+	old.Close()
+	if _, err := testOpener(t, root).Open(testID, storage.LogConfig{Claim: true, ClaimEpoch: 1}); err == nil {
+		t.Fatal("an open below the claimed epoch succeeded")
+	}
+}

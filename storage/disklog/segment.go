@@ -24,6 +24,7 @@ const (
 	snapshotSuffix  = ".snapshot"
 	epochFile       = "leader-epoch-checkpoint"
 	startFile       = "log-start-offset"
+	claimFile       = "leader-claim"
 )
 
 // segName is a segment's file name without extension: the leader epoch that

@@ -330,6 +330,9 @@ func (l *Log) WriteSnapshot(name string, data []byte) error {
 }
 
 // ReadSnapshot implements storage.Log.
+// Superseded implements storage.Log: an in-memory log has one process.
+func (l *Log) Superseded(int32) bool { return false }
+
 func (l *Log) ReadSnapshot(name string) ([]byte, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
