@@ -10,6 +10,7 @@
 //	<epoch %08x>-<base offset %020d>.timeindex  time index (paired 1:1)
 //	leader-epoch-checkpoint                     leader-epoch cache
 //	log-start-offset                            log start offset (DeleteRecords, retention)
+//	leader-claim                                epoch of the last leader to open it (fencing)
 //	<name>.snapshot                             named snapshots (producer state)
 //	*.deleted                                   renamed aside, unlinked later
 //
