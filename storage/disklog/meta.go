@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -136,11 +137,14 @@ func readEpochs(dir string) ([]storage.EpochEntry, bool, error) {
 	return eps, true, err
 }
 
-// The log start offset file: "0\n<offset>\ncrc <hex>\n".
-func encodeStart(off int64) []byte { return checksummed(fmt.Appendf(nil, "0\n%d\n", off)) }
+// Small numeric files ("0\n<number>\ncrc <hex>\n"): the log start offset
+// and the leader claim.
+func encodeNumber(n int64) []byte { return checksummed(fmt.Appendf(nil, "0\n%d\n", n)) }
 
-func readStart(dir string) (int64, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, startFile))
+// readNumber returns the number in dir/name, or false when the file is
+// missing or damaged.
+func readNumber(dir, name string) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		return 0, false
 	}
@@ -152,36 +156,26 @@ func readStart(dir string) (int64, bool) {
 	if len(lines) != 2 || lines[0] != "0" {
 		return 0, false
 	}
-	off, err := strconv.ParseInt(lines[1], 10, 64)
-	if err != nil || off < 0 {
-		return 0, false
-	}
-	return off, true
+	n, err := strconv.ParseInt(lines[1], 10, 64)
+	return n, err == nil
 }
 
-// The leader claim: "0\n<epoch>\ncrc <hex>\n", written (tmp + rename, no
-// fsync: it only matters while the claimant and a deposed leader both run)
-// by Open before it reads the log.
-func encodeClaim(epoch int32) []byte { return checksummed(fmt.Appendf(nil, "0\n%d\n", epoch)) }
+// The log start offset file.
+func encodeStart(off int64) []byte { return encodeNumber(off) }
+
+func readStart(dir string) (int64, bool) {
+	off, ok := readNumber(dir, startFile)
+	return off, ok && off >= 0
+}
+
+// The leader claim, written (tmp + rename, no fsync: it only matters while
+// the claimant and a deposed leader both run) by Open before it reads the
+// log.
+func encodeClaim(epoch int32) []byte { return encodeNumber(int64(epoch)) }
 
 // readClaim returns the claimed epoch, or false when there is no readable
 // claim.
 func readClaim(dir string) (int32, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, claimFile))
-	if err != nil {
-		return 0, false
-	}
-	body, ok := unchecksummed(b)
-	if !ok {
-		return 0, false
-	}
-	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
-	if len(lines) != 2 || lines[0] != "0" {
-		return 0, false
-	}
-	e, err := strconv.ParseInt(lines[1], 10, 32)
-	if err != nil {
-		return 0, false
-	}
-	return int32(e), true
+	e, ok := readNumber(dir, claimFile)
+	return int32(e), ok && e >= math.MinInt32 && e <= math.MaxInt32
 }
