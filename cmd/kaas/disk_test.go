@@ -2,8 +2,11 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +138,42 @@ func hasConfig(rc kadm.ResourceConfig, key, value string) bool {
 		}
 	}
 	return false
+}
+
+// TestMetricsCountFsyncs: /metrics reports the broker's device flushes
+// (kaas_disk_fsyncs_total), which acks=all produce to a disk log raises.
+func TestMetricsCountFsyncs(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, addr, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--http-addr", httpAddr)
+	fsyncs := func() int64 {
+		t.Helper()
+		resp, err := http.Get("http://" + httpAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(body), "\n") {
+			if v, ok := strings.CutPrefix(line, "kaas_disk_fsyncs_total "); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("metric line %q", line)
+				}
+				return n
+			}
+		}
+		t.Fatalf("no kaas_disk_fsyncs_total in /metrics:\n%s", body)
+		return 0
+	}
+	before := fsyncs()
+	ctx := ctxT(t, 30*time.Second)
+	prod := newClient(t, addr, kgo.DefaultProduceTopic("metered"), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.AllowAutoTopicCreation())
+	for i := 0; i < 3; i++ {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := fsyncs(); after < before+3 {
+		t.Fatalf("kaas_disk_fsyncs_total went from %d to %d over three acks=all produces", before, after)
+	}
 }

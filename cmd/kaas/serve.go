@@ -27,6 +27,7 @@ import (
 	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/memlog"
 )
 
@@ -284,6 +285,7 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		fmt.Fprintf(w, "# TYPE kaas_topics gauge\nkaas_topics %d\n", len(v.Topics))
 		fmt.Fprintf(w, "# TYPE kaas_controller_epoch gauge\nkaas_controller_epoch %d\n", v.Epoch)
 		fmt.Fprintf(w, "# TYPE kaas_assignment_version gauge\nkaas_assignment_version %d\n", v.Version)
+		fmt.Fprintf(w, "# TYPE kaas_disk_fsyncs_total counter\nkaas_disk_fsyncs_total %d\n", disklog.Fsyncs())
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
