@@ -234,8 +234,9 @@ func TestRelinquishWhileOpeningWaitsForTheOpen(t *testing.T) {
 // lost reply would stall every response behind it on the connection.
 func TestRequestToAStoppedActorIsAnswered(t *testing.T) {
 	ref := spawn(t, slowOpener{log: &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}}, time.Second)
-	ref.Poison()
-	time.Sleep(100 * time.Millisecond)
+	if err := ref.PoisonWait(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if r := within(t, produce(ref, -1, "x"), time.Second, "produce to a stopped actor"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
 	}
