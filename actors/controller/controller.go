@@ -472,9 +472,8 @@ func (a *Actor) trackGrants(prev, f *assignment.Assignment) {
 		for i, p := range t.Partitions {
 			tp := TP{Topic: topic, Partition: int32(i)}
 			_, known := a.grantedAt[tp]
-			if p.Leader != assignment.NoLeader && (!known || i >= len(before) || before[i].Leader != p.Leader) {
-				a.grantedAt[tp] = at
-			} else if !known {
+			granted := p.Leader != assignment.NoLeader && (i >= len(before) || before[i].Leader != p.Leader)
+			if !known || granted {
 				a.grantedAt[tp] = at
 			}
 		}

@@ -92,30 +92,40 @@ func (l *loadChecker) stop() {
 	<-l.done
 }
 
+// longestGap is partition p's longest time without an acknowledgement
+// inside [from, to], and when it began. The caller holds l.mu.
+func (l *loadChecker) longestGap(p int32, from, to time.Time) (time.Duration, time.Time) {
+	prev, worst, start := from, time.Duration(0), from
+	for _, a := range l.acked[p] {
+		if a.at.Before(from) {
+			continue
+		}
+		if a.at.After(to) {
+			break
+		}
+		if d := a.at.Sub(prev); d > worst {
+			worst, start = d, prev
+		}
+		prev = a.at
+	}
+	if d := to.Sub(prev); d > worst {
+		worst, start = d, prev
+	}
+	return worst, start
+}
+
 // gaps returns, per partition (of only, or of all when only is nil), the
 // longest time without an acknowledgement inside [from, to], sorted.
 func (l *loadChecker) gaps(from, to time.Time, only map[int32]bool) []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []time.Duration
-	for p := 0; p < l.parts; p++ {
-		if only != nil && !only[int32(p)] {
+	for p := int32(0); p < int32(l.parts); p++ {
+		if only != nil && !only[p] {
 			continue
 		}
-		prev := from
-		var worst time.Duration
-		for _, a := range l.acked[int32(p)] {
-			if a.at.Before(from) {
-				continue
-			}
-			if a.at.After(to) {
-				break
-			}
-			worst = max(worst, a.at.Sub(prev))
-			prev = a.at
-		}
-		worst = max(worst, to.Sub(prev))
-		out = append(out, worst)
+		d, _ := l.longestGap(p, from, to)
+		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
@@ -153,23 +163,8 @@ func (l *loadChecker) worstGaps(from, to time.Time, n int, only map[int32]bool) 
 		if only != nil && !only[p] {
 			continue
 		}
-		prev, worst := from, gap{p: p}
-		for _, a := range l.acked[p] {
-			if a.at.Before(from) {
-				continue
-			}
-			if a.at.After(to) {
-				break
-			}
-			if d := a.at.Sub(prev); d > worst.d {
-				worst.d, worst.starts = d, prev
-			}
-			prev = a.at
-		}
-		if d := to.Sub(prev); d > worst.d {
-			worst.d, worst.starts = d, prev
-		}
-		all = append(all, worst)
+		d, starts := l.longestGap(p, from, to)
+		all = append(all, gap{p: p, d: d, starts: starts})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].d > all[j].d })
 	var out []string
