@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -62,8 +63,20 @@ func (c *ElectionConfig) Validate() error {
 }
 
 // RunElection campaigns for the Lease until ctx ends, re-campaigning after
-// every loss. On ctx end a held Lease is released (the epoch is kept: a
-// release does not reset leaseTransitions).
+// every loss. On ctx end a Lease this process still holds is released (the
+// epoch is kept: a release does not reset leaseTransitions).
+//
+// Two things client-go's elector does not do are done here:
+//   - The release is our own and holder-scoped. client-go's ReleaseOnCancel
+//     re-reads the Lease but judges "am I the leader" from its last
+//     observation, so an elector deposed during a pause (SIGSTOP, a stalled
+//     node) clears the Lease of the controller that replaced it.
+//   - The epoch is watched while leading. When the Lease is cleared under a
+//     holder, client-go re-acquires it on the next renewal with
+//     leaseTransitions+1 and reports nothing; the controller would keep
+//     writing files at the old epoch, which every broker rejects. A leader
+//     whose Lease no longer names it at its epoch ends the round and
+//     campaigns again, which starts a controller at the current epoch.
 func RunElection(ctx context.Context, cfg ElectionConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -74,24 +87,45 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 	}
 	for ctx.Err() == nil {
+		roundCtx, endRound := context.WithCancel(ctx)
+		// client-go starts OnStartedLeading on a goroutine: the round's
+		// mutex keeps OnElected from following OnDeposed.
+		var (
+			mu               sync.Mutex
+			started, stopped bool
+		)
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   cfg.LeaseDuration,
-			RenewDeadline:   cfg.RenewDeadline,
-			RetryPeriod:     cfg.RetryPeriod,
-			ReleaseOnCancel: true,
-			Name:            cfg.LeaseName,
+			Lock:          lock,
+			LeaseDuration: cfg.LeaseDuration,
+			RenewDeadline: cfg.RenewDeadline,
+			RetryPeriod:   cfg.RetryPeriod,
+			Name:          cfg.LeaseName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(lctx context.Context) {
-					epoch, err := LeaseEpoch(lctx, cfg.Client, cfg.Namespace, cfg.LeaseName)
-					if err != nil {
-						cfg.Log.Error().Err(err).Msg("read lease epoch after election")
+					epoch, err := HeldEpoch(lctx, cfg.Client, cfg.Namespace, cfg.LeaseName, cfg.Identity)
+					mu.Lock()
+					defer mu.Unlock()
+					if stopped || lctx.Err() != nil {
 						return
 					}
+					if err != nil {
+						cfg.Log.Error().Err(err).Msg("read lease epoch after election")
+						endRound()
+						return
+					}
+					started = true
 					cfg.Log.Info().Int64("epoch", epoch).Str("identity", cfg.Identity).Msg("elected controller")
+					go watchHeld(lctx, cfg, epoch, endRound)
 					cfg.OnElected(lctx, epoch)
 				},
 				OnStoppedLeading: func() {
+					mu.Lock()
+					stopped = true
+					was := started
+					mu.Unlock()
+					if !was {
+						return
+					}
 					cfg.Log.Warn().Str("identity", cfg.Identity).Msg("controller leadership lost")
 					if cfg.OnDeposed != nil {
 						cfg.OnDeposed()
@@ -105,18 +139,77 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 			},
 		})
 		if err != nil {
+			endRound()
 			return fmt.Errorf("leader elector: %w", err)
 		}
 		if cfg.OnElector != nil {
 			cfg.OnElector(le)
 		}
-		le.Run(ctx)
+		le.Run(roundCtx)
+		endRound()
+		if ctx.Err() != nil {
+			mu.Lock()
+			was := started
+			mu.Unlock()
+			if was {
+				releaseHeld(cfg)
+			}
+			break
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(cfg.RetryPeriod):
 		}
 	}
 	return nil
+}
+
+// watchHeld reads the Lease every retry period while this process leads
+// and ends the round (endRound) once it no longer names this identity at
+// epoch.
+func watchHeld(ctx context.Context, cfg ElectionConfig, epoch int64, endRound context.CancelFunc) {
+	t := time.NewTicker(cfg.RetryPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := VerifyHolder(ctx, cfg.Client, cfg.Namespace, cfg.LeaseName, cfg.Identity, epoch)
+		if errors.Is(err, ErrNotHolder) {
+			cfg.Log.Warn().Err(err).Int64("epoch", epoch).Msg("lease moved on while leading; campaigning again")
+			endRound()
+			return
+		}
+	}
+}
+
+// releaseHeld clears the Lease if, on a fresh read, it still names this
+// identity; the update carries that read's resourceVersion, so a Lease
+// taken over meanwhile is left alone (conflict). leaseTransitions is kept.
+func releaseHeld(cfg ElectionConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.RenewDeadline)
+	defer cancel()
+	leases := cfg.Client.CoordinationV1().Leases(cfg.Namespace)
+	l, err := leases.Get(ctx, cfg.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		cfg.Log.Warn().Err(err).Msg("release lease: read")
+		return
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != cfg.Identity {
+		return
+	}
+	now := metav1.NewMicroTime(time.Now())
+	one := int32(1)
+	l.Spec.HolderIdentity = nil
+	l.Spec.LeaseDurationSeconds = &one
+	l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		cfg.Log.Warn().Err(err).Msg("release lease")
+		return
+	}
+	cfg.Log.Info().Str("identity", cfg.Identity).Msg("lease released")
 }
 
 // LeaseEpoch reads the Lease's leaseTransitions: the cluster epoch.
@@ -127,6 +220,23 @@ func LeaseEpoch(ctx context.Context, client kubernetes.Interface, ns, name strin
 	}
 	if err != nil {
 		return 0, fmt.Errorf("get lease %s/%s: %w", ns, name, err)
+	}
+	if l.Spec.LeaseTransitions == nil {
+		return 0, nil
+	}
+	return int64(*l.Spec.LeaseTransitions), nil
+}
+
+// HeldEpoch reads the Lease's epoch, checking in the same read that
+// identity holds it: an epoch read after the Lease changed hands again would
+// be the next holder's.
+func HeldEpoch(ctx context.Context, client kubernetes.Interface, ns, name, identity string) (int64, error) {
+	l, err := client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("get lease %s/%s: %w", ns, name, err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity {
+		return 0, fmt.Errorf("%w: lease %s/%s is held by someone else", ErrNotHolder, ns, name)
 	}
 	if l.Spec.LeaseTransitions == nil {
 		return 0, nil

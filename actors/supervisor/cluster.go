@@ -326,6 +326,9 @@ func (s *Cluster) start(ctx actor.Context) {
 
 func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 	s.stopController()
+	if m.ctx.Err() != nil {
+		return // deposed before this message was handled
+	}
 	ref, err := runtime.SpawnChild(ctx, fmt.Sprintf("controller-%d", m.epoch), controller.New(controller.Config{
 		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
 		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -382,6 +386,7 @@ func TestSafeHandoffs(t *testing.T) {
 	}
 	led, _, _ := c.ledBy()
 	moved := c.partitionsLedBy(t, "load", victim, parts/3)
+	profiled := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "drain", 2*time.Second)
 	drainStart := time.Now()
 	_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -396,6 +401,7 @@ func TestSafeHandoffs(t *testing.T) {
 	t.Logf("FIGURE drain of %s leading %d partitions: exited after %v; per moved partition, longest gap between acks p50 %v p99 %v max %v",
 		victim, led[victim], drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	t.Logf("longest gaps of the drain: %s", load.worstGaps(drainStart, drainEnd, 3, moved))
+	profiled.Wait()
 	c.start(victim)
 	waitUntil(t, 60*time.Second, "rebalanced after restart", func() bool {
 		l, _, _ := c.ledBy()
@@ -474,6 +480,55 @@ func TestSafeHandoffs(t *testing.T) {
 	close(stopEpochs)
 	epochWatch.Wait()
 	load.verify(c)
+}
+
+// profileBrokers, when dir is set (KAAS_HANDOFF_PROFILE), records a CPU
+// profile and an execution trace of every live broker, and a CPU profile of
+// this test process (the load), for the next d: a diagnostic for where a
+// move's time goes, never an assertion.
+func (c *kaasCluster) profileBrokers(t *testing.T, dir, step string, d time.Duration) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	if dir == "" {
+		return &wg
+	}
+	fetch := func(url, file string) {
+		defer wg.Done()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Logf("profile %s: %v", url, err)
+			return
+		}
+		defer resp.Body.Close()
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			t.Logf("profile %s: %v", file, err)
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(f, resp.Body)
+	}
+	secs := int(d / time.Second)
+	for _, b := range c.brokers {
+		select {
+		case <-b.exited:
+			continue
+		default:
+		}
+		wg.Add(2)
+		go fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.http, secs), fmt.Sprintf("%s-%s.cpu", step, b.name))
+		go fetch(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", b.http, secs), fmt.Sprintf("%s-%s.trace", step, b.name))
+	}
+	if f, err := os.Create(filepath.Join(dir, step+"-test.cpu")); err == nil && pprof.StartCPUProfile(f) == nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(d)
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // the profiles have begun
+	return &wg
 }
 
 // committer commits an ever-growing offset for one group while coordinators
