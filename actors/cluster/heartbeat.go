@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -45,11 +46,19 @@ func RunHeartbeats(ctx context.Context, cfg HeartbeatConfig) {
 			sleep(ctx, cfg.Interval/2)
 			continue
 		}
-		err := streamOnce(ctx, cfg, target, &seq)
+		started := time.Now()
+		ponged, err := streamOnce(ctx, cfg, target, &seq)
 		if ctx.Err() != nil {
 			return
 		}
-		cfg.Log.Debug().Err(err).Str("controller", target).Msg("heartbeat stream ended")
+		// A stream that carried exchanges is worth a line (controller
+		// changes, failovers); refused redials while the file still names
+		// a deposed controller are not.
+		ev := cfg.Log.Debug()
+		if ponged > 0 {
+			ev = cfg.Log.Info()
+		}
+		ev.Err(err).Str("controller", target).Int("pongs", ponged).Dur("lasted", time.Since(started)).Msg("heartbeat stream ended")
 		sleep(ctx, backoff)
 		backoff = min(backoff*2, 2*cfg.Interval)
 		if err == errTargetChanged {
@@ -64,7 +73,15 @@ func (targetChanged) Error() string { return "controller address changed" }
 
 var errTargetChanged error = targetChanged{}
 
-func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64) error {
+// streamOnce runs one stream to target until it breaks or the target
+// changes, and returns how many PONGs it carried.
+func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64) (int, error) {
+	var pongs atomic.Int64
+	err := runStream(ctx, cfg, target, seq, &pongs)
+	return int(pongs.Load()), err
+}
+
+func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64, pongs *atomic.Int64) error {
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
@@ -86,6 +103,9 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 				return
 			}
 			if p.Kind == heartbeatpb.Push_PONG {
+				if pongs.Add(1) == 1 {
+					cfg.Log.Info().Str("controller", target).Int64("epoch", p.ControllerEpoch).Msg("heartbeat stream open")
+				}
 				if at, ok := sent.LoadAndDelete(p.AckSeq); ok && cfg.OnExchange != nil {
 					cfg.OnExchange(at.(time.Time))
 				}

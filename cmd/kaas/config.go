@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/kaas-project/kaas/storage/disklog"
 )
 
 // serveConfig is the `kaas` (serve) command line. Every flag has a KAAS_*
@@ -22,6 +24,7 @@ type serveConfig struct {
 	AdvertisedAddr    string
 	HTTPAddr          string
 	DataDir           string
+	Fsync             string
 	LogLevel          string
 	LogFormat         string
 	MaxRequestSize    int
@@ -56,9 +59,10 @@ type serveConfig struct {
 	explicit map[string]bool
 
 	// derived
-	advHost string
-	advPort int32
-	level   zerolog.Level
+	advHost  string
+	advPort  int32
+	level    zerolog.Level
+	syncMode disklog.SyncMode
 }
 
 func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
@@ -68,6 +72,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.AdvertisedAddr, "advertised-addr", "", "host:port put in Metadata for clients (default: localhost:<kafka port>, or the pod DNS name in cluster mode)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":8080", "HTTP address for /healthz, /readyz and /metrics (empty disables)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for partition data; empty keeps everything in memory")
+	fs.StringVar(&cfg.Fsync, "fsync", "syncfs", "how group commit makes --data-dir appends durable: syncfs (one syncfs(2) of the volume per round for every partition of the broker; Linux) or file (one fdatasync per partition)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "console", "log format: json or console")
 	fs.IntVar(&cfg.MaxRequestSize, "max-request-size", 100<<20, "largest request frame accepted, in bytes (Kafka's socket.request.max.bytes)")
@@ -148,6 +153,9 @@ func (c *serveConfig) validate() error {
 	c.level = lvl
 	if c.LogFormat != "json" && c.LogFormat != "console" {
 		return fmt.Errorf("--log-format %q: want json or console", c.LogFormat)
+	}
+	if c.syncMode, err = disklog.ParseSyncMode(c.Fsync); err != nil {
+		return fmt.Errorf("--fsync: %w", err)
 	}
 	if c.MaxRequestSize < 1024 || c.MaxRequestSize > 1<<30 {
 		return fmt.Errorf("--max-request-size %d: want 1024 .. 1073741824 bytes", c.MaxRequestSize)

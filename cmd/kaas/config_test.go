@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/storage/disklog"
 )
 
 func TestParseServeFlagsAndEnv(t *testing.T) {
@@ -21,7 +23,8 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		chk  func(*serveConfig) bool
 	}{
 		{"defaults", nil, nil, "", func(c *serveConfig) bool {
-			return c.KafkaAddr == ":9092" && c.HTTPAddr == ":8080" && c.advHost == "localhost" && c.advPort == 9092 && !c.clusterMode()
+			return c.KafkaAddr == ":9092" && c.HTTPAddr == ":8080" && c.advHost == "localhost" && c.advPort == 9092 && !c.clusterMode() &&
+				c.syncMode == disklog.SyncFilesystem
 		}},
 		{"env twin", nil, map[string]string{"KAAS_KAFKA_ADDR": "127.0.0.1:1234", "KAAS_LOG_FORMAT": "json"}, "", func(c *serveConfig) bool {
 			return c.KafkaAddr == "127.0.0.1:1234" && c.LogFormat == "json" && c.advPort == 1234
@@ -35,6 +38,8 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"bad env value", nil, map[string]string{"KAAS_MAX_REQUEST_SIZE": "big"}, "KAAS_MAX_REQUEST_SIZE", nil},
 		{"bad address", []string{"--kafka-addr", "nope"}, nil, "--kafka-addr", nil},
 		{"tiny request size", []string{"--max-request-size", "10"}, nil, "--max-request-size", nil},
+		{"bad fsync mode", []string{"--fsync", "never"}, nil, "--fsync", nil},
+		{"fsync per file", []string{"--fsync", "file"}, nil, "", func(c *serveConfig) bool { return c.syncMode == disklog.SyncFiles }},
 		{"stray argument", []string{"extra"}, nil, "unexpected argument", nil},
 		{"cluster needs a data dir", nil, map[string]string{"MY_POD_NAME": "kaas-2", "MY_POD_NAMESPACE": "ns"}, "--data-dir", nil},
 		{"cluster needs an ordinal", []string{"--data-dir", "/tmp"}, map[string]string{"MY_POD_NAME": "kaas", "MY_POD_NAMESPACE": "ns"}, "ordinal", nil},

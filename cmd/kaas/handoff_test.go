@@ -386,9 +386,35 @@ func TestSafeHandoffs(t *testing.T) {
 	}
 	led, _, _ := c.ledBy()
 	moved := c.partitionsLedBy(t, "load", victim, parts/3)
-	profiled := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "drain", 2*time.Second)
+	// The drained broker exits within a second or two; the others open
+	// its partitions after that.
+	var others []string
+	for n := range c.brokers {
+		if n != victim {
+			others = append(others, n)
+		}
+	}
+	profiled := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "drain", time.Second, victim)
+	profiledOthers := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "drain", 3*time.Second, others...)
 	drainStart := time.Now()
 	_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
+	// Readiness turns false at once while the admin port keeps answering
+	// (until the broker exits: a drain of a few partitions can beat this).
+	for notReady := false; !notReady; {
+		resp, err := (&http.Client{Timeout: time.Second}).Get("http://" + c.brokers[victim].http + "/readyz")
+		if err == nil {
+			notReady = resp.StatusCode == http.StatusServiceUnavailable
+			resp.Body.Close()
+		}
+		select {
+		case <-c.brokers[victim].exited:
+			if !notReady && time.Since(drainStart) > time.Second {
+				t.Errorf("%s: /readyz never answered 503 during a %v drain (last: %v)", victim, time.Since(drainStart), err)
+			}
+			notReady = true
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	select {
 	case <-c.brokers[victim].exited:
 	case <-time.After(40 * time.Second):
@@ -402,6 +428,7 @@ func TestSafeHandoffs(t *testing.T) {
 		victim, led[victim], drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	t.Logf("longest gaps of the drain: %s", load.worstGaps(drainStart, drainEnd, 3, moved))
 	profiled.Wait()
+	profiledOthers.Wait()
 	c.start(victim)
 	waitUntil(t, 60*time.Second, "rebalanced after restart", func() bool {
 		l, _, _ := c.ledBy()
@@ -483,10 +510,10 @@ func TestSafeHandoffs(t *testing.T) {
 }
 
 // profileBrokers, when dir is set (KAAS_HANDOFF_PROFILE), records a CPU
-// profile and an execution trace of every live broker, and a CPU profile of
-// this test process (the load), for the next d: a diagnostic for where a
-// move's time goes, never an assertion.
-func (c *kaasCluster) profileBrokers(t *testing.T, dir, step string, d time.Duration) *sync.WaitGroup {
+// profile and an execution trace of the named brokers for the next d, and a
+// CPU profile of this test process (the load) if it is not being profiled
+// already: a diagnostic for where a move's time goes, never an assertion.
+func (c *kaasCluster) profileBrokers(t *testing.T, dir, step string, d time.Duration, names ...string) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	if dir == "" {
 		return &wg
@@ -507,27 +534,27 @@ func (c *kaasCluster) profileBrokers(t *testing.T, dir, step string, d time.Dura
 		defer f.Close()
 		_, _ = io.Copy(f, resp.Body)
 	}
-	secs := int(d / time.Second)
-	for _, b := range c.brokers {
-		select {
-		case <-b.exited:
-			continue
-		default:
-		}
+	ms := d.Milliseconds()
+	for _, n := range names {
+		b := c.brokers[n]
 		wg.Add(2)
-		go fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.http, secs), fmt.Sprintf("%s-%s.cpu", step, b.name))
-		go fetch(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%d", b.http, secs), fmt.Sprintf("%s-%s.trace", step, b.name))
+		go fetch(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.http, max(1, ms/1000)), fmt.Sprintf("%s-%s.cpu", step, b.name))
+		go fetch(fmt.Sprintf("http://%s/debug/pprof/trace?seconds=%g", b.http, float64(ms)/1000), fmt.Sprintf("%s-%s.trace", step, b.name))
 	}
-	if f, err := os.Create(filepath.Join(dir, step+"-test.cpu")); err == nil && pprof.StartCPUProfile(f) == nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			time.Sleep(d)
-			pprof.StopCPUProfile()
+	if f, err := os.OpenFile(filepath.Join(dir, step+"-test.cpu"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+		if pprof.StartCPUProfile(f) != nil {
 			f.Close()
-		}()
+		} else {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(d)
+				pprof.StopCPUProfile()
+				f.Close()
+			}()
+		}
 	}
-	time.Sleep(100 * time.Millisecond) // the profiles have begun
+	time.Sleep(300 * time.Millisecond) // the profiles have begun
 	return &wg
 }
 

@@ -65,7 +65,7 @@ func openStorage(cfg *serveConfig, log zerolog.Logger) (storage.Opener, supervis
 	if cfg.DataDir == "" {
 		return memlog.NewOpener(), nil, nil, nil
 	}
-	return openDiskStorage(cfg.DataDir, log)
+	return openDiskStorage(cfg.DataDir, cfg.syncMode, log)
 }
 
 // startBroker binds the listeners and starts the actor system. It returns
@@ -173,7 +173,12 @@ func (b *broker) stop() {
 }
 
 func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
-	b, err := startBroker(ctx, cfg, logOut)
+	// The listeners outlive the signal: during a drain, clients still reach
+	// the partitions not yet moved, and /readyz (503), /healthz and /metrics
+	// still answer. stop closes them.
+	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
+	defer endLife()
+	b, err := startBroker(life, cfg, logOut)
 	if err != nil {
 		return err
 	}

@@ -54,9 +54,11 @@ func mkBatch(base int64, n int, ts int64, payload int) []byte {
 	return b
 }
 
+// testOpener opens dir in the broker's default sync mode (syncfs); a test
+// passes Sync(SyncFiles) for the other.
 func testOpener(t testing.TB, dir string, opts ...Option) *Opener {
 	t.Helper()
-	o, err := NewOpener(dir, zerolog.New(io.Discard), append([]Option{DeleteDelay(time.Hour)}, opts...)...)
+	o, err := NewOpener(dir, zerolog.New(io.Discard), append([]Option{DeleteDelay(time.Hour), Sync(SyncFilesystem)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -268,17 +268,26 @@ func (l *Log) syncLocked(dir bool) (int64, error) {
 		return l.durable.Load(), l.syncErr
 	}
 	var err error
-	for _, p := range pend {
-		if err == nil {
-			err = fdatasync(p.h.f)
+	if fs := l.o.fs; fs != nil {
+		// One syncfs round covers the segments, the directory and every
+		// other log asking at the same time.
+		if !clean || dirty {
+			err = fs.sync()
 		}
-	}
-	if err == nil && !clean {
-		err = fdatasync(ah.f)
-	}
-	ah.release()
-	if err == nil && dirty {
-		err = syncDir(l.dir)
+		ah.release()
+	} else {
+		for _, p := range pend {
+			if err == nil {
+				err = fdatasync(p.h.f)
+			}
+		}
+		if err == nil && !clean {
+			err = fdatasync(ah.f)
+		}
+		ah.release()
+		if err == nil && dirty {
+			err = syncDir(l.dir)
+		}
 	}
 	for _, p := range pend {
 		p.h.release()

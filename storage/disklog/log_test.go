@@ -430,7 +430,9 @@ func openFDs(t testing.TB, dir string) []string {
 	var out []string
 	for _, e := range ents {
 		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if err == nil && strings.HasPrefix(target, dir) {
+		// The Opener's own descriptor on the data directory (syncfs) is
+		// not a log's.
+		if err == nil && strings.HasPrefix(target, dir+"/") {
 			out = append(out, target)
 		}
 	}

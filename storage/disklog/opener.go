@@ -42,6 +42,7 @@ type options struct {
 	maxOpenFiles int
 	deleteDelay  time.Duration
 	now          func() time.Time
+	sync         SyncMode
 }
 
 // MaxOpenFiles bounds the descriptors kept open for reads of sealed segments
@@ -62,6 +63,7 @@ type Opener struct {
 	log   zerolog.Logger
 	opts  options
 	cache *fdCache
+	fs    *fsSyncer // SyncFilesystem; nil: each log fdatasyncs its files
 
 	mu      sync.Mutex
 	open    map[string]*Log
@@ -93,6 +95,11 @@ func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) 
 	for _, e := range ents {
 		if e.IsDir() && strings.HasSuffix(e.Name(), deletedSuffix) {
 			o.removeLater(filepath.Join(dir, e.Name()))
+		}
+	}
+	if o.opts.sync == SyncFilesystem {
+		if o.fs, err = newFSSyncer(dir); err != nil {
+			log.Warn().Err(err).Msg("syncfs unavailable; each log fdatasyncs its own files")
 		}
 	}
 	return o, nil
@@ -226,6 +233,9 @@ func (o *Opener) Close() error {
 	}
 	o.mu.Unlock()
 	o.removes.Wait()
+	if o.fs != nil {
+		return o.fs.close()
+	}
 	return nil
 }
 

@@ -553,8 +553,20 @@ func TestCorruptionInCleanActiveSegment(t *testing.T) {
 // makes the new segment durable). A snapshot or checkpoint lost or damaged
 // by a crash is rebuilt or ignored.
 func TestHandoffFsyncs(t *testing.T) {
+	// The first sync under a new epoch makes the new segment and its
+	// directory entry durable: a file and a directory fsync, or one syncfs.
+	for _, mode := range []struct {
+		name      string
+		sync      SyncMode
+		firstSync int64
+	}{{"file", SyncFiles, 2}, {"syncfs", SyncFilesystem, 1}} {
+		t.Run(mode.name, func(t *testing.T) { testHandoffFsyncs(t, mode.sync, mode.firstSync) })
+	}
+}
+
+func testHandoffFsyncs(t *testing.T, sync SyncMode, firstSync int64) {
 	root := t.TempDir()
-	o := testOpener(t, root)
+	o := testOpener(t, root, Sync(sync))
 	l := openLogT(t, o, crashCfg)
 	if err := l.AssignEpoch(1, 0); err != nil {
 		t.Fatal(err)
@@ -593,7 +605,7 @@ func TestHandoffFsyncs(t *testing.T) {
 		t.Fatalf("snapshot %q, %v", got, err)
 	}
 	appendN(t, l2, 1, 1, 60, 1)
-	count("first sync under the new epoch", 2, func() error { _, err := l2.Sync(); return err })
+	count("first sync under the new epoch", firstSync, func() error { _, err := l2.Sync(); return err })
 	if err := l2.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,30 @@ import (
 	"net"
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
+
+// syncfs flushes every dirty page and the journal of f's filesystem, and
+// reports writeback errors on it since the last syncfs through f.
+func syncfs(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			serr = unix.Syncfs(int(fd))
+			if !errors.Is(serr, syscall.EINTR) {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
 
 // fdatasync flushes a file's data (and the metadata needed to read it).
 func fdatasync(f *os.File) error {

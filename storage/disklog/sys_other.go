@@ -3,9 +3,13 @@
 package disklog
 
 import (
+	"errors"
 	"net"
 	"os"
 )
+
+// syncfs is Linux only: the Opener falls back to SyncFiles.
+func syncfs(*os.File) error { return errors.ErrUnsupported }
 
 func fdatasync(f *os.File) error {
 	fsyncs.Add(1)
