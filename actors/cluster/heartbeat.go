@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,15 +56,21 @@ func RunHeartbeats(ctx context.Context, cfg HeartbeatConfig) {
 		// changes, failovers); refused redials while the file still names
 		// a deposed controller are not.
 		ev := cfg.Log.Debug()
-		if ponged > 0 {
+		switch {
+		case errors.Is(err, errSendStalled):
+			ev = cfg.Log.Warn()
+		case ponged > 0:
 			ev = cfg.Log.Info()
 		}
 		ev.Err(err).Str("controller", target).Int("pongs", ponged).Dur("lasted", time.Since(started)).Msg("heartbeat stream ended")
-		sleep(ctx, backoff)
-		backoff = min(backoff*2, 2*cfg.Interval)
-		if err == errTargetChanged {
+		if ponged > 0 || errors.Is(err, errTargetChanged) {
 			backoff = cfg.Interval / 4
 		}
+		if errors.Is(err, errTargetChanged) {
+			continue // the new controller at once
+		}
+		sleep(ctx, backoff)
+		backoff = min(backoff*2, 2*cfg.Interval)
 	}
 }
 
@@ -72,6 +79,10 @@ type targetChanged struct{}
 func (targetChanged) Error() string { return "controller address changed" }
 
 var errTargetChanged error = targetChanged{}
+
+// errSendStalled ends a stream whose ping could not be sent for two
+// intervals.
+var errSendStalled = errors.New("heartbeat send stalled")
 
 // streamOnce runs one stream to target until it breaks or the target
 // changes, and returns how many PONGs it carried.
@@ -93,8 +104,35 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	var sent sync.Map // seq -> time.Time
+	// A Send can block (flow control towards a busy or deposed
+	// controller): the watchdog ends the stream when the file names
+	// another controller, or when a ping has been stuck for two intervals,
+	// so the broker reaches the new controller before dead-after.
+	var sendingSince atomic.Int64 // UnixNano of the Send in progress; 0: none
+	var why atomic.Value          // error: why the watchdog ended the stream
+	go func() {
+		t := time.NewTicker(max(cfg.Interval/4, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+			}
+			if cfg.Target() != target {
+				why.Store(errTargetChanged)
+				cancel()
+				return
+			}
+			if at := sendingSince.Load(); at != 0 && time.Since(time.Unix(0, at)) > 2*cfg.Interval {
+				why.Store(errSendStalled)
+				cancel()
+				return
+			}
+		}
+	}()
 	go func() {
 		for {
 			p, err := stream.Recv()
@@ -124,12 +162,23 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 		p.Seq = *seq
 		sent.Store(p.Seq, at)
 		sent.Delete(p.Seq - 64) // unanswered pings are forgotten
-		if err := stream.Send(p); err != nil {
+		sendingSince.Store(time.Now().UnixNano())
+		err := stream.Send(p)
+		sendingSince.Store(0)
+		if w, ok := why.Load().(error); ok {
+			return w
+		}
+		if err != nil {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-sctx.Done():
+			if w, ok := why.Load().(error); ok {
+				return w
+			}
+			return sctx.Err()
 		case err := <-errc:
 			return err
 		case <-cfg.Kick:

@@ -5,6 +5,8 @@
 package atomicfile
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,13 +46,20 @@ func Write(dir, name string, data []byte, mode os.FileMode) error {
 // rename durable with a later SyncDir of dir. After a crash before that,
 // the file may hold the old content, the new one, or be empty or torn, so
 // only self-validating accelerators (checksummed, rebuildable) may use it.
+//
+// The temporary file's name is unique to the call: two writers replacing
+// the same file (two brokers claiming one partition) each rename their own
+// content, never each other's half-written one.
 func Replace(dir, name string, data []byte, mode os.FileMode) error {
-	tmp := filepath.Join(dir, name+TmpSuffix)
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	tmp := filepath.Join(dir, name+"."+hex.EncodeToString(nonce[:])+TmpSuffix)
 	err := os.WriteFile(tmp, data, mode)
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(dir, name))
 	}
 	if err != nil {
+		_ = os.Remove(tmp)
 		return fmt.Errorf("replace %s: %w", name, err)
 	}
 	return nil

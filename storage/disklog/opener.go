@@ -11,6 +11,7 @@
 //	leader-epoch-checkpoint                     leader-epoch cache
 //	log-start-offset                            log start offset (DeleteRecords, retention)
 //	leader-claim                                epoch of the last leader to open it (fencing)
+//	leader-claim.lock                           serializes concurrent claims
 //	<name>.snapshot                             named snapshots (producer state)
 //	*.deleted                                   renamed aside, unlinked later
 //

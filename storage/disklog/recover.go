@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/kaas-project/kaas/storage"
 )
 
@@ -32,10 +34,7 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 		// Claim before reading anything: a deposed leader that has not seen
 		// this claim when it checks (after its Sync) wrote nothing this
 		// recovery could miss.
-		if e, ok := readClaim(dir); ok && e > cfg.ClaimEpoch {
-			return nil, fmt.Errorf("disklog: leader epoch %d is below the claimed %d", cfg.ClaimEpoch, e)
-		}
-		if err := replaceFile(dir, claimFile, encodeClaim(cfg.ClaimEpoch), l.fileMode); err != nil {
+		if err := claim(dir, cfg.ClaimEpoch, l.fileMode, l.log); err != nil {
 			return nil, err
 		}
 	}
@@ -59,6 +58,37 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 		Int64("scanned_bytes", stats.scannedBytes).Int64("truncated_bytes", stats.truncatedBytes).
 		Int("segments_dropped", stats.dropped).Dur("took", time.Since(start)).Msg("log recovered")
 	return l, nil
+}
+
+// claimLockWait bounds the wait for the claim lock.
+const claimLockWait = 5 * time.Second
+
+// staleTmpAge is how old a temporary file must be before recovery takes it
+// for an interrupted write rather than one in flight.
+const staleTmpAge = time.Minute
+
+// claim writes epoch to the leader claim unless a higher epoch holds it.
+// Brokers acting on assignments of different ages can open one partition
+// at once; the read-compare-replace runs under a lock on
+// leader-claim.lock, so a lower claim is never renamed over a higher one.
+// The lock is held for microseconds; a holder that died with it (a node
+// lost with its NFS lease) is waited for at most claimLockWait, after which
+// the claim is written anyway: that holder is gone.
+func claim(dir string, epoch int32, mode os.FileMode, log zerolog.Logger) error {
+	lf, err := os.OpenFile(filepath.Join(dir, claimFile+lockSuffix), os.O_RDWR|os.O_CREATE, mode)
+	if err != nil {
+		return fmt.Errorf("disklog: open claim lock: %w", err)
+	}
+	defer lf.Close() // releases the lock
+	if locked, err := lockFile(lf, claimLockWait); err != nil {
+		log.Warn().Err(err).Msg("leader claim lock unavailable; claiming without it")
+	} else if !locked {
+		log.Warn().Dur("waited", claimLockWait).Msg("leader claim lock still held; claiming without it")
+	}
+	if e, ok := readClaim(dir); ok && e > epoch {
+		return fmt.Errorf("disklog: leader epoch %d is below the claimed %d", epoch, e)
+	}
+	return replaceFile(dir, claimFile, encodeClaim(epoch), mode)
 }
 
 type recoveryStats struct {
@@ -88,7 +118,11 @@ func (l *Log) recover() (recoveryStats, error) {
 			l.unlinkLater(full)
 		case strings.HasSuffix(n, tmpSuffix):
 			// An interrupted atomic write (ours, or a deposed leader's).
-			l.renameAside(full)
+			// A fresh one may be another broker's write in flight (a
+			// concurrent claim): it is left for a later open.
+			if fi, err := e.Info(); err == nil && l.o.opts.now().Sub(fi.ModTime()) > staleTmpAge {
+				l.renameAside(full)
+			}
 		case strings.HasSuffix(n, logSuffix):
 			p := strings.TrimSuffix(n, logSuffix)
 			epoch, base, ok := parseSegName(p)

@@ -691,3 +691,55 @@ func TestLeaderClaim(t *testing.T) {
 		t.Fatal("an open below the claimed epoch succeeded")
 	}
 }
+
+// TestConcurrentClaims: brokers opening one partition at once with
+// different epochs (one acting on a newer assignment, the others on older
+// ones) never clobber each other's claim mid-write, and the highest epoch
+// is the claim every one of them reads afterwards, its open never failing.
+func TestConcurrentClaims(t *testing.T) {
+	root := t.TempDir()
+	const brokers = 6
+	openers := make([]*Opener, brokers)
+	for i := range openers {
+		openers[i] = testOpener(t, root)
+	}
+	for round := range 20 {
+		base := int32(round * brokers)
+		var wg sync.WaitGroup
+		logs := make([]storage.Log, brokers)
+		errs := make([]error, brokers)
+		for i := range brokers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				logs[i], errs[i] = openers[i].Open(testID, storage.LogConfig{Claim: true, ClaimEpoch: base + int32(i) + 1})
+			}()
+		}
+		wg.Wait()
+		top := base + brokers
+		if errs[brokers-1] != nil {
+			t.Fatalf("round %d: the highest epoch's open failed: %v", round, errs[brokers-1])
+		}
+		if e, ok := readClaim(openers[0].PartitionDir(testID)); !ok || e != top {
+			t.Fatalf("round %d: claim reads %d (%v), want the highest epoch %d", round, e, ok, top)
+		}
+		for i, l := range logs {
+			if l == nil {
+				continue
+			}
+			if l.(*Log).Superseded(top) {
+				t.Fatalf("round %d: the highest claimant is superseded", round)
+			}
+			if i < brokers-1 && !l.(*Log).Superseded(base+int32(i)+1) {
+				t.Fatalf("round %d: stale claimant %d does not see the higher claim", round, i)
+			}
+			l.Close()
+		}
+	}
+	ents, _ := os.ReadDir(openers[0].PartitionDir(testID))
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), tmpSuffix) {
+			t.Errorf("temporary file left behind: %s", e.Name())
+		}
+	}
+}

@@ -25,6 +25,7 @@ const (
 	epochFile       = "leader-epoch-checkpoint"
 	startFile       = "log-start-offset"
 	claimFile       = "leader-claim"
+	lockSuffix      = ".lock"
 )
 
 // segName is a segment's file name without extension: the leader epoch that

@@ -8,9 +8,32 @@ import (
 	"net"
 	"os"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// lockFile takes an exclusive open-file-description lock on f (fcntl
+// F_OFD_SETLK: owned by this descriptor, so goroutines and processes
+// exclude each other; NFS forwards it to the server), retrying until
+// timeout. It reports whether the lock was taken.
+func lockFile(f *os.File, timeout time.Duration) (bool, error) {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EINTR) {
+			return false, err
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
 
 // syncfs flushes every dirty page and the journal of f's filesystem, and
 // reports writeback errors on it since the last syncfs through f.

@@ -6,7 +6,12 @@ import (
 	"errors"
 	"net"
 	"os"
+	"time"
 )
+
+// lockFile is Linux only (open-file-description locks): elsewhere claims
+// are written without it.
+func lockFile(*os.File, time.Duration) (bool, error) { return false, nil }
 
 // syncfs is Linux only: the Opener falls back to SyncFiles.
 func syncfs(*os.File) error { return errors.ErrUnsupported }
