@@ -80,7 +80,14 @@ func (targetChanged) Error() string { return "controller address changed" }
 
 var errTargetChanged error = targetChanged{}
 
-// errSendStalled ends a stream whose ping could not be sent for two
+// WindowSize is the HTTP/2 flow-control window of heartbeat streams, on
+// both ends: a ping lists every partition the broker holds (~50 bytes
+// each), so with gRPC's 64 KiB default a broker leading a thousand or more
+// waits for a window update, i.e. for a busy controller's reader, before
+// each ping goes out.
+const WindowSize = 4 << 20
+
+// errSendStalled ends a stream whose ping could not be sent for four
 // intervals.
 var errSendStalled = errors.New("heartbeat send stalled")
 
@@ -93,7 +100,8 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 }
 
 func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64, pongs *atomic.Int64) error {
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(WindowSize), grpc.WithInitialConnWindowSize(WindowSize))
 	if err != nil {
 		return err
 	}
@@ -108,7 +116,7 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 	var sent sync.Map // seq -> time.Time
 	// A Send can block (flow control towards a busy or deposed
 	// controller): the watchdog ends the stream when the file names
-	// another controller, or when a ping has been stuck for two intervals,
+	// another controller, or when a ping has been stuck for four intervals,
 	// so the broker reaches the new controller before dead-after.
 	var sendingSince atomic.Int64 // UnixNano of the Send in progress; 0: none
 	var why atomic.Value          // error: why the watchdog ended the stream
@@ -126,7 +134,7 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 				cancel()
 				return
 			}
-			if at := sendingSince.Load(); at != 0 && time.Since(time.Unix(0, at)) > 2*cfg.Interval {
+			if at := sendingSince.Load(); at != 0 && time.Since(time.Unix(0, at)) > 4*cfg.Interval {
 				why.Store(errSendStalled)
 				cancel()
 				return

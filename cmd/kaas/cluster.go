@@ -54,7 +54,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		return fmt.Errorf("listen on --heartbeat-addr %s: %w", cfg.HeartbeatAddr, err)
 	}
 	hub := controller.NewHub()
-	b.grpc = grpc.NewServer()
+	b.grpc = grpc.NewServer(grpc.InitialWindowSize(cluster.WindowSize), grpc.InitialConnWindowSize(cluster.WindowSize))
 	heartbeatpb.RegisterHeartbeatServer(b.grpc, hub)
 	go func() { _ = b.grpc.Serve(b.hbLn) }()
 	nonce := make([]byte, 4)
