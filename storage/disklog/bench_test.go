@@ -7,8 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
