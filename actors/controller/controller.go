@@ -284,9 +284,19 @@ func (a *Actor) waiting(tp TP) bool {
 // that were alive in the inherited assignment stay presumed alive until
 // DeadAfter passes without a ping, so a new controller does not move
 // partitions away from brokers that simply have not dialed it yet.
+//
+// Silence is only evidence while pings are being received at all: a
+// controller starved of CPU (or its hub stalled) hears nobody, its own
+// broker included, and must not take that for every other broker dying.
+// Until its own broker's pings arrive again (within DeadAfter/2), a broker
+// that was alive stays alive: a failover waits, nothing else does.
 func (a *Actor) states() map[string]assignment.BrokerState {
 	now := a.cfg.Now()
 	out := make(map[string]assignment.BrokerState, len(a.brokers))
+	hearing := true
+	if self, ok := a.brokers[a.cfg.Self]; ok && self.pinged && now.Sub(self.lastPing) > a.cfg.DeadAfter/2 {
+		hearing = false
+	}
 	for name, row := range a.brokers {
 		switch {
 		case name == a.cfg.Self:
@@ -297,7 +307,7 @@ func (a *Actor) states() map[string]assignment.BrokerState {
 			} else {
 				out[name] = assignment.Dead
 			}
-		case now.Sub(row.lastPing) > a.cfg.DeadAfter:
+		case now.Sub(row.lastPing) > a.cfg.DeadAfter && (hearing || a.lastState[name] == assignment.Dead):
 			out[name] = assignment.Dead
 		case row.draining:
 			out[name] = assignment.Draining

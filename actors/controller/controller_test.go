@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -142,4 +143,81 @@ func TestReleaseNeedsACurrentReport(t *testing.T) {
 	// started finishes within milliseconds.
 	shutdown()
 	time.Sleep(100 * time.Millisecond)
+}
+
+// TestStarvedControllerDeclaresNobodyDead: a controller that has not heard
+// even its own broker for a while (its process starved, its hub stalled)
+// does not take the silence of the others for deaths; once its own pings
+// arrive again, a broker still silent past DeadAfter is dead and its
+// partitions move.
+func TestStarvedControllerDeclaresNobodyDead(t *testing.T) {
+	// Not t.TempDir: the controller's file writes run on goroutines the
+	// actor system's shutdown does not wait for.
+	dir, err := os.MkdirTemp("", "starved")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	prev := doc(0, 1, 2)
+	prev.ControllerEpoch, prev.AssignmentVersion, prev.Controller = 6, 10, "kaas-0"
+	if err := assignment.WriteFile(dir, prev); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	clock := time.Now()
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	sys := runtime.NewSystem()
+	t.Cleanup(sys.Shutdown)
+	ref, err := sys.Spawn("controller", New(Config{
+		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
+		Epoch: 6, DataDir: dir, DeadAfter: 4 * time.Second, Tick: 10 * time.Millisecond, Hub: NewHub(), Now: now, Log: zerolog.Nop(),
+	}, prev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ping := func(name string, id int32) {
+		_, v, _ := assignment.ReadHeader(assignment.Path(dir))
+		ref.Send(&BrokerPing{Ping: &heartbeatpb.Ping{BrokerId: id, Name: name, KafkaHost: "127.0.0.1", KafkaPort: 9092 + id, Healthy: true,
+			ControllerEpoch: 6, AssignmentVersion: v, Partitions: []*heartbeatpb.PartitionLed{{Topic: "t", Partition: id, LeaderEpoch: 1}}}, At: now()})
+	}
+	leaders := func() []int32 {
+		a, err := assignment.ReadFile(assignment.Path(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return leadersOf(a)
+	}
+	for _, b := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		ping(b, int32(b[len(b)-1]-'0'))
+	}
+	time.Sleep(100 * time.Millisecond)
+	// Nobody's pings are processed for 6 s (> DeadAfter): starvation.
+	advance(6 * time.Second)
+	time.Sleep(200 * time.Millisecond) // many ticks
+	if l := leaders(); l[1] != 1 || l[2] != 2 {
+		t.Fatalf("a starved controller moved partitions: leaders %v", l)
+	}
+	// Its own broker and kaas-2 are heard again; kaas-1 stays silent.
+	ping("kaas-0", 0)
+	ping("kaas-2", 2)
+	deadline := time.Now().Add(5 * time.Second)
+	for leaders()[1] == 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("kaas-1, silent past dead-after while the controller hears others, still leads: %v", leaders())
+		}
+		ping("kaas-0", 0)
+		ping("kaas-2", 2)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if l := leaders(); l[2] != 2 {
+		t.Fatalf("kaas-2 lost its partition: %v", l)
+	}
 }
