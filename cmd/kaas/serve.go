@@ -58,6 +58,7 @@ type broker struct {
 	fence    *cluster.Fence     // cluster mode: self-fencing clock
 	groups   *group.Coordinator // consumer-group coordinator (nil if it failed to start)
 	grpc     *grpc.Server
+	opener   storage.Opener // closed last (disklog keeps a descriptor on the volume for syncfs)
 }
 
 // openStorage chooses the log engine: in memory without --data-dir.
@@ -76,6 +77,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	if err != nil {
 		return nil, err
 	}
+	b.opener = opener
 	b.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --kafka-addr %s: %w", cfg.KafkaAddr, err)
@@ -169,6 +171,11 @@ func (b *broker) stop() {
 		_ = b.httpLn.Close()
 	}
 	b.system.Shutdown()
+	if c, ok := b.opener.(interface{ Close() error }); ok {
+		if err := c.Close(); err != nil {
+			b.log.Error().Err(err).Msg("close storage")
+		}
+	}
 	b.log.Info().Msg("kaas stopped")
 }
 
