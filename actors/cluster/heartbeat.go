@@ -87,7 +87,7 @@ var errTargetChanged error = targetChanged{}
 // each ping goes out.
 const WindowSize = 4 << 20
 
-// errSendStalled ends a stream whose ping could not be sent for four
+// errSendStalled ends a stream whose ping could not be sent for eight
 // intervals.
 var errSendStalled = errors.New("heartbeat send stalled")
 
@@ -116,8 +116,9 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 	var sent sync.Map // seq -> time.Time
 	// A Send can block (flow control towards a busy or deposed
 	// controller): the watchdog ends the stream when the file names
-	// another controller, or when a ping has been stuck for four intervals,
-	// so the broker reaches the new controller before dead-after.
+	// another controller (at once), or when a ping has been stuck for eight
+	// intervals (a wedged stream; a redial only adds work to a process that
+	// is merely starved, so it is not done sooner).
 	var sendingSince atomic.Int64 // UnixNano of the Send in progress; 0: none
 	var why atomic.Value          // error: why the watchdog ended the stream
 	go func() {
@@ -134,7 +135,7 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 				cancel()
 				return
 			}
-			if at := sendingSince.Load(); at != 0 && time.Since(time.Unix(0, at)) > 4*cfg.Interval {
+			if at := sendingSince.Load(); at != 0 && time.Since(time.Unix(0, at)) > 8*cfg.Interval {
 				why.Store(errSendStalled)
 				cancel()
 				return
