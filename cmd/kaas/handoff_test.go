@@ -467,14 +467,22 @@ func TestSafeHandoffs(t *testing.T) {
 	}
 	moved = c.partitionsLedBy(t, "load", victim, parts/3)
 	var ok bool
+	var survivors []string
+	for n := range c.brokers {
+		if n != victim {
+			survivors = append(survivors, n)
+		}
+	}
 	killAt := time.Now()
 	c.brokers[victim].kill()
+	profiledKill := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "kill", 8*time.Second, survivors...)
 	waitUntil(t, 60*time.Second, "every partition of the killed broker acknowledges again", func() bool {
 		g, ok = load.firstAcks(killAt, moved)
 		return ok
 	})
 	t.Logf("FIGURE SIGKILL of %s leading %d partitions (dead-after 4s): first ack after the kill, per partition p50 %v p99 %v max %v",
 		victim, len(moved), pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	profiledKill.Wait()
 	c.start(victim)
 	waitUntil(t, 60*time.Second, "rebalanced after kill", func() bool {
 		l, _, _ := c.ledBy()
