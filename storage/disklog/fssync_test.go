@@ -3,6 +3,8 @@ package disklog
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -82,5 +84,27 @@ func TestParseSyncMode(t *testing.T) {
 	}
 	if _, err := ParseSyncMode("fsync"); err == nil {
 		t.Error("ParseSyncMode accepted an unknown mode")
+	}
+}
+
+// TestReadNumber: the small numeric files (leader claim, start offset) read
+// back, and a missing, damaged or oversized file reads as absent.
+func TestReadNumber(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ok", encodeNumber(-9223372036854775808))
+	write("damaged", append(encodeNumber(7)[:3], "9\ncrc 00000000\n"...))
+	write("large", append(encodeNumber(7), bytes.Repeat([]byte("x"), 200)...))
+	for name, want := range map[string]struct {
+		n  int64
+		ok bool
+	}{"ok": {-9223372036854775808, true}, "damaged": {0, false}, "large": {0, false}, "missing": {0, false}} {
+		if n, ok := readNumber(dir, name); n != want.n || ok != want.ok {
+			t.Errorf("%s: readNumber = %d, %v; want %d, %v", name, n, ok, want.n, want.ok)
+		}
 	}
 }

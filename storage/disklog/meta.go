@@ -144,7 +144,8 @@ func encodeNumber(n int64) []byte { return checksummed(fmt.Appendf(nil, "0\n%d\n
 // readNumber returns the number in dir/name, or false when the file is
 // missing or damaged.
 func readNumber(dir, name string) (int64, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, name))
+	var buf [96]byte // "0\n<int64>\ncrc <8 hex>\n" is at most 36 bytes
+	b, err := readSmall(filepath.Join(dir, name), buf[:])
 	if err != nil {
 		return 0, false
 	}

@@ -4,6 +4,7 @@ package disklog
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -12,6 +13,40 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// readSmall reads a file of at most len(buf) bytes into buf with bare
+// syscalls: the leader claim is read after every group commit of every
+// partition, and an *os.File (poller registration, cleanup, fstat for the
+// size) costs more than the read itself. A larger file is an error.
+func readSmall(path string, buf []byte) ([]byte, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			return buf[:n], nil
+		}
+		n += m
+	}
+	return nil, fmt.Errorf("read %s: larger than %d bytes", path, len(buf))
+}
 
 // lockFile takes an exclusive open-file-description lock on f (fcntl
 // F_OFD_SETLK: owned by this descriptor, so goroutines and processes

@@ -9,6 +9,15 @@ import (
 	"time"
 )
 
+// readSmall reads a small file (the leader claim, the start offset).
+func readSmall(path string, buf []byte) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil && len(b) > len(buf) {
+		return nil, errors.New("read " + path + ": file too large")
+	}
+	return b, err
+}
+
 // lockFile is Linux only (open-file-description locks): elsewhere claims
 // are written without it.
 func lockFile(*os.File, time.Duration) (bool, error) { return false, nil }
