@@ -38,9 +38,9 @@ type loadChecker struct {
 }
 
 type ackedRec struct {
-	seq    int
-	offset int64
-	at     time.Time
+	seq      int
+	offset   int64
+	sent, at time.Time // handed to the client; acknowledged
 }
 
 func startLoad(t *testing.T, c *kaasCluster, topic string, parts int) *loadChecker {
@@ -70,6 +70,7 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int) *loadCheck
 				s := seq[p]
 				seq[p]++
 				r := &kgo.Record{Topic: topic, Partition: int32(p), Value: []byte(fmt.Sprintf("%d-%d", p, s))}
+				sent := time.Now()
 				cl.Produce(ctx, r, func(r *kgo.Record, err error) {
 					inflight[r.Partition].Add(-1)
 					l.mu.Lock()
@@ -79,7 +80,7 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int) *loadCheck
 						l.kinds[err.Error()]++
 						return
 					}
-					l.acked[r.Partition] = append(l.acked[r.Partition], ackedRec{seq: s, offset: r.Offset, at: time.Now()})
+					l.acked[r.Partition] = append(l.acked[r.Partition], ackedRec{seq: s, offset: r.Offset, sent: sent, at: time.Now()})
 				})
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -137,12 +138,19 @@ func (l *loadChecker) gaps(from, to time.Time, only map[int32]bool) []time.Durat
 
 // firstAcks returns, per partition of only, how long after from its first
 // acknowledgement came, sorted; ok is false while some have none yet.
+//
+// Only records handed to the client after from count: a response the
+// client had not yet processed when a broker was killed is not evidence
+// that the partition is available again.
 func (l *loadChecker) firstAcks(from time.Time, only map[int32]bool) (out []time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for p := range only {
 		as := l.acked[p]
 		i := sort.Search(len(as), func(i int) bool { return as[i].at.After(from) })
+		for i < len(as) && !as[i].sent.After(from) {
+			i++
+		}
 		if i == len(as) {
 			return nil, false
 		}
