@@ -473,12 +473,7 @@ func (a *Actor) trackGrants(prev, f *assignment.Assignment) {
 		a.grantedAt, a.slotGrantedAt = map[TP]Position{}, map[int]Position{}
 	}
 	for topic, t := range f.Topics {
-		var before []assignment.Partition
-		if prev != nil {
-			if pt, ok := prev.Topics[topic]; ok && pt.ID == t.ID {
-				before = pt.Partitions
-			}
-		}
+		before := partitionsBefore(prev, topic, t.ID)
 		for i, p := range t.Partitions {
 			tp := TP{Topic: topic, Partition: int32(i)}
 			_, known := a.grantedAt[tp]

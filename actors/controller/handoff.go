@@ -67,12 +67,7 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 	}
 	held := 0
 	for topic, t := range next.Topics {
-		var pt []assignment.Partition
-		if prev != nil {
-			if p, ok := prev.Topics[topic]; ok && p.ID == t.ID {
-				pt = p.Partitions
-			}
-		}
+		pt := partitionsBefore(prev, topic, t.ID)
 		for i, p := range t.Partitions {
 			if p.Leader < 0 {
 				continue
@@ -176,4 +171,16 @@ func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.B
 	}
 	next.ConsumerGroups.Held = held
 	return len(held)
+}
+
+// partitionsBefore is topic's partitions in prev if prev holds the same
+// incarnation (topic id) of it, else nil.
+func partitionsBefore(prev *assignment.Assignment, topic, id string) []assignment.Partition {
+	if prev == nil {
+		return nil
+	}
+	if t, ok := prev.Topics[topic]; ok && t.ID == id {
+		return t.Partitions
+	}
+	return nil
 }

@@ -72,28 +72,16 @@ func lockFile(f *os.File, timeout time.Duration) (bool, error) {
 
 // syncfs flushes every dirty page and the journal of f's filesystem, and
 // reports writeback errors on it since the last syncfs through f.
-func syncfs(f *os.File) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		for {
-			serr = unix.Syncfs(int(fd))
-			if !errors.Is(serr, syscall.EINTR) {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return serr
-}
+func syncfs(f *os.File) error { return onFD(f, unix.Syncfs) }
 
 // fdatasync flushes a file's data (and the metadata needed to read it).
 func fdatasync(f *os.File) error {
 	fsyncs.Add(1)
+	return onFD(f, syscall.Fdatasync)
+}
+
+// onFD runs call on f's descriptor, again while it is interrupted (EINTR).
+func onFD(f *os.File, call func(fd int) error) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
@@ -101,7 +89,7 @@ func fdatasync(f *os.File) error {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		for {
-			serr = syscall.Fdatasync(int(fd))
+			serr = call(int(fd))
 			if !errors.Is(serr, syscall.EINTR) {
 				return
 			}
