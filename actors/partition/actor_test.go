@@ -233,7 +233,12 @@ func TestRelinquishWhileOpeningWaitsForTheOpen(t *testing.T) {
 // before the release) is answered with a retriable error, not dropped: a
 // lost reply would stall every response behind it on the connection.
 func TestRequestToAStoppedActorIsAnswered(t *testing.T) {
-	ref := spawn(t, slowOpener{log: &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}}, time.Second)
+	// Syncs return at once: an actor stopped after its open completed
+	// syncs its log on the way out (a never-released slowLog hung the stop
+	// whenever the open won the race with the poison).
+	release := make(chan struct{})
+	close(release)
+	ref := spawn(t, slowOpener{log: &slowLog{Log: memlog.New(storage.LogConfig{}), release: release}}, time.Second)
 	if err := ref.PoisonWait(5 * time.Second); err != nil {
 		t.Fatal(err)
 	}
