@@ -5,8 +5,6 @@
 package atomicfile
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,30 +35,6 @@ func Write(dir, name string, data []byte, mode os.FileMode) error {
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
-	}
-	return nil
-}
-
-// Replace replaces dir/name with data like Write, but without any fsync:
-// readers see the old or the new content at once, and the caller makes the
-// rename durable with a later SyncDir of dir. After a crash before that,
-// the file may hold the old content, the new one, or be empty or torn, so
-// only self-validating accelerators (checksummed, rebuildable) may use it.
-//
-// The temporary file's name is unique to the call: two writers replacing
-// the same file (two brokers claiming one partition) each rename their own
-// content, never each other's half-written one.
-func Replace(dir, name string, data []byte, mode os.FileMode) error {
-	var nonce [6]byte
-	_, _ = rand.Read(nonce[:])
-	tmp := filepath.Join(dir, name+"."+hex.EncodeToString(nonce[:])+TmpSuffix)
-	err := os.WriteFile(tmp, data, mode)
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("replace %s: %w", name, err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -281,4 +282,128 @@ func BenchmarkGroupCommitManyLogs(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkLeadershipMove moves 50 logs at once between two brokers'
+// openers on one volume, as a drain does, while 200 other logs append and
+// group-commit: per log, the old leader's producer snapshot and close, the
+// new leader's claimed open, snapshot read, epoch stamp, first append and
+// Sync. One op moves all 50; it reports the CPU each move costs this
+// process and the slowest move of the op (p99 over the run).
+//
+//	go test ./storage/disklog -run '^$' -bench BenchmarkLeadershipMove -benchtime 20x
+func BenchmarkLeadershipMove(b *testing.B) {
+	const moving, background = 50, 200
+	dir := b.TempDir()
+	brokers := []*Opener{testOpener(b, dir), testOpener(b, dir)}
+	tmpl := mkBatch(0, 4, 1, 250)
+	appendSync := func(l *Log) error {
+		bt := append([]byte(nil), tmpl...)
+		batch.SetBaseOffset(bt, l.NextOffset())
+		h, _ := batch.ParseHeader(bt)
+		if err := l.Append(bt, h); err != nil {
+			return err
+		}
+		_, err := l.Sync()
+		return err
+	}
+	stop := make(chan struct{})
+	var load sync.WaitGroup
+	bgOpener := testOpener(b, dir)
+	for i := range background {
+		id := testID
+		id.Topic = "background"
+		id.Partition = int32(i)
+		sl, err := bgOpener.Open(id, storage.LogConfig{SegmentBytes: 64 * mib})
+		if err != nil {
+			b.Fatal(err)
+		}
+		load.Add(1)
+		go func() {
+			defer load.Done()
+			defer sl.Close()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := appendSync(sl.(*Log)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); load.Wait() }()
+	open := func(o *Opener, p int, epoch int32) *Log {
+		id := testID
+		id.Partition = int32(p)
+		sl, err := o.Open(id, storage.LogConfig{SegmentBytes: 64 * mib, Claim: true, ClaimEpoch: epoch})
+		if err != nil {
+			b.Fatal(err)
+		}
+		l := sl.(*Log)
+		if _, err := l.ReadSnapshot("producers"); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.AssignEpoch(epoch, l.NextOffset()); err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
+	logs := make([]*Log, moving)
+	for p := range logs {
+		logs[p] = open(brokers[0], p, 1)
+		for range 20 {
+			if err := appendSync(logs[p]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var worst []time.Duration
+	var cpu time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		to, epoch := brokers[(i+1)%2], int32(i+2)
+		c0 := processCPU()
+		var wg sync.WaitGroup
+		took := make([]time.Duration, moving)
+		for p := range logs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start := time.Now()
+				if err := logs[p].WriteSnapshot("producers", make([]byte, 100)); err != nil {
+					b.Error(err)
+				}
+				if err := logs[p].Close(); err != nil {
+					b.Error(err)
+				}
+				logs[p] = open(to, p, epoch)
+				if err := appendSync(logs[p]); err != nil {
+					b.Error(err)
+				}
+				took[p] = time.Since(start)
+			}()
+		}
+		wg.Wait()
+		cpu += processCPU() - c0
+		worst = append(worst, slices.Max(took))
+	}
+	b.StopTimer()
+	slices.Sort(worst)
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*moving)/1000, "cpu-ms/move")
+	b.ReportMetric(float64(worst[len(worst)*99/100].Microseconds())/1000, "slowest-move-ms(p99)")
+	for _, l := range logs {
+		l.Close()
+	}
+}
+
+// processCPU is the CPU time this process has used (user + system): the
+// background load's share is in it too, so compare runs, not absolutes.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

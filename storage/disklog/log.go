@@ -149,6 +149,7 @@ func (l *Log) Append(b []byte, h batch.Header) error {
 	}
 	a.idx = l.ix.add(a.idx, a.base, pos, h)
 	a.size = pos + int64(len(b))
+	a.indexOnDisk = false
 	a.next = h.NextOffset()
 	a.maxTS, a.maxOff = l.ix.maxTS, l.ix.maxOff
 	if a.verified == pos {
@@ -200,6 +201,7 @@ func (l *Log) roll(epoch int32, base int64) error {
 	old.mu.Lock()
 	old.active = false
 	oh := old.h
+	onDisk := old.indexOnDisk
 	if !synced {
 		oh.acquire() // for pendingSync
 	}
@@ -212,7 +214,10 @@ func (l *Log) roll(epoch int32, base int64) error {
 	}
 	l.dirDirty = true
 	l.mu.Unlock()
-	if synced {
+	// A segment whose index files already describe it (opened after a
+	// clean close and sealed by the next leader epoch before any append)
+	// needs no new ones: its trailer's end is the new segment's base.
+	if synced && !onDisk {
 		l.jmu.Lock()
 		l.needIndex = append(l.needIndex, old)
 		l.jmu.Unlock()
@@ -372,11 +377,31 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 	return nil
 }
 
-// Superseded implements storage.Log: it reads the claim file.
+// Superseded implements storage.Log: it reads the claim file. No claim
+// (a log from before claims existed) is not superseded. A claim that does
+// not read as valid is being overwritten by a claimant right now, or was
+// torn by a claimant's crash: it is read again, and if it stays damaged
+// the answer is yes, since only a newer leader writes over a claim and
+// acknowledging anyway could acknowledge what that leader never read.
 func (l *Log) Superseded(epoch int32) bool {
-	e, ok := readClaim(l.dir)
-	return ok && e > epoch
+	for try := 1; ; try++ {
+		e, st := readClaimState(l.dir)
+		switch {
+		case st == numberMissing:
+			return false
+		case st == numberValid:
+			return e > epoch
+		case try == claimReadTries:
+			l.log.Warn().Int32("leader_epoch", epoch).Msg("leader claim stays damaged; taking this leader as superseded")
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
+
+// claimReadTries bounds the reads of a damaged claim (a 32-byte overwrite
+// in flight takes microseconds).
+const claimReadTries = 5
 
 // Epochs implements storage.Log.
 func (l *Log) Epochs() []storage.EpochEntry {
@@ -385,8 +410,8 @@ func (l *Log) Epochs() []storage.EpochEntry {
 	return append([]storage.EpochEntry(nil), l.epochs...)
 }
 
-// WriteSnapshot implements storage.Log: a checksummed file replaced by
-// rename, without any fsync. A snapshot only speeds up recovery: one lost
+// WriteSnapshot implements storage.Log: a checksummed file written in
+// place (overwriteFile), without any fsync. A snapshot only speeds up recovery: one lost
 // or torn by a crash reads as absent and the log is scanned instead.
 // Leadership moves write one per partition, so this keeps fsyncs out of
 // every handoff.
@@ -397,7 +422,7 @@ func (l *Log) WriteSnapshot(name string, data []byte) error {
 	if l.isClosed() {
 		return storage.ErrClosed
 	}
-	return replaceFile(l.dir, name+snapshotSuffix, frameSnapshot(data), l.fileMode)
+	return overwriteFile(filepath.Join(l.dir, name+snapshotSuffix), frameSnapshot(data), l.fileMode)
 }
 
 // ReadSnapshot implements storage.Log. A snapshot that fails its checksum

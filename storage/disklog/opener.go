@@ -15,6 +15,11 @@
 //	<name>.snapshot                             named snapshots (producer state)
 //	*.deleted                                   renamed aside, unlinked later
 //
+// The index files, checkpoint, claim and snapshots are written in place
+// (overwriteFile), not through temporary files: a leadership move then
+// creates only the new epoch's segment and the closed segment's two index
+// files.
+//
 // The segment name carries the leader epoch that created it: AssignEpoch with
 // a higher epoch rolls to a fresh file, so a deposed leader that still holds
 // a descriptor can only write into a file the new leader has sealed (and

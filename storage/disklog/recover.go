@@ -70,7 +70,7 @@ const staleTmpAge = time.Minute
 // claim writes epoch to the leader claim unless a higher epoch holds it.
 // Brokers acting on assignments of different ages can open one partition
 // at once; the read-compare-replace runs under a lock on
-// leader-claim.lock, so a lower claim is never renamed over a higher one.
+// leader-claim.lock, so a lower claim never replaces a higher one.
 // The lock is held for microseconds; a holder that died with it (a node
 // lost with its NFS lease) is waited for at most claimLockWait, after which
 // the claim is written anyway: that holder is gone.
@@ -88,7 +88,7 @@ func claim(dir string, epoch int32, mode os.FileMode, log zerolog.Logger) error 
 	if e, ok := readClaim(dir); ok && e > epoch {
 		return fmt.Errorf("disklog: leader epoch %d is below the claimed %d", epoch, e)
 	}
-	return replaceFile(dir, claimFile, encodeClaim(epoch), mode)
+	return overwriteFile(filepath.Join(dir, claimFile), encodeClaim(epoch), mode)
 }
 
 type recoveryStats struct {
@@ -117,9 +117,10 @@ func (l *Log) recover() (recoveryStats, error) {
 		case strings.HasSuffix(n, deletedSuffix):
 			l.unlinkLater(full)
 		case strings.HasSuffix(n, tmpSuffix):
-			// An interrupted atomic write (ours, or a deposed leader's).
-			// A fresh one may be another broker's write in flight (a
-			// concurrent claim): it is left for a later open.
+			// An interrupted atomic write (ours, or a deposed leader's;
+			// today only the log start offset is written that way). A
+			// fresh one may be another broker's write in flight: it is
+			// left for a later open.
 			if fi, err := e.Info(); err == nil && l.o.opts.now().Sub(fi.ModTime()) > staleTmpAge {
 				l.renameAside(full)
 			}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kaas-project/kaas/storage"
@@ -255,8 +254,8 @@ func (l *Log) chores(final bool) error {
 	return err
 }
 
-// writeIndex writes a segment's index files (tmp + rename; no fsync: an
-// index lost in a crash is rebuilt). Callers guarantee the segment's bytes
+// writeIndex writes a segment's index files (in place, no fsync: an index
+// lost or torn in a crash fails its checksums and is rebuilt). Callers guarantee the segment's bytes
 // are durable, which is what the trailer asserts.
 func (l *Log) writeIndex(s *segment) error {
 	s.mu.RLock()
@@ -269,17 +268,14 @@ func (l *Log) writeIndex(s *segment) error {
 	prefix := s.prefix()
 	s.mu.RUnlock()
 	sum.count = uint32(len(entries))
-	for _, f := range []struct {
-		ext  string
-		data []byte
-	}{{timeIndexSuffix, encodeTimeIndex(entries)}, {indexSuffix, encodeIndex(entries, sum)}} {
-		tmp := prefix + f.ext + tmpSuffix
-		if err := os.WriteFile(tmp, f.data, l.fileMode); err != nil {
-			return fmt.Errorf("disklog: write index %s: %w", filepath.Base(tmp), err)
-		}
-		if err := os.Rename(tmp, prefix+f.ext); err != nil {
-			return fmt.Errorf("disklog: write index: %w", err)
-		}
+	// The time index first: the index's trailer is what recovery trusts,
+	// and both must agree (loadIndex), so a crash between the two writes
+	// costs a scan, never a wrong index.
+	if err := overwriteFile(prefix+timeIndexSuffix, encodeTimeIndex(entries), l.fileMode); err != nil {
+		return fmt.Errorf("disklog: write index: %w", err)
+	}
+	if err := overwriteFile(prefix+indexSuffix, encodeIndex(entries, sum), l.fileMode); err != nil {
+		return fmt.Errorf("disklog: write index: %w", err)
 	}
 	s.mu.Lock()
 	if s.size == sum.size {

@@ -94,7 +94,10 @@ const maxBufferedBatch = 16 << 20
 // to entries through ix. An I/O error is returned as err.
 func scanSegment(f *os.File, end, from, expect, limitOff, base int64, ix *indexer, entries []indexEntry) (scanResult, error) {
 	res := scanResult{size: from, next: expect, entries: entries}
-	w := newWindow(f, end, 4<<20)
+	// The window is no larger than what is left to scan: a cleanly closed
+	// tail (every planned leadership move) scans nothing and must not pay
+	// for zeroing a 4 MiB buffer.
+	w := newWindow(f, end, int(min(4<<20, max(end-from, 0))))
 	pos := from
 	for pos < end {
 		if end-pos < batch.HeaderSize {
