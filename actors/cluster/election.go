@@ -9,11 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -86,6 +89,8 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 		Client:     cfg.Client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
 	}
+	released := make(chan struct{}, 1)
+	go watchReleases(ctx, cfg, released)
 	for ctx.Err() == nil {
 		roundCtx, endRound := context.WithCancel(ctx)
 		// client-go starts OnStartedLeading on a goroutine: the round's
@@ -93,7 +98,34 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 		var (
 			mu               sync.Mutex
 			started, stopped bool
+			byRelease        atomic.Bool
 		)
+		// A new round tries to acquire at once; a release seen before it
+		// began is already covered by that try.
+		select {
+		case <-released:
+		default:
+		}
+		// A release while this process campaigns ends the round, so the
+		// next one tries at once instead of at the elector's next retry
+		// (client-go waits up to 2.2 retry periods, jitter included). A
+		// drained controller's successor is then elected in milliseconds,
+		// well before the brokers without a controller to answer their
+		// pings fence themselves.
+		go func() {
+			select {
+			case <-roundCtx.Done():
+			case <-released:
+				mu.Lock()
+				leading := started
+				mu.Unlock()
+				if !leading {
+					cfg.Log.Debug().Msg("lease released; campaigning now")
+					byRelease.Store(true)
+					endRound()
+				}
+			}
+		}()
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock:          lock,
 			LeaseDuration: cfg.LeaseDuration,
@@ -147,21 +179,59 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 		}
 		le.Run(roundCtx)
 		endRound()
+		mu.Lock()
+		was := started
+		mu.Unlock()
 		if ctx.Err() != nil {
-			mu.Lock()
-			was := started
-			mu.Unlock()
 			if was {
 				releaseHeld(cfg)
 			}
 			break
 		}
+		if byRelease.Load() && !was {
+			continue // campaign at once
+		}
 		select {
 		case <-ctx.Done():
+		case <-released:
 		case <-time.After(cfg.RetryPeriod):
 		}
 	}
 	return nil
+}
+
+// watchReleases signals released (without blocking) whenever a watch of the
+// Lease shows it held by nobody: a controller that released it on shutdown
+// (a drain). It re-establishes the watch until ctx ends; a watch that cannot
+// be had only costs the fast path, the electors' own retries remain.
+func watchReleases(ctx context.Context, cfg ElectionConfig, released chan<- struct{}) {
+	leases := cfg.Client.CoordinationV1().Leases(cfg.Namespace)
+	for ctx.Err() == nil {
+		w, err := leases.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + cfg.LeaseName})
+		if err != nil {
+			if ctx.Err() == nil {
+				cfg.Log.Debug().Err(err).Msg("lease release watch")
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(cfg.RetryPeriod):
+			}
+			continue
+		}
+		for ev := range w.ResultChan() {
+			l, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+				continue
+			}
+			if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+				select {
+				case released <- struct{}{}:
+				default:
+				}
+			}
+		}
+		w.Stop()
+	}
 }
 
 // watchHeld reads the Lease every retry period while this process leads

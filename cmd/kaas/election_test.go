@@ -23,13 +23,19 @@ type campaign struct {
 }
 
 func startCampaign(t *testing.T, kc kubernetes.Interface, ns, identity string) *campaign {
+	return startCampaignEvery(t, kc, ns, identity, 500*time.Millisecond)
+}
+
+// startCampaignEvery campaigns with the given retry period (lease duration
+// six of them, renew deadline four).
+func startCampaignEvery(t *testing.T, kc kubernetes.Interface, ns, identity string, retry time.Duration) *campaign {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &campaign{elected: make(chan int64, 8), deposed: make(chan struct{}, 8), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		err := cluster.RunElection(ctx, cluster.ElectionConfig{
 			Client: kc, Namespace: ns, LeaseName: "kaas-controller", Identity: identity,
-			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond,
+			LeaseDuration: 6 * retry, RenewDeadline: 4 * retry, RetryPeriod: retry,
 			OnElected: func(_ context.Context, epoch int64) { c.elected <- epoch },
 			OnDeposed: func() { c.deposed <- struct{}{} },
 			Log:       zerolog.Nop(),
@@ -148,6 +154,29 @@ func TestElectionEpochs(t *testing.T) {
 		<-c.done
 		if holder, epoch := lease(t, ns); holder != "" || int64(epoch) != e0 {
 			t.Fatalf("after the holder shut down the Lease is held by %q at %d, want released at %d", holder, epoch, e0)
+		}
+	})
+
+	// A candidate learns of a release from its watch of the Lease and
+	// campaigns at once: with a 30 s retry period its elector's next try
+	// would come 30-66 s after its first (lost) one, so an election within
+	// 15 s of the release can only be the watch's doing.
+	t.Run("release hands over at once", func(t *testing.T) {
+		ns := namespace(t)
+		a := startCampaign(t, kc, ns, "a")
+		e0 := a.waitElected(t)
+		b := startCampaignEvery(t, kc, ns, "b", 30*time.Second)
+		time.Sleep(time.Second) // b's first try has found the Lease held
+		a.cancel()
+		<-a.done
+		select {
+		case e1 := <-b.elected:
+			if e1 <= e0 {
+				t.Fatalf("b elected at epoch %d, not above a's %d", e1, e0)
+			}
+		case <-time.After(15 * time.Second):
+			holder, epoch := lease(t, ns)
+			t.Fatalf("b not elected within 15 s of a's release (Lease held by %q at %d)", holder, epoch)
 		}
 	})
 }
