@@ -178,6 +178,9 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 		"--heartbeat-addr", b.heartbeat, "--advertised-heartbeat-addr", b.heartbeat,
 		"--data-dir", c.dataDir, "--log-format", "json", "--log-level", "info",
 	}, c.flags...)
+	if lvl := os.Getenv("KAAS_TEST_LOG_LEVEL"); lvl != "" { // e.g. debug, for a timeline of every move
+		args = append(args, "--log-level", lvl)
+	}
 	b.cmd = exec.Command(kaasBinary(t), args...)
 	b.cmd.Stdout, b.cmd.Stderr = b.log.f, b.log.f
 	for _, e := range os.Environ() {

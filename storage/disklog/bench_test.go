@@ -407,3 +407,27 @@ func processCPU() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkSuperseded is the leader-claim check every group commit of
+// every partition makes before acknowledging: through the held descriptor
+// (local filesystems) against the path read NFS needs (the baseline).
+//
+//	go test ./storage/disklog -run '^$' -bench BenchmarkSuperseded
+func BenchmarkSuperseded(b *testing.B) {
+	l := openLogT(b, testOpener(b, b.TempDir()), storage.LogConfig{Claim: true, ClaimEpoch: 1})
+	defer l.Close()
+	b.Run("held", func(b *testing.B) {
+		for range b.N {
+			if l.Superseded(1) {
+				b.Fatal("superseded")
+			}
+		}
+	})
+	b.Run("path", func(b *testing.B) {
+		for range b.N {
+			if e, st := readClaimState(l.dir); st != numberValid || e != 1 {
+				b.Fatal("claim unreadable")
+			}
+		}
+	})
+}

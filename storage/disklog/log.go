@@ -59,6 +59,10 @@ type Log struct {
 	// owner-only writer state
 	ix indexer
 
+	// claim is the leader claim held open (local filesystems only; nil:
+	// read by path), read after every group commit by Superseded.
+	claim *heldFile
+
 	syncMu  sync.Mutex // one Sync (or Close) at a time
 	syncErr error      // sticky: after a failed fdatasync the log never claims durability again
 
@@ -385,7 +389,7 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 // acknowledging anyway could acknowledge what that leader never read.
 func (l *Log) Superseded(epoch int32) bool {
 	for try := 1; ; try++ {
-		e, st := readClaimState(l.dir)
+		e, st := l.readClaim()
 		switch {
 		case st == numberMissing:
 			return false
@@ -397,6 +401,18 @@ func (l *Log) Superseded(epoch int32) bool {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// readClaim reads the claim through the held descriptor when there is one
+// and it still names the file, else by path.
+func (l *Log) readClaim() (int32, numberState) {
+	if l.claim != nil {
+		var buf numberBuf
+		if b, ok := l.claim.read(buf[:]); ok {
+			return claimState(parseNumber(b))
+		}
+	}
+	return readClaimState(l.dir)
 }
 
 // claimReadTries bounds the reads of a damaged claim (a 32-byte overwrite
@@ -515,6 +531,9 @@ func (l *Log) Close() error {
 		if s.active || l.o.cache.remove(s) {
 			s.dropHandle()
 		}
+	}
+	if l.claim != nil {
+		l.claim.close()
 	}
 	l.o.forget(l.name)
 	return err

@@ -181,8 +181,12 @@ const (
 	numberDamaged // unreadable, torn (a write in flight or a crash), or garbage
 )
 
+// numberBuf holds a small numeric file: "0\n<int64>\ncrc <8 hex>\n" is at
+// most 36 bytes.
+type numberBuf [96]byte
+
 func readNumberState(dir, name string) (int64, numberState) {
-	var buf [96]byte // "0\n<int64>\ncrc <8 hex>\n" is at most 36 bytes
+	var buf numberBuf
 	b, err := readSmall(filepath.Join(dir, name), buf[:])
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, numberMissing
@@ -190,6 +194,10 @@ func readNumberState(dir, name string) (int64, numberState) {
 	if err != nil {
 		return 0, numberDamaged
 	}
+	return parseNumber(b)
+}
+
+func parseNumber(b []byte) (int64, numberState) {
 	body, ok := unchecksummed(b)
 	if !ok {
 		return 0, numberDamaged
@@ -228,7 +236,10 @@ func readClaim(dir string) (int32, bool) {
 }
 
 func readClaimState(dir string) (int32, numberState) {
-	e, st := readNumberState(dir, claimFile)
+	return claimState(readNumberState(dir, claimFile))
+}
+
+func claimState(e int64, st numberState) (int32, numberState) {
 	if st == numberValid && (e < math.MinInt32 || e > math.MaxInt32) {
 		return 0, numberDamaged
 	}

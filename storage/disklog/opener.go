@@ -70,6 +70,9 @@ type Opener struct {
 	opts  options
 	cache *fdCache
 	fs    *fsSyncer // SyncFilesystem; nil: each log fdatasyncs its files
+	// localFS: the data directory is on a filesystem with one page cache
+	// for every reader, so a log may hold its claim file open.
+	localFS bool
 
 	mu      sync.Mutex
 	open    map[string]*Log
@@ -103,6 +106,7 @@ func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) 
 			o.removeLater(filepath.Join(dir, e.Name()))
 		}
 	}
+	o.localFS = localFilesystem(dir)
 	if o.opts.sync == SyncFilesystem {
 		if o.fs, err = newFSSyncer(dir); err != nil {
 			log.Warn().Err(err).Msg("syncfs unavailable; each log fdatasyncs its own files")

@@ -258,6 +258,12 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 		l.mu.RUnlock()
 		return storage.ErrClosed
 	}
+	if from >= l.next.Load() {
+		// Nothing to scan: a producer snapshot taken at the log end (every
+		// clean close) must not cost a window and a read of the tail.
+		l.mu.RUnlock()
+		return nil
+	}
 	first := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > from }) - 1
 	segs := append([]*segment(nil), l.segments[max(first, 0):]...)
 	l.mu.RUnlock()

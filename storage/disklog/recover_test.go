@@ -875,3 +875,33 @@ func TestMoveCreatesFewFiles(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestClaimReplacedByRename: a leader holding its claim file open still
+// sees a newer claim renamed over it (how brokers before in-place claims
+// wrote it), and one written in place.
+func TestClaimReplacedByRename(t *testing.T) {
+	l := openLogT(t, testOpener(t, t.TempDir()), storage.LogConfig{Claim: true, ClaimEpoch: 5})
+	defer l.Close()
+	if localFilesystem(l.Dir()) && l.claim == nil {
+		t.Fatal("the claim is not held open on a local filesystem")
+	}
+	if l.Superseded(5) {
+		t.Fatal("superseded by its own claim")
+	}
+	path := filepath.Join(l.Dir(), claimFile)
+	if err := os.WriteFile(path+".x.tmp", encodeNumber(6), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".x.tmp", path); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Superseded(5) {
+		t.Fatal("a claim renamed over the held one is not seen")
+	}
+	if err := overwriteFile(path, encodeClaim(7), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Superseded(6) || l.Superseded(7) {
+		t.Fatal("a claim written in place over the renamed one is not seen")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 
@@ -150,4 +151,72 @@ func sendfile(c *net.TCPConn, f *os.File, off, n int64) (written int64, err erro
 		serr = &net.OpError{Op: "sendfile", Net: "tcp", Err: serr}
 	}
 	return written, serr, true
+}
+
+// localFilesystem reports whether dir is on a filesystem whose readers all
+// share one page cache (ext4, XFS, btrfs, tmpfs): there a descriptor held
+// open sees every later write at once. Anything else (NFS above all, where
+// only an open revalidates a client's cache) is not.
+func localFilesystem(dir string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false
+	}
+	switch uint32(st.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC:
+		return true
+	}
+	return false
+}
+
+// heldFile is a small file read through a descriptor kept open (one pread
+// instead of open, read and close on every read). An fstat after the read
+// notices a file replaced by rename (an older broker's claim write): the
+// caller then reads it by path.
+type heldFile struct {
+	mu sync.RWMutex
+	fd int // -1: closed
+}
+
+func openHeld(path string) (*heldFile, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return &heldFile{fd: fd}, nil
+}
+
+// read returns the file's content (at most len(buf) bytes) and false when
+// the descriptor no longer names the file (closed, or replaced).
+func (h *heldFile) read(buf []byte) ([]byte, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.fd < 0 {
+		return nil, false
+	}
+	var n int
+	var err error
+	for {
+		n, err = unix.Pread(h.fd, buf, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil || n == len(buf) {
+		return nil, false
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(h.fd, &st); err != nil || st.Nlink == 0 {
+		return nil, false
+	}
+	return buf[:n], true
+}
+
+func (h *heldFile) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.fd >= 0 {
+		_ = unix.Close(h.fd)
+		h.fd = -1
+	}
 }
