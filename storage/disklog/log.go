@@ -69,6 +69,9 @@ type Log struct {
 	// background chores
 	jmu        sync.Mutex
 	needIndex  []*segment
+	// needIndexFiles: new segments whose (empty) index files the janitor
+	// creates ahead of their first writeIndex.
+	needIndexFiles []*segment
 	startDirty bool
 	timers     map[*time.Timer]struct{}
 	due        []string
@@ -189,6 +192,13 @@ func (l *Log) createSegment(epoch int32, base int64) (*segment, error) {
 		return nil, fmt.Errorf("disklog: create segment: %w", err)
 	}
 	s.h = newHandle(f, 1)
+	// Its index files are created now, off the caller's path, so that the
+	// close that writes them (a leadership move) overwrites them in place
+	// instead of creating two files per partition while a drain waits.
+	l.jmu.Lock()
+	l.needIndexFiles = append(l.needIndexFiles, s)
+	l.jmu.Unlock()
+	l.kickJanitor()
 	return s, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -810,9 +811,11 @@ func TestOverwriteFile(t *testing.T) {
 // creates: closing a log after group commit and opening it under the next
 // epoch. Creating a file is a synchronous server round trip on NFS (and
 // ~70 times the CPU of an overwrite on ext4 here), and a drain moves a
-// thousand partitions at once: the close creates only the active segment's
-// two index files, the open only the new epoch's segment; the claim,
-// checkpoint and snapshot are overwritten in place.
+// thousand partitions at once: the close creates nothing (the active
+// segment's index files were made empty beforehand, off the path, and the
+// claim, checkpoint and snapshot are overwritten in place); the open
+// creates the new epoch's segment, and then, in the background, its two
+// empty index files.
 func TestMoveCreatesFewFiles(t *testing.T) {
 	root := t.TempDir()
 	l := openLogT(t, testOpener(t, root), storage.LogConfig{Claim: true, ClaimEpoch: 1})
@@ -837,17 +840,52 @@ func TestMoveCreatesFewFiles(t *testing.T) {
 		}
 		return out
 	}
+	created := func(before, after map[string]uint64) []string {
+		var out []string
+		for name, ino := range after {
+			if before[name] != ino {
+				out = append(out, name)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	// indexFiles waits for the janitor to create the active segment's
+	// index files.
+	indexFiles := func(active string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, e1 := os.Stat(filepath.Join(l.Dir(), active+indexSuffix))
+			_, e2 := os.Stat(filepath.Join(l.Dir(), active+timeIndexSuffix))
+			if e1 == nil && e2 == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("index files of %s not created in the background: %v %v", active, e1, e2)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	active := segName(1, 0)
 	for epoch := int32(2); epoch <= 4; epoch++ {
 		appendN(t, l, 3, 2, 10, 1)
 		if _, err := l.Sync(); err != nil {
 			t.Fatal(err)
 		}
+		indexFiles(active)
 		before := inodes()
 		if err := l.WriteSnapshot("producers", fmt.Appendf(nil, "state of epoch %d", epoch)); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Close(); err != nil {
 			t.Fatal(err)
+		}
+		if c := created(before, inodes()); len(c) > 0 {
+			t.Fatalf("epoch %d: the close created %v", epoch, c)
+		}
+		if _, _, ok := loadIndex(filepath.Join(l.Dir(), active)); !ok {
+			t.Fatalf("epoch %d: the close left no valid index for %s", epoch, active)
 		}
 		l = openLogT(t, testOpener(t, root), storage.LogConfig{Claim: true, ClaimEpoch: epoch})
 		if err := l.AssignEpoch(epoch, l.NextOffset()); err != nil {
@@ -856,21 +894,11 @@ func TestMoveCreatesFewFiles(t *testing.T) {
 		if _, err := l.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		var created []string
-		for name, ino := range inodes() {
-			if before[name] != ino {
-				created = append(created, name)
-			}
-		}
-		sort.Strings(created)
-		active := segName(epoch-1, l.NextOffset()-6) // the closed epoch's active segment
-		if epoch == 2 {
-			active = segName(1, 0)
-		}
-		want := []string{active + indexSuffix, active + timeIndexSuffix, segName(epoch, l.NextOffset()) + logSuffix}
-		sort.Strings(want)
-		if !slices.Equal(created, want) {
-			t.Fatalf("epoch %d: the move created %v, want only %v", epoch, created, want)
+		active = segName(epoch, l.NextOffset())
+		indexFiles(active)
+		want := []string{active + indexSuffix, active + logSuffix, active + timeIndexSuffix}
+		if c := created(before, inodes()); !slices.Equal(c, want) {
+			t.Fatalf("epoch %d: the move created %v, want only %v", epoch, c, want)
 		}
 	}
 	l.Close()

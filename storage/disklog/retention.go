@@ -222,6 +222,8 @@ func (l *Log) chores(final bool) error {
 	l.jmu.Lock()
 	idx := l.needIndex
 	l.needIndex = nil
+	files := l.needIndexFiles
+	l.needIndexFiles = nil
 	sd := l.startDirty
 	l.startDirty = false
 	due := l.due
@@ -231,6 +233,11 @@ func (l *Log) chores(final bool) error {
 	for _, s := range idx {
 		if e := l.writeIndex(s); e != nil && err == nil {
 			err = e
+		}
+	}
+	if !final { // a closing log writes what indexes it needs itself
+		for _, s := range files {
+			l.createIndexFiles(s)
 		}
 	}
 	if sd {
@@ -252,6 +259,28 @@ func (l *Log) chores(final bool) error {
 		}
 	}
 	return err
+}
+
+// createIndexFiles creates a segment's index files empty unless they exist
+// (an empty index reads as absent, like a missing one). Failing here only
+// means writeIndex creates them later.
+func (l *Log) createIndexFiles(s *segment) {
+	s.mu.RLock()
+	deleted, prefix := s.deleted, s.prefix()
+	s.mu.RUnlock()
+	if deleted {
+		return
+	}
+	for _, ext := range []string{timeIndexSuffix, indexSuffix} {
+		f, err := os.OpenFile(prefix+ext, os.O_WRONLY|os.O_CREATE|os.O_EXCL, l.fileMode)
+		if err == nil {
+			err = f.Close()
+		}
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			l.log.Debug().Err(err).Str("segment", s.name).Msg("create index files")
+			return
+		}
+	}
 }
 
 // writeIndex writes a segment's index files (in place, no fsync: an index
