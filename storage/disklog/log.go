@@ -67,18 +67,18 @@ type Log struct {
 	syncErr error      // sticky: after a failed fdatasync the log never claims durability again
 
 	// background chores
-	jmu        sync.Mutex
-	needIndex  []*segment
+	jmu       sync.Mutex
+	needIndex []*segment
 	// needIndexFiles: new segments whose (empty) index files the janitor
 	// creates ahead of their first writeIndex.
 	needIndexFiles []*segment
-	startDirty bool
-	timers     map[*time.Timer]struct{}
-	due        []string
-	kick       chan struct{}
-	quit       chan struct{}
-	janitorWG  sync.WaitGroup
-	fileMode   os.FileMode
+	startDirty     bool
+	timers         map[*time.Timer]struct{}
+	due            []string
+	kick           chan struct{}
+	quit           chan struct{}
+	janitorWG      sync.WaitGroup
+	fileMode       os.FileMode
 }
 
 var _ storage.Log = (*Log)(nil)
