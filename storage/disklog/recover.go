@@ -346,11 +346,20 @@ func (l *Log) recover() (recoveryStats, error) {
 	// before that trailer was written (a clean close: every planned
 	// leadership move), so opening it costs no fsync. Renames and
 	// creations of the recovery are made durable by the first Sync.
+	// With --fsync=syncfs one shared round covers them all, and every other
+	// log recovering at the same time (a failover opens hundreds at once).
 	for _, s := range scanned {
-		if !s.cleanTail {
-			if err := fdatasync(s.h.f); err != nil {
-				return st, fmt.Errorf("disklog: fdatasync %s: %w", s.name, err)
+		if s.cleanTail {
+			continue
+		}
+		if fs := l.o.fs; fs != nil {
+			if err := fs.sync(); err != nil {
+				return st, fmt.Errorf("disklog: recover %s: %w", l.name, err)
 			}
+			break
+		}
+		if err := fdatasync(s.h.f); err != nil {
+			return st, fmt.Errorf("disklog: fdatasync %s: %w", s.name, err)
 		}
 	}
 	l.dirDirty = true

@@ -933,3 +933,45 @@ func TestClaimReplacedByRename(t *testing.T) {
 		t.Fatal("a claim written in place over the renamed one is not seen")
 	}
 }
+
+// TestFailoverRecoverySharesSyncfs: after a kill, the next leader opens
+// every partition of the dead broker at once, each with a tail that may
+// never have reached the disk. In syncfs mode they share rounds instead of
+// an fdatasync each, and what they recovered is served.
+func TestFailoverRecoverySharesSyncfs(t *testing.T) {
+	root := t.TempDir()
+	dead := testOpener(t, root)
+	const logs = 32
+	for p := range logs {
+		id := testID
+		id.Partition = int32(p)
+		sl, err := dead.Open(id, storage.LogConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendN(t, sl.(*Log), 3, 2, 10, 1) // appended, never synced nor closed: the broker died
+	}
+	next := testOpener(t, root)
+	before := Fsyncs()
+	var wg sync.WaitGroup
+	for p := range logs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := testID
+			id.Partition = int32(p)
+			l, err := next.Open(id, storage.LogConfig{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if l.NextOffset() != 6 || l.Durable() != 6 {
+				t.Errorf("partition %d: recovered to %d, durable %d; want 6", p, l.NextOffset(), l.Durable())
+			}
+		}()
+	}
+	wg.Wait()
+	if got := Fsyncs() - before; got < 1 || got >= logs {
+		t.Fatalf("recovering %d unclean tails took %d device flushes, want at least one shared round and fewer than one each", logs, got)
+	}
+}
