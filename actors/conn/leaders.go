@@ -1,10 +1,57 @@
 package conn
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/routing"
 )
+
+// leaderHint is what a broker answering NOT_LEADER_OR_FOLLOWER tells the
+// client about the partition (KIP-951's CurrentLeader), saving it a
+// metadata round trip:
+//   - the leader the view names, when that is another broker;
+//   - this broker at the epoch the client already has, when the partition
+//     is leaderless in a two-phase move (the view names no one, at the epoch
+//     the move will grant: this broker's is the one before it) or when this
+//     broker is named but cannot serve yet (fenced, opening). A client takes
+//     a hint that is not newer than what it knows as "retry here after your
+//     backoff", where a metadata refresh would only say "no leader" and,
+//     in franz-go, wait out MetadataMinAge (5 s by default) before asking
+//     again. The move's next answer then names the new leader at the newer
+//     epoch, and the client goes there at once.
+//
+// ok is false when there is nothing to tell (unknown partition, no epoch).
+func leaderHint(v *routing.View, topic string, partition int32) (leader, epoch int32, ok bool) {
+	t, found := v.Topics[topic]
+	if !found || partition < 0 || int(partition) >= len(t.Partitions) {
+		return 0, 0, false
+	}
+	p := t.Partitions[partition]
+	switch {
+	case p.Leader >= 0 && p.Leader != v.Self:
+		if _, known := v.Broker(p.Leader); !known {
+			return 0, 0, false
+		}
+		return p.Leader, p.LeaderEpoch, true
+	case p.Leader < 0:
+		return v.Self, p.LeaderEpoch - 1, p.LeaderEpoch >= 1
+	default:
+		return v.Self, p.LeaderEpoch, true
+	}
+}
+
+// hintedBrokers returns the endpoints of the brokers named in hints
+// (KIP-951's NodeEndpoints), in id order, each once.
+func hintedBrokers(v *routing.View, ids map[int32]bool) []routing.Broker {
+	var out []routing.Broker
+	for _, b := range v.Brokers {
+		if ids[b.ID] {
+			out = append(out, b)
+		}
+	}
+	return out
+}
 
 // setCurrentLeader tells a fetcher who leads a partition it asked the wrong
 // broker for (KIP-951), saving it a metadata round trip.
@@ -15,4 +62,33 @@ func setCurrentLeader(v *routing.View, topic string, partition int32, rp *kmsg.F
 	}
 	p := t.Partitions[partition]
 	rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
+}
+
+// hintProduce fills KIP-951's CurrentLeader of every partition answered
+// NOT_LEADER_OR_FOLLOWER and the endpoints of the brokers it names (Produce
+// v10+), from the newest view: the partition actor may have refused the
+// batch because a file newer than the request's view took it away.
+func hintProduce(v *routing.View, resp *kmsg.ProduceResponse) {
+	if resp.Version < 10 {
+		return
+	}
+	named := map[int32]bool{}
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
+				continue
+			}
+			if id, epoch, ok := leaderHint(v, rt.Topic, rp.Partition); ok {
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epoch
+				named[id] = true
+			}
+		}
+	}
+	for _, b := range hintedBrokers(v, named) {
+		rb := kmsg.NewProduceResponseBroker()
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, b.Rack
+		resp.Brokers = append(resp.Brokers, rb)
+	}
 }

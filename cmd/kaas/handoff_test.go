@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +19,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -43,18 +46,26 @@ type ackedRec struct {
 	sent, at time.Time // handed to the client; acknowledged
 }
 
-func startLoad(t *testing.T, c *kaasCluster, topic string, parts int) *loadChecker {
+// startLoad produces to every partition of topic. With fast, the client's
+// backoffs are short, so the unavailability measured is the broker's
+// rather than the client's; without, the client keeps franz-go's defaults
+// (250 ms retry backoff doubling per retry, metadata refreshed at most
+// every 5 s), what an application gets.
+func startLoad(t *testing.T, c *kaasCluster, topic string, parts int, fast bool) *loadChecker {
 	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, kinds: map[string]int{}, done: make(chan struct{})}
-	// Short client backoffs, so the unavailability measured is the broker's
-	// rather than the client's default 250 ms retry backoff.
 	// At most maxInflight records per partition are outstanding: a
 	// partition that is moving must not fill the client's shared buffer and
 	// block producing to every other partition (which would show the
 	// client's head-of-line blocking as every partition's unavailability).
 	const maxInflight = 8
-	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerLinger(2*time.Millisecond), kgo.MaxBufferedRecords(parts*maxInflight+1), kgo.RecordRetries(1<<30),
-		kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }), kgo.MetadataMinAge(10*time.Millisecond))
+	opts := []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(2 * time.Millisecond), kgo.MaxBufferedRecords(parts*maxInflight + 1), kgo.RecordRetries(1 << 30)}
+	if fast {
+		opts = append(opts, kgo.RetryBackoffFn(func(int) time.Duration { return 20 * time.Millisecond }), kgo.MetadataMinAge(10*time.Millisecond))
+	} else {
+		opts = append(opts, kgo.MetadataMinAge(5*time.Second)) // franz-go's default (c.client shortens it)
+	}
+	cl := c.client(opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	go func() {
@@ -368,7 +379,20 @@ func TestSafeHandoffs(t *testing.T) {
 	})
 	stopEpochs := make(chan struct{})
 	epochWatch := watchEpochs(t, c, stopEpochs)
-	load := startLoad(t, c, "load", parts)
+	// A second producer with the client's default settings, over a small
+	// topic: what an application sees of the same moves.
+	const defaultParts = 30
+	if resp, err := adm.CreateTopic(ctxFor(t, 30*time.Second), defaultParts, 1, nil, "defaults"); err != nil || resp.Err != nil {
+		t.Fatalf("create: %v %v", err, resp.Err)
+	}
+	perBroker := (parts + defaultParts) / 3
+	waitUntil(t, 60*time.Second, "both topics spread", func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"] == perBroker && led["kaas-1"] == perBroker && led["kaas-2"] == perBroker
+	})
+	checkLeaderHints(t, c, "load", parts)
+	load := startLoad(t, c, "load", parts, true)
+	slow := startLoad(t, c, "defaults", defaultParts, false)
 	loadStart := time.Now()
 	commits := startCommitter(t, c, "handoff-group", "load")
 	all := map[int32]bool{}
@@ -376,6 +400,14 @@ func TestSafeHandoffs(t *testing.T) {
 		all[int32(p)] = true
 	}
 	waitUntil(t, 60*time.Second, "every partition acknowledges", func() bool { _, ok := load.firstAcks(loadStart, all); return ok })
+	allDefaults := map[int32]bool{}
+	for p := range int32(defaultParts) {
+		allDefaults[p] = true
+	}
+	waitUntil(t, 60*time.Second, "every partition of the default-settings client acknowledges", func() bool {
+		_, ok := slow.firstAcks(loadStart, allDefaults)
+		return ok
+	})
 	time.Sleep(time.Second)
 	// Baseline: the longest gap between acknowledgements of each partition
 	// while nothing moves. Move figures are read against it: under full
@@ -392,8 +424,8 @@ func TestSafeHandoffs(t *testing.T) {
 	if ctrl == victim {
 		victim = "kaas-1"
 	}
-	led, _, _ := c.ledBy()
 	moved := c.partitionsLedBy(t, "load", victim, parts/3)
+	movedDefaults := c.partitionsLedBy(t, "defaults", victim, defaultParts/3)
 	// The drained broker exits within a second or two; the others open
 	// its partitions after that.
 	var others []string
@@ -433,7 +465,7 @@ func TestSafeHandoffs(t *testing.T) {
 	drainEnd := time.Now()
 	g = load.gaps(drainStart, drainEnd, moved)
 	t.Logf("FIGURE drain of %s leading %d partitions: exited after %v; per moved partition, longest gap between acks p50 %v p99 %v max %v",
-		victim, led[victim], drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+		victim, len(moved), drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	t.Logf("longest gaps of the drain: %s", load.worstGaps(drainStart, drainEnd, 3, moved))
 	// Partitions that did not move share produce requests (one in flight
 	// per broker for an idempotent producer) with ones that did.
@@ -445,12 +477,14 @@ func TestSafeHandoffs(t *testing.T) {
 	}
 	g = load.gaps(drainStart, drainEnd, stayed)
 	t.Logf("FIGURE drain: partitions not moved, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	g = slow.gaps(drainStart, drainEnd, movedDefaults)
+	t.Logf("FIGURE drain: client with default settings, moved partitions, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	profiled.Wait()
 	profiledOthers.Wait()
 	c.start(victim)
 	waitUntil(t, 60*time.Second, "rebalanced after restart", func() bool {
 		l, _, _ := c.ledBy()
-		return len(l) == 3 && l["kaas-0"] == parts/3 && l["kaas-1"] == parts/3 && l["kaas-2"] == parts/3
+		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
 	})
 
 	// 2. SIGSTOP the controller past the lease duration: another broker
@@ -474,7 +508,7 @@ func TestSafeHandoffs(t *testing.T) {
 	}
 	waitUntil(t, 30*time.Second, "resumed broker rejoins", func() bool {
 		l, _, _ := c.ledBy()
-		return len(l) == 3 && l["kaas-0"] == parts/3 && l["kaas-1"] == parts/3 && l["kaas-2"] == parts/3
+		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
 	})
 
 	// 3. SIGKILL a leader under load.
@@ -504,7 +538,7 @@ func TestSafeHandoffs(t *testing.T) {
 	c.start(victim)
 	waitUntil(t, 60*time.Second, "rebalanced after kill", func() bool {
 		l, _, _ := c.ledBy()
-		return len(l) == 3 && l["kaas-0"] == parts/3 && l["kaas-1"] == parts/3 && l["kaas-2"] == parts/3
+		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
 	})
 
 	// 4. Rolling restart of every broker (SIGTERM, wait, start).
@@ -519,7 +553,7 @@ func TestSafeHandoffs(t *testing.T) {
 		c.start(n)
 		waitUntil(t, 60*time.Second, n+" back and balanced", func() bool {
 			l, _, _ := c.ledBy()
-			return len(l) == 3 && l["kaas-0"] == parts/3 && l["kaas-1"] == parts/3 && l["kaas-2"] == parts/3
+			return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
 		})
 	}
 	rollEnd := time.Now()
@@ -528,11 +562,69 @@ func TestSafeHandoffs(t *testing.T) {
 		rollEnd.Sub(rollStart).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
 	t.Logf("longest gaps of the rolling restart: %s", load.worstGaps(rollStart, rollEnd, 5, nil))
 
+	g = slow.gaps(rollStart, rollEnd, nil)
+	t.Logf("FIGURE rolling restart: client with default settings, per-partition longest gap between acks p50 %v p99 %v", pct(g, 0.5), pct(g, 0.99))
+
 	load.stop()
+	slow.stop()
 	commits.stopAndVerify()
 	close(stopEpochs)
 	epochWatch.Wait()
 	load.verify(c)
+	slow.verify(c)
+}
+
+// checkLeaderHints sends a Produce v11 for every partition of topic to one
+// broker and checks that each partition it does not lead is refused with
+// NOT_LEADER_OR_FOLLOWER naming the leader and epoch assignment.json gives,
+// with that leader's endpoint in the response (KIP-951): a client moves to
+// the new leader without a metadata refresh.
+func checkLeaderHints(t *testing.T, c *kaasCluster, topic string, parts int) {
+	t.Helper()
+	a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.brokers["kaas-0"]
+	self, _ := a.BrokerByName("kaas-0")
+	cl := c.client(kgo.SeedBrokers(b.kafka))
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 11, -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	for p := range int32(parts) {
+		if a.Topics[topic].Partitions[p].Leader == self.ID {
+			continue // a batch this broker would append
+		}
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = p
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctxFor(t, 10*time.Second), cl.Broker(int(self.ID)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoints := map[int32]string{}
+	for _, br := range resp.Brokers {
+		endpoints[br.NodeID] = net.JoinHostPort(br.Host, strconv.Itoa(int(br.Port)))
+	}
+	bad := 0
+	for _, rp := range resp.Topics[0].Partitions {
+		want := a.Topics[topic].Partitions[rp.Partition]
+		leader, _ := a.BrokerByID(want.Leader)
+		if rp.ErrorCode != kerr.NotLeaderForPartition.Code || rp.CurrentLeader.LeaderID != want.Leader ||
+			rp.CurrentLeader.LeaderEpoch != want.LeaderEpoch || endpoints[want.Leader] != net.JoinHostPort(leader.Host, strconv.Itoa(int(leader.Port))) {
+			if bad++; bad <= 3 {
+				t.Errorf("partition %d: error %d, hint %d@%d (endpoint %q); want NOT_LEADER_OR_FOLLOWER, %d@%d at %s:%d",
+					rp.Partition, rp.ErrorCode, rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch, endpoints[rp.CurrentLeader.LeaderID],
+					want.Leader, want.LeaderEpoch, leader.Host, leader.Port)
+			}
+		}
+	}
+	if bad > 0 || len(resp.Topics[0].Partitions) == 0 {
+		t.Fatalf("%d of %d partitions refused without the right leader hint", bad, len(resp.Topics[0].Partitions))
+	}
 }
 
 // profileBrokers, when dir is set (KAAS_HANDOFF_PROFILE), records a CPU
