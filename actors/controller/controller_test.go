@@ -14,11 +14,33 @@ import (
 	"github.com/kaas-project/kaas/storage/assignment"
 )
 
+// dataDir is a controller's data directory for one test. Not t.TempDir:
+// the controller's file writes run on goroutines that the actor system's
+// shutdown does not wait for (a hung fsync must not hang a shutdown), so
+// under load a write can still be creating its temporary file when the
+// test ends; the removal is retried for a second instead of failing the
+// test ("directory not empty", seen in CI under -race).
+func dataDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if os.RemoveAll(dir) == nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	return dir
+}
+
 // TestControllerWritesAndReassertsItsFile: a controller writes its epoch's
 // assignment, and when a lower epoch's file replaces it on the volume (a
 // deposed controller's late write), it puts its own back.
 func TestControllerWritesAndReassertsItsFile(t *testing.T) {
-	dir := t.TempDir()
+	dir := dataDir(t)
 	sys := runtime.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	hub := NewHub()
@@ -71,7 +93,7 @@ func TestControllerWritesAndReassertsItsFile(t *testing.T) {
 // still behind (it may be about to take the partition from an older file)
 // does not confirm the release by not listing it.
 func TestReleaseNeedsACurrentReport(t *testing.T) {
-	dir := t.TempDir()
+	dir := dataDir(t)
 	prev := doc(0, -1, 2)
 	prev.ControllerEpoch, prev.AssignmentVersion, prev.Controller = 6, 10, "kaas-0"
 	prev.Topics["t"].Partitions[1] = assignment.Partition{Leader: -1, LeaderEpoch: 4}
@@ -139,10 +161,7 @@ func TestReleaseNeedsACurrentReport(t *testing.T) {
 	if l := leader(); l != 1 {
 		t.Fatalf("partition 1 went to %d, want kaas-1", l)
 	}
-	// Stop before the temporary directory goes; a write goroutine already
-	// started finishes within milliseconds.
 	shutdown()
-	time.Sleep(100 * time.Millisecond)
 }
 
 // TestStarvedControllerDeclaresNobodyDead: a controller that has not heard
@@ -151,20 +170,7 @@ func TestReleaseNeedsACurrentReport(t *testing.T) {
 // arrive again, a broker still silent past DeadAfter is dead and its
 // partitions move.
 func TestStarvedControllerDeclaresNobodyDead(t *testing.T) {
-	// Not t.TempDir: the controller's file writes run on goroutines the
-	// actor system's shutdown does not wait for.
-	dir, err := os.MkdirTemp("", "starved")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for range 50 {
-			if os.RemoveAll(dir) == nil {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
+	dir := dataDir(t)
 	prev := doc(0, 1, 2)
 	prev.ControllerEpoch, prev.AssignmentVersion, prev.Controller = 6, 10, "kaas-0"
 	if err := assignment.WriteFile(dir, prev); err != nil {
