@@ -265,20 +265,32 @@ func (l *Log) chores(final bool) error {
 // (an empty index reads as absent, like a missing one). Failing here only
 // means writeIndex creates them later.
 func (l *Log) createIndexFiles(s *segment) {
-	s.mu.RLock()
-	deleted, prefix := s.deleted, s.prefix()
-	s.mu.RUnlock()
-	if deleted {
+	deleted := func() bool {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		return s.deleted
+	}
+	if deleted() {
 		return
 	}
+	prefix := s.prefix()
+	var made []string
 	for _, ext := range []string{timeIndexSuffix, indexSuffix} {
 		f, err := os.OpenFile(prefix+ext, os.O_WRONLY|os.O_CREATE|os.O_EXCL, l.fileMode)
 		if err == nil {
+			made = append(made, prefix+ext)
 			err = f.Close()
 		}
 		if err != nil && !errors.Is(err, os.ErrExist) {
 			l.log.Debug().Err(err).Str("segment", s.name).Msg("create index files")
-			return
+			break
+		}
+	}
+	// Set aside meanwhile (setAside renames and marks under s.mu): files
+	// created after its rename would be orphans.
+	if deleted() {
+		for _, p := range made {
+			_ = os.Remove(p)
 		}
 	}
 }
