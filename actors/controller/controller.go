@@ -121,6 +121,9 @@ type Actor struct {
 	slotGrantedAt map[int]Position
 	// recomputeQueued: a recomputeNow is in the mailbox.
 	recomputeQueued bool
+	// hearingSince is when this broker's own pings were heard again after a
+	// silence (states).
+	hearingSince time.Time
 }
 
 // recomputeSoon coalesces recomputes: a drain releases partitions one by
@@ -245,6 +248,9 @@ func (a *Actor) ping(m *BrokerPing) bool {
 	// A drain starts (or health flips) now, not at the next tick: a
 	// draining broker's partitions start moving within one file write.
 	flipped := row.pinged && (row.healthy != p.Healthy || row.draining != p.Draining)
+	if p.Name == a.cfg.Self && (!row.pinged || m.At.Sub(row.lastPing) > a.cfg.DeadAfter/2) {
+		a.hearingSince = m.At // heard again after a silence (or for the first time)
+	}
 	row.lastPing, row.pinged = m.At, true
 	row.healthy, row.draining = p.Healthy, p.Draining
 	applied := Position{p.ControllerEpoch, p.AssignmentVersion}
@@ -288,13 +294,19 @@ func (a *Actor) waiting(tp TP) bool {
 // Silence is only evidence while pings are being received at all: a
 // controller starved of CPU (or its hub stalled) hears nobody, its own
 // broker included, and must not take that for every other broker dying.
-// Until its own broker's pings arrive again (within DeadAfter/2), a broker
-// that was alive stays alive: a failover waits, nothing else does.
+// Until its own broker's pings arrive again (within DeadAfter/2), and for
+// DeadAfter/2 after they do (the others' pings, delayed by the same stall,
+// arrive in any order), a broker that was alive stays alive: a failover
+// waits, nothing else does.
 func (a *Actor) states() map[string]assignment.BrokerState {
 	now := a.cfg.Now()
 	out := make(map[string]assignment.BrokerState, len(a.brokers))
 	hearing := true
-	if self, ok := a.brokers[a.cfg.Self]; ok && self.pinged && now.Sub(self.lastPing) > a.cfg.DeadAfter/2 {
+	if self, ok := a.brokers[a.cfg.Self]; ok && self.pinged &&
+		(now.Sub(self.lastPing) > a.cfg.DeadAfter/2 || now.Sub(a.hearingSince) < a.cfg.DeadAfter/2) {
+		// Not hearing its own broker, or hearing it again only since
+		// moments ago: the other brokers' pings, queued behind the same
+		// stall, may not have been read yet.
 		hearing = false
 	}
 	for name, row := range a.brokers {
