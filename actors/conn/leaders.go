@@ -16,9 +16,9 @@ import (
 //     the move will grant: this broker's is the one before it) or when this
 //     broker is named but cannot serve yet (fenced, opening). A client takes
 //     a hint that is not newer than what it knows as "retry here after your
-//     backoff", where a metadata refresh would only say "no leader" and,
-//     in franz-go, wait out MetadataMinAge (5 s by default) before asking
-//     again. The move's next answer then names the new leader at the newer
+//     backoff", where a metadata refresh would only say "no leader" (and
+//     franz-go rate-limits refreshes to one per MetadataMinAge, 5 s by
+//     default). The move's next answer then names the new leader at the newer
 //     epoch, and the client goes there at once.
 //
 // ok is false when there is nothing to tell (unknown partition, no epoch).
@@ -39,18 +39,6 @@ func leaderHint(v *routing.View, topic string, partition int32) (leader, epoch i
 	default:
 		return v.Self, p.LeaderEpoch, true
 	}
-}
-
-// hintedBrokers returns the endpoints of the brokers named in hints
-// (KIP-951's NodeEndpoints), in id order, each once.
-func hintedBrokers(v *routing.View, ids map[int32]bool) []routing.Broker {
-	var out []routing.Broker
-	for _, b := range v.Brokers {
-		if ids[b.ID] {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // setCurrentLeader tells a fetcher who leads a partition it asked the wrong
@@ -86,7 +74,10 @@ func hintProduce(v *routing.View, resp *kmsg.ProduceResponse) {
 			}
 		}
 	}
-	for _, b := range hintedBrokers(v, named) {
+	for _, b := range v.Brokers { // in id order, each once
+		if !named[b.ID] {
+			continue
+		}
 		rb := kmsg.NewProduceResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, b.Rack
 		resp.Brokers = append(resp.Brokers, rb)

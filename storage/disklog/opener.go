@@ -16,9 +16,9 @@
 //	*.deleted                                   renamed aside, unlinked later
 //
 // The index files, checkpoint, claim and snapshots are written in place
-// (overwriteFile), not through temporary files: a leadership move then
-// creates only the new epoch's segment and the closed segment's two index
-// files.
+// (overwriteFile), not through temporary files, and a new segment's index
+// files are created empty in the background: a leadership move's close
+// creates no file and its open only the new epoch's segment.
 //
 // The segment name carries the leader epoch that created it: AssignEpoch with
 // a higher epoch rolls to a fresh file, so a deposed leader that still holds

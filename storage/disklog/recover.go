@@ -348,18 +348,21 @@ func (l *Log) recover() (recoveryStats, error) {
 	// creations of the recovery are made durable by the first Sync.
 	// With --fsync=syncfs one shared round covers them all, and every other
 	// log recovering at the same time (a failover opens hundreds at once).
+	var unclean []*segment
 	for _, s := range scanned {
-		if s.cleanTail {
-			continue
+		if !s.cleanTail {
+			unclean = append(unclean, s)
 		}
-		if fs := l.o.fs; fs != nil {
-			if err := fs.sync(); err != nil {
-				return st, fmt.Errorf("disklog: recover %s: %w", l.name, err)
+	}
+	if fs := l.o.fs; fs != nil && len(unclean) > 0 {
+		if err := fs.sync(); err != nil {
+			return st, fmt.Errorf("disklog: recover %s: %w", l.name, err)
+		}
+	} else {
+		for _, s := range unclean {
+			if err := fdatasync(s.h.f); err != nil {
+				return st, fmt.Errorf("disklog: fdatasync %s: %w", s.name, err)
 			}
-			break
-		}
-		if err := fdatasync(s.h.f); err != nil {
-			return st, fmt.Errorf("disklog: fdatasync %s: %w", s.name, err)
 		}
 	}
 	l.dirDirty = true
