@@ -72,13 +72,17 @@ type Log struct {
 	// needIndexFiles: new segments whose (empty) index files the janitor
 	// creates ahead of their first writeIndex.
 	needIndexFiles []*segment
-	startDirty     bool
-	timers         map[*time.Timer]struct{}
-	due            []string
-	kick           chan struct{}
-	quit           chan struct{}
-	janitorWG      sync.WaitGroup
-	fileMode       os.FileMode
+	// spareWanted: a spare-set creation is scheduled; spareDue: its delay
+	// has passed and the janitor creates the set.
+	spareWanted bool
+	spareDue    bool
+	startDirty  bool
+	timers      map[*time.Timer]struct{}
+	due         []string
+	kick        chan struct{}
+	quit        chan struct{}
+	janitorWG   sync.WaitGroup
+	fileMode    os.FileMode
 }
 
 var _ storage.Log = (*Log)(nil)
@@ -173,25 +177,35 @@ func (l *Log) isClosed() bool {
 	return l.closed
 }
 
-// createSegment creates a fresh, empty segment file (owner).
+// createSegment creates a fresh, empty segment file (owner). It takes the
+// directory's spare set by rename when there is one: a leadership move
+// then creates no file on its path (three renames instead of three
+// creates), and the janitor makes a new set after the spare delay.
 func (l *Log) createSegment(epoch int32, base int64) (*segment, error) {
 	s := &segment{base: base, epoch: epoch, dir: l.dir, name: segName(epoch, base), active: true,
 		next: base, maxTS: -1, maxOff: -1, corruptAt: -1, created: l.now()}
 	path := s.path()
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, l.fileMode)
-	if errors.Is(err, os.ErrExist) {
+	if _, err := os.Lstat(path); err == nil {
 		// Debris of an interrupted roll (or of a deposed leader): never
-		// reuse a file someone may hold open.
+		// reuse a file someone may hold open. Only this epoch's leader
+		// names a segment with this epoch, so nobody races this check.
 		if rerr := os.Rename(path, path+deletedSuffix); rerr != nil {
 			return nil, fmt.Errorf("disklog: set aside %s: %w", path, rerr)
 		}
 		l.unlinkLater(path + deletedSuffix)
-		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, l.fileMode)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("disklog: create segment: %w", err)
+	f, indexed := l.takeSpares(s.prefix())
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, l.fileMode); err != nil {
+			return nil, fmt.Errorf("disklog: create segment: %w", err)
+		}
 	}
 	s.h = newHandle(f, 1)
+	l.needSpares()
+	if indexed {
+		return s, nil
+	}
 	// Its index files are created now, off the caller's path, so that the
 	// close that writes them (a leadership move) overwrites them in place
 	// instead of creating two files per partition while a drain waits.
@@ -200,6 +214,47 @@ func (l *Log) createSegment(epoch int32, base int64) (*segment, error) {
 	l.jmu.Unlock()
 	l.kickJanitor()
 	return s, nil
+}
+
+// takeSpares renames the spare set to the segment prefix's names and opens
+// the segment. nil: no usable spare segment (create one). indexed: both
+// index files were taken too. A rename is atomic, so of two brokers taking
+// one spare (a deposed leader rolling while the new one opens) exactly one
+// gets it; nobody writes into a spare, so one that is not empty is debris
+// of something else and is set aside.
+func (l *Log) takeSpares(prefix string) (f *os.File, indexed bool) {
+	if l.o.opts.spareDelay < 0 {
+		return nil, false
+	}
+	path := prefix + logSuffix
+	if err := os.Rename(filepath.Join(l.dir, spareLog), path); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			l.log.Debug().Err(err).Msg("take spare segment")
+		}
+		return nil, false
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil && fi.Size() != 0 {
+			err = fmt.Errorf("spare segment holds %d bytes", fi.Size())
+		}
+		if err != nil {
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		l.log.Warn().Err(err).Msg("setting aside an unusable spare segment")
+		l.renameAside(path)
+		return nil, false
+	}
+	indexed = true
+	for _, p := range [][2]string{{spareIndex, indexSuffix}, {spareTimeIndex, timeIndexSuffix}} {
+		if err := os.Rename(filepath.Join(l.dir, p[0]), prefix+p[1]); err != nil {
+			indexed = false
+		}
+	}
+	return f, indexed
 }
 
 // roll seals the active segment and starts a new one at base (owner).

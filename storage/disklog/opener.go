@@ -13,6 +13,7 @@
 //	leader-claim                                epoch of the last leader to open it (fencing)
 //	leader-claim.lock                           serializes concurrent claims
 //	<name>.snapshot                             named snapshots (producer state)
+//	log.spare, index.spare, timeindex.spare     empty files the next new segment takes by rename
 //	*.deleted                                   renamed aside, unlinked later
 //
 // The index files, checkpoint, claim and snapshots are written in place
@@ -49,6 +50,7 @@ type options struct {
 	deleteDelay  time.Duration
 	now          func() time.Time
 	sync         SyncMode
+	spareDelay   time.Duration
 }
 
 // MaxOpenFiles bounds the descriptors kept open for reads of sealed segments
@@ -59,6 +61,14 @@ func MaxOpenFiles(n int) Option { return func(o *options) { o.maxOpenFiles = n }
 // it is unlinked (Kafka's file.delete.delay.ms): long enough that no broker
 // still reads it (NFS has no delete-on-last-close across clients).
 func DeleteDelay(d time.Duration) Option { return func(o *options) { o.deleteDelay = d } }
+
+// SpareDelay is how long after a log used its spare files (or opened
+// without them) the janitor creates new ones; each log adds a random part
+// of up to the same again, so that the logs a drain moved do not all create
+// at once. The delay keeps those creates out of the move that used the
+// spares: on this project's test machines a create costs 80-900 µs of CPU,
+// a rename 15 µs. Negative: no spares, every segment is created.
+func SpareDelay(d time.Duration) Option { return func(o *options) { o.spareDelay = d } }
 
 // Clock replaces the wall clock (segment.ms rolling, retention.ms).
 func Clock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -86,7 +96,7 @@ type Opener struct {
 // delete delay.
 func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) {
 	o := &Opener{dir: dir, log: log, open: map[string]*Log{}, timers: map[*time.Timer]struct{}{}}
-	o.opts = options{maxOpenFiles: 512, deleteDelay: time.Minute, now: time.Now}
+	o.opts = options{maxOpenFiles: 512, deleteDelay: time.Minute, now: time.Now, spareDelay: 5 * time.Second}
 	for _, fn := range opts {
 		fn(&o.opts)
 	}

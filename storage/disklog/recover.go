@@ -117,11 +117,14 @@ func (l *Log) recover() (recoveryStats, error) {
 	var cands []*segment
 	logs := map[string]bool{}
 	var indexes []string
+	spares := 0
 	for _, e := range ents {
 		n := e.Name()
 		full := filepath.Join(l.dir, n)
 		switch {
 		case e.IsDir():
+		case n == spareLog || n == spareIndex || n == spareTimeIndex:
+			spares++
 		case strings.HasSuffix(n, deletedSuffix):
 			l.unlinkLater(full)
 		case strings.HasSuffix(n, tmpSuffix):
@@ -146,6 +149,9 @@ func (l *Log) recover() (recoveryStats, error) {
 		case strings.HasSuffix(n, timeIndexSuffix):
 			indexes = append(indexes, strings.TrimSuffix(n, timeIndexSuffix))
 		}
+	}
+	if spares < 3 {
+		l.needSpares()
 	}
 	for _, p := range indexes {
 		if !logs[p] {

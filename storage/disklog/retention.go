@@ -3,7 +3,9 @@ package disklog
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/kaas-project/kaas/storage"
@@ -228,6 +230,10 @@ func (l *Log) chores(final bool) error {
 	l.startDirty = false
 	due := l.due
 	l.due = nil
+	spares := l.spareDue && !final
+	if spares {
+		l.spareDue, l.spareWanted = false, false
+	}
 	l.jmu.Unlock()
 	var err error
 	for _, s := range idx {
@@ -239,6 +245,9 @@ func (l *Log) chores(final bool) error {
 		for _, s := range files {
 			l.createIndexFiles(s)
 		}
+	}
+	if spares {
+		l.createSpares()
 	}
 	if sd {
 		if e := writeFileAtomic(l.dir, startFile, encodeStart(l.start.Load()), l.fileMode); e != nil {
@@ -259,6 +268,54 @@ func (l *Log) chores(final bool) error {
 		}
 	}
 	return err
+}
+
+// needSpares schedules the creation of a spare set after the spare delay
+// (plus up to as much again, at random), unless one is scheduled already.
+func (l *Log) needSpares() {
+	d := l.o.opts.spareDelay
+	if d < 0 {
+		return
+	}
+	if d > 0 {
+		d += rand.N(d)
+	}
+	l.jmu.Lock()
+	defer l.jmu.Unlock()
+	if l.spareWanted {
+		return
+	}
+	l.spareWanted = true
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		l.jmu.Lock()
+		_, live := l.timers[t]
+		delete(l.timers, t)
+		if live {
+			l.spareDue = true
+		}
+		l.jmu.Unlock()
+		if live {
+			l.kickJanitor()
+		}
+	})
+	l.timers[t] = struct{}{}
+}
+
+// createSpares creates the spare set's missing files, empty. The segment
+// comes last: takeSpares takes the index files only after it. Failing here
+// only means the next segment is created on the spot.
+func (l *Log) createSpares() {
+	for _, n := range []string{spareIndex, spareTimeIndex, spareLog} {
+		f, err := os.OpenFile(filepath.Join(l.dir, n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, l.fileMode)
+		if err == nil {
+			err = f.Close()
+		}
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			l.log.Debug().Err(err).Str("file", n).Msg("create spare")
+			return
+		}
+	}
 }
 
 // createIndexFiles creates a segment's index files empty unless they exist

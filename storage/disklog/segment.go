@@ -26,6 +26,11 @@ const (
 	startFile       = "log-start-offset"
 	claimFile       = "leader-claim"
 	lockSuffix      = ".lock"
+	// The spare set: empty files the janitor creates ahead of need, which
+	// the next new segment takes by rename (see takeSpares).
+	spareLog       = "log.spare"
+	spareIndex     = "index.spare"
+	spareTimeIndex = "timeindex.spare"
 )
 
 // segName is a segment's file name without extension: the leader epoch that
