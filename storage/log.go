@@ -72,8 +72,9 @@ type Log interface {
 	// the offset up to which the log is now durable (exclusive).
 	Sync() (int64, error)
 	// Durable is the offset up to which the log is known durable
-	// (exclusive) without syncing. After Open it is NextOffset (recovery only
-	// keeps what is on disk).
+	// (exclusive) without syncing. After Open it may be below NextOffset:
+	// a tail the previous leader wrote but did not sync (Release, or a
+	// crash) is kept and becomes durable with the first Sync.
 	Durable() int64
 	// Read returns whole batches starting with the batch that contains
 	// offset, at most maxBytes (but at least one batch when one exists below
@@ -115,6 +116,11 @@ type Log interface {
 	ReadSnapshot(name string) ([]byte, error)
 	// Close flushes and closes every file handle. The log is unusable after.
 	Close() error
+	// Release closes the log for a leadership handoff: like Close, but the
+	// tail appended since the last Sync is left for the next opener's
+	// first Sync instead of being made durable now, and a Sync in flight
+	// is not waited for. Durable() afterwards says what was made durable.
+	Release() error
 }
 
 // PartitionID names one partition's log. TopicID is the topic's incarnation

@@ -50,6 +50,11 @@ type Log struct {
 	// directory was last fsync'ed.
 	pendingSync []pendingSeg
 	dirDirty    bool
+	// durablePt: the active segment as the last Sync covered it, which
+	// Release writes an index trailer for (mu).
+	durablePt durablePoint
+	// closing: Close or Release has begun (mu).
+	closing bool
 
 	next     atomic.Int64
 	start    atomic.Int64
@@ -322,19 +327,23 @@ func (l *Log) syncLocked(dir bool) (int64, error) {
 		l.mu.Unlock()
 		return l.durable.Load(), storage.ErrClosed
 	}
-	end := l.next.Load()
 	pend := l.pendingSync
 	l.pendingSync = nil
 	dirty := l.dirDirty && dir
 	if dir {
 		l.dirDirty = false
 	}
-	clean := len(pend) == 0 && end <= l.durable.Load()
+	// The end is the active segment's as of now (the log end, possibly
+	// ahead of l.next by an append finishing): every byte below it was
+	// written before the fsync below starts.
 	a := l.active
 	a.mu.RLock()
 	ah := a.h
 	ah.acquire()
+	pt := durablePoint{s: a, next: a.next, size: a.size, maxTS: a.maxTS, maxOff: a.maxOff, entries: len(a.idx)}
 	a.mu.RUnlock()
+	end := pt.next
+	clean := len(pend) == 0 && end <= l.durable.Load()
 	l.mu.Unlock()
 	fail := func(err error) (int64, error) {
 		l.syncErr = fmt.Errorf("disklog: fdatasync %s: %w", l.name, err)
@@ -375,6 +384,11 @@ func (l *Log) syncLocked(dir bool) (int64, error) {
 			break
 		}
 	}
+	l.mu.Lock()
+	if l.durablePt.s != pt.s || pt.next > l.durablePt.next {
+		l.durablePt = pt
+	}
+	l.mu.Unlock()
 	if len(pend) > 0 {
 		l.jmu.Lock()
 		for _, p := range pend {
@@ -384,6 +398,14 @@ func (l *Log) syncLocked(dir bool) (int64, error) {
 		l.kickJanitor()
 	}
 	return l.durable.Load(), nil
+}
+
+// durablePoint is a segment's state as a Sync covered it: its first
+// entries index entries describe the bytes below size.
+type durablePoint struct {
+	s                         *segment
+	next, size, maxTS, maxOff int64
+	entries                   int
 }
 
 // pendingSeg is a sealed segment awaiting its fdatasync, with a descriptor
@@ -560,15 +582,9 @@ func validSnapshotName(n string) bool {
 func (l *Log) Close() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	l.mu.RLock()
-	closed := l.closed
-	l.mu.RUnlock()
-	if closed {
+	if !l.beginClose() {
 		return nil
 	}
-	close(l.quit)
-	l.janitorWG.Wait()
-	l.stopTimers()
 	// Data first (and the directory if segments were created since the
 	// last Sync), then the index trailers that assert it is durable. The
 	// trailers' renames need no directory fsync: a trailer lost in a crash
@@ -583,6 +599,67 @@ func (l *Log) Close() error {
 		l.jmu.Unlock()
 		err = l.chores(true)
 	}
+	l.finishClose()
+	return err
+}
+
+// Release implements storage.Log: it closes the log for a leadership
+// handoff without making its tail durable and without waiting for a Sync
+// in flight. The active segment's index trailer describes what the last
+// Sync covered, so the next leader trusts that prefix and scans only the
+// bytes after it (this leader's appends since), and its first Sync makes
+// them durable: what the next leader reads after claiming the files is what
+// this one wrote, in the page cache of the one machine or, over NFS,
+// flushed to the server by the close. Nothing past Durable() is
+// acknowledged by this leader: those producers retry at the next one.
+func (l *Log) Release() error {
+	if !l.beginClose() {
+		return nil
+	}
+	l.mu.RLock()
+	a, pt := l.active, l.durablePt
+	l.mu.RUnlock()
+	a.mu.RLock()
+	whole := a.next <= l.durable.Load()
+	a.mu.RUnlock()
+	var err error
+	switch {
+	case whole: // durable to its end: the trailer Close would write
+		l.jmu.Lock()
+		l.needIndex = append(l.needIndex, a)
+		l.jmu.Unlock()
+	case pt.s == a && pt.entries <= len(a.idx):
+		a.mu.RLock()
+		entries := a.idx[:pt.entries:pt.entries]
+		a.mu.RUnlock()
+		sum := summary{base: a.base, next: pt.next, size: pt.size, maxTS: pt.maxTS, maxOff: pt.maxOff, count: uint32(pt.entries), epoch: a.epoch}
+		err = l.writeIndexFiles(a.prefix(), entries, sum)
+	} // else no Sync covered this segment: the next leader scans it whole
+	if e := l.chores(true); err == nil {
+		err = e
+	}
+	l.finishClose()
+	return err
+}
+
+// beginClose stops the janitor and its timers; false: the log is closing
+// or closed already.
+func (l *Log) beginClose() bool {
+	l.mu.Lock()
+	if l.closing {
+		l.mu.Unlock()
+		return false
+	}
+	l.closing = true
+	l.mu.Unlock()
+	close(l.quit)
+	l.janitorWG.Wait()
+	l.stopTimers()
+	return true
+}
+
+// finishClose closes every descriptor the log holds.
+func (l *Log) finishClose() {
 	l.mu.Lock()
 	l.closed = true
 	segs := l.segments
@@ -601,7 +678,6 @@ func (l *Log) Close() error {
 		l.claim.close()
 	}
 	l.o.forget(l.name)
-	return err
 }
 
 // sortSegments orders by base offset then epoch.

@@ -257,6 +257,7 @@ func (l *Log) recover() (recoveryStats, error) {
 		} // else [0, from) was trusted from the trailer: verified lazily on read
 		s.h = newHandle(f, 1)
 		s.cleanTail = tok && from == tr.size && res.size == from && fileSize == res.size
+		s.trusted = expect // below: durable (its trailer says so, or nothing)
 		scanned = append(scanned, s)
 		if from == tr.size && tok && res.size == tr.size {
 			s.indexOnDisk = true // clean close: nothing appended since
@@ -346,44 +347,36 @@ func (l *Log) recover() (recoveryStats, error) {
 	next := a.next
 	l.next.Store(next)
 
-	// Everything kept must be on disk before Durable may say so: after a
-	// kill -9 the scanned tail may still be only in the page cache. A
-	// segment whose index trailer covers the whole file was fdatasync'ed
-	// before that trailer was written (a clean close: every planned
-	// leadership move), so opening it costs no fsync. Renames and
-	// creations of the recovery are made durable by the first Sync.
-	// With --fsync=syncfs one shared round covers them all, and every other
-	// log recovering at the same time (a failover opens hundreds at once).
-	var unclean []*segment
-	for _, s := range scanned {
-		if !s.cleanTail {
-			unclean = append(unclean, s)
-		}
-	}
-	if fs := l.o.fs; fs != nil && len(unclean) > 0 {
-		if err := fs.sync(); err != nil {
-			return st, fmt.Errorf("disklog: recover %s: %w", l.name, err)
-		}
-	} else {
-		for _, s := range unclean {
-			if err := fdatasync(s.h.f); err != nil {
-				return st, fmt.Errorf("disklog: fdatasync %s: %w", s.name, err)
-			}
-		}
-	}
+	// A scanned tail may be only in the page cache: the previous leader
+	// released the log without syncing it, or was killed. Durable stays
+	// below it, and the first Sync makes it durable (with --fsync=syncfs
+	// in a round shared with every log of the broker): opening costs no
+	// fsync, and a failover or a drain opens hundreds of logs at once. A
+	// segment whose index trailer covers the whole file was synced before
+	// that trailer was written.
+	durable := next
 	l.dirDirty = true
 	for _, s := range scanned {
+		if !s.cleanTail {
+			durable = min(durable, s.trusted)
+		}
 		if s != a {
 			s.active = false
+			h := s.h
+			s.h = nil
+			if !s.cleanTail {
+				// Sealed but not known durable: the first Sync fdatasyncs
+				// it, then the janitor writes its index.
+				l.pendingSync = append(l.pendingSync, pendingSeg{s: s, h: h})
+				continue
+			}
 			if !s.indexOnDisk {
 				l.writeIndex(s)
 			}
-			h := s.h
-			s.h = nil
 			h.release()
 		}
 	}
-	l.durable.Store(next)
+	l.durable.Store(durable)
 
 	start := kept[0].base
 	if haveStart && startOff > start {

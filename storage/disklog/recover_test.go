@@ -3,6 +3,7 @@ package disklog
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -163,8 +164,13 @@ func fileSize(t *testing.T, path string) int64 {
 // expectKept asserts the log holds exactly the golden batches below next.
 func expectKept(t *testing.T, l *Log, g *golden, next int64) {
 	t.Helper()
-	if l.NextOffset() != next || l.Durable() != next {
+	// Recovery keeps the tail it found valid but may not know it durable:
+	// the first Sync makes it so.
+	if l.NextOffset() != next || l.Durable() > next {
 		t.Fatalf("next %d durable %d, want %d", l.NextOffset(), l.Durable(), next)
+	}
+	if d, err := l.Sync(); err != nil || d != next || l.Durable() != next {
+		t.Fatalf("first Sync: durable %d (%v), want %d", d, err, next)
 	}
 	if got := readAll(t, l, 0); !bytes.Equal(got, g.upTo(next)) {
 		t.Fatalf("kept %d bytes, want %d", len(got), len(g.upTo(next)))
@@ -984,11 +990,13 @@ func TestClaimReplacedByRename(t *testing.T) {
 	}
 }
 
-// TestFailoverRecoverySharesSyncfs: after a kill, the next leader opens
+// TestFailoverRecoveryDefersSync: after a kill, the next leader opens
 // every partition of the dead broker at once, each with a tail that may
-// never have reached the disk. In syncfs mode they share rounds instead of
-// an fdatasync each, and what they recovered is served.
-func TestFailoverRecoverySharesSyncfs(t *testing.T) {
+// never have reached the disk. Opening costs no flush: Durable stays below
+// the unsynced tail until the first Sync, and in syncfs mode those first
+// Syncs share rounds instead of an fdatasync each. What they recovered is
+// served.
+func TestFailoverRecoveryDefersSync(t *testing.T) {
 	root := t.TempDir()
 	dead := testOpener(t, root)
 	const logs = 32
@@ -999,30 +1007,49 @@ func TestFailoverRecoverySharesSyncfs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		appendN(t, sl.(*Log), 3, 2, 10, 1) // appended, never synced nor closed: the broker died
+		l := sl.(*Log)
+		appendN(t, l, 1, 2, 10, 1)
+		if _, err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		appendN(t, l, 2, 2, 10, 1) // appended, never synced nor closed: the broker died
 	}
 	next := testOpener(t, root)
+	opened := make([]*Log, logs)
 	before := Fsyncs()
-	var wg sync.WaitGroup
 	for p := range logs {
+		id := testID
+		id.Partition = int32(p)
+		l, err := next.Open(id, storage.LogConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened[p] = l.(*Log)
+		if l.NextOffset() != 6 || l.Durable() != 0 {
+			t.Errorf("partition %d: recovered to %d, durable %d; want 6, durable 0 (nothing was indexed)", p, l.NextOffset(), l.Durable())
+		}
+	}
+	if got := Fsyncs() - before; got != 0 {
+		t.Fatalf("opening %d unclean tails took %d device flushes, want none", logs, got)
+	}
+	var wg sync.WaitGroup
+	for _, l := range opened {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id := testID
-			id.Partition = int32(p)
-			l, err := next.Open(id, storage.LogConfig{})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if l.NextOffset() != 6 || l.Durable() != 6 {
-				t.Errorf("partition %d: recovered to %d, durable %d; want 6", p, l.NextOffset(), l.Durable())
+			if d, err := l.Sync(); err != nil || d != 6 {
+				t.Errorf("first Sync: durable %d (%v), want 6", d, err)
 			}
 		}()
 	}
 	wg.Wait()
 	if got := Fsyncs() - before; got < 1 || got >= logs {
-		t.Fatalf("recovering %d unclean tails took %d device flushes, want at least one shared round and fewer than one each", logs, got)
+		t.Fatalf("the first Syncs of %d recovered logs took %d device flushes, want at least one shared round and fewer than one each", logs, got)
+	}
+	for p, l := range opened {
+		if got := len(readAll(t, l, 0)); got == 0 {
+			t.Errorf("partition %d: nothing served after the first Sync", p)
+		}
 	}
 }
 
@@ -1074,5 +1101,98 @@ func TestSpareNotEmpty(t *testing.T) {
 	defer l.Close()
 	if got := readAll(t, l, 0); !bytes.Equal(got, concat(want)) {
 		t.Fatalf("read back %d bytes, want %d", len(got), len(concat(want)))
+	}
+}
+
+// TestReleaseLeavesTailToNextLeader: a handoff's Release flushes nothing
+// and does not wait for a Sync in flight; its index trailer covers what
+// the last Sync covered, so the next leader trusts that prefix, scans only
+// the tail after it, keeps the tail, and makes it durable with its first
+// Sync. If that tail never reached the disk (a crash in between), the next
+// leader keeps the prefix.
+func TestReleaseLeavesTailToNextLeader(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose bool // the machine crashed before the next leader's Sync: the tail is gone
+	}{{"tail kept", false}, {"tail lost", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			l := openLogT(t, testOpener(t, root), storage.LogConfig{Claim: true, ClaimEpoch: 1})
+			if err := l.AssignEpoch(1, 0); err != nil {
+				t.Fatal(err)
+			}
+			synced := appendN(t, l, 3, 2, 100, 1)
+			if _, err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			tail := appendN(t, l, 2, 2, 100, 50)
+			active := filepath.Join(l.Dir(), segName(1, 0))
+			// A Sync in flight holds syncMu: Release must not wait for it.
+			l.syncMu.Lock()
+			before := Fsyncs()
+			released := make(chan error, 1)
+			go func() { released <- l.Release() }()
+			select {
+			case err := <-released:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Release waited for the Sync in flight")
+			}
+			l.syncMu.Unlock()
+			if n := Fsyncs() - before; n != 0 {
+				t.Fatalf("Release flushed %d times, want 0", n)
+			}
+			if l.Durable() != 6 {
+				t.Fatalf("released with durable %d, want 6", l.Durable())
+			}
+			tr, ok := readTrailer(active + indexSuffix)
+			if !ok || tr.next != 6 || tr.size != int64(len(concat(synced))) {
+				t.Fatalf("trailer %+v (ok %v), want the synced prefix: next 6, size %d", tr, ok, len(concat(synced)))
+			}
+			if tc.lose {
+				if err := os.Truncate(active+logSuffix, tr.size+30); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var logs bytes.Buffer
+			o, err := NewOpener(root, zerolog.New(&logs).Level(zerolog.DebugLevel), DeleteDelay(time.Hour), Sync(SyncFilesystem))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = o.Close() })
+			l = openLogT(t, o, storage.LogConfig{Claim: true, ClaimEpoch: 2})
+			defer l.Close()
+			want, end := concat(append(synced, tail...)), int64(10)
+			if tc.lose {
+				want, end = concat(synced), 6
+			}
+			if l.NextOffset() != end || l.Durable() != 6 {
+				t.Fatalf("next leader: next %d durable %d, want %d and 6", l.NextOffset(), l.Durable(), end)
+			}
+			var rec struct {
+				Scanned int64 `json:"scanned_bytes"`
+			}
+			for _, line := range bytes.Split(logs.Bytes(), []byte("\n")) {
+				if bytes.Contains(line, []byte(`"log recovered"`)) {
+					if err := json.Unmarshal(line, &rec); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if wantScan := int64(len(want)) - tr.size; rec.Scanned != wantScan {
+				t.Fatalf("the next leader scanned %d bytes, want only the tail's %d", rec.Scanned, wantScan)
+			}
+			if err := l.AssignEpoch(2, l.NextOffset()); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := l.Sync(); err != nil || d != end {
+				t.Fatalf("first Sync: durable %d (%v), want %d", d, err, end)
+			}
+			if got := readAll(t, l, 0); !bytes.Equal(got, want) {
+				t.Fatalf("read back %d bytes, want %d", len(got), len(want))
+			}
+		})
 	}
 }

@@ -318,6 +318,21 @@ func (l *Log) createSpares() {
 	}
 }
 
+// writeIndexFiles writes the index files of the segment at prefix: entries
+// and a trailer asserting that the segment's bytes below sum.size are
+// durable. The time index first: the index's trailer is what recovery
+// trusts, and both must agree (loadIndex), so a crash between the two
+// writes costs a scan, never a wrong index.
+func (l *Log) writeIndexFiles(prefix string, entries []indexEntry, sum summary) error {
+	if err := overwriteFile(prefix+timeIndexSuffix, encodeTimeIndex(entries), l.fileMode); err != nil {
+		return fmt.Errorf("disklog: write index: %w", err)
+	}
+	if err := overwriteFile(prefix+indexSuffix, encodeIndex(entries, sum), l.fileMode); err != nil {
+		return fmt.Errorf("disklog: write index: %w", err)
+	}
+	return nil
+}
+
 // createIndexFiles creates a segment's index files empty unless they exist
 // (an empty index reads as absent, like a missing one). Failing here only
 // means writeIndex creates them later.
@@ -366,14 +381,8 @@ func (l *Log) writeIndex(s *segment) error {
 	prefix := s.prefix()
 	s.mu.RUnlock()
 	sum.count = uint32(len(entries))
-	// The time index first: the index's trailer is what recovery trusts,
-	// and both must agree (loadIndex), so a crash between the two writes
-	// costs a scan, never a wrong index.
-	if err := overwriteFile(prefix+timeIndexSuffix, encodeTimeIndex(entries), l.fileMode); err != nil {
-		return fmt.Errorf("disklog: write index: %w", err)
-	}
-	if err := overwriteFile(prefix+indexSuffix, encodeIndex(entries, sum), l.fileMode); err != nil {
-		return fmt.Errorf("disklog: write index: %w", err)
+	if err := l.writeIndexFiles(prefix, entries, sum); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	if s.size == sum.size {

@@ -289,7 +289,10 @@ type segment struct {
 	// cleanTail: at Open, the index trailer covered the whole file (it was
 	// fdatasync'ed before a clean close wrote the trailer).
 	cleanTail bool
-	deleted   bool
+	// trusted: at Open, the offset below which the segment was known
+	// durable (its index trailer's end, or its base).
+	trusted int64
+	deleted bool
 	// verified is how many bytes were CRC-checked in this process; sealed
 	// segments trusted from their trailer at Open are verified lazily on
 	// first read. corruptAt is where verification failed (-1: never).
