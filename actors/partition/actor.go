@@ -130,16 +130,16 @@ type Actor struct {
 	producers *Producers
 	hw        int64 // durable high watermark
 
-	syncing    bool
+	syncing bool
 	// lastSyncGen: the generation of the group commit in flight when the
 	// partition was relinquished (its waiters are acknowledged by it, not
 	// by the close); 0: none.
 	lastSyncGen uint64
-	syncSeq    uint64
-	waiters    []ackWaiter
-	watchers   []messages.WatchHighWatermark
-	pending    []any // requests that arrived while opening
-	superseded bool  // a newer leader claimed the files (Log.Superseded)
+	syncSeq     uint64
+	waiters     []ackWaiter
+	watchers    []messages.WatchHighWatermark
+	pending     []any // requests that arrived while opening
+	superseded  bool  // a newer leader claimed the files (Log.Superseded)
 	// closeOnOpen is a relinquish that arrived while the log was opening.
 	closeOnOpen *closeRequest
 	lastTake    *messages.TakeLeadership // what the open in flight (or failed) was for
@@ -329,7 +329,7 @@ func recoverProducers(l storage.Log) (*Producers, error) {
 	prods := NewProducers()
 	from := l.StartOffset()
 	if snap, err := l.ReadSnapshot("producers"); err == nil && snap != nil {
-		if p, off, err := LoadSnapshot(snap); err == nil && off <= l.NextOffset() && off >= from {
+		if p, off, end, err := LoadSnapshot(snap); err == nil && off <= l.NextOffset() && off >= from && snapshotFits(l, off, end) {
 			prods, from = p, off
 		}
 	}
@@ -344,6 +344,25 @@ func recoverProducers(l storage.Log) (*Producers, error) {
 	}
 	return prods, nil
 }
+
+// snapshotFits reports whether the log holds, just below off, the batch the
+// snapshot says ends there. A snapshot that names none is not checked.
+func snapshotFits(l storage.Log, off int64, end *LastBatch) bool {
+	if end == nil {
+		return true
+	}
+	if end.Next != off || off <= l.StartOffset() {
+		return false
+	}
+	fits := false
+	_ = l.ScanHeaders(end.Base, func(h batch.Header) error {
+		fits = end.Matches(h)
+		return errStopScan
+	})
+	return fits
+}
+
+var errStopScan = errors.New("stop scan")
 
 func (a *Actor) opened(ctx actor.Context, m *logOpened) {
 	if req := a.closeOnOpen; req != nil && m.gen == req.openGen {
@@ -627,6 +646,9 @@ func (a *Actor) produce(ctx actor.Context, m *messages.Produce) {
 		batch.SetLogAppendTime(b, now)
 		res.LogAppendTime = now
 		h.MaxTimestamp = now
+		if ph, err := batch.ParseHeader(b); err == nil {
+			h.CRC = ph.CRC // rewritten with the timestamp
+		}
 	}
 	h.BaseOffset, h.LeaderEpoch = base, a.leaderEpoch
 	if err := a.plog.Append(b, h); err != nil {

@@ -323,3 +323,150 @@ func TestSupersededLeaderDoesNotAcknowledge(t *testing.T) {
 		t.Fatalf("produce after the claim: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
 	}
 }
+
+// releaseGateLog is a slowLog whose Release blocks until released: a close
+// that takes long on a loaded broker.
+type releaseGateLog struct {
+	*slowLog
+	releaseGate chan struct{}
+}
+
+func (l releaseGateLog) Release() error {
+	<-l.releaseGate
+	return l.slowLog.Release()
+}
+
+type releaseGateOpener struct{ log releaseGateLog }
+
+func (o releaseGateOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, error) {
+	return o.log, nil
+}
+func (o releaseGateOpener) Remove(storage.PartitionID) error { return nil }
+func (o releaseGateOpener) Persistent() bool                 { return true }
+
+// A relinquished partition answers its acks=all waiters without waiting for
+// its close: the group commit in flight acknowledges what it covers, and
+// the batches after it (which Release leaves to the next leader's first
+// Sync) get NOT_LEADER_OR_FOLLOWER at once, so their producers retry at the
+// next leader while this one is still closing.
+func TestRelinquishAnswersWaitersBeforeTheClose(t *testing.T) {
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	l := releaseGateLog{slowLog: sl, releaseGate: make(chan struct{})}
+	ref := spawn(t, releaseGateOpener{log: l}, 10*time.Second)
+	covered := produce(ref, -1, "a") // its Sync is in flight, blocked
+	time.Sleep(50 * time.Millisecond)
+	after := produce(ref, -1, "b") // appended after that Sync began
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan error, 1)
+	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
+	time.Sleep(50 * time.Millisecond)
+	close(sl.release) // the Sync in flight completes; Release stays blocked
+	if r := within(t, covered, time.Second, "batch covered by the Sync in flight"); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("batch covered by the last Sync: error %d offset %d, want acknowledged at 0", r.ErrorCode, r.BaseOffset)
+	}
+	if r := within(t, after, time.Second, "batch after the last Sync"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("batch after the last Sync: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
+	}
+	select {
+	case <-done:
+		t.Fatal("release reported before the log was released")
+	default:
+	}
+	close(l.releaseGate)
+	if err := within(t, done, time.Second, "release"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A leader that opens a log whose tail the previous leader released
+// unsynced (Durable below NextOffset) syncs it at once: a producer's retry
+// of a batch in that tail is a duplicate, appends nothing, and must still
+// be acknowledged.
+func TestOpenSyncsAnInheritedTail(t *testing.T) {
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	close(sl.release)
+	spec := batch.Spec{ProducerID: 9, ProducerEpoch: 0, BaseSequence: 0, Values: [][]byte{[]byte("x"), []byte("y")}}
+	b := batch.Build(spec)
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.Append(b, h); err != nil {
+		t.Fatal(err)
+	}
+	if sl.Durable() != 0 || sl.NextOffset() != 2 {
+		t.Fatalf("fixture: durable %d next %d, want 0 and 2", sl.Durable(), sl.NextOffset())
+	}
+	ref := spawn(t, slowOpener{log: sl}, 10*time.Second)
+	out := make(chan messages.ProduceResult, 1)
+	ref.Send(&messages.Produce{Batch: batch.Build(spec), Acks: -1, Reply: func(r messages.ProduceResult) { out <- r }})
+	if r := within(t, out, 2*time.Second, "retry of an inherited batch"); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("retry of an inherited batch: error %d offset %d, want acknowledged at 0", r.ErrorCode, r.BaseOffset)
+	}
+	if sl.NextOffset() != 2 {
+		t.Fatalf("the retry was appended again: log end %d", sl.NextOffset())
+	}
+}
+
+// A producer snapshot that outlived the tail it describes (a crash after a
+// handoff lost the tail, then the log grew past the snapshot's offset with
+// other batches) is not trusted: the state is rebuilt from the log.
+func TestStaleProducerSnapshotIsRebuilt(t *testing.T) {
+	mk := func(pid int64, seq int32, base int64) ([]byte, batch.Header) {
+		b := batch.Build(batch.Spec{BaseOffset: base, ProducerID: pid, BaseSequence: seq, Values: [][]byte{[]byte("1"), []byte("2")}})
+		h, err := batch.ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, h
+	}
+	a, ha := mk(9, 0, 0)
+	_, hb := mk(9, 2, 2) // appended, then lost with the tail
+	c, hc := mk(7, 0, 2) // another producer's batch, at the same offsets
+	_, h5 := mk(5, 0, 0) // known only from the snapshot (its batch left the log)
+	old := NewProducers()
+	old.Record(h5)
+	old.Record(ha)
+	old.Record(hb)
+	snap, err := old.Snapshot(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		tail  [][]byte
+		stale bool
+	}{{"tail kept", nil, false}, {"tail lost and replaced", [][]byte{c}, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := memlog.New(storage.LogConfig{})
+			bs := [][]byte{a}
+			if tc.stale {
+				bs = append(bs, tc.tail...)
+			} else {
+				b, _ := mk(9, 2, 2)
+				bs = append(bs, b)
+			}
+			for _, b := range bs {
+				h, _ := batch.ParseHeader(b)
+				if err := l.Append(b, h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := l.WriteSnapshot("producers", snap); err != nil {
+				t.Fatal(err)
+			}
+			p, err := recoverProducers(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dupB := p.Check(hb).Duplicate != nil
+			dupC := p.Check(hc).Duplicate != nil
+			if tc.stale && (dupB || !dupC) {
+				t.Fatalf("stale snapshot trusted: lost batch duplicate=%v, batch in the log duplicate=%v", dupB, dupC)
+			}
+			if !tc.stale && (!dupB || p.Check(h5).Duplicate == nil) {
+				t.Fatal("a snapshot that fits the log was not used")
+			}
+		})
+	}
+}

@@ -42,6 +42,26 @@ func (e *ProducerEntry) lastSeq() int32 {
 // is never trusted over the log.
 type Producers struct {
 	m map[int64]*ProducerEntry
+	// last is the last batch recorded (any producer, or none): a snapshot
+	// names it so that a snapshot outliving the log tail it describes is
+	// recognised (see LastBatch).
+	last *LastBatch
+}
+
+// LastBatch identifies the batch that ends where a snapshot begins. A
+// leader hands a partition over without syncing its tail (the next
+// leader's first Sync does): a crash before that Sync can lose the tail
+// and keep the snapshot written beside it, and once the log grows past the
+// snapshot's offset again, other batches sit where the snapshot's were.
+type LastBatch struct {
+	Base int64  `json:"base"`
+	Next int64  `json:"next"`
+	CRC  uint32 `json:"crc"`
+}
+
+// Matches reports whether h is the batch b names.
+func (b LastBatch) Matches(h batch.Header) bool {
+	return h.BaseOffset == b.Base && h.NextOffset() == b.Next && h.CRC == b.CRC
 }
 
 // NewProducers returns an empty table.
@@ -107,6 +127,7 @@ func (p *Producers) Check(h batch.Header) CheckResult {
 
 // Record remembers an appended batch (h carries its final offsets).
 func (p *Producers) Record(h batch.Header) {
+	p.last = &LastBatch{Base: h.BaseOffset, Next: h.NextOffset(), CRC: h.CRC}
 	if !h.HasProducer() {
 		return
 	}
@@ -142,13 +163,19 @@ func (p *Producers) Len() int { return len(p.m) }
 
 type producerSnapshot struct {
 	// Offset is the log end offset the snapshot covers (exclusive).
-	Offset    int64            `json:"offset"`
+	Offset int64 `json:"offset"`
+	// End is the batch ending at Offset, when the table recorded it
+	// (absent in snapshots of older brokers: not checked).
+	End       *LastBatch       `json:"end,omitempty"`
 	Producers []*ProducerEntry `json:"producers"`
 }
 
 // Snapshot encodes the table as of log end offset off.
 func (p *Producers) Snapshot(off int64) ([]byte, error) {
 	s := producerSnapshot{Offset: off}
+	if p.last != nil && p.last.Next == off {
+		s.End = p.last
+	}
 	for _, e := range p.m {
 		s.Producers = append(s.Producers, e)
 	}
@@ -156,15 +183,17 @@ func (p *Producers) Snapshot(off int64) ([]byte, error) {
 	return json.Marshal(s)
 }
 
-// LoadSnapshot restores a table and returns the offset it covers.
-func LoadSnapshot(b []byte) (*Producers, int64, error) {
+// LoadSnapshot restores a table and returns the offset it covers and the
+// batch it says ends there (nil: not recorded).
+func LoadSnapshot(b []byte) (*Producers, int64, *LastBatch, error) {
 	var s producerSnapshot
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, 0, fmt.Errorf("decode producer snapshot: %w", err)
+		return nil, 0, nil, fmt.Errorf("decode producer snapshot: %w", err)
 	}
 	p := NewProducers()
 	for _, e := range s.Producers {
 		p.m[e.ID] = e
 	}
-	return p, s.Offset, nil
+	p.last = s.End
+	return p, s.Offset, s.End, nil
 }

@@ -290,24 +290,27 @@ func BenchmarkGroupCommitManyLogs(b *testing.B) {
 // read, epoch stamp, first append and Sync. One op moves all 50. "idle"
 // reports the CPU a move costs (nothing else runs); "loaded" moves them
 // while 200 other logs append and group-commit as fast as they can, and
-// reports the slowest move of an op (p99 over the run). "spares" is the
-// broker's setting: every log has its spare set when the move starts (the
-// wait for the janitor's new sets is outside the timer, but their CPU is in
-// cpu-ms/move); "created" is the baseline without spares.
+// reports the slowest move of an op (p99 over the run). Each log has one
+// batch appended but not yet synced when its move starts, as a loaded
+// leader has. "release" is the broker's handoff: Release leaves that batch
+// to the new leader's first Sync, and the log's spare set is taken by
+// rename (the wait for the janitor's new sets is outside the timer, but
+// their CPU is in cpu-ms/move). Baselines: "close" syncs the batch before
+// closing; "close-created" also creates the new segment and its indexes
+// (no spares).
 //
 //	go test ./storage/disklog -run '^$' -bench BenchmarkLeadershipMove -benchtime 20x
 func BenchmarkLeadershipMove(b *testing.B) {
-	for _, spares := range []bool{true, false} {
-		name := "created"
-		if spares {
-			name = "spares"
-		}
-		b.Run("idle/"+name, func(b *testing.B) { benchmarkMoves(b, 0, spares) })
-		b.Run("loaded/"+name, func(b *testing.B) { benchmarkMoves(b, 200, spares) })
+	for _, v := range []struct {
+		name            string
+		spares, release bool
+	}{{"release", true, true}, {"close", true, false}, {"close-created", false, false}} {
+		b.Run("idle/"+v.name, func(b *testing.B) { benchmarkMoves(b, 0, v.spares, v.release) })
+		b.Run("loaded/"+v.name, func(b *testing.B) { benchmarkMoves(b, 200, v.spares, v.release) })
 	}
 }
 
-func benchmarkMoves(b *testing.B, background int, spares bool) {
+func benchmarkMoves(b *testing.B, background int, spares, release bool) {
 	const moving = 50
 	dir := b.TempDir()
 	delay := time.Duration(-1)
@@ -405,11 +408,23 @@ func benchmarkMoves(b *testing.B, background int, spares bool) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				// The batch a loaded leader has appended but not yet group
+				// committed when it is relinquished.
+				bt := append([]byte(nil), tmpl...)
+				batch.SetBaseOffset(bt, logs[p].NextOffset())
+				h, _ := batch.ParseHeader(bt)
+				if err := logs[p].Append(bt, h); err != nil {
+					b.Error(err)
+				}
 				start := time.Now()
 				if err := logs[p].WriteSnapshot("producers", make([]byte, 100)); err != nil {
 					b.Error(err)
 				}
-				if err := logs[p].Close(); err != nil {
+				closeLog := logs[p].Close
+				if release {
+					closeLog = logs[p].Release
+				}
+				if err := closeLog(); err != nil {
 					b.Error(err)
 				}
 				logs[p] = open(to, p, epoch)
