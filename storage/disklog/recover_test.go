@@ -575,6 +575,60 @@ func TestHandoffFsyncs(t *testing.T) {
 	}
 }
 
+// TestReleaseFsyncs: a handoff's Release with an unsynced tail costs no
+// flush, nor does the next leader's open; that leader's first Sync makes
+// the inherited tail durable with its own first batch: the sealed segment
+// and the new one and the directory, or one syncfs round.
+func TestReleaseFsyncs(t *testing.T) {
+	for _, mode := range []struct {
+		name      string
+		sync      SyncMode
+		firstSync int64
+	}{{"file", SyncFiles, 3}, {"syncfs", SyncFilesystem, 1}} {
+		t.Run(mode.name, func(t *testing.T) {
+			o := testOpener(t, t.TempDir(), Sync(mode.sync))
+			l := openLogT(t, o, crashCfg)
+			if err := l.AssignEpoch(1, 0); err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, l, 20, 2, 60, 1)
+			if _, err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, l, 1, 2, 60, 1) // not yet group committed
+			count := func(what string, want int64, fn func() error) {
+				t.Helper()
+				before := Fsyncs()
+				if err := fn(); err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if got := Fsyncs() - before; got != want {
+					t.Fatalf("%s: %d fsyncs, want %d", what, got, want)
+				}
+			}
+			count("release with an unsynced tail", 0, l.Release)
+			var l2 *Log
+			count("open of a released log + new epoch", 0, func() error {
+				sl, err := o.Open(l.id, crashCfg)
+				if err != nil {
+					return err
+				}
+				l2 = sl.(*Log)
+				return l2.AssignEpoch(2, l2.NextOffset())
+			})
+			defer l2.Close()
+			if l2.NextOffset() != 42 || l2.Durable() != 40 {
+				t.Fatalf("next leader: next %d durable %d, want 42 and 40", l2.NextOffset(), l2.Durable())
+			}
+			appendN(t, l2, 1, 1, 60, 1)
+			count("first sync under the new epoch", mode.firstSync, func() error { _, err := l2.Sync(); return err })
+			if l2.Durable() != 43 {
+				t.Fatalf("durable %d after the first sync, want 43", l2.Durable())
+			}
+		})
+	}
+}
+
 func testHandoffFsyncs(t *testing.T, sync SyncMode, firstSync int64) {
 	root := t.TempDir()
 	o := testOpener(t, root, Sync(sync))
