@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -637,5 +638,33 @@ func TestZeroCopyWriteTo(t *testing.T) {
 	}
 	if l.StartOffset() == 0 {
 		t.Fatal("retention did not run")
+	}
+}
+
+// TestScanLastHeaderReadsLittle: every open checks that the producer
+// snapshot's last batch is in the log with one ScanHeaders from that batch;
+// its buffer is sized to what is left to read, not to the 1 MiB window a
+// long scan uses (a 1,000-partition move opens a thousand logs at once).
+func TestScanLastHeaderReadsLittle(t *testing.T) {
+	l := openLogT(t, testOpener(t, t.TempDir()), storage.LogConfig{SegmentBytes: 64 << 20})
+	defer l.Close()
+	appendN(t, l, 200, 10, 1000, 1) // ~2 MiB in one segment
+	last := l.NextOffset() - 10
+	scan := func() {
+		n := 0
+		if err := l.ScanHeaders(last, func(h batch.Header) error { n++; return nil }); err != nil || n != 1 {
+			t.Fatalf("scan from the last batch: %d headers, %v", n, err)
+		}
+	}
+	scan()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 20
+	for range runs {
+		scan()
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per > 64<<10 {
+		t.Fatalf("a scan of the last batch allocated %d bytes, want well under the 1 MiB window", per)
 	}
 }

@@ -16,13 +16,18 @@ import (
 type window struct {
 	f   *os.File
 	end int64 // bytes past end are never read
+	max int   // the buffer's size at most
 	buf []byte
 	off int64 // file position of buf[0]
 	n   int
 }
 
+// newWindow returns a window of at most size bytes. The buffer is made on
+// first use, no larger than the bytes left from there to end: reading the
+// last batch's header (a producer snapshot's check at every open) must not
+// cost a 1 MiB allocation per partition in a 1,000-partition move.
 func newWindow(f *os.File, end int64, size int) *window {
-	return &window{f: f, end: end, buf: make([]byte, size)}
+	return &window{f: f, end: end, max: size}
 }
 
 var errShort = errors.New("read past the end of the valid data")
@@ -37,8 +42,8 @@ func (w *window) get(pos int64, size int) ([]byte, error) {
 		i := int(pos - w.off)
 		return w.buf[i : i+size], nil
 	}
-	if size > len(w.buf) {
-		w.buf = make([]byte, size)
+	if want := max(size, int(min(int64(w.max), w.end-pos))); want > len(w.buf) {
+		w.buf = make([]byte, want)
 	}
 	n := int(min(int64(len(w.buf)), w.end-pos))
 	m, err := w.f.ReadAt(w.buf[:n], pos)
