@@ -526,6 +526,9 @@ func (a *Actor) closed(m *logClosed) {
 	}
 	a.lastSyncGen = 0
 	a.failWaiters()
+	// A Sync still in flight on the closed log answers a generation that
+	// is gone: a later Take of this actor must be able to start its own.
+	a.syncing = false
 	a.plog = nil
 	a.producers = nil
 	if m.gen == a.gen {
@@ -708,6 +711,7 @@ func (a *Actor) synced(ctx actor.Context, m *syncDone) {
 	if a.state == stateClosing && a.lastSyncGen != 0 && m.gen == a.lastSyncGen {
 		// The last group commit of a relinquished partition.
 		a.lastSyncGen = 0
+		a.syncing = false
 		if m.err == nil {
 			a.advanceHW(m.upTo)
 		}

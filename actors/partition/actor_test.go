@@ -470,3 +470,35 @@ func TestStaleProducerSnapshotIsRebuilt(t *testing.T) {
 		})
 	}
 }
+
+// An actor relinquished while its group commit was in flight, then given
+// the partition again (within its retirement delay), group-commits again:
+// the old Sync's answer belongs to a generation that is gone.
+type freshSlowOpener struct{ release chan struct{} }
+
+func (o freshSlowOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, error) {
+	return &slowLog{Log: memlog.New(storage.LogConfig{}), release: o.release}, nil
+}
+func (o freshSlowOpener) Remove(storage.PartitionID) error { return nil }
+func (o freshSlowOpener) Persistent() bool                 { return true }
+
+func TestRetakeAfterRelinquishDuringSync(t *testing.T) {
+	sl := freshSlowOpener{release: make(chan struct{})}
+	ref := spawn(t, sl, 10*time.Second)
+	first := produce(ref, -1, "a") // its Sync blocks
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan error, 1)
+	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
+	if err := within(t, done, time.Second, "release"); err != nil {
+		t.Fatal(err)
+	}
+	if r := within(t, first, time.Second, "produce during the release"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("produce during the release: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
+	}
+	close(sl.release) // the old Sync returns now, after the release
+	time.Sleep(50 * time.Millisecond)
+	ref.Send(&messages.TakeLeadership{TopicID: "id", LeaderEpoch: 4, Config: map[string]string{}})
+	if r := within(t, produce(ref, -1, "b"), 2*time.Second, "produce after the retake"); r.ErrorCode != 0 {
+		t.Fatalf("produce after the retake: error %d", r.ErrorCode)
+	}
+}
