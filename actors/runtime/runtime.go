@@ -63,6 +63,19 @@ func SpawnChild(ctx actor.Context, name string, producer func() actor.Actor) (Re
 	return Ref{pid: pid, sys: &System{as: ctx.ActorSystem()}}, nil
 }
 
+// SpawnChildPrefix starts an actor under a parent with a name that starts
+// with prefix and is never reused: a child stopped a moment ago keeps its
+// name until its mailbox has drained (a controller stopped while an
+// apiserver call blocks its Receive), and a successor spawned under that
+// same name would fail.
+func SpawnChildPrefix(ctx actor.Context, prefix string, producer func() actor.Actor) (Ref, error) {
+	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(producer), prefix+ctx.ActorSystem().ProcessRegistry.NextId())
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{pid: pid, sys: &System{as: ctx.ActorSystem()}}, nil
+}
+
 // RefOf wraps a PID seen inside an actor (for example ctx.Self()).
 func RefOf(ctx actor.Context, pid *actor.PID) Ref {
 	return Ref{pid: pid, sys: &System{as: ctx.ActorSystem()}}

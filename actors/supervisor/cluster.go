@@ -329,7 +329,10 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 	if m.ctx.Err() != nil {
 		return // deposed before this message was handled
 	}
-	ref, err := runtime.SpawnChild(ctx, fmt.Sprintf("controller-%d", m.epoch), controller.New(controller.Config{
+	// A broker that lost the Lease and won it back keeps its epoch (client-go
+	// counts a transition only when the holder changes), while the old
+	// controller may still be stopping: a fresh name each time.
+	ref, err := runtime.SpawnChildPrefix(ctx, fmt.Sprintf("controller-%d-", m.epoch), controller.New(controller.Config{
 		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
 		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
 		StillLeader:     func() bool { return s.isLeader.Load() && m.ctx.Err() == nil },
