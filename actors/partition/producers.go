@@ -44,8 +44,10 @@ type Producers struct {
 	m map[int64]*ProducerEntry
 	// last is the last batch recorded (any producer, or none): a snapshot
 	// names it so that a snapshot outliving the log tail it describes is
-	// recognised (see LastBatch).
-	last *LastBatch
+	// recognised (see LastBatch). By value: Record runs for every
+	// appended batch.
+	last    LastBatch
+	hasLast bool
 }
 
 // LastBatch identifies the batch that ends where a snapshot begins. A
@@ -127,7 +129,7 @@ func (p *Producers) Check(h batch.Header) CheckResult {
 
 // Record remembers an appended batch (h carries its final offsets).
 func (p *Producers) Record(h batch.Header) {
-	p.last = &LastBatch{Base: h.BaseOffset, Next: h.NextOffset(), CRC: h.CRC}
+	p.last, p.hasLast = LastBatch{Base: h.BaseOffset, Next: h.NextOffset(), CRC: h.CRC}, true
 	if !h.HasProducer() {
 		return
 	}
@@ -173,8 +175,9 @@ type producerSnapshot struct {
 // Snapshot encodes the table as of log end offset off.
 func (p *Producers) Snapshot(off int64) ([]byte, error) {
 	s := producerSnapshot{Offset: off}
-	if p.last != nil && p.last.Next == off {
-		s.End = p.last
+	if p.hasLast && p.last.Next == off {
+		end := p.last
+		s.End = &end
 	}
 	for _, e := range p.m {
 		s.Producers = append(s.Producers, e)
@@ -194,6 +197,8 @@ func LoadSnapshot(b []byte) (*Producers, int64, *LastBatch, error) {
 	for _, e := range s.Producers {
 		p.m[e.ID] = e
 	}
-	p.last = s.End
+	if s.End != nil {
+		p.last, p.hasLast = *s.End, true
+	}
 	return p, s.Offset, s.End, nil
 }
