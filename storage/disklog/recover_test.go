@@ -575,6 +575,42 @@ func TestHandoffFsyncs(t *testing.T) {
 	}
 }
 
+// countFsyncs runs fn and fails unless it cost exactly want device flushes.
+func countFsyncs(t *testing.T, what string, want int64, fn func() error) {
+	t.Helper()
+	before := Fsyncs()
+	if err := fn(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if got := Fsyncs() - before; got != want {
+		t.Fatalf("%s: %d fsyncs, want %d", what, got, want)
+	}
+}
+
+// syncedLog opens a log at epoch 1 with 20 batches of 2 records, synced.
+func syncedLog(t *testing.T, o *Opener) *Log {
+	t.Helper()
+	l := openLogT(t, o, crashCfg)
+	if err := l.AssignEpoch(1, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 20, 2, 60, 1)
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// openAtEpoch opens a log as the next leader does: open, then stamp epoch.
+func openAtEpoch(o *Opener, id storage.PartitionID, epoch int32) (*Log, error) {
+	sl, err := o.Open(id, crashCfg)
+	if err != nil {
+		return nil, err
+	}
+	l := sl.(*Log)
+	return l, l.AssignEpoch(epoch, l.NextOffset())
+}
+
 // TestReleaseFsyncs: a handoff's Release with an unsynced tail costs no
 // flush, nor does the next leader's open; that leader's first Sync makes
 // the inherited tail durable with its own first batch: the sealed segment
@@ -587,35 +623,12 @@ func TestReleaseFsyncs(t *testing.T) {
 	}{{"file", SyncFiles, 3}, {"syncfs", SyncFilesystem, 1}} {
 		t.Run(mode.name, func(t *testing.T) {
 			o := testOpener(t, t.TempDir(), Sync(mode.sync))
-			l := openLogT(t, o, crashCfg)
-			if err := l.AssignEpoch(1, 0); err != nil {
-				t.Fatal(err)
-			}
-			appendN(t, l, 20, 2, 60, 1)
-			if _, err := l.Sync(); err != nil {
-				t.Fatal(err)
-			}
+			l := syncedLog(t, o)
 			appendN(t, l, 1, 2, 60, 1) // not yet group committed
-			count := func(what string, want int64, fn func() error) {
-				t.Helper()
-				before := Fsyncs()
-				if err := fn(); err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				if got := Fsyncs() - before; got != want {
-					t.Fatalf("%s: %d fsyncs, want %d", what, got, want)
-				}
-			}
+			count := func(what string, want int64, fn func() error) { t.Helper(); countFsyncs(t, what, want, fn) }
 			count("release with an unsynced tail", 0, l.Release)
 			var l2 *Log
-			count("open of a released log + new epoch", 0, func() error {
-				sl, err := o.Open(l.id, crashCfg)
-				if err != nil {
-					return err
-				}
-				l2 = sl.(*Log)
-				return l2.AssignEpoch(2, l2.NextOffset())
-			})
+			count("open of a released log + new epoch", 0, func() (err error) { l2, err = openAtEpoch(o, l.id, 2); return err })
 			defer l2.Close()
 			if l2.NextOffset() != 42 || l2.Durable() != 40 {
 				t.Fatalf("next leader: next %d durable %d, want 42 and 40", l2.NextOffset(), l2.Durable())
@@ -632,24 +645,8 @@ func TestReleaseFsyncs(t *testing.T) {
 func testHandoffFsyncs(t *testing.T, sync SyncMode, firstSync int64) {
 	root := t.TempDir()
 	o := testOpener(t, root, Sync(sync))
-	l := openLogT(t, o, crashCfg)
-	if err := l.AssignEpoch(1, 0); err != nil {
-		t.Fatal(err)
-	}
-	appendN(t, l, 20, 2, 60, 1)
-	if _, err := l.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	count := func(what string, want int64, fn func() error) {
-		t.Helper()
-		before := Fsyncs()
-		if err := fn(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if got := Fsyncs() - before; got != want {
-			t.Fatalf("%s: %d fsyncs, want %d", what, got, want)
-		}
-	}
+	l := syncedLog(t, o)
+	count := func(what string, want int64, fn func() error) { t.Helper(); countFsyncs(t, what, want, fn) }
 	snap := []byte("producer\nstate\x00with newlines\n")
 	count("snapshot + close after group commit", 0, func() error {
 		if err := l.WriteSnapshot("producers", snap); err != nil {
@@ -658,14 +655,7 @@ func testHandoffFsyncs(t *testing.T, sync SyncMode, firstSync int64) {
 		return l.Close()
 	})
 	var l2 *Log
-	count("open of a cleanly closed log + new epoch", 0, func() error {
-		sl, err := o.Open(l.id, crashCfg)
-		if err != nil {
-			return err
-		}
-		l2 = sl.(*Log)
-		return l2.AssignEpoch(2, l2.NextOffset())
-	})
+	count("open of a cleanly closed log + new epoch", 0, func() (err error) { l2, err = openAtEpoch(o, l.id, 2); return err })
 	if got, err := l2.ReadSnapshot("producers"); err != nil || !bytes.Equal(got, snap) {
 		t.Fatalf("snapshot %q, %v", got, err)
 	}
