@@ -329,7 +329,7 @@ func recoverProducers(l storage.Log) (*Producers, error) {
 	prods := NewProducers()
 	from := l.StartOffset()
 	if snap, err := l.ReadSnapshot("producers"); err == nil && snap != nil {
-		if p, off, end, err := LoadSnapshot(snap); err == nil && off <= l.NextOffset() && off >= from && snapshotFits(l, off, end) {
+		if p, off, err := LoadSnapshot(snap); err == nil && off <= l.NextOffset() && off >= from && snapshotFits(l, off, p) {
 			prods, from = p, off
 		}
 	}
@@ -345,13 +345,15 @@ func recoverProducers(l storage.Log) (*Producers, error) {
 	return prods, nil
 }
 
-// snapshotFits reports whether the log holds, just below off, the batch the
-// snapshot says ends there. A snapshot that names none is not checked.
-func snapshotFits(l storage.Log, off int64, end *LastBatch) bool {
-	if end == nil {
-		return true
+// snapshotFits reports whether the log holds, just below off, the batch a
+// snapshot's table says ends there. A snapshot that names none (an older
+// broker's, or one naming another offset) is not checked.
+func snapshotFits(l storage.Log, off int64, p *Producers) bool {
+	end, ok := p.endsAt(off)
+	if !ok {
+		return !p.hasLast
 	}
-	if end.Next != off || off <= l.StartOffset() {
+	if off <= l.StartOffset() {
 		return false
 	}
 	fits := false

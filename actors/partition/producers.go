@@ -175,8 +175,7 @@ type producerSnapshot struct {
 // Snapshot encodes the table as of log end offset off.
 func (p *Producers) Snapshot(off int64) ([]byte, error) {
 	s := producerSnapshot{Offset: off}
-	if p.hasLast && p.last.Next == off {
-		end := p.last
+	if end, ok := p.endsAt(off); ok {
 		s.End = &end
 	}
 	for _, e := range p.m {
@@ -186,12 +185,11 @@ func (p *Producers) Snapshot(off int64) ([]byte, error) {
 	return json.Marshal(s)
 }
 
-// LoadSnapshot restores a table and returns the offset it covers and the
-// batch it says ends there (nil: not recorded).
-func LoadSnapshot(b []byte) (*Producers, int64, *LastBatch, error) {
+// LoadSnapshot restores a table and returns the offset it covers.
+func LoadSnapshot(b []byte) (*Producers, int64, error) {
 	var s producerSnapshot
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, 0, nil, fmt.Errorf("decode producer snapshot: %w", err)
+		return nil, 0, fmt.Errorf("decode producer snapshot: %w", err)
 	}
 	p := NewProducers()
 	for _, e := range s.Producers {
@@ -200,5 +198,11 @@ func LoadSnapshot(b []byte) (*Producers, int64, *LastBatch, error) {
 	if s.End != nil {
 		p.last, p.hasLast = *s.End, true
 	}
-	return p, s.Offset, s.End, nil
+	return p, s.Offset, nil
+}
+
+// endsAt is the batch the table says ends at off; ok is false when it
+// recorded none there (a snapshot of an older broker: not checked).
+func (p *Producers) endsAt(off int64) (LastBatch, bool) {
+	return p.last, p.hasLast && p.last.Next == off
 }

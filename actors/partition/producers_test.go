@@ -68,14 +68,14 @@ func TestProducersSnapshotRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, off, _, err := LoadSnapshot(b)
+	q, off, err := LoadSnapshot(b)
 	if err != nil || off != 4 || q.Len() != 1 {
 		t.Fatalf("load: %v off=%d len=%d", err, off, q.Len())
 	}
 	if res := q.Check(hdr(9, 1, 2, 2, 2)); res.Duplicate == nil || res.Duplicate.FirstOffset != 2 {
 		t.Fatalf("restored table lost the batch: %+v", res)
 	}
-	if _, _, _, err := LoadSnapshot([]byte("{garbage")); err == nil {
+	if _, _, err := LoadSnapshot([]byte("{garbage")); err == nil {
 		t.Fatal("garbage snapshot accepted")
 	}
 	q.Expire(1 << 62)

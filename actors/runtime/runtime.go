@@ -69,11 +69,7 @@ func SpawnChild(ctx actor.Context, name string, producer func() actor.Actor) (Re
 // apiserver call blocks its Receive), and a successor spawned under that
 // same name would fail.
 func SpawnChildPrefix(ctx actor.Context, prefix string, producer func() actor.Actor) (Ref, error) {
-	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(producer), prefix+ctx.ActorSystem().ProcessRegistry.NextId())
-	if err != nil {
-		return Ref{}, err
-	}
-	return Ref{pid: pid, sys: &System{as: ctx.ActorSystem()}}, nil
+	return SpawnChild(ctx, prefix+ctx.ActorSystem().ProcessRegistry.NextId(), producer)
 }
 
 // RefOf wraps a PID seen inside an actor (for example ctx.Self()).

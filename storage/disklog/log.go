@@ -400,8 +400,8 @@ func (l *Log) syncLocked(dir bool) (int64, error) {
 	return l.durable.Load(), nil
 }
 
-// durablePoint is a segment's state as a Sync covered it: its first
-// entries index entries describe the bytes below size.
+// durablePoint is a segment's state as a Sync covered it: the segment's
+// first `entries` index entries describe its bytes below size.
 type durablePoint struct {
 	s                         *segment
 	next, size, maxTS, maxOff int64

@@ -14,12 +14,12 @@ import (
 // window serves byte ranges of a file through one reusable buffer, reading
 // with pread (safe concurrently with appends and other readers).
 type window struct {
-	f   *os.File
-	end int64 // bytes past end are never read
-	max int   // the buffer's size at most
-	buf []byte
-	off int64 // file position of buf[0]
-	n   int
+	f     *os.File
+	end   int64 // bytes past end are never read
+	limit int   // the buffer's size at most
+	buf   []byte
+	off   int64 // file position of buf[0]
+	n     int
 }
 
 // newWindow returns a window of at most size bytes. The buffer is made on
@@ -27,7 +27,7 @@ type window struct {
 // last batch's header (a producer snapshot's check at every open) must not
 // cost a 1 MiB allocation per partition in a 1,000-partition move.
 func newWindow(f *os.File, end int64, size int) *window {
-	return &window{f: f, end: end, max: size}
+	return &window{f: f, end: end, limit: size}
 }
 
 var errShort = errors.New("read past the end of the valid data")
@@ -42,7 +42,7 @@ func (w *window) get(pos int64, size int) ([]byte, error) {
 		i := int(pos - w.off)
 		return w.buf[i : i+size], nil
 	}
-	if want := max(size, int(min(int64(w.max), w.end-pos))); want > len(w.buf) {
+	if want := max(size, int(min(int64(w.limit), w.end-pos))); want > len(w.buf) {
 		w.buf = make([]byte, want)
 	}
 	n := int(min(int64(len(w.buf)), w.end-pos))
