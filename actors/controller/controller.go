@@ -108,10 +108,12 @@ type Actor struct {
 	haveTopic bool
 	prev      *assignment.Assignment // last written or inherited
 	writing   bool
-	checking  bool // a header read is in flight
-	dirty     bool
-	stopTick  context.CancelFunc
-	lastState map[string]assignment.BrokerState
+	// retryWrite: the last write failed; the next tick recomputes.
+	retryWrite bool
+	checking   bool // a header read is in flight
+	dirty      bool
+	stopTick   context.CancelFunc
+	lastState  map[string]assignment.BrokerState
 	// holding: the last written assignment holds partitions or slots for a
 	// release; a broker catching up with it may be what they wait for.
 	holding bool
@@ -205,7 +207,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.topics, a.haveTopic = m.Topics, true
 		a.recompute(ctx, "topics changed")
 	case *tick:
-		if states := a.states(); !maps.Equal(states, a.lastState) || a.prev == nil || a.prev.ControllerEpoch != a.cfg.Epoch {
+		if a.retryWrite {
+			a.retryWrite = false
+			a.recompute(ctx, "retry after a failed write")
+		} else if states := a.states(); !maps.Equal(states, a.lastState) || a.prev == nil || a.prev.ControllerEpoch != a.cfg.Epoch {
 			a.recompute(ctx, "alive set changed")
 		} else {
 			a.checkFile(ctx)
@@ -220,8 +225,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 			return
 		}
 		if m.err != nil {
+			// Retried at the next tick, not at once: an assignment the
+			// codec refuses would otherwise be recomputed and refused in a
+			// loop.
 			a.cfg.Log.Error().Err(m.err).Msg("write assignment")
-			a.dirty = true
+			a.retryWrite = true
 		} else {
 			a.trackGrants(a.prev, m.a)
 			a.prev = m.a

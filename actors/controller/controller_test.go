@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"os"
 	"sync"
 	"testing"
@@ -233,5 +234,43 @@ func TestStarvedControllerDeclaresNobodyDead(t *testing.T) {
 	}
 	if l := leaders(); l[2] != 2 {
 		t.Fatalf("kaas-2 lost its partition: %v", l)
+	}
+}
+
+// TestFailedWriteRetriesAtTheTick: a write that fails (here the data
+// directory is a regular file) is retried at the next tick, not at once: a
+// refused assignment must not spin the controller in a recompute loop.
+func TestFailedWriteRetriesAtTheTick(t *testing.T) {
+	dir := dataDir(t)
+	notADir := dir + "/file"
+	if err := os.WriteFile(notADir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	attempts := 0
+	sys := runtime.NewSystem()
+	t.Cleanup(sys.Shutdown)
+	const tick = 50 * time.Millisecond
+	ref, err := sys.Spawn("controller", New(Config{
+		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
+		Epoch: 1, DataDir: notADir, DeadAfter: time.Second, Tick: tick, Hub: NewHub(), Log: zerolog.Nop(),
+		VerifyLease: func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			attempts++
+			return nil
+		},
+	}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Send(&TopicsChanged{Topics: map[string]balancer.TopicSpec{"t": {ID: "id-1", Partitions: 3, Config: map[string]string{}}}})
+	time.Sleep(20 * tick)
+	mu.Lock()
+	n := attempts
+	mu.Unlock()
+	// One write per tick at most (plus the first); a loop makes thousands.
+	if n < 2 || n > 22 {
+		t.Fatalf("%d write attempts in %v with a %v tick: want a retry per tick", n, 20*tick, tick)
 	}
 }
