@@ -72,10 +72,21 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int, fast bool)
 		defer close(l.done)
 		seq := make([]int, parts)
 		inflight := make([]atomic.Int32, parts)
+		// KAAS_HANDOFF_INTERVAL (e.g. 100ms) paces each partition to one
+		// record per interval instead of full speed: the same moves with
+		// CPU to spare, to tell the broker's move cost from the load's.
+		lastSent := make([]time.Time, parts)
+		interval, _ := time.ParseDuration(os.Getenv("KAAS_HANDOFF_INTERVAL"))
 		for ctx.Err() == nil {
 			for p := 0; p < parts && ctx.Err() == nil; p++ {
 				if inflight[p].Load() >= maxInflight {
 					continue
+				}
+				if now := time.Now(); interval > 0 {
+					if now.Sub(lastSent[p]) < interval {
+						continue
+					}
+					lastSent[p] = now
 				}
 				inflight[p].Add(1)
 				s := seq[p]

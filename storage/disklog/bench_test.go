@@ -317,7 +317,7 @@ func benchmarkMoves(b *testing.B, background int, spares, release bool) {
 	if spares {
 		delay = 0
 	}
-	brokers := []*Opener{testOpener(b, dir, SpareDelay(delay)), testOpener(b, dir, SpareDelay(delay))}
+	brokers := []*Opener{testOpener(b, dir, SpareDelay(delay), SpareRate(0)), testOpener(b, dir, SpareDelay(delay), SpareRate(0))}
 	// waitSpares waits for every moving log's janitor to make its spare set.
 	waitSpares := func(logs []*Log) {
 		for _, l := range logs {

@@ -51,6 +51,7 @@ type options struct {
 	now          func() time.Time
 	sync         SyncMode
 	spareDelay   time.Duration
+	spareRate    int
 }
 
 // MaxOpenFiles bounds the descriptors kept open for reads of sealed segments
@@ -70,6 +71,15 @@ func DeleteDelay(d time.Duration) Option { return func(o *options) { o.deleteDel
 // a rename 15 µs. Negative: no spares, every segment is created.
 func SpareDelay(d time.Duration) Option { return func(o *options) { o.spareDelay = d } }
 
+// SpareRate bounds how many spare sets the Opener's logs create per second,
+// together (default 100). A drain hands a receiving broker hundreds of
+// partitions, and each of them makes a new spare set after its spare delay:
+// unpaced, those thousands of creates (on this project's test machines a
+// create costs about 200 µs of CPU) land in one burst, on top of whatever
+// moves next. Paced, they cost a few percent of a core for as long as it
+// takes. <= 0: no pacing.
+func SpareRate(n int) Option { return func(o *options) { o.spareRate = n } }
+
 // Clock replaces the wall clock (segment.ms rolling, retention.ms).
 func Clock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
@@ -83,6 +93,8 @@ type Opener struct {
 	// localFS: the data directory is on a filesystem with one page cache
 	// for every reader, so a log may hold its claim file open.
 	localFS bool
+	// sparePace spaces the creation of spare sets (SpareRate).
+	sparePace pacer
 
 	mu      sync.Mutex
 	open    map[string]*Log
@@ -96,9 +108,12 @@ type Opener struct {
 // delete delay.
 func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) {
 	o := &Opener{dir: dir, log: log, open: map[string]*Log{}, timers: map[*time.Timer]struct{}{}}
-	o.opts = options{maxOpenFiles: 512, deleteDelay: time.Minute, now: time.Now, spareDelay: 5 * time.Second}
+	o.opts = options{maxOpenFiles: 512, deleteDelay: time.Minute, now: time.Now, spareDelay: 5 * time.Second, spareRate: 100}
 	for _, fn := range opts {
 		fn(&o.opts)
+	}
+	if o.opts.spareRate > 0 {
+		o.sparePace.every = time.Second / time.Duration(o.opts.spareRate)
 	}
 	if o.opts.maxOpenFiles < 1 {
 		o.opts.maxOpenFiles = 1
@@ -315,4 +330,26 @@ func (c *fdCache) remove(s *segment) bool {
 	c.ll.Remove(s.elem.(*list.Element))
 	s.elem = nil
 	return true
+}
+
+// pacer hands out evenly spaced slots, one per interval, in request order.
+type pacer struct {
+	mu    sync.Mutex
+	every time.Duration // 0: no pacing
+	next  time.Time
+}
+
+// reserve takes the next slot and returns how long until it (0: now).
+func (p *pacer) reserve(now time.Time) time.Duration {
+	if p.every <= 0 {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at := p.next
+	if at.Before(now) {
+		at = now
+	}
+	p.next = at.Add(p.every)
+	return at.Sub(now)
 }

@@ -1271,3 +1271,69 @@ func TestReleaseDuringSync(t *testing.T) {
 		next.Close()
 	}
 }
+
+func TestPacerSpacesSlots(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cases := []struct {
+		name  string
+		every time.Duration
+		at    []time.Duration // request times after t0
+		want  []time.Duration // waits
+	}{
+		{"unpaced", 0, []time.Duration{0, 0, 0}, []time.Duration{0, 0, 0}},
+		{"a burst queues", 10 * time.Millisecond, []time.Duration{0, 0, 0}, []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond}},
+		{"spaced requests wait for nothing", 10 * time.Millisecond, []time.Duration{0, 10 * time.Millisecond, 25 * time.Millisecond}, []time.Duration{0, 0, 0}},
+		{"a late request waits only for the queue", 10 * time.Millisecond, []time.Duration{0, 0, 5 * time.Millisecond}, []time.Duration{0, 10 * time.Millisecond, 15 * time.Millisecond}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &pacer{every: tc.every}
+			for i, at := range tc.at {
+				if got := p.reserve(t0.Add(at)); got != tc.want[i] {
+					t.Fatalf("request %d at +%v waits %v, want %v", i, at, got, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestSpareCreationIsPaced: logs that all need a spare set at once make
+// them at the Opener's SpareRate, not in one burst, and all get one.
+func TestSpareCreationIsPaced(t *testing.T) {
+	root := t.TempDir()
+	const logs, rate = 12, 20 // one set per 50 ms
+	o := testOpener(t, root, SpareDelay(0), SpareRate(rate))
+	start := time.Now()
+	var dirs []string
+	for p := range logs {
+		id := testID
+		id.Partition = int32(p)
+		sl, err := o.Open(id, storage.LogConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, sl.(*Log).Dir())
+	}
+	made := func() int {
+		n := 0
+		for _, d := range dirs {
+			if _, err := os.Stat(filepath.Join(d, spareLog)); err == nil {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(200 * time.Millisecond)
+	// Slots are reserved in real time: by now at most one per 50 ms since
+	// the first open (plus the first), however slow the machine.
+	if n, most := made(), int(time.Since(start)/(time.Second/rate))+1; n > most {
+		t.Fatalf("%d of %d logs made spares within %v; want at most %d", n, logs, time.Since(start), most)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for made() < logs {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d logs made spares", made(), logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

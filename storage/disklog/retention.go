@@ -271,7 +271,8 @@ func (l *Log) chores(final bool) error {
 }
 
 // needSpares schedules the creation of a spare set after the spare delay
-// (plus up to as much again, at random), unless one is scheduled already.
+// (plus up to as much again, at random), then at this log's turn in the
+// Opener's pace (SpareRate), unless one is scheduled already.
 func (l *Log) needSpares() {
 	d := l.o.opts.spareDelay
 	if d < 0 {
@@ -286,16 +287,30 @@ func (l *Log) needSpares() {
 		return
 	}
 	l.spareWanted = true
+	l.spareTimer(d, false)
+}
+
+// spareTimer marks the spare set due after d; unless paced already, it
+// first takes a slot in the Opener's pace and waits for that too. The
+// caller holds jmu.
+func (l *Log) spareTimer(d time.Duration, paced bool) {
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
+		var wait time.Duration
+		if !paced {
+			wait = l.o.sparePace.reserve(time.Now())
+		}
 		l.jmu.Lock()
 		_, live := l.timers[t]
 		delete(l.timers, t)
-		if live {
+		switch {
+		case live && wait > 0:
+			l.spareTimer(wait, true)
+		case live:
 			l.spareDue = true
 		}
 		l.jmu.Unlock()
-		if live {
+		if live && wait == 0 {
 			l.kickJanitor()
 		}
 	})
