@@ -26,6 +26,12 @@ type HeartbeatConfig struct {
 	// OnExchange is called when a PONG completes an exchange, with the
 	// send time of the ping it answers (self-fencing counts from there).
 	OnExchange func(sentAt time.Time)
+	// Applied returns the newest assignment file the broker has applied
+	// (nil: no condition). A PONG naming a newer file completes no
+	// exchange: the broker may still act on a file that gave its
+	// partitions away (it was paused past dead-after), and it must not lift
+	// its fence before it has applied that one.
+	Applied func() (epoch, version int64)
 	// Kick sends a ping at once (a release the controller waits for).
 	Kick     <-chan struct{}
 	Interval time.Duration
@@ -153,7 +159,7 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 				if pongs.Add(1) == 1 {
 					cfg.Log.Info().Str("controller", target).Int64("epoch", p.ControllerEpoch).Msg("heartbeat stream open")
 				}
-				if at, ok := sent.LoadAndDelete(p.AckSeq); ok && cfg.OnExchange != nil {
+				if at, ok := sent.LoadAndDelete(p.AckSeq); ok && cfg.OnExchange != nil && caughtUp(cfg.Applied, p) {
 					cfg.OnExchange(at.(time.Time))
 				}
 			}
@@ -204,4 +210,14 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// caughtUp reports whether the broker has applied the file a PONG names, or
+// a later one.
+func caughtUp(applied func() (int64, int64), p *heartbeatpb.Push) bool {
+	if applied == nil {
+		return true
+	}
+	e, v := applied()
+	return e > p.AssignmentEpoch || (e == p.AssignmentEpoch && v >= p.AssignmentVersion)
 }

@@ -24,6 +24,8 @@ type heartbeatServer struct {
 	streams atomic.Int32
 	pings   atomic.Int32
 	addr    string
+	// fileEpoch, fileVersion: the assignment file every PONG names.
+	fileEpoch, fileVersion int64
 }
 
 func (h *heartbeatServer) Stream(s heartbeatpb.Heartbeat_StreamServer) error {
@@ -38,7 +40,7 @@ func (h *heartbeatServer) Stream(s heartbeatpb.Heartbeat_StreamServer) error {
 			return err
 		}
 		h.pings.Add(1)
-		if err := s.Send(&heartbeatpb.Push{Kind: heartbeatpb.Push_PONG, AckSeq: p.Seq}); err != nil {
+		if err := s.Send(&heartbeatpb.Push{Kind: heartbeatpb.Push_PONG, AckSeq: p.Seq, AssignmentEpoch: h.fileEpoch, AssignmentVersion: h.fileVersion}); err != nil {
 			return err
 		}
 	}
@@ -108,4 +110,61 @@ func TestHeartbeatLeavesAStuckController(t *testing.T) {
 	waitFor(t, "redial after a stalled send", 2*time.Second, func() bool { return stuck.streams.Load() >= 2 })
 	target.Store(next.addr)
 	waitFor(t, "pings reach the next controller", time.Second, func() bool { return next.pings.Load() >= 3 })
+}
+
+func TestCaughtUp(t *testing.T) {
+	cases := []struct {
+		name           string
+		applied        func() (int64, int64)
+		epoch, version int64
+		want           bool
+	}{
+		{"no condition", nil, 4, 9, true},
+		{"an older controller names no file", func() (int64, int64) { return 0, 0 }, 0, 0, true},
+		{"the same file", func() (int64, int64) { return 4, 9 }, 4, 9, true},
+		{"a later version", func() (int64, int64) { return 4, 10 }, 4, 9, true},
+		{"a later epoch", func() (int64, int64) { return 5, 1 }, 4, 9, true},
+		{"an older version", func() (int64, int64) { return 4, 8 }, 4, 9, false},
+		{"an older epoch", func() (int64, int64) { return 3, 50 }, 4, 9, false},
+		{"nothing applied yet", func() (int64, int64) { return 0, 0 }, 4, 9, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := caughtUp(tc.applied, &heartbeatpb.Push{AssignmentEpoch: tc.epoch, AssignmentVersion: tc.version}); got != tc.want {
+				t.Fatalf("caughtUp = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestExchangeWaitsForTheNamedFile: PONGs naming an assignment file the
+// broker has not applied complete no exchange (its fence stays closed),
+// however many arrive; once it has applied that file, the next one does.
+func TestExchangeWaitsForTheNamedFile(t *testing.T) {
+	srv := startHeartbeatServer(t, false)
+	srv.fileEpoch, srv.fileVersion = 2, 7
+	var applied atomic.Int64 // version at epoch 2
+	applied.Store(6)
+	fence := NewFence(time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RunHeartbeats(ctx, HeartbeatConfig{
+			Target:     func() string { return srv.addr },
+			Ping:       func() *heartbeatpb.Ping { return &heartbeatpb.Ping{Name: "kaas-1"} },
+			OnPush:     func(*heartbeatpb.Push) {},
+			OnExchange: fence.Exchanged,
+			Applied:    func() (int64, int64) { return 2, applied.Load() },
+			Interval:   10 * time.Millisecond,
+			Log:        zerolog.Nop(),
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "pings answered", 5*time.Second, func() bool { return srv.pings.Load() >= 10 })
+	if !fence.Fenced() {
+		t.Fatalf("fence lifted by %d PONGs naming file 2.7 while 2.6 is applied", srv.pings.Load())
+	}
+	applied.Store(7)
+	waitFor(t, "fence lifted once the named file is applied", 5*time.Second, func() bool { return !fence.Fenced() })
 }

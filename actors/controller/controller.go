@@ -163,7 +163,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 		// confirm them.
 		a.holding = a.prev != nil
 		a.trackGrants(nil, a.prev)
+		a.cfg.Hub.SetWritten(0, 0)
 		if a.prev != nil {
+			a.cfg.Hub.SetWritten(a.prev.ControllerEpoch, a.prev.AssignmentVersion)
 			for _, b := range a.prev.Brokers {
 				a.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, State: b.State},
 					healthy: b.State == assignment.Alive}
@@ -233,6 +235,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		} else {
 			a.trackGrants(a.prev, m.a)
 			a.prev = m.a
+			a.cfg.Hub.SetWritten(m.a.ControllerEpoch, m.a.AssignmentVersion)
 			a.cfg.Hub.Push(&heartbeatpb.Push{Kind: heartbeatpb.Push_ASSIGNMENT_CHANGED, ControllerEpoch: m.a.ControllerEpoch, AssignmentVersion: m.a.AssignmentVersion})
 		}
 		if a.dirty {

@@ -27,6 +27,23 @@ type Hub struct {
 	// it would unfence its own broker, whose partitions a newer controller
 	// has given away.
 	leaseFresh func() bool
+	// fileEpoch, fileVersion: the newest assignment file the controller
+	// wrote or inherited, named in every PONG (a broker that has not
+	// applied it yet does not count the exchange).
+	fileEpoch, fileVersion int64
+}
+
+// SetWritten records the newest assignment file of the controller.
+func (h *Hub) SetWritten(epoch, version int64) {
+	h.mu.Lock()
+	h.fileEpoch, h.fileVersion = epoch, version
+	h.mu.Unlock()
+}
+
+func (h *Hub) written() (int64, int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.fileEpoch, h.fileVersion
 }
 
 // NewHub returns a hub with no controller.
@@ -104,8 +121,9 @@ func (h *Hub) Stream(s heartbeatpb.Heartbeat_StreamServer) error {
 			if !h.fresh() {
 				continue // no PONG: the broker stays fenced
 			}
+			fe, fv := h.written()
 			select {
-			case out <- &heartbeatpb.Push{Kind: heartbeatpb.Push_PONG, AckSeq: p.Seq, ControllerEpoch: epoch}:
+			case out <- &heartbeatpb.Push{Kind: heartbeatpb.Push_PONG, AckSeq: p.Seq, ControllerEpoch: epoch, AssignmentEpoch: fe, AssignmentVersion: fv}:
 			default:
 			}
 		}

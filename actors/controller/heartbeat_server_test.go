@@ -17,7 +17,8 @@ import (
 
 // TestHubAnswersOnlyWithAFreshLease: a PONG lifts a broker's self-fence, so
 // a controller that has not renewed its Lease recently (resumed from a
-// pause) must not answer pings until it has.
+// pause) must not answer pings until it has. Every PONG names the newest
+// assignment file the controller wrote.
 func TestHubAnswersOnlyWithAFreshLease(t *testing.T) {
 	sys := runtime.NewSystem()
 	t.Cleanup(sys.Shutdown)
@@ -48,7 +49,7 @@ func TestHubAnswersOnlyWithAFreshLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pongs := make(chan uint64, 16)
+	pongs := make(chan *heartbeatpb.Push, 16)
 	go func() {
 		for {
 			p, err := stream.Recv()
@@ -56,7 +57,7 @@ func TestHubAnswersOnlyWithAFreshLease(t *testing.T) {
 				return
 			}
 			if p.Kind == heartbeatpb.Push_PONG {
-				pongs <- p.AckSeq
+				pongs <- p
 			}
 		}
 	}()
@@ -65,27 +66,28 @@ func TestHubAnswersOnlyWithAFreshLease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	expect := func(seq uint64) {
+	expect := func(seq uint64, fileEpoch, fileVersion int64) {
 		t.Helper()
 		select {
 		case got := <-pongs:
-			if got != seq {
-				t.Fatalf("PONG for %d, want %d", got, seq)
+			if got.AckSeq != seq || got.AssignmentEpoch != fileEpoch || got.AssignmentVersion != fileVersion {
+				t.Fatalf("PONG for %d naming file %d.%d, want %d naming %d.%d", got.AckSeq, got.AssignmentEpoch, got.AssignmentVersion, seq, fileEpoch, fileVersion)
 			}
 		case <-time.After(2 * time.Second):
 			t.Fatalf("no PONG for ping %d", seq)
 		}
 	}
 	ping(1)
-	expect(1)
+	expect(1, 0, 0)
 	fresh.Store(false)
 	ping(2)
 	select {
 	case got := <-pongs:
-		t.Fatalf("PONG %d while the lease was not fresh", got)
+		t.Fatalf("PONG %d while the lease was not fresh", got.AckSeq)
 	case <-time.After(300 * time.Millisecond):
 	}
 	fresh.Store(true)
+	hub.SetWritten(4, 12)
 	ping(3)
-	expect(3)
+	expect(3, 4, 12)
 }

@@ -89,15 +89,18 @@ type ledPartition struct {
 // takes and relinquishes partitions to match it, campaigns for the Lease and
 // runs the controller actor while it holds it.
 type Cluster struct {
-	cfg        ClusterConfig
-	follower   *assignment.Follower
-	cancel     context.CancelFunc
-	current    *assignment.Assignment
-	parts      map[routing.TP]*ledPartition
-	ctrl       runtime.Ref
-	ctrlEpoch  int64
-	isLeader   atomic.Bool
-	pingState  atomic.Pointer[heartbeatpb.Ping]
+	cfg       ClusterConfig
+	follower  *assignment.Follower
+	cancel    context.CancelFunc
+	current   *assignment.Assignment
+	parts     map[routing.TP]*ledPartition
+	ctrl      runtime.Ref
+	ctrlEpoch int64
+	isLeader  atomic.Bool
+	pingState atomic.Pointer[heartbeatpb.Ping]
+	// applied is the newest assignment file applied (epoch, version): set
+	// once its releases are under way, read by the heartbeat client.
+	applied    atomic.Pointer[[2]int64]
 	draining   atomic.Bool
 	topicAdmin *cluster.Topics
 	kick       chan struct{}
@@ -314,6 +317,7 @@ func (s *Cluster) start(ctx actor.Context) {
 		Interval:   s.cfg.HeartbeatInterval,
 		Kick:       s.kick,
 		OnExchange: s.cfg.Fence.Exchanged,
+		Applied:    s.appliedFile,
 		OnPush: func(p *heartbeatpb.Push) {
 			if p.Kind == heartbeatpb.Push_ASSIGNMENT_CHANGED {
 				s.follower.Nudge()
@@ -416,6 +420,9 @@ func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
 			}
 		}
 	}
+	// Only now, with every partition it gave away revoked above, may an
+	// exchange that names this file lift the fence.
+	s.applied.Store(&[2]int64{m.next.ControllerEpoch, m.next.AssignmentVersion})
 	s.cfg.Log.Info().Int64("epoch", m.next.ControllerEpoch).Int64("version", m.next.AssignmentVersion).
 		Int("take", len(m.changes.Take)).Int("relinquish", len(m.changes.Relinquish)).Int("led", s.ledCount()).Msg("assignment applied")
 	s.publish(ctx)
@@ -528,6 +535,14 @@ func (s *Cluster) updatePing() {
 		p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: lp.leaderEpoch})
 	}
 	s.pingState.Store(p)
+}
+
+// appliedFile returns the newest assignment file applied (0, 0: none).
+func (s *Cluster) appliedFile() (int64, int64) {
+	if p := s.applied.Load(); p != nil {
+		return p[0], p[1]
+	}
+	return 0, 0
 }
 
 // kickHeartbeat asks the heartbeat client to send a ping now.

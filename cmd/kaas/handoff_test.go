@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/storage/assignment"
+	"github.com/kaas-project/kaas/storage/batch"
 )
 
 // loadChecker runs an idempotent acks=all producer over every partition of
@@ -256,6 +258,12 @@ func (l *loadChecker) verify(c *kaasCluster) {
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			got++
+			if bytes.HasPrefix(r.Value, []byte(fenceProbe)) {
+				// Sent to a broker once it was stopped and deposed: it
+				// must have refused it (stopLeaderPastDeadAfter).
+				t.Errorf("partition %d offset %d holds the probe sent to a stopped, deposed broker", r.Partition, r.Offset)
+				return
+			}
 			parts := strings.SplitN(string(r.Value), "-", 2)
 			s, _ := strconv.Atoi(parts[1])
 			logs[r.Partition] = append(logs[r.Partition], seen{seq: s, epoch: r.LeaderEpoch})
@@ -552,7 +560,10 @@ func TestSafeHandoffs(t *testing.T) {
 		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
 	})
 
-	// 4. Rolling restart of every broker (SIGTERM, wait, start).
+	// 4. SIGSTOP a leader (not the controller) past dead-after, then SIGCONT.
+	stopLeaderPastDeadAfter(t, c, load, parts, perBroker)
+
+	// 5. Rolling restart of every broker (SIGTERM, wait, start).
 	rollStart := time.Now()
 	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
 		_ = c.brokers[n].cmd.Process.Signal(syscall.SIGTERM)
@@ -752,4 +763,193 @@ func (cm *committer) stopAndVerify() {
 	if cm.acked == 0 || o.At < cm.acked {
 		t.Errorf("group %s: acknowledged commit %d lost across coordinator moves (now %d)", cm.group, cm.acked, o.At)
 	}
+}
+
+// fenceProbe prefixes the value of the record stopLeaderPastDeadAfter sends
+// to a stopped broker.
+const fenceProbe = "fence-probe"
+
+// stopLeaderPastDeadAfter SIGSTOPs a broker that leads partitions but is not
+// the controller, for longer than dead-after, while the load runs. The
+// controller declares it dead and gives its partitions away without waiting
+// for a release (it fenced itself after fence-after). When it resumes, the
+// produce requests it was sent meanwhile (the load's, and a probe written to
+// its socket once every thread is stopped) are read before it can have
+// heard of the new assignment. It must refuse them (NOT_LEADER_OR_FOLLOWER)
+// and, checked on disk, append nothing: every segment it could have written
+// keeps the size it had before it resumed (the next leaders rolled to their
+// own). Then it rejoins and takes its share back.
+func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, parts, perBroker int) {
+	t.Helper()
+	_, ctrl, _ := c.ledBy()
+	victim := "kaas-1"
+	if ctrl == victim {
+		victim = "kaas-0"
+	}
+	b := c.brokers[victim]
+	led := c.partitionsLedBy(t, "load", victim, parts/3)
+	probeP := int32(-1)
+	for p := range led {
+		probeP = p
+		break
+	}
+	a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := a.BrokerByName(victim)
+	// The victim has opened each of its partitions once it has rolled to a
+	// segment of the epoch the file gives it there (a rebalance that looks
+	// done in the counts may still be opening some).
+	written := map[int32]string{} // what it appends to
+	waitUntil(t, 30*time.Second, victim+" opened every partition it leads", func() bool {
+		newest := newestSegments(c.dataDir, "load", led)
+		for p := range led {
+			epoch := a.Topics["load"].Partitions[p].LeaderEpoch
+			if !strings.HasPrefix(filepath.Base(newest[p]), fmt.Sprintf("%08x-", uint32(epoch))) {
+				return false
+			}
+			written[p] = newest[p]
+		}
+		return true
+	})
+	// Open the produce connection first (franz-go keeps one per broker for
+	// produce requests), so that the probe's bytes reach the stopped
+	// broker's socket rather than waiting for a dial and a handshake.
+	cl := c.client(kgo.SeedBrokers(b.kafka))
+	warm := kmsg.NewPtrProduceRequest()
+	warm.Acks, warm.TimeoutMillis = -1, 5000
+	if _, err := warm.RequestWith(ctxFor(t, 10*time.Second), cl.Broker(int(self.ID))); err != nil {
+		t.Fatalf("warm the produce connection to %s: %v", victim, err)
+	}
+	stopAt := time.Now()
+	if err := b.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, victim+" stopped", func() bool { return processStopped(b.cmd.Process.Pid) })
+	probe := kmsg.NewPtrProduceRequest()
+	probe.Acks, probe.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "load"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = probeP
+	rp.Records = batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Timestamp: time.Now().UnixMilli(), Values: [][]byte{[]byte(fenceProbe)}})
+	rt.Partitions = append(rt.Partitions, rp)
+	probe.Topics = append(probe.Topics, rt)
+	answered := make(chan *kmsg.ProduceResponse, 1)
+	go func() {
+		resp, err := probe.RequestWith(ctxFor(t, 60*time.Second), cl.Broker(int(self.ID)))
+		if err != nil {
+			t.Errorf("probe produce to the stopped %s: %v", victim, err)
+		}
+		answered <- resp
+	}()
+	// The controller gives its partitions away once it is dead; the next
+	// leaders open them and roll to segments of their own.
+	c.partitionsLedBy(t, "load", victim, 0)
+	givenAway := time.Since(stopAt)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		now := newestSegments(c.dataDir, "load", led)
+		var waiting []string
+		for p, seg := range written {
+			if now[p] == seg {
+				waiting = append(waiting, fmt.Sprintf("%d (%s)", p, filepath.Base(seg)))
+			}
+		}
+		if len(waiting) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d partitions of the stopped %s not rolled by a next leader after 30s, e.g. %v", len(waiting), victim, waiting[:min(3, len(waiting))])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	sealed := map[string]int64{}
+	for _, seg := range written {
+		fi, err := os.Stat(seg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed[seg] = fi.Size()
+	}
+	contAt := time.Now()
+	if err := b.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if resp := <-answered; resp != nil {
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Errorf("the resumed %s answered the probe %+v, want NOT_LEADER_OR_FOLLOWER", victim, resp.Topics)
+		}
+	}
+	var g []time.Duration
+	waitUntil(t, 60*time.Second, "every partition of the stopped broker acknowledges again", func() bool {
+		var ok bool
+		g, ok = load.firstAcks(contAt, led)
+		return ok
+	})
+	t.Logf("FIGURE SIGSTOP of %s leading %d partitions (dead-after 4s): given away after %v; stopped %v; first ack after SIGCONT per partition p50 %v p99 %v",
+		victim, len(led), givenAway.Round(time.Millisecond), contAt.Sub(stopAt).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
+	waitUntil(t, 60*time.Second, "rebalanced after the stopped broker resumed", func() bool {
+		l, _, _ := c.ledBy()
+		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
+	})
+	grew := 0
+	for path, size := range sealed {
+		if fi, err := os.Stat(path); err == nil && fi.Size() != size {
+			if grew++; grew <= 3 {
+				t.Errorf("%s: %d bytes before %s resumed, %d after: the deposed leader appended", path, size, victim, fi.Size())
+			}
+		}
+	}
+	if grew > 0 {
+		t.Errorf("%d segments of %d partitions grew after %s resumed", grew, len(led), victim)
+	}
+}
+
+// processStopped reports whether every thread of pid is stopped (SIGSTOP
+// takes effect per thread; one in an uninterruptible syscall, state D,
+// stops when it returns, before running any more of the program).
+func processStopped(pid int) bool {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ...: comm may hold spaces, the state follows the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't' && b[i+2] != 'D') {
+			return false
+		}
+	}
+	return true
+}
+
+// newestSegments returns, per partition of only, the path of its newest
+// segment (the highest leader epoch, then the highest base offset).
+func newestSegments(dataDir, topic string, only map[int32]bool) map[int32]string {
+	out := map[int32]string{}
+	ents, _ := os.ReadDir(dataDir) // once: a glob per partition would read it a thousand times
+	for _, e := range ents {
+		rest, ok := strings.CutPrefix(e.Name(), topic+"-")
+		if !ok || !e.IsDir() || strings.HasSuffix(rest, ".deleted") {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, "-")
+		p, err := strconv.Atoi(n)
+		if err != nil || !only[int32(p)] {
+			continue
+		}
+		// Names are <epoch>-<base offset>, both zero-padded: the newest
+		// sorts last.
+		logs, _ := filepath.Glob(filepath.Join(dataDir, e.Name(), "*.log"))
+		sort.Strings(logs)
+		if len(logs) > 0 {
+			out[int32(p)] = logs[len(logs)-1]
+		}
+	}
+	return out
 }

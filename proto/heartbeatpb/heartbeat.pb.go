@@ -286,9 +286,16 @@ type Push struct {
 	ControllerEpoch   int64                  `protobuf:"varint,2,opt,name=controller_epoch,json=controllerEpoch,proto3" json:"controller_epoch,omitempty"`
 	AssignmentVersion int64                  `protobuf:"varint,3,opt,name=assignment_version,json=assignmentVersion,proto3" json:"assignment_version,omitempty"`
 	// The Ping seq a PONG answers.
-	AckSeq        uint64 `protobuf:"varint,4,opt,name=ack_seq,json=ackSeq,proto3" json:"ack_seq,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AckSeq uint64 `protobuf:"varint,4,opt,name=ack_seq,json=ackSeq,proto3" json:"ack_seq,omitempty"`
+	// For a PONG, with assignment_version: the newest assignment file this
+	// controller wrote (or inherited). The broker counts the exchange for its
+	// self-fence only once it has applied that file or a later one, so a
+	// broker resumed from a pause past dead-after stays fenced until it knows
+	// which of its partitions were given away meanwhile. Zero (an older
+	// controller): no condition.
+	AssignmentEpoch int64 `protobuf:"varint,5,opt,name=assignment_epoch,json=assignmentEpoch,proto3" json:"assignment_epoch,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Push) Reset() {
@@ -349,6 +356,13 @@ func (x *Push) GetAckSeq() uint64 {
 	return 0
 }
 
+func (x *Push) GetAssignmentEpoch() int64 {
+	if x != nil {
+		return x.AssignmentEpoch
+	}
+	return 0
+}
+
 var File_heartbeat_proto protoreflect.FileDescriptor
 
 const file_heartbeat_proto_rawDesc = "" +
@@ -376,12 +390,13 @@ const file_heartbeat_proto_rawDesc = "" +
 	"\fPartitionLed\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +
-	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\"\xd5\x01\n" +
+	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\"\x80\x02\n" +
 	"\x04Push\x120\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1c.kaas.heartbeat.v1.Push.KindR\x04kind\x12)\n" +
 	"\x10controller_epoch\x18\x02 \x01(\x03R\x0fcontrollerEpoch\x12-\n" +
 	"\x12assignment_version\x18\x03 \x01(\x03R\x11assignmentVersion\x12\x17\n" +
-	"\aack_seq\x18\x04 \x01(\x04R\x06ackSeq\"(\n" +
+	"\aack_seq\x18\x04 \x01(\x04R\x06ackSeq\x12)\n" +
+	"\x10assignment_epoch\x18\x05 \x01(\x03R\x0fassignmentEpoch\"(\n" +
 	"\x04Kind\x12\b\n" +
 	"\x04PONG\x10\x00\x12\x16\n" +
 	"\x12ASSIGNMENT_CHANGED\x10\x012K\n" +
