@@ -129,6 +129,13 @@ type Actor struct {
 	persisted bool // plog is a disk log: do reads off the actor goroutine
 	producers *Producers
 	hw        int64 // durable high watermark
+	// epochStart is the log end this leader opened with. Recovery hides
+	// an inherited tail (a killed or released leader's) below the high
+	// watermark until this leader's first Sync; until then ListOffsets
+	// answers OFFSET_NOT_AVAILABLE (as Kafka's leader does while its high
+	// watermark lags its epoch's start offset), not an end offset below
+	// records already acknowledged.
+	epochStart int64
 
 	syncing bool
 	// lastSyncGen: the generation of the group commit in flight when the
@@ -416,6 +423,7 @@ func (a *Actor) opened(ctx actor.Context, m *logOpened) {
 	a.persisted = a.cfg.Opener.Persistent()
 	a.producers = m.producers
 	a.hw = m.log.Durable()
+	a.epochStart = a.plog.NextOffset()
 	a.scheduleMaintenance(ctx)
 	if a.plog.NextOffset() > a.hw {
 		// A tail the previous leader released unsynced: its producers'
@@ -884,6 +892,11 @@ func (a *Actor) listOffsets(m *messages.ListOffsets) {
 	}
 	if code := a.checkEpoch(m.CurrentLeaderEpoch); code != 0 {
 		res.ErrorCode = code
+		m.Reply(res)
+		return
+	}
+	if a.hw < a.epochStart {
+		res.ErrorCode = kerr.OffsetNotAvailable.Code
 		m.Reply(res)
 		return
 	}

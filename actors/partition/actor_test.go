@@ -502,3 +502,45 @@ func TestRetakeAfterRelinquishDuringSync(t *testing.T) {
 		t.Fatalf("produce after the retake: error %d", r.ErrorCode)
 	}
 }
+
+// TestListOffsetsWaitsForTheInheritedTail: until the first Sync covers the
+// tail a new leader inherited (hidden below its high watermark), ListOffsets
+// answers OFFSET_NOT_AVAILABLE rather than an end offset below records a
+// previous leader acknowledged; after it, the whole log.
+func TestListOffsetsWaitsForTheInheritedTail(t *testing.T) {
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	b := batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Values: [][]byte{[]byte("x"), []byte("y")}})
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sl.Append(b, h); err != nil {
+		t.Fatal(err)
+	}
+	ref := spawn(t, slowOpener{log: sl}, 10*time.Second)
+	out := make(chan messages.ListOffsetsResult, 1)
+	list := func(ts int64) messages.ListOffsetsResult {
+		ref.Send(&messages.ListOffsets{Timestamp: ts, CurrentLeaderEpoch: -1, Reply: func(r messages.ListOffsetsResult) { out <- r }})
+		return within(t, out, 2*time.Second, "list offsets")
+	}
+	for _, ts := range []int64{-1, -2} {
+		if r := list(ts); r.ErrorCode != kerr.OffsetNotAvailable.Code {
+			t.Fatalf("timestamp %d before the first sync: error %d offset %d, want OFFSET_NOT_AVAILABLE", ts, r.ErrorCode, r.Offset)
+		}
+	}
+	close(sl.release)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := list(-1)
+		if r.ErrorCode == 0 {
+			if r.Offset != 2 {
+				t.Fatalf("latest after the sync: %d, want 2", r.Offset)
+			}
+			break
+		}
+		if r.ErrorCode != kerr.OffsetNotAvailable.Code || time.Now().After(deadline) {
+			t.Fatalf("latest after the sync: error %d", r.ErrorCode)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -867,6 +868,9 @@ func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, pa
 	sealed := map[string]int64{}
 	for _, seg := range written {
 		fi, err := os.Stat(seg)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // empty, so replaced and set aside by the next leader: no longer part of the log
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -895,7 +899,7 @@ func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, pa
 	})
 	grew := 0
 	for path, size := range sealed {
-		if fi, err := os.Stat(path); err == nil && fi.Size() != size {
+		if fi, err := os.Stat(path); err == nil && fi.Size() != size { // (renamed aside since: never read again)
 			if grew++; grew <= 3 {
 				t.Errorf("%s: %d bytes before %s resumed, %d after: the deposed leader appended", path, size, victim, fi.Size())
 			}

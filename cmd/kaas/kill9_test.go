@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -151,9 +153,22 @@ func TestKill9KeepsAcknowledgedRecords(t *testing.T) {
 
 	p2 := startKill9(t, bin, dir)
 	adm = newAdmin(t, p2.addr)
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
+	// Until its first group commit covers the tail it recovered, a
+	// partition answers OFFSET_NOT_AVAILABLE (retriable), never an end
+	// below what was acknowledged.
+	var ends kadm.ListedOffsets
+	for {
+		var err error
+		ends, err = adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ends.Error(); err == nil {
+			break
+		} else if !errors.Is(err, kerr.OffsetNotAvailable) && !errors.Is(err, kerr.NotLeaderForPartition) && !errors.Is(err, kerr.LeaderNotAvailable) {
+			t.Fatalf("end offsets after the restart: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	cons := newClient(t, p2.addr, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	got := map[int32][]*kgo.Record{}
