@@ -829,7 +829,7 @@ func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, pa
 	}
 	waitUntil(t, 10*time.Second, victim+" stopped", func() bool { return processStopped(b.cmd.Process.Pid) })
 	probe := kmsg.NewPtrProduceRequest()
-	probe.Acks, probe.TimeoutMillis = -1, 5000
+	probe.Acks, probe.TimeoutMillis = -1, 30000 // the client waits this plus 10 s for the answer: the stop lasts seconds
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = "load"
 	rp := kmsg.NewProduceRequestTopicPartition()
