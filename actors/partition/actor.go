@@ -279,8 +279,9 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 		start := time.Now()
 		l, err := opener.Open(id, logCfg)
 		var prods *Producers
+		var hadSnapshot bool
 		if err == nil {
-			prods, err = recoverProducers(l)
+			prods, hadSnapshot, err = recoverProducers(l)
 			if err == nil {
 				err = waitToStamp(fence, abort)
 			}
@@ -289,6 +290,16 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 			}
 			if err == nil {
 				err = l.AssignEpoch(epoch, l.NextOffset())
+			}
+			if err == nil && !hadSnapshot && opener.Persistent() {
+				// Create the snapshot file now (a new partition's first
+				// open), so that the release of a drain overwrites it in
+				// place instead of creating a thousand files on its path.
+				if snap, serr := prods.Snapshot(l.NextOffset()); serr == nil {
+					if werr := l.WriteSnapshot("producers", snap); werr != nil {
+						log.Warn().Err(werr).Msg("write producer snapshot")
+					}
+				}
 			}
 			if err != nil {
 				_ = l.Close()
@@ -332,24 +343,25 @@ func waitToStamp(fence interface{ Fenced() bool }, abort *atomic.Bool) error {
 
 // recoverProducers rebuilds idempotent-producer state: the snapshot (if any)
 // plus every batch header after it. The log is the authority.
-func recoverProducers(l storage.Log) (*Producers, error) {
-	prods := NewProducers()
+func recoverProducers(l storage.Log) (prods *Producers, hadSnapshot bool, err error) {
+	prods = NewProducers()
 	from := l.StartOffset()
 	if snap, err := l.ReadSnapshot("producers"); err == nil && snap != nil {
+		hadSnapshot = true
 		if p, off, err := LoadSnapshot(snap); err == nil && off <= l.NextOffset() && off >= from && snapshotFits(l, off, p) {
 			prods, from = p, off
 		}
 	}
-	err := l.ScanHeaders(from, func(h batch.Header) error {
+	err = l.ScanHeaders(from, func(h batch.Header) error {
 		if h.NextOffset() > from {
 			prods.Record(h)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rebuild producer state: %w", err)
+		return nil, false, fmt.Errorf("rebuild producer state: %w", err)
 	}
-	return prods, nil
+	return prods, hadSnapshot, nil
 }
 
 // snapshotFits reports whether the log holds, just below off, the batch a

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -455,7 +456,7 @@ func TestStaleProducerSnapshotIsRebuilt(t *testing.T) {
 			if err := l.WriteSnapshot("producers", snap); err != nil {
 				t.Fatal(err)
 			}
-			p, err := recoverProducers(l)
+			p, _, err := recoverProducers(l)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -542,5 +543,42 @@ func TestListOffsetsWaitsForTheInheritedTail(t *testing.T) {
 			t.Fatalf("latest after the sync: error %d", r.ErrorCode)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestFirstOpenCreatesTheProducerSnapshot: a persistent log opened without
+// a producer snapshot gets one at once, so that a later release overwrites
+// a file instead of creating one on the handoff's path; one that has a
+// snapshot keeps it until the release.
+func TestFirstOpenCreatesTheProducerSnapshot(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		existing []byte
+	}{{"none yet", nil}, {"kept", []byte("not rewritten at open")}} {
+		t.Run(tc.name, func(t *testing.T) {
+			sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+			close(sl.release)
+			if tc.existing != nil {
+				if err := sl.WriteSnapshot("producers", tc.existing); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ref := spawn(t, slowOpener{log: sl}, 10*time.Second)
+			if r := within(t, produce(ref, 1, "a"), 2*time.Second, "produce"); r.ErrorCode != 0 {
+				t.Fatalf("produce: error %d", r.ErrorCode)
+			}
+			snap, err := sl.ReadSnapshot("producers")
+			if err != nil || snap == nil {
+				t.Fatalf("no producer snapshot after the open: %v", err)
+			}
+			if tc.existing != nil && !bytes.Equal(snap, tc.existing) {
+				t.Fatalf("the open rewrote the existing snapshot: %q", snap)
+			}
+			if tc.existing == nil {
+				if _, off, err := LoadSnapshot(snap); err != nil || off != 0 {
+					t.Fatalf("snapshot written at open: offset %d, %v; want the log end at the open, 0", off, err)
+				}
+			}
+		})
 	}
 }
