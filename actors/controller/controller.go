@@ -163,9 +163,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 		// confirm them.
 		a.holding = a.prev != nil
 		a.trackGrants(nil, a.prev)
-		a.cfg.Hub.SetWritten(0, 0)
+		var fileEpoch, fileVersion int64 // none inherited: every PONG counts
 		if a.prev != nil {
-			a.cfg.Hub.SetWritten(a.prev.ControllerEpoch, a.prev.AssignmentVersion)
+			fileEpoch, fileVersion = a.prev.ControllerEpoch, a.prev.AssignmentVersion
+		}
+		a.cfg.Hub.SetWritten(fileEpoch, fileVersion)
+		if a.prev != nil {
 			for _, b := range a.prev.Brokers {
 				a.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, State: b.State},
 					healthy: b.State == assignment.Alive}

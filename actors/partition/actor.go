@@ -295,10 +295,8 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 				// Create the snapshot file now (a new partition's first
 				// open), so that the release of a drain overwrites it in
 				// place instead of creating a thousand files on its path.
-				if snap, serr := prods.Snapshot(l.NextOffset()); serr == nil {
-					if werr := l.WriteSnapshot("producers", snap); werr != nil {
-						log.Warn().Err(werr).Msg("write producer snapshot")
-					}
+				if werr := writeProducerSnapshot(l, prods); werr != nil {
+					log.Warn().Err(werr).Msg("write producer snapshot")
 				}
 			}
 			if err != nil {
@@ -341,12 +339,25 @@ func waitToStamp(fence interface{ Fenced() bool }, abort *atomic.Bool) error {
 	}
 }
 
+// producerSnapshotName names the idempotent-producer table's snapshot beside the log.
+const producerSnapshotName = "producers"
+
+// writeProducerSnapshot writes prods as of the log end. An encoding error
+// writes nothing (the next open rebuilds the table from the log).
+func writeProducerSnapshot(l storage.Log, prods *Producers) error {
+	snap, err := prods.Snapshot(l.NextOffset())
+	if err != nil {
+		return nil
+	}
+	return l.WriteSnapshot(producerSnapshotName, snap)
+}
+
 // recoverProducers rebuilds idempotent-producer state: the snapshot (if any)
 // plus every batch header after it. The log is the authority.
 func recoverProducers(l storage.Log) (prods *Producers, hadSnapshot bool, err error) {
 	prods = NewProducers()
 	from := l.StartOffset()
-	if snap, err := l.ReadSnapshot("producers"); err == nil && snap != nil {
+	if snap, err := l.ReadSnapshot(producerSnapshotName); err == nil && snap != nil {
 		hadSnapshot = true
 		if p, off, err := LoadSnapshot(snap); err == nil && off <= l.NextOffset() && off >= from && snapshotFits(l, off, p) {
 			prods, from = p, off
@@ -516,9 +527,7 @@ func (a *Actor) startClose(ctx actor.Context, l storage.Log, prods *Producers, r
 		start := time.Now()
 		var err error
 		if !req.del && !req.fenced && prods != nil {
-			if snap, serr := prods.Snapshot(l.NextOffset()); serr == nil {
-				err = l.WriteSnapshot("producers", snap)
-			}
+			err = writeProducerSnapshot(l, prods)
 		}
 		closeLog := l.Release
 		if req.del {
