@@ -3,6 +3,7 @@
 package disklog
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -194,6 +195,64 @@ func BenchmarkRecovery(b *testing.B) {
 	}
 }
 
+// BenchmarkOpenSegments is the Open of a cleanly released partition (what
+// a leadership move costs the next leader) by how many sealed segments it
+// has. "unread" takes the segments an earlier open found clean without
+// reading their index trailers; the baseline "read-all" is the same open
+// with the checkpoint's sealed line removed, which reads every trailer.
+//
+//	go test ./storage/disklog -run '^$' -bench BenchmarkOpenSegments -benchtime 300x
+func BenchmarkOpenSegments(b *testing.B) {
+	for _, n := range []int{1, 10, 100, 1000} {
+		dir := b.TempDir()
+		o := testOpener(b, dir, SpareDelay(-1))
+		cfg := storage.LogConfig{SegmentBytes: 1000}
+		l := openLogT(b, o, cfg)
+		for len(segFiles(b, l.Dir(), logSuffix)) <= n { // ~5 batches per segment
+			appendN(b, l, 1, 1, 100, 1)
+		}
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		l = openLogT(b, o, cfg)
+		if err := l.AssignEpoch(1, l.NextOffset()); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		eps, sealed, _, err := readEpochs(l.Dir())
+		if err != nil || sealed == 0 {
+			b.Fatalf("checkpoint: sealed %d, %v", sealed, err)
+		}
+		for _, unread := range []bool{true, false} {
+			name := fmt.Sprintf("segments=%d/read-all", n)
+			if unread {
+				name = fmt.Sprintf("segments=%d/unread", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				keep := int64(0)
+				if unread {
+					keep = sealed
+				}
+				for range b.N {
+					b.StopTimer()
+					if err := writeEpochs(l.Dir(), eps, keep, 0o644); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					l := openLogT(b, o, cfg)
+					b.StopTimer()
+					if err := l.Release(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}
+
 func sizeName(mibs int) string {
 	if mibs == 1 {
 		return "sync-every-1MiB"
@@ -207,6 +266,7 @@ func (l *Log) segmentsBytes() int64 {
 	defer l.mu.RUnlock()
 	var n int64
 	for _, s := range l.segments {
+		l.loadSealed(s)
 		s.mu.RLock()
 		n += s.size
 		s.mu.RUnlock()

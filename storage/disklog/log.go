@@ -44,7 +44,10 @@ type Log struct {
 	segments []*segment // by base offset; the last one is active
 	active   *segment
 	epochs   []storage.EpochEntry
-	closed   bool
+	// sealed: the base offset below which every segment's trailer matched
+	// its successor at Open (the checkpoint's "sealed" line).
+	sealed int64
+	closed bool
 	// pendingSync: sealed segments not yet fdatasync'ed (one handle
 	// reference each); dirDirty: a file was created or renamed since the
 	// directory was last fsync'ed.
@@ -438,7 +441,7 @@ func (l *Log) AssignEpoch(epoch int32, startOffset int64) error {
 		}
 	}
 	eps = append(eps, storage.EpochEntry{Epoch: epoch, StartOffset: startOffset})
-	if err := writeEpochs(l.dir, eps, l.fileMode); err != nil {
+	if err := writeEpochs(l.dir, eps, l.sealed, l.fileMode); err != nil {
 		return err
 	}
 	l.mu.Lock()

@@ -668,3 +668,36 @@ func TestScanLastHeaderReadsLittle(t *testing.T) {
 		t.Fatalf("a scan of the last batch allocated %d bytes, want well under the 1 MiB window", per)
 	}
 }
+
+// TestEpochCheckpointSealedLine: the checkpoint's optional sealed offset
+// round-trips, a checkpoint without it (Kafka's lines) reads as 0 (every
+// trailer is read at the next open), and a damaged one is refused.
+func TestEpochCheckpointSealedLine(t *testing.T) {
+	eps := []storage.EpochEntry{{Epoch: 1, StartOffset: 0}, {Epoch: 3, StartOffset: 40}}
+	for _, tc := range []struct {
+		name   string
+		file   []byte
+		sealed int64
+		bad    bool
+	}{
+		{"with sealed", encodeEpochs(eps, 35), 35, false},
+		{"without", encodeEpochs(eps, 0), 0, false},
+		{"kafka lines", checksummed([]byte("0\n2\n1 0\n3 40\n")), 0, false},
+		{"negative sealed", checksummed([]byte("0\n2\n1 0\n3 40\nsealed -1\n")), 0, true},
+		{"sealed not last", checksummed([]byte("0\n2\nsealed 35\n1 0\n3 40\n")), 0, true},
+		{"crc wrong", append(encodeEpochs(eps, 35)[:10:10], "9 9\ncrc 00000000\n"...), 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, sealed, err := decodeEpochs(tc.file)
+			if tc.bad {
+				if err == nil {
+					t.Fatalf("accepted %q", tc.file)
+				}
+				return
+			}
+			if err != nil || sealed != tc.sealed || len(got) != 2 || got[1] != eps[1] {
+				t.Fatalf("decode %q: %v sealed %d err %v", tc.file, got, sealed, err)
+			}
+		})
+	}
+}

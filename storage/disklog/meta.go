@@ -97,46 +97,64 @@ func unchecksummed(b []byte) ([]byte, bool) {
 	return body, true
 }
 
-// The leader-epoch checkpoint is Kafka's format plus a CRC line:
+// The leader-epoch checkpoint is Kafka's format plus an optional "sealed"
+// line and a CRC line:
 //
 //	0
 //	<count>
 //	<epoch> <start offset>
 //	...
+//	sealed <offset>
 //	crc <crc32c of the lines above, hex>
-func encodeEpochs(eps []storage.EpochEntry) []byte {
+//
+// "sealed" is the base offset below which every segment had an index
+// trailer matching its successor when the log was last opened: the next
+// open takes those segments as they are and reads their trailers only when
+// a read, a timestamp lookup or retention needs them (see recover).
+func encodeEpochs(eps []storage.EpochEntry, sealed int64) []byte {
 	b := fmt.Appendf(nil, "0\n%d\n", len(eps))
 	for _, e := range eps {
 		b = fmt.Appendf(b, "%d %d\n", e.Epoch, e.StartOffset)
 	}
+	if sealed > 0 {
+		b = fmt.Appendf(b, "sealed %d\n", sealed)
+	}
 	return checksummed(b)
 }
 
-func decodeEpochs(b []byte) ([]storage.EpochEntry, error) {
+func decodeEpochs(b []byte) ([]storage.EpochEntry, int64, error) {
 	body, ok := unchecksummed(b)
 	if !ok {
-		return nil, errors.New("checksum mismatch or truncated file")
+		return nil, 0, errors.New("checksum mismatch or truncated file")
 	}
 	lines := strings.Split(strings.TrimSuffix(string(body), "\n"), "\n")
 	if len(lines) < 2 || lines[0] != "0" {
-		return nil, errors.New("unknown format")
+		return nil, 0, errors.New("unknown format")
+	}
+	var sealed int64
+	if v, ok := strings.CutPrefix(lines[len(lines)-1], "sealed "); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, 0, fmt.Errorf("bad sealed offset %q", v)
+		}
+		sealed, lines = n, lines[:len(lines)-1]
 	}
 	n, err := strconv.Atoi(lines[1])
 	if err != nil || n != len(lines)-2 {
-		return nil, errors.New("bad entry count")
+		return nil, 0, errors.New("bad entry count")
 	}
 	out := make([]storage.EpochEntry, 0, n)
 	for _, ln := range lines[2:] {
 		var e storage.EpochEntry
 		if _, err := fmt.Sscanf(ln, "%d %d", &e.Epoch, &e.StartOffset); err != nil {
-			return nil, fmt.Errorf("bad entry %q", ln)
+			return nil, 0, fmt.Errorf("bad entry %q", ln)
 		}
 		if k := len(out); k > 0 && (e.Epoch <= out[k-1].Epoch || e.StartOffset < out[k-1].StartOffset) {
-			return nil, fmt.Errorf("entry %q is not after %v", ln, out[k-1])
+			return nil, 0, fmt.Errorf("entry %q is not after %v", ln, out[k-1])
 		}
 		out = append(out, e)
 	}
-	return out, nil
+	return out, sealed, nil
 }
 
 // writeEpochs replaces the checkpoint without fsync: it is checksummed and
@@ -145,20 +163,22 @@ func decodeEpochs(b []byte) ([]storage.EpochEntry, error) {
 // Sync) makes it durable before anything is acknowledged under it. Kafka
 // likewise keeps the checkpoint flush off the critical path (KAFKA-15046);
 // here it keeps two fsyncs out of every leadership move.
-func writeEpochs(dir string, eps []storage.EpochEntry, mode os.FileMode) error {
-	return overwriteFile(filepath.Join(dir, epochFile), encodeEpochs(eps), mode)
+func writeEpochs(dir string, eps []storage.EpochEntry, sealed int64, mode os.FileMode) error {
+	return overwriteFile(filepath.Join(dir, epochFile), encodeEpochs(eps, sealed), mode)
 }
 
-func readEpochs(dir string) ([]storage.EpochEntry, bool, error) {
+// readEpochs returns the checkpoint's entries and sealed offset, and
+// whether the file exists.
+func readEpochs(dir string) ([]storage.EpochEntry, int64, bool, error) {
 	b, err := os.ReadFile(filepath.Join(dir, epochFile))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, 0, false, err
 	}
-	eps, err := decodeEpochs(b)
-	return eps, true, err
+	eps, sealed, err := decodeEpochs(b)
+	return eps, sealed, true, err
 }
 
 // Small numeric files ("0\n<number>\ncrc <hex>\n"): the log start offset

@@ -42,6 +42,7 @@ func (l *Log) acquire(s *segment) (segView, error) {
 	s.mu.RUnlock()
 
 	s.mu.Lock()
+	l.loadSealedLocked(s)
 	fresh := false
 	if s.h == nil {
 		f, err := os.Open(s.path())
@@ -71,6 +72,70 @@ func (l *Log) acquire(s *segment) (segView, error) {
 		}
 	}
 	return v, nil
+}
+
+// loadSealed reads what Open left unread of a sealed segment (s.unread):
+// its trailer, or the segment itself when the trailer no longer matches.
+func (l *Log) loadSealed(s *segment) {
+	s.mu.RLock()
+	unread := s.unread
+	s.mu.RUnlock()
+	if unread {
+		s.mu.Lock()
+		l.loadSealedLocked(s)
+		s.mu.Unlock()
+	}
+}
+
+// loadSealedLocked is loadSealed with s.mu held.
+func (l *Log) loadSealedLocked(s *segment) {
+	if !s.unread {
+		return
+	}
+	s.unread = false
+	fi, err := os.Stat(s.path())
+	if err == nil {
+		s.created = fi.ModTime()
+		tr, ok := readTrailer(s.prefix() + indexSuffix)
+		if ok && tr.base == s.base && tr.epoch == s.epoch && tr.size <= fi.Size() && tr.next == s.next {
+			s.size, s.maxTS, s.maxOff = tr.size, tr.maxTS, tr.maxOff
+			return
+		}
+	}
+	// The trailer an earlier open found clean is gone or no longer matches
+	// (damage, or a deposed leader's clean close past the successor's
+	// base): validate the segment itself, up to its successor's base.
+	s.indexOnDisk = false
+	s.idx = []indexEntry{}
+	var res scanResult
+	if err == nil {
+		var f *os.File
+		if f, err = os.Open(s.path()); err == nil {
+			ix := newIndexer(l.interval.Load())
+			res, err = scanSegment(f, fi.Size(), 0, s.base, s.next, s.base, &ix, nil)
+			_ = f.Close()
+			s.maxTS, s.maxOff = ix.maxTS, ix.maxOff
+			if res.entries != nil {
+				s.idx = res.entries
+			}
+		}
+	}
+	s.size, s.verified = res.size, res.size
+	if err != nil || res.next != s.next {
+		reason := res.bad
+		if err != nil {
+			reason = err
+		}
+		s.corruptAt = res.size
+		l.log.Error().AnErr("reason", reason).Str("segment", s.name).Int64("position", res.size).Int64("offset", res.next).
+			Msg("CORRUPTION in a sealed segment: nothing at or past this position is served")
+		return
+	}
+	l.jmu.Lock()
+	l.needIndex = append(l.needIndex, s)
+	l.jmu.Unlock()
+	l.kickJanitor()
+	l.log.Warn().Str("segment", s.name).Msg("a sealed segment's index trailer changed since the last open: rebuilt it from the segment")
 }
 
 // rebuildIndexLocked rebuilds a sealed segment's lost or damaged index by
@@ -208,6 +273,16 @@ func (l *Log) readView(v *segView, offset int64, maxBytes int, limit int64) (sto
 	if err != nil {
 		return nil, l.corruptRead(v, err)
 	}
+	if pos >= v.size && offset < v.next {
+		// No batch holds an offset below the segment's end: its bytes were
+		// found short when it was first read (loadSealed).
+		v.s.mu.RLock()
+		ca := v.s.corruptAt
+		v.s.mu.RUnlock()
+		if ca >= 0 {
+			return nil, fmt.Errorf("%w: %s ends at position %d, before offset %d", ErrCorruptSegment, v.s.name, ca, offset)
+		}
+	}
 	if pos >= v.size || h.BaseOffset >= limit {
 		return storage.BytesRecords(nil), nil
 	}
@@ -313,6 +388,7 @@ func (l *Log) FindTimestamp(ts int64, limit int64) ([]byte, bool, error) {
 	segs := append([]*segment(nil), l.segments...)
 	l.mu.RUnlock()
 	for _, s := range segs {
+		l.loadSealed(s)
 		s.mu.RLock()
 		base, next, maxTS := s.base, s.next, s.maxTS
 		s.mu.RUnlock()
@@ -392,6 +468,7 @@ func (l *Log) MaxTimestamp(limit int64) (int64, int64, error) {
 		}
 	}
 	for _, s := range segs {
+		l.loadSealed(s)
 		s.mu.RLock()
 		base, next, maxTS, maxOff := s.base, s.next, s.maxTS, s.maxOff
 		s.mu.RUnlock()

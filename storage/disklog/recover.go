@@ -110,7 +110,14 @@ type recoveryStats struct {
 // accelerators that are rebuilt when missing or damaged.
 func (l *Log) recover() (recoveryStats, error) {
 	var st recoveryStats
-	ents, err := os.ReadDir(l.dir)
+	// Unsorted (os.ReadDir would sort every name): the segments are sorted
+	// below, and a long-lived partition has thousands of files.
+	d, err := os.Open(l.dir)
+	if err != nil {
+		return st, fmt.Errorf("disklog: read %s: %w", l.dir, err)
+	}
+	ents, err := d.ReadDir(-1)
+	_ = d.Close()
 	if err != nil {
 		return st, fmt.Errorf("disklog: read %s: %w", l.dir, err)
 	}
@@ -120,20 +127,20 @@ func (l *Log) recover() (recoveryStats, error) {
 	spares := 0
 	for _, e := range ents {
 		n := e.Name()
-		full := filepath.Join(l.dir, n)
+		full := func() string { return filepath.Join(l.dir, n) }
 		switch {
 		case e.IsDir():
 		case n == spareLog || n == spareIndex || n == spareTimeIndex:
 			spares++
 		case strings.HasSuffix(n, deletedSuffix):
-			l.unlinkLater(full)
+			l.unlinkLater(full())
 		case strings.HasSuffix(n, tmpSuffix):
 			// An interrupted atomic write (ours, or a deposed leader's;
 			// today only the log start offset is written that way). A
 			// fresh one may be another broker's write in flight: it is
 			// left for a later open.
 			if fi, err := e.Info(); err == nil && l.o.opts.now().Sub(fi.ModTime()) > staleTmpAge {
-				l.renameAside(full)
+				l.renameAside(full())
 			}
 		case strings.HasSuffix(n, logSuffix):
 			p := strings.TrimSuffix(n, logSuffix)
@@ -159,7 +166,7 @@ func (l *Log) recover() (recoveryStats, error) {
 			l.renameAside(filepath.Join(l.dir, p+timeIndexSuffix))
 		}
 	}
-	eps, found, eerr := readEpochs(l.dir)
+	eps, sealed, found, eerr := readEpochs(l.dir)
 	if eerr != nil {
 		l.log.Warn().Err(eerr).Msg("leader-epoch checkpoint is damaged; rebuilding it from the segments")
 		eps = nil
@@ -197,11 +204,30 @@ func (l *Log) recover() (recoveryStats, error) {
 	l.interval.Store(interval)
 	var scanned []*segment
 	lastIx := newIndexer(interval)
+	haveIndex := map[string]bool{}
+	for _, p := range indexes {
+		haveIndex[p] = true
+	}
+	// trustedTo: the segments below it, from the first, all had a trailer
+	// matching their successor (or were taken unread, below the last
+	// open's sealed offset); the next open may take them unread.
+	trustedTo, trusting := int64(0), true
 	for i := 0; i < len(kept); i++ {
 		s := kept[i]
 		var succ *segment
 		if i+1 < len(kept) {
 			succ = kept[i+1]
+		}
+		if succ != nil && s.base < sealed && st.dropped == 0 && haveIndex[s.name] {
+			// Sealed and found clean by an earlier open: its trailer is read
+			// when a read, a timestamp lookup or retention first needs it
+			// (loadSealed), not here. An open then costs the same for a
+			// partition of ten segments or of a thousand.
+			s.next, s.unread, s.indexOnDisk = succ.base, true, true
+			if trusting {
+				trustedTo = succ.base
+			}
+			continue
 		}
 		fi, err := os.Stat(s.path())
 		if err != nil {
@@ -225,8 +251,12 @@ func (l *Log) recover() (recoveryStats, error) {
 			// scan; its bytes are CRC-checked lazily on first read.
 			s.size, s.next, s.maxTS, s.maxOff = tr.size, tr.next, tr.maxTS, tr.maxOff
 			s.indexOnDisk = true
+			if trusting {
+				trustedTo = succ.base
+			}
 			continue
 		}
+		trusting = false
 		ix := newIndexer(interval)
 		var entries []indexEntry
 		from, expect := int64(0), s.base
@@ -313,6 +343,10 @@ func (l *Log) recover() (recoveryStats, error) {
 		break
 	}
 
+	// What the next open may take unread: AssignEpoch writes it into the
+	// checkpoint with the new epoch.
+	l.sealed = trustedTo
+
 	// Start offset and leader epochs.
 	startOff, haveStart := readStart(l.dir)
 	if len(kept) == 0 {
@@ -388,7 +422,7 @@ func (l *Log) recover() (recoveryStats, error) {
 	merged, changed := mergeEpochs(eps, kept, next)
 	if !found || eerr != nil || changed {
 		if len(merged) > 0 || found {
-			if err := writeEpochs(l.dir, merged, l.fileMode); err != nil {
+			if err := writeEpochs(l.dir, merged, l.sealed, l.fileMode); err != nil {
 				return st, err
 			}
 		}

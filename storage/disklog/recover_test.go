@@ -1337,3 +1337,153 @@ func TestSpareCreationIsPaced(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestOpenLeavesCleanSegmentsUnread: an open takes the sealed segments an
+// earlier open found clean (below the checkpoint's sealed offset) without
+// reading their trailers, so its cost does not grow with the partition's
+// history; reads, timestamp lookups and retention still see every
+// segment as it is.
+func TestOpenLeavesCleanSegmentsUnread(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Unix(1_700_000_000, 0)
+	o := testOpener(t, dir, Clock(func() time.Time { return now }), SpareDelay(-1))
+	cfg := storage.LogConfig{SegmentBytes: 1000, RetentionMs: -1, RetentionBytes: -1}
+	l := openLogT(t, o, cfg)
+	bs := appendN(t, l, 100, 1, 100, now.UnixMilli()) // ~5 batches per segment: ~20 segments
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The first reopen reads every trailer and records the sealed offset
+	// with its epoch; the next one reads none of those.
+	reopen := func(epoch int32) (*Log, int64) {
+		t.Helper()
+		before := trailerReads.Load()
+		l := openLogT(t, o, cfg)
+		reads := trailerReads.Load() - before
+		if err := l.AssignEpoch(epoch, l.NextOffset()); err != nil {
+			t.Fatal(err)
+		}
+		return l, reads
+	}
+	l, first := reopen(1)
+	sealed := int64(len(segFiles(t, l.Dir(), logSuffix)) - 1)
+	if first < sealed {
+		t.Fatalf("the first open read %d trailers of %d sealed segments", first, sealed)
+	}
+	_ = l.Close()
+	l, second := reopen(2)
+	if second > 2 {
+		t.Fatalf("the second open read %d trailers; want at most two: the segment sealed since, and the active one", second)
+	}
+	if !bytes.Equal(readAll(t, l, 0), concat(bs)) {
+		t.Fatal("data read after an open that left segments unread differs")
+	}
+	_ = l.Close()
+
+	// Timestamp lookups and retention on a fresh open (nothing read yet).
+	l, _ = reopen(3)
+	defer l.Close()
+	want := bs[57]
+	wh, _ := batch.ParseHeader(want)
+	got, found, err := l.FindTimestamp(wh.FirstTimestamp, l.NextOffset())
+	if err != nil || !found {
+		t.Fatalf("find timestamp: found %v err %v", found, err)
+	}
+	if gh, _ := batch.ParseHeader(got); gh.BaseOffset != wh.BaseOffset {
+		t.Fatalf("timestamp %d found at offset %d, want %d", wh.FirstTimestamp, gh.BaseOffset, wh.BaseOffset)
+	}
+	lh, _ := batch.ParseHeader(bs[len(bs)-1])
+	if ts, off, err := l.MaxTimestamp(l.NextOffset()); err != nil || ts != lh.MaxTimestamp || off != lh.BaseOffset {
+		t.Fatalf("max timestamp %d at %d (%v), want %d at %d", ts, off, err, lh.MaxTimestamp, lh.BaseOffset)
+	}
+	l.SetConfig(storage.LogConfig{SegmentBytes: 1000, RetentionMs: -1, RetentionBytes: 3000})
+	if err := l.EnforceRetention(now); err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, p := range segFiles(t, l.Dir(), logSuffix) {
+		fi, _ := os.Stat(p)
+		total += fi.Size()
+	}
+	if total > 3000+1000 || l.StartOffset() == 0 {
+		t.Fatalf("retention.bytes kept %d bytes, start offset %d", total, l.StartOffset())
+	}
+	if !bytes.Equal(readAll(t, l, l.StartOffset()), concat(bs[l.StartOffset():])) {
+		t.Fatal("data kept by retention differs")
+	}
+}
+
+// TestUnreadSegmentChangedSinceOpen: a segment left unread whose trailer
+// no longer matches when it is first needed is validated from its bytes
+// (and served when they are intact); one whose bytes are gone is reported
+// corrupt, never served short.
+func TestUnreadSegmentChangedSinceOpen(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		damage  func(t *testing.T, prefix string)
+		corrupt bool
+	}{
+		{"trailer overwritten", func(t *testing.T, prefix string) {
+			if err := os.WriteFile(prefix+indexSuffix, make([]byte, trailerSize), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"segment truncated", func(t *testing.T, prefix string) {
+			fi, err := os.Stat(prefix + logSuffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(prefix+logSuffix, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			o := testOpener(t, dir, SpareDelay(-1))
+			cfg := storage.LogConfig{SegmentBytes: 1000}
+			l := openLogT(t, o, cfg)
+			bs := appendN(t, l, 60, 1, 100, 1)
+			_ = l.Close()
+			l = openLogT(t, o, cfg)
+			if err := l.AssignEpoch(1, l.NextOffset()); err != nil {
+				t.Fatal(err)
+			}
+			_ = l.Close()
+			l = openLogT(t, o, cfg)
+			defer l.Close()
+			// Damage the fourth segment after the open that left it unread.
+			segs := segFiles(t, l.Dir(), logSuffix)
+			victim := strings.TrimSuffix(segs[3], logSuffix)
+			_, base, _ := parseSegName(filepath.Base(victim))
+			tc.damage(t, victim)
+			r, err := l.Read(base, 1<<20, l.NextOffset())
+			if tc.corrupt {
+				if err != nil && !errors.Is(err, ErrCorruptSegment) {
+					t.Fatal(err)
+				}
+				if err == nil {
+					b, _ := r.AppendTo(nil)
+					_ = r.Close()
+					// What is served must be intact batches of the segment,
+					// and the read past them fails.
+					bss, _, serr := batch.Split(b)
+					if serr != nil || len(bss) == 0 || !bytes.Equal(b, concat(bs[base:base+int64(len(bss))])) {
+						t.Fatalf("served %d damaged bytes (split: %v)", len(b), serr)
+					}
+					if _, err = l.Read(base+int64(len(bss)), 1<<20, l.NextOffset()); !errors.Is(err, ErrCorruptSegment) {
+						t.Fatalf("a read past the truncation: %v, want ErrCorruptSegment", err)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = r.Close()
+			if !bytes.Equal(readAll(t, l, 0), concat(bs)) {
+				t.Fatal("data differs after the trailer changed")
+			}
+		})
+	}
+}

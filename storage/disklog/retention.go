@@ -70,17 +70,29 @@ func (l *Log) EnforceRetention(now time.Time) error {
 		size, next, maxTS int64
 		created           time.Time
 	}
+	// A segment Open left unread is read only when retention needs it: its
+	// size for retention.bytes, its timestamps for the oldest segments.
 	ms := make([]meta, len(segs))
-	for i, s := range segs {
+	get := func(i int) meta {
+		s := segs[i]
+		l.loadSealed(s)
 		s.mu.RLock()
-		ms[i] = meta{s.size, s.next, s.maxTS, s.created}
-		s.mu.RUnlock()
-		total += ms[i].size
+		defer s.mu.RUnlock()
+		return meta{s.size, s.next, s.maxTS, s.created}
+	}
+	if cfg.RetentionBytes > 0 {
+		for i := range segs {
+			ms[i] = get(i)
+			total += ms[i].size
+		}
 	}
 	n := 0
 	newStart := l.start.Load()
 	for i := 0; i < len(segs)-1; i++ {
 		m := ms[i]
+		if cfg.RetentionBytes <= 0 {
+			m = get(i)
+		}
 		expired := false
 		if cfg.RetentionMs > 0 {
 			ts := m.maxTS
