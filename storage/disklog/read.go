@@ -96,7 +96,11 @@ func (l *Log) loadSealedLocked(s *segment) {
 	fi, err := os.Stat(s.path())
 	if err == nil {
 		s.created = fi.ModTime()
-		tr, ok := readTrailer(s.prefix() + indexSuffix)
+		index := s.prefix() + indexSuffix
+		if s.deleted { // retention set it aside meanwhile; a read in flight may still need it
+			index += deletedSuffix
+		}
+		tr, ok := readTrailer(index)
 		if ok && tr.base == s.base && tr.epoch == s.epoch && tr.size <= fi.Size() && tr.next == s.next {
 			s.size, s.maxTS, s.maxOff = tr.size, tr.maxTS, tr.maxOff
 			return
