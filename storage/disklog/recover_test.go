@@ -1487,3 +1487,39 @@ func TestUnreadSegmentChangedSinceOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreadSegmentSetAsideMeanwhile: a segment left unread that retention
+// renames aside before a read in flight loads it still reads its trailer
+// (from the renamed index), not a damaged segment.
+func TestUnreadSegmentSetAsideMeanwhile(t *testing.T) {
+	o := testOpener(t, t.TempDir(), SpareDelay(-1))
+	cfg := storage.LogConfig{SegmentBytes: 1000}
+	l := openLogT(t, o, cfg)
+	bs := appendN(t, l, 30, 1, 100, 1)
+	_ = l.Close()
+	l = openLogT(t, o, cfg)
+	if err := l.AssignEpoch(1, l.NextOffset()); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	l = openLogT(t, o, cfg)
+	defer l.Close()
+	l.mu.RLock()
+	first := l.segments[0]
+	l.mu.RUnlock()
+	if !first.unread {
+		t.Fatal("the oldest segment was read at open")
+	}
+	l.setAside(first)
+	l.loadSealed(first)
+	first.mu.RLock()
+	size, next, corrupt, fromTrailer := first.size, first.next, first.corruptAt, first.indexOnDisk
+	first.mu.RUnlock()
+	var want int64
+	for _, b := range bs[:next] {
+		want += int64(len(b))
+	}
+	if corrupt >= 0 || size != want || !fromTrailer {
+		t.Fatalf("set-aside segment loaded with size %d (want %d), corrupt at %d, from its trailer %v", size, want, corrupt, fromTrailer)
+	}
+}
