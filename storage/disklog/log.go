@@ -538,7 +538,7 @@ func (l *Log) ReadSnapshot(name string) ([]byte, error) {
 	if !validSnapshotName(name) {
 		return nil, fmt.Errorf("disklog: invalid snapshot name %q", name)
 	}
-	b, err := os.ReadFile(filepath.Join(l.dir, name+snapshotSuffix))
+	b, err := readFileRaw(filepath.Join(l.dir, name+snapshotSuffix))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

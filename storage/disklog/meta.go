@@ -54,21 +54,7 @@ func writeFileAtomic(dir, name string, data []byte, mode os.FileMode) error {
 // six of these files per partition, so a drain of a thousand partitions
 // would otherwise spend seconds creating and renaming temporary files.
 func overwriteFile(path string, data []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, mode)
-	if err != nil {
-		return fmt.Errorf("disklog: overwrite %s: %w", filepath.Base(path), err)
-	}
-	_, err = f.WriteAt(data, 0)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = f.Stat(); err == nil && fi.Size() > int64(len(data)) {
-			err = f.Truncate(int64(len(data)))
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := overwriteRaw(path, data, mode); err != nil {
 		return fmt.Errorf("disklog: overwrite %s: %w", filepath.Base(path), err)
 	}
 	return nil
@@ -170,7 +156,7 @@ func writeEpochs(dir string, eps []storage.EpochEntry, sealed int64, mode os.Fil
 // readEpochs returns the checkpoint's entries and sealed offset, and
 // whether the file exists.
 func readEpochs(dir string) ([]storage.EpochEntry, int64, bool, error) {
-	b, err := os.ReadFile(filepath.Join(dir, epochFile))
+	b, err := readFileRaw(filepath.Join(dir, epochFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, false, nil
 	}

@@ -83,12 +83,12 @@ const staleTmpAge = time.Minute
 // lost with its NFS lease) is waited for at most claimLockWait, after which
 // the claim is written anyway: that holder is gone.
 func claim(dir string, epoch int32, mode os.FileMode, log zerolog.Logger) error {
-	lf, err := os.OpenFile(filepath.Join(dir, claimFile+lockSuffix), os.O_RDWR|os.O_CREATE, mode)
-	if err != nil {
+	unlock, locked, err := openLocked(filepath.Join(dir, claimFile+lockSuffix), mode, claimLockWait)
+	if unlock == nil {
 		return fmt.Errorf("disklog: open claim lock: %w", err)
 	}
-	defer lf.Close() // releases the lock
-	if locked, err := lockFile(lf, claimLockWait); err != nil {
+	defer unlock()
+	if err != nil {
 		log.Warn().Err(err).Msg("leader claim lock unavailable; claiming without it")
 	} else if !locked {
 		log.Warn().Dur("waited", claimLockWait).Msg("leader claim lock still held; claiming without it")

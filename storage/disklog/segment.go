@@ -187,21 +187,12 @@ var trailerReads atomic.Int64
 // the sealed segments not below the checkpoint's sealed offset).
 func readTrailer(path string) (summary, bool) {
 	trailerReads.Add(1)
-	f, err := os.Open(path)
-	if err != nil {
-		return summary{}, false
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || st.Size() < trailerSize || (st.Size()-trailerSize)%idxEntrySize != 0 {
-		return summary{}, false
-	}
-	t := make([]byte, trailerSize)
-	if _, err := f.ReadAt(t, st.Size()-trailerSize); err != nil {
+	t, size, err := readTailRaw(path, trailerSize)
+	if err != nil || size < trailerSize || len(t) != trailerSize || (size-trailerSize)%idxEntrySize != 0 {
 		return summary{}, false
 	}
 	s, _, ok := decodeTrailer(t)
-	if ok && int64(s.count)*idxEntrySize != st.Size()-trailerSize {
+	if ok && int64(s.count)*idxEntrySize != size-trailerSize {
 		return summary{}, false
 	}
 	return s, ok
@@ -209,7 +200,7 @@ func readTrailer(path string) (summary, bool) {
 
 // loadIndex reads and fully checks both index files of a segment.
 func loadIndex(prefix string) ([]indexEntry, summary, bool) {
-	ib, err := os.ReadFile(prefix + indexSuffix)
+	ib, err := readFileRaw(prefix + indexSuffix)
 	if err != nil || len(ib) < trailerSize {
 		return nil, summary{}, false
 	}
@@ -218,7 +209,7 @@ func loadIndex(prefix string) ([]indexEntry, summary, bool) {
 	if !ok || int64(len(body)) != int64(s.count)*idxEntrySize || crc32.Checksum(body, castagnoli) != bodyCRC {
 		return nil, s, false
 	}
-	tb, err := os.ReadFile(prefix + timeIndexSuffix)
+	tb, err := readFileRaw(prefix + timeIndexSuffix)
 	if err != nil || len(tb) < tiTrailerSize {
 		return nil, s, false
 	}

@@ -20,16 +20,9 @@ import (
 // partition, and an *os.File (poller registration, cleanup, fstat for the
 // size) costs more than the read itself. A larger file is an error.
 func readSmall(path string, buf []byte) ([]byte, error) {
-	var fd int
-	var err error
-	for {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err != syscall.EINTR {
-			break
-		}
-	}
+	fd, err := openRaw(path, unix.O_RDONLY, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		return nil, err
 	}
 	defer syscall.Close(fd)
 	n := 0
@@ -49,23 +42,29 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 	return nil, fmt.Errorf("read %s: larger than %d bytes", path, len(buf))
 }
 
-// lockFile takes an exclusive open-file-description lock on f (fcntl
-// F_OFD_SETLK: owned by this descriptor, so goroutines and processes
-// exclude each other; NFS forwards it to the server), retrying until
-// timeout. It reports whether the lock was taken.
-func lockFile(f *os.File, timeout time.Duration) (bool, error) {
+// openLocked opens (creating) a lock file and takes an exclusive
+// open-file-description lock on it (fcntl F_OFD_SETLK: owned by this
+// descriptor, so goroutines and processes exclude each other; NFS forwards
+// it to the server), retrying until timeout. It reports whether the lock
+// was taken; closing the descriptor releases it.
+func openLocked(path string, mode os.FileMode, timeout time.Duration) (unlock func(), locked bool, err error) {
+	fd, err := openRaw(path, unix.O_RDWR|unix.O_CREAT, uint32(mode.Perm()))
+	if err != nil {
+		return nil, false, err
+	}
+	unlock = func() { _ = unix.Close(fd) }
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
 	deadline := time.Now().Add(timeout)
 	for {
-		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
+		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
 		if err == nil {
-			return true, nil
+			return unlock, true, nil
 		}
 		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EINTR) {
-			return false, err
+			return unlock, false, err
 		}
 		if time.Now().After(deadline) {
-			return false, nil
+			return unlock, false, nil
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -219,4 +218,119 @@ func (h *heldFile) close() {
 		_ = unix.Close(h.fd)
 		h.fd = -1
 	}
+}
+
+// The small files of a leadership move (index files, checkpoint, snapshot,
+// claim) are read and written with bare syscalls, like readSmall: an
+// *os.File costs five more system calls per open on Linux (non-blocking
+// probe and poller registration, then undone for a regular file) besides a
+// finalizer, and a drain opens several thousand of these files at once.
+
+func openRaw(path string, flags int, mode uint32) (int, error) {
+	for {
+		fd, err := unix.Open(path, flags|unix.O_CLOEXEC, mode)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return fd, nil
+	}
+}
+
+func fstatSize(fd int, path string) (int64, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstat(fd, &st)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, &os.PathError{Op: "fstat", Path: path, Err: err}
+		}
+		return st.Size, nil
+	}
+}
+
+func preadFull(fd int, b []byte, off int64, path string) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Pread(fd, b[n:], off+int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// readFileRaw reads a whole file: open, fstat, pread, close.
+func readFileRaw(path string) ([]byte, error) {
+	fd, err := openRaw(path, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	size, err := fstatSize(fd, path)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, size)
+	n, err := preadFull(fd, b, 0, path)
+	return b[:n], err
+}
+
+// readTailRaw reads the last n bytes of a file (fewer if it is shorter)
+// and returns them with the file's size.
+func readTailRaw(path string, n int) ([]byte, int64, error) {
+	fd, err := openRaw(path, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer unix.Close(fd)
+	size, err := fstatSize(fd, path)
+	if err != nil {
+		return nil, 0, err
+	}
+	n = int(min(int64(n), size))
+	b := make([]byte, n)
+	m, err := preadFull(fd, b, size-int64(n), path)
+	return b[:m], size, err
+}
+
+// overwriteRaw writes data at offset 0 of path (creating it if missing)
+// and cuts whatever a longer old content leaves past it.
+func overwriteRaw(path string, data []byte, mode os.FileMode) error {
+	fd, err := openRaw(path, unix.O_WRONLY|unix.O_CREAT, uint32(mode.Perm()))
+	if err != nil {
+		return err
+	}
+	for n := 0; n < len(data); {
+		m, err := unix.Pwrite(fd, data[n:], int64(n))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			_ = unix.Close(fd)
+			return &os.PathError{Op: "write", Path: path, Err: err}
+		}
+		n += m
+	}
+	size, err := fstatSize(fd, path)
+	if err == nil && size > int64(len(data)) {
+		if terr := unix.Ftruncate(fd, int64(len(data))); terr != nil {
+			err = &os.PathError{Op: "truncate", Path: path, Err: terr}
+		}
+	}
+	if cerr := unix.Close(fd); err == nil && cerr != nil {
+		err = &os.PathError{Op: "close", Path: path, Err: cerr}
+	}
+	return err
 }

@@ -4,6 +4,7 @@ package disklog
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"time"
@@ -18,9 +19,15 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 	return b, err
 }
 
-// lockFile is Linux only (open-file-description locks): elsewhere claims
-// are written without it.
-func lockFile(*os.File, time.Duration) (bool, error) { return false, nil }
+// openLocked opens the lock file; the lock itself is Linux only
+// (open-file-description locks): elsewhere claims are written without it.
+func openLocked(path string, mode os.FileMode, _ time.Duration) (func(), bool, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, mode)
+	if err != nil {
+		return nil, false, err
+	}
+	return func() { _ = f.Close() }, false, nil
+}
 
 // syncfs is Linux only: the Opener falls back to SyncFiles.
 func syncfs(*os.File) error { return errors.ErrUnsupported }
@@ -40,3 +47,42 @@ type heldFile struct{}
 func openHeld(string) (*heldFile, error)     { return nil, errors.ErrUnsupported }
 func (*heldFile) read([]byte) ([]byte, bool) { return nil, false }
 func (*heldFile) close()                     {}
+
+func readFileRaw(path string) ([]byte, error) { return os.ReadFile(path) }
+
+func readTailRaw(path string, n int) ([]byte, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	n = int(min(int64(n), st.Size()))
+	b := make([]byte, n)
+	m, err := f.ReadAt(b, st.Size()-int64(n))
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return b[:m], st.Size(), err
+}
+
+func overwriteRaw(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = f.Stat(); err == nil && fi.Size() > int64(len(data)) {
+			err = f.Truncate(int64(len(data)))
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
