@@ -377,10 +377,15 @@ func (a *groupActor) runCleanup() {
 	if a.phase != phaseReady || a.g.State() == Dead {
 		return
 	}
-	recs := a.g.Expire(a.opts.Now())
+	recs := a.g.DropDeletedTopics(viewTopics{a.opts.Views.Load()})
 	if n := len(recs); n > 0 {
+		a.log.Info().Int("offsets", n).Msg("removed committed offsets of deleted topics")
+	}
+	expired := a.g.Expire(a.opts.Now())
+	if n := len(expired); n > 0 {
 		a.log.Info().Int("offsets", n).Msg("expired committed offsets")
 	}
+	recs = append(recs, expired...)
 	if a.g.Idle() {
 		if a.g.Exists() || len(recs) > 0 || a.persisted != nil {
 			// Nothing left to keep: remove the group's stored state.
@@ -573,6 +578,10 @@ func (t viewTopics) ByID(id [16]byte) (TopicInfo, bool) {
 	}
 	return info(x), true
 }
+
+// Complete: the view comes from an applied assignment (cluster mode) or
+// the local registry, so a topic missing from it was deleted.
+func (t viewTopics) Complete() bool { return t.v != nil && (t.v.Role == "local" || t.v.Version > 0) }
 
 func (t viewTopics) Names() []string {
 	if t.v == nil {

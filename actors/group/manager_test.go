@@ -284,3 +284,52 @@ func TestManagerCommitFailsWhenTheLogDoes(t *testing.T) {
 		t.Fatalf("commit after the log recovered: %s", code(c))
 	}
 }
+
+// TestCleanupRemovesOffsetsOfDeletedTopics: the periodic cleanup writes
+// tombstones for the offsets of a topic no longer in the view (the stored
+// group is then empty and removed), and never acts on a view that comes
+// from no assignment.
+func TestCleanupRemovesOffsetsOfDeletedTopics(t *testing.T) {
+	views := &routing.Store{}
+	v := view(func(string) bool { return true })
+	v.Version = 1
+	views.Publish(v)
+	store := groupstore.NewMemory()
+	sys := runtime.NewSystem()
+	cfg := testConfig()
+	cfg.NewID = nil
+	c, err := Start(sys, "groups", Options{Group: cfg, Store: store, Views: views, ViewPoll: 10 * time.Millisecond,
+		LoadGrace: 200 * time.Millisecond, CleanupInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Stop(5 * time.Second)
+		sys.Shutdown()
+	})
+	eventually(t, "a commit", func() bool {
+		r := await(t, callGroup(c, "g", commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 7}}))).(*kmsg.OffsetCommitResponse)
+		return r.Topics[0].Partitions[0].ErrorCode == 0
+	})
+	stored := func() bool {
+		gs, _ := store.Groups()
+		return len(gs) == 1 && gs[0] == "g"
+	}
+	if !stored() {
+		t.Fatal("the commit is not in the store")
+	}
+	// A view from no assignment (version 0) lists no topics: nothing goes.
+	blind := view(func(string) bool { return true })
+	blind.Topics, blind.TopicIDs = map[string]*routing.Topic{}, map[[16]byte]*routing.Topic{}
+	views.Publish(blind)
+	time.Sleep(300 * time.Millisecond)
+	if !stored() {
+		t.Fatal("offsets removed on a view from no assignment")
+	}
+	// The topic deleted (assignment version 2 without it): removed.
+	gone := view(func(string) bool { return true })
+	gone.Version = 2
+	gone.Topics, gone.TopicIDs = map[string]*routing.Topic{}, map[[16]byte]*routing.Topic{}
+	views.Publish(gone)
+	eventually(t, "the deleted topic's offsets to go", func() bool { return !stored() })
+}

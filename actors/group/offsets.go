@@ -116,7 +116,7 @@ func (g *Group) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topic
 			s.out.ErrorCode = kerr.OffsetMetadataTooLarge.Code
 			continue
 		}
-		c := groupstore.Commit{Offset: s.p.Offset, LeaderEpoch: -1, CommitTime: commitTime, ExpireTime: expire}
+		c := groupstore.Commit{Offset: s.p.Offset, LeaderEpoch: -1, CommitTime: commitTime, ExpireTime: expire, TopicID: s.ti.ID}
 		if req.Version >= 6 {
 			c.LeaderEpoch = s.p.LeaderEpoch
 		}
@@ -183,15 +183,17 @@ func (g *Group) FetchOffsets(now time.Time, f *messages.GroupFetchOffsets, topic
 			rp.ErrorCode = kerr.UnstableOffsetCommit.Code
 			return rp
 		}
-		if c, ok := g.offsets[tp]; ok {
+		if c, ok := g.offsets[tp]; ok && !ofDeletedTopic(tp, c, topics) {
 			rp.Offset, rp.LeaderEpoch, rp.Metadata = c.Offset, c.LeaderEpoch, strp(c.Metadata)
 		}
 		return rp
 	}
 	if f.Topics == nil {
 		byTopic := map[string][]int32{}
-		for tp := range g.offsets {
-			byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+		for tp, c := range g.offsets {
+			if !ofDeletedTopic(tp, c, topics) {
+				byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
+			}
 		}
 		for _, name := range sortedKeys(byTopic) {
 			rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -234,6 +236,42 @@ func (g *Group) FetchOffsets(now time.Time, f *messages.GroupFetchOffsets, topic
 		out.Topics = append(out.Topics, rt)
 	}
 	return out
+}
+
+// ofDeletedTopic reports whether c, committed to tp, belongs to a topic
+// since deleted: no topic of that name exists any more, or the one that does
+// has another id (deleted and created again). Kafka removes a deleted
+// topic's offsets from every group; without this a consumer of the new
+// topic would resume at the old one's offsets. Topics that cannot tell
+// (a broker without an assignment yet) judge nothing.
+func ofDeletedTopic(tp groupstore.TP, c groupstore.Commit, topics Topics) bool {
+	if k, ok := topics.(interface{ Complete() bool }); ok && !k.Complete() {
+		return false
+	}
+	ti, ok := topics.ByName(tp.Topic)
+	if !ok {
+		return true
+	}
+	return c.TopicID != ([16]byte{}) && c.TopicID != ti.ID
+}
+
+// DropDeletedTopics removes the offsets of deleted topics (ofDeletedTopic)
+// and returns their tombstones. FetchOffsets hides them meanwhile.
+func (g *Group) DropDeletedTopics(topics Topics) []groupstore.Record {
+	var recs []groupstore.Record
+	for tp, c := range g.offsets {
+		if g.inflight[tp] == 0 && ofDeletedTopic(tp, c, topics) {
+			delete(g.offsets, tp)
+			recs = append(recs, groupstore.Record{TP: tp, Delete: true})
+		}
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].TP.Topic != recs[j].TP.Topic {
+			return recs[i].TP.Topic < recs[j].TP.Topic
+		}
+		return recs[i].TP.Partition < recs[j].TP.Partition
+	})
+	return recs
 }
 
 // OffsetDelete validates an OffsetDelete; the returned records are the

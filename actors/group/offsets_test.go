@@ -1,6 +1,8 @@
 package group
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,4 +259,80 @@ func TestOffsetRetention(t *testing.T) {
 
 func fetchAs(member string, epoch int32) *messages.GroupFetchOffsets {
 	return &messages.GroupFetchOffsets{Version: 9, MemberID: &member, MemberEpoch: epoch}
+}
+
+// recreatedTopics is topics after "t" was deleted and created again (a new
+// id under the same name) and "u" deleted; complete says whether the view
+// can tell.
+type recreatedTopics struct {
+	fakeTopics
+	complete bool
+}
+
+func (r recreatedTopics) ByName(name string) (TopicInfo, bool) {
+	ti, ok := r.fakeTopics.ByName(name)
+	if name == "t" {
+		ti.ID = topicID("t, again")
+	}
+	return ti, ok
+}
+
+func (r recreatedTopics) Complete() bool { return r.complete }
+
+// TestOffsetsOfDeletedTopics: as in Kafka, a deleted topic's committed
+// offsets are gone: OffsetFetch answers -1 for them at once (also for a
+// topic created again under the same name, which must not resume at the old
+// topic's offsets), and the cleanup removes them with tombstones. A commit
+// stored before commits carried topic ids is kept while its topic exists,
+// and a view that cannot tell (no assignment yet) judges nothing.
+func TestOffsetsOfDeletedTopics(t *testing.T) {
+	g := New("g", testConfig())
+	commit(g, t0, commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 10, 1: 11}, "u": {0: 5}}))
+	// A commit from before topic ids (zero id) to "t" partition 2.
+	g.offsets[groupstore.TP{Topic: "t", Partition: 2}] = groupstore.Commit{Offset: 12, LeaderEpoch: -1, ExpireTime: -1}
+	after := recreatedTopics{fakeTopics{"t": 4}, true}
+	fetchAfter := func(topics Topics, req []messages.GroupTopic) kmsg.OffsetFetchResponseGroup {
+		return g.FetchOffsets(t0, &messages.GroupFetchOffsets{Version: 8, Topics: req, MemberEpoch: -1}, topics)
+	}
+	r := fetchAfter(after, []messages.GroupTopic{{Topic: "t", Partitions: []int32{0, 2}}, {Topic: "u", Partitions: []int32{0}}})
+	if o, _ := offsetOf(r, "t", 0); o != -1 {
+		t.Fatalf("offset of the old topic t served to the new one: %d", o)
+	}
+	if o, _ := offsetOf(r, "u", 0); o != -1 {
+		t.Fatalf("offset of deleted topic u: %d", o)
+	}
+	if o, _ := offsetOf(r, "t", 2); o != 12 {
+		t.Fatalf("an id-less commit of an existing topic: %d, want 12", o)
+	}
+	if all := fetchAfter(after, nil); len(all.Topics) != 1 || len(all.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch of all offsets lists deleted topics: %+v", all.Topics)
+	}
+	// A view that cannot tell hides and removes nothing.
+	blind := recreatedTopics{fakeTopics{}, false}
+	if o, _ := offsetOf(fetchAfter(blind, []messages.GroupTopic{{Topic: "u", Partitions: []int32{0}}}), "u", 0); o != 5 {
+		t.Fatalf("offset hidden by a view without an assignment: %d", o)
+	}
+	if recs := g.DropDeletedTopics(blind); len(recs) != 0 {
+		t.Fatalf("a view without an assignment removed %v", recs)
+	}
+	recs := g.DropDeletedTopics(after)
+	var got []string
+	for _, rec := range recs {
+		if !rec.Delete {
+			t.Fatalf("not a tombstone: %+v", rec)
+		}
+		got = append(got, fmt.Sprintf("%s-%d", rec.TP.Topic, rec.TP.Partition))
+	}
+	if strings.Join(got, ",") != "t-0,t-1,u-0" {
+		t.Fatalf("tombstones %v, want t-0,t-1,u-0", got)
+	}
+	if len(g.offsets) != 1 {
+		t.Fatalf("offsets left: %v", g.offsets)
+	}
+	// A commit to the new topic is its own.
+	pc := g.OffsetCommit(t0, commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 3}}), after)
+	g.Apply(pc)
+	if o, _ := offsetOf(fetchAfter(after, []messages.GroupTopic{{Topic: "t", Partitions: []int32{0}}}), "t", 0); o != 3 {
+		t.Fatalf("commit to the new topic: %d, want 3", o)
+	}
 }

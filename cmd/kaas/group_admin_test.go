@@ -263,3 +263,86 @@ type pinVersion struct {
 }
 
 func (p pinVersion) MaxVersion() int16 { return p.v }
+
+// TestOffsetsOfDeletedTopic: as in Kafka, deleting a topic removes its
+// committed offsets from every group: after the delete a group has none for
+// it, and a topic created again under the same name starts with none (a
+// consumer would otherwise resume the new topic at the old one's offsets).
+// With --data-dir this holds across a restart: each commit records its
+// topic's id.
+func TestOffsetsOfDeletedTopic(t *testing.T) {
+	dir := t.TempDir()
+	addr, stop := startDiskBroker(t, dir)
+	ctx := ctxT(t, 60*time.Second)
+	adm := newAdmin(t, addr)
+	const topic, other = "recreated", "kept"
+	for _, name := range []string{topic, other} {
+		if _, err := adm.CreateTopic(ctx, 2, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 5, LeaderEpoch: -1})
+	os.Add(kadm.Offset{Topic: topic, Partition: 1, At: 6, LeaderEpoch: -1})
+	os.Add(kadm.Offset{Topic: other, Partition: 0, At: 9, LeaderEpoch: -1})
+	if rs, err := adm.CommitOffsets(ctx, "readers", os); err != nil || rs.Error() != nil {
+		t.Fatalf("commit: %v %v", err, rs.Error())
+	}
+	offsets := func(adm *kadm.Client) map[string]map[int32]int64 {
+		t.Helper()
+		fo, err := adm.FetchOffsets(ctx, "readers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]map[int32]int64{}
+		fo.Each(func(o kadm.OffsetResponse) {
+			if o.Err != nil {
+				t.Fatalf("fetch %s-%d: %v", o.Topic, o.Partition, o.Err)
+			}
+			if out[o.Topic] == nil {
+				out[o.Topic] = map[int32]int64{}
+			}
+			out[o.Topic][o.Partition] = o.At
+		})
+		return out
+	}
+	if got := offsets(adm); got[topic][1] != 6 || got[other][0] != 9 {
+		t.Fatalf("before the delete: %v", got)
+	}
+	if _, err := adm.DeleteTopics(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	if got := offsets(adm); len(got[topic]) != 0 || got[other][0] != 9 {
+		t.Fatalf("after the delete: %v, want only %s", got, other)
+	}
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	if got := offsets(adm); len(got[topic]) != 0 || got[other][0] != 9 {
+		t.Fatalf("after creating %s again: %v, want none of it", topic, got)
+	}
+	// A commit to the new topic is the new topic's, and survives a restart.
+	var again kadm.Offsets
+	again.Add(kadm.Offset{Topic: topic, Partition: 0, At: 1, LeaderEpoch: -1})
+	// The client first commits by the old topic's id from its metadata
+	// cache (UNKNOWN_TOPIC_ID, retriable), then by the new one.
+	waitUntil(t, 30*time.Second, "a commit to the new topic", func() bool {
+		rs, err := adm.CommitOffsets(ctx, "readers", again)
+		return err == nil && rs.Error() == nil
+	})
+	stop()
+	addr, _ = startDiskBroker(t, dir)
+	adm = newAdmin(t, addr)
+	var got map[string]map[int32]int64
+	waitUntil(t, 30*time.Second, "offsets after the restart", func() bool {
+		fo, err := adm.FetchOffsets(ctx, "readers")
+		if err != nil || fo.Error() != nil {
+			return false // COORDINATOR_LOAD_IN_PROGRESS while the group loads
+		}
+		got = offsets(adm)
+		return true
+	})
+	if len(got[topic]) != 1 || got[topic][0] != 1 || got[other][0] != 9 {
+		t.Fatalf("after a restart: %v, want %s-0 at 1 and %s-0 at 9", got, topic, other)
+	}
+}

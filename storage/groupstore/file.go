@@ -474,7 +474,11 @@ func encodeRecord(r Record) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(c.LeaderEpoch))
 		b = appendStr(b, c.Metadata)
 		b = binary.BigEndian.AppendUint64(b, uint64(c.CommitTime))
-		return binary.BigEndian.AppendUint64(b, uint64(c.ExpireTime))
+		b = binary.BigEndian.AppendUint64(b, uint64(c.ExpireTime))
+		if c.TopicID != ([16]byte{}) {
+			b = append(b, c.TopicID[:]...) // optional: older commits end before it
+		}
+		return b
 	}
 }
 
@@ -491,6 +495,10 @@ func decodeRecord(payload []byte) (Record, bool) {
 		c.Metadata = d.str()
 		c.CommitTime = int64(d.u64())
 		c.ExpireTime = int64(d.u64())
+		if len(d.b) == len(c.TopicID) {
+			copy(c.TopicID[:], d.b)
+			d.b = d.b[len(c.TopicID):]
+		}
 		r.Commit = &c
 	case kindDelete:
 		r.TP.Topic = d.str()

@@ -31,6 +31,10 @@ type Commit struct {
 	// ExpireTime is an explicit expiry in Unix milliseconds (OffsetCommit
 	// v1-v4 retention), or -1 for the KIP-211 rules.
 	ExpireTime int64
+	// TopicID is the id of the topic the offset was committed to (zero in
+	// commits stored before ids were): an offset of a topic since deleted
+	// and re-created under the same name is not the new topic's.
+	TopicID [16]byte
 }
 
 // Meta is the little group metadata that persists beside the offsets: enough

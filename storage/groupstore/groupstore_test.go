@@ -253,6 +253,7 @@ func TestRecordCodec(t *testing.T) {
 	for _, r := range []Record{
 		rec("topic", 5, 1<<40),
 		{TP: TP{"x", 0}, Commit: &Commit{Offset: -1, LeaderEpoch: -1, ExpireTime: -1}},
+		{TP: TP{"i", 1}, Commit: &Commit{Offset: 3, LeaderEpoch: 2, CommitTime: 9, ExpireTime: -1, TopicID: [16]byte{1, 2, 3}}},
 		{TP: TP{"d", 2}, Delete: true},
 		{Meta: &Meta{Kind: "consumer", ProtocolType: "consumer", EmptySince: 7}},
 	} {
@@ -263,6 +264,11 @@ func TestRecordCodec(t *testing.T) {
 	}
 	if _, ok := decodeRecord([]byte{kindCommit, 5, 'a'}); ok {
 		t.Error("short record decoded")
+	}
+	// A topic id is all of the optional tail or nothing.
+	withID := encodeRecord(Record{TP: TP{"i", 1}, Commit: &Commit{TopicID: [16]byte{1}}})
+	if _, ok := decodeRecord(withID[:len(withID)-1]); ok {
+		t.Error("a commit with a partial topic id decoded")
 	}
 	if _, ok := decodeRecord([]byte{99}); ok {
 		t.Error("unknown kind decoded")
