@@ -52,6 +52,7 @@ type options struct {
 	sync         SyncMode
 	spareDelay   time.Duration
 	spareRate    int
+	unreadDelay  time.Duration
 }
 
 // MaxOpenFiles bounds the descriptors kept open for reads of sealed segments
@@ -79,6 +80,14 @@ func SpareDelay(d time.Duration) Option { return func(o *options) { o.spareDelay
 // moves next. Paced, they cost a few percent of a core for as long as it
 // takes. <= 0: no pacing.
 func SpareRate(n int) Option { return func(o *options) { o.spareRate = n } }
+
+// UnreadDelay is how long after Open the janitor reads the sealed segments
+// the open left unread (below the checkpoint's sealed offset), plus up to
+// as much again at random so that the partitions of one move do not all
+// read at once (default 5 s): off the move's path, and before the
+// partition's first retention check, which runs in its actor. Negative:
+// they are read only when something needs them.
+func UnreadDelay(d time.Duration) Option { return func(o *options) { o.unreadDelay = d } }
 
 // Clock replaces the wall clock (segment.ms rolling, retention.ms).
 func Clock(now func() time.Time) Option { return func(o *options) { o.now = now } }
@@ -108,7 +117,7 @@ type Opener struct {
 // delete delay.
 func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) {
 	o := &Opener{dir: dir, log: log, open: map[string]*Log{}, timers: map[*time.Timer]struct{}{}}
-	o.opts = options{maxOpenFiles: 512, deleteDelay: time.Minute, now: time.Now, spareDelay: 5 * time.Second, spareRate: 100}
+	o.opts = options{maxOpenFiles: 512, deleteDelay: time.Minute, now: time.Now, spareDelay: 5 * time.Second, spareRate: 100, unreadDelay: 5 * time.Second}
 	for _, fn := range opts {
 		fn(&o.opts)
 	}

@@ -3,8 +3,10 @@ package disklog
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"sort"
+	"time"
 
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
@@ -72,6 +74,49 @@ func (l *Log) acquire(s *segment) (segView, error) {
 		}
 	}
 	return v, nil
+}
+
+// readUnreadLater schedules the background read of the segments Open left
+// unread, if any (UnreadDelay).
+func (l *Log) readUnreadLater() {
+	d := l.o.opts.unreadDelay
+	if d < 0 {
+		return
+	}
+	l.mu.RLock()
+	unread := false
+	for _, s := range l.segments {
+		unread = unread || s.unread
+	}
+	l.mu.RUnlock()
+	if !unread {
+		return
+	}
+	if d > 0 {
+		d += rand.N(d)
+	}
+	l.jmu.Lock()
+	defer l.jmu.Unlock()
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		l.jmu.Lock()
+		_, live := l.timers[t]
+		delete(l.timers, t)
+		l.jmu.Unlock()
+		if !live {
+			return
+		}
+		l.mu.RLock()
+		segs := append([]*segment(nil), l.segments...)
+		l.mu.RUnlock()
+		for _, s := range segs {
+			if l.isClosed() {
+				return
+			}
+			l.loadSealed(s)
+		}
+	})
+	l.timers[t] = struct{}{}
 }
 
 // loadSealed reads what Open left unread of a sealed segment (s.unread):

@@ -56,6 +56,7 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 		return nil, err
 	}
 	l.startJanitor()
+	l.readUnreadLater()
 	// Debug even after a scan: a failover recovers every partition of the
 	// dead broker at once. Anything dropped or truncated is a warning.
 	ev := l.log.Debug()

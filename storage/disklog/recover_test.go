@@ -1523,3 +1523,44 @@ func TestUnreadSegmentSetAsideMeanwhile(t *testing.T) {
 		t.Fatalf("set-aside segment loaded with size %d (want %d), corrupt at %d, from its trailer %v", size, want, corrupt, fromTrailer)
 	}
 }
+
+// TestUnreadSegmentsAreReadInTheBackground: the segments an open left
+// unread are read by the log itself after UnreadDelay, so the partition's
+// first retention check (in its actor) finds them read.
+func TestUnreadSegmentsAreReadInTheBackground(t *testing.T) {
+	o := testOpener(t, t.TempDir(), SpareDelay(-1), UnreadDelay(10*time.Millisecond))
+	cfg := storage.LogConfig{SegmentBytes: 1000}
+	l := openLogT(t, o, cfg)
+	appendN(t, l, 60, 1, 100, 1)
+	_ = l.Close()
+	l = openLogT(t, o, cfg)
+	if err := l.AssignEpoch(1, l.NextOffset()); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	l = openLogT(t, o, cfg)
+	defer l.Close()
+	unread := func() int {
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		n := 0
+		for _, s := range l.segments {
+			s.mu.RLock()
+			if s.unread {
+				n++
+			}
+			s.mu.RUnlock()
+		}
+		return n
+	}
+	if unread() == 0 {
+		t.Fatal("the open read every segment")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for unread() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d segments still unread", unread())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
