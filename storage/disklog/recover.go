@@ -360,6 +360,14 @@ func (l *Log) recover() (recoveryStats, error) {
 			epoch = eps[n-1].Epoch
 			base = max(base, eps[n-1].StartOffset)
 		}
+		if l.cfg.Claim {
+			// Brokers acting on assignments of different ages may open a new
+			// partition at once: each names its first segment with its own
+			// claim, so none takes another's file for debris and sets it
+			// aside (the lower claimant is superseded, the higher one's
+			// file stays where it writes).
+			epoch = max(epoch, l.cfg.ClaimEpoch)
+		}
 		s, err := l.createSegment(epoch, base)
 		if err != nil {
 			return st, err

@@ -779,6 +779,18 @@ func TestConcurrentClaims(t *testing.T) {
 		if e, ok := readClaim(openers[0].PartitionDir(testID)); !ok || e != top {
 			t.Fatalf("round %d: claim reads %d (%v), want the highest epoch %d", round, e, ok, top)
 		}
+		// What the highest claimant appends after stamping its epoch (as a
+		// partition does) lands in the log: no lower claimant set its file
+		// aside as debris.
+		high := logs[brokers-1].(*Log)
+		if err := high.AssignEpoch(top, high.NextOffset()); err != nil {
+			t.Fatalf("round %d: stamp the highest epoch: %v", round, err)
+		}
+		appendN(t, high, 1, 1, 10, 1)
+		if _, err := high.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		want := high.NextOffset()
 		for i, l := range logs {
 			if l == nil {
 				continue
@@ -791,6 +803,11 @@ func TestConcurrentClaims(t *testing.T) {
 			}
 			l.Close()
 		}
+		check := openLogT(t, openers[0], storage.LogConfig{})
+		if got := check.NextOffset(); got != want {
+			t.Fatalf("round %d: the log ends at %d after the highest claimant appended up to %d", round, got, want)
+		}
+		check.Close()
 	}
 	ents, _ := os.ReadDir(openers[0].PartitionDir(testID))
 	for _, e := range ents {
