@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
-	"time"
 
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
@@ -97,15 +96,7 @@ func (l *Log) readUnreadLater() {
 	}
 	l.jmu.Lock()
 	defer l.jmu.Unlock()
-	var t *time.Timer
-	t = time.AfterFunc(d, func() {
-		l.jmu.Lock()
-		_, live := l.timers[t]
-		delete(l.timers, t)
-		l.jmu.Unlock()
-		if !live {
-			return
-		}
+	l.afterFunc(d, func() {
 		l.mu.RLock()
 		segs := append([]*segment(nil), l.segments...)
 		l.mu.RUnlock()
@@ -116,7 +107,6 @@ func (l *Log) readUnreadLater() {
 			l.loadSealed(s)
 		}
 	})
-	l.timers[t] = struct{}{}
 }
 
 // loadSealed reads what Open left unread of a sealed segment (s.unread):

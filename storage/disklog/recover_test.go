@@ -1430,6 +1430,24 @@ func TestOpenLeavesCleanSegmentsUnread(t *testing.T) {
 	}
 }
 
+// reopenedClean builds a log of batches one-record batches (about five to
+// a 1,000-byte segment), closes it, opens it and stamps epoch 1 (which
+// records the sealed offset), closes it and opens it once more: the open
+// that leaves the clean segments unread.
+func reopenedClean(t *testing.T, o *Opener, batches int) (*Log, [][]byte) {
+	t.Helper()
+	cfg := storage.LogConfig{SegmentBytes: 1000}
+	l := openLogT(t, o, cfg)
+	bs := appendN(t, l, batches, 1, 100, 1)
+	_ = l.Close()
+	l = openLogT(t, o, cfg)
+	if err := l.AssignEpoch(1, l.NextOffset()); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	return openLogT(t, o, cfg), bs
+}
+
 // TestUnreadSegmentChangedSinceOpen: a segment left unread whose trailer
 // no longer matches when it is first needed is validated from its bytes
 // (and served when they are intact); one whose bytes are gone is reported
@@ -1456,18 +1474,7 @@ func TestUnreadSegmentChangedSinceOpen(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			o := testOpener(t, dir, SpareDelay(-1))
-			cfg := storage.LogConfig{SegmentBytes: 1000}
-			l := openLogT(t, o, cfg)
-			bs := appendN(t, l, 60, 1, 100, 1)
-			_ = l.Close()
-			l = openLogT(t, o, cfg)
-			if err := l.AssignEpoch(1, l.NextOffset()); err != nil {
-				t.Fatal(err)
-			}
-			_ = l.Close()
-			l = openLogT(t, o, cfg)
+			l, bs := reopenedClean(t, testOpener(t, t.TempDir(), SpareDelay(-1)), 60)
 			defer l.Close()
 			// Damage the fourth segment after the open that left it unread.
 			segs := segFiles(t, l.Dir(), logSuffix)
@@ -1509,17 +1516,7 @@ func TestUnreadSegmentChangedSinceOpen(t *testing.T) {
 // renames aside before a read in flight loads it still reads its trailer
 // (from the renamed index), not a damaged segment.
 func TestUnreadSegmentSetAsideMeanwhile(t *testing.T) {
-	o := testOpener(t, t.TempDir(), SpareDelay(-1))
-	cfg := storage.LogConfig{SegmentBytes: 1000}
-	l := openLogT(t, o, cfg)
-	bs := appendN(t, l, 30, 1, 100, 1)
-	_ = l.Close()
-	l = openLogT(t, o, cfg)
-	if err := l.AssignEpoch(1, l.NextOffset()); err != nil {
-		t.Fatal(err)
-	}
-	_ = l.Close()
-	l = openLogT(t, o, cfg)
+	l, bs := reopenedClean(t, testOpener(t, t.TempDir(), SpareDelay(-1)), 30)
 	defer l.Close()
 	l.mu.RLock()
 	first := l.segments[0]
@@ -1545,17 +1542,7 @@ func TestUnreadSegmentSetAsideMeanwhile(t *testing.T) {
 // unread are read by the log itself after UnreadDelay, so the partition's
 // first retention check (in its actor) finds them read.
 func TestUnreadSegmentsAreReadInTheBackground(t *testing.T) {
-	o := testOpener(t, t.TempDir(), SpareDelay(-1), UnreadDelay(10*time.Millisecond))
-	cfg := storage.LogConfig{SegmentBytes: 1000}
-	l := openLogT(t, o, cfg)
-	appendN(t, l, 60, 1, 100, 1)
-	_ = l.Close()
-	l = openLogT(t, o, cfg)
-	if err := l.AssignEpoch(1, l.NextOffset()); err != nil {
-		t.Fatal(err)
-	}
-	_ = l.Close()
-	l = openLogT(t, o, cfg)
+	l, _ := reopenedClean(t, testOpener(t, t.TempDir(), SpareDelay(-1), UnreadDelay(10*time.Millisecond)), 60)
 	defer l.Close()
 	unread := func() int {
 		l.mu.RLock()

@@ -176,17 +176,25 @@ func (l *Log) renameAside(p string) {
 func (l *Log) unlinkLater(path string) {
 	l.jmu.Lock()
 	defer l.jmu.Unlock()
+	l.afterFunc(l.o.opts.deleteDelay, func() {
+		l.jmu.Lock()
+		l.due = append(l.due, path)
+		l.jmu.Unlock()
+		l.kickJanitor()
+	})
+}
+
+// afterFunc runs fn after d unless the log stops its timers first (its
+// close). The caller holds jmu.
+func (l *Log) afterFunc(d time.Duration, fn func()) {
 	var t *time.Timer
-	t = time.AfterFunc(l.o.opts.deleteDelay, func() {
+	t = time.AfterFunc(d, func() {
 		l.jmu.Lock()
 		_, live := l.timers[t]
 		delete(l.timers, t)
-		if live {
-			l.due = append(l.due, path)
-		}
 		l.jmu.Unlock()
 		if live {
-			l.kickJanitor()
+			fn()
 		}
 	})
 	l.timers[t] = struct{}{}
