@@ -20,6 +20,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
+	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
 
@@ -51,6 +52,13 @@ type Config struct {
 	Log zerolog.Logger
 	// Now is the monotonic clock (tests inject one).
 	Now func() time.Time
+	// StrayGrace: a partition directory whose topic this controller does
+	// not know is removed once it has been so for this long (strays.go);
+	// 0 never. ListPartitions lists the data directory's partitions and
+	// RemovePartition removes one (the broker's storage).
+	StrayGrace      time.Duration
+	ListPartitions  func() ([]storage.PartitionID, error)
+	RemovePartition func(storage.PartitionID) error
 }
 
 // BrokerPing is a heartbeat received from a broker's stream.
@@ -126,6 +134,11 @@ type Actor struct {
 	// hearingSince is when this broker's own pings were heard again after a
 	// silence (states).
 	hearingSince time.Time
+	// straySince: stray partition directories and when each was first seen;
+	// strayBusy: a listing or removal is in flight (strays.go).
+	straySince    map[storage.PartitionID]time.Time
+	strayBusy     bool
+	nextStrayScan time.Time
 }
 
 // recomputeSoon coalesces recomputes: a drain releases partitions one by
@@ -211,7 +224,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *TopicsChanged:
 		a.topics, a.haveTopic = m.Topics, true
 		a.recompute(ctx, "topics changed")
+	case *strayList:
+		a.onStrayList(ctx, m)
+	case *straysRemoved:
+		a.onStraysRemoved(m)
 	case *tick:
+		a.scanStrays(ctx)
 		if a.retryWrite {
 			a.retryWrite = false
 			a.recompute(ctx, "retry after a failed write")

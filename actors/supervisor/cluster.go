@@ -46,6 +46,9 @@ type ClusterConfig struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 	DeadAfter     time.Duration
+	// StrayGrace: the controller removes a partition directory of a topic it
+	// does not know once it has been so for this long (0: never).
+	StrayGrace time.Duration
 	// HeartbeatInterval is the ping period.
 	HeartbeatInterval time.Duration
 	Hub               *controller.Hub
@@ -336,7 +339,7 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 	// A broker that lost the Lease and won it back keeps its epoch (client-go
 	// counts a transition only when the holder changes), while the old
 	// controller may still be stopping: a fresh name each time.
-	ref, err := runtime.SpawnChildPrefix(ctx, fmt.Sprintf("controller-%d-", m.epoch), controller.New(controller.Config{
+	ccfg := controller.Config{
 		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
 		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
 		StillLeader:     func() bool { return s.isLeader.Load() && m.ctx.Err() == nil },
@@ -356,7 +359,13 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 			return cluster.VerifyHolder(ctx, s.cfg.Kube, s.cfg.Namespace, s.cfg.LeaseName, s.cfg.Incarnation, m.epoch)
 		},
 		Log: s.cfg.Log.With().Str("actor", "controller").Int64("epoch", m.epoch).Logger(),
-	}, m.prev))
+	}
+	if lister, ok := s.cfg.Partition.Opener.(interface {
+		Partitions() ([]storage.PartitionID, error)
+	}); ok && s.cfg.StrayGrace > 0 {
+		ccfg.StrayGrace, ccfg.ListPartitions, ccfg.RemovePartition = s.cfg.StrayGrace, lister.Partitions, s.cfg.Partition.Opener.Remove
+	}
+	ref, err := runtime.SpawnChildPrefix(ctx, fmt.Sprintf("controller-%d-", m.epoch), controller.New(ccfg, m.prev))
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Msg("spawn controller")
 		return

@@ -79,6 +79,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		RenewDeadline:     cfg.RenewDeadline,
 		RetryPeriod:       cfg.RetryPeriod,
 		DeadAfter:         cfg.DeadAfter,
+		StrayGrace:        cfg.StrayGrace,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		Hub:               hub,
 		DefaultPartitions: int32(cfg.DefaultPartitions),

@@ -49,6 +49,8 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		}},
 		{"dead-after must cover fence-after", []string{"--data-dir", "/tmp", "--fence-after", "5s", "--dead-after", "5500ms"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--dead-after", nil},
+		{"stray-grace not negative", []string{"--data-dir", "/tmp", "--stray-grace", "-1s"},
+			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--stray-grace", nil},
 		{"lease timings ordered", []string{"--data-dir", "/tmp", "--renew-deadline", "20s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--lease-duration", nil},
 		{"fence-after covers two pings", []string{"--data-dir", "/tmp", "--heartbeat-interval", "3s"},

@@ -701,3 +701,33 @@ func TestEpochCheckpointSealedLine(t *testing.T) {
 		})
 	}
 }
+
+// TestParseDirName: the names dirName gives partition directories parse
+// back; anything else in the data directory does not.
+func TestParseDirName(t *testing.T) {
+	const uuid = "0123abcd-0000-4000-8000-00000000000f"
+	for _, tc := range []struct {
+		name string
+		want storage.PartitionID
+		ok   bool
+	}{
+		{"orders-3-" + uuid, storage.PartitionID{Topic: "orders", Partition: 3, TopicID: uuid}, true},
+		{"a-b-c-12-" + uuid, storage.PartitionID{Topic: "a-b-c", Partition: 12, TopicID: uuid}, true},
+		{"-3-" + uuid, storage.PartitionID{}, false},
+		{"orders--" + uuid, storage.PartitionID{}, false},
+		{"orders-03-" + uuid, storage.PartitionID{}, false},
+		{"orders-3-" + strings.ToUpper(uuid), storage.PartitionID{}, false},
+		{"orders-3-" + uuid + ".1700000000" + deletedSuffix, storage.PartitionID{}, false},
+		{"orders-3-id-1", storage.PartitionID{}, false},
+		{"__groups", storage.PartitionID{}, false},
+		{"__cluster", storage.PartitionID{}, false},
+	} {
+		got, ok := ParseDirName(tc.name)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("ParseDirName(%q) = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+		if ok && dirName(got) != tc.name {
+			t.Errorf("dirName(%+v) = %q, want %q", got, dirName(got), tc.name)
+		}
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -162,6 +163,57 @@ func (o *Opener) PartitionDir(id storage.PartitionID) string {
 
 func dirName(id storage.PartitionID) string {
 	return fmt.Sprintf("%s-%d-%s", id.Topic, id.Partition, id.TopicID)
+}
+
+// ParseDirName parses a partition directory's name (dirName) whose topic
+// id is a UUID in its text form, the form kaas gives every topic; false for
+// anything else (a directory set aside, the registry, the groups).
+func ParseDirName(name string) (storage.PartitionID, bool) {
+	const uuidLen = 36
+	if len(name) < uuidLen+4 || name[len(name)-uuidLen-1] != '-' {
+		return storage.PartitionID{}, false
+	}
+	id := name[len(name)-uuidLen:]
+	for i, c := range id {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return storage.PartitionID{}, false
+			}
+		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f'):
+			return storage.PartitionID{}, false
+		}
+	}
+	rest := name[:len(name)-uuidLen-1]
+	dash := strings.LastIndexByte(rest, '-')
+	if dash <= 0 || dash == len(rest)-1 {
+		return storage.PartitionID{}, false
+	}
+	p, err := strconv.ParseInt(rest[dash+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != rest[dash+1:] {
+		return storage.PartitionID{}, false
+	}
+	out := storage.PartitionID{Topic: rest[:dash], TopicID: id, Partition: int32(p)}
+	if checkID(out) != nil {
+		return storage.PartitionID{}, false
+	}
+	return out, true
+}
+
+// Partitions lists the partitions that have a directory under the data
+// directory (ParseDirName), whoever leads them.
+func (o *Opener) Partitions() ([]storage.PartitionID, error) {
+	ents, err := os.ReadDir(o.dir)
+	if err != nil {
+		return nil, fmt.Errorf("disklog: list %s: %w", o.dir, err)
+	}
+	var out []storage.PartitionID
+	for _, e := range ents {
+		if id, ok := ParseDirName(e.Name()); ok && e.IsDir() {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }
 
 func checkID(id storage.PartitionID) error {
