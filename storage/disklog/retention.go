@@ -70,8 +70,9 @@ func (l *Log) EnforceRetention(now time.Time) error {
 		size, next, maxTS int64
 		created           time.Time
 	}
-	// A segment Open left unread is read only when retention needs it: its
-	// size for retention.bytes, its timestamps for the oldest segments.
+	// A segment Open left unread (and the background read has not reached
+	// yet) is read here only as far as retention needs: every size for
+	// retention.bytes, the oldest segments' timestamps for retention.ms.
 	ms := make([]meta, len(segs))
 	get := func(i int) meta {
 		s := segs[i]
