@@ -259,19 +259,29 @@ func ofDeletedTopic(tp groupstore.TP, c groupstore.Commit, topics Topics) bool {
 // and returns their tombstones. FetchOffsets hides them meanwhile.
 func (g *Group) DropDeletedTopics(topics Topics) []groupstore.Record {
 	var recs []groupstore.Record
-	for tp, c := range g.offsets {
-		if g.inflight[tp] == 0 && ofDeletedTopic(tp, c, topics) {
+	for _, tp := range g.sortedOffsets() {
+		if g.inflight[tp] == 0 && ofDeletedTopic(tp, g.offsets[tp], topics) {
 			delete(g.offsets, tp)
 			recs = append(recs, groupstore.Record{TP: tp, Delete: true})
 		}
 	}
-	sort.Slice(recs, func(i, j int) bool {
-		if recs[i].TP.Topic != recs[j].TP.Topic {
-			return recs[i].TP.Topic < recs[j].TP.Topic
-		}
-		return recs[i].TP.Partition < recs[j].TP.Partition
-	})
 	return recs
+}
+
+// sortedOffsets lists the partitions with committed offsets by topic, then
+// partition (tombstones are written in that order).
+func (g *Group) sortedOffsets() []groupstore.TP {
+	tps := make([]groupstore.TP, 0, len(g.offsets))
+	for tp := range g.offsets {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	return tps
 }
 
 // OffsetDelete validates an OffsetDelete; the returned records are the
@@ -361,17 +371,7 @@ func (g *Group) Expire(now time.Time) []groupstore.Record {
 	}
 	nowMs, retention := now.UnixMilli(), g.cfg.OffsetsRetention.Milliseconds()
 	var recs []groupstore.Record
-	tps := make([]groupstore.TP, 0, len(g.offsets))
-	for tp := range g.offsets {
-		tps = append(tps, tp)
-	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
-	for _, tp := range tps {
+	for _, tp := range g.sortedOffsets() {
 		c := g.offsets[tp]
 		if subscribed[tp.Topic] || g.inflight[tp] > 0 {
 			continue

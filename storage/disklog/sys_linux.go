@@ -25,21 +25,14 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer syscall.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			return buf[:n], nil
-		}
-		n += m
+	n, err := preadFull(fd, buf, 0, path)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("read %s: larger than %d bytes", path, len(buf))
+	if n == len(buf) {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, len(buf)-1)
+	}
+	return buf[:n], nil
 }
 
 // openLocked opens (creating) a lock file and takes an exclusive
