@@ -93,6 +93,19 @@ func metadataTopic(v *routing.View, t *routing.Topic) kmsg.MetadataResponseTopic
 	mt.Topic, mt.TopicID = &name, t.ID
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.Partitions))
 	for i, p := range t.Partitions {
+		if p.Leader < 0 && p.HeldFrom != nil {
+			// A two-phase move holds it: answer as a broker one file
+			// behind would, with the leader and epoch it is moving from
+			// (while that broker is not dead). Clients keep producing
+			// there and follow its NOT_LEADER hints (retry here, then the
+			// new leader once granted); a LEADER_NOT_AVAILABLE would make
+			// franz-go, at its defaults, wait 5 s (its metadata min age)
+			// before looking again. Kafka's own controlled shutdown never
+			// shows a partition leaderless either.
+			if b, ok := v.Broker(p.HeldFrom.Leader); ok && b.Alive {
+				p = *p.HeldFrom
+			}
+		}
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = int32(i), p.Leader, p.LeaderEpoch
 		if b, ok := v.Broker(p.Leader); ok && b.Alive && p.Leader >= 0 {

@@ -29,6 +29,11 @@ type Broker struct {
 type Partition struct {
 	Leader      int32 // -1 while moving
 	LeaderEpoch int32
+	// HeldFrom is, while a two-phase move holds the partition leaderless,
+	// the leadership the move started from: the leader and epoch of the
+	// last file this broker applied that named one. Nil when unknown (no
+	// such file since this broker started) and whenever Leader >= 0.
+	HeldFrom *Partition
 }
 
 // Topic is one topic.
@@ -85,6 +90,20 @@ func (v *View) CoordinatorFor(group string) (Broker, bool) {
 		return v.SelfBroker(), true
 	}
 	return v.Coordinator(group)
+}
+
+// HeldFromBroker counts the partitions held leaderless on their way from
+// broker id (a two-phase move waiting for the file that grants them).
+func (v *View) HeldFromBroker(id int32) int {
+	n := 0
+	for _, t := range v.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader < 0 && p.HeldFrom != nil && p.HeldFrom.Leader == id {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // TopicNames returns topic names, sorted.

@@ -92,11 +92,14 @@ type ledPartition struct {
 // takes and relinquishes partitions to match it, campaigns for the Lease and
 // runs the controller actor while it holds it.
 type Cluster struct {
-	cfg       ClusterConfig
-	follower  *assignment.Follower
-	cancel    context.CancelFunc
-	current   *assignment.Assignment
-	parts     map[routing.TP]*ledPartition
+	cfg      ClusterConfig
+	follower *assignment.Follower
+	cancel   context.CancelFunc
+	current  *assignment.Assignment
+	parts    map[routing.TP]*ledPartition
+	// held is where each partition current holds leaderless was led from
+	// (trackHeld), for Metadata.
+	held      map[routing.TP]heldLeader
 	ctrl      runtime.Ref
 	ctrlEpoch int64
 	isLeader  atomic.Bool
@@ -390,6 +393,7 @@ func (s *Cluster) stopController() {
 // apply makes this broker serve exactly what the accepted assignment says.
 func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
 	s.current = m.next
+	s.held = trackHeld(m.prev, m.next, s.held)
 	for _, r := range m.changes.Relinquish {
 		tp := routing.TP{Topic: r.Topic, Partition: r.Partition}
 		lp, ok := s.parts[tp]
@@ -506,6 +510,9 @@ func (s *Cluster) publish(ctx actor.Context) {
 			rt := &routing.Topic{Name: name, ID: id, Config: t.Config, Partitions: make([]routing.Partition, len(t.Partitions))}
 			for i, p := range t.Partitions {
 				rt.Partitions[i] = routing.Partition{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
+				if h, ok := s.held[routing.TP{Topic: name, Partition: int32(i)}]; ok && p.Leader == assignment.NoLeader && h.topicID == t.ID {
+					rt.Partitions[i].HeldFrom = &routing.Partition{Leader: h.leader, LeaderEpoch: h.epoch}
+				}
 			}
 			v.Topics[name] = rt
 			v.TopicIDs[id] = rt

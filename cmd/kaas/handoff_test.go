@@ -556,11 +556,20 @@ func TestSafeHandoffs(t *testing.T) {
 	t.Logf("FIGURE SIGKILL of %s leading %d partitions (dead-after 4s): first ack after the kill, per partition p50 %v p99 %v max %v",
 		victim, len(moved), pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	profiledKill.Wait()
+	// The restarted broker gets a third back from the two live ones: a
+	// planned move between live brokers.
+	rebalanceStart := time.Now()
 	c.start(victim)
 	waitUntil(t, 60*time.Second, "rebalanced after kill", func() bool {
 		l, _, _ := c.ledBy()
 		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
 	})
+	time.Sleep(time.Second)
+	rebalanceEnd := time.Now()
+	g = load.gaps(rebalanceStart, rebalanceEnd, c.partitionsLedBy(t, "load", victim, parts/3))
+	t.Logf("FIGURE rebalance onto the restarted %s: per moved partition, longest gap between acks p50 %v p99 %v max %v", victim, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	g = slow.gaps(rebalanceStart, rebalanceEnd, c.partitionsLedBy(t, "defaults", victim, defaultParts/3))
+	t.Logf("FIGURE rebalance: client with default settings, moved partitions, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 
 	// 4. SIGSTOP a leader (not the controller) past dead-after, then SIGCONT.
 	stopLeaderPastDeadAfter(t, c, load, parts, perBroker)

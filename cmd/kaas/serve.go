@@ -198,6 +198,10 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	return nil
 }
 
+// grantWait bounds how long a drained broker stays up for the file that
+// gives its last partitions to their next leaders.
+const grantWait = time.Second
+
 // drain turns readiness off, asks the controller (through the heartbeat's
 // draining flag) to move every partition and group away, and waits until
 // this broker leads nothing or the timeout passes.
@@ -206,12 +210,26 @@ func (b *broker) drain(timeout time.Duration) {
 	start := time.Now()
 	b.sup.Send(&supervisor.Drain{})
 	var reportFrom time.Time // set once nothing is open any more
+	var reportedAt time.Time // set once the controller has that report
 	for time.Since(start) < timeout {
 		if !reportFrom.IsZero() && b.fence.ExchangedSince(reportFrom) {
 			// The controller has a ping listing nothing: it can hand the
-			// last partitions on without waiting for dead-after.
-			b.log.Info().Dur("took", time.Since(start)).Msg("drained")
-			return
+			// last partitions on without waiting for dead-after. Stay
+			// until this broker has applied the file that does (bounded):
+			// producers retrying here meanwhile get NOT_LEADER hints that
+			// name the new leaders (KIP-951), not a refused connection
+			// and a metadata refresh, which franz-go at its defaults
+			// spaces 5 s apart.
+			if reportedAt.IsZero() {
+				reportedAt = time.Now()
+			}
+			v := b.views.Load()
+			if held := v.HeldFromBroker(v.Self); held == 0 || time.Since(reportedAt) > grantWait {
+				b.log.Info().Dur("took", time.Since(start)).Dur("grant_wait", time.Since(reportedAt)).Int("still_held", held).Msg("drained")
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+			continue
 		}
 		if v := b.views.Load(); reportFrom.IsZero() && len(v.Local) == 0 && groupsLed(b) == 0 {
 			type open struct {
