@@ -33,6 +33,10 @@ func handleFetch(r *Request) Pending {
 	}
 	v := r.View
 	var slots []*fetchSlot
+	// A partition refused at routing (not led here) answers the whole fetch
+	// at once, as Kafka does for a partition in error, not after the long
+	// poll of the others: the consumer needs the error (and its hint) now.
+	refusedHere := false
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -59,7 +63,7 @@ func handleFetch(r *Request) Pending {
 			target, code := partitionTarget(v, name, p.Partition)
 			if code != 0 {
 				rp.ErrorCode = code
-				setCurrentLeader(v, name, p.Partition, rp)
+				refusedHere = true
 				continue
 			}
 			slots = append(slots, &fetchSlot{ti: i, pi: j, rp: rp, target: target, req: p})
@@ -77,7 +81,7 @@ func handleFetch(r *Request) Pending {
 	return func() kmsg.Response {
 		first.Wait()
 		total := fetchedBytes(slots)
-		if total < minBytes && wait > 0 && !anyError(slots) && len(slots) > 0 {
+		if total < minBytes && wait > 0 && !refusedHere && !anyError(slots) && len(slots) > 0 {
 			deadline := time.NewTimer(wait)
 			woken := make(chan struct{}, 1)
 			watch := func() {
@@ -111,7 +115,9 @@ func handleFetch(r *Request) Pending {
 			}
 			deadline.Stop()
 		}
-		return fill(resp, slots, maxBytes)
+		out := fill(resp, slots, maxBytes)
+		r.Server.noteRefusal(hintFetch(r.Server.Views().Load(), resp))
+		return out
 	}
 }
 
@@ -180,9 +186,6 @@ func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) kmsg.Respo
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 		if res.Diverging {
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
-		}
-		if res.ErrorCode == kerr.FencedLeaderEpoch.Code || res.ErrorCode == kerr.NotLeaderForPartition.Code {
-			rp.CurrentLeader.LeaderEpoch = res.LeaderEpoch
 		}
 		// An empty record set, never a null one: librdkafka refuses null
 		// (MessageSetSize -1) in Fetch responses.

@@ -41,25 +41,11 @@ func leaderHint(v *routing.View, topic string, partition int32) (leader, epoch i
 	}
 }
 
-// setCurrentLeader tells a fetcher who leads a partition it asked the wrong
-// broker for (KIP-951), saving it a metadata round trip.
-func setCurrentLeader(v *routing.View, topic string, partition int32, rp *kmsg.FetchResponseTopicPartition) {
-	t, ok := v.Topics[topic]
-	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
-		return
-	}
-	p := t.Partitions[partition]
-	rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = p.Leader, p.LeaderEpoch
-}
-
 // hintProduce fills KIP-951's CurrentLeader of every partition answered
 // NOT_LEADER_OR_FOLLOWER and the endpoints of the brokers it names (Produce
 // v10+), from the newest view: the partition actor may have refused the
 // batch because a file newer than the request's view took it away.
-func hintProduce(v *routing.View, resp *kmsg.ProduceResponse) {
-	if resp.Version < 10 {
-		return
-	}
+func hintProduce(v *routing.View, resp *kmsg.ProduceResponse) (refused bool) {
 	named := map[int32]bool{}
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
@@ -68,18 +54,67 @@ func hintProduce(v *routing.View, resp *kmsg.ProduceResponse) {
 			if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
 				continue
 			}
+			refused = true
+			if resp.Version < 10 {
+				continue
+			}
 			if id, epoch, ok := leaderHint(v, rt.Topic, rp.Partition); ok {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epoch
 				named[id] = true
 			}
 		}
 	}
-	for _, b := range v.Brokers { // in id order, each once
-		if !named[b.ID] {
-			continue
-		}
+	eachNamed(v, named, func(b routing.Broker) {
 		rb := kmsg.NewProduceResponseBroker()
 		rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, b.Rack
 		resp.Brokers = append(resp.Brokers, rb)
+	})
+	return refused
+}
+
+// hintFetch is hintProduce for Fetch (v12+ CurrentLeader, v16+ endpoints):
+// every partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH
+// gets the hint, so a consumer follows a move without a metadata refresh
+// (franz-go moves a fetch cursor on a hint only when the response names the
+// broker's endpoint).
+func hintFetch(v *routing.View, resp *kmsg.FetchResponse) (refused bool) {
+	named := map[int32]bool{}
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		name := rt.Topic
+		if t, ok := v.TopicIDs[rt.TopicID]; ok && resp.Version >= 13 {
+			name = t.Name
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			if rp.ErrorCode != kerr.NotLeaderForPartition.Code && rp.ErrorCode != kerr.FencedLeaderEpoch.Code {
+				continue
+			}
+			refused = refused || rp.ErrorCode == kerr.NotLeaderForPartition.Code
+			if resp.Version < 12 {
+				continue
+			}
+			if id, epoch, ok := leaderHint(v, name, rp.Partition); ok {
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epoch
+				named[id] = true
+			}
+		}
+	}
+	if resp.Version >= 16 {
+		eachNamed(v, named, func(b routing.Broker) {
+			rb := kmsg.NewFetchResponseBroker()
+			rb.NodeID, rb.Host, rb.Port, rb.Rack = b.ID, b.Host, b.Port, b.Rack
+			resp.Brokers = append(resp.Brokers, rb)
+		})
+	}
+	return refused
+}
+
+// eachNamed calls fn for every broker of v in named, in id order, once.
+func eachNamed(v *routing.View, named map[int32]bool, fn func(routing.Broker)) {
+	for _, b := range v.Brokers {
+		if named[b.ID] {
+			fn(b)
+		}
 	}
 }

@@ -59,7 +59,7 @@ func handleProduce(r *Request) Pending {
 		if req.Acks == 0 {
 			return nil
 		}
-		hintProduce(r.Server.Views().Load(), resp)
+		r.Server.noteRefusal(hintProduce(r.Server.Views().Load(), resp))
 		return resp
 	}
 }

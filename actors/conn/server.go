@@ -81,6 +81,8 @@ type Server struct {
 
 	producerIDs atomic.Int64
 	connSeq     atomic.Int64
+	refusedAt   atomic.Int64 // monotonic ns since start of the last NOT_LEADER_OR_FOLLOWER answered
+	started     time.Time
 	conns       sync.WaitGroup
 	live        sync.Map // *connActor -> net.Conn
 	ln          net.Listener
@@ -97,7 +99,7 @@ func NewServer(cfg Config, system *runtime.System, views *routing.Store, supervi
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, views: views, system: system, sup: supervisor, apis: map[int16]API{}}
+	s := &Server{cfg: cfg, views: views, system: system, sup: supervisor, apis: map[int16]API{}, started: time.Now()}
 	// Producer ids: unique across restarts of this broker (time-based base).
 	s.producerIDs.Store(time.Now().UnixMilli() << 8)
 	registerCore(s)
@@ -201,3 +203,23 @@ func itoa(i int64) string {
 }
 
 var _ actor.Actor = (*connActor)(nil)
+
+// noteRefusal records that a Produce or Fetch answer refused a partition
+// (NOT_LEADER_OR_FOLLOWER) now.
+func (s *Server) noteRefusal(refused bool) {
+	if refused {
+		s.refusedAt.Store(int64(time.Since(s.started)) + 1)
+	}
+}
+
+// SinceRefusal is how long ago a Produce or Fetch answer last refused a
+// partition because it is led elsewhere (or moving); ok is false if none
+// ever did. A drained broker waits until clients have stopped asking it
+// for the partitions it gave away (cmd/kaas drain).
+func (s *Server) SinceRefusal() (d time.Duration, ok bool) {
+	at := s.refusedAt.Load()
+	if at == 0 {
+		return 0, false
+	}
+	return time.Since(s.started) - time.Duration(at-1), true
+}

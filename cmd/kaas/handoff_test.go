@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -114,6 +115,55 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int, fast bool)
 		fctx, fcancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer fcancel()
 		_ = cl.Flush(fctx)
+	}()
+	return l
+}
+
+// handedOffAfter is the drained broker's own account (its "drained" log
+// line) of when, after SIGTERM, it had applied the file giving its last
+// partitions to their next leaders; it stays up a little longer for the
+// clients still retrying there.
+func handedOffAfter(t *testing.T, b *clusterBroker) time.Duration {
+	var out time.Duration
+	for _, line := range strings.Split(b.log.String(), "\n") {
+		var l struct {
+			Message   string  `json:"message"`
+			HandedOff float64 `json:"handed_off"` // ms
+		}
+		if json.Unmarshal([]byte(strings.TrimSpace(line)), &l) == nil && l.Message == "drained" {
+			out = time.Duration(l.HandedOff * float64(time.Millisecond))
+		}
+	}
+	if out == 0 {
+		t.Errorf("%s: no drained line with handed_off in its log", b.name)
+	}
+	return out.Round(time.Millisecond)
+}
+
+// startConsumer reads topic from its end with franz-go's default settings
+// (no group) and records when each record arrived, as a loadChecker whose
+// acknowledgements are receptions: gaps then measures how long a moving
+// partition's records stop reaching an application.
+func startConsumer(t *testing.T, c *kaasCluster, topic string, parts int) *loadChecker {
+	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, kinds: map[string]int{}, done: make(chan struct{})}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	go func() {
+		defer close(l.done)
+		defer cl.Close()
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			now := time.Now()
+			l.mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) {
+				l.acked[r.Partition] = append(l.acked[r.Partition], ackedRec{offset: r.Offset, at: now})
+			})
+			l.mu.Unlock()
+		}
 	}()
 	return l
 }
@@ -414,6 +464,8 @@ func TestSafeHandoffs(t *testing.T) {
 	checkLeaderHints(t, c, "load", parts)
 	load := startLoad(t, c, "load", parts, true)
 	slow := startLoad(t, c, "defaults", defaultParts, false)
+	reader := startConsumer(t, c, "defaults", defaultParts)
+	defer reader.stop()
 	loadStart := time.Now()
 	commits := startCommitter(t, c, "handoff-group", "load")
 	all := map[int32]bool{}
@@ -485,8 +537,8 @@ func TestSafeHandoffs(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	drainEnd := time.Now()
 	g = load.gaps(drainStart, drainEnd, moved)
-	t.Logf("FIGURE drain of %s leading %d partitions: exited after %v; per moved partition, longest gap between acks p50 %v p99 %v max %v",
-		victim, len(moved), drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	t.Logf("FIGURE drain of %s leading %d partitions: all given on after %v, exited after %v; per moved partition, longest gap between acks p50 %v p99 %v max %v",
+		victim, len(moved), handedOffAfter(t, c.brokers[victim]), drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	t.Logf("longest gaps of the drain: %s", load.worstGaps(drainStart, drainEnd, 3, moved))
 	// Partitions that did not move share produce requests (one in flight
 	// per broker for an idempotent producer) with ones that did.
@@ -500,6 +552,8 @@ func TestSafeHandoffs(t *testing.T) {
 	t.Logf("FIGURE drain: partitions not moved, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	g = slow.gaps(drainStart, drainEnd, movedDefaults)
 	t.Logf("FIGURE drain: client with default settings, moved partitions, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	g = reader.gaps(drainStart, drainEnd, movedDefaults)
+	t.Logf("FIGURE drain: consumer with default settings, moved partitions, longest gap between records received p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	profiled.Wait()
 	profiledOthers.Wait()
 	c.start(victim)
@@ -568,8 +622,11 @@ func TestSafeHandoffs(t *testing.T) {
 	rebalanceEnd := time.Now()
 	g = load.gaps(rebalanceStart, rebalanceEnd, c.partitionsLedBy(t, "load", victim, parts/3))
 	t.Logf("FIGURE rebalance onto the restarted %s: per moved partition, longest gap between acks p50 %v p99 %v max %v", victim, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
-	g = slow.gaps(rebalanceStart, rebalanceEnd, c.partitionsLedBy(t, "defaults", victim, defaultParts/3))
+	movedBack := c.partitionsLedBy(t, "defaults", victim, defaultParts/3)
+	g = slow.gaps(rebalanceStart, rebalanceEnd, movedBack)
 	t.Logf("FIGURE rebalance: client with default settings, moved partitions, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	g = reader.gaps(rebalanceStart, rebalanceEnd, movedBack)
+	t.Logf("FIGURE rebalance: consumer with default settings, moved partitions, longest gap between records received p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 
 	// 4. SIGSTOP a leader (not the controller) past dead-after, then SIGCONT.
 	stopLeaderPastDeadAfter(t, c, load, parts, perBroker)
@@ -597,6 +654,8 @@ func TestSafeHandoffs(t *testing.T) {
 
 	g = slow.gaps(rollStart, rollEnd, nil)
 	t.Logf("FIGURE rolling restart: client with default settings, per-partition longest gap between acks p50 %v p99 %v", pct(g, 0.5), pct(g, 0.99))
+	g = reader.gaps(rollStart, rollEnd, nil)
+	t.Logf("FIGURE rolling restart: consumer with default settings, per-partition longest gap between records received p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 
 	load.stop()
 	slow.stop()

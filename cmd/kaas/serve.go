@@ -198,9 +198,15 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	return nil
 }
 
-// grantWait bounds how long a drained broker stays up for the file that
-// gives its last partitions to their next leaders.
-const grantWait = time.Second
+// A drained broker stays up, once the controller has its report listing
+// nothing, until it has applied the file that gives its last partitions to
+// their next leaders and no client has been refused a partition for
+// refusalQuiet (clients still retrying here get a hint naming the new
+// leader, not a refused connection), at most handOffWait.
+const (
+	refusalQuiet = 300 * time.Millisecond
+	handOffWait  = 2 * time.Second
+)
 
 // drain turns readiness off, asks the controller (through the heartbeat's
 // draining flag) to move every partition and group away, and waits until
@@ -209,23 +215,32 @@ func (b *broker) drain(timeout time.Duration) {
 	b.ready.Store(false)
 	start := time.Now()
 	b.sup.Send(&supervisor.Drain{})
-	var reportFrom time.Time // set once nothing is open any more
-	var reportedAt time.Time // set once the controller has that report
+	var reportFrom time.Time    // set once nothing is open any more
+	var reportedAt time.Time    // set once the controller has that report
+	var handedOff time.Duration // since start, once the file giving the last partitions on is applied
 	for time.Since(start) < timeout {
 		if !reportFrom.IsZero() && b.fence.ExchangedSince(reportFrom) {
 			// The controller has a ping listing nothing: it can hand the
 			// last partitions on without waiting for dead-after. Stay
-			// until this broker has applied the file that does (bounded):
-			// producers retrying here meanwhile get NOT_LEADER hints that
-			// name the new leaders (KIP-951), not a refused connection
-			// and a metadata refresh, which franz-go at its defaults
-			// spaces 5 s apart.
+			// until this broker has applied the file that does, and while
+			// clients are still refused here (bounded): their NOT_LEADER
+			// answers carry hints naming the new leaders (KIP-951). After
+			// the exit they would get a refused connection and a metadata
+			// refresh instead, which franz-go at its defaults spaces 5 s
+			// apart.
 			if reportedAt.IsZero() {
 				reportedAt = time.Now()
 			}
 			v := b.views.Load()
-			if held := v.HeldFromBroker(v.Self); held == 0 || time.Since(reportedAt) > grantWait {
-				b.log.Info().Dur("took", time.Since(start)).Dur("grant_wait", time.Since(reportedAt)).Int("still_held", held).Msg("drained")
+			held := v.HeldFromBroker(v.Self)
+			if held == 0 && handedOff == 0 {
+				handedOff = time.Since(start)
+			}
+			since, refused := b.srv.SinceRefusal()
+			quiet := !refused || since >= refusalQuiet
+			if held == 0 && quiet || time.Since(reportedAt) > handOffWait {
+				b.log.Info().Dur("took", time.Since(start)).Dur("handed_off", handedOff).Dur("hand_off_wait", time.Since(reportedAt)).
+					Int("still_held", held).Bool("clients_quiet", quiet).Msg("drained")
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
