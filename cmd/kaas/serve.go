@@ -208,9 +208,19 @@ const (
 	handOffWait  = 2 * time.Second
 )
 
+// handedOn reports whether a drained broker whose report the controller has
+// had for sinceReport may exit: held of its partitions are still waiting
+// for the file that grants them on here, and a client was last refused
+// sinceRefusal ago (refused: ever).
+func handedOn(held int, refused bool, sinceRefusal, sinceReport time.Duration) bool {
+	quiet := !refused || sinceRefusal >= refusalQuiet
+	return held == 0 && quiet || sinceReport > handOffWait
+}
+
 // drain turns readiness off, asks the controller (through the heartbeat's
 // draining flag) to move every partition and group away, and waits until
-// this broker leads nothing or the timeout passes.
+// this broker leads nothing, the controller knows it, and its partitions'
+// clients have been sent on (handedOn), or the timeout passes.
 func (b *broker) drain(timeout time.Duration) {
 	b.ready.Store(false)
 	start := time.Now()
@@ -237,10 +247,9 @@ func (b *broker) drain(timeout time.Duration) {
 				handedOff = time.Since(start)
 			}
 			since, refused := b.srv.SinceRefusal()
-			quiet := !refused || since >= refusalQuiet
-			if held == 0 && quiet || time.Since(reportedAt) > handOffWait {
+			if handedOn(held, refused, since, time.Since(reportedAt)) {
 				b.log.Info().Dur("took", time.Since(start)).Dur("handed_off", handedOff).Dur("hand_off_wait", time.Since(reportedAt)).
-					Int("still_held", held).Bool("clients_quiet", quiet).Msg("drained")
+					Int("still_held", held).Bool("refused_recently", refused && since < refusalQuiet).Msg("drained")
 				return
 			}
 			time.Sleep(5 * time.Millisecond)
