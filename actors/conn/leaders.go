@@ -46,7 +46,7 @@ func leaderHint(v *routing.View, topic string, partition int32) (leader, epoch i
 // v10+), from the newest view: the partition actor may have refused the
 // batch because a file newer than the request's view took it away.
 func hintProduce(v *routing.View, resp *kmsg.ProduceResponse) (refused bool) {
-	named := map[int32]bool{}
+	var named map[int32]bool // made on the first hint: most answers refuse nothing
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		for j := range rt.Partitions {
@@ -60,7 +60,7 @@ func hintProduce(v *routing.View, resp *kmsg.ProduceResponse) (refused bool) {
 			}
 			if id, epoch, ok := leaderHint(v, rt.Topic, rp.Partition); ok {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epoch
-				named[id] = true
+				named = nameBroker(named, id)
 			}
 		}
 	}
@@ -78,7 +78,7 @@ func hintProduce(v *routing.View, resp *kmsg.ProduceResponse) (refused bool) {
 // (franz-go moves a fetch cursor on a hint only when the response names the
 // broker's endpoint).
 func hintFetch(v *routing.View, resp *kmsg.FetchResponse) (refused bool) {
-	named := map[int32]bool{}
+	var named map[int32]bool // made on the first hint: most answers refuse nothing
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
 		name := rt.Topic
@@ -96,7 +96,7 @@ func hintFetch(v *routing.View, resp *kmsg.FetchResponse) (refused bool) {
 			}
 			if id, epoch, ok := leaderHint(v, name, rp.Partition); ok {
 				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = id, epoch
-				named[id] = true
+				named = nameBroker(named, id)
 			}
 		}
 	}
@@ -110,8 +110,20 @@ func hintFetch(v *routing.View, resp *kmsg.FetchResponse) (refused bool) {
 	return refused
 }
 
+// nameBroker adds id to named, making it if need be.
+func nameBroker(named map[int32]bool, id int32) map[int32]bool {
+	if named == nil {
+		named = map[int32]bool{}
+	}
+	named[id] = true
+	return named
+}
+
 // eachNamed calls fn for every broker of v in named, in id order, once.
 func eachNamed(v *routing.View, named map[int32]bool, fn func(routing.Broker)) {
+	if len(named) == 0 {
+		return
+	}
 	for _, b := range v.Brokers {
 		if named[b.ID] {
 			fn(b)
