@@ -16,9 +16,10 @@ import (
 //     the move will grant: this broker's is the one before it) or when this
 //     broker is named but cannot serve yet (fenced, opening). A client takes
 //     a hint that is not newer than what it knows as "retry here after your
-//     backoff", where a metadata refresh would only say "no leader" (and
+//     backoff", where a metadata refresh would tell it nothing new (Metadata
+//     names the leader a held partition moves from, metadataTopic) and
 //     franz-go rate-limits refreshes to one per MetadataMinAge, 5 s by
-//     default). The move's next answer then names the new leader at the newer
+//     default. The move's next answer then names the new leader at the newer
 //     epoch, and the client goes there at once.
 //
 // ok is false when there is nothing to tell (unknown partition, no epoch).
