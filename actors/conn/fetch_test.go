@@ -95,3 +95,74 @@ func TestFetchOfAMovedPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchWaitsForTheGrant: a fetch of a partition a two-phase move is
+// taking away from this broker waits, like a long poll, for the file that
+// grants it on, and then names the new leader; if MaxWait passes first it
+// answers "retry here".
+func TestFetchWaitsForTheGrant(t *testing.T) {
+	system := runtime.NewSystem()
+	defer system.Shutdown()
+	view := func(p routing.Partition) *routing.View {
+		v := &routing.View{
+			Self:    1,
+			Brokers: []routing.Broker{{ID: 1, Host: "h1", Port: 9001, Alive: true}, {ID: 2, Host: "h2", Port: 9002, Alive: true}},
+			Topics:  map[string]*routing.Topic{"t": {Name: "t", ID: [16]byte{7}, Partitions: []routing.Partition{p}}},
+			Local:   map[routing.TP]runtime.Ref{},
+		}
+		v.TopicIDs = map[[16]byte]*routing.Topic{{7}: v.Topics["t"]}
+		return v
+	}
+	held := view(routing.Partition{Leader: -1, LeaderEpoch: 5, HeldFrom: &routing.Partition{Leader: 1, LeaderEpoch: 4}})
+	fetch := func(srv *Server, maxWait int32) <-chan *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxWaitMillis, req.MinBytes = 16, maxWait, 1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = "t", [16]byte{7}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = 5, 4, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		pending := handleFetch(&Request{Body: req, View: srv.Views().Load(), Server: srv})
+		got := make(chan *kmsg.FetchResponse, 1)
+		go func() { got <- pending().(*fetchResponse).FetchResponse }()
+		return got
+	}
+
+	store := &routing.Store{}
+	store.Publish(held)
+	srv := NewServer(Config{}, system, store, runtime.Ref{})
+	got := fetch(srv, 60_000)
+	select {
+	case r := <-got:
+		t.Fatalf("answered while the partition is still held: %+v", r.Topics[0].Partitions[0])
+	case <-time.After(200 * time.Millisecond):
+	}
+	store.Publish(view(routing.Partition{Leader: 2, LeaderEpoch: 5}))
+	select {
+	case r := <-got:
+		p := r.Topics[0].Partitions[0]
+		if p.ErrorCode != kerr.NotLeaderForPartition.Code || p.CurrentLeader.LeaderID != 2 || p.CurrentLeader.LeaderEpoch != 5 {
+			t.Errorf("after the grant: error %d, hint %d@%d, want NOT_LEADER_OR_FOLLOWER naming 2@5", p.ErrorCode, p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch)
+		}
+		if len(r.Brokers) != 1 || r.Brokers[0].NodeID != 2 {
+			t.Errorf("after the grant: endpoints %+v, want broker 2's", r.Brokers)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the grant did not answer the waiting fetch")
+	}
+
+	// MaxWait first: retry here, at the epoch the consumer has.
+	store2 := &routing.Store{}
+	store2.Publish(held)
+	srv2 := NewServer(Config{}, system, store2, runtime.Ref{})
+	select {
+	case r := <-fetch(srv2, 50):
+		p := r.Topics[0].Partitions[0]
+		if p.ErrorCode != kerr.NotLeaderForPartition.Code || p.CurrentLeader.LeaderID != 1 || p.CurrentLeader.LeaderEpoch != 4 {
+			t.Errorf("after MaxWait: error %d, hint %d@%d, want NOT_LEADER_OR_FOLLOWER naming 1@4", p.ErrorCode, p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("MaxWait did not end the wait")
+	}
+}
