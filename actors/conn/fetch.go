@@ -6,7 +6,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 )
@@ -38,13 +37,6 @@ func handleFetch(r *Request) Pending {
 	// at once, as Kafka does for a partition in error, not after the long
 	// poll of the others: the consumer needs the error (and its hint) now.
 	refusedHere := false
-	// A partition a two-phase move is taking away from this broker has no
-	// leader to send the consumer to yet: its fetch waits (like a long poll
-	// for data) until the file granting it is applied here, and then
-	// answers NOT_LEADER_OR_FOLLOWER naming the new leader. Answered at
-	// once, the consumer would refresh metadata every few milliseconds
-	// until the grant and learn of it only at its next refresh.
-	var moving []routing.TP
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -71,11 +63,7 @@ func handleFetch(r *Request) Pending {
 			target, code := partitionTarget(v, name, p.Partition)
 			if code != 0 {
 				rp.ErrorCode = code
-				if tp := (routing.TP{Topic: name, Partition: p.Partition}); code == kerr.NotLeaderForPartition.Code && movingFrom(v, tp) {
-					moving = append(moving, tp)
-				} else {
-					refusedHere = true
-				}
+				refusedHere = true
 				continue
 			}
 			slots = append(slots, &fetchSlot{ti: i, pi: j, rp: rp, target: target, req: p})
@@ -93,13 +81,7 @@ func handleFetch(r *Request) Pending {
 	return func() kmsg.Response {
 		first.Wait()
 		total := fetchedBytes(slots)
-		views := r.Server.Views()
-		var changed <-chan struct{} // nil: the view is not waited on
-		if len(moving) > 0 {
-			changed = views.Changed()
-		}
-		granted := len(moving) > 0 && anyGranted(views.Load(), moving)
-		if total < minBytes && wait > 0 && !refusedHere && !granted && !anyError(slots) && (len(slots) > 0 || len(moving) > 0) {
+		if total < minBytes && wait > 0 && !refusedHere && !anyError(slots) && len(slots) > 0 {
 			deadline := time.NewTimer(wait)
 			woken := make(chan struct{}, 1)
 			watch := func() {
@@ -121,11 +103,6 @@ func handleFetch(r *Request) Pending {
 				select {
 				case <-deadline.C:
 					break loop
-				case <-changed:
-					changed = views.Changed()
-					if anyGranted(views.Load(), moving) {
-						break loop // answer with the new leader
-					}
 				case <-woken:
 					again := sendFetches(slots, func(s *fetchSlot) bool { return recordsLen(s) == 0 })
 					again.Wait()
@@ -142,28 +119,6 @@ func handleFetch(r *Request) Pending {
 		r.Server.noteRefusal(hintFetch(r.Server.Views().Load(), resp))
 		return out
 	}
-}
-
-// movingFrom reports whether tp is held by a two-phase move that takes it
-// away from this broker.
-func movingFrom(v *routing.View, tp routing.TP) bool {
-	t, ok := v.Topics[tp.Topic]
-	if !ok || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
-		return false
-	}
-	p := t.Partitions[tp.Partition]
-	return p.Leader < 0 && p.HeldFrom != nil && p.HeldFrom.Leader == v.Self
-}
-
-// anyGranted reports whether a partition of tps is no longer moving away
-// from this broker (granted on, or gone).
-func anyGranted(v *routing.View, tps []routing.TP) bool {
-	for _, tp := range tps {
-		if !movingFrom(v, tp) {
-			return true
-		}
-	}
-	return false
 }
 
 func recordsLen(s *fetchSlot) int {

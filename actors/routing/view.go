@@ -121,19 +121,6 @@ type Store struct {
 	p         atomic.Pointer[View]
 	mu        sync.Mutex
 	listeners []func()
-	next      chan struct{} // closed by the next Publish (Changed)
-}
-
-// Changed returns a channel the next Publish closes. Take it before
-// loading the view it is to be compared with, or a publish in between is
-// missed.
-func (s *Store) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.next == nil {
-		s.next = make(chan struct{})
-	}
-	return s.next
 }
 
 // Load returns the current View (never nil after the first Publish).
@@ -143,12 +130,8 @@ func (s *Store) Load() *View { return s.p.Load() }
 func (s *Store) Publish(v *View) {
 	s.p.Store(v)
 	s.mu.Lock()
-	ls, next := s.listeners, s.next
-	s.next = nil
+	ls := s.listeners
 	s.mu.Unlock()
-	if next != nil {
-		close(next)
-	}
 	for _, l := range ls {
 		l()
 	}
