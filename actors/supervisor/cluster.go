@@ -510,7 +510,10 @@ func (s *Cluster) publish(ctx actor.Context) {
 			rt := &routing.Topic{Name: name, ID: id, Config: t.Config, Partitions: make([]routing.Partition, len(t.Partitions))}
 			for i, p := range t.Partitions {
 				rt.Partitions[i] = routing.Partition{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
-				if h, ok := s.held[routing.TP{Topic: name, Partition: int32(i)}]; ok && p.Leader == assignment.NoLeader && h.topicID == t.ID {
+				if p.Leader != assignment.NoLeader {
+					continue // the common case: no lookup for it on every publish
+				}
+				if h, ok := s.held[routing.TP{Topic: name, Partition: int32(i)}]; ok && h.topicID == t.ID {
 					rt.Partitions[i].HeldFrom = &routing.Partition{Leader: h.leader, LeaderEpoch: h.epoch}
 				}
 			}
