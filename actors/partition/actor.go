@@ -143,10 +143,15 @@ type Actor struct {
 	// by the close); 0: none.
 	lastSyncGen uint64
 	syncSeq     uint64
-	waiters     []ackWaiter
-	watchers    []messages.WatchHighWatermark
-	pending     []any // requests that arrived while opening
-	superseded  bool  // a newer leader claimed the files (Log.Superseded)
+	// syncTimer is the watchdog of the group commit in flight, stopped
+	// when it returns: a timer left to fire for every commit would wake a
+	// goroutine and this actor thousands of times a second per broker
+	// under load, for nothing.
+	syncTimer  *time.Timer
+	waiters    []ackWaiter
+	watchers   []messages.WatchHighWatermark
+	pending    []any // requests that arrived while opening
+	superseded bool  // a newer leader claimed the files (Log.Superseded)
 	// closeOnOpen is a relinquish that arrived while the log was opening.
 	closeOnOpen *closeRequest
 	lastTake    *messages.TakeLeadership // what the open in flight (or failed) was for
@@ -593,6 +598,7 @@ func (a *Actor) failPending(ctx actor.Context) {
 
 func (a *Actor) stop() {
 	a.gen++
+	a.stopSyncTimer()
 	a.notifyWatchers(true)
 	if a.plog != nil {
 		// Actor stopped without Relinquish (system shutdown): close quickly.
@@ -735,10 +741,27 @@ func (a *Actor) startSync(ctx actor.Context) {
 		}
 		system.Root.Send(self, &syncDone{gen: gen, upTo: upTo, err: err, start: start})
 	}()
-	time.AfterFunc(a.cfg.SyncTimeout, func() { system.Root.Send(self, &syncWatchdog{gen: gen, syncSeq: seq}) })
+	a.syncTimer = time.AfterFunc(a.cfg.SyncTimeout, func() {
+		watchdogsFired.Add(1)
+		system.Root.Send(self, &syncWatchdog{gen: gen, syncSeq: seq})
+	})
+}
+
+// watchdogsFired counts group-commit watchdogs that went off (tests).
+var watchdogsFired atomic.Int64
+
+// stopSyncTimer stops the watchdog of the group commit that just returned
+// (or of every one, when the actor stops).
+func (a *Actor) stopSyncTimer() {
+	if a.syncTimer != nil {
+		a.syncTimer.Stop()
+		a.syncTimer = nil
+	}
 }
 
 func (a *Actor) synced(ctx actor.Context, m *syncDone) {
+	// One group commit is in flight at a time, and this is its answer.
+	a.stopSyncTimer()
 	if a.state == stateClosing && a.lastSyncGen != 0 && m.gen == a.lastSyncGen {
 		// The last group commit of a relinquished partition.
 		a.lastSyncGen = 0

@@ -3,6 +3,7 @@ package partition
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -580,5 +581,25 @@ func TestFirstOpenCreatesTheProducerSnapshot(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A group commit that returns in time stops its watchdog: under load every
+// partition commits several times a second, and a timer left to fire for
+// each would wake a goroutine and the actor for nothing.
+func TestReturnedSyncStopsItsWatchdog(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	close(sl.release) // every fsync returns at once
+	ref := spawn(t, slowOpener{sl}, timeout)
+	before := watchdogsFired.Load()
+	for i := range 20 {
+		if r := within(t, produce(ref, -1, fmt.Sprint(i)), time.Second, "acks=all"); r.ErrorCode != 0 {
+			t.Fatalf("produce %d: %+v", i, r)
+		}
+	}
+	time.Sleep(3 * timeout)
+	if n := watchdogsFired.Load() - before; n != 0 {
+		t.Fatalf("%d watchdogs went off after 20 group commits that all returned", n)
 	}
 }

@@ -70,6 +70,16 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int, fast bool)
 	} else {
 		opts = append(opts, kgo.MetadataMinAge(5*time.Second)) // franz-go's default (c.client shortens it)
 	}
+	if f := os.Getenv("KAAS_HANDOFF_CLIENT_LOG"); f != "" && fast {
+		// The fast client's debug log (every request, move and metadata
+		// refresh), timestamped to line up with the brokers' logs.
+		lf, err := os.Create(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { lf.Close() })
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(lf, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000000 ") })))
+	}
 	cl := c.client(opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
@@ -207,6 +217,33 @@ func (l *loadChecker) gaps(from, to time.Time, only map[int32]bool) []time.Durat
 		}
 		d, _ := l.longestGap(p, from, to)
 		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// waits returns, per partition (of only, or of all when only is nil), the
+// longest time a record spent between the producer and its
+// acknowledgement among the records waiting at some point inside [from,
+// to], sorted. Unlike a gap between acks, it does not grow with the pace of
+// a paced load: a record handed over just as its partition stops taking
+// writes waits the whole unavailability.
+func (l *loadChecker) waits(from, to time.Time, only map[int32]bool) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []time.Duration
+	for p := int32(0); p < int32(l.parts); p++ {
+		if only != nil && !only[p] {
+			continue
+		}
+		var worst time.Duration
+		for _, a := range l.acked[p] {
+			if a.at.Before(from) || a.sent.After(to) {
+				continue
+			}
+			worst = max(worst, a.at.Sub(a.sent))
+		}
+		out = append(out, worst)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
@@ -490,6 +527,8 @@ func TestSafeHandoffs(t *testing.T) {
 	g := load.gaps(baseFrom, time.Now(), nil)
 	t.Logf("FIGURE baseline (nothing moving, %d partitions): longest gap between acks per partition p50 %v p99 %v max %v",
 		parts, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	g = load.waits(baseFrom, time.Now(), nil)
+	t.Logf("FIGURE baseline: longest wait of a record per partition p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 
 	// 1. Drain a broker that is not the controller (SIGTERM).
 	_, ctrl, _ := c.ledBy()
@@ -510,6 +549,7 @@ func TestSafeHandoffs(t *testing.T) {
 	profiled := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "drain", time.Second, victim)
 	profiledOthers := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "drain", 3*time.Second, others...)
 	drainStart := time.Now()
+	t.Logf("drain starts at %s", drainStart.Format("15:04:05.000000"))
 	_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
 	// Readiness turns false at once while the admin port keeps answering
 	// (until the broker exits: a drain of a few partitions can beat this).
@@ -540,6 +580,8 @@ func TestSafeHandoffs(t *testing.T) {
 	t.Logf("FIGURE drain of %s leading %d partitions: all given on after %v, exited after %v; per moved partition, longest gap between acks p50 %v p99 %v max %v",
 		victim, len(moved), handedOffAfter(t, c.brokers[victim]), drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	t.Logf("longest gaps of the drain: %s", load.worstGaps(drainStart, drainEnd, 3, moved))
+	g = load.waits(drainStart, drainEnd, moved)
+	t.Logf("FIGURE drain: moved partitions, longest wait of a record p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	// Partitions that did not move share produce requests (one in flight
 	// per broker for an idempotent producer) with ones that did.
 	stayed := map[int32]bool{}
@@ -620,8 +662,11 @@ func TestSafeHandoffs(t *testing.T) {
 	})
 	time.Sleep(time.Second)
 	rebalanceEnd := time.Now()
-	g = load.gaps(rebalanceStart, rebalanceEnd, c.partitionsLedBy(t, "load", victim, parts/3))
+	movedOn := c.partitionsLedBy(t, "load", victim, parts/3)
+	g = load.gaps(rebalanceStart, rebalanceEnd, movedOn)
 	t.Logf("FIGURE rebalance onto the restarted %s: per moved partition, longest gap between acks p50 %v p99 %v max %v", victim, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	g = load.waits(rebalanceStart, rebalanceEnd, movedOn)
+	t.Logf("FIGURE rebalance: moved partitions, longest wait of a record p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	movedBack := c.partitionsLedBy(t, "defaults", victim, defaultParts/3)
 	g = slow.gaps(rebalanceStart, rebalanceEnd, movedBack)
 	t.Logf("FIGURE rebalance: client with default settings, moved partitions, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
@@ -651,6 +696,8 @@ func TestSafeHandoffs(t *testing.T) {
 	t.Logf("FIGURE rolling restart took %v; per-partition longest gap between acks p50 %v p99 %v",
 		rollEnd.Sub(rollStart).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
 	t.Logf("longest gaps of the rolling restart: %s", load.worstGaps(rollStart, rollEnd, 5, nil))
+	g = load.waits(rollStart, rollEnd, nil)
+	t.Logf("FIGURE rolling restart: longest wait of a record per partition p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 
 	g = slow.gaps(rollStart, rollEnd, nil)
 	t.Logf("FIGURE rolling restart: client with default settings, per-partition longest gap between acks p50 %v p99 %v", pct(g, 0.5), pct(g, 0.99))
