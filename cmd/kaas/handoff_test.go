@@ -223,11 +223,12 @@ func (l *loadChecker) gaps(from, to time.Time, only map[int32]bool) []time.Durat
 }
 
 // waits returns, per partition (of only, or of all when only is nil), the
-// longest time a record spent between the producer and its
-// acknowledgement among the records waiting at some point inside [from,
-// to], sorted. Unlike a gap between acks, it does not grow with the pace of
-// a paced load: a record handed over just as its partition stops taking
-// writes waits the whole unavailability.
+// longest time a record handed to the client inside [from, to] waited for
+// its acknowledgement, sorted. Unlike a gap between acks, it does not grow
+// with the pace of a paced load: a record handed over just as its
+// partition stops taking writes waits the whole unavailability. (Records
+// handed over before from are left out: after a SIGKILL they waited for
+// dead-after, not for the step measured next.)
 func (l *loadChecker) waits(from, to time.Time, only map[int32]bool) []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -238,7 +239,7 @@ func (l *loadChecker) waits(from, to time.Time, only map[int32]bool) []time.Dura
 		}
 		var worst time.Duration
 		for _, a := range l.acked[p] {
-			if a.at.Before(from) || a.sent.After(to) {
+			if a.sent.Before(from) || a.sent.After(to) {
 				continue
 			}
 			worst = max(worst, a.at.Sub(a.sent))
