@@ -208,15 +208,22 @@ func (l *loadChecker) longestGap(p int32, from, to time.Time) (time.Duration, ti
 // gaps returns, per partition (of only, or of all when only is nil), the
 // longest time without an acknowledgement inside [from, to], sorted.
 func (l *loadChecker) gaps(from, to time.Time, only map[int32]bool) []time.Duration {
+	return l.perPartition(only, func(p int32) time.Duration {
+		d, _ := l.longestGap(p, from, to)
+		return d
+	})
+}
+
+// perPartition returns fn of every partition of only (of all when only is
+// nil), sorted; fn runs with l.mu held.
+func (l *loadChecker) perPartition(only map[int32]bool, fn func(p int32) time.Duration) []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []time.Duration
 	for p := int32(0); p < int32(l.parts); p++ {
-		if only != nil && !only[p] {
-			continue
+		if only == nil || only[p] {
+			out = append(out, fn(p))
 		}
-		d, _ := l.longestGap(p, from, to)
-		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
@@ -230,24 +237,14 @@ func (l *loadChecker) gaps(from, to time.Time, only map[int32]bool) []time.Durat
 // handed over before from are left out: after a SIGKILL they waited for
 // dead-after, not for the step measured next.)
 func (l *loadChecker) waits(from, to time.Time, only map[int32]bool) []time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []time.Duration
-	for p := int32(0); p < int32(l.parts); p++ {
-		if only != nil && !only[p] {
-			continue
-		}
-		var worst time.Duration
+	return l.perPartition(only, func(p int32) (worst time.Duration) {
 		for _, a := range l.acked[p] {
-			if a.sent.Before(from) || a.sent.After(to) {
-				continue
+			if !a.sent.Before(from) && !a.sent.After(to) {
+				worst = max(worst, a.at.Sub(a.sent))
 			}
-			worst = max(worst, a.at.Sub(a.sent))
 		}
-		out = append(out, worst)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+		return worst
+	})
 }
 
 // firstAcks returns, per partition of only, how long after from its first
