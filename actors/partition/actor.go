@@ -81,10 +81,10 @@ type (
 		err       error
 	}
 	syncDone struct {
-		gen   uint64
-		upTo  int64
-		err   error
-		start time.Time
+		gen, syncSeq uint64
+		upTo         int64
+		err          error
+		start        time.Time
 	}
 	syncWatchdog struct {
 		gen, syncSeq uint64
@@ -739,7 +739,7 @@ func (a *Actor) startSync(ctx actor.Context) {
 		if err == nil && l.Superseded(epoch) {
 			err = errSuperseded
 		}
-		system.Root.Send(self, &syncDone{gen: gen, upTo: upTo, err: err, start: start})
+		system.Root.Send(self, &syncDone{gen: gen, syncSeq: seq, upTo: upTo, err: err, start: start})
 	}()
 	a.syncTimer = time.AfterFunc(a.cfg.SyncTimeout, func() {
 		watchdogsFired.Add(1)
@@ -750,8 +750,8 @@ func (a *Actor) startSync(ctx actor.Context) {
 // watchdogsFired counts group-commit watchdogs that went off (tests).
 var watchdogsFired atomic.Int64
 
-// stopSyncTimer stops the watchdog of the group commit that just returned
-// (or of every one, when the actor stops).
+// stopSyncTimer stops the watchdog of the latest group commit, which just
+// returned (or because the actor stops).
 func (a *Actor) stopSyncTimer() {
 	if a.syncTimer != nil {
 		a.syncTimer.Stop()
@@ -760,8 +760,12 @@ func (a *Actor) stopSyncTimer() {
 }
 
 func (a *Actor) synced(ctx actor.Context, m *syncDone) {
-	// One group commit is in flight at a time, and this is its answer.
-	a.stopSyncTimer()
+	// Only the latest commit's answer stops the watchdog: after a close
+	// and a retake, the closed log's commit may still answer while the
+	// new one is in flight.
+	if m.syncSeq == a.syncSeq {
+		a.stopSyncTimer()
+	}
 	if a.state == stateClosing && a.lastSyncGen != 0 && m.gen == a.lastSyncGen {
 		// The last group commit of a relinquished partition.
 		a.lastSyncGen = 0

@@ -603,3 +603,40 @@ func TestReturnedSyncStopsItsWatchdog(t *testing.T) {
 		t.Fatalf("%d watchdogs went off after 20 group commits that all returned", n)
 	}
 }
+
+// seqOpener opens its logs in turn, one per Take.
+type seqOpener struct {
+	logs []*slowLog
+	next *atomic.Int32
+}
+
+func (o seqOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, error) {
+	return o.logs[o.next.Add(1)-1], nil
+}
+func (o seqOpener) Remove(storage.PartitionID) error { return nil }
+func (o seqOpener) Persistent() bool                 { return true }
+
+// The late answer of a closed log's group commit does not stop the
+// watchdog of the commit in flight on the log taken after it: a hung fsync
+// there still fails its waiters.
+func TestStaleSyncAnswerKeepsTheWatchdog(t *testing.T) {
+	old := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	hung := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	t.Cleanup(func() { close(hung.release) })
+	ref := spawn(t, seqOpener{logs: []*slowLog{old, hung}, next: &atomic.Int32{}}, 300*time.Millisecond)
+	first := produce(ref, -1, "a") // its Sync blocks until old is released
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan error, 1)
+	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
+	if err := within(t, done, time.Second, "release"); err != nil {
+		t.Fatal(err)
+	}
+	within(t, first, time.Second, "produce during the release")
+	ref.Send(&messages.TakeLeadership{TopicID: "id", LeaderEpoch: 4, Config: map[string]string{}})
+	second := produce(ref, -1, "b") // its Sync, on the new log, hangs
+	time.Sleep(50 * time.Millisecond)
+	close(old.release) // the closed log's Sync answers now
+	if r := within(t, second, 2*time.Second, "watchdog of the hung commit"); r.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("hung fsync after a retake: error %d, want REQUEST_TIMED_OUT", r.ErrorCode)
+	}
+}
