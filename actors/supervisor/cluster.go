@@ -452,7 +452,7 @@ func (s *Cluster) take(ctx actor.Context, t assignment.PartitionRef, cfg map[str
 	name := fmt.Sprintf("partition/%s/%s/%d/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch, s.spawned)
 	pcfg := s.cfg.Partition
 	pcfg.Revoked = &atomic.Bool{}
-	ref, err := runtime.SpawnChild(ctx, name, partition.New(pid, pcfg))
+	ref, err := runtime.SpawnChildOn(ctx, name, partition.New(pid, pcfg), runtime.PartitionPool())
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
 		return

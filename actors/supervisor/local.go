@@ -117,7 +117,7 @@ func (s *Local) growTopic(ctx actor.Context, ts *topicState, count int32) {
 	for p := int32(len(ts.actors)); p < count; p++ {
 		pid := storage.PartitionID{Topic: ts.rec.Name, TopicID: FormatUUID(ts.id), Partition: p}
 		name := fmt.Sprintf("partition/%s/%s/%d", ts.rec.Name, FormatUUID(ts.id), p)
-		ref, err := runtime.SpawnChild(ctx, name, partition.New(pid, s.cfg.Partition))
+		ref, err := runtime.SpawnChildOn(ctx, name, partition.New(pid, s.cfg.Partition), runtime.PartitionPool())
 		if err != nil {
 			s.cfg.Log.Error().Err(err).Str("topic", ts.rec.Name).Int32("partition", p).Msg("spawn partition actor")
 			continue

@@ -230,21 +230,29 @@ func (l *loadChecker) perPartition(only map[int32]bool, fn func(p int32) time.Du
 }
 
 // waits returns, per partition (of only, or of all when only is nil), the
-// longest time a record handed to the client inside [from, to] waited for
-// its acknowledgement, sorted. Unlike a gap between acks, it does not grow
-// with the pace of a paced load: a record handed over just as its
-// partition stops taking writes waits the whole unavailability. (Records
-// handed over before from are left out: after a SIGKILL they waited for
-// dead-after, not for the step measured next.)
+// longest time a record waited for its acknowledgement inside [from, to],
+// sorted. Unlike a gap between acks, it does not grow with the pace of a
+// paced load: a record handed over just as its partition stops taking
+// writes waits the whole unavailability. A record handed over before from
+// counts from from: the records in flight when a drain starts are the ones
+// that wait through it, and one still waiting from a SIGKILL when the next
+// step starts has waited for dead-after only before it.
 func (l *loadChecker) waits(from, to time.Time, only map[int32]bool) []time.Duration {
 	return l.perPartition(only, func(p int32) (worst time.Duration) {
 		for _, a := range l.acked[p] {
-			if !a.sent.Before(from) && !a.sent.After(to) {
-				worst = max(worst, a.at.Sub(a.sent))
+			if !a.at.Before(from) && !a.sent.After(to) {
+				worst = max(worst, a.at.Sub(later(a.sent, from)))
 			}
 		}
 		return worst
 	})
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // firstAcks returns, per partition of only, how long after from its first

@@ -1,0 +1,151 @@
+package runtime
+
+import (
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// goroutineID is the running goroutine's number (from its stack header).
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:goruntime.Stack(buf, false)]
+	return strings.Fields(string(buf))[1]
+}
+
+// Work scheduled while a worker is free runs on the pool's goroutines, not
+// on new ones: they keep their grown stacks.
+func TestPoolRunsOnItsWorkers(t *testing.T) {
+	const workers = 3
+	p := NewPool(workers, 10)
+	time.Sleep(10 * time.Millisecond) // the workers are waiting
+	ran := map[string]bool{}
+	for range 500 {
+		done := make(chan string)
+		p.Schedule(func() { done <- goroutineID() })
+		ran[<-done] = true
+	}
+	if len(ran) > workers {
+		t.Fatalf("500 functions scheduled one after another ran on %d goroutines, want at most %d", len(ran), workers)
+	}
+}
+
+// When every worker is busy (here blocked, as in a storage stall), what is
+// scheduled still runs, and everything scheduled runs once.
+func TestPoolRunsWhenEveryWorkerIsBlocked(t *testing.T) {
+	p := NewPool(2, 10)
+	stuck := make(chan struct{})
+	defer close(stuck)
+	for range 2 {
+		p.Schedule(func() { <-stuck })
+	}
+	var wg sync.WaitGroup
+	var runs atomic.Int32
+	const n = 200
+	wg.Add(n)
+	for range n {
+		p.Schedule(func() { runs.Add(1); wg.Done() })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%d of %d functions ran while every worker was blocked", runs.Load(), n)
+	}
+	if r := runs.Load(); r != n {
+		t.Fatalf("%d runs of %d functions", r, n)
+	}
+}
+
+// counter records the messages it receives, in order.
+type counter struct {
+	mu   *sync.Mutex
+	got  map[string][]int
+	done *sync.WaitGroup
+}
+
+type numbered struct {
+	to string
+	n  int
+}
+
+func (c *counter) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(numbered); ok {
+		c.mu.Lock()
+		c.got[m.to] = append(c.got[m.to], m.n)
+		c.mu.Unlock()
+		c.done.Done()
+	}
+}
+
+// spawner spawns pooled children on request.
+type spawner struct {
+	pool *Pool
+	make func() actor.Actor
+	refs chan Ref
+}
+
+func (s *spawner) Receive(ctx actor.Context) {
+	if name, ok := ctx.Message().(string); ok {
+		ref, err := SpawnChildOn(ctx, name, s.make, s.pool)
+		if err != nil {
+			panic(err)
+		}
+		s.refs <- ref
+	}
+}
+
+// Actors on a pool much smaller than their number each see their messages
+// once and in the order sent.
+func TestPooledActorsKeepTheirOrder(t *testing.T) {
+	sys := NewSystem()
+	t.Cleanup(sys.Shutdown)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	got := map[string][]int{}
+	sp := &spawner{pool: NewPool(2, 5), refs: make(chan Ref, 1),
+		make: func() actor.Actor { return &counter{mu: &mu, got: got, done: &wg} }}
+	parent, err := sys.Spawn(t.Name(), func() actor.Actor { return sp })
+	if err != nil {
+		t.Fatal(err)
+	}
+	const actors, msgs = 50, 100
+	var refs []Ref
+	names := make([]string, actors)
+	for i := range actors {
+		names[i] = string(rune('a'+i%26)) + string(rune('a'+i/26))
+		parent.Send(names[i])
+		refs = append(refs, <-sp.refs)
+	}
+	wg.Add(actors * msgs)
+	for n := range msgs {
+		for i, r := range refs {
+			r.Send(numbered{to: names[i], n: n})
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not every message was handled")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range names {
+		if len(got[name]) != msgs {
+			t.Fatalf("%s handled %d messages, want %d", name, len(got[name]), msgs)
+		}
+		for i, n := range got[name] {
+			if n != i {
+				t.Fatalf("%s handled message %d %dth", name, n, i)
+			}
+		}
+	}
+}
