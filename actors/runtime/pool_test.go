@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"maps"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,19 +21,27 @@ func goroutineID() string {
 }
 
 // Work scheduled while a worker is free runs on the pool's goroutines, not
-// on new ones: they keep their grown stacks.
+// on new ones: they keep their grown stacks. (A worker starved of a CPU for
+// the stuck interval has its queue moved to a goroutine of its own, so a
+// few may run elsewhere on a busy machine.)
 func TestPoolRunsOnItsWorkers(t *testing.T) {
-	const workers = 3
+	const workers, n = 3, 500
 	p := NewPool(workers, 10)
 	time.Sleep(10 * time.Millisecond) // the workers are waiting
-	ran := map[string]bool{}
-	for range 500 {
+	ran := map[string]int{}
+	for range n {
 		done := make(chan string)
 		p.Schedule(func() { done <- goroutineID() })
-		ran[<-done] = true
+		ran[<-done]++
 	}
-	if len(ran) > workers {
-		t.Fatalf("500 functions scheduled one after another ran on %d goroutines, want at most %d", len(ran), workers)
+	counts := slices.Sorted(maps.Values(ran))
+	onWorkers := 0
+	for _, c := range counts[max(0, len(counts)-workers):] {
+		onWorkers += c
+	}
+	if onWorkers < n*9/10 {
+		t.Fatalf("of %d functions scheduled one after another, %d ran on the %d busiest goroutines (%d goroutines in all), want at least 90 %%",
+			n, onWorkers, workers, len(ran))
 	}
 }
 
