@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"maps"
 	goruntime "runtime"
 	"slices"
@@ -12,6 +13,18 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 )
+
+// waited reports whether wg finished within d.
+func waited(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
 
 // goroutineID is the running goroutine's number (from its stack header).
 func goroutineID() string {
@@ -61,11 +74,7 @@ func TestPoolRunsWhenEveryWorkerIsBlocked(t *testing.T) {
 	for range n {
 		p.Schedule(func() { runs.Add(1); wg.Done() })
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
+	if !waited(&wg, 10*time.Second) {
 		t.Fatalf("%d of %d functions ran while every worker was blocked", runs.Load(), n)
 	}
 	if r := runs.Load(); r != n {
@@ -129,7 +138,7 @@ func TestPooledActorsKeepTheirOrder(t *testing.T) {
 	var refs []Ref
 	names := make([]string, actors)
 	for i := range actors {
-		names[i] = string(rune('a'+i%26)) + string(rune('a'+i/26))
+		names[i] = fmt.Sprintf("counter-%d", i)
 		parent.Send(names[i])
 		refs = append(refs, <-sp.refs)
 	}
@@ -139,11 +148,7 @@ func TestPooledActorsKeepTheirOrder(t *testing.T) {
 			r.Send(numbered{to: names[i], n: n})
 		}
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
+	if !waited(&wg, 10*time.Second) {
 		t.Fatal("not every message was handled")
 	}
 	mu.Lock()
