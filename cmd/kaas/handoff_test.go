@@ -43,7 +43,13 @@ type loadChecker struct {
 	kinds  map[string]int
 	cancel context.CancelFunc
 	done   chan struct{}
+	// interval paces each partition to one record per interval (0: full
+	// speed); pace changes it while the load runs.
+	interval atomic.Int64
 }
+
+// pace sets the load's interval per partition (0: full speed).
+func (l *loadChecker) pace(d time.Duration) { l.interval.Store(int64(d)) }
 
 type ackedRec struct {
 	seq      int
@@ -83,16 +89,31 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int, fast bool)
 	cl := c.client(opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
+	// KAAS_HANDOFF_INTERVAL (e.g. 100ms) paces each partition to one
+	// record per interval instead of full speed for the whole test: the
+	// same moves with CPU to spare, to tell the broker's move cost from
+	// the load's.
+	if d, err := time.ParseDuration(os.Getenv("KAAS_HANDOFF_INTERVAL")); err == nil {
+		l.pace(d)
+	}
 	go func() {
 		defer close(l.done)
 		seq := make([]int, parts)
 		inflight := make([]atomic.Int32, parts)
-		// KAAS_HANDOFF_INTERVAL (e.g. 100ms) paces each partition to one
-		// record per interval instead of full speed: the same moves with
-		// CPU to spare, to tell the broker's move cost from the load's.
 		lastSent := make([]time.Time, parts)
-		interval, _ := time.ParseDuration(os.Getenv("KAAS_HANDOFF_INTERVAL"))
+		var interval time.Duration
 		for ctx.Err() == nil {
+			if d := time.Duration(l.interval.Load()); d != interval {
+				// Spread the partitions' turns over the interval: at any
+				// moment some partition is about to send, so a move
+				// catches records at its start whatever the pace. (All
+				// in step, a move could fall between two rounds.)
+				interval = d
+				now := time.Now()
+				for p := range lastSent {
+					lastSent[p] = now.Add(-interval * time.Duration(p) / time.Duration(parts))
+				}
+			}
 			for p := 0; p < parts && ctx.Err() == nil; p++ {
 				if inflight[p].Load() >= maxInflight {
 					continue
@@ -500,10 +521,12 @@ func TestSafeHandoffs(t *testing.T) {
 		t.Fatalf("create: %v %v", err, resp.Err)
 	}
 	perBroker := (parts + defaultParts) / 3
-	waitUntil(t, 60*time.Second, "both topics spread", func() bool {
-		led, _, _ := c.ledBy()
-		return led["kaas-0"] == perBroker && led["kaas-1"] == perBroker && led["kaas-2"] == perBroker
-	})
+	// balanced: every broker is running and leads its third of both topics.
+	balanced := func() bool {
+		l, _, _ := c.ledBy()
+		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
+	}
+	waitUntil(t, 60*time.Second, "both topics spread", balanced)
 	checkLeaderHints(t, c, "load", parts)
 	load := startLoad(t, c, "load", parts, true)
 	slow := startLoad(t, c, "defaults", defaultParts, false)
@@ -574,11 +597,7 @@ func TestSafeHandoffs(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	select {
-	case <-c.brokers[victim].exited:
-	case <-time.After(40 * time.Second):
-		t.Fatalf("%s did not exit after SIGTERM", victim)
-	}
+	c.waitExit(t, victim)
 	drained := time.Since(drainStart)
 	time.Sleep(500 * time.Millisecond)
 	drainEnd := time.Now()
@@ -605,10 +624,7 @@ func TestSafeHandoffs(t *testing.T) {
 	profiled.Wait()
 	profiledOthers.Wait()
 	c.start(victim)
-	waitUntil(t, 60*time.Second, "rebalanced after restart", func() bool {
-		l, _, _ := c.ledBy()
-		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
-	})
+	waitUntil(t, 60*time.Second, "rebalanced after restart", balanced)
 
 	// 2. SIGSTOP the controller past the lease duration: another broker
 	// wins; the old one, resumed, never writes a file that takes effect.
@@ -629,10 +645,7 @@ func TestSafeHandoffs(t *testing.T) {
 	if err != nil || e < newEpoch {
 		t.Fatalf("assignment.json epoch %d after the old controller resumed (new epoch %d): %v", e, newEpoch, err)
 	}
-	waitUntil(t, 30*time.Second, "resumed broker rejoins", func() bool {
-		l, _, _ := c.ledBy()
-		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
-	})
+	waitUntil(t, 30*time.Second, "resumed broker rejoins", balanced)
 
 	// 3. SIGKILL a leader under load.
 	_, ctrl, _ = c.ledBy()
@@ -662,10 +675,7 @@ func TestSafeHandoffs(t *testing.T) {
 	// planned move between live brokers.
 	rebalanceStart := time.Now()
 	c.start(victim)
-	waitUntil(t, 60*time.Second, "rebalanced after kill", func() bool {
-		l, _, _ := c.ledBy()
-		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
-	})
+	waitUntil(t, 60*time.Second, "rebalanced after kill", balanced)
 	time.Sleep(time.Second)
 	rebalanceEnd := time.Now()
 	movedOn := c.partitionsLedBy(t, "load", victim, parts/3)
@@ -680,22 +690,15 @@ func TestSafeHandoffs(t *testing.T) {
 	t.Logf("FIGURE rebalance: consumer with default settings, moved partitions, longest gap between records received p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 
 	// 4. SIGSTOP a leader (not the controller) past dead-after, then SIGCONT.
-	stopLeaderPastDeadAfter(t, c, load, parts, perBroker)
+	stopLeaderPastDeadAfter(t, c, load, parts, balanced)
 
 	// 5. Rolling restart of every broker (SIGTERM, wait, start).
 	rollStart := time.Now()
 	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
 		_ = c.brokers[n].cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.brokers[n].exited:
-		case <-time.After(40 * time.Second):
-			t.Fatalf("%s did not exit after SIGTERM", n)
-		}
+		c.waitExit(t, n)
 		c.start(n)
-		waitUntil(t, 60*time.Second, n+" back and balanced", func() bool {
-			l, _, _ := c.ledBy()
-			return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
-		})
+		waitUntil(t, 60*time.Second, n+" back and balanced", balanced)
 	}
 	rollEnd := time.Now()
 	g = load.gaps(rollStart, rollEnd, nil)
@@ -710,6 +713,14 @@ func TestSafeHandoffs(t *testing.T) {
 	g = reader.gaps(rollStart, rollEnd, nil)
 	t.Logf("FIGURE rolling restart: consumer with default settings, per-partition longest gap between records received p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 
+	// 6. A drain and the rebalance back with the load paced to one record
+	// per second per partition (3,000 records/s): the cost of moving 1,000
+	// partitions itself. At full speed a record already waits longer than
+	// the 200 ms goal with nothing moving (the baseline above).
+	if os.Getenv("KAAS_HANDOFF_INTERVAL") == "" { // else the whole test is paced
+		pacedDrain(t, c, load, parts, balanced)
+	}
+
 	load.stop()
 	slow.stop()
 	commits.stopAndVerify()
@@ -717,6 +728,52 @@ func TestSafeHandoffs(t *testing.T) {
 	epochWatch.Wait()
 	load.verify(c)
 	slow.verify(c)
+}
+
+// pacedDrain paces load to one record per second per partition, measures
+// the longest wait of a record with nothing moving, through a drain of a
+// broker that is not the controller, and through the rebalance onto it
+// once it is back.
+func pacedDrain(t *testing.T, c *kaasCluster, load *loadChecker, parts int, balanced func() bool) {
+	t.Helper()
+	load.pace(time.Second)
+	time.Sleep(2 * time.Second) // the full-speed backlog drains
+	from := time.Now()
+	time.Sleep(2 * time.Second)
+	g := load.waits(from, time.Now(), nil)
+	t.Logf("FIGURE paced load (1 record/s per partition), nothing moving: longest wait of a record per partition p50 %v p99 %v max %v",
+		pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	_, ctrl, _ := c.ledBy()
+	victim := "kaas-1"
+	if ctrl == victim {
+		victim = "kaas-2"
+	}
+	moved := c.partitionsLedBy(t, "load", victim, parts/3)
+	from = time.Now()
+	_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
+	c.waitExit(t, victim)
+	drained := time.Since(from)
+	time.Sleep(500 * time.Millisecond)
+	g = load.waits(from, time.Now(), moved)
+	t.Logf("FIGURE paced drain of %s leading %d partitions: all given on after %v, exited after %v; moved partitions, longest wait of a record p50 %v p99 %v max %v",
+		victim, len(moved), handedOffAfter(t, c.brokers[victim]), drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	from = time.Now()
+	c.start(victim)
+	waitUntil(t, 60*time.Second, "rebalanced after the paced drain", balanced)
+	time.Sleep(time.Second)
+	g = load.waits(from, time.Now(), c.partitionsLedBy(t, "load", victim, parts/3))
+	t.Logf("FIGURE paced rebalance onto the restarted %s: moved partitions, longest wait of a record p50 %v p99 %v max %v",
+		victim, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+}
+
+// waitExit waits for a broker sent SIGTERM to exit.
+func (c *kaasCluster) waitExit(t *testing.T, name string) {
+	t.Helper()
+	select {
+	case <-c.brokers[name].exited:
+	case <-time.After(40 * time.Second):
+		t.Fatalf("%s did not exit after SIGTERM", name)
+	}
 }
 
 // checkLeaderHints sends a Produce v11 for every partition of topic to one
@@ -903,7 +960,7 @@ const fenceProbe = "fence-probe"
 // written (a batch the stop caught between its fence check and its write)
 // lies past the base offset of the segment its next leader rolled to, where
 // nothing reads. Then it rejoins and takes its share back.
-func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, parts, perBroker int) {
+func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, parts int, balanced func() bool) {
 	t.Helper()
 	_, ctrl, _ := c.ledBy()
 	victim := "kaas-1"
@@ -1019,10 +1076,7 @@ func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, pa
 	})
 	t.Logf("FIGURE SIGSTOP of %s leading %d partitions (dead-after 4s): given away after %v; stopped %v; first ack after SIGCONT per partition p50 %v p99 %v",
 		victim, len(led), givenAway.Round(time.Millisecond), contAt.Sub(stopAt).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
-	waitUntil(t, 60*time.Second, "rebalanced after the stopped broker resumed", func() bool {
-		l, _, _ := c.ledBy()
-		return len(l) == 3 && l["kaas-0"] == perBroker && l["kaas-1"] == perBroker && l["kaas-2"] == perBroker
-	})
+	waitUntil(t, 60*time.Second, "rebalanced after the stopped broker resumed", balanced)
 	// The resumed broker may still append a batch that the stop caught
 	// between its fence check and its write (the same Receive): it must lie
 	// at or past the successor's base offset, where recovery and reads never
