@@ -205,7 +205,7 @@ func (l *Log) createSegment(epoch int32, base int64) (*segment, error) {
 	f, indexed := l.takeSpares(s.prefix())
 	if f == nil {
 		var err error
-		if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, l.fileMode); err != nil {
+		if f, err = openFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, l.fileMode); err != nil {
 			return nil, fmt.Errorf("disklog: create segment: %w", err)
 		}
 	}
@@ -241,7 +241,7 @@ func (l *Log) takeSpares(prefix string) (f *os.File, indexed bool) {
 		}
 		return nil, false
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := openFile(path, os.O_RDWR, 0)
 	if err == nil {
 		var fi os.FileInfo
 		if fi, err = f.Stat(); err == nil && fi.Size() != 0 {

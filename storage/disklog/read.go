@@ -46,7 +46,7 @@ func (l *Log) acquire(s *segment) (segView, error) {
 	l.loadSealedLocked(s)
 	fresh := false
 	if s.h == nil {
-		f, err := os.Open(s.path())
+		f, err := openFile(s.path(), os.O_RDONLY, 0)
 		if err != nil {
 			s.mu.Unlock()
 			return segView{}, fmt.Errorf("disklog: open %s: %w", s.name, err)
@@ -149,7 +149,7 @@ func (l *Log) loadSealedLocked(s *segment) {
 	var res scanResult
 	if err == nil {
 		var f *os.File
-		if f, err = os.Open(s.path()); err == nil {
+		if f, err = openFile(s.path(), os.O_RDONLY, 0); err == nil {
 			ix := newIndexer(l.interval.Load())
 			res, err = scanSegment(f, fi.Size(), 0, s.base, s.next, s.base, &ix, nil)
 			_ = f.Close()

@@ -113,7 +113,7 @@ func (l *Log) recover() (recoveryStats, error) {
 	var st recoveryStats
 	// Unsorted (os.ReadDir would sort every name): the segments are sorted
 	// below, and a long-lived partition has thousands of files.
-	d, err := os.Open(l.dir)
+	d, err := openFile(l.dir, os.O_RDONLY, 0)
 	if err != nil {
 		return st, fmt.Errorf("disklog: read %s: %w", l.dir, err)
 	}
@@ -271,7 +271,7 @@ func (l *Log) recover() (recoveryStats, error) {
 		if succ != nil {
 			limitOff = succ.base
 		}
-		f, err := os.OpenFile(s.path(), os.O_RDWR, 0)
+		f, err := openFile(s.path(), os.O_RDWR, 0)
 		if err != nil {
 			return st, fmt.Errorf("disklog: %w", err)
 		}
@@ -379,7 +379,7 @@ func (l *Log) recover() (recoveryStats, error) {
 	a := kept[len(kept)-1]
 	a.active = true
 	if a.h == nil {
-		f, err := os.OpenFile(a.path(), os.O_RDWR, 0)
+		f, err := openFile(a.path(), os.O_RDWR, 0)
 		if err != nil {
 			return st, fmt.Errorf("disklog: %w", err)
 		}

@@ -343,7 +343,7 @@ func (l *Log) spareTimer(d time.Duration, paced bool) {
 // only means the next segment is created on the spot.
 func (l *Log) createSpares() {
 	for _, n := range []string{spareIndex, spareTimeIndex, spareLog} {
-		f, err := os.OpenFile(filepath.Join(l.dir, n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, l.fileMode)
+		f, err := openFile(filepath.Join(l.dir, n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, l.fileMode)
 		if err == nil {
 			err = f.Close()
 		}
@@ -384,7 +384,7 @@ func (l *Log) createIndexFiles(s *segment) {
 	prefix := s.prefix()
 	var made []string
 	for _, ext := range []string{timeIndexSuffix, indexSuffix} {
-		f, err := os.OpenFile(prefix+ext, os.O_WRONLY|os.O_CREATE|os.O_EXCL, l.fileMode)
+		f, err := openFile(prefix+ext, os.O_WRONLY|os.O_CREATE|os.O_EXCL, l.fileMode)
 		if err == nil {
 			made = append(made, prefix+ext)
 			err = f.Close()

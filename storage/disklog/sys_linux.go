@@ -232,6 +232,20 @@ func openRaw(path string, flags int, mode uint32) (int, error) {
 	}
 }
 
+// openFile is os.OpenFile without the poller: os.OpenFile tries to
+// register every descriptor with the netpoller (two fcntl to set
+// O_NONBLOCK, an epoll_ctl that fails for a regular file or a directory,
+// two fcntl to clear it again), and a leadership move opens several
+// segment and index files per partition, a thousand partitions at a time.
+// os.NewFile on a blocking descriptor skips all of that.
+func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	fd, err := openRaw(path, flag, uint32(perm.Perm()))
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
 func fstatSize(fd int, path string) (int64, error) {
 	var st unix.Stat_t
 	for {

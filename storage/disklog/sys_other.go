@@ -86,3 +86,8 @@ func overwriteRaw(path string, data []byte, mode os.FileMode) error {
 	}
 	return err
 }
+
+// openFile is os.OpenFile (the Linux version skips the poller).
+func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return os.OpenFile(path, flag, perm)
+}
