@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,15 +35,19 @@ import (
 // loadChecker runs an idempotent acks=all producer over every partition of
 // a topic and remembers what was acknowledged, and when.
 type loadChecker struct {
-	t      *testing.T
-	topic  string
-	parts  int
-	mu     sync.Mutex
-	acked  map[int32][]ackedRec // per partition, in ack order
-	errs   int
-	kinds  map[string]int
-	cancel context.CancelFunc
-	done   chan struct{}
+	t     *testing.T
+	topic string
+	parts int
+	mu    sync.Mutex
+	acked map[int32][]ackedRec // per partition, in ack order
+	// pending holds, per partition, the records handed to the client and
+	// not answered yet: a record stuck through a whole step is its longest
+	// wait, and is in no ack.
+	pending map[int32][]ackedRec
+	errs    int
+	kinds   map[string]int
+	cancel  context.CancelFunc
+	done    chan struct{}
 	// interval paces each partition to one record per interval (0: full
 	// speed); pace changes it while the load runs.
 	interval atomic.Int64
@@ -63,7 +68,8 @@ type ackedRec struct {
 // (250 ms retry backoff doubling per retry, metadata refreshed at most
 // every 5 s), what an application gets.
 func startLoad(t *testing.T, c *kaasCluster, topic string, parts int, fast bool) *loadChecker {
-	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, kinds: map[string]int{}, done: make(chan struct{})}
+	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, pending: map[int32][]ackedRec{},
+		kinds: map[string]int{}, done: make(chan struct{})}
 	// At most maxInflight records per partition are outstanding: a
 	// partition that is moving must not fill the client's shared buffer and
 	// block producing to every other partition (which would show the
@@ -129,10 +135,14 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int, fast bool)
 				seq[p]++
 				r := &kgo.Record{Topic: topic, Partition: int32(p), Value: []byte(fmt.Sprintf("%d-%d", p, s))}
 				sent := time.Now()
+				l.mu.Lock()
+				l.pending[r.Partition] = append(l.pending[r.Partition], ackedRec{seq: s, sent: sent})
+				l.mu.Unlock()
 				cl.Produce(ctx, r, func(r *kgo.Record, err error) {
 					inflight[r.Partition].Add(-1)
 					l.mu.Lock()
 					defer l.mu.Unlock()
+					l.pending[r.Partition] = slices.DeleteFunc(l.pending[r.Partition], func(a ackedRec) bool { return a.seq == s })
 					if err != nil {
 						l.errs++
 						l.kinds[err.Error()]++
@@ -257,12 +267,19 @@ func (l *loadChecker) perPartition(only map[int32]bool, fn func(p int32) time.Du
 // writes waits the whole unavailability. A record handed over before from
 // counts from from: the records in flight when a drain starts are the ones
 // that wait through it, and one still waiting from a SIGKILL when the next
-// step starts has waited for dead-after only before it.
+// step starts has waited for dead-after only before it. A record handed
+// over by to and still unanswered has waited until now.
 func (l *loadChecker) waits(from, to time.Time, only map[int32]bool) []time.Duration {
+	now := time.Now()
 	return l.perPartition(only, func(p int32) (worst time.Duration) {
 		for _, a := range l.acked[p] {
 			if !a.at.Before(from) && !a.sent.After(to) {
 				worst = max(worst, a.at.Sub(later(a.sent, from)))
+			}
+		}
+		for _, a := range l.pending[p] {
+			if !a.sent.After(to) {
+				worst = max(worst, now.Sub(later(a.sent, from)))
 			}
 		}
 		return worst
