@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -240,6 +242,11 @@ func (c *kaasCluster) seeds() []string {
 		}
 	}
 	return out
+}
+
+// names lists the cluster's brokers, started or not, in name order.
+func (c *kaasCluster) names() []string {
+	return slices.Sorted(maps.Keys(c.brokers))
 }
 
 // waitUntil polls cond until it holds or the deadline passes.

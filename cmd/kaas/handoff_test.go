@@ -755,8 +755,12 @@ func pacedDrain(t *testing.T, c *kaasCluster, load *loadChecker, parts int, bala
 	t.Helper()
 	load.pace(time.Second)
 	time.Sleep(2 * time.Second) // the full-speed backlog drains
+	// KAAS_HANDOFF_PROFILE: every broker's CPU while nothing moves, to
+	// diff the receivers' CPU in the drain against.
+	profiled := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "paced-base", 2*time.Second, c.names()...)
 	from := time.Now()
 	time.Sleep(2 * time.Second)
+	profiled.Wait()
 	g := load.waits(from, time.Now(), nil)
 	t.Logf("FIGURE paced load (1 record/s per partition), nothing moving: longest wait of a record per partition p50 %v p99 %v max %v",
 		pct(g, 0.5), pct(g, 0.99), pct(g, 1))
@@ -766,12 +770,20 @@ func pacedDrain(t *testing.T, c *kaasCluster, load *loadChecker, parts int, bala
 		victim = "kaas-2"
 	}
 	moved := c.partitionsLedBy(t, "load", victim, parts/3)
+	var receivers []string
+	for _, n := range c.names() {
+		if n != victim {
+			receivers = append(receivers, n)
+		}
+	}
+	profiled = c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "paced-drain", 2*time.Second, receivers...)
 	from = time.Now()
 	_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
 	c.waitExit(t, victim)
 	drained := time.Since(from)
 	time.Sleep(500 * time.Millisecond)
 	g = load.waits(from, time.Now(), moved)
+	profiled.Wait()
 	t.Logf("FIGURE paced drain of %s leading %d partitions: all given on after %v, exited after %v; moved partitions, longest wait of a record p50 %v p99 %v max %v",
 		victim, len(moved), handedOffAfter(t, c.brokers[victim]), drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
 	from = time.Now()
