@@ -249,6 +249,11 @@ func (c *kaasCluster) names() []string {
 	return slices.Sorted(maps.Keys(c.brokers))
 }
 
+// namesBut lists every broker but the one named.
+func (c *kaasCluster) namesBut(name string) []string {
+	return slices.DeleteFunc(c.names(), func(n string) bool { return n == name })
+}
+
 // waitUntil polls cond until it holds or the deadline passes.
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()

@@ -586,12 +586,7 @@ func TestSafeHandoffs(t *testing.T) {
 	movedDefaults := c.partitionsLedBy(t, "defaults", victim, defaultParts/3)
 	// The drained broker exits within a second or two; the others open
 	// its partitions after that.
-	var others []string
-	for n := range c.brokers {
-		if n != victim {
-			others = append(others, n)
-		}
-	}
+	others := c.namesBut(victim)
 	profiled := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "drain", time.Second, victim)
 	profiledOthers := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "drain", 3*time.Second, others...)
 	drainStart := time.Now()
@@ -672,12 +667,7 @@ func TestSafeHandoffs(t *testing.T) {
 	}
 	moved = c.partitionsLedBy(t, "load", victim, parts/3)
 	var ok bool
-	var survivors []string
-	for n := range c.brokers {
-		if n != victim {
-			survivors = append(survivors, n)
-		}
-	}
+	survivors := c.namesBut(victim)
 	killAt := time.Now()
 	c.brokers[victim].kill()
 	profiledKill := c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "kill", 8*time.Second, survivors...)
@@ -770,12 +760,7 @@ func pacedDrain(t *testing.T, c *kaasCluster, load *loadChecker, parts int, bala
 		victim = "kaas-2"
 	}
 	moved := c.partitionsLedBy(t, "load", victim, parts/3)
-	var receivers []string
-	for _, n := range c.names() {
-		if n != victim {
-			receivers = append(receivers, n)
-		}
-	}
+	receivers := c.namesBut(victim)
 	profiled = c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "paced-drain", 2*time.Second, receivers...)
 	from = time.Now()
 	_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
