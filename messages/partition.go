@@ -22,6 +22,10 @@ type TakeLeadership struct {
 	TopicID     string
 	LeaderEpoch int32
 	Config      map[string]string
+	// Opened, when set, is called once the open this Take starts has
+	// finished, whether it succeeded or not (the supervisor reports the
+	// partition as no longer opening: the controller's move budget).
+	Opened func(err error)
 }
 
 // RelinquishLeadership tells a partition actor to flush, close its files and

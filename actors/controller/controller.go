@@ -59,6 +59,10 @@ type Config struct {
 	StrayGrace      time.Duration
 	ListPartitions  func() ([]storage.PartitionID, error)
 	RemovePartition func(storage.PartitionID) error
+	// ConcurrentMoves bounds the planned moves between running brokers in
+	// motion at once (LimitMoves); <= 0: no bound, every move starts at
+	// once.
+	ConcurrentMoves int
 }
 
 // BrokerPing is a heartbeat received from a broker's stream.
@@ -100,6 +104,8 @@ type brokerRow struct {
 	// listed is what the broker's latest ping says it serves (opening,
 	// leading or still closing): the release confirmation of two-phase moves.
 	listed map[TP]bool
+	// opening is what of that it is still opening (nil: nothing).
+	opening map[TP]bool
 	// groups are the consumer groups it reports holding.
 	groups []string
 	// applied is the assignment file the broker had applied when it sent
@@ -123,8 +129,12 @@ type Actor struct {
 	stopTick   context.CancelFunc
 	lastState  map[string]assignment.BrokerState
 	// holding: the last written assignment holds partitions or slots for a
-	// release; a broker catching up with it may be what they wait for.
+	// release, or has moves in motion; a broker catching up with it may be
+	// what they wait for.
 	holding bool
+	// deferred: moves the last recompute left for later (ConcurrentMoves);
+	// an open finishing may make room for them.
+	deferred int
 	// grantedAt / slotGrantedAt: the file that last gave each partition a
 	// leader, each consumer-group slot an owner (Reports).
 	grantedAt     map[TP]Position
@@ -236,6 +246,11 @@ func (a *Actor) Receive(ctx actor.Context) {
 		} else if states := a.states(); !maps.Equal(states, a.lastState) || a.prev == nil || a.prev.ControllerEpoch != a.cfg.Epoch {
 			a.recompute(ctx, "alive set changed")
 		} else {
+			if a.deferred > 0 {
+				// Room is normally made by a ping that reports an open
+				// done; this is the backstop.
+				a.recompute(ctx, "deferred moves")
+			}
 			a.checkFile(ctx)
 		}
 	case *fileHeader:
@@ -289,10 +304,27 @@ func (a *Actor) ping(m *BrokerPing) bool {
 	caughtUp := applied != row.applied
 	row.applied = applied
 	listed := make(map[TP]bool, len(p.Partitions))
+	var opening map[TP]bool
 	for _, lp := range p.Partitions {
-		listed[TP{Topic: lp.Topic, Partition: lp.Partition}] = true
+		tp := TP{Topic: lp.Topic, Partition: lp.Partition}
+		listed[tp] = true
+		if lp.Opening {
+			if opening == nil {
+				opening = map[TP]bool{}
+			}
+			opening[tp] = true
+		}
 	}
 	released := flipped || (caughtUp && a.holding)
+	if a.deferred > 0 {
+		for tp := range row.opening {
+			if !opening[tp] {
+				released = true // room for a deferred move
+				break
+			}
+		}
+	}
+	row.opening = opening
 	for tp := range row.listed {
 		if !listed[tp] && a.waiting(tp) {
 			released = true
@@ -409,20 +441,24 @@ func (a *Actor) recompute(ctx actor.Context, why string) {
 	// to take it, from that file, without listing it yet.
 	reports := Reports{Applied: map[string]Position{}, GrantedAt: a.grantedAt, SlotGrantedAt: a.slotGrantedAt}
 	listed := make(map[string]map[TP]bool, len(a.brokers))
+	opening := make(map[string]map[TP]bool, len(a.brokers))
 	groups := make(map[string][]string, len(a.brokers))
 	for name, row := range a.brokers {
 		if row.pinged {
 			listed[name] = row.listed
+			opening[name] = row.opening
 			groups[name] = row.groups
 			reports.Applied[name] = row.applied
 		}
 	}
+	deferred, moving := LimitMoves(a.prev, next, states, opening, reports, a.cfg.ConcurrentMoves)
+	a.deferred = deferred
 	held := HoldUnreleased(a.prev, next, states, listed, reports)
 	heldSlots := HoldSlots(a.prev, next, states, groups, reports)
 	if a.prev != nil && (next.AssignmentVersion == a.prev.AssignmentVersion || assignment.SameContent(a.prev, next)) {
 		return
 	}
-	a.holding = held > 0 || heldSlots > 0
+	a.holding = held > 0 || heldSlots > 0 || moving > 0
 	if a.cfg.StillLeader != nil && !a.cfg.StillLeader() {
 		a.cfg.Log.Warn().Msg("lease no longer held; not writing the assignment")
 		return
@@ -434,7 +470,8 @@ func (a *Actor) recompute(ctx actor.Context, why string) {
 		}
 	}
 	a.cfg.Log.Info().Str("why", why).Int64("version", next.AssignmentVersion).Strs("reports", applied).
-		Int("moves", len(moves)).Int("held", held).Int("held_slots", heldSlots).Int("topics", len(next.Topics)).Msg("writing assignment")
+		Int("moves", len(moves)).Int("held", held).Int("held_slots", heldSlots).Int("moving", moving).Int("deferred", deferred).
+		Int("topics", len(next.Topics)).Msg("writing assignment")
 	a.write(ctx, next)
 }
 

@@ -89,28 +89,37 @@ func TestControllerWritesAndReassertsItsFile(t *testing.T) {
 	})
 }
 
+// inheritingController starts kaas-0's controller at epoch 6 over prev
+// (stored as epoch 6, version 10); shutdown stops its actor system.
+func inheritingController(t *testing.T, prev *assignment.Assignment, concurrentMoves int) (dir string, ref runtime.Ref, shutdown func()) {
+	t.Helper()
+	dir = dataDir(t)
+	prev.ControllerEpoch, prev.AssignmentVersion, prev.Controller = 6, 10, "kaas-0"
+	if err := assignment.WriteFile(dir, prev); err != nil {
+		t.Fatal(err)
+	}
+	sys := runtime.NewSystem()
+	shutdown = sync.OnceFunc(sys.Shutdown)
+	t.Cleanup(shutdown)
+	ref, err := sys.Spawn("controller", New(Config{
+		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
+		Epoch: 6, DataDir: dir, DeadAfter: time.Minute, Tick: 20 * time.Millisecond, Hub: NewHub(), Log: zerolog.Nop(),
+		ConcurrentMoves: concurrentMoves,
+	}, prev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, ref, shutdown
+}
+
 // TestReleaseNeedsACurrentReport: a held partition is handed on only when
 // every running broker's report is for the file that holds it. A broker
 // still behind (it may be about to take the partition from an older file)
 // does not confirm the release by not listing it.
 func TestReleaseNeedsACurrentReport(t *testing.T) {
-	dir := dataDir(t)
 	prev := doc(0, -1, 2)
-	prev.ControllerEpoch, prev.AssignmentVersion, prev.Controller = 6, 10, "kaas-0"
 	prev.Topics["t"].Partitions[1] = assignment.Partition{Leader: -1, LeaderEpoch: 4}
-	if err := assignment.WriteFile(dir, prev); err != nil {
-		t.Fatal(err)
-	}
-	sys := runtime.NewSystem()
-	shutdown := sync.OnceFunc(sys.Shutdown)
-	t.Cleanup(shutdown)
-	ref, err := sys.Spawn("controller", New(Config{
-		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
-		Epoch: 6, DataDir: dir, DeadAfter: time.Minute, Tick: 20 * time.Millisecond, Hub: NewHub(), Log: zerolog.Nop(),
-	}, prev))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, ref, shutdown := inheritingController(t, prev, 0)
 	ping := func(name string, id int32, version int64, parts ...int32) {
 		p := &heartbeatpb.Ping{BrokerId: id, Name: name, KafkaHost: "127.0.0.1", KafkaPort: 9092 + id, Healthy: true,
 			ControllerEpoch: 6, AssignmentVersion: version}
@@ -273,4 +282,78 @@ func TestFailedWriteRetriesAtTheTick(t *testing.T) {
 	if n < 2 || n > 22 {
 		t.Fatalf("%d write attempts in %v with a %v tick: want a retry per tick", n, 20*tick, tick)
 	}
+}
+
+// TestDrainRunsInWaves: with ConcurrentMoves 2, a drain of four partitions
+// never has more than two in motion (held for their release, or granted
+// and still opening at the new leader), the draining broker leads the
+// rest meanwhile, and everything is handed on in the end.
+func TestDrainRunsInWaves(t *testing.T) {
+	prev := doc(0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2)
+	dir, ref, shutdown := inheritingController(t, prev, 2)
+	// opening[broker][partition]: taken, reported opening once, open on
+	// the next round.
+	opening := map[int32]map[int32]bool{0: {}, 2: {}}
+	served := map[int32]map[int32]bool{0: {}, 1: {}, 2: {}}
+	for i, p := range prev.Topics["t"].Partitions {
+		served[p.Leader][int32(i)] = true
+	}
+	sawDrainingLead := false
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("drain not done within 10s")
+		}
+		a, err := assignment.ReadFile(assignment.Path(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, ledByDrained := 0, 0
+		for i, p := range a.Topics["t"].Partitions {
+			switch p.Leader {
+			case -1:
+				held++
+			case 1:
+				ledByDrained++
+			case 0, 2:
+				if !served[p.Leader][int32(i)] {
+					served[p.Leader][int32(i)] = true
+					opening[p.Leader][int32(i)] = true
+				}
+			}
+		}
+		inMotion := held + len(opening[0]) + len(opening[2])
+		if inMotion > 2 {
+			t.Fatalf("version %d: %d partitions in motion (%d held), want at most 2: %v", a.AssignmentVersion, inMotion, held, leadersOf(a))
+		}
+		if held > 0 && ledByDrained > 0 {
+			sawDrainingLead = true
+		}
+		if held == 0 && ledByDrained == 0 && len(opening[0])+len(opening[2]) == 0 {
+			break
+		}
+		// The draining broker releases at once what the file takes away.
+		for n := range served[1] {
+			if a.Topics["t"].Partitions[n].Leader != 1 {
+				delete(served[1], n)
+			}
+		}
+		for _, id := range []int32{0, 1, 2} {
+			p := &heartbeatpb.Ping{BrokerId: id, Name: []string{"kaas-0", "kaas-1", "kaas-2"}[id], KafkaHost: "127.0.0.1", KafkaPort: 9092 + id,
+				Healthy: true, Draining: id == 1, ControllerEpoch: a.ControllerEpoch, AssignmentVersion: a.AssignmentVersion}
+			for n := range served[id] {
+				p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: "t", Partition: n, LeaderEpoch: 1, Opening: opening[id][n]})
+			}
+			ref.Send(&BrokerPing{Ping: p, At: time.Now()})
+		}
+		time.Sleep(40 * time.Millisecond)
+		// Opens reported once finish before the next round's pings.
+		for _, id := range []int32{0, 2} {
+			clear(opening[id])
+		}
+	}
+	if !sawDrainingLead {
+		t.Fatal("no file held a move while the draining broker still led others: the drain did not run in waves")
+	}
+	shutdown()
 }

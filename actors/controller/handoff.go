@@ -2,6 +2,7 @@ package controller
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -57,14 +58,8 @@ func (r Reports) currentFor(broker string, since Position, ok bool) bool {
 // epochs only rise. next is modified in place; it returns how many
 // partitions are held.
 func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, listed map[string]map[TP]bool, reports Reports) int {
-	running := func(name string) bool {
-		s, ok := states[name]
-		return ok && s != assignment.Dead
-	}
-	names := map[int32]string{}
-	for _, b := range next.Brokers {
-		names[b.ID] = b.Name
-	}
+	running := runningIn(states)
+	names := brokerNames(next)
 	held := 0
 	for topic, t := range next.Topics {
 		pt := partitionsBefore(prev, topic, t.ID)
@@ -119,10 +114,7 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 // (clients retry COORDINATOR_NOT_AVAILABLE) until the release is confirmed.
 // next is modified in place; it returns how many slots are held.
 func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, groups map[string][]string, reports Reports) int {
-	running := func(name string) bool {
-		s, ok := states[name]
-		return ok && s != assignment.Dead
-	}
+	running := runningIn(states)
 	n := len(next.ConsumerGroups.Slots)
 	nextOwners := assignment.SlotOwners(next)
 	var prevOwners []string
@@ -183,4 +175,110 @@ func partitionsBefore(prev *assignment.Assignment, topic, id string) []assignmen
 		return t.Partitions
 	}
 	return nil
+}
+
+// LimitMoves bounds the leadership moves in motion at once to budget (no
+// bound if budget <= 0), so that a drain of a thousand partitions runs as
+// waves: a partition waits for its own wave's releases, grants and opens,
+// not for the whole batch's. A move is in motion from the file that holds
+// it leaderless until its new leader has opened it:
+//   - held leaderless in prev (waiting for its release, or granted now);
+//   - granted to a running broker that has not yet applied the file that
+//     granted it, or that still reports it opening;
+//   - a partition new in next (its leader has to open it too).
+//
+// A move the balancer starts beyond the budget (a partition whose leader in
+// prev is running and that next gives to another broker) is deferred: next
+// keeps prev's leader and epoch for it, and a later recompute starts it as
+// opens finish. The moves started are taken round robin over their new
+// leaders, so that every receiver opens in every wave. A partition whose
+// leader is dead is never deferred (failover has no release to wait for).
+// next is modified in place, before HoldUnreleased; it returns the moves
+// deferred and the partitions counted in motion, those started included.
+func LimitMoves(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, opening map[string]map[TP]bool, reports Reports, budget int) (deferred, moving int) {
+	if budget <= 0 || prev == nil {
+		return 0, 0
+	}
+	running := runningIn(states)
+	names := brokerNames(next)
+	type move struct {
+		tp   TP
+		prev assignment.Partition
+	}
+	byTarget := map[int32][]move{}
+	for topic, t := range next.Topics {
+		pt := partitionsBefore(prev, topic, t.ID)
+		for i, p := range t.Partitions {
+			if p.Leader < 0 {
+				continue
+			}
+			tp := TP{Topic: topic, Partition: int32(i)}
+			target := names[p.Leader]
+			switch {
+			case i >= len(pt):
+				if running(target) {
+					moving++
+				}
+			case pt[i].Leader == assignment.NoLeader:
+				moving++
+			case pt[i].Leader != p.Leader && running(names[pt[i].Leader]):
+				byTarget[p.Leader] = append(byTarget[p.Leader], move{tp: tp, prev: pt[i]})
+			case running(target):
+				since, ok := reports.GrantedAt[tp]
+				if !reports.currentFor(target, since, ok) || opening[target][tp] {
+					moving++
+				}
+			}
+		}
+	}
+	targets := make([]int32, 0, len(byTarget))
+	for id, ms := range byTarget {
+		targets = append(targets, id)
+		slices.SortFunc(ms, func(a, b move) int {
+			if c := strings.Compare(a.tp.Topic, b.tp.Topic); c != 0 {
+				return c
+			}
+			return int(a.tp.Partition - b.tp.Partition)
+		})
+	}
+	slices.Sort(targets)
+	room := budget - moving
+	for round := 0; ; round++ {
+		left := false
+		for _, id := range targets {
+			ms := byTarget[id]
+			if round >= len(ms) {
+				continue
+			}
+			left = true
+			if room > 0 {
+				room--
+				moving++
+				continue
+			}
+			m := ms[round]
+			next.Topics[m.tp.Topic].Partitions[m.tp.Partition] = m.prev
+			deferred++
+		}
+		if !left {
+			return deferred, moving
+		}
+	}
+}
+
+// runningIn reports, by name, the brokers that states has alive or draining.
+func runningIn(states map[string]assignment.BrokerState) func(string) bool {
+	return func(name string) bool {
+		s, ok := states[name]
+		return ok && s != assignment.Dead
+	}
+}
+
+// brokerNames maps a's broker ids to their names.
+func brokerNames(a *assignment.Assignment) map[int32]string {
+	names := make(map[int32]string, len(a.Brokers))
+	for _, b := range a.Brokers {
+		names[b.ID] = b.Name
+	}
+	return names
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/kaas-project/kaas/storage/assignment"
@@ -163,6 +164,74 @@ func TestHoldWaitsForReportsOnTheGrantingFile(t *testing.T) {
 			HoldUnreleased(doc(0, -1), next, alive, listed, Reports{Applied: tc.applied, GrantedAt: since})
 			if got := leadersOf(next)[1]; got != tc.want {
 				t.Fatalf("partition 1 leader %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLimitMoves(t *testing.T) {
+	alive := map[string]assignment.BrokerState{"kaas-0": assignment.Alive, "kaas-1": assignment.Alive, "kaas-2": assignment.Alive}
+	draining := map[string]assignment.BrokerState{"kaas-0": assignment.Alive, "kaas-1": assignment.Draining, "kaas-2": assignment.Alive}
+	withDead := map[string]assignment.BrokerState{"kaas-0": assignment.Alive, "kaas-1": assignment.Dead, "kaas-2": assignment.Alive}
+	at := func(v int64) Position { return Position{Epoch: 1, Version: v} }
+	cases := []struct {
+		name     string
+		prev     *assignment.Assignment
+		next     *assignment.Assignment
+		states   map[string]assignment.BrokerState
+		opening  map[string]map[TP]bool
+		reports  Reports
+		budget   int
+		want     []int32
+		deferred int
+		moving   int
+	}{
+		{name: "no budget: every move starts", prev: doc(1, 1, 1, 1), next: doc(0, 2, 0, 2), states: draining,
+			budget: 0, want: []int32{0, 2, 0, 2}},
+		{name: "a drain beyond the budget runs in waves, round robin over the receivers", prev: doc(1, 1, 1, 1, 1, 1), next: doc(0, 0, 0, 2, 2, 2),
+			states: draining, budget: 4, want: []int32{0, 0, 1, 2, 2, 1}, deferred: 2, moving: 4},
+		{name: "a partition still held counts", prev: doc(-1, 1, 1), next: doc(0, 0, 2), states: draining,
+			budget: 2, want: []int32{0, 0, 1}, deferred: 1, moving: 2},
+		{name: "a grant its leader has not applied yet counts", prev: doc(0, 1, 1), next: doc(0, 2, 2), states: alive,
+			reports: Reports{Applied: map[string]Position{"kaas-0": at(4), "kaas-1": at(5), "kaas-2": at(5)}, GrantedAt: map[TP]Position{{"t", 0}: at(5)}},
+			budget:  2, want: []int32{0, 2, 1}, deferred: 1, moving: 2},
+		{name: "a partition its leader still opens counts", prev: doc(0, 1, 1), next: doc(0, 2, 2), states: alive,
+			reports: Reports{Applied: map[string]Position{"kaas-0": at(5), "kaas-1": at(5), "kaas-2": at(5)}, GrantedAt: map[TP]Position{{"t", 0}: at(5)}},
+			opening: map[string]map[TP]bool{"kaas-0": {{"t", 0}: true}},
+			budget:  2, want: []int32{0, 2, 1}, deferred: 1, moving: 2},
+		{name: "an open that is done and reported frees its room", prev: doc(0, 1, 1), next: doc(0, 2, 2), states: alive,
+			reports: Reports{Applied: map[string]Position{"kaas-0": at(5), "kaas-1": at(5), "kaas-2": at(5)}, GrantedAt: map[TP]Position{{"t", 0}: at(5)}},
+			opening: map[string]map[TP]bool{"kaas-1": {{"t", 1}: true}}, // another broker's opening is not this partition's
+			budget:  2, want: []int32{0, 2, 2}, moving: 2},
+		{name: "a failover is never deferred", prev: doc(1, 1, 1), next: doc(0, 2, 0), states: withDead,
+			budget: 1, want: []int32{0, 2, 0}},
+		{name: "a partition new in the file counts", prev: doc(1, 1), next: doc(0, 2, 0), states: draining,
+			budget: 2, want: []int32{0, 1, 0}, deferred: 1, moving: 2},
+		{name: "no room: every new move waits", prev: doc(-1, -1, 1), next: doc(0, 2, 0), states: draining,
+			budget: 2, want: []int32{0, 2, 1}, deferred: 1, moving: 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// The balancer raises a moved partition's epoch; a deferred
+			// move must keep the previous one.
+			nt := c.next.Topics["t"]
+			pt := c.prev.Topics["t"].Partitions
+			for i := range nt.Partitions {
+				if i < len(pt) && nt.Partitions[i].Leader != pt[i].Leader {
+					nt.Partitions[i].LeaderEpoch = 2
+				}
+			}
+			deferred, moving := LimitMoves(c.prev, c.next, c.states, c.opening, c.reports, c.budget)
+			if got := leadersOf(c.next); !slices.Equal(got, c.want) {
+				t.Fatalf("leaders %v, want %v", got, c.want)
+			}
+			if deferred != c.deferred || moving != c.moving {
+				t.Fatalf("deferred %d moving %d, want %d and %d", deferred, moving, c.deferred, c.moving)
+			}
+			for i, p := range c.next.Topics["t"].Partitions {
+				if i < len(pt) && p.Leader == pt[i].Leader && p.LeaderEpoch != pt[i].LeaderEpoch {
+					t.Fatalf("partition %d kept leader %d with epoch %d, want the previous epoch %d", i, p.Leader, p.LeaderEpoch, pt[i].LeaderEpoch)
+				}
 			}
 		})
 	}

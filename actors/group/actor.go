@@ -264,6 +264,9 @@ func (a *groupActor) onLoaded(m *loaded) {
 	a.persisted = m.st.Meta
 	a.g.Load(a.opts.Now(), m.st)
 	a.phase = phaseReady
+	if recs := a.stampTopicIDs(); len(recs) > 0 {
+		a.enqueue(write{recs: recs})
+	}
 	if a.grace != nil {
 		a.grace.Stop()
 	}
@@ -381,6 +384,7 @@ func (a *groupActor) runCleanup() {
 	if n := len(recs); n > 0 {
 		a.log.Info().Int("offsets", n).Msg("removed committed offsets of deleted topics")
 	}
+	recs = append(recs, a.stampTopicIDs()...)
 	expired := a.g.Expire(a.opts.Now())
 	if n := len(expired); n > 0 {
 		a.log.Info().Int("offsets", n).Msg("expired committed offsets")
@@ -402,6 +406,17 @@ func (a *groupActor) runCleanup() {
 	if len(recs) > 0 {
 		a.enqueue(write{recs: recs})
 	}
+}
+
+// stampTopicIDs stamps the commits an older kaas stored without a topic id
+// (Group.StampTopicIDs), on load and at each cleanup: the sooner they carry
+// one, the smaller the window in which a re-created topic goes unseen.
+func (a *groupActor) stampTopicIDs() []groupstore.Record {
+	recs := a.g.StampTopicIDs(viewTopics{a.opts.Views.Load()})
+	if n := len(recs); n > 0 {
+		a.log.Info().Int("offsets", n).Msg("stamped committed offsets stored without a topic id")
+	}
+	return recs
 }
 
 // ensureMeta persists the group metadata the retention rules need, for a

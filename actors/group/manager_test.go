@@ -333,3 +333,33 @@ func TestCleanupRemovesOffsetsOfDeletedTopics(t *testing.T) {
 	views.Publish(gone)
 	eventually(t, "the deleted topic's offsets to go", func() bool { return !stored() })
 }
+
+// TestLoadStampsCommitsWithoutTopicID: a group loaded with a commit an
+// older kaas stored without a topic id stores it again with the id of its
+// topic, so that a later deletion and re-creation of the topic hides it.
+func TestLoadStampsCommitsWithoutTopicID(t *testing.T) {
+	views := &routing.Store{}
+	v := view(func(string) bool { return true })
+	v.Version = 1
+	views.Publish(v)
+	store := groupstore.NewMemory()
+	l, _, err := store.Open("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := groupstore.TP{Topic: "t", Partition: 0}
+	if err := l.Append([]groupstore.Record{{TP: tp, Commit: &groupstore.Commit{Offset: 7, LeaderEpoch: -1, ExpireTime: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	c := startCoordinator(t, store, views)
+	eventually(t, "the load", func() bool {
+		r, ok := (<-callGroup(c, "g", &messages.GroupFetchOffsets{Version: 8, MemberEpoch: -1})).(kmsg.OffsetFetchResponseGroup)
+		return ok && r.ErrorCode == 0
+	})
+	eventually(t, "the commit stored again with the topic's id", func() bool {
+		_, st, _ := store.Open("g")
+		c, ok := st.Offsets[tp]
+		return ok && c.Offset == 7 && c.TopicID == topicID("t")
+	})
+}

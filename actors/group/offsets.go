@@ -255,6 +255,35 @@ func ofDeletedTopic(tp groupstore.TP, c groupstore.Commit, topics Topics) bool {
 	return c.TopicID != ([16]byte{}) && c.TopicID != ti.ID
 }
 
+// StampTopicIDs gives each commit stored without a topic id (by an older
+// kaas) the id of the topic of that name now, and returns the commits to
+// store again with it. Until then such a commit is only known to be stale
+// once its topic is gone: a topic deleted and created again in between
+// looks like the same topic. Stamped, it is told apart like any other. The
+// ones stamped are the topic's current incarnation as far as anything can
+// tell: a re-creation before this (since the older kaas stored the commit)
+// goes unseen. Topics that cannot tell stamp nothing.
+func (g *Group) StampTopicIDs(topics Topics) []groupstore.Record {
+	if k, ok := topics.(interface{ Complete() bool }); ok && !k.Complete() {
+		return nil
+	}
+	var recs []groupstore.Record
+	for _, tp := range g.sortedOffsets() {
+		c := g.offsets[tp]
+		if c.TopicID != ([16]byte{}) || g.inflight[tp] != 0 {
+			continue
+		}
+		ti, ok := topics.ByName(tp.Topic)
+		if !ok {
+			continue // DropDeletedTopics removes it
+		}
+		c.TopicID = ti.ID
+		g.offsets[tp] = c
+		recs = append(recs, groupstore.Record{TP: tp, Commit: &c})
+	}
+	return recs
+}
+
 // DropDeletedTopics removes the offsets of deleted topics (ofDeletedTopic)
 // and returns their tombstones. FetchOffsets hides them meanwhile.
 func (g *Group) DropDeletedTopics(topics Topics) []groupstore.Record {

@@ -336,3 +336,40 @@ func TestOffsetsOfDeletedTopics(t *testing.T) {
 		t.Fatalf("commit to the new topic: %d, want 3", o)
 	}
 }
+
+// TestStampTopicIDs: a commit stored without a topic id (by an older kaas)
+// gets the id of its topic as it is now, once, and from then on a deletion
+// and re-creation of the topic hides it like any other commit.
+func TestStampTopicIDs(t *testing.T) {
+	g := New("g", testConfig())
+	commit(g, t0, commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 10}}))
+	old := groupstore.Commit{Offset: 12, LeaderEpoch: -1, ExpireTime: -1}
+	g.offsets[groupstore.TP{Topic: "t", Partition: 2}] = old
+	g.offsets[groupstore.TP{Topic: "u", Partition: 0}] = old // u is gone
+	now := recreatedTopics{fakeTopics{"t": 4}, true}
+	now.complete = false
+	if recs := g.StampTopicIDs(now); len(recs) != 0 {
+		t.Fatalf("a view that cannot tell stamped %v", recs)
+	}
+	before := fakeTopics{"t": 4}
+	recs := g.StampTopicIDs(before)
+	if len(recs) != 1 || recs[0].TP != (groupstore.TP{Topic: "t", Partition: 2}) || recs[0].Commit == nil ||
+		recs[0].Commit.TopicID != topicID("t") || recs[0].Commit.Offset != 12 {
+		t.Fatalf("stamped %+v, want t-2 at offset 12 with t's id", recs)
+	}
+	if again := g.StampTopicIDs(before); len(again) != 0 {
+		t.Fatalf("stamped twice: %+v", again)
+	}
+	// t deleted and created again: the stamped commit is the old topic's.
+	r := g.FetchOffsets(t0, &messages.GroupFetchOffsets{Version: 8, Topics: []messages.GroupTopic{{Topic: "t", Partitions: []int32{2}}}, MemberEpoch: -1},
+		recreatedTopics{fakeTopics{"t": 4}, true})
+	if o, _ := offsetOf(r, "t", 2); o != -1 {
+		t.Fatalf("the old topic's commit served to the new one: %d", o)
+	}
+	// A commit in flight is left to its own write.
+	g.offsets[groupstore.TP{Topic: "t", Partition: 3}] = old
+	g.inflight[groupstore.TP{Topic: "t", Partition: 3}] = 1
+	if recs := g.StampTopicIDs(before); len(recs) != 0 {
+		t.Fatalf("stamped a commit in flight: %+v", recs)
+	}
+}

@@ -156,6 +156,7 @@ type Actor struct {
 	closeOnOpen *closeRequest
 	lastTake    *messages.TakeLeadership // what the open in flight (or failed) was for
 	openAbort   *atomic.Bool             // tells the open goroutine it was relinquished
+	onOpened    func(error)              // the Take's Opened, until the open finishes
 	healthy     bool
 	lastSyncAt  time.Time
 }
@@ -200,6 +201,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *openRetry:
 		if m.gen == a.gen && a.state == stateIdle && a.lastTake != nil {
 			a.take(ctx, m.take)
+			a.onOpened = nil // reported after the first attempt
 		}
 	case *messages.PartitionStatus:
 		r := messages.PartitionStatusResult{Leading: a.state == stateLeading, LeaderEpoch: a.leaderEpoch, HighWatermark: a.hw}
@@ -269,6 +271,7 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 	gen := a.gen
 	a.state = stateOpening
 	a.lastTake = m
+	a.onOpened = m.Opened
 	a.leaderEpoch = m.LeaderEpoch
 	a.id.TopicID = m.TopicID
 	a.applyConfig(m.Config)
@@ -402,6 +405,12 @@ func snapshotFits(l storage.Log, off int64, p *Producers) bool {
 var errStopScan = errors.New("stop scan")
 
 func (a *Actor) opened(ctx actor.Context, m *logOpened) {
+	if m.gen == a.gen || (a.closeOnOpen != nil && m.gen == a.closeOnOpen.openGen) {
+		if report := a.onOpened; report != nil {
+			a.onOpened = nil
+			report(m.err)
+		}
+	}
 	if req := a.closeOnOpen; req != nil && m.gen == req.openGen {
 		// Relinquished while opening: close what the open produced, then
 		// report the release.

@@ -640,3 +640,60 @@ func TestStaleSyncAnswerKeepsTheWatchdog(t *testing.T) {
 		t.Fatalf("hung fsync after a retake: error %d, want REQUEST_TIMED_OUT", r.ErrorCode)
 	}
 }
+
+// A Take's Opened is called once its open has finished, not before, and
+// once only: also when the open fails (it is retried, silently), and when
+// the partition was relinquished while it opened.
+func TestTakeReportsItsOpen(t *testing.T) {
+	open := func(t *testing.T, o storage.Opener) (runtime.Ref, chan error) {
+		sys := runtime.NewSystem()
+		t.Cleanup(sys.Shutdown)
+		ref, err := sys.Spawn("p", New(storage.PartitionID{Topic: "t", Partition: 0}, Config{Opener: o, Log: zerolog.Nop()}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened := make(chan error, 4)
+		ref.Send(&messages.TakeLeadership{TopicID: "id", LeaderEpoch: 3, Config: map[string]string{}, Opened: func(err error) { opened <- err }})
+		return ref, opened
+	}
+	t.Run("success", func(t *testing.T) {
+		o := gatedOpener{release: make(chan struct{}), closed: make(chan struct{})}
+		_, opened := open(t, o)
+		select {
+		case err := <-opened:
+			t.Fatalf("reported (%v) while the open was still running", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		close(o.release)
+		if err := within(t, opened, time.Second, "the report"); err != nil {
+			t.Fatalf("open reported %v", err)
+		}
+	})
+	t.Run("failure", func(t *testing.T) {
+		o := failingOpener{opens: &atomic.Int32{}}
+		_, opened := open(t, o)
+		if err := within(t, opened, time.Second, "the report"); err == nil {
+			t.Fatal("a failed open reported success")
+		}
+		for deadline := time.Now().Add(5 * time.Second); o.opens.Load() < 2; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no retry within 5s")
+			}
+		}
+		select {
+		case err := <-opened:
+			t.Fatalf("the retry reported again (%v)", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
+	t.Run("relinquished while opening", func(t *testing.T) {
+		o := gatedOpener{release: make(chan struct{}), closed: make(chan struct{})}
+		ref, opened := open(t, o)
+		done := make(chan error, 1)
+		ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
+		time.Sleep(50 * time.Millisecond)
+		close(o.release)
+		within(t, opened, time.Second, "the report")
+		within(t, done, time.Second, "the release")
+	})
+}

@@ -49,6 +49,9 @@ type ClusterConfig struct {
 	// StrayGrace: the controller removes a partition directory of a topic it
 	// does not know once it has been so for this long (0: never).
 	StrayGrace time.Duration
+	// ConcurrentMoves bounds its controller's planned moves in motion at
+	// once (controller.Config.ConcurrentMoves; <= 0: every move at once).
+	ConcurrentMoves int
 	// HeartbeatInterval is the ping period.
 	HeartbeatInterval time.Duration
 	Hub               *controller.Hub
@@ -75,6 +78,11 @@ type (
 		tp  routing.TP
 		ref runtime.Ref
 	}
+	// partitionOpened: a partition actor's first open has finished.
+	partitionOpened struct {
+		tp  routing.TP
+		ref runtime.Ref
+	}
 )
 
 type ledPartition struct {
@@ -83,6 +91,9 @@ type ledPartition struct {
 	topicID     string
 	leaderEpoch int32
 	releasing   bool
+	// opening: taken here, its open not finished yet. The heartbeat says
+	// so, and the controller counts the partition as still moving.
+	opening bool
 	// retake is a Take that arrived while the partition was still closing
 	// here: it is applied once the close is done (one open per process).
 	retake *assignment.PartitionRef
@@ -115,6 +126,8 @@ type Cluster struct {
 	spawned    uint64   // partition actors spawned (unique names)
 	elector    atomic.Pointer[leaderelection.LeaderElector]
 	pingQueued bool // a refreshPing is in the mailbox
+	// pingNow: the queued refreshPing also sends the ping at once.
+	pingNow bool
 }
 
 // leaseFresh reports whether this broker renewed the Lease within the renew
@@ -129,12 +142,14 @@ func (s *Cluster) renewedWithin(d time.Duration) bool {
 	return le != nil && le.IsLeader() && le.Check(d-s.cfg.LeaseDuration) == nil
 }
 
-// refreshPing rebuilds the heartbeat ping and sends it at once.
+// refreshPing rebuilds the heartbeat ping (refreshPingSoon).
 type refreshPing struct{}
 
 // refreshPingSoon coalesces ping rebuilds (each lists every partition
-// held) behind the messages already queued.
-func (s *Cluster) refreshPingSoon(ctx actor.Context) {
+// held) behind the messages already queued; send: the rebuilt ping goes out
+// at once rather than at the next heartbeat.
+func (s *Cluster) refreshPingSoon(ctx actor.Context, send bool) {
+	s.pingNow = s.pingNow || send
 	if s.pingQueued {
 		return
 	}
@@ -223,11 +238,23 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		// Report the release at once: the controller waits for it before
 		// giving the partition to its next leader. (One ping for every
 		// release already queued: a drain releases hundreds together.)
-		s.refreshPingSoon(ctx)
+		s.refreshPingSoon(ctx, true)
+	case *partitionOpened:
+		if lp, ok := s.parts[m.tp]; ok && lp.ref == m.ref && lp.opening {
+			lp.opening = false
+			// A controller bounding its moves may wait for opens to finish
+			// before it starts more: tell it at once. Every broker of a
+			// cluster runs with the same flags; without a bound, nothing
+			// waits for this, and it rides the next heartbeat.
+			s.refreshPingSoon(ctx, s.cfg.ConcurrentMoves > 0)
+		}
 	case *refreshPing:
 		s.pingQueued = false
 		s.updatePing()
-		s.kickHeartbeat()
+		if s.pingNow {
+			s.pingNow = false
+			s.kickHeartbeat()
+		}
 	case *Ping:
 		m.Reply()
 	case *GroupsHeld:
@@ -345,6 +372,7 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 	ccfg := controller.Config{
 		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
 		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
+		ConcurrentMoves: s.cfg.ConcurrentMoves,
 		StillLeader:     func() bool { return s.isLeader.Load() && m.ctx.Err() == nil },
 		ErrLeaseMovedOn: cluster.ErrNotHolder,
 		VerifyLease: func(ctx context.Context) error {
@@ -457,8 +485,11 @@ func (s *Cluster) take(ctx actor.Context, t assignment.PartitionRef, cfg map[str
 		s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
 		return
 	}
-	ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg})
-	s.parts[tp] = &ledPartition{ref: ref, revoked: pcfg.Revoked, topicID: t.TopicID, leaderEpoch: t.LeaderEpoch}
+	self, system := ctx.Self(), ctx.ActorSystem()
+	ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg, Opened: func(error) {
+		system.Root.Send(self, &partitionOpened{tp: tp, ref: ref})
+	}})
+	s.parts[tp] = &ledPartition{ref: ref, revoked: pcfg.Revoked, topicID: t.TopicID, leaderEpoch: t.LeaderEpoch, opening: true}
 }
 
 func (s *Cluster) ledCount() int {
@@ -551,7 +582,7 @@ func (s *Cluster) updatePing() {
 	// Every partition with an actor counts, including ones still closing:
 	// only a finished close is a release.
 	for tp, lp := range s.parts {
-		p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: lp.leaderEpoch})
+		p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: lp.leaderEpoch, Opening: lp.opening})
 	}
 	s.pingState.Store(p)
 }

@@ -80,6 +80,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		RetryPeriod:       cfg.RetryPeriod,
 		DeadAfter:         cfg.DeadAfter,
 		StrayGrace:        cfg.StrayGrace,
+		ConcurrentMoves:   cfg.ConcurrentMoves,
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		Hub:               hub,
 		DefaultPartitions: int32(cfg.DefaultPartitions),

@@ -183,6 +183,8 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 	if lvl := os.Getenv("KAAS_TEST_LOG_LEVEL"); lvl != "" { // e.g. debug, for a timeline of every move
 		args = append(args, "--log-level", lvl)
 	}
+	// Extra flags for every broker, for experiments (e.g. "--fence-after 3s").
+	args = append(args, strings.Fields(os.Getenv("KAAS_TEST_BROKER_ARGS"))...)
 	b.cmd = exec.Command(kaasBinary(t), args...)
 	b.cmd.Stdout, b.cmd.Stderr = b.log.f, b.log.f
 	for _, e := range os.Environ() {

@@ -46,6 +46,7 @@ type serveConfig struct {
 	StrayGrace              time.Duration
 	DrainTimeout            time.Duration
 	HeartbeatInterval       time.Duration
+	ConcurrentMoves         int
 
 	// consumer groups
 	GroupInitialRebalanceDelay     time.Duration
@@ -98,6 +99,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", time.Second, "cluster mode: ping period to the controller (at most half of --fence-after)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 45*time.Second, "cluster mode: on SIGTERM, how long to wait for the controller to move everything away before exiting")
 	fs.DurationVar(&cfg.DeadAfter, "dead-after", 8*time.Second, "cluster mode: the controller declares a silent broker dead after this (must exceed --fence-after plus a margin)")
+	fs.IntVar(&cfg.ConcurrentMoves, "concurrent-moves", 0, "cluster mode: the most planned partition moves (drain, rebalance) in motion at once, held, granted or still opening; more run in waves, which shortens each partition's unavailability and lengthens the drain; 0 moves everything at once")
 	fs.DurationVar(&cfg.StrayGrace, "stray-grace", 2*time.Minute, "cluster mode: the controller removes a partition directory of a deleted topic that no broker removed (its leader was down) once it has been stray this long; 0 never")
 	return fs
 }
@@ -250,6 +252,8 @@ func (c *serveConfig) validateCluster() error {
 		return fmt.Errorf("--fence-after %s must be at least twice --heartbeat-interval %s", c.FenceAfter, c.HeartbeatInterval)
 	case c.DeadAfter < c.FenceAfter+fenceMargin:
 		return fmt.Errorf("--dead-after %s must be at least --fence-after %s + %s", c.DeadAfter, c.FenceAfter, fenceMargin)
+	case c.ConcurrentMoves < 0:
+		return fmt.Errorf("--concurrent-moves %d must not be negative (0: no limit)", c.ConcurrentMoves)
 	case c.StrayGrace < 0:
 		return fmt.Errorf("--stray-grace %s must not be negative (0 turns the sweep off)", c.StrayGrace)
 	}

@@ -51,6 +51,12 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--dead-after", nil},
 		{"stray-grace not negative", []string{"--data-dir", "/tmp", "--stray-grace", "-1s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--stray-grace", nil},
+		{"concurrent-moves not negative", []string{"--data-dir", "/tmp", "--concurrent-moves", "-5"},
+			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--concurrent-moves", nil},
+		{"concurrent-moves from the environment", []string{"--data-dir", "/tmp"},
+			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns", "KAAS_CONCURRENT_MOVES": "150"}, "", func(c *serveConfig) bool {
+				return c.ConcurrentMoves == 150
+			}},
 		{"lease timings ordered", []string{"--data-dir", "/tmp", "--renew-deadline", "20s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--lease-duration", nil},
 		{"fence-after covers two pings", []string{"--data-dir", "/tmp", "--heartbeat-interval", "3s"},

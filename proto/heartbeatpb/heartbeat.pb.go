@@ -221,10 +221,13 @@ func (x *Ping) GetSeq() uint64 {
 }
 
 type PartitionLed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
-	LeaderEpoch   int32                  `protobuf:"varint,3,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Topic       string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition   int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	LeaderEpoch int32                  `protobuf:"varint,3,opt,name=leader_epoch,json=leaderEpoch,proto3" json:"leader_epoch,omitempty"`
+	// Taken but not open yet (its files are being opened and recovered): the
+	// controller counts it as still moving (--concurrent-moves).
+	Opening       bool `protobuf:"varint,4,opt,name=opening,proto3" json:"opening,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -278,6 +281,13 @@ func (x *PartitionLed) GetLeaderEpoch() int32 {
 		return x.LeaderEpoch
 	}
 	return 0
+}
+
+func (x *PartitionLed) GetOpening() bool {
+	if x != nil {
+		return x.Opening
+	}
+	return false
 }
 
 type Push struct {
@@ -386,11 +396,12 @@ const file_heartbeat_proto_rawDesc = "" +
 	" \x03(\tR\x06groups\x12)\n" +
 	"\x10controller_epoch\x18\v \x01(\x03R\x0fcontrollerEpoch\x12-\n" +
 	"\x12assignment_version\x18\f \x01(\x03R\x11assignmentVersion\x12\x10\n" +
-	"\x03seq\x18\r \x01(\x04R\x03seq\"e\n" +
+	"\x03seq\x18\r \x01(\x04R\x03seq\"\x7f\n" +
 	"\fPartitionLed\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +
-	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\"\x80\x02\n" +
+	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\x12\x18\n" +
+	"\aopening\x18\x04 \x01(\bR\aopening\"\x80\x02\n" +
 	"\x04Push\x120\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1c.kaas.heartbeat.v1.Push.KindR\x04kind\x12)\n" +
 	"\x10controller_epoch\x18\x02 \x01(\x03R\x0fcontrollerEpoch\x12-\n" +

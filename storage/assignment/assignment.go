@@ -125,8 +125,8 @@ func ValidateTopicName(name string) error {
 //   - the controller must be a registered, alive broker (invariant 6);
 //   - topic names follow Kafka's rules, topic ids are non-empty and unique,
 //     every topic has at least one partition;
-//   - a partition leader is NoLeader or an alive broker, leader epochs are not
-//     negative;
+//   - a partition leader is NoLeader or an alive or draining broker, leader
+//     epochs are not negative;
 //   - group slots name registered brokers, each at most once.
 func (a *Assignment) Validate() error {
 	if a == nil {
@@ -205,8 +205,10 @@ func (a *Assignment) Validate() error {
 			if !ok {
 				return invalid("topic %q partition %d: leader %d is not a registered broker", name, p, part.Leader)
 			}
-			if b.State != Alive {
-				return invalid("topic %q partition %d: leader %d (%s) is %s, only alive brokers lead", name, p, part.Leader, b.Name, b.State)
+			if b.State == Dead {
+				// A draining broker leads what it has not handed on yet
+				// (moves run in waves: --concurrent-moves).
+				return invalid("topic %q partition %d: leader %d (%s) is dead, only alive or draining brokers lead", name, p, part.Leader, b.Name)
 			}
 		}
 	}

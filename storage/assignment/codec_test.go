@@ -258,3 +258,20 @@ func withConfig(t Topic, cfg map[string]string) Topic {
 	t.Config = cfg
 	return t
 }
+
+// A draining broker still leads what the controller has not moved yet
+// (moves run in waves); a dead one never leads.
+func TestDrainingBrokerMayLead(t *testing.T) {
+	doc := strings.Replace(sample, `"name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "state": "alive"`,
+		`"name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "state": "draining"`, 1)
+	if doc == sample {
+		t.Fatal("test case did not change the document")
+	}
+	a, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatalf("a draining leader was refused: %v", err)
+	}
+	if b, _ := a.BrokerByID(a.Topics["orders"].Partitions[1].Leader); b.State != Draining {
+		t.Fatalf("partition 1 led by %+v, want the draining kaas-1", b)
+	}
+}
