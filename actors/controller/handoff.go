@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 
@@ -235,10 +236,7 @@ func LimitMoves(prev, next *assignment.Assignment, states map[string]assignment.
 	for id, ms := range byTarget {
 		targets = append(targets, id)
 		slices.SortFunc(ms, func(a, b move) int {
-			if c := strings.Compare(a.tp.Topic, b.tp.Topic); c != 0 {
-				return c
-			}
-			return int(a.tp.Partition - b.tp.Partition)
+			return cmp.Or(strings.Compare(a.tp.Topic, b.tp.Topic), cmp.Compare(a.tp.Partition, b.tp.Partition))
 		})
 	}
 	slices.Sort(targets)

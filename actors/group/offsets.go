@@ -245,7 +245,7 @@ func (g *Group) FetchOffsets(now time.Time, f *messages.GroupFetchOffsets, topic
 // topic would resume at the old one's offsets. Topics that cannot tell
 // (a broker without an assignment yet) judge nothing.
 func ofDeletedTopic(tp groupstore.TP, c groupstore.Commit, topics Topics) bool {
-	if k, ok := topics.(interface{ Complete() bool }); ok && !k.Complete() {
+	if !canTell(topics) {
 		return false
 	}
 	ti, ok := topics.ByName(tp.Topic)
@@ -253,6 +253,14 @@ func ofDeletedTopic(tp groupstore.TP, c groupstore.Commit, topics Topics) bool {
 		return true
 	}
 	return c.TopicID != ([16]byte{}) && c.TopicID != ti.ID
+}
+
+// canTell reports whether topics is a view that knows which topics exist
+// (a broker without an assignment yet does not): only such a view judges
+// or stamps commits by their topics.
+func canTell(topics Topics) bool {
+	k, ok := topics.(interface{ Complete() bool })
+	return !ok || k.Complete()
 }
 
 // StampTopicIDs gives each commit stored without a topic id (by an older
@@ -264,7 +272,7 @@ func ofDeletedTopic(tp groupstore.TP, c groupstore.Commit, topics Topics) bool {
 // tell: a re-creation before this (since the older kaas stored the commit)
 // goes unseen. Topics that cannot tell stamp nothing.
 func (g *Group) StampTopicIDs(topics Topics) []groupstore.Record {
-	if k, ok := topics.(interface{ Complete() bool }); ok && !k.Complete() {
+	if !canTell(topics) {
 		return nil
 	}
 	var recs []groupstore.Record
