@@ -63,6 +63,9 @@ type Config struct {
 	// motion at once (LimitMoves); <= 0: no bound, every move starts at
 	// once.
 	ConcurrentMoves int
+	// WriteFile writes an assignment file (assignment.WriteFileStaged when
+	// nil; tests slow it down).
+	WriteFile func(dataDir string, a *assignment.Assignment, permit <-chan error, visible func()) (assignment.WriteTiming, error)
 }
 
 // BrokerPing is a heartbeat received from a broker's stream.
@@ -149,6 +152,8 @@ type Actor struct {
 	straySince    map[storage.PartitionID]time.Time
 	strayBusy     bool
 	nextStrayScan time.Time
+	// reassert: the last file's directory fsync failed; write it again.
+	reassert bool
 }
 
 // recomputeSoon coalesces recomputes: a drain releases partitions one by
@@ -171,6 +176,9 @@ func New(cfg Config, prev *assignment.Assignment) func() actor.Actor {
 	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = time.Second
+	}
+	if cfg.WriteFile == nil {
+		cfg.WriteFile = assignment.WriteFileStaged
 	}
 	return func() actor.Actor {
 		return &Actor{cfg: cfg, prev: prev, brokers: map[string]*brokerRow{}, topics: map[string]balancer.TopicSpec{}}
@@ -225,7 +233,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 		a.cfg.Log.Info().Int64("epoch", a.cfg.Epoch).Msg("controller stopped")
 	case *BrokerPing:
-		if a.ping(m) {
+		changed := a.ping(m)
+		if e := a.cfg.Log.Debug(); e.Enabled() {
+			e.Str("broker", m.Ping.Name).Int("listed", len(m.Ping.Partitions)).Int64("applied", m.Ping.AssignmentVersion).
+				Bool("changed", changed).Dur("queued", time.Since(m.At)).Msg("ping")
+		}
+		if changed {
 			a.recomputeSoon(ctx, "broker report changed")
 		}
 	case *recomputeNow:
@@ -243,6 +256,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 		if a.retryWrite {
 			a.retryWrite = false
 			a.recompute(ctx, "retry after a failed write")
+		} else if a.reassert && !a.writing && a.prev != nil {
+			a.reassert = false
+			a.write(ctx, a.prev)
 		} else if states := a.states(); !maps.Equal(states, a.lastState) || a.prev == nil || a.prev.ControllerEpoch != a.cfg.Epoch {
 			a.recompute(ctx, "alive set changed")
 		} else {
@@ -255,6 +271,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 	case *fileHeader:
 		a.onHeader(ctx, m)
+	case *dirSyncFailed:
+		// Written again at the next tick (the same content and version,
+		// which brokers that have it ignore), unless a newer file is
+		// written first: its own directory fsync covers this rename too.
+		a.cfg.Log.Error().Err(m.err).Int64("version", m.version).Msg("write assignment: the rename may not be durable")
+		if a.prev != nil && a.prev.AssignmentVersion == m.version {
+			a.reassert = true
+		}
 	case *written:
 		a.writing = false
 		if lost, ok := m.err.(errLeaseLost); ok {
@@ -269,6 +293,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			a.cfg.Log.Error().Err(m.err).Msg("write assignment")
 			a.retryWrite = true
 		} else {
+			a.reassert = false
 			a.trackGrants(a.prev, m.a)
 			a.prev = m.a
 			a.cfg.Hub.SetWritten(m.a.ControllerEpoch, m.a.AssignmentVersion)
@@ -277,6 +302,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 		if a.dirty {
 			a.dirty = false
 			a.recompute(ctx, "changes during write")
+		} else if m.err == nil && a.holding {
+			// Releases reported while this file was being written were
+			// not yet waited for (the file before held nothing): a ping
+			// that already no longer lists a partition held here has
+			// released it.
+			a.recompute(ctx, "file holds moves")
 		}
 	}
 }
@@ -478,7 +509,7 @@ func (a *Actor) recompute(ctx actor.Context, why string) {
 // write writes next on a goroutine, after re-verifying the Lease.
 func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 	a.writing = true
-	self, system, dir, verify := ctx.Self(), ctx.ActorSystem(), a.cfg.DataDir, a.cfg.VerifyLease
+	self, system, dir, verify, writeFile := ctx.Self(), ctx.ActorSystem(), a.cfg.DataDir, a.cfg.VerifyLease, a.cfg.WriteFile
 	log := a.cfg.Log
 	go func() {
 		start := time.Now()
@@ -499,12 +530,35 @@ func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 				permit <- err
 			}()
 		}
-		err := assignment.WriteFileWhen(dir, next, permit)
+		// Written once the rename is done: every broker sees the file from
+		// then on, and the next write may start while the directory's
+		// fsync makes this rename durable (under a busy journal that
+		// fsync alone can take a hundred milliseconds, and every move
+		// needs two files).
+		visible := false
+		tm, err := writeFile(dir, next, permit, func() {
+			visible = true
+			system.Root.Send(self, &written{a: next})
+		})
 		if err == nil {
-			log.Info().Int64("version", next.AssignmentVersion).Dur("took", time.Since(start)).Dur("lease_check", verified).Msg("assignment written")
+			log.Info().Int64("version", next.AssignmentVersion).Dur("took", time.Since(start)).Dur("visible_after", tm.Visible).
+				Dur("create", tm.Create).Dur("tmp_fsync", tm.TmpSync).Dur("permit_wait", tm.Permit).Dur("rename", tm.Rename).
+				Dur("dir_fsync", tm.DirSync).Dur("lease_check", verified).Msg("assignment written")
+			return
+		}
+		if visible {
+			system.Root.Send(self, &dirSyncFailed{version: next.AssignmentVersion, err: err})
+			return
 		}
 		system.Root.Send(self, &written{a: next, err: err})
 	}()
+}
+
+// dirSyncFailed: a file was renamed into place (and acted on) but its
+// directory's fsync failed, so the rename may not survive a crash.
+type dirSyncFailed struct {
+	version int64
+	err     error
 }
 
 // fileHeader is the epoch and version found on the volume by checkFile.

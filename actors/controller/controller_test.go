@@ -357,3 +357,70 @@ func TestDrainRunsInWaves(t *testing.T) {
 	}
 	shutdown()
 }
+
+// TestNextWriteStartsBeforeTheDirectorySync: once a file is renamed into
+// place (every broker sees it), the controller's next file does not wait
+// for the first one's directory fsync, which under a busy journal can take
+// longer than the rest of the write.
+func TestNextWriteStartsBeforeTheDirectorySync(t *testing.T) {
+	dir := dataDir(t)
+	sys := runtime.NewSystem()
+	t.Cleanup(sys.Shutdown)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	var mu sync.Mutex
+	stuck := 0 // writes renamed but held before their directory fsync
+	slowFirst := func(dataDir string, a *assignment.Assignment, permit <-chan error, visible func()) (assignment.WriteTiming, error) {
+		return assignment.WriteFileStaged(dataDir, a, permit, func() {
+			visible()
+			mu.Lock()
+			first := a.AssignmentVersion == 1
+			if first {
+				stuck++
+			}
+			mu.Unlock()
+			if first {
+				<-release
+			}
+		})
+	}
+	ref, err := sys.Spawn("controller", New(Config{
+		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
+		Epoch: 5, DataDir: dir, DeadAfter: time.Second, Tick: 20 * time.Millisecond, Hub: NewHub(), Log: zerolog.Nop(),
+		WriteFile: slowFirst,
+	}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := assignment.Path(dir)
+	waitFor := func(what string, cond func(*assignment.Assignment) bool) *assignment.Assignment {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if a, err := assignment.ReadFile(path); err == nil && cond(a) {
+				return a
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 5s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	ref.Send(&TopicsChanged{Topics: map[string]balancer.TopicSpec{"t": {ID: "id-1", Partitions: 3, Config: map[string]string{}}}})
+	first := waitFor("the first file", func(a *assignment.Assignment) bool { return len(a.Topics["t"].Partitions) == 3 })
+	if first.AssignmentVersion != 1 {
+		t.Fatalf("first file is version %d, want 1", first.AssignmentVersion)
+	}
+	ref.Send(&TopicsChanged{Topics: map[string]balancer.TopicSpec{"t": {ID: "id-1", Partitions: 5, Config: map[string]string{}}}})
+	second := waitFor("the next file while the first one's directory fsync is held", func(a *assignment.Assignment) bool {
+		return len(a.Topics["t"].Partitions) == 5
+	})
+	mu.Lock()
+	held := stuck
+	mu.Unlock()
+	if second.AssignmentVersion <= first.AssignmentVersion || held != 1 {
+		t.Fatalf("second file version %d after %d; writes held before their directory fsync: %d, want 1",
+			second.AssignmentVersion, first.AssignmentVersion, held)
+	}
+}

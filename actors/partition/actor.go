@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
@@ -42,6 +43,8 @@ type Config struct {
 	// next heartbeat can report that file (and lift a fence): requests
 	// still queued ahead of the Relinquish are refused, never appended.
 	Revoked *atomic.Bool
+	// RunHandoff runs an open or a close (runtime.HandoffPool when nil).
+	RunHandoff func(func())
 }
 
 func (c *Config) defaults() {
@@ -56,6 +59,9 @@ func (c *Config) defaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.RunHandoff == nil {
+		c.RunHandoff = runtime.HandoffPool().Schedule
 	}
 }
 
@@ -283,7 +289,7 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 	abort := &atomic.Bool{}
 	a.openAbort = abort
 	fence := a.cfg.Fence
-	go func() {
+	a.cfg.RunHandoff(func() {
 		start := time.Now()
 		l, err := opener.Open(id, logCfg)
 		var prods *Producers
@@ -320,7 +326,7 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 				Dur("took", time.Since(start)).Msg("partition opened")
 		}
 		system.Root.Send(self, &logOpened{gen: gen, epoch: epoch, log: l, producers: prods, err: err})
-	}()
+	})
 }
 
 // errSuperseded: a Sync completed, but a newer leader had claimed the
@@ -533,7 +539,7 @@ type closeRequest struct {
 func (a *Actor) startClose(ctx actor.Context, l storage.Log, prods *Producers, req closeRequest) {
 	gen, id, opener, epoch, hw := a.gen, a.id, a.cfg.Opener, a.leaderEpoch, a.hw
 	self, system := ctx.Self(), ctx.ActorSystem()
-	go func() {
+	a.cfg.RunHandoff(func() {
 		// The snapshot costs no fsync of its own, and Release leaves the
 		// tail group commit has not synced yet to the next leader's first
 		// Sync instead of waiting for one here: a 1,000-partition drain's
@@ -560,7 +566,7 @@ func (a *Actor) startClose(ctx actor.Context, l storage.Log, prods *Producers, r
 			}
 		}
 		system.Root.Send(self, &logClosed{gen: gen, upTo: upTo, err: err, done: req.done, took: time.Since(start)})
-	}()
+	})
 }
 
 func (a *Actor) closed(m *logClosed) {

@@ -29,6 +29,7 @@ import (
 // that does not happen under load.
 type Pool struct {
 	throughput int
+	stuckAfter time.Duration
 	mu         sync.Mutex
 	ready      sync.Cond
 	queue      []func() // FIFO from head
@@ -37,7 +38,7 @@ type Pool struct {
 }
 
 // stuckAfter is how long queued work may wait with no worker taking any
-// before it runs on goroutines of its own.
+// before it runs on goroutines of its own (NewPool).
 const stuckAfter = 10 * time.Millisecond
 
 var _ actor.Dispatcher = (*Pool)(nil)
@@ -45,7 +46,11 @@ var _ actor.Dispatcher = (*Pool)(nil)
 // NewPool starts a pool of workers goroutines; they run for the life of the
 // process.
 func NewPool(workers, throughput int) *Pool {
-	p := &Pool{throughput: throughput}
+	return newPool(workers, throughput, stuckAfter)
+}
+
+func newPool(workers, throughput int, stuck time.Duration) *Pool {
+	p := &Pool{throughput: throughput, stuckAfter: stuck}
 	p.ready.L = &p.mu
 	for range max(workers, 1) {
 		go p.work()
@@ -65,7 +70,7 @@ func (p *Pool) Schedule(fn func()) {
 // watch runs the queue on goroutines of their own when the workers have
 // been stuck for stuckAfter.
 func (p *Pool) watch() {
-	t := time.NewTicker(stuckAfter)
+	t := time.NewTicker(p.stuckAfter)
 	defer t.Stop()
 	var seen uint64
 	for range t.C {
@@ -118,6 +123,27 @@ var (
 func PartitionPool() *Pool {
 	partitionPoolOnce.Do(func() { partitionPool = NewPool(32*goruntime.GOMAXPROCS(0), 300) })
 	return partitionPool
+}
+
+var (
+	handoffPoolOnce sync.Once
+	handoffPool     *Pool
+)
+
+// HandoffPool runs the partitions' opens and closes: 4 workers per CPU,
+// in the order they were asked for. A drain hands a broker a thousand
+// closes at once (a receiver a thousand opens): on a goroutine each, every
+// other goroutine of the process waited behind all of them for a CPU, the
+// supervisor that reports the first releases included, so the controller
+// heard of nearly every release only once the last close was done (debug
+// logs of TestSafeHandoffs' paced drain: no release reported between 81
+// and 244 ms while 884 closes finished). In order, a few at a time, the
+// first releases are reported while the rest close, and the first opens
+// finish first. Work that waits 200 ms with no worker free (storage
+// stalled under every worker) runs on goroutines of its own.
+func HandoffPool() *Pool {
+	handoffPoolOnce.Do(func() { handoffPool = newPool(4*goruntime.GOMAXPROCS(0), 1, 200*time.Millisecond) })
+	return handoffPool
 }
 
 // SpawnChildOn is SpawnChild with the child's mailbox run by d (a Pool).

@@ -164,3 +164,69 @@ func TestPooledActorsKeepTheirOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestHandoffPoolRunsInOrderAFewAtATime: a pool like HandoffPool starts
+// its work in the order asked, never more at once than it has workers, and
+// runs what waits on goroutines of its own only after its longer stuck
+// delay (a slow open is not a stall).
+func TestHandoffPoolRunsInOrderAFewAtATime(t *testing.T) {
+	p := newPool(3, 1, 150*time.Millisecond)
+	var mu sync.Mutex
+	var order []int
+	var running, most atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Add(1)
+		p.Schedule(func() {
+			defer wg.Done()
+			n := running.Add(1)
+			for {
+				m := most.Load()
+				if n <= m || most.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			running.Add(-1)
+		})
+	}
+	if !waited(&wg, 5*time.Second) {
+		t.Fatal("work not done within 5s")
+	}
+	if most.Load() > 3 {
+		t.Fatalf("%d ran at once on 3 workers", most.Load())
+	}
+	// Three workers take from one FIFO: a function starts at most two
+	// places before one asked for earlier.
+	for k, i := range order {
+		if i < k-2 || i > k+2 {
+			t.Fatalf("start order %v: %d started %dth", order, i, k)
+		}
+	}
+
+	// Every worker blocked: what waits runs once no worker has taken
+	// anything for the stuck delay, not before.
+	block := make(chan struct{})
+	defer close(block)
+	started := make(chan time.Time, 3)
+	for range 3 {
+		p.Schedule(func() { started <- time.Now(); <-block })
+	}
+	var last time.Time
+	for range 3 {
+		last = <-started
+	}
+	ran := make(chan time.Time, 1)
+	p.Schedule(func() { ran <- time.Now() })
+	select {
+	case at := <-ran:
+		if d := at.Sub(last); d < 140*time.Millisecond {
+			t.Fatalf("queued work ran %v after the last worker took its work, before the stuck delay", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("queued work never ran with every worker blocked")
+	}
+}

@@ -251,6 +251,9 @@ func (s *Cluster) Receive(ctx actor.Context) {
 	case *refreshPing:
 		s.pingQueued = false
 		s.updatePing()
+		if e := s.cfg.Log.Debug(); e.Enabled() {
+			e.Int("listed", len(s.parts)).Bool("send", s.pingNow).Msg("ping rebuilt")
+		}
 		if s.pingNow {
 			s.pingNow = false
 			s.kickHeartbeat()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // ClusterDir is the directory under the data dir that holds cluster metadata.
@@ -36,23 +37,49 @@ func WriteFile(dataDir string, a *Assignment) error {
 // returned. The controller re-verifies its Lease meanwhile, so the
 // apiserver round trip overlaps the fsync instead of adding to it.
 func WriteFileWhen(dataDir string, a *Assignment, permit <-chan error) error {
+	_, err := WriteFileStaged(dataDir, a, permit, nil)
+	return err
+}
+
+// WriteTiming is where a write's time went.
+type WriteTiming struct {
+	Visible time.Duration // until the rename: readers see the new file from here
+	Create  time.Duration // the temporary file's creation
+	TmpSync time.Duration // the temporary file's fsync
+	Permit  time.Duration // waiting for the permit once the temporary file was durable
+	Rename  time.Duration // the rename
+	DirSync time.Duration // the directory's fsync after the rename
+}
+
+// WriteFileStaged is WriteFileWhen that calls visible (when not nil) as soon
+// as the rename is done, before the directory's fsync: from then on every
+// reader (fsnotify, a poll) sees the new file, so the controller may start
+// its next write while this one's rename is made durable. A directory fsync
+// under a busy journal can take longer than the rest of the write. The
+// error is the write's, whether or not visible was called: a failure after
+// it means the new file is in place but its rename may not survive a crash.
+func WriteFileStaged(dataDir string, a *Assignment, permit <-chan error, visible func()) (WriteTiming, error) {
+	var tm WriteTiming
+	start := time.Now()
 	data, err := Encode(a)
 	if err != nil {
-		return err
+		return tm, err
 	}
 	dir := filepath.Join(dataDir, ClusterDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write assignment: %w", err)
+		return tm, fmt.Errorf("write assignment: %w", err)
 	}
+	step := time.Now()
 	tmp, err := os.CreateTemp(dir, tmpPrefix+"*")
+	tm.Create = time.Since(step)
 	if err != nil {
-		return fmt.Errorf("write assignment: %w", err)
+		return tm, fmt.Errorf("write assignment: %w", err)
 	}
 	tmpName := tmp.Name()
-	fail := func(step string, err error) error {
+	fail := func(step string, err error) (WriteTiming, error) {
 		_ = tmp.Close()
 		_ = os.Remove(tmpName)
-		return fmt.Errorf("write assignment %s: %s: %w", tmpName, step, err)
+		return tm, fmt.Errorf("write assignment %s: %s: %w", tmpName, step, err)
 	}
 	if _, err := tmp.Write(data); err != nil {
 		return fail("write", err)
@@ -60,28 +87,43 @@ func WriteFileWhen(dataDir string, a *Assignment, permit <-chan error) error {
 	if err := tmp.Chmod(0o644); err != nil {
 		return fail("chmod", err)
 	}
+	step = time.Now()
 	if err := tmp.Sync(); err != nil {
 		return fail("fsync", err)
 	}
+	tm.TmpSync = time.Since(step)
 	if err := tmp.Close(); err != nil {
 		_ = os.Remove(tmpName)
-		return fmt.Errorf("write assignment %s: close: %w", tmpName, err)
+		return tm, fmt.Errorf("write assignment %s: close: %w", tmpName, err)
 	}
 	if permit != nil {
-		if err := <-permit; err != nil {
+		step = time.Now()
+		err := <-permit
+		tm.Permit = time.Since(step)
+		if err != nil {
 			_ = os.Remove(tmpName)
-			return err
+			return tm, err
 		}
 	}
 	final := filepath.Join(dir, FileName)
-	if err := os.Rename(tmpName, final); err != nil {
+	step = time.Now()
+	err = os.Rename(tmpName, final)
+	tm.Rename = time.Since(step)
+	if err != nil {
 		_ = os.Remove(tmpName)
-		return fmt.Errorf("write assignment: rename %s to %s: %w", tmpName, final, err)
+		return tm, fmt.Errorf("write assignment: rename %s to %s: %w", tmpName, final, err)
 	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("write assignment %s: fsync directory: %w", final, err)
+	tm.Visible = time.Since(start)
+	if visible != nil {
+		visible()
 	}
-	return nil
+	step = time.Now()
+	err = syncDir(dir)
+	tm.DirSync = time.Since(step)
+	if err != nil {
+		return tm, fmt.Errorf("write assignment %s: fsync directory: %w", final, err)
+	}
+	return tm, nil
 }
 
 func syncDir(dir string) error {

@@ -94,3 +94,47 @@ func containsAll(s string, subs ...string) bool {
 func contains(s, sub string) bool {
 	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
 }
+
+// TestWriteFileStagedIsVisibleBeforeTheDirectorySync: visible runs once
+// the new file is in place (a reader sees it whole), and never for a write
+// refused before its rename.
+func TestWriteFileStagedIsVisibleBeforeTheDirectorySync(t *testing.T) {
+	dir := t.TempDir()
+	a := sampleAssignment(t)
+	if err := WriteFile(dir, a); err != nil {
+		t.Fatal(err)
+	}
+	next := sampleAssignment(t)
+	next.AssignmentVersion = a.AssignmentVersion + 1
+	var seen *Assignment
+	calls := 0
+	tm, err := WriteFileStaged(dir, next, nil, func() {
+		calls++
+		seen, _ = ReadFile(Path(dir))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 || seen == nil || !Equal(seen, next) {
+		t.Fatalf("visible called %d times, saw %+v; want the new file once", calls, seen)
+	}
+	if tm.Visible <= 0 || tm.TmpSync <= 0 || tm.DirSync <= 0 || tm.TmpSync > tm.Visible {
+		t.Fatalf("timing %+v", tm)
+	}
+
+	refused := sampleAssignment(t)
+	refused.AssignmentVersion = next.AssignmentVersion + 1
+	permit := make(chan error, 1)
+	permit <- errors.New("lease moved on")
+	calls = 0
+	if _, err := WriteFileStaged(dir, refused, permit, func() { calls++ }); err == nil || calls != 0 {
+		t.Fatalf("refused write: err %v, visible called %d times", err, calls)
+	}
+	if got, _ := ReadFile(Path(dir)); got == nil || got.AssignmentVersion != next.AssignmentVersion {
+		t.Fatalf("after a refused write the file is %+v", got)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, ClusterDir))
+	if len(entries) != 1 {
+		t.Fatalf("directory holds %v, want only %s", entries, FileName)
+	}
+}
