@@ -140,7 +140,9 @@ var (
 // and 244 ms while 884 closes finished). In order, a few at a time, the
 // first releases are reported while the rest close, and the first opens
 // finish first. Work that waits 200 ms with no worker free (storage
-// stalled under every worker) runs on goroutines of its own.
+// stalled under every worker, or opens of a fenced broker waiting for its
+// next heartbeat exchange before they stamp their epoch) runs on
+// goroutines of its own, so a close is never held longer than that.
 func HandoffPool() *Pool {
 	handoffPoolOnce.Do(func() { handoffPool = newPool(4*goruntime.GOMAXPROCS(0), 1, 200*time.Millisecond) })
 	return handoffPool
