@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -726,7 +727,7 @@ func TestSafeHandoffs(t *testing.T) {
 	// partitions itself. At full speed a record already waits longer than
 	// the 200 ms goal with nothing moving (the baseline above).
 	if os.Getenv("KAAS_HANDOFF_INTERVAL") == "" { // else the whole test is paced
-		pacedDrain(t, c, load, parts, balanced)
+		pacedDrain(t, c, load, slow, parts, balanced)
 	}
 
 	load.stop()
@@ -738,13 +739,15 @@ func TestSafeHandoffs(t *testing.T) {
 	slow.verify(c)
 }
 
-// pacedDrain paces load to one record per second per partition, measures
-// the longest wait of a record with nothing moving, through a drain of a
-// broker that is not the controller, and through the rebalance onto it
-// once it is back.
-func pacedDrain(t *testing.T, c *kaasCluster, load *loadChecker, parts int, balanced func() bool) {
+// pacedDrain paces load (and the default-settings client, slow, which would
+// otherwise keep the brokers' group commits busy at full speed) to one
+// record per second per partition, measures the longest wait of a record of
+// load with nothing moving, through a drain of a broker that is not the
+// controller, and through the rebalance onto it once it is back.
+func pacedDrain(t *testing.T, c *kaasCluster, load, slow *loadChecker, parts int, balanced func() bool) {
 	t.Helper()
 	load.pace(time.Second)
+	slow.pace(time.Second)
 	time.Sleep(2 * time.Second) // the full-speed backlog drains
 	// KAAS_HANDOFF_PROFILE: every broker's CPU while nothing moves, to
 	// diff the receivers' CPU in the drain against.
@@ -763,16 +766,37 @@ func pacedDrain(t *testing.T, c *kaasCluster, load *loadChecker, parts int, bala
 	moved := c.partitionsLedBy(t, "load", victim, parts/3)
 	receivers := c.namesBut(victim)
 	c.waitForSpareSets(t, "load", moved)
+	// The CPU the pace alone costs, measured here: before the spare sets
+	// are back, the janitors recreating them keep the machine busy.
+	idleFrom, cpuOK := c.sampleCPU()
+	time.Sleep(time.Second)
+	idleTo, _ := c.sampleCPU()
 	profiled = c.profileBrokers(t, os.Getenv("KAAS_HANDOFF_PROFILE"), "paced-drain", 2*time.Second, receivers...)
 	from = time.Now()
+	drainFrom, _ := c.sampleCPU()
 	_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
 	c.waitExit(t, victim)
+	drainTo, _ := c.sampleCPU()
 	drained := time.Since(from)
 	time.Sleep(500 * time.Millisecond)
 	g = load.waits(from, time.Now(), moved)
 	profiled.Wait()
 	t.Logf("FIGURE paced drain of %s leading %d partitions: all given on after %v, exited after %v; moved partitions, longest wait of a record p50 %v p99 %v max %v",
 		victim, len(moved), handedOffAfter(t, c.brokers[victim]), drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	if cpuOK {
+		// What the move costs the machine: every process shares its cores
+		// (three brokers, the apiserver, this test's clients).
+		idleBusy, _, idleCPU := c.cpuSpent(idleFrom, idleTo)
+		busy, steal, used := c.cpuSpent(drainFrom, drainTo)
+		idleFor, drainFor := idleTo.at.Sub(idleFrom.at), drainTo.at.Sub(drainFrom.at)
+		share := func(cpu, d time.Duration) float64 {
+			return 100 * float64(cpu) / float64(d) / float64(goruntime.NumCPU())
+		}
+		extra := used - time.Duration(float64(idleCPU)/float64(idleFor)*float64(drainFor))
+		t.Logf("FIGURE paced drain, CPU: machine busy %.0f%% (stolen %.0f%%, the brokers %.0f%%) from SIGTERM to exit, against %.0f%% (the brokers %.0f%%) at the pace alone; the move cost the brokers %v of CPU beyond the pace: %v per partition moved",
+			100*busy, 100*steal, share(used, drainFor), 100*idleBusy, share(idleCPU, idleFor),
+			extra.Round(time.Millisecond), (extra / time.Duration(len(moved))).Round(time.Microsecond))
+	}
 	c.waitForSpareSets(t, "load", moved)
 	from = time.Now()
 	c.start(victim)
