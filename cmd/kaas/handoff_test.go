@@ -766,8 +766,8 @@ func pacedDrain(t *testing.T, c *kaasCluster, load, slow *loadChecker, parts int
 	moved := c.partitionsLedBy(t, "load", victim, parts/3)
 	receivers := c.namesBut(victim)
 	c.waitForSpareSets(t, "load", moved)
-	// The CPU the pace alone costs, measured here: before the spare sets
-	// are back, the janitors recreating them keep the machine busy.
+	// The CPU the pace alone costs, measured once the spare sets are back
+	// (until then the janitors recreating them add work of their own).
 	idleFrom, cpuOK := c.sampleCPU()
 	time.Sleep(time.Second)
 	idleTo, _ := c.sampleCPU()
