@@ -33,7 +33,9 @@ func (c *kaasCluster) sampleCPU() (s cpuSample, ok bool) {
 	if len(f) < 9 || f[0] != "cpu" {
 		return s, false
 	}
-	for i, v := range f[1:] {
+	// guest and guest_nice (after steal) are counted in user and nice
+	// already.
+	for i, v := range f[1:9] {
 		n, _ := strconv.ParseInt(v, 10, 64)
 		s.total += n
 		switch i {
