@@ -67,34 +67,48 @@ type serveConfig struct {
 	syncMode disklog.SyncMode
 }
 
+// serveUsage heads the flag list of kaas --help.
+const serveUsage = `usage: kaas [serve] [flags]    (other commands: kaas version, kaas assignment show|plan, kaas help)
+
+Every flag can also be set by its environment variable: KAAS_ and the flag
+name in upper case with _ for - (--kafka-addr: KAAS_KAFKA_ADDR); a flag on the
+command line wins. Cluster mode is on when MY_POD_NAME is set. Durations are
+Go durations (500ms, 2s, 1m30s). Flags:
+
+`
+
 func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("kaas", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&cfg.KafkaAddr, "kafka-addr", ":9092", "Kafka listener address (host:port)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), serveUsage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&cfg.KafkaAddr, "kafka-addr", ":9092", "address the Kafka listener binds, host:port (empty host: every interface)")
 	fs.StringVar(&cfg.AdvertisedAddr, "advertised-addr", "", "host:port put in Metadata for clients (default: localhost:<kafka port>, or the pod DNS name in cluster mode)")
-	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":8080", "HTTP address for /healthz, /readyz and /metrics (empty disables)")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":8080", "address of the HTTP listener for /healthz, /readyz, /metrics and /debug/pprof/ (empty disables it)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for partition data; empty keeps everything in memory")
 	fs.StringVar(&cfg.Fsync, "fsync", "syncfs", "how group commit makes --data-dir appends durable: syncfs (one syncfs(2) of the volume per round for every partition of the broker; Linux) or file (one fdatasync per partition)")
-	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
-	fs.StringVar(&cfg.LogFormat, "log-format", "console", "log format: json or console")
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "least severe log level written: trace, debug, info, warn or error")
+	fs.StringVar(&cfg.LogFormat, "log-format", "console", "log format: json (one object per line) or console (human-readable)")
 	fs.IntVar(&cfg.MaxRequestSize, "max-request-size", 100<<20, "largest request frame accepted, in bytes (Kafka's socket.request.max.bytes)")
-	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create unknown topics on Metadata requests (Kafka's auto.create.topics.enable)")
+	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create a topic a Metadata request names but that does not exist (Kafka's auto.create.topics.enable)")
 	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")
 	fs.IntVar(&cfg.BrokerID, "broker-id", 0, "broker id in local mode (cluster mode takes it from the pod name)")
-	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "consumer groups: Kafka's group.initial.rebalance.delay.ms")
-	fs.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", 6*time.Second, "consumer groups: Kafka's group.min.session.timeout.ms")
-	fs.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "consumer groups: Kafka's group.max.session.timeout.ms")
-	fs.DurationVar(&cfg.GroupConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "KIP-848 groups: Kafka's group.consumer.heartbeat.interval.ms")
-	fs.DurationVar(&cfg.GroupConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second, "KIP-848 groups: Kafka's group.consumer.session.timeout.ms")
-	fs.IntVar(&cfg.OffsetsRetentionMinutes, "offsets-retention-minutes", 7*24*60, "consumer groups: Kafka's offsets.retention.minutes")
-	fs.StringVar(&cfg.HeartbeatAddr, "heartbeat-addr", ":9094", "cluster mode: heartbeat gRPC listener")
+	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "consumer groups: how long the first rebalance of an empty classic group waits for more members to join; 0 does not wait (Kafka's group.initial.rebalance.delay.ms)")
+	fs.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", 6*time.Second, "consumer groups: shortest session timeout a classic group member may ask for (Kafka's group.min.session.timeout.ms)")
+	fs.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "consumer groups: longest session timeout a classic group member may ask for (Kafka's group.max.session.timeout.ms)")
+	fs.DurationVar(&cfg.GroupConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "consumer groups: heartbeat interval given to KIP-848 consumer-protocol members (Kafka's group.consumer.heartbeat.interval.ms)")
+	fs.DurationVar(&cfg.GroupConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second, "consumer groups: a KIP-848 consumer-protocol member silent this long is removed; must exceed --group-consumer-heartbeat-interval (Kafka's group.consumer.session.timeout.ms)")
+	fs.IntVar(&cfg.OffsetsRetentionMinutes, "offsets-retention-minutes", 7*24*60, "consumer groups: minutes a committed offset is kept once no member uses it, counted from when its group became empty (Kafka's offsets.retention.minutes)")
+	fs.StringVar(&cfg.HeartbeatAddr, "heartbeat-addr", ":9094", "cluster mode: address the heartbeat gRPC listener binds, host:port")
 	fs.StringVar(&cfg.AdvertisedHeartbeatAddr, "advertised-heartbeat-addr", "", "cluster mode: heartbeat address other brokers dial (default <pod>.<service>.<namespace>.svc:<heartbeat port>)")
-	fs.StringVar(&cfg.Service, "service", "kaas", "cluster mode: headless Service name (per-broker DNS)")
-	fs.StringVar(&cfg.LeaseName, "lease-name", "kaas-controller", "cluster mode: the controller Lease")
-	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 15*time.Second, "cluster mode: Lease duration")
-	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", 10*time.Second, "cluster mode: the controller stops writing if it cannot renew within this")
-	fs.DurationVar(&cfg.RetryPeriod, "retry-period", 2*time.Second, "cluster mode: Lease retry period")
+	fs.StringVar(&cfg.Service, "service", "kaas", "cluster mode: name of the headless Service that gives each broker pod its DNS name")
+	fs.StringVar(&cfg.LeaseName, "lease-name", "kaas-controller", "cluster mode: name of the Lease whose holder is the controller")
+	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 15*time.Second, "cluster mode: how long a Lease not renewed stays held before another broker may take it; must exceed --renew-deadline")
+	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", 10*time.Second, "cluster mode: the controller steps down (stops writing assignment.json) if it cannot renew its Lease within this; must exceed --retry-period")
+	fs.DurationVar(&cfg.RetryPeriod, "retry-period", 2*time.Second, "cluster mode: how often the Lease is renewed or tried and brokers re-read its epoch")
 	fs.DurationVar(&cfg.FenceAfter, "fence-after", 4*time.Second, "cluster mode: a broker without a heartbeat exchange this long stops accepting writes")
 	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", time.Second, "cluster mode: ping period to the controller (at most half of --fence-after)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 45*time.Second, "cluster mode: on SIGTERM, how long to wait for the controller to move everything away before exiting")
