@@ -20,8 +20,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/wire"
 )
 
@@ -68,8 +68,8 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	views  *routing.Store
-	system *runtime.System
-	sup    runtime.Ref
+	system *actorsys.System
+	sup    actorsys.Ref
 
 	mu   sync.RWMutex
 	apis map[int16]API
@@ -89,7 +89,7 @@ type Server struct {
 }
 
 // NewServer returns a server with the core APIs registered.
-func NewServer(cfg Config, system *runtime.System, views *routing.Store, supervisor runtime.Ref) *Server {
+func NewServer(cfg Config, system *actorsys.System, views *routing.Store, supervisor actorsys.Ref) *Server {
 	if cfg.MaxRequestSize <= 0 {
 		cfg.MaxRequestSize = wire.DefaultMaxRequestSize
 	}
@@ -136,7 +136,7 @@ func (s *Server) APIs() []API {
 func (s *Server) Views() *routing.Store { return s.views }
 
 // Supervisor returns the supervisor actor.
-func (s *Server) Supervisor() runtime.Ref { return s.sup }
+func (s *Server) Supervisor() actorsys.Ref { return s.sup }
 
 // NextProducerID allocates an idempotent producer id.
 func (s *Server) NextProducerID() int64 { return s.producerIDs.Add(1) }

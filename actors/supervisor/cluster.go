@@ -15,12 +15,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/controller"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
@@ -76,17 +76,17 @@ type (
 	deposed           struct{}
 	partitionReleased struct {
 		tp  routing.TP
-		ref runtime.Ref
+		ref actorsys.Ref
 	}
 	// partitionOpened: a partition actor's first open has finished.
 	partitionOpened struct {
 		tp  routing.TP
-		ref runtime.Ref
+		ref actorsys.Ref
 	}
 )
 
 type ledPartition struct {
-	ref         runtime.Ref
+	ref         actorsys.Ref
 	revoked     *atomic.Bool // shared with the actor (partition.Config.Revoked)
 	topicID     string
 	leaderEpoch int32
@@ -111,7 +111,7 @@ type Cluster struct {
 	// held is where each partition current holds leaderless was led from
 	// (trackHeld), for Metadata.
 	held      map[routing.TP]heldLeader
-	ctrl      runtime.Ref
+	ctrl      actorsys.Ref
 	ctrlEpoch int64
 	isLeader  atomic.Bool
 	pingState atomic.Pointer[heartbeatpb.Ping]
@@ -200,7 +200,7 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		if s.cancel != nil {
 			s.cancel()
 		}
-		s.cfg.Hub.SetController(runtime.Ref{}, 0, nil)
+		s.cfg.Hub.SetController(actorsys.Ref{}, 0, nil)
 	case *assignmentAccepted:
 		s.apply(ctx, m)
 	case *elected:
@@ -399,7 +399,7 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 	}); ok && s.cfg.StrayGrace > 0 {
 		ccfg.StrayGrace, ccfg.ListPartitions, ccfg.RemovePartition = s.cfg.StrayGrace, lister.Partitions, s.cfg.Partition.Opener.Remove
 	}
-	ref, err := runtime.SpawnChildPrefix(ctx, fmt.Sprintf("controller-%d-", m.epoch), controller.New(ccfg, m.prev))
+	ref, err := actorsys.SpawnChildPrefix(ctx, fmt.Sprintf("controller-%d-", m.epoch), controller.New(ccfg, m.prev))
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Msg("spawn controller")
 		return
@@ -416,9 +416,9 @@ func (s *Cluster) stopController() {
 	if !s.ctrl.Valid() {
 		return
 	}
-	s.cfg.Hub.SetController(runtime.Ref{}, 0, nil)
+	s.cfg.Hub.SetController(actorsys.Ref{}, 0, nil)
 	s.ctrl.Stop()
-	s.ctrl = runtime.Ref{}
+	s.ctrl = actorsys.Ref{}
 }
 
 // apply makes this broker serve exactly what the accepted assignment says.
@@ -483,7 +483,7 @@ func (s *Cluster) take(ctx actor.Context, t assignment.PartitionRef, cfg map[str
 	name := fmt.Sprintf("partition/%s/%s/%d/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch, s.spawned)
 	pcfg := s.cfg.Partition
 	pcfg.Revoked = &atomic.Bool{}
-	ref, err := runtime.SpawnChildOn(ctx, name, partition.New(pid, pcfg), runtime.PartitionPool())
+	ref, err := actorsys.SpawnChildOn(ctx, name, partition.New(pid, pcfg), actorsys.PartitionPool())
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
 		return
@@ -515,7 +515,7 @@ func (s *Cluster) publish(ctx actor.Context) {
 		Role:      "broker",
 		Topics:    map[string]*routing.Topic{},
 		TopicIDs:  map[[16]byte]*routing.Topic{},
-		Local:     map[routing.TP]runtime.Ref{},
+		Local:     map[routing.TP]actorsys.Ref{},
 	}
 	if s.ctrl.Valid() {
 		v.Role = "controller"

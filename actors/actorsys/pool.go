@@ -1,7 +1,7 @@
-package runtime
+package actorsys
 
 import (
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"time"
 
@@ -121,7 +121,7 @@ var (
 // default dispatcher's throughput per turn: 32 workers per CPU (a few
 // blocked in a write leave the others running).
 func PartitionPool() *Pool {
-	partitionPoolOnce.Do(func() { partitionPool = NewPool(32*goruntime.GOMAXPROCS(0), 300) })
+	partitionPoolOnce.Do(func() { partitionPool = NewPool(32*runtime.GOMAXPROCS(0), 300) })
 	return partitionPool
 }
 
@@ -144,7 +144,7 @@ var (
 // next heartbeat exchange before they stamp their epoch) runs on
 // goroutines of its own, so a close is never held longer than that.
 func HandoffPool() *Pool {
-	handoffPoolOnce.Do(func() { handoffPool = newPool(4*goruntime.GOMAXPROCS(0), 1, 200*time.Millisecond) })
+	handoffPoolOnce.Do(func() { handoffPool = newPool(4*runtime.GOMAXPROCS(0), 1, 200*time.Millisecond) })
 	return handoffPool
 }
 
