@@ -115,9 +115,9 @@ type Cluster struct {
 	ctrlEpoch int64
 	isLeader  atomic.Bool
 	pingState atomic.Pointer[heartbeatpb.Ping]
-	// applied is the newest assignment file applied (epoch, version): set
+	// applied is the newest assignment file applied: set
 	// once its releases are under way, read by the heartbeat client.
-	applied    atomic.Pointer[[2]int64]
+	applied    atomic.Pointer[assignment.Position]
 	draining   atomic.Bool
 	topicAdmin *cluster.Topics
 	kick       chan struct{}
@@ -466,7 +466,8 @@ func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
 	}
 	// Only now, with every partition it gave away revoked above, may an
 	// exchange that names this file lift the fence.
-	s.applied.Store(&[2]int64{m.next.ControllerEpoch, m.next.AssignmentVersion})
+	applied := assignment.PositionOf(m.next)
+	s.applied.Store(&applied)
 	s.cfg.Log.Info().Int64("epoch", m.next.ControllerEpoch).Int64("version", m.next.AssignmentVersion).
 		Int("take", len(m.changes.Take)).Int("relinquish", len(m.changes.Relinquish)).Int("led", s.ledCount()).Msg("assignment applied")
 	s.publish(ctx)
@@ -590,12 +591,12 @@ func (s *Cluster) updatePing() {
 	s.pingState.Store(p)
 }
 
-// appliedFile returns the newest assignment file applied (0, 0: none).
-func (s *Cluster) appliedFile() (int64, int64) {
+// appliedFile returns the newest assignment file applied (zero: none).
+func (s *Cluster) appliedFile() assignment.Position {
 	if p := s.applied.Load(); p != nil {
-		return p[0], p[1]
+		return *p
 	}
-	return 0, 0
+	return assignment.Position{}
 }
 
 // kickHeartbeat asks the heartbeat client to send a ping now.
