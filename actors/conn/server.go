@@ -1,10 +1,12 @@
 // Package conn is the Kafka listener and the connection actor: one actor per
 // TCP connection decodes frames, dispatches each request to its API handler
-// in arrival order, and writes responses in request order. Handlers live one
-// file per API key (produce.go, fetch.go, ...). A handler runs inside the
-// connection actor's Receive and must not block: it routes the request
-// (sending messages to partition, group or supervisor actors) and returns a
-// Pending that a goroutine runs to gather the answer.
+// in arrival order, and writes responses in request order. Each API key
+// lives in one file named by its key and name (00_produce.go, 01_fetch.go,
+// ...; README.md lists them) holding its version range, its handler and its
+// error response. A handler runs inside the connection actor's Receive and
+// must not block: it routes the request (sending messages to partition,
+// group or supervisor actors) and returns a Pending that a goroutine runs
+// to gather the answer.
 package conn
 
 import (
@@ -39,18 +41,6 @@ type Request struct {
 	ClientHost string
 	View       *routing.View
 	Server     *Server
-}
-
-// Handler serves one API key. It is called in the connection actor's
-// Receive, in request order, and must not block.
-type Handler func(r *Request) Pending
-
-// API is one served API key with its version range.
-type API struct {
-	Key        int16
-	MinVersion int16
-	MaxVersion int16
-	Handle     Handler
 }
 
 // Config configures the server.
