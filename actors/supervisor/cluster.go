@@ -122,7 +122,7 @@ type Cluster struct {
 	topicAdmin *cluster.Topics
 	kick       chan struct{}
 	stopElect  context.CancelFunc
-	groups     []string // consumer groups held (GroupsHeld)
+	groups     []string // consumer groups this broker coordinates (GroupsLed)
 	spawned    uint64   // partition actors spawned (unique names)
 	elector    atomic.Pointer[leaderelection.LeaderElector]
 	pingQueued bool // a refreshPing is in the mailbox
@@ -161,10 +161,10 @@ func (s *Cluster) refreshPingSoon(ctx actor.Context, send bool) {
 // NOT_LEADER_OR_FOLLOWER before it stops.
 const retireAfter = 5 * time.Second
 
-// GroupsHeld reports the consumer groups this broker holds (serving or
+// GroupsLed reports the consumer groups this broker coordinates (serving or
 // closing); they ride every heartbeat so the controller can confirm that a
 // group left its old coordinator before naming the next one.
-type GroupsHeld struct{ Names []string }
+type GroupsLed struct{ Names []string }
 
 // OpenPartitions asks how many partition actors still hold files (leading,
 // opening or closing). When none do, the ping is rebuilt and sent at once,
@@ -260,7 +260,7 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		}
 	case *Ping:
 		m.Reply()
-	case *GroupsHeld:
+	case *GroupsLed:
 		s.groups = m.Names
 		s.updatePing()
 		s.kickHeartbeat()
