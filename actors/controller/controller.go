@@ -533,8 +533,8 @@ func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 		// Written once the rename is done: every broker sees the file from
 		// then on, and the next write may start while the directory's
 		// fsync makes this rename durable (under a busy journal that
-		// fsync alone can take a hundred milliseconds, and every move
-		// needs two files).
+		// fsync can take longer than the rest of the write, and every
+		// move needs two files).
 		visible := false
 		tm, err := writeFile(dir, next, permit, func() {
 			visible = true
