@@ -1,7 +1,12 @@
 package conn
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -177,6 +182,26 @@ func TestErrorResponses(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s: %d slots hold the code, want %d", kmsg.NameForKey(req.Key()), got, want)
+		}
+	}
+}
+
+// TestEachAPIHasItsFile: every core API key has its NN_name.go file, and
+// README.md lists it.
+func TestEachAPIHasItsFile(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range coreAPIs {
+		files, _ := filepath.Glob(fmt.Sprintf("%02d_*.go", key))
+		files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+		if len(files) != 1 {
+			t.Errorf("%s (key %d): files %v, want one %02d_name.go", kmsg.NameForKey(key), key, files, key)
+			continue
+		}
+		if !strings.Contains(string(readme), "`"+files[0]+"`") {
+			t.Errorf("README.md does not list %s", files[0])
 		}
 	}
 }
