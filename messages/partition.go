@@ -146,7 +146,7 @@ type PartitionStatusResult struct {
 	LogEndOffset   int64
 }
 
-// Undelivered answers requests whose actor had stopped (runtime.Undeliverable).
+// Undelivered answers requests whose actor had stopped (actorsys.Undeliverable).
 
 func (m *Produce) Undelivered() {
 	m.Reply(ProduceResult{ErrorCode: notLeader, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})

@@ -134,7 +134,7 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 			Name:          cfg.LeaseName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(lctx context.Context) {
-					epoch, err := HeldEpoch(lctx, cfg.Client, cfg.Namespace, cfg.LeaseName, cfg.Identity)
+					epoch, err := HolderEpoch(lctx, cfg.Client, cfg.Namespace, cfg.LeaseName, cfg.Identity)
 					mu.Lock()
 					defer mu.Unlock()
 					if stopped || lctx.Err() != nil {
@@ -147,7 +147,7 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 					}
 					started = true
 					cfg.Log.Info().Int64("epoch", epoch).Str("identity", cfg.Identity).Msg("elected controller")
-					go watchHeld(lctx, cfg, epoch, endRound)
+					go watchHolder(lctx, cfg, epoch, endRound)
 					cfg.OnElected(lctx, epoch)
 				},
 				OnStoppedLeading: func() {
@@ -184,7 +184,7 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 		mu.Unlock()
 		if ctx.Err() != nil {
 			if was {
-				releaseHeld(cfg)
+				releaseLease(cfg)
 			}
 			break
 		}
@@ -234,10 +234,10 @@ func watchReleases(ctx context.Context, cfg ElectionConfig, released chan<- stru
 	}
 }
 
-// watchHeld reads the Lease every retry period while this process leads
+// watchHolder reads the Lease every retry period while this process leads
 // and ends the round (endRound) once it no longer names this identity at
 // epoch.
-func watchHeld(ctx context.Context, cfg ElectionConfig, epoch int64, endRound context.CancelFunc) {
+func watchHolder(ctx context.Context, cfg ElectionConfig, epoch int64, endRound context.CancelFunc) {
 	t := time.NewTicker(cfg.RetryPeriod)
 	defer t.Stop()
 	for {
@@ -255,10 +255,10 @@ func watchHeld(ctx context.Context, cfg ElectionConfig, epoch int64, endRound co
 	}
 }
 
-// releaseHeld clears the Lease if, on a fresh read, it still names this
+// releaseLease clears the Lease if, on a fresh read, it still names this
 // identity; the update carries that read's resourceVersion, so a Lease
 // taken over meanwhile is left alone (conflict). leaseTransitions is kept.
-func releaseHeld(cfg ElectionConfig) {
+func releaseLease(cfg ElectionConfig) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.RenewDeadline)
 	defer cancel()
 	leases := cfg.Client.CoordinationV1().Leases(cfg.Namespace)
@@ -297,10 +297,10 @@ func LeaseEpoch(ctx context.Context, client kubernetes.Interface, ns, name strin
 	return int64(*l.Spec.LeaseTransitions), nil
 }
 
-// HeldEpoch reads the Lease's epoch, checking in the same read that
+// HolderEpoch reads the Lease's epoch, checking in the same read that
 // identity holds it: an epoch read after the Lease changed hands again would
 // be the next holder's.
-func HeldEpoch(ctx context.Context, client kubernetes.Interface, ns, name, identity string) (int64, error) {
+func HolderEpoch(ctx context.Context, client kubernetes.Interface, ns, name, identity string) (int64, error) {
 	l, err := client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return 0, fmt.Errorf("get lease %s/%s: %w", ns, name, err)

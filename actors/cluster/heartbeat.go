@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
+	"github.com/kaas-project/kaas/storage/assignment"
 )
 
 // HeartbeatConfig configures the broker side of the heartbeat stream.
@@ -31,7 +32,7 @@ type HeartbeatConfig struct {
 	// exchange: the broker may still act on a file that gave its
 	// partitions away (it was paused past dead-after), and it must not lift
 	// its fence before it has applied that one.
-	Applied func() (epoch, version int64)
+	Applied func() assignment.Position
 	// Kick sends a ping at once (a release the controller waits for).
 	Kick     <-chan struct{}
 	Interval time.Duration
@@ -214,10 +215,9 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // caughtUp reports whether the broker has applied the file a PONG names, or
 // a later one.
-func caughtUp(applied func() (int64, int64), p *heartbeatpb.Push) bool {
+func caughtUp(applied func() assignment.Position, p *heartbeatpb.Push) bool {
 	if applied == nil {
 		return true
 	}
-	e, v := applied()
-	return e > p.AssignmentEpoch || (e == p.AssignmentEpoch && v >= p.AssignmentVersion)
+	return applied().AtLeast(assignment.Position{Epoch: p.AssignmentEpoch, Version: p.AssignmentVersion})
 }

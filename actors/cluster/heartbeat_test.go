@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
+	"github.com/kaas-project/kaas/storage/assignment"
 )
 
 // heartbeatServer is a controller stand-in over real gRPC: it either
@@ -113,20 +114,23 @@ func TestHeartbeatLeavesAStuckController(t *testing.T) {
 }
 
 func TestCaughtUp(t *testing.T) {
+	applied := func(epoch, version int64) func() assignment.Position {
+		return func() assignment.Position { return assignment.Position{Epoch: epoch, Version: version} }
+	}
 	cases := []struct {
 		name           string
-		applied        func() (int64, int64)
+		applied        func() assignment.Position
 		epoch, version int64
 		want           bool
 	}{
 		{"no condition", nil, 4, 9, true},
-		{"an older controller names no file", func() (int64, int64) { return 0, 0 }, 0, 0, true},
-		{"the same file", func() (int64, int64) { return 4, 9 }, 4, 9, true},
-		{"a later version", func() (int64, int64) { return 4, 10 }, 4, 9, true},
-		{"a later epoch", func() (int64, int64) { return 5, 1 }, 4, 9, true},
-		{"an older version", func() (int64, int64) { return 4, 8 }, 4, 9, false},
-		{"an older epoch", func() (int64, int64) { return 3, 50 }, 4, 9, false},
-		{"nothing applied yet", func() (int64, int64) { return 0, 0 }, 4, 9, false},
+		{"an older controller names no file", applied(0, 0), 0, 0, true},
+		{"the same file", applied(4, 9), 4, 9, true},
+		{"a later version", applied(4, 10), 4, 9, true},
+		{"a later epoch", applied(5, 1), 4, 9, true},
+		{"an older version", applied(4, 8), 4, 9, false},
+		{"an older epoch", applied(3, 50), 4, 9, false},
+		{"nothing applied yet", applied(0, 0), 4, 9, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,7 +159,7 @@ func TestExchangeWaitsForTheNamedFile(t *testing.T) {
 			Ping:       func() *heartbeatpb.Ping { return &heartbeatpb.Ping{Name: "kaas-1"} },
 			OnPush:     func(*heartbeatpb.Push) {},
 			OnExchange: fence.Exchanged,
-			Applied:    func() (int64, int64) { return 2, applied.Load() },
+			Applied:    func() assignment.Position { return assignment.Position{Epoch: 2, Version: applied.Load()} },
 			Interval:   10 * time.Millisecond,
 			Log:        zerolog.Nop(),
 		})

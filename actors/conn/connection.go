@@ -169,7 +169,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		return
 	}
 	if hdr.Version < api.MinVersion || hdr.Version > api.MaxVersion {
-		if resp, version := unsupportedVersion(a.srv, hdr, in.body); resp != nil {
+		if resp, version := unsupportedVersion(a.srv, api, hdr, in.body); resp != nil {
 			a.done[seq] = answered{seq: seq, hdr: hdr, resp: resp, version: version}
 			a.flush()
 			return
@@ -191,7 +191,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.srv.views.Load(), Server: a.srv}
 	pending := a.safeHandle(api, req)
 	go func() {
-		reply(a.safeRun(pending, req))
+		reply(a.safeRun(api, pending, req))
 	}()
 }
 
@@ -201,17 +201,17 @@ func (a *connActor) safeHandle(api API, req *Request) (p Pending) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("handler panic")
-			p = Ready(errorResponse(req, kerr.UnknownServerError.Code))
+			p = Ready(errorResponse(api, req.Body, kerr.UnknownServerError.Code))
 		}
 	}()
 	return api.Handle(req)
 }
 
-func (a *connActor) safeRun(p Pending, req *Request) (resp kmsg.Response) {
+func (a *connActor) safeRun(api API, p Pending, req *Request) (resp kmsg.Response) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("handler panic")
-			resp = errorResponse(req, kerr.UnknownServerError.Code)
+			resp = errorResponse(api, req.Body, kerr.UnknownServerError.Code)
 		}
 	}()
 	return p()

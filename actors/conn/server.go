@@ -1,10 +1,12 @@
 // Package conn is the Kafka listener and the connection actor: one actor per
 // TCP connection decodes frames, dispatches each request to its API handler
-// in arrival order, and writes responses in request order. Handlers live one
-// file per API key (produce.go, fetch.go, ...). A handler runs inside the
-// connection actor's Receive and must not block: it routes the request
-// (sending messages to partition, group or supervisor actors) and returns a
-// Pending that a goroutine runs to gather the answer.
+// in arrival order, and writes responses in request order. Each API key
+// lives in one file named by its key and name (00_produce.go, 01_fetch.go,
+// ...; README.md lists them) holding its version range, its handler and its
+// error response. A handler runs inside the connection actor's Receive and
+// must not block: it routes the request (sending messages to partition,
+// group or supervisor actors) and returns a Pending that a goroutine runs
+// to gather the answer.
 package conn
 
 import (
@@ -20,8 +22,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/wire"
 )
 
@@ -41,18 +43,6 @@ type Request struct {
 	Server     *Server
 }
 
-// Handler serves one API key. It is called in the connection actor's
-// Receive, in request order, and must not block.
-type Handler func(r *Request) Pending
-
-// API is one served API key with its version range.
-type API struct {
-	Key        int16
-	MinVersion int16
-	MaxVersion int16
-	Handle     Handler
-}
-
 // Config configures the server.
 type Config struct {
 	MaxRequestSize int32
@@ -68,8 +58,8 @@ type Config struct {
 type Server struct {
 	cfg    Config
 	views  *routing.Store
-	system *runtime.System
-	sup    runtime.Ref
+	system *actorsys.System
+	sup    actorsys.Ref
 
 	mu   sync.RWMutex
 	apis map[int16]API
@@ -89,7 +79,7 @@ type Server struct {
 }
 
 // NewServer returns a server with the core APIs registered.
-func NewServer(cfg Config, system *runtime.System, views *routing.Store, supervisor runtime.Ref) *Server {
+func NewServer(cfg Config, system *actorsys.System, views *routing.Store, supervisor actorsys.Ref) *Server {
 	if cfg.MaxRequestSize <= 0 {
 		cfg.MaxRequestSize = wire.DefaultMaxRequestSize
 	}
@@ -136,7 +126,7 @@ func (s *Server) APIs() []API {
 func (s *Server) Views() *routing.Store { return s.views }
 
 // Supervisor returns the supervisor actor.
-func (s *Server) Supervisor() runtime.Ref { return s.sup }
+func (s *Server) Supervisor() actorsys.Ref { return s.sup }
 
 // NextProducerID allocates an idempotent producer id.
 func (s *Server) NextProducerID() int64 { return s.producerIDs.Add(1) }

@@ -331,7 +331,7 @@ func (a *Actor) ping(m *BrokerPing) bool {
 	}
 	row.lastPing, row.pinged = m.At, true
 	row.healthy, row.draining = p.Healthy, p.Draining
-	applied := Position{p.ControllerEpoch, p.AssignmentVersion}
+	applied := Position{Epoch: p.ControllerEpoch, Version: p.AssignmentVersion}
 	caughtUp := applied != row.applied
 	row.applied = applied
 	listed := make(map[TP]bool, len(p.Partitions))
@@ -533,8 +533,8 @@ func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 		// Written once the rename is done: every broker sees the file from
 		// then on, and the next write may start while the directory's
 		// fsync makes this rename durable (under a busy journal that
-		// fsync alone can take a hundred milliseconds, and every move
-		// needs two files).
+		// fsync can take longer than the rest of the write, and every
+		// move needs two files).
 		visible := false
 		tm, err := writeFile(dir, next, permit, func() {
 			visible = true
@@ -588,7 +588,7 @@ func (a *Actor) onHeader(ctx actor.Context, h *fileHeader) {
 	if a.writing || a.prev == nil {
 		return
 	}
-	if h.err == nil && (h.epoch > a.cfg.Epoch || (h.epoch == a.cfg.Epoch && h.version >= a.prev.AssignmentVersion)) {
+	if h.err == nil && (Position{Epoch: h.epoch, Version: h.version}).AtLeast(Position{Epoch: a.cfg.Epoch, Version: a.prev.AssignmentVersion}) {
 		return
 	}
 	a.cfg.Log.Warn().Err(h.err).Int64("file_epoch", h.epoch).Int64("file_version", h.version).Int64("version", a.prev.AssignmentVersion).
@@ -603,7 +603,7 @@ func (a *Actor) trackGrants(prev, f *assignment.Assignment) {
 	if f == nil {
 		return
 	}
-	at := Position{f.ControllerEpoch, f.AssignmentVersion}
+	at := assignment.PositionOf(f)
 	if a.grantedAt == nil || prev == nil {
 		a.grantedAt, a.slotGrantedAt = map[TP]Position{}, map[int]Position{}
 	}

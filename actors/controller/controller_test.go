@@ -9,8 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -42,7 +42,7 @@ func dataDir(t *testing.T) string {
 // deposed controller's late write), it puts its own back.
 func TestControllerWritesAndReassertsItsFile(t *testing.T) {
 	dir := dataDir(t)
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	hub := NewHub()
 	ref, err := sys.Spawn("controller", New(Config{
@@ -91,14 +91,14 @@ func TestControllerWritesAndReassertsItsFile(t *testing.T) {
 
 // inheritingController starts kaas-0's controller at epoch 6 over prev
 // (stored as epoch 6, version 10); shutdown stops its actor system.
-func inheritingController(t *testing.T, prev *assignment.Assignment, concurrentMoves int) (dir string, ref runtime.Ref, shutdown func()) {
+func inheritingController(t *testing.T, prev *assignment.Assignment, concurrentMoves int) (dir string, ref actorsys.Ref, shutdown func()) {
 	t.Helper()
 	dir = dataDir(t)
 	prev.ControllerEpoch, prev.AssignmentVersion, prev.Controller = 6, 10, "kaas-0"
 	if err := assignment.WriteFile(dir, prev); err != nil {
 		t.Fatal(err)
 	}
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	shutdown = sync.OnceFunc(sys.Shutdown)
 	t.Cleanup(shutdown)
 	ref, err := sys.Spawn("controller", New(Config{
@@ -190,7 +190,7 @@ func TestStarvedControllerDeclaresNobodyDead(t *testing.T) {
 	clock := time.Now()
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
 	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	ref, err := sys.Spawn("controller", New(Config{
 		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
@@ -257,7 +257,7 @@ func TestFailedWriteRetriesAtTheTick(t *testing.T) {
 	}
 	var mu sync.Mutex
 	attempts := 0
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	const tick = 50 * time.Millisecond
 	ref, err := sys.Spawn("controller", New(Config{
@@ -364,7 +364,7 @@ func TestDrainRunsInWaves(t *testing.T) {
 // longer than the rest of the write.
 func TestNextWriteStartsBeforeTheDirectorySync(t *testing.T) {
 	dir := dataDir(t)
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	release := make(chan struct{})
 	var once sync.Once

@@ -14,13 +14,8 @@ type TP struct {
 	Partition int32
 }
 
-// Position orders assignment files: by controller epoch, then version.
-type Position struct{ Epoch, Version int64 }
-
-// AtLeast reports whether p is the same file as q or a later one.
-func (p Position) AtLeast(q Position) bool {
-	return p.Epoch > q.Epoch || (p.Epoch == q.Epoch && p.Version >= q.Version)
-}
+// Position orders assignment files (assignment.Position).
+type Position = assignment.Position
 
 // Reports qualifies brokers' heartbeat lists for two-phase moves: a list is
 // only current for the files its broker had applied. A broker that has not

@@ -153,10 +153,10 @@ func TestHoldWaitsForReportsOnTheGrantingFile(t *testing.T) {
 		applied map[string]Position
 		want    int32
 	}{
-		{"a broker behind the file that last granted it", map[string]Position{"kaas-0": {3, 7}, "kaas-1": {3, 6}, "kaas-2": {3, 7}}, -1},
-		{"a broker of an older epoch", map[string]Position{"kaas-0": {3, 9}, "kaas-1": {2, 40}, "kaas-2": {3, 7}}, -1},
-		{"the target may be behind", map[string]Position{"kaas-0": {3, 7}, "kaas-1": {3, 8}, "kaas-2": {3, 1}}, 2},
-		{"every other broker on it or later", map[string]Position{"kaas-0": {3, 7}, "kaas-1": {4, 1}, "kaas-2": {3, 7}}, 2},
+		{"a broker behind the file that last granted it", map[string]Position{"kaas-0": {Epoch: 3, Version: 7}, "kaas-1": {Epoch: 3, Version: 6}, "kaas-2": {Epoch: 3, Version: 7}}, -1},
+		{"a broker of an older epoch", map[string]Position{"kaas-0": {Epoch: 3, Version: 9}, "kaas-1": {Epoch: 2, Version: 40}, "kaas-2": {Epoch: 3, Version: 7}}, -1},
+		{"the target may be behind", map[string]Position{"kaas-0": {Epoch: 3, Version: 7}, "kaas-1": {Epoch: 3, Version: 8}, "kaas-2": {Epoch: 3, Version: 1}}, 2},
+		{"every other broker on it or later", map[string]Position{"kaas-0": {Epoch: 3, Version: 7}, "kaas-1": {Epoch: 4, Version: 1}, "kaas-2": {Epoch: 3, Version: 7}}, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 )
 
@@ -17,7 +17,7 @@ type Hub struct {
 	heartbeatpb.UnimplementedHeartbeatServer
 
 	mu         sync.Mutex
-	controller runtime.Ref
+	controller actorsys.Ref
 	epoch      int64
 	streams    map[chan *heartbeatpb.Push]struct{}
 	// leaseFresh reports whether this controller renewed its Lease
@@ -52,13 +52,13 @@ func NewHub() *Hub { return &Hub{streams: map[chan *heartbeatpb.Push]struct{}{}}
 // SetController routes pings to ref (a zero Ref means "not the controller":
 // streams are refused so brokers look for the real one). Pings are only
 // answered (PONG) while leaseFresh (nil: always) reports true.
-func (h *Hub) SetController(ref runtime.Ref, epoch int64, leaseFresh func() bool) {
+func (h *Hub) SetController(ref actorsys.Ref, epoch int64, leaseFresh func() bool) {
 	h.mu.Lock()
 	h.controller, h.epoch, h.leaseFresh = ref, epoch, leaseFresh
 	h.mu.Unlock()
 }
 
-func (h *Hub) current() (runtime.Ref, int64) {
+func (h *Hub) current() (actorsys.Ref, int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.controller, h.epoch

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 )
 
@@ -20,7 +20,7 @@ import (
 // pause) must not answer pings until it has. Every PONG names the newest
 // assignment file the controller wrote.
 func TestHubAnswersOnlyWithAFreshLease(t *testing.T) {
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	sink, err := sys.Spawn("sink", func() actor.Actor { return actor.ReceiveFunc(func(actor.Context) {}) })
 	if err != nil {

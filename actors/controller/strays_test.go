@@ -11,8 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/disklog"
@@ -79,7 +79,7 @@ func TestControllerRemovesStrayPartitions(t *testing.T) {
 			if err := os.Mkdir(filepath.Join(dir, "__groups"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			sys := runtime.NewSystem()
+			sys := actorsys.NewSystem()
 			t.Cleanup(sys.Shutdown)
 			ref, err := sys.Spawn("controller", New(Config{
 				Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",

@@ -607,7 +607,7 @@ func (t viewTopics) Names() []string {
 
 // Undelivered answers a call whose group actor had already stopped (moved
 // away between routing and delivery): the client looks the coordinator up
-// again (runtime.Undeliverable).
+// again (actorsys.Undeliverable).
 func (c *call) Undelivered() {
 	c.gc.Reply(errorReply(c.gc.Group, c.gc.Op, kerr.NotCoordinator.Code))
 }

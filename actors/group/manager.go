@@ -12,15 +12,15 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/messages"
 )
 
 // Coordinator is the running group coordinator: the manager actor plus what
 // the rest of the broker reads (the number of groups led, whether it ended).
 type Coordinator struct {
-	ref  runtime.Ref
+	ref  actorsys.Ref
 	led  atomic.Int64
 	done chan struct{}
 	once sync.Once
@@ -28,7 +28,7 @@ type Coordinator struct {
 
 // Start spawns the group manager under system. It stops when opts.Watch
 // (the supervisor) stops, after relinquishing every group.
-func Start(system *runtime.System, name string, opts Options) (*Coordinator, error) {
+func Start(system *actorsys.System, name string, opts Options) (*Coordinator, error) {
 	opts.defaults()
 	c := &Coordinator{done: make(chan struct{})}
 	ref, err := system.Spawn(name, func() actor.Actor {
@@ -43,7 +43,7 @@ func Start(system *runtime.System, name string, opts Options) (*Coordinator, err
 
 // Ref is the manager actor (send it messages.GroupCall, GroupList,
 // GroupsViewChanged).
-func (c *Coordinator) Ref() runtime.Ref { return c.ref }
+func (c *Coordinator) Ref() actorsys.Ref { return c.ref }
 
 // GroupsLed is the number of groups this broker coordinates (groups with
 // members or committed offsets).

@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
@@ -45,7 +45,7 @@ func view(mine func(string) bool) *routing.View {
 
 func startCoordinator(t *testing.T, store groupstore.Store, views *routing.Store) *Coordinator {
 	t.Helper()
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	cfg := testConfig()
 	cfg.NewID = nil
 	cfg.InitialRebalanceDelay = 2 * time.Second
@@ -295,7 +295,7 @@ func TestCleanupRemovesOffsetsOfDeletedTopics(t *testing.T) {
 	v.Version = 1
 	views.Publish(v)
 	store := groupstore.NewMemory()
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	cfg := testConfig()
 	cfg.NewID = nil
 	c, err := Start(sys, "groups", Options{Group: cfg, Store: store, Views: views, ViewPoll: 10 * time.Millisecond,

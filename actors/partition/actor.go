@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
@@ -43,7 +43,7 @@ type Config struct {
 	// next heartbeat can report that file (and lift a fence): requests
 	// still queued ahead of the Relinquish are refused, never appended.
 	Revoked *atomic.Bool
-	// RunHandoff runs an open or a close (runtime.HandoffPool when nil).
+	// RunHandoff runs an open or a close (actorsys.HandoffPool when nil).
 	RunHandoff func(func())
 }
 
@@ -61,7 +61,7 @@ func (c *Config) defaults() {
 		c.Now = time.Now
 	}
 	if c.RunHandoff == nil {
-		c.RunHandoff = runtime.HandoffPool().Schedule
+		c.RunHandoff = actorsys.HandoffPool().Schedule
 	}
 }
 

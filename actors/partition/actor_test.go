@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
@@ -54,9 +54,9 @@ func (o slowOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, e
 func (o slowOpener) Remove(storage.PartitionID) error { return nil }
 func (o slowOpener) Persistent() bool                 { return true }
 
-func spawn(t *testing.T, opener storage.Opener, syncTimeout time.Duration) runtime.Ref {
+func spawn(t *testing.T, opener storage.Opener, syncTimeout time.Duration) actorsys.Ref {
 	t.Helper()
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	ref, err := sys.Spawn(t.Name(), New(storage.PartitionID{Topic: "t", TopicID: "id", Partition: 0},
 		Config{Opener: opener, Log: zerolog.Nop(), SyncTimeout: syncTimeout}))
@@ -67,7 +67,7 @@ func spawn(t *testing.T, opener storage.Opener, syncTimeout time.Duration) runti
 	return ref
 }
 
-func produce(ref runtime.Ref, acks int16, vals ...string) chan messages.ProduceResult {
+func produce(ref actorsys.Ref, acks int16, vals ...string) chan messages.ProduceResult {
 	bs := make([][]byte, len(vals))
 	for i, v := range vals {
 		bs[i] = []byte(v)
@@ -290,7 +290,7 @@ func TestFailedOpenRetriesUntilRelinquished(t *testing.T) {
 // Revoked (raised by the supervisor when it applies the file that moves the
 // partition away) refuses produces still queued ahead of the Relinquish.
 func TestRevokedRefusesWrites(t *testing.T) {
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	revoked := &atomic.Bool{}
 	ref, err := sys.Spawn(t.Name(), New(storage.PartitionID{Topic: "t", TopicID: "id", Partition: 0},
@@ -645,8 +645,8 @@ func TestStaleSyncAnswerKeepsTheWatchdog(t *testing.T) {
 // once only: also when the open fails (it is retried, silently), and when
 // the partition was relinquished while it opened.
 func TestTakeReportsItsOpen(t *testing.T) {
-	open := func(t *testing.T, o storage.Opener) (runtime.Ref, chan error) {
-		sys := runtime.NewSystem()
+	open := func(t *testing.T, o storage.Opener) (actorsys.Ref, chan error) {
+		sys := actorsys.NewSystem()
 		t.Cleanup(sys.Shutdown)
 		ref, err := sys.Spawn("p", New(storage.PartitionID{Topic: "t", Partition: 0}, Config{Opener: o, Log: zerolog.Nop()}))
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 
-	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
@@ -33,29 +33,29 @@ import (
 func BenchmarkGroupCommitUnderLoad(b *testing.B) {
 	for _, v := range []struct {
 		name string
-		pool *runtime.Pool
-	}{{"goroutines", nil}, {"pool-16", runtime.NewPool(16, 300)}, {"partition-pool", runtime.PartitionPool()}} {
+		pool *actorsys.Pool
+	}{{"goroutines", nil}, {"pool-16", actorsys.NewPool(16, 300)}, {"partition-pool", actorsys.PartitionPool()}} {
 		b.Run(v.name, func(b *testing.B) { benchGroupCommit(b, v.pool) })
 	}
 }
 
 // spawnOn spawns partition actors on request, on the pool or not.
 type spawnOn struct {
-	pool *runtime.Pool
+	pool *actorsys.Pool
 	cfg  Config
-	refs chan runtime.Ref
+	refs chan actorsys.Ref
 }
 
 func (s *spawnOn) Receive(ctx actor.Context) {
 	if p, ok := ctx.Message().(int32); ok {
 		producer := New(storage.PartitionID{Topic: "bench", TopicID: "id", Partition: p}, s.cfg)
 		name := fmt.Sprintf("p%d", p)
-		var ref runtime.Ref
+		var ref actorsys.Ref
 		var err error
 		if s.pool != nil {
-			ref, err = runtime.SpawnChildOn(ctx, name, producer, s.pool)
+			ref, err = actorsys.SpawnChildOn(ctx, name, producer, s.pool)
 		} else {
-			ref, err = runtime.SpawnChild(ctx, name, producer)
+			ref, err = actorsys.SpawnChild(ctx, name, producer)
 		}
 		if err != nil {
 			panic(err)
@@ -73,7 +73,7 @@ func (echo) Receive(ctx actor.Context) {
 	}
 }
 
-func benchGroupCommit(b *testing.B, pool *runtime.Pool) {
+func benchGroupCommit(b *testing.B, pool *actorsys.Pool) {
 	const partitions, inflight = 1000, 4
 	syscall.Sync() // the previous variant's writeback is not this one's
 	// No spare sets: their creation, 5 s after an open, would land inside
@@ -84,14 +84,14 @@ func benchGroupCommit(b *testing.B, pool *runtime.Pool) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { o.Close() })
-	sys := runtime.NewSystem()
+	sys := actorsys.NewSystem()
 	b.Cleanup(sys.Shutdown)
-	sp := &spawnOn{pool: pool, cfg: Config{Opener: o, Log: zerolog.Nop()}, refs: make(chan runtime.Ref, 1)}
+	sp := &spawnOn{pool: pool, cfg: Config{Opener: o, Log: zerolog.Nop()}, refs: make(chan actorsys.Ref, 1)}
 	parent, err := sys.Spawn("parent", func() actor.Actor { return sp })
 	if err != nil {
 		b.Fatal(err)
 	}
-	refs := make([]runtime.Ref, partitions)
+	refs := make([]actorsys.Ref, partitions)
 	for p := range refs {
 		parent.Send(int32(p))
 		refs[p] = <-sp.refs

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/kaas-project/kaas/actors/runtime"
+	"github.com/kaas-project/kaas/actors/actorsys"
 )
 
 // Broker is one registered broker.
@@ -62,7 +62,7 @@ type View struct {
 	Topics       map[string]*Topic
 	TopicIDs     map[[16]byte]*Topic
 	// Local maps each partition this broker leads to its actor.
-	Local map[TP]runtime.Ref
+	Local map[TP]actorsys.Ref
 	// Coordinator returns the broker coordinating a consumer group, and
 	// whether it is this broker's job; nil means this broker coordinates
 	// every group (local-dev mode).

@@ -15,12 +15,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/controller"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
@@ -76,17 +76,17 @@ type (
 	deposed           struct{}
 	partitionReleased struct {
 		tp  routing.TP
-		ref runtime.Ref
+		ref actorsys.Ref
 	}
 	// partitionOpened: a partition actor's first open has finished.
 	partitionOpened struct {
 		tp  routing.TP
-		ref runtime.Ref
+		ref actorsys.Ref
 	}
 )
 
 type ledPartition struct {
-	ref         runtime.Ref
+	ref         actorsys.Ref
 	revoked     *atomic.Bool // shared with the actor (partition.Config.Revoked)
 	topicID     string
 	leaderEpoch int32
@@ -111,18 +111,18 @@ type Cluster struct {
 	// held is where each partition current holds leaderless was led from
 	// (trackHeld), for Metadata.
 	held      map[routing.TP]heldLeader
-	ctrl      runtime.Ref
+	ctrl      actorsys.Ref
 	ctrlEpoch int64
 	isLeader  atomic.Bool
 	pingState atomic.Pointer[heartbeatpb.Ping]
-	// applied is the newest assignment file applied (epoch, version): set
+	// applied is the newest assignment file applied: set
 	// once its releases are under way, read by the heartbeat client.
-	applied    atomic.Pointer[[2]int64]
+	applied    atomic.Pointer[assignment.Position]
 	draining   atomic.Bool
 	topicAdmin *cluster.Topics
 	kick       chan struct{}
 	stopElect  context.CancelFunc
-	groups     []string // consumer groups held (GroupsHeld)
+	groups     []string // consumer groups this broker coordinates (GroupsLed)
 	spawned    uint64   // partition actors spawned (unique names)
 	elector    atomic.Pointer[leaderelection.LeaderElector]
 	pingQueued bool // a refreshPing is in the mailbox
@@ -161,10 +161,10 @@ func (s *Cluster) refreshPingSoon(ctx actor.Context, send bool) {
 // NOT_LEADER_OR_FOLLOWER before it stops.
 const retireAfter = 5 * time.Second
 
-// GroupsHeld reports the consumer groups this broker holds (serving or
+// GroupsLed reports the consumer groups this broker coordinates (serving or
 // closing); they ride every heartbeat so the controller can confirm that a
 // group left its old coordinator before naming the next one.
-type GroupsHeld struct{ Names []string }
+type GroupsLed struct{ Names []string }
 
 // OpenPartitions asks how many partition actors still hold files (leading,
 // opening or closing). When none do, the ping is rebuilt and sent at once,
@@ -200,7 +200,7 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		if s.cancel != nil {
 			s.cancel()
 		}
-		s.cfg.Hub.SetController(runtime.Ref{}, 0, nil)
+		s.cfg.Hub.SetController(actorsys.Ref{}, 0, nil)
 	case *assignmentAccepted:
 		s.apply(ctx, m)
 	case *elected:
@@ -260,7 +260,7 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		}
 	case *Ping:
 		m.Reply()
-	case *GroupsHeld:
+	case *GroupsLed:
 		s.groups = m.Names
 		s.updatePing()
 		s.kickHeartbeat()
@@ -399,7 +399,7 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 	}); ok && s.cfg.StrayGrace > 0 {
 		ccfg.StrayGrace, ccfg.ListPartitions, ccfg.RemovePartition = s.cfg.StrayGrace, lister.Partitions, s.cfg.Partition.Opener.Remove
 	}
-	ref, err := runtime.SpawnChildPrefix(ctx, fmt.Sprintf("controller-%d-", m.epoch), controller.New(ccfg, m.prev))
+	ref, err := actorsys.SpawnChildPrefix(ctx, fmt.Sprintf("controller-%d-", m.epoch), controller.New(ccfg, m.prev))
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Msg("spawn controller")
 		return
@@ -416,9 +416,9 @@ func (s *Cluster) stopController() {
 	if !s.ctrl.Valid() {
 		return
 	}
-	s.cfg.Hub.SetController(runtime.Ref{}, 0, nil)
+	s.cfg.Hub.SetController(actorsys.Ref{}, 0, nil)
 	s.ctrl.Stop()
-	s.ctrl = runtime.Ref{}
+	s.ctrl = actorsys.Ref{}
 }
 
 // apply makes this broker serve exactly what the accepted assignment says.
@@ -466,7 +466,8 @@ func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
 	}
 	// Only now, with every partition it gave away revoked above, may an
 	// exchange that names this file lift the fence.
-	s.applied.Store(&[2]int64{m.next.ControllerEpoch, m.next.AssignmentVersion})
+	applied := assignment.PositionOf(m.next)
+	s.applied.Store(&applied)
 	s.cfg.Log.Info().Int64("epoch", m.next.ControllerEpoch).Int64("version", m.next.AssignmentVersion).
 		Int("take", len(m.changes.Take)).Int("relinquish", len(m.changes.Relinquish)).Int("led", s.ledCount()).Msg("assignment applied")
 	s.publish(ctx)
@@ -483,7 +484,7 @@ func (s *Cluster) take(ctx actor.Context, t assignment.PartitionRef, cfg map[str
 	name := fmt.Sprintf("partition/%s/%s/%d/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch, s.spawned)
 	pcfg := s.cfg.Partition
 	pcfg.Revoked = &atomic.Bool{}
-	ref, err := runtime.SpawnChildOn(ctx, name, partition.New(pid, pcfg), runtime.PartitionPool())
+	ref, err := actorsys.SpawnChildOn(ctx, name, partition.New(pid, pcfg), actorsys.PartitionPool())
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
 		return
@@ -515,7 +516,7 @@ func (s *Cluster) publish(ctx actor.Context) {
 		Role:      "broker",
 		Topics:    map[string]*routing.Topic{},
 		TopicIDs:  map[[16]byte]*routing.Topic{},
-		Local:     map[routing.TP]runtime.Ref{},
+		Local:     map[routing.TP]actorsys.Ref{},
 	}
 	if s.ctrl.Valid() {
 		v.Role = "controller"
@@ -590,12 +591,12 @@ func (s *Cluster) updatePing() {
 	s.pingState.Store(p)
 }
 
-// appliedFile returns the newest assignment file applied (0, 0: none).
-func (s *Cluster) appliedFile() (int64, int64) {
+// appliedFile returns the newest assignment file applied (zero: none).
+func (s *Cluster) appliedFile() assignment.Position {
 	if p := s.applied.Load(); p != nil {
-		return p[0], p[1]
+		return *p
 	}
-	return 0, 0
+	return assignment.Position{}
 }
 
 // kickHeartbeat asks the heartbeat client to send a ping now.

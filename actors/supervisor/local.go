@@ -17,9 +17,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/topicconfig"
@@ -57,7 +57,7 @@ type LocalConfig struct {
 type topicState struct {
 	rec    TopicRecord
 	id     [16]byte
-	actors []runtime.Ref
+	actors []actorsys.Ref
 }
 
 // Local is the local-dev supervisor actor.
@@ -117,7 +117,7 @@ func (s *Local) growTopic(ctx actor.Context, ts *topicState, count int32) {
 	for p := int32(len(ts.actors)); p < count; p++ {
 		pid := storage.PartitionID{Topic: ts.rec.Name, TopicID: FormatUUID(ts.id), Partition: p}
 		name := fmt.Sprintf("partition/%s/%s/%d", ts.rec.Name, FormatUUID(ts.id), p)
-		ref, err := runtime.SpawnChildOn(ctx, name, partition.New(pid, s.cfg.Partition), runtime.PartitionPool())
+		ref, err := actorsys.SpawnChildOn(ctx, name, partition.New(pid, s.cfg.Partition), actorsys.PartitionPool())
 		if err != nil {
 			s.cfg.Log.Error().Err(err).Str("topic", ts.rec.Name).Int32("partition", p).Msg("spawn partition actor")
 			continue
@@ -308,7 +308,7 @@ func (s *Local) publish(ctx actor.Context) {
 		Brokers:      []routing.Broker{self},
 		Topics:       make(map[string]*routing.Topic, len(s.topics)),
 		TopicIDs:     make(map[[16]byte]*routing.Topic, len(s.topics)),
-		Local:        map[routing.TP]runtime.Ref{},
+		Local:        map[routing.TP]actorsys.Ref{},
 	}
 	for name, t := range s.topics {
 		rt := &routing.Topic{Name: name, ID: t.id, Config: t.rec.Config, Partitions: make([]routing.Partition, len(t.actors))}

@@ -56,7 +56,7 @@ func registerGroups(b *broker) {
 	if b.fence != nil {
 		opts.Fence = b.fence
 		sup := b.sup
-		opts.OnGroupsChanged = func(names []string) { sup.Send(&supervisor.GroupsHeld{Names: names}) }
+		opts.OnGroupsChanged = func(names []string) { sup.Send(&supervisor.GroupsLed{Names: names}) }
 	}
 	if dir := groupStoreDir(b.cfg); dir != "" {
 		st, err := groupstore.NewFile(dir)

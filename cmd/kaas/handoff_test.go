@@ -12,7 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sort"
@@ -790,7 +790,7 @@ func pacedDrain(t *testing.T, c *kaasCluster, load, slow *loadChecker, parts int
 		busy, steal, used := c.cpuSpent(drainFrom, drainTo)
 		idleFor, drainFor := idleTo.at.Sub(idleFrom.at), drainTo.at.Sub(drainFrom.at)
 		share := func(cpu, d time.Duration) float64 {
-			return 100 * float64(cpu) / float64(d) / float64(goruntime.NumCPU())
+			return 100 * float64(cpu) / float64(d) / float64(runtime.NumCPU())
 		}
 		extra := used - time.Duration(float64(idleCPU)/float64(idleFor)*float64(drainFor))
 		t.Logf("FIGURE paced drain, CPU: machine busy %.0f%% (stolen %.0f%%, the brokers %.0f%%) from SIGTERM to exit, against %.0f%% (the brokers %.0f%%) at the pace alone; the move cost the brokers %v of CPU beyond the pace: %v per partition moved",

@@ -18,12 +18,12 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/actors/group"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
@@ -46,9 +46,9 @@ func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
 type broker struct {
 	cfg      *serveConfig
 	log      zerolog.Logger
-	system   *runtime.System
+	system   *actorsys.System
 	views    *routing.Store
-	sup      runtime.Ref
+	sup      actorsys.Ref
 	srv      *conn.Server
 	kafkaLn  net.Listener
 	httpLn   net.Listener
@@ -89,7 +89,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 			return nil, fmt.Errorf("listen on --http-addr %s: %w", cfg.HTTPAddr, err)
 		}
 	}
-	b.system = runtime.NewSystem()
+	b.system = actorsys.NewSystem()
 	if cfg.clusterMode() {
 		err = b.startCluster(cfg, opener)
 	} else {

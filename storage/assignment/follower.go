@@ -286,14 +286,14 @@ func (f *Follower) consider(log zerolog.Logger, source string, next *Assignment)
 		return
 	}
 	if cur != nil {
-		switch {
-		case next.ControllerEpoch < cur.ControllerEpoch:
+		switch np, cp := PositionOf(next), PositionOf(cur); {
+		case np.Epoch < cp.Epoch:
 			reject("stale controller epoch")
 			return
-		case next.ControllerEpoch == cur.ControllerEpoch && next.AssignmentVersion < cur.AssignmentVersion:
+		case np.Less(cp):
 			reject("stale assignment version")
 			return
-		case next.ControllerEpoch == cur.ControllerEpoch && next.AssignmentVersion == cur.AssignmentVersion:
+		case np == cp:
 			if !Equal(cur, next) {
 				reject("different content under the current epoch and version")
 				return

@@ -1,13 +1,16 @@
 // Package atomicfile replaces small files crash-safely: write a temporary
 // file in the same directory, fsync it, rename it over the target, fsync the
 // directory. A reader sees the old or the new content, never a mix, and
-// after a crash the same holds.
+// after a crash the same holds. Every file kaas replaces whole (topic
+// metadata, partition manifests, assignment.json, compacted group logs) is
+// written here, so that order lives in one place.
 package atomicfile
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // TmpSuffix ends the temporary file's name (readers ignore such files).
@@ -15,28 +18,115 @@ const TmpSuffix = ".tmp"
 
 // Write replaces dir/name with data.
 func Write(dir, name string, data []byte, mode os.FileMode) error {
-	tmp := filepath.Join(dir, name+TmpSuffix)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	_, err := WriteWith(dir, name, data, Options{Mode: mode})
+	return err
+}
+
+// Options are the variants of a write.
+type Options struct {
+	// Mode is the new file's permission bits.
+	Mode os.FileMode
+	// UniqueTmp names the temporary file "."+name+".tmp-<random>" instead
+	// of name+TmpSuffix, so that writes of the same file may overlap (the
+	// next one starts while the last one's directory fsync runs) and a
+	// reader watching the directory can tell the target apart by name.
+	UniqueTmp bool
+	// Permit, when not nil, is waited for once the temporary file is
+	// durable: the rename happens only if it delivers nil; otherwise the
+	// temporary file is removed and that error returned. The caller can
+	// overlap a last check (the controller re-verifying its Lease) with
+	// the fsync instead of adding it.
+	Permit <-chan error
+	// Renamed, when not nil, is called as soon as the rename is done,
+	// before the directory's fsync: from then on every reader sees the new
+	// file. A failure after it means the new file is in place but its
+	// rename may not survive a crash.
+	Renamed func()
+}
+
+// Timing is where a write's time went.
+type Timing struct {
+	Visible time.Duration // until the rename: readers see the new file from here
+	Create  time.Duration // the temporary file's creation
+	TmpSync time.Duration // the temporary file's fsync
+	Permit  time.Duration // waiting for the permit once the temporary file was durable
+	Rename  time.Duration // the rename
+	DirSync time.Duration // the directory's fsync after the rename
+}
+
+// WriteWith replaces dir/name with data: create the temporary file, write,
+// fsync, close, (wait for the permit), rename, (call Renamed), fsync the
+// directory. The temporary file is removed when the write fails before the
+// rename.
+func WriteWith(dir, name string, data []byte, opt Options) (Timing, error) {
+	var tm Timing
+	start := time.Now()
+	step := start
+	var (
+		f   *os.File
+		err error
+	)
+	if opt.UniqueTmp {
+		f, err = os.CreateTemp(dir, "."+name+TmpSuffix+"-*")
+	} else {
+		f, err = os.OpenFile(filepath.Join(dir, name+TmpSuffix), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, opt.Mode)
+	}
+	tm.Create = time.Since(step)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
+		return tm, fmt.Errorf("write %s: %w", name, err)
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
+	tmp := f.Name()
+	fail := func(what string, err error) (Timing, error) {
+		_ = f.Close()
+		_ = os.Remove(tmp)
+		return tm, fmt.Errorf("write %s: %s %s: %w", name, what, tmp, err)
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if _, err := f.Write(data); err != nil {
+		return fail("write", err)
 	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
+	if opt.UniqueTmp {
+		// CreateTemp makes the file 0600.
+		if err := f.Chmod(opt.Mode); err != nil {
+			return fail("chmod", err)
+		}
 	}
-	if err == nil {
-		err = SyncDir(dir)
+	step = time.Now()
+	if err := f.Sync(); err != nil {
+		return fail("fsync", err)
 	}
+	tm.TmpSync = time.Since(step)
+	if err := f.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return tm, fmt.Errorf("write %s: close %s: %w", name, tmp, err)
+	}
+	if opt.Permit != nil {
+		step = time.Now()
+		err := <-opt.Permit
+		tm.Permit = time.Since(step)
+		if err != nil {
+			_ = os.Remove(tmp)
+			return tm, err
+		}
+	}
+	final := filepath.Join(dir, name)
+	step = time.Now()
+	err = os.Rename(tmp, final)
+	tm.Rename = time.Since(step)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
+		_ = os.Remove(tmp)
+		return tm, fmt.Errorf("write %s: rename %s: %w", name, tmp, err)
 	}
-	return nil
+	tm.Visible = time.Since(start)
+	if opt.Renamed != nil {
+		opt.Renamed()
+	}
+	step = time.Now()
+	err = SyncDir(dir)
+	tm.DirSync = time.Since(step)
+	if err != nil {
+		return tm, fmt.Errorf("write %s: fsync directory %s: %w", name, dir, err)
+	}
+	return tm, nil
 }
 
 // SyncDir fsyncs a directory so renames and creations in it are durable.

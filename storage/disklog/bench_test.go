@@ -523,14 +523,14 @@ func processCPU() time.Duration {
 }
 
 // BenchmarkSuperseded is the leader-claim check every group commit of
-// every partition makes before acknowledging: through the held descriptor
+// every partition makes before acknowledging: through the kept descriptor
 // (local filesystems) against the path read NFS needs (the baseline).
 //
 //	go test ./storage/disklog -run '^$' -bench BenchmarkSuperseded
 func BenchmarkSuperseded(b *testing.B) {
 	l := openLogT(b, testOpener(b, b.TempDir()), storage.LogConfig{Claim: true, ClaimEpoch: 1})
 	defer l.Close()
-	b.Run("held", func(b *testing.B) {
+	b.Run("kept", func(b *testing.B) {
 		for range b.N {
 			if l.Superseded(1) {
 				b.Fatal("superseded")

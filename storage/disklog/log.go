@@ -67,9 +67,9 @@ type Log struct {
 	// owner-only writer state
 	ix indexer
 
-	// claim is the leader claim held open (local filesystems only; nil:
+	// claim is the leader claim kept open (local filesystems only; nil:
 	// read by path), read after every group commit by Superseded.
-	claim *heldFile
+	claim *keptFile
 
 	syncMu  sync.Mutex // one Sync (or Close) at a time
 	syncErr error      // sticky: after a failed fdatasync the log never claims durability again
@@ -493,7 +493,7 @@ func (l *Log) Superseded(epoch int32) bool {
 	}
 }
 
-// readClaim reads the claim through the held descriptor when there is one
+// readClaim reads the claim through the kept descriptor when there is one
 // and it still names the file, else by path.
 func (l *Log) readClaim() (int32, numberState) {
 	if l.claim != nil {

@@ -40,7 +40,7 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 		if o.localFS {
 			// Superseded reads it after every group commit: one pread
 			// instead of open, read and close. On failure it reads by path.
-			l.claim, _ = openHeld(filepath.Join(dir, claimFile))
+			l.claim, _ = openKept(filepath.Join(dir, claimFile))
 		}
 	}
 	start := time.Now()

@@ -146,7 +146,7 @@ func sendfile(c *net.TCPConn, f *os.File, off, n int64) (written int64, err erro
 }
 
 // localFilesystem reports whether dir is on a filesystem whose readers all
-// share one page cache (ext4, XFS, btrfs, tmpfs): there a descriptor held
+// share one page cache (ext4, XFS, btrfs, tmpfs): there a descriptor kept
 // open sees every later write at once. Anything else (NFS above all, where
 // only an open revalidates a client's cache) is not.
 func localFilesystem(dir string) bool {
@@ -161,26 +161,26 @@ func localFilesystem(dir string) bool {
 	return false
 }
 
-// heldFile is a small file read through a descriptor kept open (one pread
+// keptFile is a small file read through a descriptor kept open (one pread
 // instead of open, read and close on every read). An fstat after the read
 // notices a file replaced by rename (an older broker's claim write): the
 // caller then reads it by path.
-type heldFile struct {
+type keptFile struct {
 	mu sync.RWMutex
 	fd int // -1: closed
 }
 
-func openHeld(path string) (*heldFile, error) {
+func openKept(path string) (*keptFile, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return &heldFile{fd: fd}, nil
+	return &keptFile{fd: fd}, nil
 }
 
 // read returns the file's content (at most len(buf) bytes) and false when
 // the descriptor no longer names the file (closed, or replaced).
-func (h *heldFile) read(buf []byte) ([]byte, bool) {
+func (h *keptFile) read(buf []byte) ([]byte, bool) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if h.fd < 0 {
@@ -204,7 +204,7 @@ func (h *heldFile) read(buf []byte) ([]byte, bool) {
 	return buf[:n], true
 }
 
-func (h *heldFile) close() {
+func (h *keptFile) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.fd >= 0 {

@@ -42,11 +42,11 @@ func sendfile(c *net.TCPConn, f *os.File, off, n int64) (int64, error, bool) { r
 // localFilesystem: elsewhere the claim is always read by path.
 func localFilesystem(string) bool { return false }
 
-type heldFile struct{}
+type keptFile struct{}
 
-func openHeld(string) (*heldFile, error)     { return nil, errors.ErrUnsupported }
-func (*heldFile) read([]byte) ([]byte, bool) { return nil, false }
-func (*heldFile) close()                     {}
+func openKept(string) (*keptFile, error)     { return nil, errors.ErrUnsupported }
+func (*keptFile) read([]byte) ([]byte, bool) { return nil, false }
+func (*keptFile) close()                     {}
 
 func readFileRaw(path string) ([]byte, error) { return os.ReadFile(path) }
 

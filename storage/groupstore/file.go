@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kaas-project/kaas/storage/atomicfile"
 )
 
 // DirName is the directory under <data-dir>/__groups holding a group's log:
@@ -105,7 +107,7 @@ func (s *File) Open(group string) (Log, State, error) {
 		l.compactMin = defaultCompactMin
 	}
 	l.state = State{Offsets: map[TP]Commit{}}
-	_ = os.Remove(l.path + ".tmp") // an interrupted rewrite
+	_ = os.Remove(l.path + atomicfile.TmpSuffix) // an interrupted compaction
 	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0o644)
 	if errors.Is(err, os.ErrNotExist) {
 		return l, l.state.clone(), nil
@@ -283,10 +285,9 @@ func (l *fileLog) rollback() {
 	}
 }
 
-// compact rewrites the log as header + live records: tmp file, fsync,
-// rename over the log, fsync the directory.
+// compact rewrites the log as header + live records (atomicfile: tmp file,
+// fsync, rename over the log, fsync the directory).
 func (l *fileLog) compact() error {
-	tmp := l.path + ".tmp"
 	buf := appendFrame(nil, encodeHeader(l.group))
 	n := 1
 	if l.state.Meta != nil {
@@ -308,16 +309,14 @@ func (l *fileLog) compact() error {
 		buf = appendFrame(buf, encodeRecord(Record{TP: tp, Commit: &c}))
 		n++
 	}
-	if err := writeFileSync(tmp, buf); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, l.path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("group store: rename %s: %w", tmp, err)
-	}
-	if err := syncDir(l.dir); err != nil {
-		l.broken = err
+	renamed := false
+	if _, err := atomicfile.WriteWith(l.dir, logName, buf, atomicfile.Options{Mode: 0o644, Renamed: func() { renamed = true }}); err != nil {
+		err = fmt.Errorf("group store: %w", err)
+		if renamed {
+			// The compacted log is in place but its rename may not be
+			// durable: appends after it could be lost with it.
+			l.broken = err
+		}
 		return err
 	}
 	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0o644)
@@ -366,32 +365,8 @@ func (l *fileLog) Close() error {
 	return err
 }
 
-func writeFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("group store: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("group store: write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("group store: sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("group store: close %s: %w", path, err)
-	}
-	return nil
-}
-
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("group store: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return fmt.Errorf("group store: sync dir %s: %w", dir, err)
 	}
 	return nil

@@ -36,9 +36,9 @@ type state struct {
 	stamp    []int32 // broker -> generation mark (duplicate check)
 	gen      int32
 
-	// Built on first need by buildHeld.
-	held [][]int32 // broker -> partitions it leads
-	pos  []int32   // partition -> index in held[leader]
+	// Built on first need by buildLed.
+	led [][]int32 // broker -> partitions it leads
+	pos []int32   // partition -> index in led[leader]
 }
 
 func newState(rows []assignment.Broker, topics []topicIn, prev *assignment.Assignment) *state {
@@ -133,7 +133,7 @@ func (s *state) assign(g, b int32) {
 }
 
 // move changes partition g's leader to b, keeping every counter and, once
-// built, the held lists up to date.
+// built, the led lists up to date.
 func (s *state) move(g, b int32) {
 	from := s.leader[g]
 	s.leader[g] = b
@@ -143,29 +143,29 @@ func (s *state) move(g, b int32) {
 		s.tc[r+from]--
 		s.tc[r+b]++
 	}
-	if s.held != nil {
-		list := s.held[from]
+	if s.led != nil {
+		list := s.led[from]
 		i, last := s.pos[g], list[len(list)-1]
 		list[i] = last
 		s.pos[last] = i
-		s.held[from] = list[:len(list)-1]
-		s.pos[g] = int32(len(s.held[b]))
-		s.held[b] = append(s.held[b], g)
+		s.led[from] = list[:len(list)-1]
+		s.pos[g] = int32(len(s.led[b]))
+		s.led[b] = append(s.led[b], g)
 	}
 }
 
-func (s *state) buildHeld() {
-	if s.held != nil {
+func (s *state) buildLed() {
+	if s.led != nil {
 		return
 	}
-	s.held = make([][]int32, s.n)
-	for b := range s.held {
-		s.held[b] = make([]int32, 0, s.total[b]+s.total[b]/8+4)
+	s.led = make([][]int32, s.n)
+	for b := range s.led {
+		s.led[b] = make([]int32, 0, s.total[b]+s.total[b]/8+4)
 	}
 	s.pos = make([]int32, len(s.leader))
 	for g, b := range s.leader {
-		s.pos[g] = int32(len(s.held[b]))
-		s.held[b] = append(s.held[b], int32(g))
+		s.pos[g] = int32(len(s.led[b]))
+		s.led[b] = append(s.led[b], int32(g))
 	}
 }
 
@@ -291,7 +291,7 @@ func (s *state) evenCluster() {
 			return
 		}
 		if cache == nil {
-			s.buildHeld()
+			s.buildLed()
 			cache = make([]candidate, n*n)
 		}
 		best, bd, br := candidate{g: -1}, int32(-1), int32(-1)
@@ -419,7 +419,7 @@ func (s *state) bulkEven() {
 // candidate.better; ties go to the lowest partition index).
 func (s *state) pickMove(donor, recv int32) candidate {
 	best := candidate{g: -1, ok: true}
-	for _, g := range s.held[donor] {
+	for _, g := range s.led[donor] {
 		cost := int8(s.moveCost(g, recv))
 		if best.g >= 0 && cost > best.cost {
 			continue
@@ -500,7 +500,7 @@ func (s *state) evenTopics() {
 					loSet = append(loSet, int32(b))
 				}
 			}
-			s.buildHeld()
+			s.buildLed()
 			best := swap{x: -1}
 			pairs := 0
 		search:
@@ -568,7 +568,7 @@ func (s *state) bestSwap(ti, hi, lo int32) swap {
 	one := sw
 	sw.oneWay = false
 	sw.y = candidate{g: -1}
-	for _, g := range s.held[lo] {
+	for _, g := range s.led[lo] {
 		u := s.topicOf[g]
 		if u == ti {
 			continue

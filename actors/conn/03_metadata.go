@@ -9,6 +9,12 @@ import (
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
+// Metadata (key 3): v0-12, answered from the routing view; a partition held
+// by a two-phase move is shown at the leader it moves from (metadataTopic).
+func init() {
+	serve(API{Key: kmsg.Metadata.Int16(), MinVersion: 0, MaxVersion: 12, Handle: handleMetadata, ErrorResponse: metadataError})
+}
+
 // handleMetadata answers from the routing view. Unknown topics are created
 // first when auto-creation is on and the client allows it; the answer then
 // describes the new topic.
@@ -120,4 +126,16 @@ func metadataTopic(v *routing.View, t *routing.Topic) kmsg.MetadataResponseTopic
 		mt.Partitions[i] = mp
 	}
 	return mt
+}
+
+// metadataError answers every topic of a Metadata request with code.
+func metadataError(body kmsg.Request, code int16) kmsg.Response {
+	req := body.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, t.TopicID, code
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }

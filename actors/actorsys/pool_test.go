@@ -1,9 +1,9 @@
-package runtime
+package actorsys
 
 import (
 	"fmt"
 	"maps"
-	goruntime "runtime"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -29,7 +29,7 @@ func waited(wg *sync.WaitGroup, d time.Duration) bool {
 // goroutineID is the running goroutine's number (from its stack header).
 func goroutineID() string {
 	buf := make([]byte, 64)
-	buf = buf[:goruntime.Stack(buf, false)]
+	buf = buf[:runtime.Stack(buf, false)]
 	return strings.Fields(string(buf))[1]
 }
 

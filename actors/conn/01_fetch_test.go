@@ -8,8 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/actors/runtime"
 	"github.com/kaas-project/kaas/messages"
 )
 
@@ -30,7 +30,7 @@ func (idlePartition) Receive(ctx actor.Context) {
 // KIP-951's CurrentLeader with the broker's endpoint, so a consumer follows
 // the move without a metadata refresh.
 func TestFetchOfAMovedPartition(t *testing.T) {
-	system := runtime.NewSystem()
+	system := actorsys.NewSystem()
 	defer system.Shutdown()
 	ref, err := system.Spawn("idle", func() actor.Actor { return idlePartition{} })
 	if err != nil {
@@ -44,12 +44,12 @@ func TestFetchOfAMovedPartition(t *testing.T) {
 			{Leader: 2, LeaderEpoch: 7}, // moved to broker 2
 			{Leader: -1, LeaderEpoch: 5, HeldFrom: &routing.Partition{Leader: 1, LeaderEpoch: 4}}, // moving away from here
 		}}},
-		Local: map[routing.TP]runtime.Ref{{Topic: "t", Partition: 0}: ref},
+		Local: map[routing.TP]actorsys.Ref{{Topic: "t", Partition: 0}: ref},
 	}
 	v.TopicIDs = map[[16]byte]*routing.Topic{{7}: v.Topics["t"]}
 	store := &routing.Store{}
 	store.Publish(v)
-	srv := NewServer(Config{}, system, store, runtime.Ref{})
+	srv := NewServer(Config{}, system, store, actorsys.Ref{})
 	for _, version := range []int16{12, 16} {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version = version

@@ -10,6 +10,21 @@ import (
 	"github.com/kaas-project/kaas/storage"
 )
 
+// Fetch (key 1): v4-16, long polling, KIP-74 size limits, leader-epoch
+// checks and diverging epochs (answered by the partition actor), KIP-951
+// leader hints (leader_hints.go). Records go out without a copy
+// (zerocopy.go). Fetch sessions (KIP-227) are not offered.
+func init() {
+	serve(API{Key: kmsg.Fetch.Int16(), MinVersion: 4, MaxVersion: 16, Handle: handleFetch, ErrorResponse: fetchError})
+}
+
+// fetchError answers a Fetch with code at the top level.
+func fetchError(body kmsg.Request, code int16) kmsg.Response {
+	resp := body.ResponseKind().(*kmsg.FetchResponse)
+	resp.ErrorCode = code
+	return resp
+}
+
 // fetchSlot is one partition of a fetch in flight.
 type fetchSlot struct {
 	ti, pi int // indexes of rp in the response

@@ -5,6 +5,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// InitProducerID (key 22): v0-4, idempotent producers only. Errors go in
+// the top-level ErrorCode (no ErrorResponse).
+func init() {
+	serve(API{Key: kmsg.InitProducerID.Int16(), MinVersion: 0, MaxVersion: 4, Handle: handleInitProducerID})
+}
+
 // handleInitProducerID hands idempotent producers a fresh producer id.
 // Transactions are not served: a transactional id is refused with
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED (non-retriable, so clients fail fast

@@ -1,7 +1,7 @@
-package runtime
+package actorsys
 
 import (
-	goruntime "runtime"
+	"runtime"
 	"sync"
 	"time"
 
@@ -14,9 +14,9 @@ import (
 // protoactor's default dispatcher starts a goroutine every time an idle
 // mailbox gets a message. With a thousand partitions under load that is
 // thousands of goroutines a second per broker, each starting on a small
-// stack and growing it on the way down Receive: 7-10 % of a loaded
-// broker's CPU went to growing stacks (CPU profiles of TestSafeHandoffs'
-// drain). The pool's workers keep theirs.
+// stack and growing it again on the way down Receive; the pool's workers
+// keep theirs (BenchmarkGroupCommitUnderLoad in actors/partition compares
+// the two).
 //
 // A worker runs a mailbox until it is empty (yielding the CPU every
 // Throughput messages, as with the default dispatcher). When no worker has
@@ -121,7 +121,7 @@ var (
 // default dispatcher's throughput per turn: 32 workers per CPU (a few
 // blocked in a write leave the others running).
 func PartitionPool() *Pool {
-	partitionPoolOnce.Do(func() { partitionPool = NewPool(32*goruntime.GOMAXPROCS(0), 300) })
+	partitionPoolOnce.Do(func() { partitionPool = NewPool(32*runtime.GOMAXPROCS(0), 300) })
 	return partitionPool
 }
 
@@ -132,19 +132,19 @@ var (
 
 // HandoffPool runs the partitions' opens and closes: 4 workers per CPU,
 // in the order they were asked for. A drain hands a broker a thousand
-// closes at once (a receiver a thousand opens): on a goroutine each, every
-// other goroutine of the process waited behind all of them for a CPU, the
-// supervisor that reports the first releases included, so the controller
-// heard of nearly every release only once the last close was done (debug
-// logs of TestSafeHandoffs' paced drain: no release reported between 81
-// and 244 ms while 884 closes finished). In order, a few at a time, the
-// first releases are reported while the rest close, and the first opens
-// finish first. Work that waits 200 ms with no worker free (storage
-// stalled under every worker, or opens of a fenced broker waiting for its
-// next heartbeat exchange before they stamp their epoch) runs on
-// goroutines of its own, so a close is never held longer than that.
+// closes at once (a receiver a thousand opens); on a goroutine each, every
+// other goroutine of the process would wait behind all of them for a CPU,
+// the supervisor that reports the first releases included, so the
+// controller would hear of nearly every release only once the last close
+// is done. In order, a few at a time, the first releases are reported
+// while the rest close, and the first opens finish first
+// (TestHandoffPoolRunsInOrderAFewAtATime). Work that waits 200 ms with no
+// worker free (storage stalled under every worker, or opens of a fenced
+// broker waiting for its next heartbeat exchange before they stamp their
+// epoch) runs on goroutines of its own, so a close is never held longer
+// than that.
 func HandoffPool() *Pool {
-	handoffPoolOnce.Do(func() { handoffPool = newPool(4*goruntime.GOMAXPROCS(0), 1, 200*time.Millisecond) })
+	handoffPoolOnce.Do(func() { handoffPool = newPool(4*runtime.GOMAXPROCS(0), 1, 200*time.Millisecond) })
 	return handoffPool
 }
 

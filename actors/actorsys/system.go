@@ -1,7 +1,7 @@
-// Package runtime keeps protoactor-go behind the project's own small types:
+// Package actorsys keeps protoactor-go behind the project's own small types:
 // everything outside actor implementations holds a Ref and calls Send, so the
 // actor library can be swapped without touching connections or handlers.
-package runtime
+package actorsys
 
 import (
 	"fmt"

@@ -1,0 +1,89 @@
+package conn
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/messages"
+)
+
+// Produce (key 0): v3-11 served; ApiVersions advertises v0-11, as Apache
+// Kafka 4 does (KAFKA-18659), because librdkafka only compresses with
+// gzip/snappy/lz4 when the range reaches v0; v0-2 are answered
+// UNSUPPORTED_VERSION. The partition actor (actors/partition) validates and
+// appends each batch; NOT_LEADER_OR_FOLLOWER answers carry a leader hint
+// (leader_hints.go).
+func init() {
+	serve(API{Key: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: 11, AdvertiseV0: true,
+		Handle: handleProduce, ErrorResponse: produceError})
+}
+
+// handleProduce fans a produce request out to partition actors (in request
+// order, so pipelined idempotent batches arrive in sequence) and gathers
+// their answers. acks=0 sends no response, as Kafka.
+func handleProduce(r *Request) Pending {
+	req := r.Body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	var fail int16
+	switch {
+	case req.TransactionID != nil:
+		fail = kerr.TransactionalIDAuthorizationFailed.Code
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		fail = kerr.InvalidRequiredAcks.Code
+	}
+	fan := newFanOut(r)
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			rp := &rt.Partitions[j]
+			*rp = kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			if fail != 0 {
+				rp.ErrorCode = fail
+				continue
+			}
+			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {
+				return &messages.Produce{Batch: p.Records, Acks: req.Acks, Reply: func(res messages.ProduceResult) {
+					rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
+					if res.ErrorMessage != "" {
+						msg := res.ErrorMessage
+						rp.ErrorMessage = &msg
+					}
+					done()
+				}}
+			})
+		}
+	}
+	return func() kmsg.Response {
+		fan.wait()
+		if req.Acks == 0 {
+			return nil
+		}
+		r.Server.noteRefusal(hintProduce(r.Server.Views().Load(), resp))
+		return resp
+	}
+}
+
+// produceError answers every partition of a Produce with code.
+func produceError(body kmsg.Request, code int16) kmsg.Response {
+	req := body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

@@ -1,0 +1,49 @@
+package conn
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/messages"
+)
+
+// CreatePartitions (key 37): v0-3, growing only, through the supervisor.
+func init() {
+	serve(API{Key: kmsg.CreatePartitions.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleCreatePartitions, ErrorResponse: createPartitionsError})
+}
+
+// handleCreatePartitions grows topics.
+func handleCreatePartitions(r *Request) Pending {
+	req := r.Body.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	msg := &messages.CreatePartitions{ValidateOnly: req.ValidateOnly}
+	for _, t := range req.Topics {
+		msg.Topics = append(msg.Topics, messages.PartitionCount{Topic: t.Topic, Count: t.Count, ManualAssignment: len(t.Assignment) > 0})
+	}
+	results := make(chan []messages.TopicResult, 1)
+	msg.Reply = func(rs []messages.TopicResult) { results <- rs }
+	r.Server.Supervisor().Send(msg)
+	return func() kmsg.Response {
+		for _, res := range <-results {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic, rt.ErrorCode = res.Name, res.ErrorCode
+			if res.ErrorMessage != "" {
+				m := res.ErrorMessage
+				rt.ErrorMessage = &m
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	}
+}
+
+// createPartitionsError answers every topic of a CreatePartitions with code.
+func createPartitionsError(body kmsg.Request, code int16) kmsg.Response {
+	req := body.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic, rt.ErrorCode = t.Topic, code
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

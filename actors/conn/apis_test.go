@@ -1,0 +1,207 @@
+package conn
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/routing"
+)
+
+// TestCoreAPITable pins the versions this package serves and advertises.
+func TestCoreAPITable(t *testing.T) {
+	want := map[int16][2]int16{
+		kmsg.Produce.Int16():                 {3, 11},
+		kmsg.Fetch.Int16():                   {4, 16},
+		kmsg.ListOffsets.Int16():             {1, 8},
+		kmsg.Metadata.Int16():                {0, 12},
+		kmsg.ApiVersions.Int16():             {0, 4},
+		kmsg.CreateTopics.Int16():            {0, 7},
+		kmsg.DeleteTopics.Int16():            {0, 6},
+		kmsg.DeleteRecords.Int16():           {0, 2},
+		kmsg.InitProducerID.Int16():          {0, 4},
+		kmsg.OffsetForLeaderEpoch.Int16():    {0, 4},
+		kmsg.DescribeConfigs.Int16():         {0, 4},
+		kmsg.AlterConfigs.Int16():            {0, 2},
+		kmsg.CreatePartitions.Int16():        {0, 3},
+		kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
+		kmsg.DescribeCluster.Int16():         {0, 2},
+	}
+	if len(coreAPIs) != len(want) {
+		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))
+	}
+	for key, r := range want {
+		a, ok := coreAPIs[key]
+		if !ok || a.MinVersion != r[0] || a.MaxVersion != r[1] || a.Handle == nil {
+			t.Errorf("%s: served %v (%d-%d), want %d-%d", kmsg.NameForKey(key), ok, a.MinVersion, a.MaxVersion, r[0], r[1])
+		}
+	}
+	system := actorsys.NewSystem()
+	defer system.Shutdown()
+	srv := NewServer(Config{}, system, &routing.Store{}, actorsys.Ref{})
+	for _, k := range apiVersionsResponse(srv).ApiKeys {
+		min := want[k.ApiKey][0]
+		if k.ApiKey == kmsg.Produce.Int16() {
+			min = 0 // advertised from v0, as Apache Kafka 4
+		}
+		if k.MinVersion != min || k.MaxVersion != want[k.ApiKey][1] {
+			t.Errorf("ApiVersions lists %s %d-%d", kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion)
+		}
+	}
+}
+
+// errorRequests are requests naming two topics of two partitions (or
+// resources) each, for every core API whose error response is per item.
+func errorRequests() []kmsg.Request {
+	name := func(s string) *string { return &s }
+	produce := kmsg.NewPtrProduceRequest()
+	listOffsets := kmsg.NewPtrListOffsetsRequest()
+	ofle := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	deleteRecords := kmsg.NewPtrDeleteRecordsRequest()
+	metadata := kmsg.NewPtrMetadataRequest()
+	createTopics := kmsg.NewPtrCreateTopicsRequest()
+	deleteTopics := kmsg.NewPtrDeleteTopicsRequest()
+	createPartitions := kmsg.NewPtrCreatePartitionsRequest()
+	describeConfigs := kmsg.NewPtrDescribeConfigsRequest()
+	alterConfigs := kmsg.NewPtrAlterConfigsRequest()
+	incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	for _, topic := range []string{"a", "b"} {
+		pt := kmsg.NewProduceRequestTopic()
+		lt := kmsg.NewListOffsetsRequestTopic()
+		ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		dt := kmsg.NewDeleteRecordsRequestTopic()
+		pt.Topic, lt.Topic, ot.Topic, dt.Topic = topic, topic, topic, topic
+		for p := range int32(2) {
+			pp := kmsg.NewProduceRequestTopicPartition()
+			pp.Partition = p
+			pt.Partitions = append(pt.Partitions, pp)
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Partition = p
+			lt.Partitions = append(lt.Partitions, lp)
+			op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			op.Partition = p
+			ot.Partitions = append(ot.Partitions, op)
+			dp := kmsg.NewDeleteRecordsRequestTopicPartition()
+			dp.Partition = p
+			dt.Partitions = append(dt.Partitions, dp)
+		}
+		produce.Topics = append(produce.Topics, pt)
+		listOffsets.Topics = append(listOffsets.Topics, lt)
+		ofle.Topics = append(ofle.Topics, ot)
+		deleteRecords.Topics = append(deleteRecords.Topics, dt)
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = name(topic)
+		metadata.Topics = append(metadata.Topics, mt)
+		ct := kmsg.NewCreateTopicsRequestTopic()
+		ct.Topic = topic
+		createTopics.Topics = append(createTopics.Topics, ct)
+		deleteTopics.TopicNames = append(deleteTopics.TopicNames, topic)
+		xt := kmsg.NewDeleteTopicsRequestTopic()
+		xt.Topic = name(topic)
+		deleteTopics.Topics = append(deleteTopics.Topics, xt)
+		cp := kmsg.NewCreatePartitionsRequestTopic()
+		cp.Topic = topic
+		createPartitions.Topics = append(createPartitions.Topics, cp)
+		dr := kmsg.NewDescribeConfigsRequestResource()
+		dr.ResourceType, dr.ResourceName = resourceTopic, topic
+		describeConfigs.Resources = append(describeConfigs.Resources, dr)
+		ar := kmsg.NewAlterConfigsRequestResource()
+		ar.ResourceType, ar.ResourceName = resourceTopic, topic
+		alterConfigs.Resources = append(alterConfigs.Resources, ar)
+		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
+		ir.ResourceType, ir.ResourceName = resourceTopic, topic
+		incremental.Resources = append(incremental.Resources, ir)
+	}
+	return []kmsg.Request{produce, kmsg.NewPtrFetchRequest(), listOffsets, ofle, deleteRecords, metadata, createTopics,
+		deleteTopics, createPartitions, describeConfigs, alterConfigs, incremental,
+		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrDescribeClusterRequest()}
+}
+
+// errorCodes collects every ErrorCode field of v, depth first.
+func errorCodes(v reflect.Value, out *[]int16) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			errorCodes(v.Elem(), out)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			errorCodes(v.Index(i), out)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).Name == "ErrorCode" {
+				*out = append(*out, int16(v.Field(i).Int()))
+				continue
+			}
+			errorCodes(v.Field(i), out)
+		}
+	}
+}
+
+// TestErrorResponses: every item of a request answered in error carries
+// the code, and nothing else in the response is an error.
+func TestErrorResponses(t *testing.T) {
+	code := kerr.UnsupportedVersion.Code
+	for _, req := range errorRequests() {
+		api, ok := coreAPIs[req.Key()]
+		if !ok {
+			t.Fatalf("%s is not served", kmsg.NameForKey(req.Key()))
+		}
+		resp := errorResponse(api, req, code)
+		if resp.Key() != req.Key() {
+			t.Fatalf("%s answered with a %s", kmsg.NameForKey(req.Key()), kmsg.NameForKey(resp.Key()))
+		}
+		var codes []int16
+		errorCodes(reflect.ValueOf(resp), &codes)
+		want := 1 // top-level ErrorCode
+		switch req.Key() {
+		case kmsg.Produce.Int16(), kmsg.ListOffsets.Int16(), kmsg.OffsetForLeaderEpoch.Int16(), kmsg.DeleteRecords.Int16():
+			want = 4 // two topics of two partitions
+		case kmsg.Metadata.Int16(), kmsg.CreateTopics.Int16(), kmsg.CreatePartitions.Int16(),
+			kmsg.DescribeConfigs.Int16(), kmsg.AlterConfigs.Int16(), kmsg.IncrementalAlterConfigs.Int16():
+			want = 2
+		case kmsg.DeleteTopics.Int16():
+			want = 4 // by name and by id
+		}
+		got := 0
+		for _, c := range codes {
+			if c == code {
+				got++
+			} else if c != 0 {
+				t.Errorf("%s: an error slot holds %d", kmsg.NameForKey(req.Key()), c)
+			}
+		}
+		if got != want {
+			t.Errorf("%s: %d slots hold the code, want %d", kmsg.NameForKey(req.Key()), got, want)
+		}
+	}
+}
+
+// TestEachAPIHasItsFile: every core API key has its NN_name.go file, and
+// README.md lists it.
+func TestEachAPIHasItsFile(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range coreAPIs {
+		files, _ := filepath.Glob(fmt.Sprintf("%02d_*.go", key))
+		files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+		if len(files) != 1 {
+			t.Errorf("%s (key %d): files %v, want one %02d_name.go", kmsg.NameForKey(key), key, files, key)
+			continue
+		}
+		if !strings.Contains(string(readme), "`"+files[0]+"`") {
+			t.Errorf("README.md does not list %s", files[0])
+		}
+	}
+}
