@@ -65,9 +65,6 @@ func (c *Config) defaults() {
 	}
 }
 
-// maxPendingWhileOpening bounds the requests queued while the log opens.
-const maxPendingWhileOpening = 10000
-
 type state int
 
 const (
@@ -111,12 +108,6 @@ type (
 
 // openRetryDelay spaces the attempts to open a partition this broker leads.
 const openRetryDelay = time.Second
-
-type ackWaiter struct {
-	end   int64 // offset after the batch: acked when hw >= end
-	res   messages.ProduceResult
-	reply func(messages.ProduceResult)
-}
 
 // Actor is the partition actor.
 type Actor struct {
@@ -329,10 +320,6 @@ func (a *Actor) take(ctx actor.Context, m *messages.TakeLeadership) {
 	})
 }
 
-// errSuperseded: a Sync completed, but a newer leader had claimed the
-// partition's files.
-var errSuperseded = errors.New("superseded by a newer leader")
-
 // errOpenAbandoned: the partition was relinquished while it was opening.
 var errOpenAbandoned = errors.New("relinquished while opening")
 
@@ -526,13 +513,6 @@ func (a *Actor) relinquish(ctx actor.Context, m *messages.RelinquishLeadership) 
 		return
 	}
 	a.startClose(ctx, a.plog, a.producers, req)
-}
-
-// closeRequest is a relinquish waiting for (or running) its close.
-type closeRequest struct {
-	openGen     uint64 // the open it waits for (closeOnOpen only)
-	del, fenced bool
-	done        func(error)
 }
 
 // startClose closes l on a goroutine and answers with logClosed.
