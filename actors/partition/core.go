@@ -2,6 +2,7 @@ package partition
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -14,7 +15,7 @@ import (
 // Core is the partition's state machine, in the shape of etcd's raft: Step
 // takes an event and the time and returns effects; it does no I/O, starts
 // no goroutine and reads no clock, so every interleaving of a handoff can be
-// replayed in a test. It owns:
+// replayed in a test (it logs, through CoreConfig.Log). It owns:
 //
 //   - the lifecycle idle → opening → leading → closing → idle, with a
 //     generation bumped on every Take and Relinquish so that the result of
@@ -87,6 +88,20 @@ const (
 	phaseLeading
 	phaseClosing // Relinquish received, log closing
 )
+
+func (p phase) String() string {
+	switch p {
+	case phaseIdle:
+		return "idle"
+	case phaseOpening:
+		return "opening"
+	case phaseLeading:
+		return "leading"
+	case phaseClosing:
+		return "closing"
+	}
+	return fmt.Sprintf("phase(%d)", uint8(p))
+}
 
 // maxPendingWhileOpening bounds the requests queued while the log opens.
 const maxPendingWhileOpening = 10000

@@ -187,6 +187,20 @@ var coreScenarios = []struct {
 		"synced #1 -> notify w1",
 		"fetch f2 -> f2: hw=2",
 	}},
+	{"a newer epoch while leading is stamped at once, an older one never", []string{
+		"take 3 -> open g1 e3",
+		"opened g1 L1 -> take3: opened",
+		"take 4 -> assign-epoch 4",
+		"take 2",
+		"take 4",
+	}},
+	{"a deleted partition's log is closed and removed", []string{
+		"take 3 -> open g1 e3",
+		"opened g1 L1 -> take3: opened",
+		"relinquish delete -> close g2 L1 delete",
+		"closed -> release: ok",
+		"relinquish delete -> remove; release: ok", // again, idle: the files only
+	}},
 	{"stop answers everything and closes the log", []string{
 		"take 3 -> open g1 e3",
 		"opened g1 L1 -> take3: opened",

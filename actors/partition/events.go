@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/kaas-project/kaas/messages"
@@ -181,17 +180,3 @@ func (Reply) isEffect()          {}
 func (Notify) isEffect()         {}
 func (Report) isEffect()         {}
 func (Maintain) isEffect()       {}
-
-func (p phase) String() string {
-	switch p {
-	case phaseIdle:
-		return "idle"
-	case phaseOpening:
-		return "opening"
-	case phaseLeading:
-		return "leading"
-	case phaseClosing:
-		return "closing"
-	}
-	return fmt.Sprintf("phase(%d)", uint8(p))
-}
