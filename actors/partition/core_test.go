@@ -29,7 +29,7 @@ import (
 //	produce P [acks=1]           acks=all unless said; one record, appended at the log end
 //	fetch F | watch W OFFSET     served from the core's state (fetch: "F: hw=N")
 //	synced #N [failed|superseded] | closed [failed]
-//	advance DURATION | revoke | stop
+//	advance DURATION | fence | unfence | revoke | stop
 //
 // Effects: "open gN eE", "abort-open", "discard L", "close gN L [delete] [fenced]",
 // "close-now L", "remove", "assign-epoch E", "sync #N L", "watchdog #N" (armed),
@@ -124,6 +124,18 @@ var coreScenarios = []struct {
 		"produce p2 -> sync #2 L2; watchdog #2",
 		"synced #1",                                                        // the closed log's answer: ignored...
 		"advance 15s -> watchdog! #1; watchdog! #2; p2: REQUEST_TIMED_OUT", // ...and #2's watchdog still armed
+	}},
+	{"fence while a commit is in flight", []string{
+		"take 3 -> open g1 e3",
+		"opened g1 L1 -> take3: opened",
+		"produce p1 -> sync #1 L1; watchdog #1",
+		"fence",
+		"produce p2 -> p2: NOT_LEADER_FOR_PARTITION",
+		// The commit in flight still answers: the leader claim checked
+		// after it is what guards against a newer leader.
+		"synced #1 -> p1: ok@0",
+		"unfence",
+		"produce p3 -> sync #2 L1; watchdog #2",
 	}},
 	{"revoke while a commit is in flight", []string{
 		"take 3 -> open g1 e3",
@@ -257,6 +269,7 @@ type harness struct {
 	syncs    map[uint64]Sync
 	close    *Close
 	watchdog clock.Timer
+	fenced   bool
 	revoked  bool
 	out      []string
 }
@@ -395,6 +408,8 @@ func (h *harness) run(f []string) []string {
 			h.t.Fatal(err)
 		}
 		h.clock.Advance(d)
+	case "fence", "unfence":
+		h.fenced = f[0] == "fence"
 	case "revoke":
 		h.revoked = true
 	case "stop":
@@ -474,7 +489,7 @@ func (h *harness) exec(e Effect) {
 func (h *harness) serve(m any) {
 	switch m := m.(type) {
 	case *messages.Produce:
-		if code, _ := h.core.Admit(false, h.revoked); code != 0 {
+		if code, _ := h.core.Admit(h.fenced, h.revoked); code != 0 {
 			m.Reply(messages.ProduceResult{ErrorCode: code})
 			return
 		}
