@@ -175,7 +175,7 @@ var coreScenarios = []struct {
 		"synced #1 failed -> p1: KAFKA_STORAGE_ERROR",
 		"produce p2 -> p2: KAFKA_STORAGE_ERROR",
 	}},
-	{"a failed open is retried while still leader, then not after the release", []string{
+	{"a failed open is retried while still leader", []string{
 		"take 3 -> open g1 e3",
 		"produce p1",
 		"open-failed g1 -> take3: open failed; p1: NOT_LEADER_FOR_PARTITION; retry-open in 1s",
