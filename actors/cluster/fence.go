@@ -3,6 +3,8 @@ package cluster
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/kaas-project/kaas/actors/clock"
 )
 
 // Fence is a broker's self-fencing clock (invariant 1). A broker may accept
@@ -12,14 +14,18 @@ import (
 // dead_after (> fence_after + margin) from when it *received* the ping, can
 // give its partitions away. Only the monotonic clock is used.
 type Fence struct {
+	clk   clock.Clock
 	start time.Time // monotonic origin
 	after time.Duration
 	last  atomic.Int64 // ns since start of the newest exchanged ping's send time; -1 = never
 }
 
 // NewFence returns a fence that is closed (fenced) until the first exchange.
-func NewFence(after time.Duration) *Fence {
-	f := &Fence{start: time.Now(), after: after}
+func NewFence(after time.Duration) *Fence { return NewFenceOn(clock.Real(), after) }
+
+// NewFenceOn is NewFence on clk.
+func NewFenceOn(clk clock.Clock, after time.Duration) *Fence {
+	f := &Fence{clk: clk, start: clk.Now(), after: after}
 	f.last.Store(-1)
 	return f
 }
@@ -52,5 +58,5 @@ func (f *Fence) Fenced() bool {
 		return false
 	}
 	last := f.last.Load()
-	return last < 0 || time.Since(f.start)-time.Duration(last) > f.after
+	return last < 0 || f.clk.Since(f.start)-time.Duration(last) > f.after
 }

@@ -3,6 +3,8 @@ package cluster
 import (
 	"testing"
 	"time"
+
+	"github.com/kaas-project/kaas/actors/clock"
 )
 
 func TestFence(t *testing.T) {
@@ -10,11 +12,12 @@ func TestFence(t *testing.T) {
 	if nilFence.Fenced() {
 		t.Fatal("a nil fence must never fence (local mode)")
 	}
-	f := NewFence(50 * time.Millisecond)
+	clk := clock.NewFake(time.Now())
+	f := NewFenceOn(clk, 50*time.Millisecond)
 	if !f.Fenced() {
 		t.Fatal("fenced until the first exchange")
 	}
-	sent := time.Now()
+	sent := clk.Now()
 	f.Exchanged(sent)
 	if f.Fenced() {
 		t.Fatal("fenced right after an exchange")
@@ -23,11 +26,15 @@ func TestFence(t *testing.T) {
 	if f.Fenced() {
 		t.Fatal("an older exchange moved the clock back")
 	}
-	time.Sleep(70 * time.Millisecond)
+	clk.Advance(50 * time.Millisecond)
+	if f.Fenced() {
+		t.Fatal("fenced at fence_after, not past it")
+	}
+	clk.Advance(time.Nanosecond)
 	if !f.Fenced() {
 		t.Fatal("not fenced fence_after after the last exchanged ping was sent")
 	}
-	f.Exchanged(time.Now())
+	f.Exchanged(clk.Now())
 	if f.Fenced() {
 		t.Fatal("a new exchange must lift the fence")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
@@ -24,6 +25,7 @@ import (
 type slowLog struct {
 	*memlog.Log
 	release    chan struct{}
+	started    chan int64 // when set, told the end each Sync covers as it begins
 	mu         sync.Mutex
 	durable    int64
 	superseded atomic.Bool
@@ -33,6 +35,10 @@ func (l *slowLog) Superseded(int32) bool { return l.superseded.Load() }
 
 func (l *slowLog) Sync() (int64, error) {
 	n := l.NextOffset()
+	select {
+	case l.started <- n:
+	default:
+	}
 	<-l.release
 	l.mu.Lock()
 	l.durable = max(l.durable, n)
@@ -56,16 +62,36 @@ func (o slowOpener) Persistent() bool                 { return true }
 
 func spawn(t *testing.T, opener storage.Opener, syncTimeout time.Duration) actorsys.Ref {
 	t.Helper()
+	return spawnWith(t, Config{Opener: opener, SyncTimeout: syncTimeout})
+}
+
+// spawnWith spawns a partition actor with cfg and makes it leader at epoch 3.
+func spawnWith(t *testing.T, cfg Config) actorsys.Ref {
+	t.Helper()
 	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
-	ref, err := sys.Spawn(t.Name(), New(storage.PartitionID{Topic: "t", TopicID: "id", Partition: 0},
-		Config{Opener: opener, Log: zerolog.Nop(), SyncTimeout: syncTimeout}))
+	cfg.Log = zerolog.Nop()
+	ref, err := sys.Spawn(t.Name(), New(storage.PartitionID{Topic: "t", TopicID: "id", Partition: 0}, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref.Send(&messages.TakeLeadership{TopicID: "id", LeaderEpoch: 3, Config: map[string]string{}})
 	return ref
 }
+
+// inline runs opens and closes on the actor's goroutine (Config.RunHandoff):
+// their answers are then in the mailbox before the next barrier's.
+func inline(f func()) { f() }
+
+// barrier returns once ref has handled every message sent to it before.
+func barrier(t *testing.T, ref actorsys.Ref) {
+	t.Helper()
+	st := make(chan messages.PartitionStatusResult, 1)
+	ref.Send(&messages.PartitionStatus{Reply: func(s messages.PartitionStatusResult) { st <- s }})
+	within(t, st, 5*time.Second, "barrier")
+}
+
+func fakeClock() *clock.Fake { return clock.NewFake(time.Now()) }
 
 func produce(ref actorsys.Ref, acks int16, vals ...string) chan messages.ProduceResult {
 	bs := make([][]byte, len(vals))
@@ -91,7 +117,8 @@ func within[T any](t *testing.T, ch chan T, d time.Duration, what string) T {
 
 func TestAcksAllWaitsForSyncAndWatchdogFailsHungSync(t *testing.T) {
 	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
-	ref := spawn(t, slowOpener{sl}, 300*time.Millisecond)
+	clk := fakeClock()
+	ref := spawnWith(t, Config{Opener: slowOpener{sl}, SyncTimeout: 300 * time.Millisecond, Clock: clk})
 
 	// acks=1 answers at once even while the fsync hangs.
 	r := within(t, produce(ref, 1, "a"), time.Second, "acks=1")
@@ -100,11 +127,14 @@ func TestAcksAllWaitsForSyncAndWatchdogFailsHungSync(t *testing.T) {
 	}
 	// acks=all waits; the watchdog fails it with a retriable error.
 	all := produce(ref, -1, "b")
+	barrier(t, ref)
+	clk.Advance(299 * time.Millisecond)
 	select {
 	case r := <-all:
 		t.Fatalf("acks=all answered before fsync: %+v", r)
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
+	clk.Advance(time.Millisecond)
 	r = within(t, all, 2*time.Second, "watchdog")
 	if r.ErrorCode != kerr.RequestTimedOut.Code {
 		t.Fatalf("hung fsync: %+v", r)
@@ -212,10 +242,11 @@ func TestRelinquishWhileOpeningWaitsForTheOpen(t *testing.T) {
 	ref := spawn(t, o, time.Second)
 	done := make(chan error, 1)
 	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
+	barrier(t, ref)
 	select {
 	case <-done:
 		t.Fatal("release reported while the open was still running")
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	if r := within(t, produce(ref, -1, "x"), time.Second, "produce while closing"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("produce while closing: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
@@ -269,19 +300,22 @@ func (o failingOpener) Persistent() bool                 { return true }
 // writer beside the next leader).
 func TestFailedOpenRetriesUntilRelinquished(t *testing.T) {
 	o := failingOpener{opens: &atomic.Int32{}}
-	ref := spawn(t, o, time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for o.opens.Load() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("open tried %d times in 5s, want a retry", o.opens.Load())
-		}
-		time.Sleep(20 * time.Millisecond)
+	clk := fakeClock()
+	ref := spawnWith(t, Config{Opener: o, Clock: clk, RunHandoff: inline})
+	barrier(t, ref) // the open ran
+	barrier(t, ref) // its failure was handled: the retry is armed
+	clk.Advance(openRetryDelay)
+	barrier(t, ref)
+	if o.opens.Load() < 2 {
+		t.Fatalf("open tried %d times after the retry delay, want a retry", o.opens.Load())
 	}
 	done := make(chan error, 1)
 	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
 	within(t, done, time.Second, "release")
 	n := o.opens.Load()
-	time.Sleep(2500 * time.Millisecond)
+	clk.Advance(2500 * time.Millisecond)
+	barrier(t, ref)
+	barrier(t, ref)
 	if got := o.opens.Load(); got != n {
 		t.Fatalf("open retried %d more times after the release", got-n)
 	}
@@ -312,10 +346,10 @@ func TestRevokedRefusesWrites(t *testing.T) {
 // partition (it stalled past dead-after) acknowledges nothing of that Sync
 // and writes nothing more.
 func TestSupersededLeaderDoesNotAcknowledge(t *testing.T) {
-	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{}), started: make(chan int64, 1)}
 	ref := spawn(t, slowOpener{log: sl}, 10*time.Second)
 	pending := produce(ref, -1, "a")
-	time.Sleep(50 * time.Millisecond)
+	within(t, sl.started, time.Second, "the Sync")
 	sl.superseded.Store(true)
 	close(sl.release)
 	if r := within(t, pending, time.Second, "produce"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
@@ -352,16 +386,15 @@ func (o releaseGateOpener) Persistent() bool                 { return true }
 // Sync) get NOT_LEADER_OR_FOLLOWER at once, so their producers retry at the
 // next leader while this one is still closing.
 func TestRelinquishAnswersWaitersBeforeTheClose(t *testing.T) {
-	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{}), started: make(chan int64, 1)}
 	l := releaseGateLog{slowLog: sl, releaseGate: make(chan struct{})}
 	ref := spawn(t, releaseGateOpener{log: l}, 10*time.Second)
 	covered := produce(ref, -1, "a") // its Sync is in flight, blocked
-	time.Sleep(50 * time.Millisecond)
+	within(t, sl.started, time.Second, "the Sync")
 	after := produce(ref, -1, "b") // appended after that Sync began
-	time.Sleep(50 * time.Millisecond)
 	done := make(chan error, 1)
 	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
-	time.Sleep(50 * time.Millisecond)
+	barrier(t, ref)
 	close(sl.release) // the Sync in flight completes; Release stays blocked
 	if r := within(t, covered, time.Second, "batch covered by the Sync in flight"); r.ErrorCode != 0 || r.BaseOffset != 0 {
 		t.Fatalf("batch covered by the last Sync: error %d offset %d, want acknowledged at 0", r.ErrorCode, r.BaseOffset)
@@ -488,7 +521,7 @@ func TestRetakeAfterRelinquishDuringSync(t *testing.T) {
 	sl := freshSlowOpener{release: make(chan struct{})}
 	ref := spawn(t, sl, 10*time.Second)
 	first := produce(ref, -1, "a") // its Sync blocks
-	time.Sleep(50 * time.Millisecond)
+	barrier(t, ref)
 	done := make(chan error, 1)
 	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
 	if err := within(t, done, time.Second, "release"); err != nil {
@@ -591,14 +624,15 @@ func TestReturnedSyncStopsItsWatchdog(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
 	close(sl.release) // every fsync returns at once
-	ref := spawn(t, slowOpener{sl}, timeout)
+	clk := fakeClock()
+	ref := spawnWith(t, Config{Opener: slowOpener{sl}, SyncTimeout: timeout, Clock: clk})
 	before := watchdogsFired.Load()
 	for i := range 20 {
 		if r := within(t, produce(ref, -1, fmt.Sprint(i)), time.Second, "acks=all"); r.ErrorCode != 0 {
 			t.Fatalf("produce %d: %+v", i, r)
 		}
 	}
-	time.Sleep(3 * timeout)
+	clk.Advance(3 * timeout)
 	if n := watchdogsFired.Load() - before; n != 0 {
 		t.Fatalf("%d watchdogs went off after 20 group commits that all returned", n)
 	}
@@ -625,7 +659,7 @@ func TestStaleSyncAnswerKeepsTheWatchdog(t *testing.T) {
 	t.Cleanup(func() { close(hung.release) })
 	ref := spawn(t, seqOpener{logs: []*slowLog{old, hung}, next: &atomic.Int32{}}, 300*time.Millisecond)
 	first := produce(ref, -1, "a") // its Sync blocks until old is released
-	time.Sleep(50 * time.Millisecond)
+	barrier(t, ref)
 	done := make(chan error, 1)
 	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
 	if err := within(t, done, time.Second, "release"); err != nil {
@@ -645,10 +679,11 @@ func TestStaleSyncAnswerKeepsTheWatchdog(t *testing.T) {
 // once only: also when the open fails (it is retried, silently), and when
 // the partition was relinquished while it opened.
 func TestTakeReportsItsOpen(t *testing.T) {
-	open := func(t *testing.T, o storage.Opener) (actorsys.Ref, chan error) {
+	open := func(t *testing.T, cfg Config) (actorsys.Ref, chan error) {
 		sys := actorsys.NewSystem()
 		t.Cleanup(sys.Shutdown)
-		ref, err := sys.Spawn("p", New(storage.PartitionID{Topic: "t", Partition: 0}, Config{Opener: o, Log: zerolog.Nop()}))
+		cfg.Log = zerolog.Nop()
+		ref, err := sys.Spawn("p", New(storage.PartitionID{Topic: "t", Partition: 0}, cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -658,11 +693,12 @@ func TestTakeReportsItsOpen(t *testing.T) {
 	}
 	t.Run("success", func(t *testing.T) {
 		o := gatedOpener{release: make(chan struct{}), closed: make(chan struct{})}
-		_, opened := open(t, o)
+		ref, opened := open(t, Config{Opener: o})
+		barrier(t, ref)
 		select {
 		case err := <-opened:
 			t.Fatalf("reported (%v) while the open was still running", err)
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
 		close(o.release)
 		if err := within(t, opened, time.Second, "the report"); err != nil {
@@ -671,27 +707,30 @@ func TestTakeReportsItsOpen(t *testing.T) {
 	})
 	t.Run("failure", func(t *testing.T) {
 		o := failingOpener{opens: &atomic.Int32{}}
-		_, opened := open(t, o)
+		clk := fakeClock()
+		ref, opened := open(t, Config{Opener: o, Clock: clk, RunHandoff: inline})
 		if err := within(t, opened, time.Second, "the report"); err == nil {
 			t.Fatal("a failed open reported success")
 		}
-		for deadline := time.Now().Add(5 * time.Second); o.opens.Load() < 2; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("no retry within 5s")
-			}
+		barrier(t, ref) // the retry is armed
+		clk.Advance(openRetryDelay)
+		barrier(t, ref) // the retry ran
+		barrier(t, ref) // and its failure was handled
+		if o.opens.Load() < 2 {
+			t.Fatal("no retry after the retry delay")
 		}
 		select {
 		case err := <-opened:
 			t.Fatalf("the retry reported again (%v)", err)
-		case <-time.After(200 * time.Millisecond):
+		default:
 		}
 	})
 	t.Run("relinquished while opening", func(t *testing.T) {
 		o := gatedOpener{release: make(chan struct{}), closed: make(chan struct{})}
-		ref, opened := open(t, o)
+		ref, opened := open(t, Config{Opener: o})
 		done := make(chan error, 1)
 		ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
-		time.Sleep(50 * time.Millisecond)
+		barrier(t, ref)
 		close(o.release)
 		within(t, opened, time.Second, "the report")
 		within(t, done, time.Second, "the release")

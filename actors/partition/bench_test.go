@@ -25,9 +25,9 @@ import (
 // message to an unrelated actor, sampled every 2 ms (a partition move is a
 // chain of such hops: supervisor, heartbeat, controller), besides the
 // acknowledgement latency and the CPU per acknowledged batch. It compares
-// protoactor's default dispatcher (a goroutine per mailbox activation: what
-// kaas did before session 9) with the partition pool, at 16 workers and at
-// the size kaas uses. One op is one acknowledged batch:
+// protoactor's default dispatcher (a goroutine per mailbox activation) with
+// the partition pool, at 16 workers and at the size kaas uses. One op is one
+// acknowledged batch:
 //
 //	go test ./actors/partition -run '^$' -bench BenchmarkGroupCommitUnderLoad -benchtime 30000x
 func BenchmarkGroupCommitUnderLoad(b *testing.B) {

@@ -1,0 +1,284 @@
+package partition
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/batch"
+)
+
+// The shell's request handling: the core decides whether a write may go to
+// the log and what waits for which commit; these read and write the log.
+
+func (a *Actor) serve(m any) {
+	switch m := m.(type) {
+	case *messages.Produce:
+		a.produce(m)
+	case *messages.Fetch:
+		a.fetch(m)
+	case *messages.ListOffsets:
+		a.listOffsets(m)
+	case *messages.OffsetForLeaderEpoch:
+		a.offsetForLeaderEpoch(m)
+	case *messages.DeleteRecords:
+		a.deleteRecords(m)
+	}
+}
+
+func (a *Actor) fenced() bool  { return a.cfg.Fence != nil && a.cfg.Fence.Fenced() }
+func (a *Actor) revoked() bool { return a.cfg.Revoked != nil && a.cfg.Revoked.Load() }
+
+func (a *Actor) produce(m *messages.Produce) {
+	reply := func(code int16, msg string) {
+		m.Reply(messages.ProduceResult{ErrorCode: code, ErrorMessage: msg, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
+	}
+	if code, msg := a.core.Admit(a.fenced(), a.revoked()); code != 0 {
+		reply(code, msg)
+		return
+	}
+	b, h, code, msg := validateProduce(m.Batch, a.maxMessage)
+	if code != 0 {
+		reply(code, msg)
+		return
+	}
+	l, prods := a.core.Log(), a.core.Producers()
+	check := prods.Check(h)
+	if check.ErrorCode != 0 {
+		reply(check.ErrorCode, check.Message)
+		return
+	}
+	res := messages.ProduceResult{LogAppendTime: -1, LogStartOffset: l.StartOffset()}
+	if d := check.Duplicate; d != nil {
+		res.BaseOffset = d.FirstOffset
+		a.step(Produced{AcksAll: m.Acks == -1, End: d.LastOffset + 1, Result: res, Reply: m.Reply})
+		return
+	}
+	epoch := a.core.LeaderEpoch()
+	base := l.NextOffset()
+	batch.SetBaseOffset(b, base)
+	batch.SetLeaderEpoch(b, epoch)
+	if a.appendTime {
+		now := a.cfg.Clock.Now().UnixMilli()
+		batch.SetLogAppendTime(b, now)
+		res.LogAppendTime = now
+		h.MaxTimestamp = now
+		if ph, err := batch.ParseHeader(b); err == nil {
+			h.CRC = ph.CRC // rewritten with the timestamp
+		}
+	}
+	h.BaseOffset, h.LeaderEpoch = base, epoch
+	if err := l.Append(b, h); err != nil {
+		a.step(AppendFailed{})
+		a.log.Error().Err(err).Int64("offset", base).Msg("append failed; partition marked unhealthy")
+		reply(kerr.KafkaStorageError.Code, err.Error())
+		return
+	}
+	prods.Record(h)
+	res.BaseOffset = base
+	a.step(Produced{AcksAll: m.Acks == -1, Appended: true, End: h.NextOffset(), Result: res, Reply: m.Reply,
+		LogEnd: l.NextOffset(), Durable: l.Durable()})
+}
+
+// validateProduce checks a produce's records: one whole, valid,
+// non-transactional batch within maxMessage bytes; else the error code and
+// message to answer.
+func validateProduce(records []byte, maxMessage int) ([]byte, batch.Header, int16, string) {
+	if len(records) > maxMessage {
+		return nil, batch.Header{}, kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds max.message.bytes %d", len(records), maxMessage)
+	}
+	batches, rest, err := batch.Split(records)
+	if err != nil || len(rest) > 0 || len(batches) == 0 {
+		return nil, batch.Header{}, kerr.CorruptMessage.Code, "records are not a whole number of record batches"
+	}
+	if len(batches) != 1 {
+		return nil, batch.Header{}, kerr.InvalidRecord.Code, "produce requests v3+ must carry exactly one record batch per partition"
+	}
+	b := batches[0]
+	h, err := batch.ValidateProduce(b)
+	switch {
+	case errors.Is(err, batch.ErrUnsupportedMagic):
+		return nil, h, kerr.UnsupportedForMessageFormat.Code, err.Error()
+	case errors.Is(err, batch.ErrCorrupt):
+		return nil, h, kerr.CorruptMessage.Code, err.Error()
+	case err != nil:
+		return nil, h, kerr.InvalidRecord.Code, err.Error()
+	}
+	if h.IsTransactional() {
+		return nil, h, kerr.InvalidRecord.Code, "transactional batches are not supported by kaas"
+	}
+	return b, h, 0, ""
+}
+
+// checkEpoch applies KIP-320's current-leader-epoch check.
+func checkEpoch(current, leader int32) int16 {
+	switch {
+	case current < 0 || current == leader:
+		return 0
+	case current < leader:
+		return kerr.FencedLeaderEpoch.Code
+	default:
+		return kerr.UnknownLeaderEpoch.Code
+	}
+}
+
+// offLoop runs storage reads inline for an in-memory log and on a goroutine
+// for a disk log, so the mailbox never waits on disk.
+func (a *Actor) offLoop(fn func()) {
+	if a.persisted {
+		go fn()
+		return
+	}
+	fn()
+}
+
+func (a *Actor) fetch(m *messages.Fetch) {
+	if !a.core.Leading() {
+		m.Reply(messages.FetchResult{ErrorCode: kerr.NotLeaderForPartition.Code, HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1})
+		return
+	}
+	l, hw, epoch := a.core.Log(), a.core.HighWatermark(), a.core.LeaderEpoch()
+	res := messages.FetchResult{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: l.StartOffset(), LeaderEpoch: epoch}
+	if code := checkEpoch(m.CurrentLeaderEpoch, epoch); code != 0 {
+		res.ErrorCode = code
+		m.Reply(res)
+		return
+	}
+	if m.LastFetchedEpoch >= 0 {
+		e, end := EndOffsetForEpoch(l.Epochs(), epoch, l.NextOffset(), m.LastFetchedEpoch)
+		if e != m.LastFetchedEpoch || end < m.Offset {
+			res.Diverging, res.DivergingEpoch, res.DivergingEndOffset = true, e, end
+			m.Reply(res)
+			return
+		}
+	}
+	if m.Offset < res.LogStartOffset || m.Offset > l.NextOffset() {
+		res.ErrorCode = kerr.OffsetOutOfRange.Code
+		m.Reply(res)
+		return
+	}
+	if m.Offset >= hw {
+		res.Records = storage.BytesRecords(nil)
+		m.Reply(res)
+		return
+	}
+	a.offLoop(func() {
+		recs, err := l.Read(m.Offset, int(m.MaxBytes), hw)
+		switch {
+		case errors.Is(err, storage.ErrOffsetOutOfRange):
+			res.ErrorCode = kerr.OffsetOutOfRange.Code
+		case errors.Is(err, storage.ErrClosed):
+			res.ErrorCode = kerr.NotLeaderForPartition.Code
+		case err != nil:
+			a.log.Error().Err(err).Int64("offset", m.Offset).Msg("read failed")
+			res.ErrorCode = kerr.KafkaStorageError.Code
+		default:
+			res.Records = recs
+		}
+		m.Reply(res)
+	})
+}
+
+func (a *Actor) listOffsets(m *messages.ListOffsets) {
+	leader := a.core.LeaderEpoch()
+	res := messages.ListOffsetsResult{Timestamp: -1, Offset: -1, LeaderEpoch: leader}
+	if !a.core.Leading() {
+		res.ErrorCode = kerr.NotLeaderForPartition.Code
+		m.Reply(res)
+		return
+	}
+	if code := checkEpoch(m.CurrentLeaderEpoch, leader); code != 0 {
+		res.ErrorCode = code
+		m.Reply(res)
+		return
+	}
+	l, hw := a.core.Log(), a.core.HighWatermark()
+	if hw < a.core.EpochStart() {
+		res.ErrorCode = kerr.OffsetNotAvailable.Code
+		m.Reply(res)
+		return
+	}
+	epochs := l.Epochs()
+	switch m.Timestamp {
+	case -1: // latest (read_uncommitted and read_committed alike: no transactions)
+		res.Offset = hw
+		m.Reply(res)
+		return
+	case -2, -4: // earliest, earliest-local
+		res.Offset = l.StartOffset()
+		res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
+		m.Reply(res)
+		return
+	}
+	a.offLoop(func() {
+		if m.Timestamp == -3 { // max timestamp (KIP-734)
+			ts, off, err := l.MaxTimestamp(hw)
+			if err != nil {
+				res.ErrorCode = kerr.KafkaStorageError.Code
+			} else if off >= 0 {
+				b, _, _ := l.FindTimestamp(ts, hw)
+				res.Timestamp, res.Offset = ts, offsetOfTimestamp(b, ts, true)
+				res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
+			}
+			m.Reply(res)
+			return
+		}
+		if m.Timestamp < 0 {
+			res.ErrorCode = kerr.InvalidRequest.Code
+			m.Reply(res)
+			return
+		}
+		b, ok, err := l.FindTimestamp(m.Timestamp, hw)
+		switch {
+		case err != nil:
+			res.ErrorCode = kerr.KafkaStorageError.Code
+		case ok:
+			res.Offset, res.Timestamp = recordAtOrAfter(b, m.Timestamp)
+			res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
+		}
+		m.Reply(res)
+	})
+}
+
+func (a *Actor) offsetForLeaderEpoch(m *messages.OffsetForLeaderEpoch) {
+	res := messages.OffsetForLeaderEpochResult{LeaderEpoch: -1, EndOffset: -1}
+	if !a.core.Leading() {
+		res.ErrorCode = kerr.NotLeaderForPartition.Code
+		m.Reply(res)
+		return
+	}
+	leader := a.core.LeaderEpoch()
+	if code := checkEpoch(m.CurrentLeaderEpoch, leader); code != 0 {
+		res.ErrorCode = code
+		m.Reply(res)
+		return
+	}
+	l := a.core.Log()
+	res.LeaderEpoch, res.EndOffset = EndOffsetForEpoch(l.Epochs(), leader, l.NextOffset(), m.LeaderEpoch)
+	m.Reply(res)
+}
+
+func (a *Actor) deleteRecords(m *messages.DeleteRecords) {
+	if !a.core.Leading() || a.fenced() || a.revoked() {
+		m.Reply(messages.DeleteRecordsResult{ErrorCode: kerr.NotLeaderForPartition.Code, LowWatermark: -1})
+		return
+	}
+	l, hw := a.core.Log(), a.core.HighWatermark()
+	off := m.Offset
+	if off == -1 {
+		off = hw
+	}
+	if off < 0 || off > hw {
+		m.Reply(messages.DeleteRecordsResult{ErrorCode: kerr.OffsetOutOfRange.Code, LowWatermark: l.StartOffset()})
+		return
+	}
+	if err := l.SetStartOffset(off); err != nil {
+		a.log.Error().Err(err).Int64("offset", off).Msg("delete records")
+		m.Reply(messages.DeleteRecordsResult{ErrorCode: kerr.KafkaStorageError.Code, LowWatermark: l.StartOffset()})
+		return
+	}
+	m.Reply(messages.DeleteRecordsResult{LowWatermark: l.StartOffset()})
+}
