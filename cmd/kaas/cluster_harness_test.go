@@ -28,7 +28,7 @@ type apiserver struct {
 
 // startAPIServer runs `deploy/testenv/bin/testenv up`. The binaries must have
 // been built (`go tool task testenv`); a missing binary fails the test.
-func startAPIServer(t *testing.T) *apiserver {
+func startAPIServer(t testing.TB) *apiserver {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
@@ -71,7 +71,7 @@ func startAPIServer(t *testing.T) *apiserver {
 	return a
 }
 
-func (a *apiserver) kubectl(t *testing.T, args ...string) string {
+func (a *apiserver) kubectl(t testing.TB, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", a.kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
@@ -115,7 +115,7 @@ func (l *brokerLog) String() string {
 }
 
 type kaasCluster struct {
-	t         *testing.T
+	t         testing.TB
 	api       *apiserver
 	ns        string
 	dataDir   string
@@ -124,7 +124,7 @@ type kaasCluster struct {
 	usedPorts map[int]bool
 }
 
-func newKaasCluster(t *testing.T, api *apiserver, flags ...string) *kaasCluster {
+func newKaasCluster(t testing.TB, api *apiserver, flags ...string) *kaasCluster {
 	ns := fmt.Sprintf("kaas-test-%d", time.Now().UnixNano()%1_000_000)
 	api.kubectl(t, "create", "namespace", ns)
 	c := &kaasCluster{t: t, api: api, ns: ns, dataDir: t.TempDir(), brokers: map[string]*clusterBroker{}, flags: flags, usedPorts: map[int]bool{}}
@@ -257,7 +257,7 @@ func (c *kaasCluster) namesBut(name string) []string {
 }
 
 // waitUntil polls cond until it holds or the deadline passes.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {
@@ -269,7 +269,7 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) tim
 	return time.Since(start)
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
+func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx

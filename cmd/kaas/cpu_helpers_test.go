@@ -12,8 +12,8 @@ import (
 const jiffy = 10 * time.Millisecond
 
 // cpuSample is what the machine and each running broker had spent on CPU
-// up to one moment, from /proc (Linux): a diagnostic of where a move's time
-// goes, never an assertion.
+// up to one moment, from /proc (Linux): BenchmarkHandoffs' figure of what a
+// move costs the brokers and the machine, never an assertion.
 type cpuSample struct {
 	at                 time.Time
 	busy, total, steal int64            // machine, in jiffies, over every CPU

@@ -37,7 +37,7 @@ import (
 // loadChecker runs an idempotent acks=all producer over every partition of
 // a topic and remembers what was acknowledged, and when.
 type loadChecker struct {
-	t     *testing.T
+	t     testing.TB
 	topic string
 	parts int
 	mu    sync.Mutex
@@ -69,7 +69,7 @@ type ackedRec struct {
 // rather than the client's; without, the client keeps franz-go's defaults
 // (250 ms retry backoff doubling per retry, metadata refreshed at most
 // every 5 s), what an application gets.
-func startLoad(t *testing.T, c *kaasCluster, topic string, parts int, fast bool) *loadChecker {
+func startLoad(t testing.TB, c *kaasCluster, topic string, parts int, fast bool) *loadChecker {
 	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, pending: map[int32][]ackedRec{},
 		kinds: map[string]int{}, done: make(chan struct{})}
 	// At most maxInflight records per partition are outstanding: a
@@ -166,7 +166,7 @@ func startLoad(t *testing.T, c *kaasCluster, topic string, parts int, fast bool)
 // line) of when, after SIGTERM, it had applied the file giving its last
 // partitions to their next leaders; it stays up a little longer for the
 // clients still retrying there.
-func handedOffAfter(t *testing.T, b *clusterBroker) time.Duration {
+func handedOffAfter(t testing.TB, b *clusterBroker) time.Duration {
 	var out time.Duration
 	for _, line := range strings.Split(b.log.String(), "\n") {
 		var l struct {
@@ -187,7 +187,7 @@ func handedOffAfter(t *testing.T, b *clusterBroker) time.Duration {
 // (no group) and records when each record arrived, as a loadChecker whose
 // acknowledgements are receptions: gaps then measures how long a moving
 // partition's records stop reaching an application.
-func startConsumer(t *testing.T, c *kaasCluster, topic string, parts int) *loadChecker {
+func startConsumer(t testing.TB, c *kaasCluster, topic string, parts int) *loadChecker {
 	l := &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, kinds: map[string]int{}, done: make(chan struct{})}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	if err != nil {
@@ -452,7 +452,7 @@ func (l *loadChecker) verify(c *kaasCluster) {
 // partitionsLedBy reads assignment.json for the partitions of topic that
 // broker leads, waiting until the file gives it want of them (the brokers'
 // own counts can run ahead of a file that still holds a move).
-func (c *kaasCluster) partitionsLedBy(t *testing.T, topic, broker string, want int) map[int32]bool {
+func (c *kaasCluster) partitionsLedBy(t testing.TB, topic, broker string, want int) map[int32]bool {
 	t.Helper()
 	var out map[int32]bool
 	waitUntil(t, 30*time.Second, fmt.Sprintf("assignment.json gives %s %d partitions", broker, want), func() bool {
@@ -477,7 +477,7 @@ func (c *kaasCluster) partitionsLedBy(t *testing.T, topic, broker string, want i
 
 // healthzEpochs samples every broker's controller epoch and fails if any
 // broker's epoch goes down.
-func watchEpochs(t *testing.T, c *kaasCluster, stop <-chan struct{}) *sync.WaitGroup {
+func watchEpochs(t testing.TB, c *kaasCluster, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -505,24 +505,207 @@ func watchEpochs(t *testing.T, c *kaasCluster, stop <-chan struct{}) *sync.WaitG
 	return &wg
 }
 
+// handoffSizes are the numbers of partitions KAAS_HANDOFF_PARTITIONS lists,
+// comma-separated (each rounded down to a multiple of 3, so that each
+// broker leads a third), or 3,000 when it is unset: a planned move of a
+// broker then moves 1,000 partitions at once. TestSafeHandoffs runs at the
+// first size (KAAS_HANDOFF_PARTITIONS=150 is a quicker local run);
+// BenchmarkHandoffs at each.
+func handoffSizes(tb testing.TB) []int {
+	env := os.Getenv("KAAS_HANDOFF_PARTITIONS")
+	if env == "" {
+		return []int{3000}
+	}
+	var out []int
+	for _, f := range strings.Split(env, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 3 {
+			tb.Fatalf("KAAS_HANDOFF_PARTITIONS=%q: want partition counts of at least 3, comma-separated", env)
+		}
+		out = append(out, v-v%3)
+	}
+	return out
+}
+
+// BenchmarkHandoffs runs TestSafeHandoffs' scenario (invariants included)
+// once per size that KAAS_HANDOFF_PARTITIONS lists, whatever b.N (-count
+// repeats it), and prints a markdown table of what each event cost the
+// clients, one column per size: p50 / p99 / max over the partitions
+// concerned, in ms. It reports the paced drain's and paced rebalance's p99
+// wait of a moved partition's records, the full-load drain's, and the CPU
+// the paced drain cost the brokers beyond the pace per partition moved.
+// Without KAAS_HANDOFF_PARTITIONS it skips, so that `go test -bench .`
+// starts no cluster:
+//
+//	KAAS_HANDOFF_PARTITIONS=300,600,1500,3000 go test ./cmd/kaas -run '^$' -bench '^BenchmarkHandoffs$' -benchtime 1x -timeout 60m
+//
+// (go tool task bench-handoffs).
+func BenchmarkHandoffs(b *testing.B) {
+	if os.Getenv("KAAS_HANDOFF_PARTITIONS") == "" {
+		b.Skip("set KAAS_HANDOFF_PARTITIONS (e.g. 300,600,1500,3000) or run go tool task bench-handoffs")
+	}
+	var runs []*handoffFigures
+	for _, parts := range handoffSizes(b) {
+		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
+			// One run of the scenario is the unit: its clusters' cleanups
+			// run only when this function returns, so a loop over b.N
+			// would run each scenario beside the idle brokers of the last.
+			fig := &handoffFigures{tb: b, parts: parts, cells: map[figureKey]string{}, metrics: map[string]float64{}}
+			runHandoffs(b, parts, fig)
+			b.ReportMetric(0, "ns/op") // a scenario's length says nothing
+			for unit, v := range fig.metrics {
+				b.ReportMetric(v, unit)
+			}
+			runs = append(runs, fig)
+		})
+	}
+	if len(runs) > 0 {
+		printHandoffTable(os.Stdout, runs)
+	}
+}
+
+// The events of the handoff scenario, in the order of BenchmarkHandoffs'
+// table.
+const (
+	evBaseline       = "baseline: nothing moving, full load"
+	evDrain          = "drain (SIGTERM) of a broker leading a third, full load"
+	evPacedBase      = "nothing moving, paced load (1 record/s per partition)"
+	evPacedDrain     = "drain (SIGTERM) of a broker leading a third, paced load"
+	evPacedRebalance = "rebalance onto the drained broker restarted, paced load"
+	evRebalance      = "rebalance onto a restarted broker (a third moved from two live brokers), full load"
+	evKill           = "SIGKILL of a broker leading a third (dead-after 4 s)"
+	evStop           = "SIGSTOP of a leader (not the controller) past dead-after, then SIGCONT"
+	evRoll           = "rolling restart (SIGTERM + start, each broker in turn)"
+
+	defaultsProducer = "franz-go defaults producer (30 partitions, 10 moved): longest gap between acks"
+	defaultsConsumer = "franz-go defaults consumer (30 partitions, 10 moved): longest gap between records received"
+)
+
+var handoffEvents = []string{evBaseline, evDrain, evPacedBase, evPacedDrain, evPacedRebalance, evRebalance, evKill, evStop, evRoll}
+
+// handoffFigures collects what one run of the handoff scenario measured:
+// the cells of one column of BenchmarkHandoffs' table, and its metrics.
+// TestSafeHandoffs runs the scenario with a nil *handoffFigures, which
+// records and logs nothing.
+type handoffFigures struct {
+	tb      testing.TB
+	parts   int
+	cells   map[figureKey]string
+	order   []figureKey
+	metrics map[string]float64
+}
+
+type figureKey struct{ event, measure string }
+
+// cell records one cell of the table.
+func (f *handoffFigures) cell(event, measure, format string, args ...any) {
+	if f == nil {
+		return
+	}
+	k := figureKey{event, measure}
+	if _, ok := f.cells[k]; !ok {
+		f.order = append(f.order, k)
+	}
+	f.cells[k] = fmt.Sprintf(format, args...)
+}
+
+// dist records a sorted distribution over partitions as p50 / p99 / max.
+func (f *handoffFigures) dist(event, measure string, ds []time.Duration) {
+	f.cell(event, measure+", p50 / p99 / max (ms)", "%d / %d / %d",
+		pct(ds, 0.5).Milliseconds(), pct(ds, 0.99).Milliseconds(), pct(ds, 1).Milliseconds())
+}
+
+// times records durations, in ms, separated as measure's slashes separate
+// their names.
+func (f *handoffFigures) times(event, measure string, ds ...time.Duration) {
+	var out []string
+	for _, d := range ds {
+		out = append(out, strconv.FormatInt(d.Milliseconds(), 10))
+	}
+	f.cell(event, measure+" (ms)", "%s", strings.Join(out, " / "))
+}
+
+// metric records a duration as a benchmark metric, in ms.
+func (f *handoffFigures) metric(d time.Duration, unit string) {
+	if f != nil {
+		f.metrics[unit] = float64(d) / float64(time.Millisecond)
+	}
+}
+
+// logf logs a diagnostic of the figures (which partitions waited longest).
+func (f *handoffFigures) logf(format string, args ...any) {
+	if f != nil {
+		f.tb.Helper()
+		f.tb.Logf(format, args...)
+	}
+}
+
+// printHandoffTable writes the runs' figures as one markdown table, a
+// column per run, the rows in the order of handoffEvents.
+func printHandoffTable(w io.Writer, runs []*handoffFigures) {
+	var keys []figureKey
+	seen := map[figureKey]bool{}
+	for _, r := range runs {
+		for _, k := range r.order {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.SortStableFunc(keys, func(a, b figureKey) int {
+		return slices.Index(handoffEvents, a.event) - slices.Index(handoffEvents, b.event)
+	})
+	fmt.Fprint(w, "\n| event | measure |")
+	for _, r := range runs {
+		fmt.Fprintf(w, " %d partitions, %d moved |", r.parts, r.parts/3)
+	}
+	fmt.Fprint(w, "\n| --- | --- |"+strings.Repeat(" --: |", len(runs))+"\n")
+	for i, k := range keys {
+		event := k.event
+		if i > 0 && keys[i-1].event == event {
+			event = ""
+		}
+		fmt.Fprintf(w, "| %s | %s |", event, k.measure)
+		for _, r := range runs {
+			v, ok := r.cells[k]
+			if !ok {
+				v = "–"
+			}
+			fmt.Fprintf(w, " %s |", v)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w)
+}
+
+// TestSafeHandoffs runs the handoff scenario (runHandoffs) and asserts its
+// invariants only; BenchmarkHandoffs runs the same scenario for its figures.
 func TestSafeHandoffs(t *testing.T) {
+	runHandoffs(t, handoffSizes(t)[0], nil)
+}
+
+// runHandoffs is TestSafeHandoffs' scenario on a cluster of three brokers
+// leading parts partitions under load: a drain, a controller SIGSTOP, a
+// SIGKILL, the rebalance after it, a leader SIGSTOP past dead-after, a
+// rolling restart, and a drain and rebalance under a paced load. It fails
+// tb on any lost, duplicated or reordered record, a record not at its
+// acknowledged offset, a leader epoch going down, a lost commit, or a
+// broker that writes once deposed. fig, when not nil, collects what each
+// event cost the clients (BenchmarkHandoffs' table).
+func runHandoffs(t testing.TB, parts int, fig *handoffFigures) {
 	api := startAPIServer(t)
 	// A longer lease than clusterFlags, and fence-after 2 s / dead-after 4 s:
-	// 3,000 partitions under full load on 2 cores starve a broker's control
-	// goroutines for seconds while it opens or closes a thousand partitions,
-	// and tighter timings turn that into false dead-after declarations.
+	// 3,000 partitions under full load on a 2-core machine can starve a
+	// broker's control goroutines while it opens or closes a thousand
+	// partitions, and tighter timings turn that into false dead-after
+	// declarations.
 	c := newKaasCluster(t, api, "--lease-duration", "6s", "--renew-deadline", "4s", "--retry-period", "1s",
 		"--heartbeat-interval", "250ms", "--fence-after", "2s", "--dead-after", "4s", "--drain-timeout", "30s")
 	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
 		c.start(n)
 	}
 	waitUntil(t, 30*time.Second, "a controller", func() bool { _, ctrl, _ := c.ledBy(); return ctrl != "" })
-	// 3,000 partitions over three brokers: the drain moves ~1,000 (the
-	// issue's figure). KAAS_HANDOFF_PARTITIONS=150 is a quicker local run.
-	parts := 3000
-	if v, err := strconv.Atoi(os.Getenv("KAAS_HANDOFF_PARTITIONS")); err == nil && v >= 3 {
-		parts = v - v%3
-	}
 	adm := kadm.NewClient(c.client())
 	if resp, err := adm.CreateTopic(ctxFor(t, 30*time.Second), int32(parts), 1, nil, "load"); err != nil || resp.Err != nil {
 		t.Fatalf("create: %v %v", err, resp.Err)
@@ -573,10 +756,9 @@ func TestSafeHandoffs(t *testing.T) {
 	baseFrom := time.Now()
 	time.Sleep(2 * time.Second)
 	g := load.gaps(baseFrom, time.Now(), nil)
-	t.Logf("FIGURE baseline (nothing moving, %d partitions): longest gap between acks per partition p50 %v p99 %v max %v",
-		parts, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evBaseline, "every partition: longest gap between acks", g)
 	g = load.waits(baseFrom, time.Now(), nil)
-	t.Logf("FIGURE baseline: longest wait of a record per partition p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evBaseline, "every partition: longest wait of a record", g)
 
 	// 1. Drain a broker that is not the controller (SIGTERM).
 	_, ctrl, _ := c.ledBy()
@@ -615,12 +797,14 @@ func TestSafeHandoffs(t *testing.T) {
 	drained := time.Since(drainStart)
 	time.Sleep(500 * time.Millisecond)
 	drainEnd := time.Now()
+	handedOff := handedOffAfter(t, c.brokers[victim])
+	fig.times(evDrain, "all given on after / broker exited after", handedOff, drained)
 	g = load.gaps(drainStart, drainEnd, moved)
-	t.Logf("FIGURE drain of %s leading %d partitions: all given on after %v, exited after %v; per moved partition, longest gap between acks p50 %v p99 %v max %v",
-		victim, len(moved), handedOffAfter(t, c.brokers[victim]), drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
-	t.Logf("longest gaps of the drain: %s", load.worstGaps(drainStart, drainEnd, 3, moved))
+	fig.dist(evDrain, "moved partitions: longest gap between acks", g)
+	fig.logf("longest gaps of the drain of %s: %s", victim, load.worstGaps(drainStart, drainEnd, 3, moved))
 	g = load.waits(drainStart, drainEnd, moved)
-	t.Logf("FIGURE drain: moved partitions, longest wait of a record p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evDrain, "moved partitions: longest wait of a record", g)
+	fig.metric(pct(g, 0.99), "drain-p99-ms")
 	// Partitions that did not move share produce requests (one in flight
 	// per broker for an idempotent producer) with ones that did.
 	stayed := map[int32]bool{}
@@ -630,11 +814,11 @@ func TestSafeHandoffs(t *testing.T) {
 		}
 	}
 	g = load.gaps(drainStart, drainEnd, stayed)
-	t.Logf("FIGURE drain: partitions not moved, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evDrain, "partitions not moved: longest gap between acks", g)
 	g = slow.gaps(drainStart, drainEnd, movedDefaults)
-	t.Logf("FIGURE drain: client with default settings, moved partitions, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evDrain, defaultsProducer, g)
 	g = reader.gaps(drainStart, drainEnd, movedDefaults)
-	t.Logf("FIGURE drain: consumer with default settings, moved partitions, longest gap between records received p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evDrain, defaultsConsumer, g)
 	profiled.Wait()
 	profiledOthers.Wait()
 	c.start(victim)
@@ -677,8 +861,7 @@ func TestSafeHandoffs(t *testing.T) {
 		g, ok = load.firstAcks(killAt, moved)
 		return ok
 	})
-	t.Logf("FIGURE SIGKILL of %s leading %d partitions (dead-after 4s): first ack after the kill, per partition p50 %v p99 %v max %v",
-		victim, len(moved), pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evKill, "its partitions: first ack of a record sent after the kill", g)
 	profiledKill.Wait()
 	// The restarted broker gets a third back from the two live ones: a
 	// planned move between live brokers.
@@ -689,17 +872,17 @@ func TestSafeHandoffs(t *testing.T) {
 	rebalanceEnd := time.Now()
 	movedOn := c.partitionsLedBy(t, "load", victim, parts/3)
 	g = load.gaps(rebalanceStart, rebalanceEnd, movedOn)
-	t.Logf("FIGURE rebalance onto the restarted %s: per moved partition, longest gap between acks p50 %v p99 %v max %v", victim, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evRebalance, "moved partitions: longest gap between acks", g)
 	g = load.waits(rebalanceStart, rebalanceEnd, movedOn)
-	t.Logf("FIGURE rebalance: moved partitions, longest wait of a record p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evRebalance, "moved partitions: longest wait of a record", g)
 	movedBack := c.partitionsLedBy(t, "defaults", victim, defaultParts/3)
 	g = slow.gaps(rebalanceStart, rebalanceEnd, movedBack)
-	t.Logf("FIGURE rebalance: client with default settings, moved partitions, longest gap between acks p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evRebalance, defaultsProducer, g)
 	g = reader.gaps(rebalanceStart, rebalanceEnd, movedBack)
-	t.Logf("FIGURE rebalance: consumer with default settings, moved partitions, longest gap between records received p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evRebalance, defaultsConsumer, g)
 
 	// 4. SIGSTOP a leader (not the controller) past dead-after, then SIGCONT.
-	stopLeaderPastDeadAfter(t, c, load, parts, balanced)
+	stopLeaderPastDeadAfter(t, c, load, parts, balanced, fig)
 
 	// 5. Rolling restart of every broker (SIGTERM, wait, start).
 	rollStart := time.Now()
@@ -710,24 +893,22 @@ func TestSafeHandoffs(t *testing.T) {
 		waitUntil(t, 60*time.Second, n+" back and balanced", balanced)
 	}
 	rollEnd := time.Now()
+	fig.times(evRoll, "took, in all", rollEnd.Sub(rollStart))
 	g = load.gaps(rollStart, rollEnd, nil)
-	t.Logf("FIGURE rolling restart took %v; per-partition longest gap between acks p50 %v p99 %v",
-		rollEnd.Sub(rollStart).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
-	t.Logf("longest gaps of the rolling restart: %s", load.worstGaps(rollStart, rollEnd, 5, nil))
+	fig.dist(evRoll, "every partition: longest gap between acks", g)
+	fig.logf("longest gaps of the rolling restart: %s", load.worstGaps(rollStart, rollEnd, 5, nil))
 	g = load.waits(rollStart, rollEnd, nil)
-	t.Logf("FIGURE rolling restart: longest wait of a record per partition p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
-
+	fig.dist(evRoll, "every partition: longest wait of a record", g)
 	g = slow.gaps(rollStart, rollEnd, nil)
-	t.Logf("FIGURE rolling restart: client with default settings, per-partition longest gap between acks p50 %v p99 %v", pct(g, 0.5), pct(g, 0.99))
+	fig.dist(evRoll, "franz-go defaults producer (30 partitions): longest gap between acks", g)
 	g = reader.gaps(rollStart, rollEnd, nil)
-	t.Logf("FIGURE rolling restart: consumer with default settings, per-partition longest gap between records received p50 %v p99 %v max %v", pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evRoll, "franz-go defaults consumer (30 partitions): longest gap between records received", g)
 
 	// 6. A drain and the rebalance back with the load paced to one record
-	// per second per partition (3,000 records/s): the cost of moving 1,000
-	// partitions itself. At full speed a record already waits longer than
-	// the 200 ms goal with nothing moving (the baseline above).
-	if os.Getenv("KAAS_HANDOFF_INTERVAL") == "" { // else the whole test is paced
-		pacedDrain(t, c, load, slow, parts, balanced)
+	// per second per partition: the cost of the move itself, where at full
+	// speed the load's own queueing adds to every record's wait.
+	if os.Getenv("KAAS_HANDOFF_INTERVAL") == "" { // else the whole scenario is paced
+		pacedDrain(t, c, load, slow, parts, balanced, fig)
 	}
 
 	load.stop()
@@ -741,10 +922,11 @@ func TestSafeHandoffs(t *testing.T) {
 
 // pacedDrain paces load (and the default-settings client, slow, which would
 // otherwise keep the brokers' group commits busy at full speed) to one
-// record per second per partition, measures the longest wait of a record of
-// load with nothing moving, through a drain of a broker that is not the
-// controller, and through the rebalance onto it once it is back.
-func pacedDrain(t *testing.T, c *kaasCluster, load, slow *loadChecker, parts int, balanced func() bool) {
+// record per second per partition, then drains a broker that is not the
+// controller and rebalances onto it once it is back. fig gets the longest
+// wait of a record of load with nothing moving, through the drain and
+// through the rebalance, and the CPU the drain cost beyond the pace.
+func pacedDrain(t testing.TB, c *kaasCluster, load, slow *loadChecker, parts int, balanced func() bool, fig *handoffFigures) {
 	t.Helper()
 	load.pace(time.Second)
 	slow.pace(time.Second)
@@ -756,8 +938,7 @@ func pacedDrain(t *testing.T, c *kaasCluster, load, slow *loadChecker, parts int
 	time.Sleep(2 * time.Second)
 	profiled.Wait()
 	g := load.waits(from, time.Now(), nil)
-	t.Logf("FIGURE paced load (1 record/s per partition), nothing moving: longest wait of a record per partition p50 %v p99 %v max %v",
-		pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evPacedBase, "every partition: longest wait of a record", g)
 	_, ctrl, _ := c.ledBy()
 	victim := "kaas-1"
 	if ctrl == victim {
@@ -781,9 +962,11 @@ func pacedDrain(t *testing.T, c *kaasCluster, load, slow *loadChecker, parts int
 	time.Sleep(500 * time.Millisecond)
 	g = load.waits(from, time.Now(), moved)
 	profiled.Wait()
-	t.Logf("FIGURE paced drain of %s leading %d partitions: all given on after %v, exited after %v; moved partitions, longest wait of a record p50 %v p99 %v max %v",
-		victim, len(moved), handedOffAfter(t, c.brokers[victim]), drained, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
-	if cpuOK {
+	handedOff := handedOffAfter(t, c.brokers[victim])
+	fig.times(evPacedDrain, "all given on after / broker exited after", handedOff, drained)
+	fig.dist(evPacedDrain, "moved partitions: longest wait of a record", g)
+	fig.metric(pct(g, 0.99), "paced-drain-p99-ms")
+	if cpuOK && fig != nil {
 		// What the move costs the machine: every process shares its cores
 		// (three brokers, the apiserver, this test's clients).
 		idleBusy, _, idleCPU := c.cpuSpent(idleFrom, idleTo)
@@ -793,9 +976,13 @@ func pacedDrain(t *testing.T, c *kaasCluster, load, slow *loadChecker, parts int
 			return 100 * float64(cpu) / float64(d) / float64(runtime.NumCPU())
 		}
 		extra := used - time.Duration(float64(idleCPU)/float64(idleFor)*float64(drainFor))
-		t.Logf("FIGURE paced drain, CPU: machine busy %.0f%% (stolen %.0f%%, the brokers %.0f%%) from SIGTERM to exit, against %.0f%% (the brokers %.0f%%) at the pace alone; the move cost the brokers %v of CPU beyond the pace: %v per partition moved",
-			100*busy, 100*steal, share(used, drainFor), 100*idleBusy, share(idleCPU, idleFor),
-			extra.Round(time.Millisecond), (extra / time.Duration(len(moved))).Round(time.Microsecond))
+		fig.cell(evPacedDrain, "machine busy, SIGTERM to exit: % (stolen; the brokers)",
+			"%.0f (%.0f; %.0f)", 100*busy, 100*steal, share(used, drainFor))
+		fig.cell(evPacedDrain, "machine busy at the pace alone: % (the brokers)", "%.0f (%.0f)", 100*idleBusy, share(idleCPU, idleFor))
+		fig.cell(evPacedDrain, "the brokers' CPU beyond the pace, in all (ms)", "%d", extra.Milliseconds())
+		perMoved := float64(extra) / float64(time.Millisecond) / float64(len(moved))
+		fig.cell(evPacedDrain, "the brokers' CPU beyond the pace, per partition moved (ms)", "%.2f", perMoved)
+		fig.metrics["cpu-ms/partition-moved"] = perMoved
 	}
 	c.waitForSpareSets(t, "load", moved)
 	from = time.Now()
@@ -803,17 +990,17 @@ func pacedDrain(t *testing.T, c *kaasCluster, load, slow *loadChecker, parts int
 	waitUntil(t, 60*time.Second, "rebalanced after the paced drain", balanced)
 	time.Sleep(time.Second)
 	g = load.waits(from, time.Now(), c.partitionsLedBy(t, "load", victim, parts/3))
-	t.Logf("FIGURE paced rebalance onto the restarted %s: moved partitions, longest wait of a record p50 %v p99 %v max %v",
-		victim, pct(g, 0.5), pct(g, 0.99), pct(g, 1))
+	fig.dist(evPacedRebalance, "moved partitions: longest wait of a record", g)
+	fig.metric(pct(g, 0.99), "paced-rebalance-p99-ms")
 }
 
 // waitForSpareSets waits (at most 30 s) until 99 % of the partitions of
 // topic in parts have a spare set (disklog: the empty segment the next
 // epoch's segment takes by rename, recreated by the leader's janitor 5-10 s
 // after a move used it, 100 a second per broker). Right after the rolling
-// restart about 80 % of them do not, and an open without one creates its
-// segment files: step 6 measures a move in a cluster that has settled.
-func (c *kaasCluster) waitForSpareSets(t *testing.T, topic string, parts map[int32]bool) {
+// restart most of them do not, and an open without one creates its segment
+// files: step 6 measures a move in a cluster that has settled.
+func (c *kaasCluster) waitForSpareSets(t testing.TB, topic string, parts map[int32]bool) {
 	t.Helper()
 	count := func() (spare, dirs int) {
 		ents, err := os.ReadDir(c.dataDir)
@@ -846,7 +1033,7 @@ func (c *kaasCluster) waitForSpareSets(t *testing.T, topic string, parts map[int
 }
 
 // waitExit waits for a broker sent SIGTERM to exit.
-func (c *kaasCluster) waitExit(t *testing.T, name string) {
+func (c *kaasCluster) waitExit(t testing.TB, name string) {
 	t.Helper()
 	select {
 	case <-c.brokers[name].exited:
@@ -860,7 +1047,7 @@ func (c *kaasCluster) waitExit(t *testing.T, name string) {
 // NOT_LEADER_OR_FOLLOWER naming the leader and epoch assignment.json gives,
 // with that leader's endpoint in the response (KIP-951): a client moves to
 // the new leader without a metadata refresh.
-func checkLeaderHints(t *testing.T, c *kaasCluster, topic string, parts int) {
+func checkLeaderHints(t testing.TB, c *kaasCluster, topic string, parts int) {
 	t.Helper()
 	a, err := assignment.ReadFile(assignment.Path(c.dataDir))
 	if err != nil {
@@ -912,7 +1099,7 @@ func checkLeaderHints(t *testing.T, c *kaasCluster, topic string, parts int) {
 // profile and an execution trace of the named brokers for the next d, and a
 // CPU profile of this test process (the load) if it is not being profiled
 // already: a diagnostic for where a move's time goes, never an assertion.
-func (c *kaasCluster) profileBrokers(t *testing.T, dir, step string, d time.Duration, names ...string) *sync.WaitGroup {
+func (c *kaasCluster) profileBrokers(t testing.TB, dir, step string, d time.Duration, names ...string) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	if dir == "" {
 		return &wg
@@ -961,7 +1148,7 @@ func (c *kaasCluster) profileBrokers(t *testing.T, dir, step string, d time.Dura
 // move (drains, kills, rolling restarts), remembering the last commit that
 // was acknowledged. No acknowledged commit may be lost.
 type committer struct {
-	t               *testing.T
+	t               testing.TB
 	c               *kaasCluster
 	group, topic    string
 	cancel          context.CancelFunc
@@ -970,7 +1157,7 @@ type committer struct {
 	acked, attempts int64
 }
 
-func startCommitter(t *testing.T, c *kaasCluster, group, topic string) *committer {
+func startCommitter(t testing.TB, c *kaasCluster, group, topic string) *committer {
 	cm := &committer{t: t, c: c, group: group, topic: topic, done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	cm.cancel = cancel
@@ -1039,7 +1226,7 @@ const fenceProbe = "fence-probe"
 // written (a batch the stop caught between its fence check and its write)
 // lies past the base offset of the segment its next leader rolled to, where
 // nothing reads. Then it rejoins and takes its share back.
-func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, parts int, balanced func() bool) {
+func stopLeaderPastDeadAfter(t testing.TB, c *kaasCluster, load *loadChecker, parts int, balanced func() bool, fig *handoffFigures) {
 	t.Helper()
 	_, ctrl, _ := c.ledBy()
 	victim := "kaas-1"
@@ -1153,8 +1340,8 @@ func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, pa
 		g, ok = load.firstAcks(contAt, led)
 		return ok
 	})
-	t.Logf("FIGURE SIGSTOP of %s leading %d partitions (dead-after 4s): given away after %v; stopped %v; first ack after SIGCONT per partition p50 %v p99 %v",
-		victim, len(led), givenAway.Round(time.Millisecond), contAt.Sub(stopAt).Round(time.Millisecond), pct(g, 0.5), pct(g, 0.99))
+	fig.times(evStop, "given away after / stopped for", givenAway, contAt.Sub(stopAt))
+	fig.dist(evStop, "its partitions: first ack after SIGCONT", g)
 	waitUntil(t, 60*time.Second, "rebalanced after the stopped broker resumed", balanced)
 	// The resumed broker may still append a batch that the stop caught
 	// between its fence check and its write (the same Receive): it must lie
@@ -1185,7 +1372,7 @@ func stopLeaderPastDeadAfter(t *testing.T, c *kaasCluster, load *loadChecker, pa
 
 // successorBase is the base offset of the segment after seg in its
 // partition's directory.
-func successorBase(t *testing.T, seg string) int64 {
+func successorBase(t testing.TB, seg string) int64 {
 	logs, _ := filepath.Glob(filepath.Join(filepath.Dir(seg), "*.log"))
 	sort.Strings(logs)
 	for i, l := range logs {

@@ -18,8 +18,8 @@ import (
 	"github.com/kaas-project/kaas/storage/batch"
 )
 
-// Storage benchmarks. This machine's raw fdatasync'ed sequential write
-// bandwidth is the ceiling for durable appends:
+// Storage benchmarks. The disk's raw fdatasync'ed sequential write
+// bandwidth (BenchmarkRawFdatasync) is the ceiling for durable appends:
 //
 //	go test ./storage/disklog -run '^$' -bench . -benchtime 64x
 

@@ -69,17 +69,17 @@ func DeleteDelay(d time.Duration) Option { return func(o *options) { o.deleteDel
 // without them) the janitor creates new ones; each log adds a random part
 // of up to the same again, so that the logs a drain moved do not all create
 // at once. The delay keeps those creates out of the move that used the
-// spares: on this project's test machines a create costs 80-900 µs of CPU,
-// a rename 15 µs. Negative: no spares, every segment is created.
+// spares: a create costs far more CPU than a rename (BenchmarkLeadershipMove,
+// "close-created" against "close"). Negative: no spares, every segment
+// is created.
 func SpareDelay(d time.Duration) Option { return func(o *options) { o.spareDelay = d } }
 
 // SpareRate bounds how many spare sets the Opener's logs create per second,
 // together (default 100). A drain hands a receiving broker hundreds of
 // partitions, and each of them makes a new spare set after its spare delay:
-// unpaced, those thousands of creates (on this project's test machines a
-// create costs about 200 µs of CPU) land in one burst, on top of whatever
-// moves next. Paced, they cost a few percent of a core for as long as it
-// takes. <= 0: no pacing.
+// unpaced, those thousands of creates land in one burst, on top of whatever
+// moves next. Paced, they take a small, steady share of a core for as long
+// as it takes. <= 0: no pacing.
 func SpareRate(n int) Option { return func(o *options) { o.spareRate = n } }
 
 // UnreadDelay is how long after Open the janitor reads the sealed segments

@@ -878,8 +878,8 @@ func TestOverwriteFile(t *testing.T) {
 // TestMoveCreatesFewFiles counts the inodes a planned leadership move
 // creates: closing a log after group commit and opening it under the next
 // epoch. Creating a file is a synchronous server round trip on NFS (and
-// 80-900 µs of CPU on this project's test machines, against ~15 µs for a
-// rename or an overwrite), and a drain moves a thousand partitions at once.
+// costs far more CPU than a rename or an overwrite on a local filesystem:
+// BenchmarkLeadershipMove), and a drain moves a thousand partitions at once.
 // The close creates nothing: the active segment's index files were made
 // beforehand, off the path, and the claim, checkpoint and snapshot are
 // overwritten in place. The open takes the directory's spare set by rename
