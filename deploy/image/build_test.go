@@ -230,3 +230,54 @@ func TestBinaryArch(t *testing.T) {
 		t.Errorf("script: %v", err)
 	}
 }
+
+// The Dockerfile describes the same image as Build: user, entrypoint, volume, ports,
+// environment and labels. (Built with buildah, its final stage gave the same config
+// and the same layer entries, owners and modes; CI has no registry for its builder.)
+func TestDockerfileDescribesTheSameImage(t *testing.T) {
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df := string(b)
+	var buf bytes.Buffer
+	if err := Build(&buf, Spec{Binary: []byte("x"), Arch: "amd64", Name: "kaas:dev", Version: "v", Revision: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	c := readArchive(t, buf.Bytes()).config.Config
+	var ports []string
+	for _, p := range slices.Sorted(maps.Keys(c.ExposedPorts)) {
+		ports = append(ports, strings.TrimSuffix(p, "/tcp"))
+	}
+	want := []string{
+		"\nUSER " + c.User + "\n",
+		`ENTRYPOINT ["` + strings.Join(c.Entrypoint, `", "`) + `"]`,
+		`VOLUME ["` + strings.Join(slices.Sorted(maps.Keys(c.Volumes)), `", "`) + `"]`,
+		"\nWORKDIR " + c.WorkingDir + "\n",
+		"\nSTOPSIGNAL " + c.StopSignal + "\n",
+		"--chown=" + c.User + " /out/data /data",
+		"COPY deploy/image/rootfs/etc/passwd deploy/image/rootfs/etc/group /etc/",
+	}
+	want = append(want, c.Env...)
+	for k, v := range c.Labels {
+		if k == "org.opencontainers.image.version" || k == "org.opencontainers.image.revision" {
+			v = map[string]string{"v": "${VERSION}", "r": "${REVISION}"}[v]
+		}
+		want = append(want, k+`="`+v+`"`)
+	}
+	for _, w := range want {
+		if !strings.Contains(df, w) {
+			t.Errorf("Dockerfile lacks %q", w)
+		}
+	}
+	// EXPOSE lists the same ports (in any order).
+	i := strings.Index(df, "\nEXPOSE ")
+	if i < 0 {
+		t.Fatal("Dockerfile has no EXPOSE")
+	}
+	got := strings.Fields(strings.SplitN(df[i+len("\nEXPOSE "):], "\n", 2)[0])
+	slices.Sort(got)
+	if !slices.Equal(got, ports) {
+		t.Errorf("Dockerfile EXPOSE %v, image %v", got, ports)
+	}
+}
