@@ -22,6 +22,10 @@ fi
 if ! command -v protoc >/dev/null; then
   apt_install protobuf-compiler
 fi
+# runc runs the container image in deploy/image's test (a real OCI runtime).
+if ! command -v runc >/dev/null; then
+  apt_install runc
+fi
 # kubectl drives the cluster tests against the real test apiserver.
 if ! command -v kubectl >/dev/null; then
   apt_install kubernetes-client

@@ -11,11 +11,32 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version and revision are set at build time with
+// -ldflags "-X main.version=... -X main.revision=..." (go tool task image does).
+var version, revision = "dev", ""
+
+// versionLine is what `kaas version` prints. Without a stamped revision it
+// falls back to the commit the go command records when building in a git
+// checkout, so a plain `go build` still names its source.
+func versionLine() string {
+	rev, goVersion := revision, ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && rev == "" {
+				rev = s.Value
+			}
+		}
+	}
+	if rev == "" {
+		rev = "unknown"
+	}
+	return fmt.Sprintf("kaas %s (revision %s, %s)", version, rev, goVersion)
+}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -37,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = serve(ctx, cfg, stderr)
 		}
 	case "version":
-		fmt.Fprintf(stdout, "kaas %s\n", version)
+		fmt.Fprintln(stdout, versionLine())
 	case "assignment":
 		err = runAssignment(args, stdout, stderr)
 	case "help":
