@@ -235,7 +235,7 @@ func TestBinaryArch(t *testing.T) {
 // environment and labels. (Built with buildah, its final stage gave the same config
 // and the same layer entries, owners and modes; CI has no registry for its builder.)
 func TestDockerfileDescribesTheSameImage(t *testing.T) {
-	b, err := os.ReadFile("../../Dockerfile")
+	b, err := os.ReadFile("../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Command image writes the kaas container image as an OCI archive from a
 // prebuilt static binary, using only the standard library: nothing is pulled,
 // no container engine is needed, and the same inputs give the same bytes.
-// `go tool task image` runs it; the repository's Dockerfile describes the same
+// `go tool task image` runs it; deploy/Dockerfile describes the same
 // image for builds with a registry.
 //
 //	go run ./deploy/image -binary bin/image/kaas -o bin/kaas-image.tar -name kaas:dev -version v1.2.3
