@@ -1,7 +1,6 @@
 package conn
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -15,37 +14,25 @@ func init() {
 func handleAlterConfigs(r *Request) Pending {
 	req := r.Body.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	results := make([]alterResult, len(req.Resources))
-	wg := new(waitGroup)
-	for i, res := range req.Resources {
-		switch res.ResourceType {
-		case resourceTopic:
-			if _, ok := r.View.Topics[res.ResourceName]; !ok {
-				results[i] = alterResult{code: kerr.UnknownTopicOrPartition.Code}
-				continue
-			}
+	results, wait := alterResources(r, len(req.Resources), req.ValidateOnly,
+		func(i int) (kmsg.ConfigResourceType, string) {
+			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		},
+		func(i int, _ map[string]string) (map[string]string, alterResult) {
 			cfg := map[string]string{}
-			for _, c := range res.Configs {
+			for _, c := range req.Resources[i].Configs {
 				if c.Value != nil {
 					cfg[c.Name] = *c.Value
 				}
 			}
-			alterTopic(r, res.ResourceName, cfg, req.ValidateOnly, &results[i], wg)
-		case resourceBroker:
-			results[i] = brokerAlterRefused()
-		default:
-			results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "unsupported resource type"}
-		}
-	}
+			return cfg, alterResult{}
+		})
 	return func() kmsg.Response {
-		wg.Wait()
+		wait()
 		for i, res := range req.Resources {
 			rr := kmsg.NewAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, results[i].code
-			if results[i].msg != "" {
-				m := results[i].msg
-				rr.ErrorMessage = &m
-			}
+			rr.ErrorMessage = results[i].message()
 			resp.Resources = append(resp.Resources, rr)
 		}
 		return resp

@@ -22,40 +22,23 @@ func init() {
 func handleIncrementalAlterConfigs(r *Request) Pending {
 	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	results := make([]alterResult, len(req.Resources))
-	wg := new(waitGroup)
-	for i, res := range req.Resources {
-		switch res.ResourceType {
-		case resourceTopic:
-			t, ok := r.View.Topics[res.ResourceName]
-			if !ok {
-				results[i] = alterResult{code: kerr.UnknownTopicOrPartition.Code}
-				continue
-			}
-			cfg := maps.Clone(t.Config)
+	results, wait := alterResources(r, len(req.Resources), req.ValidateOnly,
+		func(i int) (kmsg.ConfigResourceType, string) {
+			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
+		},
+		func(i int, current map[string]string) (map[string]string, alterResult) {
+			cfg := maps.Clone(current)
 			if cfg == nil {
 				cfg = map[string]string{}
 			}
-			if bad := applyIncremental(cfg, res.Configs); bad.code != 0 {
-				results[i] = bad
-				continue
-			}
-			alterTopic(r, res.ResourceName, cfg, req.ValidateOnly, &results[i], wg)
-		case resourceBroker:
-			results[i] = brokerAlterRefused()
-		default:
-			results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "unsupported resource type"}
-		}
-	}
+			return cfg, applyIncremental(cfg, req.Resources[i].Configs)
+		})
 	return func() kmsg.Response {
-		wg.Wait()
+		wait()
 		for i, res := range req.Resources {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, results[i].code
-			if results[i].msg != "" {
-				m := results[i].msg
-				rr.ErrorMessage = &m
-			}
+			rr.ErrorMessage = results[i].message()
 			resp.Resources = append(resp.Resources, rr)
 		}
 		return resp

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/messages"
 )
@@ -24,15 +25,52 @@ type alterResult struct {
 	msg  string
 }
 
-// alterTopic sends a full config replacement to the supervisor; the reply
-// lands in out.
-func alterTopic(r *Request, topic string, cfg map[string]string, validateOnly bool, out *alterResult, wg *waitGroup) {
-	wg.Add(1)
-	r.Server.Supervisor().Send(&messages.AlterTopicConfig{Topic: topic, Config: cfg, ValidateOnly: validateOnly,
-		Reply: func(res messages.TopicResult) {
-			out.code, out.msg = res.ErrorCode, res.ErrorMessage
-			wg.Done()
-		}})
+// alterResources runs AlterConfigs or IncrementalAlterConfigs: for each of
+// n resources, kind(i) names it and, for a topic that exists, topicConfig(i,
+// current) gives the full config it asks for (or the answer that refuses
+// it); the supervisor applies each as a full replacement. Broker configs are
+// refused. The returned wait blocks until every reply is in results.
+func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (resourceType kmsg.ConfigResourceType, name string),
+	topicConfig func(i int, current map[string]string) (map[string]string, alterResult)) (results []alterResult, wait func()) {
+	results = make([]alterResult, n)
+	wg := new(waitGroup)
+	for i := range n {
+		typ, name := kind(i)
+		switch typ {
+		case resourceTopic:
+			t, ok := r.View.Topics[name]
+			if !ok {
+				results[i] = alterResult{code: kerr.UnknownTopicOrPartition.Code}
+				continue
+			}
+			cfg, bad := topicConfig(i, t.Config)
+			if bad.code != 0 {
+				results[i] = bad
+				continue
+			}
+			wg.Add(1)
+			out := &results[i]
+			r.Server.Supervisor().Send(&messages.AlterTopicConfig{Topic: name, Config: cfg, ValidateOnly: validateOnly,
+				Reply: func(res messages.TopicResult) {
+					out.code, out.msg = res.ErrorCode, res.ErrorMessage
+					wg.Done()
+				}})
+		case resourceBroker:
+			results[i] = brokerAlterRefused()
+		default:
+			results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "unsupported resource type"}
+		}
+	}
+	return results, wg.Wait
+}
+
+// message is the answer's error message, nil when there is none.
+func (a alterResult) message() *string {
+	if a.msg == "" {
+		return nil
+	}
+	m := a.msg
+	return &m
 }
 
 // brokerAlterRefused is the answer to altering a broker's config.
