@@ -52,10 +52,7 @@ func handleProduce(r *Request) Pending {
 			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {
 				return &messages.Produce{Batch: p.Records, Acks: req.Acks, Reply: func(res messages.ProduceResult) {
 					rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
-					if res.ErrorMessage != "" {
-						msg := res.ErrorMessage
-						rp.ErrorMessage = &msg
-					}
+					rp.ErrorMessage = optString(res.ErrorMessage)
 					done()
 				}}
 			})

@@ -36,10 +36,7 @@ func handleCreateTopics(r *Request) Pending {
 		for i, res := range <-results {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic, rt.TopicID, rt.ErrorCode = res.Name, res.ID, res.ErrorCode
-			if res.ErrorMessage != "" {
-				msg := res.ErrorMessage
-				rt.ErrorMessage = &msg
-			}
+			rt.ErrorMessage = optString(res.ErrorMessage)
 			if res.ErrorCode == 0 {
 				rt.NumPartitions = res.Partitions
 				rt.ReplicationFactor = 1

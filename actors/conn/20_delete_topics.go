@@ -39,10 +39,7 @@ func handleDeleteTopics(r *Request) Pending {
 				rt.Topic = &name
 			}
 			rt.TopicID, rt.ErrorCode = res.ID, res.ErrorCode
-			if res.ErrorMessage != "" {
-				m := res.ErrorMessage
-				rt.ErrorMessage = &m
-			}
+			rt.ErrorMessage = optString(res.ErrorMessage)
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp

@@ -32,7 +32,7 @@ func handleAlterConfigs(r *Request) Pending {
 		for i, res := range req.Resources {
 			rr := kmsg.NewAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, results[i].code
-			rr.ErrorMessage = results[i].message()
+			rr.ErrorMessage = optString(results[i].msg)
 			resp.Resources = append(resp.Resources, rr)
 		}
 		return resp

@@ -26,10 +26,7 @@ func handleCreatePartitions(r *Request) Pending {
 		for _, res := range <-results {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic, rt.ErrorCode = res.Name, res.ErrorCode
-			if res.ErrorMessage != "" {
-				m := res.ErrorMessage
-				rt.ErrorMessage = &m
-			}
+			rt.ErrorMessage = optString(res.ErrorMessage)
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp

@@ -38,7 +38,7 @@ func handleIncrementalAlterConfigs(r *Request) Pending {
 		for i, res := range req.Resources {
 			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, results[i].code
-			rr.ErrorMessage = results[i].message()
+			rr.ErrorMessage = optString(results[i].msg)
 			resp.Resources = append(resp.Resources, rr)
 		}
 		return resp

@@ -86,3 +86,11 @@ func setTopLevelError(resp kmsg.Response, code int16) {
 		f.SetInt(int64(code))
 	}
 }
+
+// optString is s as a Kafka nullable string: nil when empty.
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -64,15 +64,6 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 	return results, wg.Wait
 }
 
-// message is the answer's error message, nil when there is none.
-func (a alterResult) message() *string {
-	if a.msg == "" {
-		return nil
-	}
-	m := a.msg
-	return &m
-}
-
 // brokerAlterRefused is the answer to altering a broker's config.
 func brokerAlterRefused() alterResult {
 	return alterResult{code: kerr.InvalidRequest.Code, msg: "kaas broker configs are static (flags and KAAS_* variables); they cannot be altered at runtime"}
