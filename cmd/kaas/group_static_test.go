@@ -51,13 +51,22 @@ func TestGroupStaticMemberRejoinsWithoutRebalance(t *testing.T) {
 	stable()
 	_, genBefore := b.GroupMetadata()
 	aMember, _ := a.GroupMetadata()
-	var aParts map[string][]int32
-	for len(aAssigned) > 0 {
-		aParts = <-aAssigned
+	// DescribeGroups can show the group Stable before a client has run its
+	// assignment callback: wait until each member holds its half.
+	settled := func(name string, ch chan map[string][]int32) map[string][]int32 {
+		for {
+			select {
+			case got := <-ch:
+				if len(got[topic]) == 2 && len(ch) == 0 {
+					return got
+				}
+			case <-ctx.Done():
+				t.Fatalf("%s never held its half of the partitions", name)
+			}
+		}
 	}
-	for len(bAssigned) > 0 {
-		<-bAssigned
-	}
+	aParts := settled("instance-a", aAssigned)
+	settled("instance-b", bAssigned)
 
 	// a restarts: static members do not leave the group on close.
 	a.Close()
