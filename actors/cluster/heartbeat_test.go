@@ -94,7 +94,7 @@ func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within %v", what, d)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // waits on real gRPC streams
 	}
 }
 
