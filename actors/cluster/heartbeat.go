@@ -212,13 +212,19 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 }
 
 func sleep(ctx context.Context, clk clock.Clock, d time.Duration) {
-	woke := make(chan struct{})
-	t := clk.AfterFunc(d, func() { close(woke) })
+	woke, t := after(clk, d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-woke:
 	}
+}
+
+// after is closed once d has passed on clk (time.After on a clock; stop
+// the timer when done with it).
+func after(clk clock.Clock, d time.Duration) (<-chan struct{}, clock.Timer) {
+	ch := make(chan struct{})
+	return ch, clk.AfterFunc(d, func() { close(ch) })
 }
 
 // caughtUp reports whether the broker has applied the file a PONG names, or
