@@ -453,3 +453,29 @@ func TestLoadStampsCommitsWithoutTopicID(t *testing.T) {
 		return ok && c.Offset == 7 && c.TopicID == topicID("t")
 	})
 }
+
+// TestRebalanceDelayRunsOnTheClock: a join parked for the initial
+// rebalance delay is answered once that delay has passed on the
+// coordinator's clock, and not before.
+func TestRebalanceDelayRunsOnTheClock(t *testing.T) {
+	views := &routing.Store{}
+	views.Publish(view(func(string) bool { return true }))
+	c, clk := startCoordinator(t, groupstore.NewMemory(), views)
+	const delay = 2 * time.Second // startCoordinator's initial rebalance delay
+	j := joinReq("", "m")
+	j.Version = 3
+	parked := callGroup(c, "g", j)
+	clk.awaitArmed(t, delay, 1) // the group's timer points at the end of the delay
+	clk.Advance(delay - time.Millisecond)
+	await(t, callGroup(c, "g", &messages.GroupDescribe{Version: 5})) // the group ticked
+	select {
+	case r := <-parked:
+		t.Fatalf("join answered before the initial rebalance delay: %+v", r)
+	default:
+	}
+	clk.Advance(time.Millisecond)
+	r := await(t, parked).(*kmsg.JoinGroupResponse)
+	if r.ErrorCode != 0 || r.LeaderID != r.MemberID {
+		t.Fatalf("join after the initial rebalance delay: %s, leader %q member %q", code(r.ErrorCode), r.LeaderID, r.MemberID)
+	}
+}
