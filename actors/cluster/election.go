@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kaas-project/kaas/actors/clock"
 )
 
 // ElectionConfig configures the controller election.
@@ -46,6 +48,9 @@ type ElectionConfig struct {
 	// recently the Lease was renewed).
 	OnElector func(le *leaderelection.LeaderElector)
 	Log       zerolog.Logger
+	// Clock paces the waits between rounds and the holder check while
+	// leading (client-go's elector keeps its own); clock.Real when nil.
+	Clock clock.Clock
 }
 
 // Validate checks the timing rules client-go requires.
@@ -84,6 +89,7 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	cfg.Clock = clock.OrReal(cfg.Clock)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.LeaseName},
 		Client:     cfg.Client.CoordinationV1(),
@@ -191,11 +197,13 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 		if byRelease.Load() && !was {
 			continue // campaign at once
 		}
+		retry, t := after(cfg.Clock, cfg.RetryPeriod)
 		select {
 		case <-ctx.Done():
 		case <-released:
-		case <-time.After(cfg.RetryPeriod):
+		case <-retry:
 		}
+		t.Stop()
 	}
 	return nil
 }
@@ -212,10 +220,7 @@ func watchReleases(ctx context.Context, cfg ElectionConfig, released chan<- stru
 			if ctx.Err() == nil {
 				cfg.Log.Debug().Err(err).Msg("lease release watch")
 			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(cfg.RetryPeriod):
-			}
+			sleep(ctx, cfg.Clock, cfg.RetryPeriod)
 			continue
 		}
 		for ev := range w.ResultChan() {
@@ -238,13 +243,13 @@ func watchReleases(ctx context.Context, cfg ElectionConfig, released chan<- stru
 // and ends the round (endRound) once it no longer names this identity at
 // epoch.
 func watchHolder(ctx context.Context, cfg ElectionConfig, epoch int64, endRound context.CancelFunc) {
-	t := time.NewTicker(cfg.RetryPeriod)
+	t := cfg.Clock.NewTicker(cfg.RetryPeriod)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 		err := VerifyHolder(ctx, cfg.Client, cfg.Namespace, cfg.LeaseName, cfg.Identity, epoch)
 		if errors.Is(err, ErrNotHolder) {
@@ -318,7 +323,12 @@ func HolderEpoch(ctx context.Context, client kubernetes.Interface, ns, name, ide
 // broker raises its floor for assignment files (a deposed controller's file
 // is then ignored). It returns when ctx ends.
 func WatchLeaseEpoch(ctx context.Context, client kubernetes.Interface, ns, name string, period time.Duration, report func(epoch int64), log zerolog.Logger) {
-	t := time.NewTicker(period)
+	WatchLeaseEpochOn(ctx, clock.Real(), client, ns, name, period, report, log)
+}
+
+// WatchLeaseEpochOn is WatchLeaseEpoch polling on clk.
+func WatchLeaseEpochOn(ctx context.Context, clk clock.Clock, client kubernetes.Interface, ns, name string, period time.Duration, report func(epoch int64), log zerolog.Logger) {
+	t := clk.NewTicker(period)
 	defer t.Stop()
 	for {
 		if e, err := LeaseEpoch(ctx, client, ns, name); err == nil {
@@ -329,7 +339,7 @@ func WatchLeaseEpoch(ctx context.Context, client kubernetes.Interface, ns, name 
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -37,6 +38,9 @@ type HeartbeatConfig struct {
 	Kick     <-chan struct{}
 	Interval time.Duration
 	Log      zerolog.Logger
+	// Clock paces the pings, the watchdog and the redial backoff and dates
+	// the exchanges (give the fence the same one); clock.Real when nil.
+	Clock clock.Clock
 }
 
 // RunHeartbeats keeps one stream open to the current controller, sending a
@@ -46,15 +50,16 @@ func RunHeartbeats(ctx context.Context, cfg HeartbeatConfig) {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
+	cfg.Clock = clock.OrReal(cfg.Clock)
 	backoff := cfg.Interval / 4
 	var seq uint64
 	for ctx.Err() == nil {
 		target := cfg.Target()
 		if target == "" {
-			sleep(ctx, cfg.Interval/2)
+			sleep(ctx, cfg.Clock, cfg.Interval/2)
 			continue
 		}
-		started := time.Now()
+		started := cfg.Clock.Now()
 		ponged, err := streamOnce(ctx, cfg, target, &seq)
 		if ctx.Err() != nil {
 			return
@@ -69,14 +74,14 @@ func RunHeartbeats(ctx context.Context, cfg HeartbeatConfig) {
 		case ponged > 0:
 			ev = cfg.Log.Info()
 		}
-		ev.Err(err).Str("controller", target).Int("pongs", ponged).Dur("lasted", time.Since(started)).Msg("heartbeat stream ended")
+		ev.Err(err).Str("controller", target).Int("pongs", ponged).Dur("lasted", cfg.Clock.Since(started)).Msg("heartbeat stream ended")
 		if ponged > 0 || errors.Is(err, errTargetChanged) {
 			backoff = cfg.Interval / 4
 		}
 		if errors.Is(err, errTargetChanged) {
 			continue // the new controller at once
 		}
-		sleep(ctx, backoff)
+		sleep(ctx, cfg.Clock, backoff)
 		backoff = min(backoff*2, 2*cfg.Interval)
 	}
 }
@@ -129,20 +134,20 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 	var sendingSince atomic.Int64 // UnixNano of the Send in progress; 0: none
 	var why atomic.Value          // error: why the watchdog ended the stream
 	go func() {
-		t := time.NewTicker(max(cfg.Interval/4, 10*time.Millisecond))
+		t := cfg.Clock.NewTicker(max(cfg.Interval/4, 10*time.Millisecond))
 		defer t.Stop()
 		for {
 			select {
 			case <-sctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 			if cfg.Target() != target {
 				why.Store(errTargetChanged)
 				cancel()
 				return
 			}
-			if at := sendingSince.Load(); at != 0 && time.Since(time.Unix(0, at)) > 8*cfg.Interval {
+			if at := sendingSince.Load(); at != 0 && cfg.Clock.Since(time.Unix(0, at)) > 8*cfg.Interval {
 				why.Store(errSendStalled)
 				cancel()
 				return
@@ -167,18 +172,18 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 			cfg.OnPush(p)
 		}
 	}()
-	t := time.NewTicker(cfg.Interval)
+	t := cfg.Clock.NewTicker(cfg.Interval)
 	defer t.Stop()
 	for {
 		*seq++
 		// Dated before it is built: an exchange counts from no later than
 		// the state the ping carries (self-fencing, drain confirmation).
-		at := time.Now()
+		at := cfg.Clock.Now()
 		p := cfg.Ping()
 		p.Seq = *seq
 		sent.Store(p.Seq, at)
 		sent.Delete(p.Seq - 64) // unanswered pings are forgotten
-		sendingSince.Store(time.Now().UnixNano())
+		sendingSince.Store(cfg.Clock.Now().UnixNano())
 		err := stream.Send(p)
 		sendingSince.Store(0)
 		if w, ok := why.Load().(error); ok {
@@ -198,7 +203,7 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 		case err := <-errc:
 			return err
 		case <-cfg.Kick:
-		case <-t.C:
+		case <-t.C():
 		}
 		if cfg.Target() != target {
 			return errTargetChanged
@@ -206,11 +211,20 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) {
+	woke, t := after(clk, d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-time.After(d):
+	case <-woke:
 	}
+}
+
+// after is closed once d has passed on clk (time.After on a clock; stop
+// the timer when done with it).
+func after(clk clock.Clock, d time.Duration) (<-chan struct{}, clock.Timer) {
+	ch := make(chan struct{})
+	return ch, clk.AfterFunc(d, func() { close(ch) })
 }
 
 // caughtUp reports whether the broker has applied the file a PONG names, or

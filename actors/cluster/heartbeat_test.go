@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -94,7 +95,7 @@ func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within %v", what, d)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // waits on real gRPC streams
 	}
 }
 
@@ -171,4 +172,48 @@ func TestExchangeWaitsForTheNamedFile(t *testing.T) {
 	}
 	applied.Store(7)
 	waitFor(t, "fence lifted once the named file is applied", 5*time.Second, func() bool { return !fence.Fenced() })
+}
+
+// TestExchangesAreDatedOnTheClock: an exchange counts from the clock's
+// reading when its ping was sent, so a fence on the same clock closes
+// fence-after later in virtual time, and a ping sent after that opens it.
+func TestExchangesAreDatedOnTheClock(t *testing.T) {
+	srv := startHeartbeatServer(t, false)
+	clk := clock.NewFake(time.Now())
+	fence := NewFenceOn(clk, time.Second)
+	kick := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		RunHeartbeats(ctx, HeartbeatConfig{
+			Target:     func() string { return srv.addr },
+			Ping:       func() *heartbeatpb.Ping { return &heartbeatpb.Ping{Name: "kaas-1"} },
+			OnPush:     func(*heartbeatpb.Push) {},
+			OnExchange: fence.Exchanged,
+			Kick:       kick,
+			Interval:   time.Hour, // pings go out at the stream's start and when kicked
+			Log:        zerolog.Nop(),
+			Clock:      clk,
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, "the first exchange", 5*time.Second, func() bool { return !fence.Fenced() })
+	clk.Advance(time.Second)
+	if fence.Fenced() {
+		t.Fatal("fenced at fence_after after the exchanged ping was sent")
+	}
+	clk.Advance(time.Millisecond)
+	if !fence.Fenced() {
+		t.Fatal("not fenced past fence_after after the exchanged ping was sent")
+	}
+	select {
+	case kick <- struct{}{}:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the ping loop took no kick")
+	}
+	waitFor(t, "an exchange for the kicked ping", 5*time.Second, func() bool { return !fence.Fenced() })
+	if srv.pings.Load() != 2 {
+		t.Fatalf("%d pings, want the first and the kicked one", srv.pings.Load())
+	}
 }

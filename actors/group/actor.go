@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/groupstore"
@@ -30,8 +31,10 @@ type Options struct {
 	ViewPoll time.Duration
 	// Watch is an actor (the supervisor) whose end stops the coordinator.
 	Watch *actor.PID
-	// Now is the clock (time.Now).
-	Now func() time.Time
+	// Clock gives the group actors and the manager the time, their timers
+	// (session and rebalance deadlines, load grace, cleanup, the view poll)
+	// and their tickers; clock.Real when nil.
+	Clock clock.Clock
 	// OnGroupsChanged, when set, is told the names of every group this
 	// broker still holds (serving or closing) whenever that set changes: the
 	// controller waits for a group to disappear from it before giving the
@@ -57,9 +60,7 @@ func (o *Options) defaults() {
 	if o.ViewPoll <= 0 {
 		o.ViewPoll = time.Second
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	o.Clock = clock.OrReal(o.Clock)
 }
 
 // maxQueuedWhileLoading bounds the requests held while a group loads.
@@ -143,10 +144,10 @@ type groupActor struct {
 	writes    []write
 	persisted *groupstore.Meta
 
-	timer   *time.Timer
+	timer   clock.Timer
 	timerAt time.Time
-	cleanup *time.Timer
-	grace   *time.Timer
+	cleanup clock.Timer
+	grace   clock.Timer
 }
 
 func newGroupActor(opts *Options, id string, seq uint64) func() actor.Actor {
@@ -158,9 +159,9 @@ func newGroupActor(opts *Options, id string, seq uint64) func() actor.Actor {
 
 func (a *groupActor) send(msg any) { a.system.Root.Send(a.self, msg) }
 
-func (a *groupActor) after(d time.Duration, msg any) *time.Timer {
+func (a *groupActor) after(d time.Duration, msg any) clock.Timer {
 	self, system := a.self, a.system
-	return time.AfterFunc(d, func() { system.Root.Send(self, msg) })
+	return a.opts.Clock.AfterFunc(d, func() { system.Root.Send(self, msg) })
 }
 
 // Receive implements actor.Actor.
@@ -206,7 +207,7 @@ func (a *groupActor) Receive(ctx actor.Context) {
 		return
 	case *tick:
 		a.timerAt = time.Time{}
-		a.g.Tick(a.opts.Now())
+		a.g.Tick(a.opts.Clock.Now())
 	case *cleanupTick:
 		a.cleanup = a.after(a.opts.CleanupInterval, &cleanupTick{})
 		a.runCleanup()
@@ -224,7 +225,7 @@ func (a *groupActor) Receive(ctx actor.Context) {
 }
 
 func (a *groupActor) stopTimers() {
-	for _, t := range []*time.Timer{a.timer, a.cleanup, a.grace} {
+	for _, t := range []clock.Timer{a.timer, a.cleanup, a.grace} {
 		if t != nil {
 			t.Stop()
 		}
@@ -262,7 +263,7 @@ func (a *groupActor) onLoaded(m *loaded) {
 	}
 	a.glog = m.log
 	a.persisted = m.st.Meta
-	a.g.Load(a.opts.Now(), m.st)
+	a.g.Load(a.opts.Clock.Now(), m.st)
 	a.phase = phaseReady
 	if recs := a.stampTopicIDs(); len(recs) > 0 {
 		a.enqueue(write{recs: recs})
@@ -301,7 +302,7 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 		gc.Reply(errorReply(a.id, gc.Op, kerr.NotCoordinator.Code))
 		return
 	}
-	now := a.opts.Now()
+	now := a.opts.Clock.Now()
 	topics := viewTopics{a.opts.Views.Load()}
 	client := Client{ID: gc.ClientID, Host: gc.ClientHost}
 	reply := func(r kmsg.Response) { gc.Reply(r) }
@@ -385,7 +386,7 @@ func (a *groupActor) runCleanup() {
 		a.log.Info().Int("offsets", n).Msg("removed committed offsets of deleted topics")
 	}
 	recs = append(recs, a.stampTopicIDs()...)
-	expired := a.g.Expire(a.opts.Now())
+	expired := a.g.Expire(a.opts.Clock.Now())
 	if n := len(expired); n > 0 {
 		a.log.Info().Int("offsets", n).Msg("expired committed offsets")
 	}
@@ -516,7 +517,7 @@ func (a *groupActor) onRelinquish() {
 }
 
 func (a *groupActor) afterMessage() {
-	now := a.opts.Now()
+	now := a.opts.Clock.Now()
 	if a.phase == phaseReleasing {
 		if !a.writing && len(a.writes) == 0 && a.glog != nil {
 			l := a.glog

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
@@ -96,7 +97,7 @@ type manager struct {
 	lists    []*messages.GroupList // ListGroups waiting for the first scan
 	rescan   bool
 	stopping bool
-	poll     *time.Timer
+	poll     clock.Timer
 	reported []string // last set given to OnGroupsChanged
 }
 
@@ -174,7 +175,7 @@ func (m *manager) Receive(ctx actor.Context) {
 
 func (m *manager) armPoll(ctx actor.Context) {
 	self, system := ctx.Self(), ctx.ActorSystem()
-	m.poll = time.AfterFunc(m.opts.ViewPoll, func() { system.Root.Send(self, &viewPoll{}) })
+	m.poll = m.opts.Clock.AfterFunc(m.opts.ViewPoll, func() { system.Root.Send(self, &viewPoll{}) })
 }
 
 func (m *manager) count() {
@@ -269,7 +270,7 @@ func (m *manager) list(ctx actor.Context, l *messages.GroupList) {
 		// LoadGrace, then COORDINATOR_LOAD_IN_PROGRESS).
 		if len(m.lists) == 0 {
 			self, system := ctx.Self(), ctx.ActorSystem()
-			time.AfterFunc(m.opts.LoadGrace, func() { system.Root.Send(self, &listGrace{}) })
+			m.opts.Clock.AfterFunc(m.opts.LoadGrace, func() { system.Root.Send(self, &listGrace{}) })
 		}
 		m.lists = append(m.lists, l)
 		return
@@ -370,7 +371,7 @@ func (m *manager) beginStop(ctx actor.Context) {
 	}
 	m.count()
 	self, system := ctx.Self(), ctx.ActorSystem()
-	time.AfterFunc(10*time.Second, func() { system.Root.Send(self, &stopDeadline{}) })
+	m.opts.Clock.AfterFunc(10*time.Second, func() { system.Root.Send(self, &stopDeadline{}) })
 	m.maybeStop(ctx)
 }
 

@@ -2,6 +2,7 @@ package group
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/groupstore"
@@ -43,13 +45,70 @@ func view(mine func(string) bool) *routing.View {
 	return v
 }
 
-func startCoordinator(t *testing.T, store groupstore.Store, views *routing.Store) *Coordinator {
+// testClock is a virtual clock that also counts the timers armed, by
+// duration: a test advances it once the actor it waits on has armed its
+// timer (actors arm timers on their own goroutines).
+type testClock struct {
+	*clock.Fake
+	mu      sync.Mutex
+	armed   map[time.Duration]int
+	changed chan struct{} // closed and replaced at every arming
+}
+
+func newTestClock() *testClock {
+	return &testClock{Fake: clock.NewFake(time.Now()), armed: map[time.Duration]int{}, changed: make(chan struct{})}
+}
+
+// AfterFunc implements clock.Clock.
+func (c *testClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	tm := c.Fake.AfterFunc(d, f)
+	c.mu.Lock()
+	c.armed[d]++
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+	return tm
+}
+
+// armedCount is how many timers of duration d have been armed so far.
+func (c *testClock) armedCount(d time.Duration) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.armed[d]
+}
+
+// awaitArmed waits until n timers of duration d have been armed in all.
+func (c *testClock) awaitArmed(t *testing.T, d time.Duration, n int) {
+	t.Helper()
+	timeout := time.After(5 * time.Second)
+	for {
+		c.mu.Lock()
+		got, changed := c.armed[d], c.changed
+		c.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("%d timers of %v armed, want %d", got, d, n)
+		}
+	}
+}
+
+const (
+	testViewPoll  = 20 * time.Millisecond
+	testLoadGrace = 200 * time.Millisecond
+)
+
+func startCoordinator(t *testing.T, store groupstore.Store, views *routing.Store) (*Coordinator, *testClock) {
 	t.Helper()
 	sys := actorsys.NewSystem()
 	cfg := testConfig()
 	cfg.NewID = nil
 	cfg.InitialRebalanceDelay = 2 * time.Second
-	c, err := Start(sys, "groups", Options{Group: cfg, Store: store, Views: views, ViewPoll: 20 * time.Millisecond, LoadGrace: 200 * time.Millisecond})
+	clk := newTestClock()
+	c, err := Start(sys, "groups", Options{Group: cfg, Store: store, Views: views, ViewPoll: testViewPoll, LoadGrace: testLoadGrace, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +116,7 @@ func startCoordinator(t *testing.T, store groupstore.Store, views *routing.Store
 		c.Stop(5 * time.Second)
 		sys.Shutdown()
 	})
-	return c
+	return c, clk
 }
 
 func callGroup(c *Coordinator, group string, op any) <-chan any {
@@ -77,13 +136,24 @@ func await(t *testing.T, ch <-chan any) any {
 	}
 }
 
+type listResult struct {
+	rows []messages.GroupRow
+	code int16
+}
+
+func requestList(c *Coordinator) <-chan listResult {
+	ch := make(chan listResult, 1)
+	c.Ref().Send(&messages.GroupList{Reply: func(rows []messages.GroupRow, code int16) { ch <- listResult{rows, code} }})
+	return ch
+}
+
 func listGroups(t *testing.T, c *Coordinator) ([]messages.GroupRow, int16) {
-	type res struct {
-		rows []messages.GroupRow
-		code int16
-	}
-	ch := make(chan res, 1)
-	c.Ref().Send(&messages.GroupList{Reply: func(rows []messages.GroupRow, code int16) { ch <- res{rows, code} }})
+	t.Helper()
+	return awaitList(t, requestList(c))
+}
+
+func awaitList(t *testing.T, ch <-chan listResult) ([]messages.GroupRow, int16) {
+	t.Helper()
 	select {
 	case r := <-ch:
 		return r.rows, r.code
@@ -95,6 +165,7 @@ func listGroups(t *testing.T, c *Coordinator) ([]messages.GroupRow, int16) {
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	// Polls work done on the actors' and the store's goroutines, not time.
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if cond() {
 			return
@@ -107,18 +178,20 @@ func TestManagerLoadsCommitsAndForgets(t *testing.T) {
 	views := &routing.Store{}
 	views.Publish(view(nil))
 	slow := &slowStore{Store: groupstore.NewMemory(), gate: make(chan struct{})}
-	c := startCoordinator(t, slow, views)
+	c, clk := startCoordinator(t, slow, views)
 
 	// While the offsets load, requests wait (up to LoadGrace)...
 	commit := commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 7}})
 	pending := callGroup(c, "g", commit)
-	time.Sleep(50 * time.Millisecond)
+	clk.awaitArmed(t, testLoadGrace, 1) // the group actor started
+	clk.Advance(testLoadGrace - time.Millisecond)
 	select {
 	case <-pending:
 		t.Fatal("answered before the group loaded")
 	default:
 	}
 	// ...then get COORDINATOR_LOAD_IN_PROGRESS.
+	clk.Advance(time.Millisecond)
 	r := await(t, pending).(*kmsg.OffsetCommitResponse)
 	if c := r.Topics[0].Partitions[0].ErrorCode; c != kerr.CoordinatorLoadInProgress.Code {
 		t.Fatalf("commit while loading: %s", code(c))
@@ -165,7 +238,7 @@ func TestManagerFollowsTheView(t *testing.T) {
 	views := &routing.Store{}
 	publish := func() { views.Publish(view(func(g string) bool { return g != "a" || mineA.Load() })) }
 	publish()
-	c := startCoordinator(t, groupstore.NewMemory(), views)
+	c, clk := startCoordinator(t, groupstore.NewMemory(), views)
 
 	hb := kmsg.NewPtrHeartbeatRequest()
 	if r := await(t, callGroup(c, "b", hb)).(*kmsg.HeartbeatResponse); r.ErrorCode != kerr.UnknownMemberID.Code {
@@ -175,11 +248,12 @@ func TestManagerFollowsTheView(t *testing.T) {
 	j := joinReq("", "m")
 	j.Version = 3
 	parked := callGroup(c, "a", j)
-	time.Sleep(20 * time.Millisecond)
-	// The group moves to another broker: the parked join is answered
-	// NOT_COORDINATOR, and so is everything after.
+	await(t, callGroup(c, "a", &messages.GroupDescribe{Version: 5})) // the join is parked
+	// The group moves to another broker (seen at the next view poll): the
+	// parked join is answered NOT_COORDINATOR, and so is everything after.
 	mineA.Store(false)
 	publish()
+	clk.Advance(testViewPoll)
 	r := await(t, parked).(*kmsg.JoinGroupResponse)
 	if r.ErrorCode != kerr.NotCoordinator.Code {
 		t.Fatalf("parked join after the group moved: %s", code(r.ErrorCode))
@@ -220,10 +294,13 @@ func TestManagerListsStoredGroupsOnceLoaded(t *testing.T) {
 	views := &routing.Store{}
 	views.Publish(view(nil))
 	slow := &slowStore{Store: mem, gate: make(chan struct{})}
-	c := startCoordinator(t, slow, views)
+	c, clk := startCoordinator(t, slow, views)
 	// The stored group is known but still loading: ListGroups waits, then
 	// says so.
-	if rows, code0 := listGroups(t, c); code0 != kerr.CoordinatorLoadInProgress.Code {
+	list := requestList(c)
+	clk.awaitArmed(t, testLoadGrace, 2) // the stored group's load and the list wait
+	clk.Advance(testLoadGrace)
+	if rows, code0 := awaitList(t, list); code0 != kerr.CoordinatorLoadInProgress.Code {
 		t.Fatalf("list while loading: %+v %s", rows, code(code0))
 	}
 	close(slow.gate)
@@ -263,7 +340,7 @@ func TestManagerCommitFailsWhenTheLogDoes(t *testing.T) {
 	views := &routing.Store{}
 	views.Publish(view(nil))
 	store := &flakyStore{Store: groupstore.NewMemory()}
-	c := startCoordinator(t, store, views)
+	c, _ := startCoordinator(t, store, views)
 	commitAt := func(off int64) int16 {
 		r := await(t, callGroup(c, "g", commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: off}}))).(*kmsg.OffsetCommitResponse)
 		return r.Topics[0].Partitions[0].ErrorCode
@@ -298,8 +375,10 @@ func TestCleanupRemovesOffsetsOfDeletedTopics(t *testing.T) {
 	sys := actorsys.NewSystem()
 	cfg := testConfig()
 	cfg.NewID = nil
+	clk := newTestClock()
+	const cleanupInterval = 20 * time.Millisecond
 	c, err := Start(sys, "groups", Options{Group: cfg, Store: store, Views: views, ViewPoll: 10 * time.Millisecond,
-		LoadGrace: 200 * time.Millisecond, CleanupInterval: 20 * time.Millisecond})
+		LoadGrace: 200 * time.Millisecond, CleanupInterval: cleanupInterval, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,11 +397,21 @@ func TestCleanupRemovesOffsetsOfDeletedTopics(t *testing.T) {
 	if !stored() {
 		t.Fatal("the commit is not in the store")
 	}
+	// cleanup runs the group's periodic cleanup once: the tick, then a
+	// call queued behind it.
+	cleanup := func() {
+		n := clk.armedCount(cleanupInterval)
+		clk.Advance(cleanupInterval)
+		clk.awaitArmed(t, cleanupInterval, n+1)
+		await(t, callGroup(c, "g", &messages.GroupDescribe{Version: 5}))
+	}
 	// A view from no assignment (version 0) lists no topics: nothing goes.
 	blind := view(func(string) bool { return true })
 	blind.Topics, blind.TopicIDs = map[string]*routing.Topic{}, map[[16]byte]*routing.Topic{}
 	views.Publish(blind)
-	time.Sleep(300 * time.Millisecond)
+	for range 3 {
+		cleanup()
+	}
 	if !stored() {
 		t.Fatal("offsets removed on a view from no assignment")
 	}
@@ -331,6 +420,7 @@ func TestCleanupRemovesOffsetsOfDeletedTopics(t *testing.T) {
 	gone.Version = 2
 	gone.Topics, gone.TopicIDs = map[string]*routing.Topic{}, map[[16]byte]*routing.Topic{}
 	views.Publish(gone)
+	cleanup()
 	eventually(t, "the deleted topic's offsets to go", func() bool { return !stored() })
 }
 
@@ -352,7 +442,7 @@ func TestLoadStampsCommitsWithoutTopicID(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = l.Close()
-	c := startCoordinator(t, store, views)
+	c, _ := startCoordinator(t, store, views)
 	eventually(t, "the load", func() bool {
 		r, ok := (<-callGroup(c, "g", &messages.GroupFetchOffsets{Version: 8, MemberEpoch: -1})).(kmsg.OffsetFetchResponseGroup)
 		return ok && r.ErrorCode == 0
@@ -362,4 +452,30 @@ func TestLoadStampsCommitsWithoutTopicID(t *testing.T) {
 		c, ok := st.Offsets[tp]
 		return ok && c.Offset == 7 && c.TopicID == topicID("t")
 	})
+}
+
+// TestRebalanceDelayRunsOnTheClock: a join parked for the initial
+// rebalance delay is answered once that delay has passed on the
+// coordinator's clock, and not before.
+func TestRebalanceDelayRunsOnTheClock(t *testing.T) {
+	views := &routing.Store{}
+	views.Publish(view(func(string) bool { return true }))
+	c, clk := startCoordinator(t, groupstore.NewMemory(), views)
+	const delay = 2 * time.Second // startCoordinator's initial rebalance delay
+	j := joinReq("", "m")
+	j.Version = 3
+	parked := callGroup(c, "g", j)
+	clk.awaitArmed(t, delay, 1) // the group's timer points at the end of the delay
+	clk.Advance(delay - time.Millisecond)
+	await(t, callGroup(c, "g", &messages.GroupDescribe{Version: 5})) // the group ticked
+	select {
+	case r := <-parked:
+		t.Fatalf("join answered before the initial rebalance delay: %+v", r)
+	default:
+	}
+	clk.Advance(time.Millisecond)
+	r := await(t, parked).(*kmsg.JoinGroupResponse)
+	if r.ErrorCode != 0 || r.LeaderID != r.MemberID {
+		t.Fatalf("join after the initial rebalance delay: %s, leader %q member %q", code(r.ErrorCode), r.LeaderID, r.MemberID)
+	}
 }
