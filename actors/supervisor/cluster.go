@@ -26,7 +26,6 @@ import (
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
-	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
 // ClusterConfig configures the cluster-mode supervisor.
@@ -532,7 +531,7 @@ func validateSpec(spec messages.TopicSpec, v *routing.View) (int16, string) {
 	if v != nil {
 		_, exists = v.Topics[spec.Name]
 	}
-	return specError(spec, exists, balancer.MaxPartitionsPerTopic)
+	return topicError(topicRequest{Create: &spec, Exists: exists}, balancer.MaxPartitionsPerTopic)
 }
 
 func (s *Cluster) deleteTopics(m *messages.DeleteTopics) {
@@ -597,7 +596,7 @@ func (s *Cluster) createPartitions(m *messages.CreatePartitions) {
 			if ok {
 				current = int32(len(t.Partitions))
 			}
-			r.ErrorCode, r.ErrorMessage = growError(pc, ok, current, balancer.MaxPartitionsPerTopic)
+			r.ErrorCode, r.ErrorMessage = topicError(topicRequest{Grow: &pc, Exists: ok, Current: current}, balancer.MaxPartitionsPerTopic)
 			switch {
 			case r.ErrorCode != 0:
 			case m.ValidateOnly:
@@ -622,8 +621,9 @@ func (s *Cluster) createPartitions(m *messages.CreatePartitions) {
 }
 
 func (s *Cluster) alterConfig(m *messages.AlterTopicConfig) {
-	if err := topicconfig.Validate(m.Config); err != nil {
-		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.InvalidConfig.Code, ErrorMessage: err.Error()})
+	// The KafkaTopic patch below answers an unknown topic.
+	if code, msg := topicError(topicRequest{Alter: m.Config, Exists: true}, balancer.MaxPartitionsPerTopic); code != 0 {
+		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: code, ErrorMessage: msg})
 		return
 	}
 	if m.ValidateOnly {
