@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/controller"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
@@ -25,7 +26,6 @@ import (
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
-	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
 // ClusterConfig configures the cluster-mode supervisor.
@@ -60,7 +60,9 @@ type ClusterConfig struct {
 	Fence *cluster.Fence
 	// DefaultPartitions applies to CreateTopics with -1 and auto-creation.
 	DefaultPartitions int32
-	Log               zerolog.Logger
+	// Clock runs the supervisor's timers (nil: the wall clock).
+	Clock clock.Clock
+	Log   zerolog.Logger
 }
 
 type (
@@ -73,30 +75,15 @@ type (
 		epoch int64
 		prev  *assignment.Assignment
 	}
-	deposed           struct{}
-	partitionReleased struct {
-		tp  routing.TP
-		ref actorsys.Ref
-	}
-	// partitionOpened: a partition actor's first open has finished.
-	partitionOpened struct {
-		tp  routing.TP
-		ref actorsys.Ref
-	}
+	deposed struct{}
+	// coreEvent is an event for the core from a callback or timer.
+	coreEvent struct{ ev Event }
 )
 
-type ledPartition struct {
-	ref         actorsys.Ref
-	revoked     *atomic.Bool // shared with the actor (partition.Config.Revoked)
-	topicID     string
-	leaderEpoch int32
-	releasing   bool
-	// opening: taken here, its open not finished yet. The heartbeat says
-	// so, and the controller counts the partition as still moving.
-	opening bool
-	// retake is a Take that arrived while the partition was still closing
-	// here: it is applied once the close is done (one open per process).
-	retake *assignment.PartitionRef
+// partActor is a partition actor the shell runs for a core generation.
+type partActor struct {
+	ref     actorsys.Ref
+	revoked *atomic.Bool // shared with the actor (partition.Config.Revoked)
 }
 
 // Cluster is the cluster-mode supervisor actor: it follows assignment.json,
@@ -104,15 +91,15 @@ type ledPartition struct {
 // runs the controller actor while it holds it.
 type Cluster struct {
 	cfg      ClusterConfig
+	core     *Core
+	clock    clock.Clock
 	follower *assignment.Follower
 	cancel   context.CancelFunc
-	current  *assignment.Assignment
-	parts    map[routing.TP]*ledPartition
-	// held is where each partition current holds leaderless was led from
-	// (trackHeld), for Metadata.
-	held      map[routing.TP]heldLeader
-	ctrl      actorsys.Ref
-	ctrlEpoch int64
+	// refs are the partition actors by core generation, until retired.
+	refs map[uint64]partActor
+	ctrl actorsys.Ref
+	// leaseCtx ends when the Lease the running controller serves is lost.
+	leaseCtx  context.Context
 	isLeader  atomic.Bool
 	pingState atomic.Pointer[heartbeatpb.Ping]
 	// applied is the newest assignment file applied: set
@@ -122,8 +109,6 @@ type Cluster struct {
 	topicAdmin *cluster.Topics
 	kick       chan struct{}
 	stopElect  context.CancelFunc
-	groups     []string // consumer groups this broker coordinates (GroupsLed)
-	spawned    uint64   // partition actors spawned (unique names)
 	elector    atomic.Pointer[leaderelection.LeaderElector]
 	pingQueued bool // a refreshPing is in the mailbox
 	// pingNow: the queued refreshPing also sends the ping at once.
@@ -186,8 +171,10 @@ func NewCluster(cfg ClusterConfig) func() actor.Actor {
 		cfg.DefaultPartitions = 1
 	}
 	return func() actor.Actor {
-		return &Cluster{cfg: cfg, parts: map[routing.TP]*ledPartition{}, topicAdmin: &cluster.Topics{Dyn: cfg.Dyn, Namespace: cfg.Namespace},
-			kick: make(chan struct{}, 1)}
+		return &Cluster{cfg: cfg, clock: clock.OrReal(cfg.Clock), refs: map[uint64]partActor{},
+			core:       NewCore(CoreConfig{Self: cfg.Self, ConcurrentMoves: cfg.ConcurrentMoves, RetireAfter: retireAfter, Log: cfg.Log}),
+			topicAdmin: &cluster.Topics{Dyn: cfg.Dyn, Namespace: cfg.Namespace},
+			kick:       make(chan struct{}, 1)}
 	}
 }
 
@@ -202,57 +189,21 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		}
 		s.cfg.Hub.SetController(actorsys.Ref{}, 0, nil)
 	case *assignmentAccepted:
-		s.apply(ctx, m)
+		s.step(ctx, Applied{Prev: m.prev, Next: m.next, Changes: m.changes})
 	case *elected:
-		s.becomeController(ctx, m)
+		s.leaseCtx = m.ctx
+		s.step(ctx, Elected{Epoch: m.epoch, Prev: m.prev, Ended: m.ctx.Err() != nil})
 	case *deposed:
-		s.stopController()
-		s.publish(ctx)
+		s.step(ctx, Deposed{})
 	case *controller.LeaseLost:
-		// The controller found, on a fresh read, that the Lease moved on:
-		// stop it now rather than wait for client-go to notice.
-		if s.ctrl.Valid() && m.Epoch == s.ctrlEpoch {
-			s.cfg.Log.Warn().Int64("epoch", m.Epoch).Msg("controller lost the lease; stopping it")
-			s.isLeader.Store(false)
-			s.stopController()
-			s.publish(ctx)
-		}
-	case *partitionReleased:
-		var retake *assignment.PartitionRef
-		if lp, ok := s.parts[m.tp]; ok && lp.ref == m.ref {
-			retake = lp.retake
-			delete(s.parts, m.tp)
-		}
-		// The idle actor answers NOT_LEADER_OR_FOLLOWER for a while before
-		// it stops: connections that routed to it just before the release
-		// get a retriable answer rather than a dead letter.
-		time.AfterFunc(retireAfter, m.ref.Poison)
-		if retake != nil && s.current != nil {
-			if t, ok := s.current.Topics[retake.Topic]; ok && t.ID == retake.TopicID && int(retake.Partition) < len(t.Partitions) &&
-				t.Partitions[retake.Partition].Leader == s.cfg.Self.ID {
-				retake.LeaderEpoch = t.Partitions[retake.Partition].LeaderEpoch
-				s.take(ctx, *retake, t.Config)
-				s.publish(ctx)
-			}
-		}
-		// Report the release at once: the controller waits for it before
-		// giving the partition to its next leader. (One ping for every
-		// release already queued: a drain releases hundreds together.)
-		s.refreshPingSoon(ctx, true)
-	case *partitionOpened:
-		if lp, ok := s.parts[m.tp]; ok && lp.ref == m.ref && lp.opening {
-			lp.opening = false
-			// A controller bounding its moves may wait for opens to finish
-			// before it starts more: tell it at once. Every broker of a
-			// cluster runs with the same flags; without a bound, nothing
-			// waits for this, and it rides the next heartbeat.
-			s.refreshPingSoon(ctx, s.cfg.ConcurrentMoves > 0)
-		}
+		s.step(ctx, ControllerLostLease{Epoch: m.Epoch})
+	case *coreEvent:
+		s.step(ctx, m.ev)
 	case *refreshPing:
 		s.pingQueued = false
 		s.updatePing()
 		if e := s.cfg.Log.Debug(); e.Enabled() {
-			e.Int("listed", len(s.parts)).Bool("send", s.pingNow).Msg("ping rebuilt")
+			e.Int("listed", len(s.core.parts)).Bool("send", s.pingNow).Msg("ping rebuilt")
 		}
 		if s.pingNow {
 			s.pingNow = false
@@ -261,20 +212,18 @@ func (s *Cluster) Receive(ctx actor.Context) {
 	case *Ping:
 		m.Reply()
 	case *GroupsLed:
-		s.groups = m.Names
-		s.updatePing()
-		s.kickHeartbeat()
+		s.step(ctx, GroupsReported{Names: m.Names})
 	case *OpenPartitions:
 		var from time.Time
-		if len(s.parts) == 0 {
+		if len(s.core.parts) == 0 {
 			s.updatePing()
-			from = time.Now()
+			from = s.clock.Now()
 			s.kickHeartbeat()
 		}
-		m.Reply(len(s.parts), from)
+		m.Reply(len(s.core.parts), from)
 	case *Drain:
 		if !s.draining.Swap(true) {
-			s.cfg.Log.Info().Int("led", len(s.parts)).Bool("controller", s.ctrl.Valid()).Msg("draining")
+			s.cfg.Log.Info().Int("led", len(s.core.parts)).Bool("controller", s.ctrl.Valid()).Msg("draining")
 			s.stopElect()
 			s.kickHeartbeat()
 		}
@@ -287,6 +236,76 @@ func (s *Cluster) Receive(ctx actor.Context) {
 	case *messages.AlterTopicConfig:
 		s.alterConfig(m)
 	}
+}
+
+// step feeds one event to the core and executes its effects in order.
+func (s *Cluster) step(ctx actor.Context, ev Event) {
+	self, system := ctx.Self(), ctx.ActorSystem()
+	send := func(ev Event) { system.Root.Send(self, &coreEvent{ev: ev}) }
+	for _, e := range s.core.Step(ev, s.clock.Now()) {
+		switch e := e.(type) {
+		case Spawn:
+			s.spawnPartition(ctx, e, send)
+		case Take:
+			s.refs[e.Gen].ref.Send(&messages.TakeLeadership{TopicID: e.Ref.TopicID, LeaderEpoch: e.Ref.LeaderEpoch, Config: e.Config})
+		case Relinquish:
+			pa := s.refs[e.Gen]
+			if pa.revoked != nil {
+				pa.revoked.Store(true)
+			}
+			tp, gen := e.TP, e.Gen
+			pa.ref.Send(&messages.RelinquishLeadership{Delete: e.Delete, Done: func(error) { send(Released{TP: tp, Gen: gen}) }})
+		case UpdateConfig:
+			s.refs[e.Gen].ref.Send(&messages.UpdateConfig{Config: e.Config})
+		case After:
+			s.clock.AfterFunc(e.D, func() { send(e.Event) })
+		case Poison:
+			if pa, ok := s.refs[e.Gen]; ok {
+				delete(s.refs, e.Gen)
+				pa.ref.Poison()
+			}
+		case SetApplied:
+			applied := e.Position
+			s.applied.Store(&applied)
+		case Publish:
+			s.publish()
+		case RefreshPing:
+			s.refreshPingSoon(ctx, e.Send)
+		case UpdatePing:
+			s.updatePing()
+		case Kick:
+			s.kickHeartbeat()
+		case StartController:
+			s.startController(ctx, e)
+		case StopController:
+			s.cfg.Hub.SetController(actorsys.Ref{}, 0, nil)
+			s.ctrl.Stop()
+			s.ctrl = actorsys.Ref{}
+		case ClearLeader:
+			s.isLeader.Store(false)
+		}
+	}
+}
+
+// spawnPartition starts a partition actor and tells it to lead.
+func (s *Cluster) spawnPartition(ctx actor.Context, e Spawn, send func(Event)) {
+	t := e.Ref
+	tp := routing.TP{Topic: t.Topic, Partition: t.Partition}
+	pid := storage.PartitionID{Topic: t.Topic, TopicID: t.TopicID, Partition: t.Partition}
+	name := fmt.Sprintf("partition/%s/%s/%d/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch, e.Gen)
+	pcfg := s.cfg.Partition
+	pcfg.Revoked = &atomic.Bool{}
+	ref, err := actorsys.SpawnChildOn(ctx, name, partition.New(pid, pcfg), actorsys.PartitionPool())
+	if err != nil {
+		s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
+		s.core.Step(SpawnFailed{TP: tp, Gen: e.Gen}, s.clock.Now())
+		return
+	}
+	s.refs[e.Gen] = partActor{ref: ref, revoked: pcfg.Revoked}
+	gen := e.Gen
+	ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: e.Config, Opened: func(error) {
+		send(Opened{TP: tp, Gen: gen})
+	}})
 }
 
 func (s *Cluster) start(ctx actor.Context) {
@@ -361,25 +380,22 @@ func (s *Cluster) start(ctx actor.Context) {
 		},
 		Log: log.With().Str("component", "heartbeat").Logger(),
 	})
-	s.publish(ctx)
+	s.publish()
 }
 
-func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
-	s.stopController()
-	if m.ctx.Err() != nil {
-		return // deposed before this message was handled
-	}
+func (s *Cluster) startController(ctx actor.Context, e StartController) {
+	lctx := s.leaseCtx
 	// A broker that lost the Lease and won it back keeps its epoch (client-go
 	// counts a transition only when the holder changes), while the old
 	// controller may still be stopping: a fresh name each time.
 	ccfg := controller.Config{
 		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
-		Epoch: m.epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
+		Epoch: e.Epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
 		ConcurrentMoves: s.cfg.ConcurrentMoves,
-		StillLeader:     func() bool { return s.isLeader.Load() && m.ctx.Err() == nil },
+		StillLeader:     func() bool { return s.isLeader.Load() && lctx.Err() == nil },
 		ErrLeaseMovedOn: cluster.ErrNotHolder,
 		VerifyLease: func(ctx context.Context) error {
-			if m.ctx.Err() != nil {
+			if lctx.Err() != nil {
 				return errors.New("leadership ended")
 			}
 			// This process's own renewal of the Lease (an apiserver write
@@ -390,205 +406,42 @@ func (s *Cluster) becomeController(ctx actor.Context, m *elected) {
 			if s.renewedWithin(s.cfg.RenewDeadline - s.cfg.RetryPeriod) {
 				return nil
 			}
-			return cluster.VerifyHolder(ctx, s.cfg.Kube, s.cfg.Namespace, s.cfg.LeaseName, s.cfg.Incarnation, m.epoch)
+			return cluster.VerifyHolder(ctx, s.cfg.Kube, s.cfg.Namespace, s.cfg.LeaseName, s.cfg.Incarnation, e.Epoch)
 		},
-		Log: s.cfg.Log.With().Str("actor", "controller").Int64("epoch", m.epoch).Logger(),
+		Log: s.cfg.Log.With().Str("actor", "controller").Int64("epoch", e.Epoch).Logger(),
 	}
 	if lister, ok := s.cfg.Partition.Opener.(interface {
 		Partitions() ([]storage.PartitionID, error)
 	}); ok && s.cfg.StrayGrace > 0 {
 		ccfg.StrayGrace, ccfg.ListPartitions, ccfg.RemovePartition = s.cfg.StrayGrace, lister.Partitions, s.cfg.Partition.Opener.Remove
 	}
-	ref, err := actorsys.SpawnChildPrefix(ctx, fmt.Sprintf("controller-%d-", m.epoch), controller.New(ccfg, m.prev))
+	ref, err := actorsys.SpawnChildPrefix(ctx, fmt.Sprintf("controller-%d-", e.Epoch), controller.New(ccfg, e.Prev))
 	if err != nil {
 		s.cfg.Log.Error().Err(err).Msg("spawn controller")
+		s.core.Step(ControllerFailed{Seq: e.Seq}, s.clock.Now())
 		return
 	}
-	s.ctrl, s.ctrlEpoch = ref, m.epoch
-	s.cfg.Hub.SetController(ref, m.epoch, s.leaseFresh)
-	s.publish(ctx)
-	go cluster.WatchTopics(m.ctx, s.cfg.Dyn, s.cfg.Namespace, func(ts map[string]balancer.TopicSpec) {
+	s.ctrl = ref
+	s.cfg.Hub.SetController(ref, e.Epoch, s.leaseFresh)
+	go cluster.WatchTopics(lctx, s.cfg.Dyn, s.cfg.Namespace, func(ts map[string]balancer.TopicSpec) {
 		ref.Send(&controller.TopicsChanged{Topics: ts})
 	}, s.cfg.Log.With().Str("component", "topic-watch").Logger())
 }
 
-func (s *Cluster) stopController() {
-	if !s.ctrl.Valid() {
-		return
-	}
-	s.cfg.Hub.SetController(actorsys.Ref{}, 0, nil)
-	s.ctrl.Stop()
-	s.ctrl = actorsys.Ref{}
-}
-
-// apply makes this broker serve exactly what the accepted assignment says.
-func (s *Cluster) apply(ctx actor.Context, m *assignmentAccepted) {
-	s.current = m.next
-	s.held = trackHeld(m.prev, m.next, s.held)
-	for _, r := range m.changes.Relinquish {
-		tp := routing.TP{Topic: r.Topic, Partition: r.Partition}
-		lp, ok := s.parts[tp]
-		if !ok || lp.releasing {
-			continue
-		}
-		lp.releasing = true
-		lp.revoked.Store(true)
-		nt, still := m.next.Topics[r.Topic]
-		del := !still || nt.ID != r.TopicID
-		ref, self, system := lp.ref, ctx.Self(), ctx.ActorSystem()
-		ref.Send(&messages.RelinquishLeadership{Delete: del, Done: func(error) {
-			system.Root.Send(self, &partitionReleased{tp: tp, ref: ref})
-		}})
-	}
-	for _, t := range append(m.changes.Take, m.changes.EpochChanged...) {
-		tp := routing.TP{Topic: t.Topic, Partition: t.Partition}
-		cfg := m.next.Topics[t.Topic].Config
-		lp, ok := s.parts[tp]
-		switch {
-		case ok && !lp.releasing && lp.topicID == t.TopicID:
-			lp.leaderEpoch = t.LeaderEpoch
-			lp.ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg})
-		case ok && lp.releasing:
-			r := t
-			lp.retake = &r
-		default:
-			s.take(ctx, t, cfg)
-		}
-	}
-	// Config changes of partitions kept.
-	if m.prev != nil {
-		for tp, lp := range s.parts {
-			ot, nt := m.prev.Topics[tp.Topic], m.next.Topics[tp.Topic]
-			if !lp.releasing && !maps.Equal(ot.Config, nt.Config) {
-				lp.ref.Send(&messages.UpdateConfig{Config: nt.Config})
-			}
-		}
-	}
-	// Only now, with every partition it gave away revoked above, may an
-	// exchange that names this file lift the fence.
-	applied := assignment.PositionOf(m.next)
-	s.applied.Store(&applied)
-	s.cfg.Log.Info().Int64("epoch", m.next.ControllerEpoch).Int64("version", m.next.AssignmentVersion).
-		Int("take", len(m.changes.Take)).Int("relinquish", len(m.changes.Relinquish)).Int("led", s.ledCount()).Msg("assignment applied")
-	s.publish(ctx)
-	// Report at once that this file is applied: the controller confirms
-	// releases only from brokers that have applied the file holding them.
-	s.kickHeartbeat()
-}
-
-// take spawns a partition actor and tells it to lead.
-func (s *Cluster) take(ctx actor.Context, t assignment.PartitionRef, cfg map[string]string) {
-	tp := routing.TP{Topic: t.Topic, Partition: t.Partition}
-	pid := storage.PartitionID{Topic: t.Topic, TopicID: t.TopicID, Partition: t.Partition}
-	s.spawned++ // a retired actor of the same partition and epoch may still run
-	name := fmt.Sprintf("partition/%s/%s/%d/%d/%d", t.Topic, t.TopicID, t.Partition, t.LeaderEpoch, s.spawned)
-	pcfg := s.cfg.Partition
-	pcfg.Revoked = &atomic.Bool{}
-	ref, err := actorsys.SpawnChildOn(ctx, name, partition.New(pid, pcfg), actorsys.PartitionPool())
-	if err != nil {
-		s.cfg.Log.Error().Err(err).Str("topic", t.Topic).Int32("partition", t.Partition).Msg("spawn partition actor")
-		return
-	}
-	self, system := ctx.Self(), ctx.ActorSystem()
-	ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: cfg, Opened: func(error) {
-		system.Root.Send(self, &partitionOpened{tp: tp, ref: ref})
-	}})
-	s.parts[tp] = &ledPartition{ref: ref, revoked: pcfg.Revoked, topicID: t.TopicID, leaderEpoch: t.LeaderEpoch, opening: true}
-}
-
-func (s *Cluster) ledCount() int {
-	n := 0
-	for _, lp := range s.parts {
-		if !lp.releasing {
-			n++
-		}
-	}
-	return n
-}
-
-// publish builds the routing view from the assignment in force and the
-// partition actors this broker runs.
-func (s *Cluster) publish(ctx actor.Context) {
-	a := s.current
-	v := &routing.View{
-		ClusterID: s.cfg.ClusterID,
-		Self:      s.cfg.Self.ID,
-		Role:      "broker",
-		Topics:    map[string]*routing.Topic{},
-		TopicIDs:  map[[16]byte]*routing.Topic{},
-		Local:     map[routing.TP]actorsys.Ref{},
-	}
-	if s.ctrl.Valid() {
-		v.Role = "controller"
-	}
-	if a == nil {
-		self := s.cfg.Self
-		self.Alive = true
-		v.Brokers = []routing.Broker{self}
-		v.ControllerID = -1
-		v.Coordinator = func(string) (routing.Broker, bool) { return routing.Broker{}, false }
-	} else {
-		v.Epoch, v.Version = a.ControllerEpoch, a.AssignmentVersion
-		v.ControllerID = -1
-		if c, ok := a.BrokerByName(a.Controller); ok {
-			v.ControllerID = c.ID
-		}
-		for _, b := range a.Brokers {
-			v.Brokers = append(v.Brokers, routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port,
-				Alive: b.State != assignment.Dead, Fenced: b.State != assignment.Alive})
-		}
-		for name, t := range a.Topics {
-			id, err := ParseUUID(t.ID)
-			if err != nil {
-				id = uuidFromString(t.ID)
-			}
-			rt := &routing.Topic{Name: name, ID: id, Config: t.Config, Partitions: make([]routing.Partition, len(t.Partitions))}
-			for i, p := range t.Partitions {
-				rt.Partitions[i] = routing.Partition{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
-				if p.Leader != assignment.NoLeader {
-					continue // the common case: no lookup for it on every publish
-				}
-				if h, ok := s.held[routing.TP{Topic: name, Partition: int32(i)}]; ok && h.topicID == t.ID {
-					rt.Partitions[i].HeldFrom = &routing.Partition{Leader: h.leader, LeaderEpoch: h.epoch}
-				}
-			}
-			v.Topics[name] = rt
-			v.TopicIDs[id] = rt
-		}
-		selfID := s.cfg.Self.ID
-		v.Coordinator = func(group string) (routing.Broker, bool) {
-			b, ok := assignment.CoordinatorFor(group, a)
-			if !ok {
-				return routing.Broker{}, false
-			}
-			return routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port, Alive: true}, b.ID == selfID
-		}
-	}
-	sortBrokers(v.Brokers)
-	for tp, lp := range s.parts {
-		if !lp.releasing {
-			v.Local[tp] = lp.ref
-		}
-	}
-	s.cfg.Store.Publish(v)
+// publish publishes the routing view of the core's state.
+func (s *Cluster) publish() {
+	s.cfg.Store.Publish(s.core.View(s.cfg.ClusterID, func(gen uint64) (actorsys.Ref, bool) {
+		pa, ok := s.refs[gen]
+		return pa.ref, ok
+	}))
 	s.updatePing()
 }
 
 func (s *Cluster) updatePing() {
-	p := &heartbeatpb.Ping{
+	s.pingState.Store(s.core.Ping(&heartbeatpb.Ping{
 		BrokerId: s.cfg.Self.ID, Name: s.cfg.Self.Name, Incarnation: s.cfg.Incarnation,
 		KafkaHost: s.cfg.Self.Host, KafkaPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr, Healthy: true,
-	}
-	if s.current != nil {
-		p.ControllerEpoch, p.AssignmentVersion = s.current.ControllerEpoch, s.current.AssignmentVersion
-	}
-	p.Groups = s.groups
-	// Every partition with an actor counts, including ones still closing:
-	// only a finished close is a release.
-	for tp, lp := range s.parts {
-		p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: lp.leaderEpoch, Opening: lp.opening})
-	}
-	s.pingState.Store(p)
+	}))
 }
 
 // appliedFile returns the newest assignment file applied (zero: none).
@@ -678,7 +531,7 @@ func validateSpec(spec messages.TopicSpec, v *routing.View) (int16, string) {
 	if v != nil {
 		_, exists = v.Topics[spec.Name]
 	}
-	return specError(spec, exists, balancer.MaxPartitionsPerTopic)
+	return topicError(topicRequest{Create: &spec, Exists: exists}, balancer.MaxPartitionsPerTopic)
 }
 
 func (s *Cluster) deleteTopics(m *messages.DeleteTopics) {
@@ -743,7 +596,7 @@ func (s *Cluster) createPartitions(m *messages.CreatePartitions) {
 			if ok {
 				current = int32(len(t.Partitions))
 			}
-			r.ErrorCode, r.ErrorMessage = growError(pc, ok, current, balancer.MaxPartitionsPerTopic)
+			r.ErrorCode, r.ErrorMessage = topicError(topicRequest{Grow: &pc, Exists: ok, Current: current}, balancer.MaxPartitionsPerTopic)
 			switch {
 			case r.ErrorCode != 0:
 			case m.ValidateOnly:
@@ -768,8 +621,9 @@ func (s *Cluster) createPartitions(m *messages.CreatePartitions) {
 }
 
 func (s *Cluster) alterConfig(m *messages.AlterTopicConfig) {
-	if err := topicconfig.Validate(m.Config); err != nil {
-		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.InvalidConfig.Code, ErrorMessage: err.Error()})
+	// The KafkaTopic patch below answers an unknown topic.
+	if code, msg := topicError(topicRequest{Alter: m.Config, Exists: true}, balancer.MaxPartitionsPerTopic); code != 0 {
+		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: code, ErrorMessage: msg})
 		return
 	}
 	if m.ValidateOnly {

@@ -22,7 +22,6 @@ import (
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
-	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
 // TopicRecord is one topic as the local registry persists it.
@@ -168,7 +167,7 @@ func (s *Local) createTopics(ctx actor.Context, m *messages.CreateTopics) {
 
 func (s *Local) validateSpec(spec messages.TopicSpec) (int16, string) {
 	_, exists := s.topics[spec.Name]
-	return specError(spec, exists, s.cfg.MaxPartitions)
+	return topicError(topicRequest{Create: &spec, Exists: exists}, s.cfg.MaxPartitions)
 }
 
 func (s *Local) lookup(name string, id [16]byte) (*topicState, bool) {
@@ -231,7 +230,7 @@ func (s *Local) createPartitions(ctx actor.Context, m *messages.CreatePartitions
 		if ok {
 			current = t.rec.Partitions
 		}
-		r.ErrorCode, r.ErrorMessage = growError(pc, ok, current, s.cfg.MaxPartitions)
+		r.ErrorCode, r.ErrorMessage = topicError(topicRequest{Grow: &pc, Exists: ok, Current: current}, s.cfg.MaxPartitions)
 		switch {
 		case r.ErrorCode != 0:
 		case m.ValidateOnly:
@@ -245,12 +244,8 @@ func (s *Local) createPartitions(ctx actor.Context, m *messages.CreatePartitions
 
 func (s *Local) alterConfig(ctx actor.Context, m *messages.AlterTopicConfig) {
 	t, ok := s.topics[m.Topic]
-	if !ok {
-		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownTopicOrPartition.Code})
-		return
-	}
-	if err := topicconfig.Validate(m.Config); err != nil {
-		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.InvalidConfig.Code, ErrorMessage: err.Error()})
+	if code, msg := topicError(topicRequest{Alter: m.Config, Exists: ok}, s.cfg.MaxPartitions); code != 0 {
+		m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: code, ErrorMessage: msg})
 		return
 	}
 	if m.ValidateOnly {

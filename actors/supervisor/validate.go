@@ -11,9 +11,38 @@ import (
 
 const manualAssignmentRefused = "kaas places partitions itself; manual replica assignment is not supported"
 
-// specError is the Kafka error a CreateTopics entry gets (0 if valid), for
+// topicRequest is one entry of a topic-admin request, exactly one of
+// Create, Grow or Alter set, with what the mode knows of its topic.
+type topicRequest struct {
+	Create *messages.TopicSpec      // a CreateTopics entry
+	Grow   *messages.PartitionCount // a CreatePartitions entry
+	Alter  map[string]string        // the config of an AlterConfigs entry
+	// Exists: the topic is known. Current: its partition count (Grow).
+	Exists  bool
+	Current int32
+}
+
+// topicError is the Kafka error a topic-admin entry gets (0 if valid):
+// the one set of rules (names, partition counts, replication factor, the
+// refusal of manual replica assignment, configs through topicconfig) for
 // both the local registry and KafkaTopic objects.
-func specError(spec messages.TopicSpec, exists bool, maxPartitions int32) (int16, string) {
+func topicError(r topicRequest, maxPartitions int32) (int16, string) {
+	switch {
+	case r.Create != nil:
+		return createError(*r.Create, r.Exists, maxPartitions)
+	case r.Grow != nil:
+		return growError(*r.Grow, r.Exists, r.Current, maxPartitions)
+	}
+	if !r.Exists {
+		return kerr.UnknownTopicOrPartition.Code, ""
+	}
+	if err := topicconfig.Validate(r.Alter); err != nil {
+		return kerr.InvalidConfig.Code, err.Error()
+	}
+	return 0, ""
+}
+
+func createError(spec messages.TopicSpec, exists bool, maxPartitions int32) (int16, string) {
 	if err := topicconfig.ValidTopicName(spec.Name); err != nil {
 		return kerr.InvalidTopicException.Code, err.Error()
 	}
@@ -38,7 +67,6 @@ func specError(spec messages.TopicSpec, exists bool, maxPartitions int32) (int16
 	return 0, ""
 }
 
-// growError is the Kafka error a CreatePartitions entry gets (0 if valid).
 func growError(pc messages.PartitionCount, exists bool, current, maxPartitions int32) (int16, string) {
 	switch {
 	case !exists:
