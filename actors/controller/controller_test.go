@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
@@ -88,6 +89,15 @@ func TestControllerWritesAndReassertsItsFile(t *testing.T) {
 		return err == nil && e == 5
 	})
 }
+
+// manualNow is the real clock's ticks with a time the test sets by hand.
+type manualNow struct {
+	clock.Clock
+	now func() time.Time
+}
+
+func (c manualNow) Now() time.Time                  { return c.now() }
+func (c manualNow) Since(t time.Time) time.Duration { return c.now().Sub(t) }
 
 // inheritingController starts kaas-0's controller at epoch 6 over prev
 // (stored as epoch 6, version 10); shutdown stops its actor system.
@@ -187,14 +197,14 @@ func TestStarvedControllerDeclaresNobodyDead(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	clock := time.Now()
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	at := time.Now()
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return at }
+	advance := func(d time.Duration) { mu.Lock(); at = at.Add(d); mu.Unlock() }
 	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	ref, err := sys.Spawn("controller", New(Config{
 		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
-		Epoch: 6, DataDir: dir, DeadAfter: 4 * time.Second, Tick: 10 * time.Millisecond, Hub: NewHub(), Now: now, Log: zerolog.Nop(),
+		Epoch: 6, DataDir: dir, DeadAfter: 4 * time.Second, Tick: 10 * time.Millisecond, Hub: NewHub(), Clock: manualNow{clock.Real(), now}, Log: zerolog.Nop(),
 	}, prev))
 	if err != nil {
 		t.Fatal(err)
