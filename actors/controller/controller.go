@@ -14,6 +14,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -97,11 +99,35 @@ const leaseCheckTimeout = 5 * time.Second
 
 // Actor is the controller actor: the shell of a Core.
 type Actor struct {
-	cfg      Config
-	core     *Core
-	clock    clock.Clock
-	stopTick context.CancelFunc
+	cfg   Config
+	core  *Core
+	clock clock.Clock
+	tick  *ticker
 }
+
+// ticker sends Tick every period from a chain of clock timers (so that a
+// fake clock's Advance delivers the ticks it passes before it returns). At
+// most one Tick waits in the mailbox, as time.Ticker drops the ticks a slow
+// reader misses: a stalled controller does not come back to a backlog.
+type ticker struct {
+	pending atomic.Bool
+	mu      sync.Mutex
+	timer   clock.Timer
+	stopped bool
+}
+
+func (t *ticker) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stopped = true
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+}
+
+// flushed is closed when handled: every message sent before it has been
+// (tests wait on it instead of sleeping).
+type flushed chan struct{}
 
 // New returns the controller actor's producer. prev is the assignment found
 // on the volume (nil if none).
@@ -137,31 +163,40 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(ctx, Start{})
 		a.cfg.Log.Info().Int64("epoch", a.cfg.Epoch).Msg("controller started")
 	case *actor.Stopping:
-		if a.stopTick != nil {
-			a.stopTick()
+		if a.tick != nil {
+			a.tick.stop()
 		}
 		a.cfg.Log.Info().Int64("epoch", a.cfg.Epoch).Msg("controller stopped")
+	case Tick:
+		a.tick.pending.Store(false)
+		a.step(ctx, m)
 	case Event:
 		a.step(ctx, m)
+	case flushed:
+		close(m)
 	}
 }
 
 // startTicker sends Tick every cfg.Tick until the actor stops.
 func (a *Actor) startTicker(ctx actor.Context) {
-	tctx, cancel := context.WithCancel(context.Background())
-	a.stopTick = cancel
-	self, system, t := ctx.Self(), ctx.ActorSystem(), a.clock.NewTicker(a.cfg.Tick)
-	go func() {
-		defer t.Stop()
-		for {
-			select {
-			case <-tctx.Done():
-				return
-			case <-t.C():
-				system.Root.Send(self, Tick{})
-			}
+	t := &ticker{}
+	a.tick = t
+	self, system, clk, period := ctx.Self(), ctx.ActorSystem(), a.clock, a.cfg.Tick
+	var fire func()
+	fire = func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.stopped {
+			return
 		}
-	}()
+		if t.pending.CompareAndSwap(false, true) {
+			system.Root.Send(self, Tick{})
+		}
+		t.timer = clk.AfterFunc(period, fire)
+	}
+	t.mu.Lock()
+	t.timer = clk.AfterFunc(period, fire)
+	t.mu.Unlock()
 }
 
 func (a *Actor) step(ctx actor.Context, ev Event) {
