@@ -183,14 +183,14 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 		// Stale when a recompute owed after a write absorbed it.
 		if c.recompute == recomputeQueued {
 			c.recompute = recomputeClean
-			c.recomputeNow(e.Why)
+			c.runRecompute(e.Why)
 		}
 	case *TopicsChanged:
 		c.topics = e.Topics
 		if c.strays == strayOff && c.cfg.StrayGrace > 0 {
 			c.strays = strayIdle
 		}
-		c.recomputeNow("topics changed")
+		c.runRecompute("topics changed")
 	case Tick:
 		c.tick()
 	case HeaderRead:
@@ -242,19 +242,19 @@ func (c *Core) tick() {
 	switch {
 	case c.writer == writerRetry:
 		c.writer = writerIdle
-		c.recomputeNow("retry after a failed write")
+		c.runRecompute("retry after a failed write")
 	case c.volume == volumeReassert && c.writer == writerIdle && c.prev != nil:
 		c.volume = volumeDurable
 		c.write(c.prev)
 	default:
 		if states := c.states(); !maps.Equal(states, c.lastState) || c.prev == nil || c.prev.ControllerEpoch != c.cfg.Epoch {
-			c.recomputeNow("alive set changed")
+			c.runRecompute("alive set changed")
 			return
 		}
 		if c.deferred > 0 {
 			// Room is normally made by a ping that reports an open done;
 			// this is the backstop.
-			c.recomputeNow("deferred moves")
+			c.runRecompute("deferred moves")
 		}
 		c.checkFile()
 	}
@@ -292,12 +292,12 @@ func (c *Core) onWritten(m Written) {
 	}
 	if c.recompute == recomputeDirty {
 		c.recompute = recomputeClean
-		c.recomputeNow("changes during write")
+		c.runRecompute("changes during write")
 	} else if m.Err == nil && c.holding {
 		// Releases reported while this file was being written were not yet
 		// waited for (the file before held nothing): a ping that already
 		// no longer lists a partition held here has released it.
-		c.recomputeNow("file holds moves")
+		c.runRecompute("file holds moves")
 	}
 }
 
@@ -416,9 +416,9 @@ func (c *Core) states() map[string]assignment.BrokerState {
 	return out
 }
 
-// recomputeNow computes the next assignment and writes it if it changed,
+// runRecompute computes the next assignment and writes it if it changed,
 // or owes the recompute to the end of the write in flight.
-func (c *Core) recomputeNow(why string) {
+func (c *Core) runRecompute(why string) {
 	if c.writer == writerWriting {
 		c.recompute = recomputeDirty
 		return

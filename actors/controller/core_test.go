@@ -309,6 +309,37 @@ var coreScenarios = []struct {
 		},
 	},
 	{
+		name: "a re-assertion owed when the next write fails: the retry comes first and its file covers it",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"topics 4 -> write 5.2",
+			"dirsync-failed ->", // of 5.1
+			"write-failed ->",   // 5.2 never renamed: 5.1 is still the file
+			"tick -> write 5.2", // the retry
+			"written -> hub 5.2; push 5.2",
+			"tick -> read-header",
+		},
+	},
+	{
+		name: "a queued recompute overtaken by one owed after a write does nothing",
+		cfg:  CoreConfig{Epoch: 6},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 -> soon",
+			"topics 3 -> write 6.11",
+			"ping kaas-1 lists=1 ->",
+			"topics 4 ->", // owed after the write
+			"written -> hub 6.11; push 6.11; write 6.12",
+			"soon ->",
+			"written -> hub 6.12; push 6.12",
+			"ping kaas-1 lists=1 draining -> soon",
+		},
+	},
+	{
 		name: "a lower epoch's or older version's file on the volume is re-asserted",
 		cfg:  CoreConfig{Epoch: 5},
 		script: []string{
