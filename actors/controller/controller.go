@@ -107,8 +107,8 @@ type Actor struct {
 
 // ticker sends Tick every period from a chain of clock timers (so that a
 // fake clock's Advance delivers the ticks it passes before it returns). At
-// most one Tick waits in the mailbox, as time.Ticker drops the ticks a slow
-// reader misses: a stalled controller does not come back to a backlog.
+// most one Tick waits in the mailbox: a stalled controller does not come
+// back to a backlog of ticks, each checking the same moment.
 type ticker struct {
 	pending atomic.Bool
 	mu      sync.Mutex
