@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
@@ -37,6 +39,43 @@ func dataDir(t *testing.T) string {
 	return dir
 }
 
+// flush waits until ref has handled every message sent to it before.
+func flush(t *testing.T, ref actorsys.Ref) {
+	t.Helper()
+	done := make(flushed)
+	ref.Send(done)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the controller's mailbox not drained within 10s")
+	}
+}
+
+// eventually polls cond, which waits on the controller's file I/O (real,
+// on goroutines), for up to within; between runs before each later poll
+// (advancing a fake clock, sending pings).
+func eventually(t *testing.T, what string, within time.Duration, between func(), cond func() bool) {
+	t.Helper()
+	if !pollUntil(within, between, cond) {
+		t.Fatalf("%s: not within %v", what, within)
+	}
+}
+
+// pollUntil is eventually's loop: it reports whether cond held in time.
+func pollUntil(within time.Duration, between func(), cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+		if between != nil {
+			between()
+		}
+	}
+	return true
+}
+
 // TestControllerWritesAndReassertsItsFile: a controller writes its epoch's
 // assignment, and when a lower epoch's file replaces it on the volume (a
 // deposed controller's late write), it puts its own back.
@@ -45,6 +84,7 @@ func TestControllerWritesAndReassertsItsFile(t *testing.T) {
 	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	hub := NewHub()
+	// The real clock: this test covers the production ticker.
 	ref, err := sys.Spawn("controller", New(Config{
 		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
 		Epoch: 5, DataDir: dir, DeadAfter: time.Second, Tick: 20 * time.Millisecond, Hub: hub, Log: zerolog.Nop(),
@@ -54,18 +94,8 @@ func TestControllerWritesAndReassertsItsFile(t *testing.T) {
 	}
 	ref.Send(&TopicsChanged{Topics: map[string]balancer.TopicSpec{"t": {ID: "id-1", Partitions: 3, Config: map[string]string{}}}})
 	path := assignment.Path(dir)
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 5s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	var mine *assignment.Assignment
-	wait("controller writes epoch 5 with the topic", func() bool {
+	eventually(t, "controller writes epoch 5 with the topic", 5*time.Second, nil, func() bool {
 		a, err := assignment.ReadFile(path)
 		if err != nil || a.ControllerEpoch != 5 || len(a.Topics["t"].Partitions) != 3 {
 			return false
@@ -83,15 +113,16 @@ func TestControllerWritesAndReassertsItsFile(t *testing.T) {
 	if err := assignment.WriteFile(dir, &stale); err != nil {
 		t.Fatal(err)
 	}
-	wait("controller re-asserts its epoch", func() bool {
+	eventually(t, "controller re-asserts its epoch", 5*time.Second, nil, func() bool {
 		e, _, err := assignment.ReadHeader(path)
 		return err == nil && e == 5
 	})
 }
 
 // inheritingController starts kaas-0's controller at epoch 6 over prev
-// (stored as epoch 6, version 10); shutdown stops its actor system.
-func inheritingController(t *testing.T, prev *assignment.Assignment, concurrentMoves int) (dir string, ref actorsys.Ref, shutdown func()) {
+// (stored as epoch 6, version 10) on a fake clock (ticks are the test's to
+// advance); shutdown stops its actor system.
+func inheritingController(t *testing.T, prev *assignment.Assignment, concurrentMoves int) (dir string, ref actorsys.Ref, fake *clock.Fake, shutdown func()) {
 	t.Helper()
 	dir = dataDir(t)
 	prev.ControllerEpoch, prev.AssignmentVersion, prev.Controller = 6, 10, "kaas-0"
@@ -101,15 +132,16 @@ func inheritingController(t *testing.T, prev *assignment.Assignment, concurrentM
 	sys := actorsys.NewSystem()
 	shutdown = sync.OnceFunc(sys.Shutdown)
 	t.Cleanup(shutdown)
+	fake = clock.NewFake(time.Unix(1_700_000_000, 0))
 	ref, err := sys.Spawn("controller", New(Config{
 		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
 		Epoch: 6, DataDir: dir, DeadAfter: time.Minute, Tick: 20 * time.Millisecond, Hub: NewHub(), Log: zerolog.Nop(),
-		ConcurrentMoves: concurrentMoves,
+		ConcurrentMoves: concurrentMoves, Clock: fake,
 	}, prev))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, ref, shutdown
+	return dir, ref, fake, shutdown
 }
 
 // TestReleaseNeedsACurrentReport: a held partition is handed on only when
@@ -119,14 +151,14 @@ func inheritingController(t *testing.T, prev *assignment.Assignment, concurrentM
 func TestReleaseNeedsACurrentReport(t *testing.T) {
 	prev := doc(0, -1, 2)
 	prev.Topics["t"].Partitions[1] = assignment.Partition{Leader: -1, LeaderEpoch: 4}
-	dir, ref, shutdown := inheritingController(t, prev, 0)
+	dir, ref, fake, shutdown := inheritingController(t, prev, 0)
 	ping := func(name string, id int32, version int64, parts ...int32) {
 		p := &heartbeatpb.Ping{BrokerId: id, Name: name, KafkaHost: "127.0.0.1", KafkaPort: 9092 + id, Healthy: true,
 			ControllerEpoch: 6, AssignmentVersion: version}
 		for _, n := range parts {
 			p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: "t", Partition: n, LeaderEpoch: 1})
 		}
-		ref.Send(&BrokerPing{Ping: p, At: time.Now()})
+		ref.Send(&BrokerPing{Ping: p, At: fake.Now()})
 	}
 	leader := func() int32 {
 		a, err := assignment.ReadFile(assignment.Path(dir))
@@ -152,22 +184,20 @@ func TestReleaseNeedsACurrentReport(t *testing.T) {
 		ping("kaas-0", 0, v, 0)
 		ping("kaas-1", 1, v)
 		ping("kaas-2", 2, 9, 2)
-		time.Sleep(30 * time.Millisecond)
+		fake.Advance(20 * time.Millisecond)
+		flush(t, ref)
 		if l := leader(); l != -1 {
 			t.Fatalf("partition 1 given to %d on the report of a broker behind the file", l)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for leader() == -1 {
-		if time.Now().After(deadline) {
-			t.Fatal("partition 1 still held after every broker reported on the current file")
-		}
+	eventually(t, "partition 1 handed on after every broker reported on the current file", 5*time.Second, func() {
 		v := version()
 		ping("kaas-0", 0, v, 0)
 		ping("kaas-1", 1, v)
 		ping("kaas-2", 2, v, 2)
-		time.Sleep(30 * time.Millisecond)
-	}
+		fake.Advance(20 * time.Millisecond)
+		flush(t, ref)
+	}, func() bool { return leader() != -1 })
 	if l := leader(); l != 1 {
 		t.Fatalf("partition 1 went to %d, want kaas-1", l)
 	}
@@ -186,15 +216,21 @@ func TestStarvedControllerDeclaresNobodyDead(t *testing.T) {
 	if err := assignment.WriteFile(dir, prev); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	clock := time.Now()
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+	now := fake.Now
+	const tick = 250 * time.Millisecond
+	// ticks lets d pass one tick at a time, each handled before the next.
+	ticks := func(ref actorsys.Ref, d time.Duration) {
+		for range d / tick {
+			fake.Advance(tick)
+			flush(t, ref)
+		}
+	}
 	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	ref, err := sys.Spawn("controller", New(Config{
 		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
-		Epoch: 6, DataDir: dir, DeadAfter: 4 * time.Second, Tick: 10 * time.Millisecond, Hub: NewHub(), Now: now, Log: zerolog.Nop(),
+		Epoch: 6, DataDir: dir, DeadAfter: 4 * time.Second, Tick: tick, Hub: NewHub(), Clock: fake, Log: zerolog.Nop(),
 	}, prev))
 	if err != nil {
 		t.Fatal(err)
@@ -214,10 +250,9 @@ func TestStarvedControllerDeclaresNobodyDead(t *testing.T) {
 	for _, b := range []string{"kaas-0", "kaas-1", "kaas-2"} {
 		ping(b, int32(b[len(b)-1]-'0'))
 	}
-	time.Sleep(100 * time.Millisecond)
+	flush(t, ref)
 	// Nobody's pings are processed for 6 s (> DeadAfter): starvation.
-	advance(6 * time.Second)
-	time.Sleep(200 * time.Millisecond) // many ticks
+	ticks(ref, 6*time.Second)
 	if l := leaders(); l[1] != 1 || l[2] != 2 {
 		t.Fatalf("a starved controller moved partitions: leaders %v", l)
 	}
@@ -225,22 +260,17 @@ func TestStarvedControllerDeclaresNobodyDead(t *testing.T) {
 	// queued behind the stall arrive in any order): many ticks in between
 	// must not take kaas-2 for dead.
 	ping("kaas-0", 0)
-	time.Sleep(200 * time.Millisecond)
+	ticks(ref, 1500*time.Millisecond) // within dead-after/2
 	if l := leaders(); l[1] != 1 || l[2] != 2 {
 		t.Fatalf("a controller hearing its own broker again moved partitions before the others' pings could arrive: leaders %v", l)
 	}
 	// kaas-2 is heard too; kaas-1 stays silent past the grace of
 	// DeadAfter/2 and is dead.
-	deadline := time.Now().Add(5 * time.Second)
-	for leaders()[1] == 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("kaas-1, silent past dead-after while the controller hears others, still leads: %v", leaders())
-		}
-		advance(100 * time.Millisecond)
+	eventually(t, "kaas-1, silent past dead-after while the controller hears others, moved away", 5*time.Second, func() {
 		ping("kaas-0", 0)
 		ping("kaas-2", 2)
-		time.Sleep(20 * time.Millisecond)
-	}
+		ticks(ref, tick)
+	}, func() bool { return leaders()[1] != 1 })
 	if l := leaders(); l[2] != 2 {
 		t.Fatalf("kaas-2 lost its partition: %v", l)
 	}
@@ -260,9 +290,10 @@ func TestFailedWriteRetriesAtTheTick(t *testing.T) {
 	sys := actorsys.NewSystem()
 	t.Cleanup(sys.Shutdown)
 	const tick = 50 * time.Millisecond
+	fake := clock.NewFake(time.Unix(1_700_000_000, 0))
 	ref, err := sys.Spawn("controller", New(Config{
 		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
-		Epoch: 1, DataDir: notADir, DeadAfter: time.Second, Tick: tick, Hub: NewHub(), Log: zerolog.Nop(),
+		Epoch: 1, DataDir: notADir, DeadAfter: time.Second, Tick: tick, Hub: NewHub(), Log: zerolog.Nop(), Clock: fake,
 		VerifyLease: func(context.Context) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -273,11 +304,21 @@ func TestFailedWriteRetriesAtTheTick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return attempts
+	}
 	ref.Send(&TopicsChanged{Topics: map[string]balancer.TopicSpec{"t": {ID: "id-1", Partitions: 3, Config: map[string]string{}}}})
-	time.Sleep(20 * tick)
-	mu.Lock()
-	n := attempts
-	mu.Unlock()
+	// Each tick waits for the attempt before it (a real write failing)
+	// and the mailbox, so a retry at once would show as extra attempts.
+	for i := 1; i <= 20; i++ {
+		eventually(t, fmt.Sprintf("write attempt %d", i), 5*time.Second, nil, func() bool { return count() >= i })
+		flush(t, ref)
+		fake.Advance(tick)
+	}
+	flush(t, ref)
+	n := count()
 	// One write per tick at most (plus the first); a loop makes thousands.
 	if n < 2 || n > 22 {
 		t.Fatalf("%d write attempts in %v with a %v tick: want a retry per tick", n, 20*tick, tick)
@@ -290,7 +331,7 @@ func TestFailedWriteRetriesAtTheTick(t *testing.T) {
 // rest meanwhile, and everything is handed on in the end.
 func TestDrainRunsInWaves(t *testing.T) {
 	prev := doc(0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2)
-	dir, ref, shutdown := inheritingController(t, prev, 2)
+	dir, ref, fake, shutdown := inheritingController(t, prev, 2)
 	// opening[broker][partition]: taken, reported opening once, open on
 	// the next round.
 	opening := map[int32]map[int32]bool{0: {}, 2: {}}
@@ -344,9 +385,15 @@ func TestDrainRunsInWaves(t *testing.T) {
 			for n := range served[id] {
 				p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: "t", Partition: n, LeaderEpoch: 1, Opening: opening[id][n]})
 			}
-			ref.Send(&BrokerPing{Ping: p, At: time.Now()})
+			ref.Send(&BrokerPing{Ping: p, At: fake.Now()})
 		}
-		time.Sleep(40 * time.Millisecond)
+		fake.Advance(20 * time.Millisecond)
+		flush(t, ref)
+		// A file these pings release something for is on its way.
+		pollUntil(200*time.Millisecond, nil, func() bool {
+			_, v, err := assignment.ReadHeader(assignment.Path(dir))
+			return err == nil && v != a.AssignmentVersion
+		})
 		// Opens reported once finish before the next round's pings.
 		for _, id := range []int32{0, 2} {
 			clear(opening[id])
@@ -388,7 +435,7 @@ func TestNextWriteStartsBeforeTheDirectorySync(t *testing.T) {
 	ref, err := sys.Spawn("controller", New(Config{
 		Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
 		Epoch: 5, DataDir: dir, DeadAfter: time.Second, Tick: 20 * time.Millisecond, Hub: NewHub(), Log: zerolog.Nop(),
-		WriteFile: slowFirst,
+		WriteFile: slowFirst, Clock: clock.NewFake(time.Unix(1_700_000_000, 0)),
 	}, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -396,16 +443,13 @@ func TestNextWriteStartsBeforeTheDirectorySync(t *testing.T) {
 	path := assignment.Path(dir)
 	waitFor := func(what string, cond func(*assignment.Assignment) bool) *assignment.Assignment {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if a, err := assignment.ReadFile(path); err == nil && cond(a) {
-				return a
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 5s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		var got *assignment.Assignment
+		eventually(t, what, 5*time.Second, nil, func() bool {
+			a, err := assignment.ReadFile(path)
+			got = a
+			return err == nil && cond(a)
+		})
+		return got
 	}
 	ref.Send(&TopicsChanged{Topics: map[string]balancer.TopicSpec{"t": {ID: "id-1", Partitions: 3, Config: map[string]string{}}}})
 	first := waitFor("the first file", func(a *assignment.Assignment) bool { return len(a.Topics["t"].Partitions) == 3 })

@@ -1,11 +1,8 @@
 package controller
 
 import (
-	"context"
 	"sort"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/kaas-project/kaas/storage"
 )
@@ -35,110 +32,67 @@ func StrayPartitions(ids []storage.PartitionID, live map[string]bool) []storage.
 	return out
 }
 
-type (
-	// strayList is a listing of the data directory's partitions.
-	strayList struct {
-		ids []storage.PartitionID
-		err error
-	}
-	// straysRemoved reports the removal goroutine's end.
-	straysRemoved struct {
-		ids []storage.PartitionID
-		err error
-	}
-)
-
 // liveTopicIDs are the ids of every topic this controller knows: the ones
 // it last wrote and the ones its topic watch reports (a topic being created
 // is in the second before it is in a file, and before any directory of it
 // exists).
-func (a *Actor) liveTopicIDs() map[string]bool {
+func (c *Core) liveTopicIDs() map[string]bool {
 	live := map[string]bool{}
-	for _, t := range a.prev.Topics {
+	for _, t := range c.prev.Topics {
 		live[t.ID] = true
 	}
-	for _, t := range a.topics {
+	for _, t := range c.topics {
 		live[t.ID] = true
 	}
 	return live
 }
 
-// scanStrays lists the data directory on a goroutine, at most every
+// scanStrays asks for a listing of the data directory, at most every
 // StrayGrace/2, once this controller has written a file of its own epoch
 // from a topic list it has received.
-func (a *Actor) scanStrays(ctx actor.Context) {
-	c := a.cfg
-	if c.StrayGrace <= 0 || c.ListPartitions == nil || c.RemovePartition == nil || a.strayBusy || !a.haveTopic ||
-		a.prev == nil || a.prev.ControllerEpoch != c.Epoch || c.Now().Before(a.nextStrayScan) {
+func (c *Core) scanStrays() {
+	if c.strays != strayIdle || c.prev == nil || c.prev.ControllerEpoch != c.cfg.Epoch || c.now.Before(c.nextStrayScan) {
 		return
 	}
-	a.strayBusy = true
-	a.nextStrayScan = c.Now().Add(c.StrayGrace / 2)
-	self, system, list := ctx.Self(), ctx.ActorSystem(), c.ListPartitions
-	go func() {
-		ids, err := list()
-		system.Root.Send(self, &strayList{ids: ids, err: err})
-	}()
+	c.strays = strayListing
+	c.nextStrayScan = c.now.Add(c.cfg.StrayGrace / 2)
+	c.emit(ListPartitions{})
 }
 
-// onStrayList records when each stray partition was first seen and removes,
-// on a goroutine after a Lease check, those stray for StrayGrace.
-func (a *Actor) onStrayList(ctx actor.Context, m *strayList) {
-	a.strayBusy = false
-	if m.err != nil {
-		a.cfg.Log.Warn().Err(m.err).Msg("list partition directories")
+// onStrayList records when each stray partition was first seen and asks
+// for the removal, after a Lease check, of those stray for StrayGrace.
+func (c *Core) onStrayList(m PartitionsListed) {
+	c.strays = strayIdle
+	if m.Err != nil {
+		c.cfg.Log.Warn().Err(m.Err).Msg("list partition directories")
 		return
 	}
-	now := a.cfg.Now()
 	seen := map[storage.PartitionID]time.Time{}
 	var due []storage.PartitionID
-	for _, id := range StrayPartitions(m.ids, a.liveTopicIDs()) {
-		since, ok := a.straySince[id]
+	for _, id := range StrayPartitions(m.IDs, c.liveTopicIDs()) {
+		since, ok := c.straySince[id]
 		if !ok {
-			since = now
+			since = c.now
 		}
 		seen[id] = since
-		if now.Sub(since) >= a.cfg.StrayGrace {
+		if c.now.Sub(since) >= c.cfg.StrayGrace {
 			due = append(due, id)
 		}
 	}
-	a.straySince = seen
+	c.straySince = seen
 	if len(due) == 0 {
 		return
 	}
-	a.strayBusy = true
-	self, system, verify, remove, log := ctx.Self(), ctx.ActorSystem(), a.cfg.VerifyLease, a.cfg.RemovePartition, a.cfg.Log
-	go func() {
-		if verify != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := verify(ctx)
-			cancel()
-			if err != nil {
-				system.Root.Send(self, &straysRemoved{err: err})
-				return
-			}
-		}
-		var done []storage.PartitionID
-		for _, id := range due {
-			if err := remove(id); err != nil {
-				log.Warn().Err(err).Str("topic", id.Topic).Int32("partition", id.Partition).Str("topic_id", id.TopicID).
-					Msg("remove the directory of a deleted topic's partition")
-				continue
-			}
-			log.Warn().Str("topic", id.Topic).Int32("partition", id.Partition).Str("topic_id", id.TopicID).
-				Msg("removed the directory of a deleted topic's partition that no broker had removed")
-			done = append(done, id)
-		}
-		system.Root.Send(self, &straysRemoved{ids: done})
-	}()
+	c.strays = strayRemoving
+	c.emit(RemoveStrays{IDs: due})
 }
 
-func (a *Actor) onStraysRemoved(m *straysRemoved) {
-	a.strayBusy = false
-	if m.err != nil {
-		a.cfg.Log.Warn().Err(m.err).Msg("lease not confirmed; stray partition directories kept")
+func (c *Core) onStraysRemoved(m StraysRemoved) {
+	c.strays = strayIdle
+	if m.Err != nil {
+		c.cfg.Log.Warn().Err(m.Err).Msg("lease not confirmed; stray partition directories kept")
 	}
-	for _, id := range m.ids {
-		delete(a.straySince, id)
+	for _, id := range m.IDs {
+		delete(c.straySince, id)
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
@@ -81,9 +83,11 @@ func TestControllerRemovesStrayPartitions(t *testing.T) {
 			}
 			sys := actorsys.NewSystem()
 			t.Cleanup(sys.Shutdown)
+			fake := clock.NewFake(time.Unix(1_700_000_000, 0))
+			var refused atomic.Int32
 			ref, err := sys.Spawn("controller", New(Config{
 				Self: "kaas-0", SelfHost: "127.0.0.1", SelfPort: 9092, HeartbeatAddr: "127.0.0.1:9094",
-				Epoch: 1, DataDir: dir, DeadAfter: time.Second, Tick: 20 * time.Millisecond, Hub: NewHub(), Log: zerolog.Nop(),
+				Epoch: 1, DataDir: dir, DeadAfter: time.Second, Tick: 20 * time.Millisecond, Hub: NewHub(), Log: zerolog.Nop(), Clock: fake,
 				VerifyLease: func(context.Context) error {
 					// The first write goes through either way (the sweep runs
 					// only after one); every check after it fails without the
@@ -91,6 +95,7 @@ func TestControllerRemovesStrayPartitions(t *testing.T) {
 					if _, err := os.Stat(assignment.Path(dir)); err != nil || lease {
 						return nil
 					}
+					refused.Add(1)
 					return errors.New("lease held by another")
 				},
 				StrayGrace: 200 * time.Millisecond, ListPartitions: o.Partitions, RemovePartition: o.Remove,
@@ -103,26 +108,17 @@ func TestControllerRemovesStrayPartitions(t *testing.T) {
 				_, err := os.Stat(o.PartitionDir(id))
 				return err == nil
 			}
+			tick := func() { fake.Advance(20 * time.Millisecond) }
 			if lease {
-				deadline := time.Now().Add(10 * time.Second)
-				for exists(ids[1]) || exists(ids[2]) {
-					if time.Now().After(deadline) {
-						t.Fatal("the deleted topic's partition directories were not removed")
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
+				eventually(t, "the deleted topic's partition directories removed", 10*time.Second, tick, func() bool {
+					return !exists(ids[1]) && !exists(ids[2])
+				})
 			} else {
-				deadline := time.Now().Add(10 * time.Second)
-				for {
-					if _, err := os.Stat(assignment.Path(dir)); err == nil {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatal("no assignment written")
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-				time.Sleep(time.Second) // five graces
+				// Every removal is attempted (the grace has passed) and
+				// refused at its Lease check.
+				eventually(t, "three removals refused for want of the Lease", 10*time.Second, tick, func() bool {
+					return refused.Load() >= 3
+				})
 				if !exists(ids[1]) || !exists(ids[2]) {
 					t.Fatal("stray directories removed without a confirmed Lease")
 				}

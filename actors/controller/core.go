@@ -1,0 +1,563 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/assignment"
+)
+
+// CoreConfig is what the controller core needs of Config.
+type CoreConfig struct {
+	Self          string
+	SelfHost      string
+	SelfPort      int32
+	HeartbeatAddr string
+	Epoch         int64
+	DeadAfter     time.Duration
+	// StrayGrace: 0 never scans for stray directories.
+	StrayGrace      time.Duration
+	ConcurrentMoves int
+	// StillLeader is the cheap in-memory Lease check made before deciding
+	// to write (nil: always).
+	StillLeader func() bool
+	Log         zerolog.Logger
+}
+
+// writerPhase is the assignment file writer's state.
+type writerPhase uint8
+
+const (
+	// writerIdle: no write in flight; a recompute may start one.
+	writerIdle writerPhase = iota
+	// writerWriting: exactly one write (a recompute's or a re-assertion)
+	// is in flight until Written. No other write starts, header checks
+	// are neither started nor acted on (the file is about to change), and
+	// recomputes asked meanwhile are owed (recomputeDirty).
+	writerWriting
+	// writerRetry: the last write failed before its rename. The next tick
+	// recomputes, not at once: an assignment the codec refuses would
+	// otherwise be recomputed and refused in a loop.
+	writerRetry
+)
+
+// volumeState is what is known of prev's durability on the volume.
+type volumeState uint8
+
+const (
+	// volumeDurable: prev's rename is durable, or its directory fsync is
+	// still running.
+	volumeDurable volumeState = iota
+	// volumeReassert: prev's directory fsync failed, so its rename may not
+	// survive a crash. The next tick with the writer idle writes it again
+	// (same content and version, which brokers that have it ignore),
+	// unless a newer file is written first: its own directory fsync covers
+	// this rename too.
+	volumeReassert
+)
+
+// recomputePhase is what is owed of recomputes.
+type recomputePhase uint8
+
+const (
+	// recomputeClean: nothing is owed.
+	recomputeClean recomputePhase = iota
+	// recomputeQueued: a RecomputeNow is in the mailbox; the pings ahead of
+	// it are absorbed (cheap) before one recompute sees them all.
+	recomputeQueued
+	// recomputeDirty: a recompute was asked while a write was in flight;
+	// it runs when the write ends. Pings need not queue another one.
+	recomputeDirty
+)
+
+// headerPhase is the file-header check's state.
+type headerPhase uint8
+
+const (
+	headerIdle    headerPhase = iota
+	headerReading             // one ReadHeader in flight
+)
+
+// strayPhase is the stray-directory scanner's state (strays.go).
+type strayPhase uint8
+
+const (
+	// strayOff: no scans, until the topic watch has reported (only then
+	// does the controller know every live topic), or ever when StrayGrace
+	// is 0.
+	strayOff strayPhase = iota
+	// strayIdle: a scan starts at a tick once nextStrayScan has passed and
+	// a file of this epoch is written.
+	strayIdle
+	// strayListing: one ListPartitions in flight.
+	strayListing
+	// strayRemoving: one RemoveStrays (Lease check, then removals) in
+	// flight.
+	strayRemoving
+)
+
+type brokerRow struct {
+	info     balancer.BrokerInfo
+	lastPing time.Time
+	pinged   bool
+	healthy  bool
+	draining bool
+	// listed is what the broker's latest ping says it serves (opening,
+	// leading or still closing): the release confirmation of two-phase moves.
+	listed map[TP]bool
+	// opening is what of that it is still opening (nil: nothing).
+	opening map[TP]bool
+	// groups are the consumer groups it reports holding.
+	groups []string
+	// applied is the assignment file the broker had applied when it sent
+	// its latest ping: what it lists is only current from that file on.
+	applied Position
+}
+
+// Core is the controller's state machine in etcd raft's shape: Step takes
+// an event and the time and returns effects; it does no I/O.
+type Core struct {
+	cfg       CoreConfig
+	electedAt time.Time
+	brokers   map[string]*brokerRow
+	topics    map[string]balancer.TopicSpec
+	prev      *assignment.Assignment // last written or inherited
+	lastState map[string]assignment.BrokerState
+	// holding: the last written assignment holds partitions or slots for a
+	// release, or has moves in motion; a broker catching up with it may be
+	// what they wait for.
+	holding bool
+	// deferred: moves the last recompute left for later (ConcurrentMoves);
+	// an open finishing may make room for them.
+	deferred int
+	// grantedAt / slotGrantedAt: the file that last gave each partition a
+	// leader, each consumer-group slot an owner (Reports).
+	grantedAt     map[TP]Position
+	slotGrantedAt map[int]Position
+	// hearingSince is when this broker's own pings were heard again after a
+	// silence (states).
+	hearingSince time.Time
+
+	writer    writerPhase
+	volume    volumeState
+	recompute recomputePhase
+	header    headerPhase
+	strays    strayPhase
+	// straySince: stray partition directories and when each was first seen.
+	straySince    map[storage.PartitionID]time.Time
+	nextStrayScan time.Time
+
+	now time.Time
+	out []Effect
+}
+
+// NewCore returns the core of a controller elected over prev (the file found
+// on the volume; nil if none). Step(Start) puts it in force.
+func NewCore(cfg CoreConfig, prev *assignment.Assignment) *Core {
+	return &Core{cfg: cfg, prev: prev, brokers: map[string]*brokerRow{}, topics: map[string]balancer.TopicSpec{}}
+}
+
+// Step handles ev at now and returns the effects to execute, in order.
+func (c *Core) Step(ev Event, now time.Time) []Effect {
+	c.out, c.now = nil, now
+	switch e := ev.(type) {
+	case Start:
+		c.start()
+	case *BrokerPing:
+		changed := c.ping(e)
+		if l := c.cfg.Log.Debug(); l.Enabled() {
+			l.Str("broker", e.Ping.Name).Int("listed", len(e.Ping.Partitions)).Int64("applied", e.Ping.AssignmentVersion).
+				Bool("changed", changed).Dur("queued", now.Sub(e.At)).Msg("ping")
+		}
+		if changed {
+			c.recomputeSoon("broker report changed")
+		}
+	case RecomputeNow:
+		// Stale when a recompute owed after a write absorbed it.
+		if c.recompute == recomputeQueued {
+			c.recompute = recomputeClean
+			c.runRecompute(e.Why)
+		}
+	case *TopicsChanged:
+		c.topics = e.Topics
+		if c.strays == strayOff && c.cfg.StrayGrace > 0 {
+			c.strays = strayIdle
+		}
+		c.runRecompute("topics changed")
+	case Tick:
+		c.tick()
+	case HeaderRead:
+		c.onHeader(e)
+	case DirSyncFailed:
+		c.cfg.Log.Error().Err(e.Err).Int64("version", e.Version).Msg("write assignment: the rename may not be durable")
+		if c.prev != nil && c.prev.AssignmentVersion == e.Version {
+			c.volume = volumeReassert
+		}
+	case Written:
+		c.onWritten(e)
+	case PartitionsListed:
+		c.onStrayList(e)
+	case StraysRemoved:
+		c.onStraysRemoved(e)
+	}
+	out := c.out
+	c.out = nil
+	return out
+}
+
+func (c *Core) emit(e Effect) { c.out = append(c.out, e) }
+
+func (c *Core) start() {
+	c.electedAt = c.now
+	// An inherited file may hold moves: brokers catching up with it can
+	// confirm them.
+	c.holding = c.prev != nil
+	c.trackGrants(nil, c.prev)
+	var fileEpoch, fileVersion int64 // none inherited: every PONG counts
+	if c.prev != nil {
+		fileEpoch, fileVersion = c.prev.ControllerEpoch, c.prev.AssignmentVersion
+		for _, b := range c.prev.Brokers {
+			c.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, State: b.State},
+				healthy: b.State == assignment.Alive}
+		}
+		for name, t := range c.prev.Topics {
+			c.topics[name] = balancer.TopicSpec{ID: t.ID, Partitions: len(t.Partitions), Config: t.Config}
+		}
+	}
+	c.emit(SetWritten{Epoch: fileEpoch, Version: fileVersion})
+	// Its own broker pings it like any other (through the hub); until then
+	// what it serves is unknown, which holds pending moves.
+	c.brokers[c.cfg.Self] = &brokerRow{info: balancer.BrokerInfo{Name: c.cfg.Self, Host: c.cfg.SelfHost, Port: c.cfg.SelfPort}, healthy: true}
+}
+
+func (c *Core) tick() {
+	c.scanStrays()
+	switch {
+	case c.writer == writerRetry:
+		c.writer = writerIdle
+		c.runRecompute("retry after a failed write")
+	case c.volume == volumeReassert && c.writer == writerIdle && c.prev != nil:
+		c.volume = volumeDurable
+		c.write(c.prev)
+	default:
+		if states := c.states(); !maps.Equal(states, c.lastState) || c.prev == nil || c.prev.ControllerEpoch != c.cfg.Epoch {
+			c.runRecompute("alive set changed")
+			return
+		}
+		if c.deferred > 0 {
+			// Room is normally made by a ping that reports an open done;
+			// this is the backstop.
+			c.runRecompute("deferred moves")
+		}
+		c.checkFile()
+	}
+}
+
+// recomputeSoon coalesces recomputes: a drain releases partitions one by
+// one and each release rides its own ping, so recomputing per ping would
+// keep the controller busy far behind its mailbox. The pings already queued
+// are absorbed first (cheap), then one recompute sees them all.
+func (c *Core) recomputeSoon(why string) {
+	if c.recompute != recomputeClean {
+		return // a queued or owed recompute will see this ping
+	}
+	c.recompute = recomputeQueued
+	c.emit(SendRecompute{Why: why})
+}
+
+func (c *Core) onWritten(m Written) {
+	c.writer = writerIdle
+	if m.LeaseLost {
+		c.cfg.Log.Error().Err(m.Err).Msg("lease lost; not writing")
+		c.emit(ReportLeaseLost{})
+		return
+	}
+	if m.Err != nil {
+		// Retried at the next tick, not at once (writerRetry).
+		c.cfg.Log.Error().Err(m.Err).Msg("write assignment")
+		c.writer = writerRetry
+	} else {
+		c.volume = volumeDurable
+		c.trackGrants(c.prev, m.A)
+		c.prev = m.A
+		c.emit(SetWritten{Epoch: m.A.ControllerEpoch, Version: m.A.AssignmentVersion})
+		c.emit(PushChanged{Epoch: m.A.ControllerEpoch, Version: m.A.AssignmentVersion})
+	}
+	if c.recompute == recomputeDirty {
+		c.recompute = recomputeClean
+		c.runRecompute("changes during write")
+	} else if m.Err == nil && c.holding {
+		// Releases reported while this file was being written were not yet
+		// waited for (the file before held nothing): a ping that already
+		// no longer lists a partition held here has released it.
+		c.runRecompute("file holds moves")
+	}
+}
+
+// ping records a heartbeat; it reports whether the assignment may change
+// because of it: a release another broker waits for, a broker catching up
+// with a file that holds moves, or a drain or health change.
+func (c *Core) ping(m *BrokerPing) bool {
+	p := m.Ping
+	row, ok := c.brokers[p.Name]
+	if !ok {
+		row = &brokerRow{}
+		c.brokers[p.Name] = row
+	}
+	row.info.Name, row.info.Host, row.info.Port = p.Name, p.KafkaHost, p.KafkaPort
+	// A drain starts (or health flips) now, not at the next tick: a
+	// draining broker's partitions start moving within one file write.
+	flipped := row.pinged && (row.healthy != p.Healthy || row.draining != p.Draining)
+	if p.Name == c.cfg.Self && (!row.pinged || m.At.Sub(row.lastPing) > c.cfg.DeadAfter/2) {
+		c.hearingSince = m.At // heard again after a silence (or for the first time)
+	}
+	row.lastPing, row.pinged = m.At, true
+	row.healthy, row.draining = p.Healthy, p.Draining
+	applied := Position{Epoch: p.ControllerEpoch, Version: p.AssignmentVersion}
+	caughtUp := applied != row.applied
+	row.applied = applied
+	listed := make(map[TP]bool, len(p.Partitions))
+	var opening map[TP]bool
+	for _, lp := range p.Partitions {
+		tp := TP{Topic: lp.Topic, Partition: lp.Partition}
+		listed[tp] = true
+		if lp.Opening {
+			if opening == nil {
+				opening = map[TP]bool{}
+			}
+			opening[tp] = true
+		}
+	}
+	released := flipped || (caughtUp && c.holding)
+	if c.deferred > 0 {
+		for tp := range row.opening {
+			if !opening[tp] {
+				released = true // room for a deferred move
+				break
+			}
+		}
+	}
+	row.opening = opening
+	for tp := range row.listed {
+		if !listed[tp] && c.waiting(tp) {
+			released = true
+		}
+	}
+	row.listed = listed
+	if !slices.Equal(row.groups, p.Groups) {
+		row.groups = p.Groups
+		if c.prev != nil && len(c.prev.ConsumerGroups.Held) > 0 {
+			released = true
+		}
+	}
+	return released
+}
+
+// waiting reports whether tp is held leaderless in the last assignment.
+func (c *Core) waiting(tp TP) bool {
+	if c.prev == nil {
+		return false
+	}
+	t, ok := c.prev.Topics[tp.Topic]
+	return ok && int(tp.Partition) < len(t.Partitions) && t.Partitions[tp.Partition].Leader == assignment.NoLeader
+}
+
+// states derives every registered broker's state now. The controller is
+// always alive (never an empty assignment). Right after election, brokers
+// that were alive in the inherited assignment stay presumed alive until
+// DeadAfter passes without a ping, so a new controller does not move
+// partitions away from brokers that simply have not dialed it yet.
+//
+// Silence is only evidence while pings are being received at all: a
+// controller starved of CPU (or its hub stalled) hears nobody, its own
+// broker included, and must not take that for every other broker dying.
+// Until its own broker's pings arrive again (within DeadAfter/2), and for
+// DeadAfter/2 after they do (the others' pings, delayed by the same stall,
+// arrive in any order), a broker that was alive stays alive: a failover
+// waits, nothing else does.
+func (c *Core) states() map[string]assignment.BrokerState {
+	now := c.now
+	out := make(map[string]assignment.BrokerState, len(c.brokers))
+	hearing := true
+	if self, ok := c.brokers[c.cfg.Self]; ok && self.pinged &&
+		(now.Sub(self.lastPing) > c.cfg.DeadAfter/2 || now.Sub(c.hearingSince) < c.cfg.DeadAfter/2) {
+		// Not hearing its own broker, or hearing it again only since
+		// moments ago: the other brokers' pings, queued behind the same
+		// stall, may not have been read yet.
+		hearing = false
+	}
+	for name, row := range c.brokers {
+		switch {
+		case name == c.cfg.Self:
+			out[name] = assignment.Alive
+		case !row.pinged:
+			if row.healthy && now.Sub(c.electedAt) < c.cfg.DeadAfter {
+				out[name] = assignment.Alive
+			} else {
+				out[name] = assignment.Dead
+			}
+		case now.Sub(row.lastPing) > c.cfg.DeadAfter && (hearing || c.lastState[name] == assignment.Dead):
+			out[name] = assignment.Dead
+		case row.draining:
+			out[name] = assignment.Draining
+		case row.healthy:
+			out[name] = assignment.Alive
+		default:
+			out[name] = assignment.Dead
+		}
+	}
+	return out
+}
+
+// runRecompute computes the next assignment and writes it if it changed,
+// or owes the recompute to the end of the write in flight.
+func (c *Core) runRecompute(why string) {
+	if c.writer == writerWriting {
+		c.recompute = recomputeDirty
+		return
+	}
+	states := c.states()
+	in := balancer.Input{
+		Previous:            c.prev,
+		Controller:          c.cfg.Self,
+		ControllerEpoch:     c.cfg.Epoch,
+		ControllerHeartbeat: c.cfg.HeartbeatAddr,
+		Topics:              c.topics,
+	}
+	names := make([]string, 0, len(c.brokers))
+	for n := range c.brokers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		info := c.brokers[n].info
+		info.State = states[n]
+		in.Brokers = append(in.Brokers, info)
+	}
+	next, moves, err := balancer.Compute(in)
+	if err != nil {
+		c.cfg.Log.Error().Err(err).Msg("balancer input rejected")
+		return
+	}
+	for name, st := range states {
+		if old, ok := c.lastState[name]; !ok || old != st {
+			row := c.brokers[name]
+			ev := c.cfg.Log.Info().Str("broker", name).Str("from", string(old)).Str("to", string(st)).Bool("pinged", row.pinged)
+			if row.pinged {
+				ev = ev.Dur("since_last_ping", c.now.Sub(row.lastPing))
+			}
+			ev.Msg("broker state changed")
+		}
+	}
+	c.lastState = states
+	// A broker's report confirms a release only once it has applied the
+	// file that last granted the partition: one that is behind may be about
+	// to take it, from that file, without listing it yet.
+	reports := Reports{Applied: map[string]Position{}, GrantedAt: c.grantedAt, SlotGrantedAt: c.slotGrantedAt}
+	listed := make(map[string]map[TP]bool, len(c.brokers))
+	opening := make(map[string]map[TP]bool, len(c.brokers))
+	groups := make(map[string][]string, len(c.brokers))
+	for name, row := range c.brokers {
+		if row.pinged {
+			listed[name] = row.listed
+			opening[name] = row.opening
+			groups[name] = row.groups
+			reports.Applied[name] = row.applied
+		}
+	}
+	deferred, moving := LimitMoves(c.prev, next, states, opening, reports, c.cfg.ConcurrentMoves)
+	c.deferred = deferred
+	held := HoldUnreleased(c.prev, next, states, listed, reports)
+	heldSlots := HoldSlots(c.prev, next, states, groups, reports)
+	if c.prev != nil && (next.AssignmentVersion == c.prev.AssignmentVersion || assignment.SameContent(c.prev, next)) {
+		return
+	}
+	c.holding = held > 0 || heldSlots > 0 || moving > 0
+	if c.cfg.StillLeader != nil && !c.cfg.StillLeader() {
+		c.cfg.Log.Warn().Msg("lease no longer held; not writing the assignment")
+		return
+	}
+	var applied []string
+	for _, n := range names {
+		if row := c.brokers[n]; row.pinged {
+			applied = append(applied, fmt.Sprintf("%s@%d.%d/%d", n, row.applied.Epoch, row.applied.Version, len(row.listed)))
+		}
+	}
+	c.cfg.Log.Info().Str("why", why).Int64("version", next.AssignmentVersion).Strs("reports", applied).
+		Int("moves", len(moves)).Int("held", held).Int("held_slots", heldSlots).Int("moving", moving).Int("deferred", deferred).
+		Int("topics", len(next.Topics)).Msg("writing assignment")
+	c.write(next)
+}
+
+func (c *Core) write(next *assignment.Assignment) {
+	c.writer = writerWriting
+	c.emit(WriteFile{A: next})
+}
+
+// checkFile asks for the file's epoch-prefixed header; onHeader re-asserts
+// this controller's assignment if the file is from a lower epoch or an
+// older version (a deposed controller's late write, or damage).
+func (c *Core) checkFile() {
+	if c.writer == writerWriting || c.header == headerReading || c.prev == nil || c.prev.ControllerEpoch != c.cfg.Epoch {
+		return
+	}
+	c.header = headerReading
+	c.emit(ReadHeader{})
+}
+
+func (c *Core) onHeader(h HeaderRead) {
+	c.header = headerIdle
+	if c.writer == writerWriting || c.prev == nil {
+		return
+	}
+	if h.Err == nil && (Position{Epoch: h.Epoch, Version: h.Version}).AtLeast(Position{Epoch: c.cfg.Epoch, Version: c.prev.AssignmentVersion}) {
+		return
+	}
+	c.cfg.Log.Warn().Err(h.Err).Int64("file_epoch", h.Epoch).Int64("file_version", h.Version).Int64("version", c.prev.AssignmentVersion).
+		Msg("assignment file is not ours; re-asserting it")
+	c.write(c.prev)
+}
+
+// trackGrants records, for every partition and slot of the written file f,
+// the last file that gave it a leader or an owner (prev is the file before;
+// nil for an inherited file, whose grants all count from f itself).
+func (c *Core) trackGrants(prev, f *assignment.Assignment) {
+	if f == nil {
+		return
+	}
+	at := assignment.PositionOf(f)
+	if c.grantedAt == nil || prev == nil {
+		c.grantedAt, c.slotGrantedAt = map[TP]Position{}, map[int]Position{}
+	}
+	for topic, t := range f.Topics {
+		before := partitionsBefore(prev, topic, t.ID)
+		for i, p := range t.Partitions {
+			tp := TP{Topic: topic, Partition: int32(i)}
+			_, known := c.grantedAt[tp]
+			granted := p.Leader != assignment.NoLeader && (i >= len(before) || before[i].Leader != p.Leader)
+			if !known || granted {
+				c.grantedAt[tp] = at
+			}
+		}
+	}
+	owners, held := assignment.SlotOwners(f), f.ConsumerGroups.Held
+	var prevOwners []string
+	var prevHeld []int
+	if prev != nil && len(prev.ConsumerGroups.Slots) == len(f.ConsumerGroups.Slots) {
+		prevOwners, prevHeld = assignment.SlotOwners(prev), prev.ConsumerGroups.Held
+	}
+	for i, o := range owners {
+		_, known := c.slotGrantedAt[i]
+		isHeld := slices.Contains(held, i)
+		if !known || (!isHeld && (prevOwners == nil || prevOwners[i] != o || slices.Contains(prevHeld, i))) {
+			c.slotGrantedAt[i] = at
+		}
+	}
+}

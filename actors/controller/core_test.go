@@ -1,0 +1,550 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/assignment"
+)
+
+// coreHarness is a minimal shell around a controller Core: it executes
+// effects in virtual time, keeping what is in flight (the write, the stray
+// removal, the queued recompute) for the script to complete.
+type coreHarness struct {
+	t       *testing.T
+	core    *Core
+	now     time.Time
+	leader  bool
+	file    *assignment.Assignment // the last file written (or inherited)
+	writing *assignment.Assignment // the write in flight
+	last    *assignment.Assignment // the last file asked for
+	removal []storage.PartitionID
+	soon    []string // queued RecomputeNow reasons
+	out     []string
+}
+
+func newCoreHarness(t *testing.T, cfg CoreConfig, prev *assignment.Assignment) *coreHarness {
+	h := &coreHarness{t: t, now: time.Unix(1_700_000_000, 0), leader: true, file: prev}
+	cfg.Self, cfg.SelfHost, cfg.SelfPort, cfg.HeartbeatAddr = "kaas-0", "127.0.0.1", 9092, "127.0.0.1:9094"
+	if cfg.DeadAfter == 0 {
+		cfg.DeadAfter = 4 * time.Second
+	}
+	cfg.StillLeader = func() bool { return h.leader }
+	cfg.Log = zerolog.Nop()
+	h.core = NewCore(cfg, prev)
+	return h
+}
+
+func pos(a *assignment.Assignment) string {
+	return fmt.Sprintf("%d.%d", a.ControllerEpoch, a.AssignmentVersion)
+}
+
+func (h *coreHarness) step(ev Event) {
+	for _, e := range h.core.Step(ev, h.now) {
+		switch e := e.(type) {
+		case SendRecompute:
+			h.soon = append(h.soon, e.Why)
+			h.record("soon")
+		case WriteFile:
+			if h.writing != nil {
+				h.t.Fatal("a second write while one is in flight")
+			}
+			h.writing, h.last = e.A, e.A
+			h.record("write " + pos(e.A))
+		case ReadHeader:
+			h.record("read-header")
+		case ListPartitions:
+			h.record("list")
+		case RemoveStrays:
+			h.removal = e.IDs
+			var names []string
+			for _, id := range e.IDs {
+				names = append(names, fmt.Sprintf("%s/%d", id.Topic, id.Partition))
+			}
+			h.record("remove " + strings.Join(names, " "))
+		case SetWritten:
+			h.record(fmt.Sprintf("hub %d.%d", e.Epoch, e.Version))
+		case PushChanged:
+			h.record(fmt.Sprintf("push %d.%d", e.Epoch, e.Version))
+		case ReportLeaseLost:
+			h.record("lease-lost")
+		default:
+			h.t.Fatalf("unknown effect %T", e)
+		}
+	}
+}
+
+func (h *coreHarness) record(s string) { h.out = append(h.out, s) }
+
+// partitionID parses "topic/n" ("gone" is a deleted topic's id).
+func partitionID(s string) storage.PartitionID {
+	topic, n, _ := strings.Cut(s, "/")
+	p, _ := strconv.Atoi(n)
+	id := "id"
+	if topic != "t" {
+		id = topic + "-id"
+	}
+	return storage.PartitionID{Topic: topic, TopicID: id, Partition: int32(p)}
+}
+
+func int32s(s string) []int32 {
+	var out []int32
+	for _, f := range strings.Split(s, ",") {
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, int32(n))
+	}
+	return out
+}
+
+// run executes one script command and returns the effects it produced.
+//
+//	start | tick | +DUR (virtual time passes) | soon (the queued RecomputeNow)
+//	topics N | ping NAME [v=E.V] [lists=0,1] [opening=2] [draining]
+//	written | write-failed | lease-moved | dirsync-failed
+//	header E.V | header-err | listed ID... | removed | remove-refused
+//	leader-lost | leaders 0,-1,2 (of the last file asked for)
+func (h *coreHarness) run(f []string) []string {
+	h.out = nil
+	if len(f) == 0 {
+		return nil
+	}
+	switch cmd, args := f[0], f[1:]; {
+	case cmd == "start":
+		h.step(Start{})
+	case cmd == "tick":
+		h.step(Tick{})
+	case strings.HasPrefix(cmd, "+"):
+		d, err := time.ParseDuration(cmd[1:])
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.now = h.now.Add(d)
+	case cmd == "soon":
+		if len(h.soon) == 0 {
+			h.t.Fatal("no recompute queued")
+		}
+		why := h.soon[0]
+		h.soon = h.soon[1:]
+		h.step(RecomputeNow{Why: why})
+	case cmd == "topics":
+		n, _ := strconv.Atoi(args[0])
+		h.step(&TopicsChanged{Topics: map[string]balancer.TopicSpec{"t": {ID: "id", Partitions: n, Config: map[string]string{}}}})
+	case cmd == "ping":
+		id := int32(args[0][len(args[0])-1] - '0')
+		p := &heartbeatpb.Ping{Name: args[0], BrokerId: id, KafkaHost: "127.0.0.1", KafkaPort: 9092 + id, Healthy: true}
+		if h.file != nil {
+			p.ControllerEpoch, p.AssignmentVersion = h.file.ControllerEpoch, h.file.AssignmentVersion
+		}
+		for _, a := range args[1:] {
+			k, v, _ := strings.Cut(a, "=")
+			switch k {
+			case "v":
+				e, ver, _ := strings.Cut(v, ".")
+				p.ControllerEpoch, _ = strconv.ParseInt(e, 10, 64)
+				p.AssignmentVersion, _ = strconv.ParseInt(ver, 10, 64)
+			case "lists", "opening":
+				for _, n := range int32s(v) {
+					p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: "t", Partition: n, LeaderEpoch: 1, Opening: k == "opening"})
+				}
+			case "draining":
+				p.Draining = true
+			default:
+				h.t.Fatalf("ping: unknown %q", a)
+			}
+		}
+		h.step(&BrokerPing{Ping: p, At: h.now})
+	case cmd == "written", cmd == "write-failed", cmd == "lease-moved":
+		a := h.writing
+		if a == nil {
+			h.t.Fatal("no write in flight")
+		}
+		h.writing = nil
+		switch cmd {
+		case "written":
+			h.file = a
+			h.step(Written{A: a})
+		case "write-failed":
+			h.step(Written{A: a, Err: errors.New("disk full")})
+		default:
+			h.step(Written{A: a, Err: errors.New("lease held by another"), LeaseLost: true})
+		}
+	case cmd == "dirsync-failed":
+		h.step(DirSyncFailed{Version: h.file.AssignmentVersion, Err: errors.New("fsync: i/o error")})
+	case cmd == "header":
+		e, v, _ := strings.Cut(args[0], ".")
+		epoch, _ := strconv.ParseInt(e, 10, 64)
+		version, _ := strconv.ParseInt(v, 10, 64)
+		h.step(HeaderRead{Epoch: epoch, Version: version})
+	case cmd == "header-err":
+		h.step(HeaderRead{Err: errors.New("unexpected end of file")})
+	case cmd == "listed":
+		var ids []storage.PartitionID
+		for _, a := range args {
+			ids = append(ids, partitionID(a))
+		}
+		h.step(PartitionsListed{IDs: ids})
+	case cmd == "removed":
+		ids := h.removal
+		h.removal = nil
+		h.step(StraysRemoved{IDs: ids})
+	case cmd == "remove-refused":
+		h.removal = nil
+		h.step(StraysRemoved{Err: errors.New("lease held by another")})
+	case cmd == "leader-lost":
+		h.leader = false
+	case cmd == "leaders":
+		if got, want := leadersOf(h.last), int32s(args[0]); !slices.Equal(got, want) {
+			h.t.Fatalf("leaders of %s: %v, want %v", pos(h.last), got, want)
+		}
+	default:
+		h.t.Fatalf("unknown command %q", cmd)
+	}
+	return h.out
+}
+
+// inherited is the file a controller of epoch 6 finds: version 10, three
+// brokers, partition i led by broker leaders[i].
+func inherited(leaders ...int32) *assignment.Assignment {
+	a := doc(leaders...)
+	a.ControllerEpoch, a.AssignmentVersion, a.Controller = 6, 10, "kaas-0"
+	for i := range a.Brokers {
+		a.Brokers[i].Host, a.Brokers[i].Port = "127.0.0.1", 9092+a.Brokers[i].ID
+	}
+	return a
+}
+
+var coreScenarios = []struct {
+	name   string
+	cfg    CoreConfig
+	prev   *assignment.Assignment
+	script []string
+}{
+	{
+		name: "first win writes, then each topic change recomputes",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"tick -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"topics 3 -> write 5.2",
+			"leaders 0,0,0",
+			"written -> hub 5.2; push 5.2",
+			"tick -> read-header",
+			"header 5.2 ->",
+			"topics 5 -> write 5.3",
+		},
+	},
+	{
+		name: "a recompute asked while a write is in flight runs once after it",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 -> write 5.1",
+			"topics 4 ->",
+			"topics 5 ->",
+			"tick ->",
+			"written -> hub 5.1; push 5.1; write 5.2",
+			"leaders 0,0,0,0,0",
+			"written -> hub 5.2; push 5.2",
+		},
+	},
+	{
+		name: "a failed write is retried at the next tick, not at once",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 -> write 5.1",
+			"write-failed ->",
+			"+1s",
+			"tick -> write 5.1",
+			"write-failed ->",
+			"ping kaas-1 ->",
+			"+1s",
+			"tick -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"tick -> read-header",
+		},
+	},
+	{
+		name: "a directory fsync failure after the rename re-asserts the file at the next tick",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"dirsync-failed ->",
+			"tick -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"tick -> read-header",
+		},
+	},
+	{
+		name: "a newer file's directory fsync covers a failed one: no re-assertion",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"topics 4 -> write 5.2",
+			"dirsync-failed ->", // of 5.1, while 5.2 is being written
+			"tick ->",
+			"written -> hub 5.2; push 5.2",
+			"tick -> read-header",
+		},
+	},
+	{
+		name: "a re-assertion owed when the next write fails: the retry comes first and its file covers it",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"topics 4 -> write 5.2",
+			"dirsync-failed ->", // of 5.1
+			"write-failed ->",   // 5.2 never renamed: 5.1 is still the file
+			"tick -> write 5.2", // the retry
+			"written -> hub 5.2; push 5.2",
+			"tick -> read-header",
+		},
+	},
+	{
+		name: "a queued recompute overtaken by one owed after a write does nothing",
+		cfg:  CoreConfig{Epoch: 6},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 -> soon",
+			"topics 3 -> write 6.11",
+			"ping kaas-1 lists=1 ->",
+			"topics 4 ->", // owed after the write
+			"written -> hub 6.11; push 6.11; write 6.12",
+			"soon ->",
+			"written -> hub 6.12; push 6.12",
+			"ping kaas-1 lists=1 draining -> soon",
+		},
+	},
+	{
+		name: "a lower epoch's or older version's file on the volume is re-asserted",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"topics 4 -> write 5.2",
+			"written -> hub 5.2; push 5.2",
+			"tick -> read-header",
+			"tick ->", // one header read at a time
+			"header 3.99 -> write 5.2",
+			"written -> hub 5.2; push 5.2",
+			"tick -> read-header",
+			"header 5.1 -> write 5.2",
+			"written -> hub 5.2; push 5.2",
+			"tick -> read-header",
+			"header-err -> write 5.2",
+			"written -> hub 5.2; push 5.2",
+			"tick -> read-header",
+			"header 6.1 ->", // a newer controller's: not ours to overwrite
+		},
+	},
+	{
+		name: "a header read overtaken by a write is not acted on",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"tick -> read-header",
+			"topics 4 -> write 5.2",
+			"header 5.1 ->",
+			"written -> hub 5.2; push 5.2",
+		},
+	},
+	{
+		name: "a Lease lost before a write stops writing; one lost at the write stops the controller",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 -> write 5.1",
+			"lease-moved -> lease-lost",
+			"leader-lost",
+			"topics 4 ->",
+			"tick ->",
+		},
+	},
+	{
+		name: "pings queued behind a recompute are absorbed by it",
+		cfg:  CoreConfig{Epoch: 6},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 -> soon",
+			"ping kaas-1 lists=1 ->",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.11",
+			"leaders 0,1,2",
+			"written -> hub 6.11; push 6.11",
+			"ping kaas-1 lists=1 draining -> soon",
+			"ping kaas-2 lists=2 draining ->", // would ask too: absorbed
+			"ping kaas-0 lists=0 ->",
+			"soon -> write 6.12",
+			"leaders 0,-1,-1",
+		},
+	},
+	{
+		name: "a drain writes a hold, then the grant once the release is reported",
+		cfg:  CoreConfig{Epoch: 6},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 -> soon",
+			"ping kaas-1 lists=1 ->",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.11",
+			"written -> hub 6.11; push 6.11",
+			"ping kaas-1 lists=1 draining -> soon",
+			"soon -> write 6.12",
+			"leaders 0,-1,2",
+			"written -> hub 6.12; push 6.12",
+			"ping kaas-0 lists=0 -> soon",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.13", // the group slots move; partition 1 waits for kaas-1
+			"leaders 0,-1,2",
+			"written -> hub 6.13; push 6.13",
+			"ping kaas-1 lists=1 draining -> soon",
+			"soon ->",                      // still listed: not released
+			"ping kaas-1 draining -> soon", // released
+			"soon -> write 6.14",
+			"leaders 0,0,2",
+			"written -> hub 6.14; push 6.14",
+		},
+	},
+	{
+		name: "a stray directory is removed only after the grace and a Lease confirmation",
+		cfg:  CoreConfig{Epoch: 5, StrayGrace: 10 * time.Second},
+		script: []string{
+			"start -> hub 0.0",
+			"tick -> write 5.1",
+			"written -> hub 5.1; push 5.1",
+			"tick -> read-header", // no topic list yet: no scan
+			"header 5.1 ->",
+			"topics 1 -> write 5.2",
+			"written -> hub 5.2; push 5.2",
+			"tick -> list; read-header",
+			"header 5.2 ->",
+			"listed t/0 gone/0 gone/1 ->", // first seen
+			"+5s",
+			"tick -> list; read-header",
+			"header 5.2 ->",
+			"listed t/0 gone/0 ->", // gone/1 removed by a broker meanwhile
+			"+5s",
+			"tick -> list; read-header",
+			"header 5.2 ->",
+			"listed t/0 gone/0 gone/1 -> remove gone/0",
+			"+5s",
+			"tick -> read-header", // one removal at a time
+			"remove-refused ->",
+			"header 5.2 ->",
+			"tick -> list; read-header",
+			"header 5.2 ->",
+			"listed t/0 gone/0 gone/1 -> remove gone/0",
+			"removed ->",
+			"+5s",
+			"tick -> list; read-header",
+			"listed t/0 gone/1 -> remove gone/1",
+		},
+	},
+	{
+		name: "a broker silent past dead-after is dead and its partition moves",
+		cfg:  CoreConfig{Epoch: 6, DeadAfter: 4 * time.Second},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 -> soon",
+			"ping kaas-1 lists=1 ->",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.11",
+			"written -> hub 6.11; push 6.11",
+			"+1s",
+			"ping kaas-0 lists=0 ->",
+			"ping kaas-2 lists=2 ->",
+			"+2s",
+			"ping kaas-0 lists=0 ->",
+			"ping kaas-2 lists=2 ->",
+			"tick -> read-header",
+			"header 6.11 ->",
+			"+2s", // kaas-1 silent for 5s
+			"ping kaas-0 lists=0 ->",
+			"ping kaas-2 lists=2 ->",
+			"tick -> write 6.12",
+			"leaders 0,0,2",
+		},
+	},
+	{
+		name: "a controller that stopped hearing its own broker declares nobody dead until it has heard it again for dead-after/2",
+		cfg:  CoreConfig{Epoch: 6, DeadAfter: 4 * time.Second},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 -> soon",
+			"ping kaas-1 lists=1 ->",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.11",
+			"written -> hub 6.11; push 6.11",
+			"+6s", // starved: nobody heard
+			"tick -> read-header",
+			"header 6.11 ->",
+			"ping kaas-0 lists=0 ->",
+			"+1s",
+			"tick -> read-header",
+			"header 6.11 ->",
+			"ping kaas-2 lists=2 ->",
+			"ping kaas-0 lists=0 ->",
+			"+1s", // heard its own broker for dead-after/2
+			"ping kaas-0 lists=0 ->",
+			"ping kaas-2 lists=2 ->",
+			"tick -> write 6.12",
+			"leaders 0,0,2",
+		},
+	},
+}
+
+func TestCoreScenarios(t *testing.T) {
+	for _, sc := range coreScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			h := newCoreHarness(t, sc.cfg, sc.prev)
+			for i, line := range sc.script {
+				cmd, want, _ := strings.Cut(line, "->")
+				got := h.run(strings.Fields(cmd))
+				if w := splitEffects(want); strings.Join(got, "; ") != strings.Join(w, "; ") {
+					t.Fatalf("line %d %q:\n got: %s\nwant: %s", i+1, strings.TrimSpace(cmd), strings.Join(got, "; "), strings.Join(w, "; "))
+				}
+			}
+		})
+	}
+}
+
+func splitEffects(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ";") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
