@@ -8,59 +8,31 @@ import (
 
 // errorReply builds the answer to op carrying code everywhere it can: a
 // request the coordinator does not get to (NOT_COORDINATOR, loading, ...).
+// Each key's answer is built in its NN_name.go file.
 func errorReply(group string, op any, code int16) any {
 	switch req := op.(type) {
-	case *kmsg.JoinGroupRequest:
-		return joinError(req, code)
-	case *kmsg.SyncGroupRequest:
-		return syncError(code)
-	case *kmsg.HeartbeatRequest:
-		r := kmsg.NewPtrHeartbeatResponse()
-		r.ErrorCode = code
-		return r
-	case *kmsg.LeaveGroupRequest:
-		r := kmsg.NewPtrLeaveGroupResponse()
-		r.ErrorCode = code
-		return r
 	case *kmsg.OffsetCommitRequest:
 		return offsetCommitError(req, code)
-	case *kmsg.OffsetDeleteRequest:
-		r := kmsg.NewPtrOffsetDeleteResponse()
-		r.ErrorCode = code
-		return r
-	case *kmsg.ConsumerGroupHeartbeatRequest:
-		return cgError(code, "")
 	case *messages.GroupFetchOffsets:
-		r := kmsg.NewOffsetFetchResponseGroup()
-		r.Group, r.ErrorCode = group, code
-		return r
+		return offsetFetchError(group, code)
+	case *kmsg.JoinGroupRequest:
+		return joinGroupError(req, code)
+	case *kmsg.HeartbeatRequest:
+		return heartbeatError(code)
+	case *kmsg.LeaveGroupRequest:
+		return leaveGroupError(code)
+	case *kmsg.SyncGroupRequest:
+		return syncGroupError(code)
 	case *messages.GroupDescribe:
-		r := kmsg.NewDescribeGroupsResponseGroup()
-		r.Group, r.ErrorCode = group, code
-		return r
+		return describeGroupsError(group, code)
 	case *messages.GroupDelete:
-		r := kmsg.NewDeleteGroupsResponseGroup()
-		r.Group, r.ErrorCode = group, code
-		return r
+		return deleteGroupsError(group, code)
+	case *kmsg.OffsetDeleteRequest:
+		return offsetDeleteError(code)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		return consumerGroupHeartbeatError(code)
 	case *messages.GroupDescribeConsumer:
-		r := kmsg.NewConsumerGroupDescribeResponseGroup()
-		r.Group, r.ErrorCode = group, code
-		return r
+		return consumerGroupDescribeError(group, code)
 	}
 	return nil
-}
-
-func offsetCommitError(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCommitResponse {
-	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	for _, t := range req.Topics {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, code
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp
 }
