@@ -1,7 +1,12 @@
 package group
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -206,5 +211,25 @@ func TestGroupErrorReplies(t *testing.T) {
 	}
 	if errorReply("g", "not an op", code) != nil {
 		t.Error("an unknown op has an error reply")
+	}
+}
+
+// TestEachGroupAPIHasItsFile: every group API key has its NN_name.go file,
+// and actors/conn/README.md's key table lists it.
+func TestEachGroupAPIHasItsFile(t *testing.T) {
+	readme, err := os.ReadFile("../conn/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key := range groupAPIs {
+		files, _ := filepath.Glob(fmt.Sprintf("%02d_*.go", key))
+		files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+		if len(files) != 1 {
+			t.Errorf("%s (key %d): files %v, want one %02d_name.go", kmsg.NameForKey(key), key, files, key)
+			continue
+		}
+		if !strings.Contains(string(readme), "`actors/group/"+files[0]+"`") {
+			t.Errorf("actors/conn/README.md does not list actors/group/%s", files[0])
+		}
 	}
 }
