@@ -26,6 +26,7 @@ type slowLog struct {
 	*memlog.Log
 	release    chan struct{}
 	started    chan int64 // when set, told the end each Sync covers as it begins
+	returned   chan int64 // when set, told the end each Sync covers as it returns
 	mu         sync.Mutex
 	durable    int64
 	superseded atomic.Bool
@@ -43,6 +44,10 @@ func (l *slowLog) Sync() (int64, error) {
 	l.mu.Lock()
 	l.durable = max(l.durable, n)
 	l.mu.Unlock()
+	select {
+	case l.returned <- n:
+	default:
+	}
 	return n, nil
 }
 
@@ -509,19 +514,22 @@ func TestStaleProducerSnapshotIsRebuilt(t *testing.T) {
 // An actor relinquished while its group commit was in flight, then given
 // the partition again (within its retirement delay), group-commits again:
 // the old Sync's answer belongs to a generation that is gone.
-type freshSlowOpener struct{ release chan struct{} }
+type freshSlowOpener struct {
+	release           chan struct{}
+	started, returned chan int64
+}
 
 func (o freshSlowOpener) Open(storage.PartitionID, storage.LogConfig) (storage.Log, error) {
-	return &slowLog{Log: memlog.New(storage.LogConfig{}), release: o.release}, nil
+	return &slowLog{Log: memlog.New(storage.LogConfig{}), release: o.release, started: o.started, returned: o.returned}, nil
 }
 func (o freshSlowOpener) Remove(storage.PartitionID) error { return nil }
 func (o freshSlowOpener) Persistent() bool                 { return true }
 
 func TestRetakeAfterRelinquishDuringSync(t *testing.T) {
-	sl := freshSlowOpener{release: make(chan struct{})}
+	sl := freshSlowOpener{release: make(chan struct{}), started: make(chan int64, 1), returned: make(chan int64, 1)}
 	ref := spawn(t, sl, 10*time.Second)
 	first := produce(ref, -1, "a") // its Sync blocks
-	barrier(t, ref)
+	within(t, sl.started, time.Second, "the first Sync")
 	done := make(chan error, 1)
 	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
 	if err := within(t, done, time.Second, "release"); err != nil {
@@ -531,7 +539,10 @@ func TestRetakeAfterRelinquishDuringSync(t *testing.T) {
 		t.Fatalf("produce during the release: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
 	}
 	close(sl.release) // the old Sync returns now, after the release
-	time.Sleep(50 * time.Millisecond)
+	within(t, sl.returned, time.Second, "the old Sync's return")
+	// Its answer, sent as it returns, precedes this barrier in practice: a
+	// stale answer handled leaves nothing to observe.
+	barrier(t, ref)
 	ref.Send(&messages.TakeLeadership{TopicID: "id", LeaderEpoch: 4, Config: map[string]string{}})
 	if r := within(t, produce(ref, -1, "b"), 2*time.Second, "produce after the retake"); r.ErrorCode != 0 {
 		t.Fatalf("produce after the retake: error %d", r.ErrorCode)
@@ -654,12 +665,12 @@ func (o seqOpener) Persistent() bool                 { return true }
 // watchdog of the commit in flight on the log taken after it: a hung fsync
 // there still fails its waiters.
 func TestStaleSyncAnswerKeepsTheWatchdog(t *testing.T) {
-	old := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
-	hung := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	old := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{}), started: make(chan int64, 1)}
+	hung := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{}), started: make(chan int64, 1)}
 	t.Cleanup(func() { close(hung.release) })
 	ref := spawn(t, seqOpener{logs: []*slowLog{old, hung}, next: &atomic.Int32{}}, 300*time.Millisecond)
 	first := produce(ref, -1, "a") // its Sync blocks until old is released
-	barrier(t, ref)
+	within(t, old.started, time.Second, "the first Sync")
 	done := make(chan error, 1)
 	ref.Send(&messages.RelinquishLeadership{Done: func(err error) { done <- err }})
 	if err := within(t, done, time.Second, "release"); err != nil {
@@ -668,7 +679,7 @@ func TestStaleSyncAnswerKeepsTheWatchdog(t *testing.T) {
 	within(t, first, time.Second, "produce during the release")
 	ref.Send(&messages.TakeLeadership{TopicID: "id", LeaderEpoch: 4, Config: map[string]string{}})
 	second := produce(ref, -1, "b") // its Sync, on the new log, hangs
-	time.Sleep(50 * time.Millisecond)
+	within(t, hung.started, time.Second, "the new log's Sync")
 	close(old.release) // the closed log's Sync answers now
 	if r := within(t, second, 2*time.Second, "watchdog of the hung commit"); r.ErrorCode != kerr.RequestTimedOut.Code {
 		t.Fatalf("hung fsync after a retake: error %d, want REQUEST_TIMED_OUT", r.ErrorCode)
