@@ -40,7 +40,15 @@ func goroutineID() string {
 func TestPoolRunsOnItsWorkers(t *testing.T) {
 	const workers, n = 3, 500
 	p := NewPool(workers, 10)
-	time.Sleep(10 * time.Millisecond) // the workers are waiting
+	// The workers are up: each holds one function until all have one.
+	var up sync.WaitGroup
+	up.Add(workers)
+	for range workers {
+		p.Schedule(func() { up.Done(); up.Wait() })
+	}
+	if !waited(&up, 10*time.Second) {
+		t.Fatal("the workers never started")
+	}
 	ran := map[string]int{}
 	for range n {
 		done := make(chan string)
@@ -171,12 +179,16 @@ func TestPooledActorsKeepTheirOrder(t *testing.T) {
 // delay (a slow open is not a stall).
 func TestHandoffPoolRunsInOrderAFewAtATime(t *testing.T) {
 	p := newPool(3, 1, 150*time.Millisecond)
+	const n = 60
 	var mu sync.Mutex
 	var order []int
 	var running, most atomic.Int32
 	var wg sync.WaitGroup
-	for i := range 60 {
+	begun := make(chan int, n)
+	finish := make([]chan struct{}, n)
+	for i := range n {
 		wg.Add(1)
+		finish[i] = make(chan struct{})
 		p.Schedule(func() {
 			defer wg.Done()
 			n := running.Add(1)
@@ -189,9 +201,28 @@ func TestHandoffPoolRunsInOrderAFewAtATime(t *testing.T) {
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
-			time.Sleep(time.Millisecond)
+			begun <- i
+			<-finish[i]
 			running.Add(-1)
 		})
+	}
+	// Each function runs until three have started (every worker busy, so
+	// that a fourth at once would show), then the oldest finishes.
+	var held []int
+	for k := range n {
+		select {
+		case i := <-begun:
+			held = append(held, i)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d of %d functions started within 5s", k, n)
+		}
+		if len(held) == 3 || k == n-1 {
+			close(finish[held[0]])
+			held = held[1:]
+		}
+	}
+	for _, i := range held {
+		close(finish[i])
 	}
 	if !waited(&wg, 5*time.Second) {
 		t.Fatal("work not done within 5s")

@@ -9,10 +9,11 @@ import (
 
 // blocker blocks its Receive on a message until released, so a Stop sent
 // meanwhile cannot complete and the child keeps its name.
-type blocker struct{ release chan struct{} }
+type blocker struct{ release, blocked chan struct{} }
 
 func (b *blocker) Receive(ctx actor.Context) {
 	if _, ok := ctx.Message().(string); ok {
+		b.blocked <- struct{}{}
 		<-b.release
 	}
 }
@@ -21,6 +22,7 @@ func (b *blocker) Receive(ctx actor.Context) {
 // stops them.
 type parent struct {
 	release chan struct{}
+	blocked chan struct{} // told as each child blocks
 	results chan error
 	last    *Ref
 }
@@ -33,7 +35,7 @@ func (p *parent) Receive(ctx actor.Context) {
 		ref Ref
 		err error
 	)
-	producer := func() actor.Actor { return &blocker{release: p.release} }
+	producer := func() actor.Actor { return &blocker{release: p.release, blocked: p.blocked} }
 	switch ctx.Message().(type) {
 	case spawnFixed:
 		ref, err = SpawnChild(ctx, "controller-1", producer)
@@ -65,7 +67,7 @@ func TestSpawnChildPrefixNeverReusesAName(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sys := NewSystem()
 			defer sys.Shutdown()
-			p := &parent{release: make(chan struct{}), results: make(chan error, 2)}
+			p := &parent{release: make(chan struct{}), blocked: make(chan struct{}, 2), results: make(chan error, 2)}
 			defer close(p.release)
 			ref, err := sys.Spawn("parent", func() actor.Actor { return p })
 			if err != nil {
@@ -84,7 +86,11 @@ func TestSpawnChildPrefixNeverReusesAName(t *testing.T) {
 			if err := wait(); err != nil {
 				t.Fatalf("first spawn: %v", err)
 			}
-			time.Sleep(20 * time.Millisecond) // the child is now blocked in Receive
+			select {
+			case <-p.blocked: // the child is now blocked in Receive
+			case <-time.After(5 * time.Second):
+				t.Fatal("the child never blocked")
+			}
 			p.last.Stop()
 			ref.Send(tc.msg)
 			err = wait()
