@@ -201,12 +201,11 @@ func (t *Topic) Produced(bytes, records int) {
 // Fetched counts bytes of record batches put in a Fetch response.
 func (t *Topic) Fetched(bytes int) { t.fetchedBytes.Add(float64(bytes)) }
 
-// GroupCommit records one group commit: its duration and the acks=all
-// produces it released.
-func GroupCommit(seconds float64, released int) {
-	groupCommitDuration.Observe(seconds)
-	groupCommitBatch.Observe(float64(released))
-}
+// GroupCommitDuration observes one group commit's sync.
+func GroupCommitDuration(seconds float64) { groupCommitDuration.Observe(seconds) }
+
+// GroupCommitReleased observes the acks=all produces one group commit answered.
+func GroupCommitReleased(produces int) { groupCommitBatch.Observe(float64(produces)) }
 
 // PartitionPhase is the gauge of partitions in one phase ("opening",
 // "leading", "closing"), resolved once by the caller.

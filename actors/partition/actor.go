@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/topicconfig"
@@ -86,6 +88,8 @@ type Actor struct {
 	openAbort   *atomic.Bool // tells the open in flight it was relinquished
 	// watchdog is the timer of the group commit in flight.
 	watchdog clock.Timer
+	// topic is this partition's pre-resolved metric series.
+	topic *metrics.Topic
 }
 
 // New returns a producer for the partition actor of id.
@@ -94,9 +98,10 @@ func New(id storage.PartitionID, cfg Config) func() actor.Actor {
 	return func() actor.Actor {
 		log := cfg.Log.With().Str("topic", id.Topic).Int32("partition", id.Partition).Logger()
 		return &Actor{
-			id:  id,
-			cfg: cfg,
-			log: log,
+			id:    id,
+			cfg:   cfg,
+			log:   log,
+			topic: metrics.ForTopic(id.Topic),
 			core: NewCore(CoreConfig{SyncTimeout: cfg.SyncTimeout, OpenRetryDelay: openRetryDelay,
 				MaintenanceInterval: cfg.MaintenanceInterval, Log: log}),
 		}
@@ -151,9 +156,36 @@ func (a *Actor) sender() func(Event) {
 	return func(ev Event) { system.Root.Send(self, ev) }
 }
 
+// phaseGauges are the partitions gauges by core phase (idle is not counted).
+var phaseGauges = [...]prometheus.Gauge{
+	phaseOpening: metrics.PartitionPhase(phaseOpening.String()),
+	phaseLeading: metrics.PartitionPhase(phaseLeading.String()),
+	phaseClosing: metrics.PartitionPhase(phaseClosing.String()),
+}
+
 // step runs an event through the core and executes its effects in order.
 func (a *Actor) step(ev Event) {
-	for _, e := range a.core.Step(ev, a.cfg.Clock.Now()) {
+	before := a.core.phase
+	effects := a.core.Step(ev, a.cfg.Clock.Now())
+	if after := a.core.phase; after != before {
+		if g := phaseGauges[before]; g != nil {
+			g.Dec()
+		}
+		if g := phaseGauges[after]; g != nil {
+			g.Inc()
+		}
+	}
+	if _, ok := ev.(Synced); ok {
+		// The produces a group commit releases are the replies it answers.
+		released := 0
+		for _, e := range effects {
+			if _, ok := e.(Reply); ok {
+				released++
+			}
+		}
+		metrics.GroupCommitReleased(released)
+	}
+	for _, e := range effects {
 		a.exec(e)
 	}
 }
@@ -163,8 +195,13 @@ func (a *Actor) exec(e Effect) {
 	case Reply:
 		e.To(e.Result)
 	case Sync:
-		send := a.sender()
-		go func() { send(syncLog(e)) }()
+		send, clk := a.sender(), a.cfg.Clock
+		go func() {
+			start := clk.Now()
+			ev := syncLog(e)
+			metrics.GroupCommitDuration(clk.Since(start).Seconds())
+			send(ev)
+		}()
 	case ArmWatchdog:
 		send := a.sender()
 		a.watchdog = a.cfg.Clock.AfterFunc(e.After, func() {
