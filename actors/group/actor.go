@@ -152,6 +152,7 @@ type groupActor struct {
 	// counted and countedState are where trackState last counted the group.
 	counted      bool
 	countedState State
+	countedGen   int32
 }
 
 func newGroupActor(opts *Options, id string, seq uint64) func() actor.Actor {

@@ -16,11 +16,15 @@ var stateGauges = func() []prometheus.Gauge {
 }()
 
 // trackState moves this group between the consumer-groups gauges: a group
-// counts while it is loaded and exists. Entering PreparingRebalance
-// (classic) or Assigning (consumer protocol) counts one rebalance.
+// counts while it is loaded and exists. Each new generation counts one
+// rebalance (a join can complete one without a visible PreparingRebalance).
 func (a *groupActor) trackState(gone bool) {
 	counted := !gone && a.phase == phaseReady && a.g.Exists()
-	state := a.g.State()
+	state, gen := a.g.State(), a.g.Generation()
+	if counted && a.counted && gen > a.countedGen {
+		metrics.Rebalance()
+	}
+	a.countedGen = gen
 	if counted == a.counted && (!counted || state == a.countedState) {
 		return
 	}
@@ -29,9 +33,6 @@ func (a *groupActor) trackState(gone bool) {
 	}
 	if counted {
 		stateGauges[state].Inc()
-		if (state == PreparingRebalance || state == Assigning) && (!a.counted || a.countedState != state) {
-			metrics.Rebalance()
-		}
 	}
 	a.counted, a.countedState = counted, state
 }
