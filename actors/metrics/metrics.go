@@ -10,6 +10,7 @@ package metrics
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -127,10 +128,19 @@ type API struct {
 	partErrs map[int16]prometheus.Counter
 }
 
-var apis sync.Map // int16 → *API
+// apiTable caches ForAPI by key: one atomic load per response.
+var apiTable [128]atomic.Pointer[API]
+
+var apis sync.Map // int16 → *API, for keys past apiTable
 
 // ForAPI returns the series of API key key; the result is cached per key.
 func ForAPI(key int16) *API {
+	inTable := key >= 0 && int(key) < len(apiTable)
+	if inTable {
+		if a := apiTable[key].Load(); a != nil {
+			return a
+		}
+	}
 	if a, ok := apis.Load(key); ok {
 		return a.(*API)
 	}
@@ -141,6 +151,9 @@ func ForAPI(key int16) *API {
 	a := &API{name: name, ok: requests.WithLabelValues(name, "NONE"), duration: requestDuration.WithLabelValues(name),
 		errs: map[int16]prometheus.Counter{}, partErrs: map[int16]prometheus.Counter{}}
 	got, _ := apis.LoadOrStore(key, a)
+	if inTable {
+		apiTable[key].Store(got.(*API))
+	}
 	return got.(*API)
 }
 

@@ -111,3 +111,22 @@ func TestErrorName(t *testing.T) {
 		}
 	}
 }
+
+// TestHotPathDoesNotAllocate: counting a request, a produce and a fetch on
+// resolved series allocates nothing.
+func TestHotPathDoesNotAllocate(t *testing.T) {
+	ForAPI(1)
+	topic := ForTopic("alloc")
+	if n := testing.AllocsPerRun(100, func() {
+		api := ForAPI(1)
+		api.Request(0)
+		api.PartitionError(0)
+		api.Duration(0.001)
+		topic.Produced(100, 3)
+		topic.Fetched(100)
+		GroupCommitDuration(0.001)
+		GroupCommitReleased(2)
+	}); n != 0 {
+		t.Errorf("%v allocations per request", n)
+	}
+}
