@@ -90,6 +90,8 @@ type Actor struct {
 	watchdog clock.Timer
 	// topic is this partition's pre-resolved metric series.
 	topic *metrics.Topic
+	// counted is the phase whose gauge counts this partition.
+	counted phase
 }
 
 // New returns a producer for the partition actor of id.
@@ -116,6 +118,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping:
 		a.step(Stop{})
+		a.countPhase(phaseIdle) // a stopped actor leads nothing
+	case *actor.Restarting:
+		a.countPhase(phaseIdle) // the next incarnation counts itself
 	case *messages.TakeLeadership:
 		a.step(Take{Msg: m})
 	case *messages.RelinquishLeadership:
@@ -163,18 +168,24 @@ var phaseGauges = [...]prometheus.Gauge{
 	phaseClosing: metrics.PartitionPhase(phaseClosing.String()),
 }
 
+// countPhase moves this partition to p's gauge.
+func (a *Actor) countPhase(p phase) {
+	if p == a.counted {
+		return
+	}
+	if g := phaseGauges[a.counted]; g != nil {
+		g.Dec()
+	}
+	if g := phaseGauges[p]; g != nil {
+		g.Inc()
+	}
+	a.counted = p
+}
+
 // step runs an event through the core and executes its effects in order.
 func (a *Actor) step(ev Event) {
-	before := a.core.phase
 	effects := a.core.Step(ev, a.cfg.Clock.Now())
-	if after := a.core.phase; after != before {
-		if g := phaseGauges[before]; g != nil {
-			g.Dec()
-		}
-		if g := phaseGauges[after]; g != nil {
-			g.Inc()
-		}
-	}
+	a.countPhase(a.core.phase)
 	if _, ok := ev.(Synced); ok {
 		// The produces a group commit releases are the replies it answers.
 		released := 0
