@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the external Kafka clients the integration tests drive:
-# kcat (librdkafka) from Debian and kafkajs from npm. Idempotent.
+# Installs the external programs the integration tests drive: kcat
+# (librdkafka), prometheus and promtool from Debian, kafkajs from npm.
+# Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -29,6 +30,11 @@ fi
 # kubectl drives the cluster tests against the real test apiserver.
 if ! command -v kubectl >/dev/null; then
   apt_install kubernetes-client
+fi
+
+# prometheus and promtool check and scrape /metrics in cmd/kaas's metrics tests.
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+  apt_install prometheus
 fi
 
 # kafkajs, exactly as locked. node_modules is reinstalled whenever

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 )
@@ -28,6 +29,7 @@ func fetchError(body kmsg.Request, code int16) kmsg.Response {
 // fetchSlot is one partition of a fetch in flight.
 type fetchSlot struct {
 	ti, pi int // indexes of rp in the response
+	topic  *metrics.Topic
 	rp     *kmsg.FetchResponseTopicPartition
 	target partitionRef
 	req    *kmsg.FetchRequestTopicPartition
@@ -63,6 +65,7 @@ func handleFetch(r *Request) Pending {
 			name, known = topicName(v, "", t.TopicID)
 		}
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
+		var tm *metrics.Topic // resolved once per topic, on its first served partition
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			rp := &rt.Partitions[j]
@@ -81,7 +84,10 @@ func handleFetch(r *Request) Pending {
 				refusedHere = true
 				continue
 			}
-			slots = append(slots, &fetchSlot{ti: i, pi: j, rp: rp, target: target, req: p})
+			if tm == nil {
+				tm = metrics.ForTopic(name)
+			}
+			slots = append(slots, &fetchSlot{ti: i, pi: j, topic: tm, rp: rp, target: target, req: p})
 		}
 	}
 	maxBytes := int(req.MaxBytes)
@@ -212,6 +218,7 @@ func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) kmsg.Respo
 		if n > 0 && (used == 0 || used+n <= maxBytes) {
 			out.recs[[2]int{s.ti, s.pi}] = res.Records
 			used += n
+			s.topic.Fetched(n)
 			continue
 		}
 		_ = res.Records.Close()

@@ -94,3 +94,15 @@ func optString(s string) *string {
 	}
 	return &s
 }
+
+// topLevelError reads a response struct's ErrorCode field (0 if it has none).
+func topLevelError(resp kmsg.Response) int16 {
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return 0
+	}
+	if f := v.Elem().FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
+		return int16(f.Int())
+	}
+	return 0
+}

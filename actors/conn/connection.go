@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/wire"
 )
 
@@ -20,6 +21,7 @@ import (
 type inbound struct {
 	hdr  wire.RequestHeader
 	body []byte
+	read time.Time // when the frame was read (request latency starts here)
 }
 
 // answered is a finished response from a Pending goroutine.
@@ -29,6 +31,7 @@ type answered struct {
 	resp kmsg.Response
 	// version overrides the encoding version (ApiVersions' v0 fallback).
 	version int16
+	read    time.Time
 }
 
 // readerDone reports the reader goroutine's end.
@@ -121,7 +124,7 @@ func (a *connActor) read(send func(any)) {
 			send(&readerDone{err: fmt.Errorf("request header: %w", err)})
 			return
 		}
-		send(&inbound{hdr: hdr, body: body})
+		send(&inbound{hdr: hdr, body: body, read: time.Now()})
 	}
 }
 
@@ -130,6 +133,12 @@ func (a *connActor) write() {
 	defer close(a.writerOK)
 	w := bufio.NewWriterSize(a.c, 64<<10)
 	broken := false
+	// Latencies are observed once the buffered frames reach the socket.
+	type sent struct {
+		api  *metrics.API
+		read time.Time
+	}
+	var written []sent
 	for f := range a.out {
 		if broken {
 			releaseFrame(f)
@@ -140,11 +149,19 @@ func (a *connActor) write() {
 			_ = a.c.Close()
 			continue
 		}
+		written = append(written, sent{f.api, f.read})
 		if len(a.out) == 0 {
 			if err := w.Flush(); err != nil {
 				broken = true
 				_ = a.c.Close()
+				continue
 			}
+			now := time.Now()
+			for i, f := range written {
+				f.api.Duration(now.Sub(f.read).Seconds())
+				written[i] = sent{}
+			}
+			written = written[:0]
 		}
 	}
 	if !broken {
@@ -156,8 +173,9 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	seq := a.nextSeq
 	a.nextSeq++
 	hdr := in.hdr
+	read := in.read
 	reply := func(resp kmsg.Response) {
-		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1})
+		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read})
 	}
 	api, served := a.srv.api(hdr.Key)
 	if !served {
@@ -170,7 +188,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	}
 	if hdr.Version < api.MinVersion || hdr.Version > api.MaxVersion {
 		if resp, version := unsupportedVersion(a.srv, api, hdr, in.body); resp != nil {
-			a.done[seq] = answered{seq: seq, hdr: hdr, resp: resp, version: version}
+			a.done[seq] = answered{seq: seq, hdr: hdr, resp: resp, version: version, read: read}
 			a.flush()
 			return
 		}
@@ -232,7 +250,16 @@ func (a *connActor) flush() {
 			} else {
 				d.resp.SetVersion(d.hdr.Version)
 			}
-			a.out <- encodeFrame(d.hdr, d.resp)
+			api := metrics.ForAPI(d.hdr.Key)
+			countResponse(api, d.resp)
+			f := encodeFrame(d.hdr, d.resp)
+			f.api, f.read = api, d.read
+			a.out <- f
+		} else if d.hdr.Key == kmsg.Produce.Int16() && !d.read.IsZero() {
+			// acks=0: answered by not answering.
+			api := metrics.ForAPI(d.hdr.Key)
+			api.Request(0)
+			api.Duration(time.Since(d.read).Seconds())
 		}
 		<-a.credits
 	}

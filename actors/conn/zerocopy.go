@@ -3,9 +3,11 @@ package conn
 import (
 	"bufio"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/wire"
 )
@@ -44,6 +46,8 @@ func (r *fetchResponse) release() {
 type outFrame struct {
 	b      []byte
 	pieces []wire.Piece
+	api    *metrics.API // request latency is observed once the frame is written
+	read   time.Time
 }
 
 // encodeFrame frames a finished response.

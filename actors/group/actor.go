@@ -148,6 +148,11 @@ type groupActor struct {
 	timerAt time.Time
 	cleanup clock.Timer
 	grace   clock.Timer
+
+	// counted and countedState are where trackState last counted the group.
+	counted      bool
+	countedState State
+	countedGen   int32
 }
 
 func newGroupActor(opts *Options, id string, seq uint64) func() actor.Actor {
@@ -177,6 +182,7 @@ func (a *groupActor) Receive(ctx actor.Context) {
 		// A panic: the next incarnation reloads from the store. Nothing
 		// parked may be left unanswered.
 		a.stopTimers()
+		a.trackState(true)
 		a.g.Abandon(kerr.CoordinatorNotAvailable.Code)
 		a.flushQueued(kerr.CoordinatorNotAvailable.Code)
 		if l := a.glog; l != nil && !a.writing {
@@ -185,6 +191,7 @@ func (a *groupActor) Receive(ctx actor.Context) {
 		return
 	case *actor.Stopping:
 		a.stopTimers()
+		a.trackState(true)
 		a.g.Abandon(kerr.NotCoordinator.Code)
 		for _, q := range a.queued {
 			q.Reply(errorReply(a.id, q.Op, kerr.NotCoordinator.Code))
@@ -518,6 +525,7 @@ func (a *groupActor) onRelinquish() {
 
 func (a *groupActor) afterMessage() {
 	now := a.opts.Clock.Now()
+	defer a.trackState(false)
 	if a.phase == phaseReleasing {
 		if !a.writing && len(a.writes) == 0 && a.glog != nil {
 			l := a.glog

@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/topicconfig"
@@ -86,6 +88,10 @@ type Actor struct {
 	openAbort   *atomic.Bool // tells the open in flight it was relinquished
 	// watchdog is the timer of the group commit in flight.
 	watchdog clock.Timer
+	// topic is this partition's pre-resolved metric series.
+	topic *metrics.Topic
+	// counted is the phase whose gauge counts this partition.
+	counted phase
 }
 
 // New returns a producer for the partition actor of id.
@@ -94,9 +100,10 @@ func New(id storage.PartitionID, cfg Config) func() actor.Actor {
 	return func() actor.Actor {
 		log := cfg.Log.With().Str("topic", id.Topic).Int32("partition", id.Partition).Logger()
 		return &Actor{
-			id:  id,
-			cfg: cfg,
-			log: log,
+			id:    id,
+			cfg:   cfg,
+			log:   log,
+			topic: metrics.ForTopic(id.Topic),
 			core: NewCore(CoreConfig{SyncTimeout: cfg.SyncTimeout, OpenRetryDelay: openRetryDelay,
 				MaintenanceInterval: cfg.MaintenanceInterval, Log: log}),
 		}
@@ -111,6 +118,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping:
 		a.step(Stop{})
+		a.countPhase(phaseIdle) // a stopped actor leads nothing
+	case *actor.Restarting:
+		a.countPhase(phaseIdle) // the next incarnation counts itself
 	case *messages.TakeLeadership:
 		a.step(Take{Msg: m})
 	case *messages.RelinquishLeadership:
@@ -151,9 +161,42 @@ func (a *Actor) sender() func(Event) {
 	return func(ev Event) { system.Root.Send(self, ev) }
 }
 
+// phaseGauges are the partitions gauges by core phase (idle is not counted).
+var phaseGauges = [...]prometheus.Gauge{
+	phaseOpening: metrics.PartitionPhase(phaseOpening.String()),
+	phaseLeading: metrics.PartitionPhase(phaseLeading.String()),
+	phaseClosing: metrics.PartitionPhase(phaseClosing.String()),
+}
+
+// countPhase moves this partition to p's gauge.
+func (a *Actor) countPhase(p phase) {
+	if p == a.counted {
+		return
+	}
+	if g := phaseGauges[a.counted]; g != nil {
+		g.Dec()
+	}
+	if g := phaseGauges[p]; g != nil {
+		g.Inc()
+	}
+	a.counted = p
+}
+
 // step runs an event through the core and executes its effects in order.
 func (a *Actor) step(ev Event) {
-	for _, e := range a.core.Step(ev, a.cfg.Clock.Now()) {
+	effects := a.core.Step(ev, a.cfg.Clock.Now())
+	a.countPhase(a.core.phase)
+	if _, ok := ev.(Synced); ok {
+		// The produces a group commit releases are the replies it answers.
+		released := 0
+		for _, e := range effects {
+			if _, ok := e.(Reply); ok {
+				released++
+			}
+		}
+		metrics.GroupCommitReleased(released)
+	}
+	for _, e := range effects {
 		a.exec(e)
 	}
 }
@@ -163,8 +206,13 @@ func (a *Actor) exec(e Effect) {
 	case Reply:
 		e.To(e.Result)
 	case Sync:
-		send := a.sender()
-		go func() { send(syncLog(e)) }()
+		send, clk := a.sender(), a.cfg.Clock
+		go func() {
+			start := clk.Now()
+			ev := syncLog(e)
+			metrics.GroupCommitDuration(clk.Since(start).Seconds())
+			send(ev)
+		}()
 	case ArmWatchdog:
 		send := a.sender()
 		a.watchdog = a.cfg.Clock.AfterFunc(e.After, func() {

@@ -78,6 +78,7 @@ func (a *Actor) produce(m *messages.Produce) {
 		return
 	}
 	prods.Record(h)
+	a.topic.Produced(len(b), int(h.NumRecords))
 	res.BaseOffset = base
 	a.step(Produced{AcksAll: m.Acks == -1, Appended: true, End: h.NextOffset(), Result: res, Reply: m.Reply,
 		LogEnd: l.NextOffset(), Durable: l.Durable()})

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/actors/group"
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/supervisor"
@@ -332,15 +334,14 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		v := b.views.Load()
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprintf(w, "# TYPE kaas_partitions_led gauge\nkaas_partitions_led %d\n", len(v.Local))
-		fmt.Fprintf(w, "# TYPE kaas_topics gauge\nkaas_topics %d\n", len(v.Topics))
-		fmt.Fprintf(w, "# TYPE kaas_controller_epoch gauge\nkaas_controller_epoch %d\n", v.Epoch)
-		fmt.Fprintf(w, "# TYPE kaas_assignment_version gauge\nkaas_assignment_version %d\n", v.Version)
-		fmt.Fprintf(w, "# TYPE kaas_disk_fsyncs_total counter\nkaas_disk_fsyncs_total %d\n", disklog.Fsyncs())
+	reg := metrics.NewRegistry(metrics.View{
+		PartitionsLed:     func() int { return len(b.views.Load().Local) },
+		Topics:            func() int { return len(b.views.Load().Topics) },
+		ControllerEpoch:   func() int64 { return b.views.Load().Epoch },
+		AssignmentVersion: func() int64 { return b.views.Load().Version },
+		DiskFsyncs:        disklog.Fsyncs,
 	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: promLog{b.log}}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -350,5 +351,10 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		b.log.Error().Err(err).Msg("http server stopped")
 	}
 }
+
+// promLog reports /metrics gathering errors through the broker's logger.
+type promLog struct{ log zerolog.Logger }
+
+func (l promLog) Println(v ...any) { l.log.Error().Msg(fmt.Sprint(v...)) }
 
 var _ = os.Stderr

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// scrape reads the broker's /metrics: the text and its parsed families.
+func scrape(t *testing.T, httpAddr string) (string, map[string]*dto.MetricFamily) {
+	t.Helper()
+	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %s\n%s", resp.Status, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v\n%s", err, body)
+	}
+	return string(body), families
+}
+
+// sample is the value of the series name{labels} (a histogram's count), or
+// -1 if there is none.
+func sample(families map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	mf := families[name]
+	if mf == nil {
+		return -1
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue()
+		}
+	}
+	return -1
+}
+
+// produceRecords produces n records to topic in batches of five, acks=all.
+func produceRecords(t *testing.T, addr, topic string, n int) {
+	t.Helper()
+	ctx := ctxT(t, 30*time.Second)
+	prod := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.AllowAutoTopicCreation())
+	for sent := 0; sent < n; {
+		var recs []*kgo.Record
+		for i := 0; i < 5 && sent < n; i++ {
+			recs = append(recs, &kgo.Record{Value: []byte(fmt.Sprintf("record-%d", sent))})
+			sent++
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestMetricsMoveWithTraffic produces and consumes through a group with
+// franz-go, then checks /metrics counted that traffic and that promtool
+// finds the exposition clean.
+func TestMetricsMoveWithTraffic(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool is not installed (.ci/install-test-deps.sh installs it)")
+	}
+	httpAddr := freeAddr(t)
+	_, addr, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--group-initial-rebalance-delay", "0s")
+	const topic, n = "metrics-traffic", 12
+	produceRecords(t, addr, topic, n)
+
+	ctx := ctxT(t, 30*time.Second)
+	cons := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumerGroup("metrics-group"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for got := 0; got < n; {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+
+	text, fam := scrape(t, httpAddr)
+	if got := sample(fam, "kaas_produced_records_total", "topic", topic); got != n {
+		t.Errorf("kaas_produced_records_total{topic=%q} = %v, want %d", topic, got, n)
+	}
+	produced := sample(fam, "kaas_produced_bytes_total", "topic", topic)
+	if produced <= 0 {
+		t.Errorf("kaas_produced_bytes_total{topic=%q} = %v", topic, produced)
+	}
+	if got := sample(fam, "kaas_fetched_bytes_total", "topic", topic); got < produced {
+		t.Errorf("kaas_fetched_bytes_total{topic=%q} = %v, below the %v bytes produced and consumed", topic, got, produced)
+	}
+	atLeast := func(want float64, name string, labels ...string) {
+		t.Helper()
+		if got := sample(fam, name, labels...); got < want {
+			t.Errorf("%s%v = %v, want at least %v", name, labels, got, want)
+		}
+	}
+	atLeast(n/5, "kaas_requests_total", "api", "Produce", "error", "NONE")
+	atLeast(1, "kaas_requests_total", "api", "Fetch", "error", "NONE")
+	atLeast(1, "kaas_requests_total", "api", "JoinGroup", "error", "NONE")
+	atLeast(n/5, "kaas_request_duration_seconds", "api", "Produce")
+	atLeast(1, "kaas_request_duration_seconds", "api", "Metadata")
+	atLeast(1, "kaas_group_commit_duration_seconds")
+	atLeast(1, "kaas_group_commit_batch_size")
+	atLeast(1, "kaas_partitions", "state", "leading")
+	atLeast(1, "kaas_partitions_led")
+	atLeast(1, "kaas_topics")
+	atLeast(0, "kaas_controller_epoch")
+	atLeast(0, "kaas_assignment_version")
+	atLeast(float64(n/5), "kaas_disk_fsyncs_total")
+	atLeast(1, "kaas_consumer_groups", "state", "Stable")
+	atLeast(1, "kaas_consumer_group_rebalances_total")
+	atLeast(1, "go_goroutines")
+	atLeast(0, "process_cpu_seconds_total")
+	if mf := fam["kaas_group_commit_batch_size"]; mf != nil && len(mf.GetMetric()) > 0 {
+		if sum := mf.GetMetric()[0].GetHistogram().GetSampleSum(); sum < n/5 {
+			t.Errorf("group commits released %v acks=all produces, want at least %d", sum, n/5)
+		}
+	}
+
+	check := exec.Command(promtool, "check", "metrics")
+	check.Stdin = strings.NewReader(text)
+	out, err := check.CombinedOutput()
+	if err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// TestPrometheusScrapesBroker runs a real Prometheus server against the
+// broker's /metrics and asks it, through PromQL, how many records a topic
+// received.
+func TestPrometheusScrapesBroker(t *testing.T) {
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatal("prometheus is not installed (.ci/install-test-deps.sh installs it)")
+	}
+	httpAddr := freeAddr(t)
+	_, addr, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--http-addr", httpAddr)
+	const topic, n = "metrics-promql", 7
+	produceRecords(t, addr, topic, n)
+
+	dir := t.TempDir()
+	config := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: kaas
+    static_configs:
+      - targets: [%q]
+`, httpAddr)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promAddr := freeAddr(t)
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	query := "http://" + promAddr + "/api/v1/query?query=" + url.QueryEscape(fmt.Sprintf(`kaas_produced_records_total{topic=%q}`, topic))
+	deadline := time.Now().Add(45 * time.Second)
+	last := ""
+	for {
+		select {
+		case <-exited:
+			t.Fatalf("prometheus exited:\n%s", log.String())
+		default:
+		}
+		if v, ok := promQuery(query); ok {
+			if v == strconv.Itoa(n) {
+				return
+			}
+			last = v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus answers %q for kaas_produced_records_total{topic=%q}, want %d; its log:\n%s", last, topic, n, log.String())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// promQuery runs an instant query and returns its single sample's value.
+func promQuery(u string) (string, bool) {
+	resp, err := http.Get(u)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Status != "success" || len(r.Data.Result) != 1 {
+		return "", false
+	}
+	v, ok := r.Data.Result[0].Value[1].(string)
+	return v, ok
+}
