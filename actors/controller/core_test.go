@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/actors/internal/scripttest"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
@@ -528,23 +529,7 @@ func TestCoreScenarios(t *testing.T) {
 	for _, sc := range coreScenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			h := newCoreHarness(t, sc.cfg, sc.prev)
-			for i, line := range sc.script {
-				cmd, want, _ := strings.Cut(line, "->")
-				got := h.run(strings.Fields(cmd))
-				if w := splitEffects(want); strings.Join(got, "; ") != strings.Join(w, "; ") {
-					t.Fatalf("line %d %q:\n got: %s\nwant: %s", i+1, strings.TrimSpace(cmd), strings.Join(got, "; "), strings.Join(w, "; "))
-				}
-			}
+			scripttest.Run(t, sc.script, h.run)
 		})
 	}
-}
-
-func splitEffects(s string) []string {
-	var out []string
-	for _, e := range strings.Split(s, ";") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
 }

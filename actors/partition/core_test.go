@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/internal/scripttest"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 )
@@ -227,25 +228,9 @@ func TestCoreScenarios(t *testing.T) {
 	for _, sc := range coreScenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			h := newHarness(t)
-			for i, line := range sc.script {
-				cmd, want, _ := strings.Cut(line, "->")
-				got := h.run(strings.Fields(cmd))
-				if w := splitEffects(want); strings.Join(got, "; ") != strings.Join(w, "; ") {
-					t.Fatalf("line %d %q:\n got: %s\nwant: %s", i+1, strings.TrimSpace(cmd), strings.Join(got, "; "), strings.Join(w, "; "))
-				}
-			}
+			scripttest.Run(t, sc.script, h.run)
 		})
 	}
-}
-
-func splitEffects(s string) []string {
-	var out []string
-	for _, e := range strings.Split(s, ";") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // fakeLog is a log handle for the core, which must never call it (the
