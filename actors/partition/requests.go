@@ -133,10 +133,11 @@ func validateProduce(records []byte, maxMessage int) ([]byte, batch.Header, int1
 // A missing timestamp (-1) is not checked, as in Kafka.
 func checkTimestamps(h batch.Header, before, after, now int64) (int16, string) {
 	const noTimestamp = -1
+	// The comparisons are written so that no bound overflows.
 	if before < topicconfig.MaxTimestampBound && h.FirstTimestamp != noTimestamp && h.FirstTimestamp < now-before {
 		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.before.max.ms %d before the broker's time %d", h.FirstTimestamp, before, now)
 	}
-	if after < topicconfig.MaxTimestampBound && h.MaxTimestamp != noTimestamp && h.MaxTimestamp > now+after {
+	if after < topicconfig.MaxTimestampBound && h.MaxTimestamp > now && h.MaxTimestamp-now > after {
 		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.after.max.ms %d after the broker's time %d", h.MaxTimestamp, after, now)
 	}
 	return 0, ""

@@ -29,6 +29,7 @@ func TestCheckTimestamps(t *testing.T) {
 		{"zero before refuses a millisecond ago", now - 1, now, 0, none, "before.max.ms"},
 		{"default after bound", now, now + 3600001, none, 3600000, "after.max.ms"},
 		{"no timestamps", -1, -1, 0, 0, ""},
+		{"huge bounds do not overflow", 0, now + 1e12, none - 1, none - 1, ""},
 		{"old first, max unchecked", now - 5000, now - 4000, 1000, none, "before.max.ms"},
 	}
 	for _, tc := range cases {
