@@ -9,6 +9,7 @@ import (
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
 // The shell's request handling: the core decides whether a write may go to
@@ -44,6 +45,13 @@ func (a *Actor) produce(m *messages.Produce) {
 	if code != 0 {
 		reply(code, msg)
 		return
+	}
+	if !a.appendTime {
+		before, after := topicconfig.TimestampBounds(a.topicConfig)
+		if code, msg := checkTimestamps(h, before, after, a.cfg.Clock.Now().UnixMilli()); code != 0 {
+			reply(code, msg)
+			return
+		}
 	}
 	l, prods := a.core.Log(), a.core.Producers()
 	check := prods.Check(h)
@@ -112,6 +120,27 @@ func validateProduce(records []byte, maxMessage int) ([]byte, batch.Header, int1
 		return nil, h, kerr.InvalidRecord.Code, "transactional batches are not supported by kaas"
 	}
 	return b, h, 0, ""
+}
+
+// checkTimestamps applies message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms (topicconfig.MaxTimestampBound = no bound) to
+// a CreateTime batch at broker time now, answering INVALID_TIMESTAMP for a
+// batch out of range. Kafka checks each record; kaas does not decode records
+// on the produce path and checks the batch header instead: MaxTimestamp bounds
+// every record from above, and FirstTimestamp, the first record's timestamp
+// and the base of the others' deltas, bounds them from below whenever
+// timestamps do not go backwards within the batch, as producers assign them.
+// A missing timestamp (-1) is not checked, as in Kafka.
+func checkTimestamps(h batch.Header, before, after, now int64) (int16, string) {
+	const noTimestamp = -1
+	// The comparisons are written so that no bound overflows.
+	if before < topicconfig.MaxTimestampBound && h.FirstTimestamp != noTimestamp && h.FirstTimestamp < now-before {
+		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.before.max.ms %d before the broker's time %d", h.FirstTimestamp, before, now)
+	}
+	if after < topicconfig.MaxTimestampBound && h.MaxTimestamp > now && h.MaxTimestamp-now > after {
+		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.after.max.ms %d after the broker's time %d", h.MaxTimestamp, after, now)
+	}
+	return 0, ""
 }
 
 // checkEpoch applies KIP-320's current-leader-epoch check.

@@ -31,6 +31,12 @@ func TestCreateTopicsValidation(t *testing.T) {
 		{"unknown config", "t1", 1, map[string]*string{"no.such.config": sp("1")}, kerr.InvalidConfig},
 		{"bad config value", "t2", 1, map[string]*string{"retention.ms": sp("soon")}, kerr.InvalidConfig},
 		{"compaction refused", "t3", 1, map[string]*string{"cleanup.policy": sp("compact")}, kerr.InvalidConfig},
+		{"accepted without effect", "no-effect", 1, map[string]*string{"min.cleanable.dirty.ratio": sp("0.9"),
+			"compression.zstd.level": sp("-5"), "leader.replication.throttled.replicas": sp("*"), "local.retention.ms": sp("-2")}, nil},
+		{"out of range", "t5", 1, map[string]*string{"compression.lz4.level": sp("18")}, kerr.InvalidConfig},
+		{"tiered storage refused", "t6", 1, map[string]*string{"remote.storage.enable": sp("true")}, kerr.InvalidConfig},
+		{"recompression refused", "t7", 1, map[string]*string{"compression.type": sp("zstd")}, kerr.InvalidConfig},
+		{"removed in Kafka 4", "t8", 1, map[string]*string{"message.format.version": sp("3.0")}, kerr.InvalidConfig},
 		{"bad name", "bad/name", 1, nil, kerr.InvalidTopicException},
 		{"dot name", "..", 1, nil, kerr.InvalidTopicException},
 		{"zero partitions", "t4", 0, nil, kerr.InvalidPartitions},
@@ -161,6 +167,14 @@ func TestDescribeAndAlterConfigs(t *testing.T) {
 	if got["max.message.bytes"] != "5000" || got["retention.ms"] != "604800000" {
 		t.Fatalf("after alter: max.message.bytes=%s retention.ms=%s", got["max.message.bytes"], got["retention.ms"])
 	}
+	// every Kafka 4 topic config is listed with its default
+	for name, def := range map[string]string{"min.cleanable.dirty.ratio": "0.5", "compression.zstd.level": "3",
+		"message.timestamp.after.max.ms": "3600000", "remote.storage.enable": "false", "local.retention.bytes": "-2",
+		"follower.replication.throttled.replicas": "", "max.compaction.lag.ms": "9223372036854775807"} {
+		if v, ok := got[name]; !ok || v != def {
+			t.Errorf("%s: described %q (listed %v), want default %q", name, v, ok, def)
+		}
+	}
 	// the new max.message.bytes is enforced by the partition
 	big := make([]byte, 8000)
 	_, _ = rand.Read(big) // incompressible: kgo compresses batches
@@ -206,7 +220,9 @@ func TestListOffsetsDeleteRecordsAndEpochs(t *testing.T) {
 	_, addr := testBroker(t)
 	adm := newAdmin(t, addr)
 	ctx := ctxT(t, 10*time.Second)
-	createTopic(t, addr, "offs", 1, nil)
+	// the record far in the future below needs Kafka 4's one-hour
+	// message.timestamp.after.max.ms default lifted
+	createTopic(t, addr, "offs", 1, map[string]*string{"message.timestamp.after.max.ms": sp("9223372036854775807")})
 	cl := newClient(t, addr, kgo.ProducerLinger(0))
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	for i := 0; i < 10; i++ {

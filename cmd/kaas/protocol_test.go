@@ -423,3 +423,30 @@ func rawRequest(t *testing.T, addr string, req kmsg.Request, version int16) kmsg
 	}
 	return resp
 }
+
+// TestProduceTimestampBounds: message.timestamp.before.max.ms and the
+// after.max.ms default refuse out-of-range CreateTime records with
+// INVALID_TIMESTAMP and append nothing; an in-range record is written.
+func TestProduceTimestampBounds(t *testing.T) {
+	_, addr := testBroker(t, "--auto-create-topics=false")
+	hour := "3600000"
+	createTopic(t, addr, "bounded", 1, map[string]*string{"message.timestamp.before.max.ms": &hour})
+	cl := newClient(t, addr, kgo.DefaultProduceTopic("bounded"))
+	ctx := ctxT(t, 20*time.Second)
+
+	old := &kgo.Record{Value: []byte("old"), Timestamp: time.Now().Add(-2 * time.Hour)}
+	if err := cl.ProduceSync(ctx, old).FirstErr(); !errors.Is(err, kerr.InvalidTimestamp) {
+		t.Fatalf("record two hours old: %v, want INVALID_TIMESTAMP", err)
+	}
+	future := &kgo.Record{Value: []byte("future"), Timestamp: time.Now().Add(2 * time.Hour)}
+	if err := cl.ProduceSync(ctx, future).FirstErr(); !errors.Is(err, kerr.InvalidTimestamp) {
+		t.Fatalf("record two hours ahead: %v, want INVALID_TIMESTAMP", err)
+	}
+	good := &kgo.Record{Value: []byte("now"), Timestamp: time.Now().Add(-time.Minute)}
+	if err := cl.ProduceSync(ctx, good).FirstErr(); err != nil {
+		t.Fatalf("record a minute old: %v", err)
+	}
+	if good.Offset != 0 {
+		t.Fatalf("in-range record at offset %d; refused records were appended", good.Offset)
+	}
+}

@@ -64,55 +64,181 @@ func atLeast(n int64) func(string) error {
 	}
 }
 
-// Keys is every topic config kaas accepts, by name.
+func between(lo, hi int64) func(string) error {
+	return func(v string) error {
+		i, _ := strconv.ParseInt(v, 10, 64)
+		if i < lo || i > hi {
+			return fmt.Errorf("must be between %d and %d", lo, hi)
+		}
+		return nil
+	}
+}
+
+func betweenFloat(lo, hi float64) func(string) error {
+	return func(v string) error {
+		f, _ := strconv.ParseFloat(v, 64)
+		if !(f >= lo && f <= hi) {
+			return fmt.Errorf("must be between %g and %g", lo, hi)
+		}
+		return nil
+	}
+}
+
+// gzipLevel is Kafka's gzip level range: -1 (the codec default) or 1 to 9.
+func gzipLevel(v string) error {
+	if v == "-1" {
+		return nil
+	}
+	if between(1, 9)(v) != nil {
+		return fmt.Errorf("must be -1 or between 1 and 9")
+	}
+	return nil
+}
+
+// cleanupPolicy accepts Kafka's list of compact and delete, then refuses
+// compact: kaas has no log compaction.
+func cleanupPolicy(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		switch strings.TrimSpace(p) {
+		case "delete":
+		case "compact":
+			return fmt.Errorf("compact is not supported by kaas (no log compaction)")
+		default:
+			return fmt.Errorf("must be a list of compact, delete")
+		}
+	}
+	return nil
+}
+
+// compressionType accepts Kafka's codecs, then refuses all but producer:
+// kaas stores batches as produced and never recompresses.
+func compressionType(v string) error {
+	if err := oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")(v); err != nil {
+		return err
+	}
+	if v != "producer" {
+		return fmt.Errorf("kaas stores batches as produced, so only producer is supported")
+	}
+	return nil
+}
+
+// throttledReplicas is Kafka's throttled replica list: empty, "*", or
+// partition:broker pairs.
+func throttledReplicas(v string) error {
+	if strings.TrimSpace(v) == "" || strings.TrimSpace(v) == "*" {
+		return nil
+	}
+	for _, e := range strings.Split(v, ",") {
+		p, b, ok := strings.Cut(strings.TrimSpace(e), ":")
+		_, perr := strconv.ParseUint(p, 10, 31)
+		_, berr := strconv.ParseUint(b, 10, 31)
+		if !ok || perr != nil || berr != nil {
+			return fmt.Errorf("must be * or a list of partition:broker pairs")
+		}
+	}
+	return nil
+}
+
+func refuseTrue(why string) func(string) error {
+	return func(v string) error {
+		if v == "true" {
+			return fmt.Errorf("%s", why)
+		}
+		return nil
+	}
+}
+
+// noEffect ends the Doc of a config kaas validates but does not act on.
+const noEffect = " kaas accepts and validates it, without effect."
+
+// MaxTimestampBound is the value of a timestamp bound that disables it.
+const MaxTimestampBound = math.MaxInt64
+
+const (
+	maxLong = "9223372036854775807"
+	// defaultAfterMaxMs is Kafka 4's message.timestamp.after.max.ms default (KIP-1030).
+	defaultAfterMaxMs = 3600000
+)
+
+// Keys is every topic config kaas accepts, by name: the topic configs of
+// Apache Kafka 4, with their types, defaults and valid ranges.
 var Keys = map[string]Key{}
 
 func init() {
 	for _, k := range []Key{
 		{Name: "cleanup.policy", Type: TypeList, Default: "delete", Synonym: "log.cleanup.policy",
 			Doc:   "The retention policy for old log segments. kaas supports \"delete\"; compaction is not implemented and is refused.",
-			Check: oneOf("delete")},
+			Check: cleanupPolicy},
 		{Name: "compression.type", Type: TypeString, Default: "producer", Synonym: "compression.type",
 			Doc:   "The final compression type for a topic. kaas stores batches as produced, so only \"producer\" is accepted.",
-			Check: oneOf("producer")},
+			Check: compressionType},
+		{Name: "compression.gzip.level", Type: TypeInt, Default: "-1", Synonym: "compression.gzip.level",
+			Doc: "The compression level for gzip when compression.type is gzip." + noEffect, Check: gzipLevel},
+		{Name: "compression.lz4.level", Type: TypeInt, Default: "9", Synonym: "compression.lz4.level",
+			Doc: "The compression level for lz4 when compression.type is lz4." + noEffect, Check: between(1, 17)},
+		{Name: "compression.zstd.level", Type: TypeInt, Default: "3", Synonym: "compression.zstd.level",
+			Doc: "The compression level for zstd when compression.type is zstd." + noEffect, Check: between(-131072, 22)},
 		{Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", Synonym: "log.cleaner.delete.retention.ms",
-			Doc: "How long delete tombstones are retained for compacted topics.", Check: atLeast(0)},
+			Doc: "How long delete tombstones are retained for compacted topics." + noEffect, Check: atLeast(0)},
 		{Name: "file.delete.delay.ms", Type: TypeLong, Default: "60000", Synonym: "log.segment.delete.delay.ms",
-			Doc: "The time to wait before deleting a file from the filesystem.", Check: atLeast(0)},
-		{Name: "flush.messages", Type: TypeLong, Default: "9223372036854775807", Synonym: "log.flush.interval.messages",
+			Doc: "The time to wait before deleting a file from the filesystem." + noEffect, Check: atLeast(0)},
+		{Name: "flush.messages", Type: TypeLong, Default: maxLong, Synonym: "log.flush.interval.messages",
 			Doc: "Accepted for compatibility; kaas flushes per acks=all group commit.", Check: atLeast(1)},
-		{Name: "flush.ms", Type: TypeLong, Default: "9223372036854775807", Synonym: "log.flush.interval.ms",
+		{Name: "flush.ms", Type: TypeLong, Default: maxLong, Synonym: "log.flush.interval.ms",
 			Doc: "Accepted for compatibility; kaas flushes per acks=all group commit.", Check: atLeast(0)},
+		{Name: "follower.replication.throttled.replicas", Type: TypeList, Default: "", Synonym: "follower.replication.throttled.replicas",
+			Doc: "Replicas whose log replication is throttled on the follower side." + noEffect, Check: throttledReplicas},
 		{Name: "index.interval.bytes", Type: TypeInt, Default: "4096", Synonym: "log.index.interval.bytes",
 			Doc: "How frequently an entry is added to the offset index.", Check: atLeast(0)},
+		{Name: "leader.replication.throttled.replicas", Type: TypeList, Default: "", Synonym: "leader.replication.throttled.replicas",
+			Doc: "Replicas whose log replication is throttled on the leader side." + noEffect, Check: throttledReplicas},
+		{Name: "local.retention.bytes", Type: TypeLong, Default: "-2", Synonym: "log.local.retention.bytes",
+			Doc: "The local size a partition may grow to before tiered storage deletes local segments; -2 is retention.bytes." + noEffect, Check: atLeast(-2)},
+		{Name: "local.retention.ms", Type: TypeLong, Default: "-2", Synonym: "log.local.retention.ms",
+			Doc: "How long tiered storage keeps a local segment; -2 is retention.ms." + noEffect, Check: atLeast(-2)},
+		{Name: "max.compaction.lag.ms", Type: TypeLong, Default: maxLong, Synonym: "log.cleaner.max.compaction.lag.ms",
+			Doc: "The maximum time a message remains ineligible for compaction." + noEffect, Check: atLeast(1)},
 		{Name: "max.message.bytes", Type: TypeInt, Default: "1048588", Synonym: "message.max.bytes",
 			Doc: "The largest record batch size allowed.", Check: atLeast(0)},
+		{Name: "message.downconversion.enable", Type: TypeBoolean, Default: "true", Synonym: "log.message.downconversion.enable",
+			Doc: "Deprecated: removed in Kafka 4.0. Accepted for older clients; kaas serves only record batch v2."},
+		{Name: "message.timestamp.after.max.ms", Type: TypeLong, Default: strconv.Itoa(defaultAfterMaxMs), Synonym: "log.message.timestamp.after.max.ms",
+			Doc:   "The maximum allowed difference between a later record timestamp and the broker's time, with message.timestamp.type CreateTime; a batch beyond it is refused with INVALID_TIMESTAMP.",
+			Check: atLeast(0)},
+		{Name: "message.timestamp.before.max.ms", Type: TypeLong, Default: maxLong, Synonym: "log.message.timestamp.before.max.ms",
+			Doc:   "The maximum allowed difference between the broker's time and an earlier record timestamp, with message.timestamp.type CreateTime; a batch beyond it is refused with INVALID_TIMESTAMP.",
+			Check: atLeast(0)},
 		{Name: "message.timestamp.type", Type: TypeString, Default: "CreateTime", Synonym: "log.message.timestamp.type",
 			Doc: "Whether the timestamp in the message is the create time or the log append time.", Check: oneOf("CreateTime", "LogAppendTime")},
-		{Name: "message.timestamp.before.max.ms", Type: TypeLong, Default: "9223372036854775807", Synonym: "log.message.timestamp.before.max.ms",
-			Doc: "The maximum allowed difference between the broker's time and an earlier record timestamp.", Check: atLeast(0)},
-		{Name: "message.timestamp.after.max.ms", Type: TypeLong, Default: "9223372036854775807", Synonym: "log.message.timestamp.after.max.ms",
-			Doc: "The maximum allowed difference between a later record timestamp and the broker's time.", Check: atLeast(0)},
+		{Name: "min.cleanable.dirty.ratio", Type: TypeDouble, Default: "0.5", Synonym: "log.cleaner.min.cleanable.ratio",
+			Doc: "The ratio of uncompacted log to total log that makes a log eligible for cleaning." + noEffect, Check: betweenFloat(0, 1)},
+		{Name: "min.compaction.lag.ms", Type: TypeLong, Default: "0", Synonym: "log.cleaner.min.compaction.lag.ms",
+			Doc: "The minimum time a message remains uncompacted in the log." + noEffect, Check: atLeast(0)},
 		{Name: "min.insync.replicas", Type: TypeInt, Default: "1", Synonym: "min.insync.replicas",
 			Doc: "Accepted for compatibility; kaas keeps one copy on a shared volume, so 1 is the only meaningful value.", Check: atLeast(1)},
 		{Name: "preallocate", Type: TypeBoolean, Default: "false", Synonym: "log.preallocate",
-			Doc: "Whether to preallocate the file on disk when creating a new segment."},
+			Doc: "Whether to preallocate the file on disk when creating a new segment." + noEffect},
+		{Name: "remote.log.copy.disable", Type: TypeBoolean, Default: "false", Synonym: "remote.log.copy.disable",
+			Doc: "Whether tiered storage stops copying segments to remote storage." + noEffect},
+		{Name: "remote.log.delete.on.disable", Type: TypeBoolean, Default: "false", Synonym: "remote.log.delete.on.disable",
+			Doc: "Whether remote segments are deleted when tiered storage is disabled on the topic." + noEffect},
+		{Name: "remote.storage.enable", Type: TypeBoolean, Default: "false", Synonym: "remote.storage.enable",
+			Doc:   "Whether tiered storage is enabled for the topic. kaas has no tiered storage, so true is refused.",
+			Check: refuseTrue("kaas has no tiered storage")},
 		{Name: "retention.bytes", Type: TypeLong, Default: "-1", Synonym: "log.retention.bytes",
 			Doc: "The maximum size a partition can grow to before old segments are discarded; -1 is no limit.", Check: atLeast(-1)},
 		{Name: "retention.ms", Type: TypeLong, Default: "604800000", Synonym: "log.retention.ms",
 			Doc: "The maximum time a segment is retained before it is discarded; -1 is no time limit.", Check: atLeast(-1)},
 		{Name: "segment.bytes", Type: TypeInt, Default: "1073741824", Synonym: "log.segment.bytes",
-			Doc: "The segment file size for the log.", Check: atLeast(14)},
+			Doc: "The segment file size for the log. kaas accepts segments down to 14 bytes, as Kafka did before 4.0 raised the minimum to 1 MiB.", Check: atLeast(14)},
 		{Name: "segment.index.bytes", Type: TypeInt, Default: "10485760", Synonym: "log.index.size.max.bytes",
-			Doc: "The size of the index that maps offsets to file positions.", Check: atLeast(4)},
+			Doc: "The size of the index that maps offsets to file positions." + noEffect, Check: atLeast(4)},
 		{Name: "segment.jitter.ms", Type: TypeLong, Default: "0", Synonym: "log.roll.jitter.ms",
-			Doc: "The maximum random jitter subtracted from the scheduled segment roll time.", Check: atLeast(0)},
+			Doc: "The maximum random jitter subtracted from the scheduled segment roll time." + noEffect, Check: atLeast(0)},
 		{Name: "segment.ms", Type: TypeLong, Default: "604800000", Synonym: "log.roll.ms",
 			Doc: "The period after which the log rolls a segment even if it is not full.", Check: atLeast(1)},
 		{Name: "unclean.leader.election.enable", Type: TypeBoolean, Default: "false", Synonym: "unclean.leader.election.enable",
 			Doc: "Accepted for compatibility; with one shared copy every election is clean."},
-		{Name: "message.downconversion.enable", Type: TypeBoolean, Default: "true", Synonym: "log.message.downconversion.enable",
-			Doc: "Accepted for compatibility; kaas serves only record batch v2."},
 	} {
 		Keys[k.Name] = k
 	}
@@ -146,6 +272,10 @@ func ValidateOne(name, value string) error {
 	case TypeLong:
 		if _, err := strconv.ParseInt(value, 10, 64); err != nil {
 			return fmt.Errorf("invalid value %q for %s: not a 64-bit integer", value, name)
+		}
+	case TypeDouble:
+		if _, err := strconv.ParseFloat(value, 64); err != nil {
+			return fmt.Errorf("invalid value %q for %s: not a number", value, name)
 		}
 	}
 	if k.Check != nil {
@@ -193,6 +323,24 @@ func MaxMessageBytes(cfg map[string]string) int { return int(int64Value(cfg, "ma
 // LogAppendTime reports message.timestamp.type=LogAppendTime.
 func LogAppendTime(cfg map[string]string) bool {
 	return Value(cfg, "message.timestamp.type") == "LogAppendTime"
+}
+
+// TimestampBounds returns the effective message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms; MaxTimestampBound means no bound. It does
+// not parse defaults, so it is cheap enough to call per produce.
+func TimestampBounds(cfg map[string]string) (before, after int64) {
+	before, after = MaxTimestampBound, defaultAfterMaxMs
+	if v, ok := cfg["message.timestamp.before.max.ms"]; ok {
+		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+			before = i
+		}
+	}
+	if v, ok := cfg["message.timestamp.after.max.ms"]; ok {
+		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+			after = i
+		}
+	}
+	return before, after
 }
 
 func millis(v int64) time.Duration {

@@ -17,7 +17,7 @@ func TestValidate(t *testing.T) {
 		{map[string]string{"retention.ms": "-2"}, "at least -1"},
 		{map[string]string{"retention.ms": "abc"}, "not a 64-bit integer"},
 		{map[string]string{"segment.bytes": "99999999999"}, "not a 32-bit integer"},
-		{map[string]string{"cleanup.policy": "compact"}, "must be one of delete"},
+		{map[string]string{"cleanup.policy": "compact"}, "compact is not supported"},
 		{map[string]string{"preallocate": "yes"}, "true or false"},
 		{map[string]string{"nope": "1"}, "unknown topic config"},
 	}
@@ -26,6 +26,114 @@ func TestValidate(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%v: got %v, want %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+// TestValidateOne covers every type and range of the table, good and bad.
+func TestValidateOne(t *testing.T) {
+	cases := []struct {
+		name, value string
+		want        string // substring of the error; "" = valid
+	}{
+		// booleans
+		{"preallocate", "true", ""},
+		{"preallocate", "1", "true or false"},
+		{"unclean.leader.election.enable", "false", ""},
+		{"message.downconversion.enable", "true", ""},
+		{"remote.log.copy.disable", "true", ""},
+		{"remote.log.delete.on.disable", "maybe", "true or false"},
+		{"remote.storage.enable", "false", ""},
+		{"remote.storage.enable", "true", "no tiered storage"},
+		// ints and longs with lower bounds
+		{"max.message.bytes", "0", ""},
+		{"max.message.bytes", "-1", "at least 0"},
+		{"max.message.bytes", "2147483648", "not a 32-bit integer"},
+		{"segment.bytes", "14", ""},
+		{"segment.bytes", "13", "at least 14"},
+		{"segment.index.bytes", "3", "at least 4"},
+		{"segment.ms", "0", "at least 1"},
+		{"flush.messages", "0", "at least 1"},
+		{"retention.bytes", "-1", ""},
+		{"local.retention.ms", "-2", ""},
+		{"local.retention.ms", "-3", "at least -2"},
+		{"local.retention.bytes", "-2", ""},
+		{"local.retention.bytes", "x", "not a 64-bit integer"},
+		{"min.compaction.lag.ms", "0", ""},
+		{"min.compaction.lag.ms", "-1", "at least 0"},
+		{"max.compaction.lag.ms", "1", ""},
+		{"max.compaction.lag.ms", "0", "at least 1"},
+		{"min.insync.replicas", "0", "at least 1"},
+		{"message.timestamp.before.max.ms", "0", ""},
+		{"message.timestamp.before.max.ms", "9223372036854775807", ""},
+		{"message.timestamp.after.max.ms", "-1", "at least 0"},
+		// compression levels
+		{"compression.gzip.level", "-1", ""},
+		{"compression.gzip.level", "1", ""},
+		{"compression.gzip.level", "9", ""},
+		{"compression.gzip.level", "0", "-1 or between 1 and 9"},
+		{"compression.gzip.level", "10", "-1 or between 1 and 9"},
+		{"compression.lz4.level", "1", ""},
+		{"compression.lz4.level", "17", ""},
+		{"compression.lz4.level", "18", "between 1 and 17"},
+		{"compression.zstd.level", "-131072", ""},
+		{"compression.zstd.level", "22", ""},
+		{"compression.zstd.level", "23", "between -131072 and 22"},
+		{"compression.zstd.level", "-131073", "between -131072 and 22"},
+		// doubles
+		{"min.cleanable.dirty.ratio", "0", ""},
+		{"min.cleanable.dirty.ratio", "0.75", ""},
+		{"min.cleanable.dirty.ratio", "1", ""},
+		{"min.cleanable.dirty.ratio", "1.5", "between 0 and 1"},
+		{"min.cleanable.dirty.ratio", "-0.1", "between 0 and 1"},
+		{"min.cleanable.dirty.ratio", "NaN", "between 0 and 1"},
+		{"min.cleanable.dirty.ratio", "half", "not a number"},
+		// strings and lists
+		{"message.timestamp.type", "LogAppendTime", ""},
+		{"message.timestamp.type", "logappendtime", "must be one of"},
+		{"compression.type", "producer", ""},
+		{"compression.type", "zstd", "only producer"},
+		{"compression.type", "brotli", "must be one of"},
+		{"cleanup.policy", "delete", ""},
+		{"cleanup.policy", "delete,compact", "compact is not supported"},
+		{"cleanup.policy", "shred", "list of compact, delete"},
+		{"leader.replication.throttled.replicas", "", ""},
+		{"leader.replication.throttled.replicas", "*", ""},
+		{"leader.replication.throttled.replicas", "0:1, 1:2", ""},
+		{"follower.replication.throttled.replicas", "0-1", "partition:broker"},
+		{"follower.replication.throttled.replicas", "a:1", "partition:broker"},
+		// not a Kafka topic config
+		{"message.format.version", "3.0", "unknown topic config"},
+		{"retention.hours", "1", "unknown topic config"},
+	}
+	for _, tc := range cases {
+		err := ValidateOne(tc.name, tc.value)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s=%q: got %v, want %q", tc.name, tc.value, err, tc.want)
+		}
+	}
+}
+
+// TestDefaultsAreValid checks every default passes its own validation and
+// every key names a synonym DescribeConfigs can report.
+func TestDefaultsAreValid(t *testing.T) {
+	for _, n := range Names() {
+		k := Keys[n]
+		if err := ValidateOne(n, k.Default); err != nil {
+			t.Errorf("default of %s: %v", n, err)
+		}
+		if k.Synonym == "" || k.Doc == "" {
+			t.Errorf("%s: missing synonym or doc", n)
+		}
+	}
+}
+
+func TestTimestampBounds(t *testing.T) {
+	if b, a := TimestampBounds(nil); b != MaxTimestampBound || a != 3600000 {
+		t.Fatalf("defaults: before %d after %d", b, a)
+	}
+	b, a := TimestampBounds(map[string]string{"message.timestamp.before.max.ms": "1000", "message.timestamp.after.max.ms": "9223372036854775807"})
+	if b != 1000 || a != MaxTimestampBound {
+		t.Fatalf("overrides: before %d after %d", b, a)
 	}
 }
 
