@@ -21,7 +21,7 @@ func TestCoreAPITable(t *testing.T) {
 	want := map[int16][2]int16{
 		kmsg.Produce.Int16():                 {3, 11},
 		kmsg.Fetch.Int16():                   {4, 16},
-		kmsg.ListOffsets.Int16():             {1, 8},
+		kmsg.ListOffsets.Int16():             {0, 8},
 		kmsg.Metadata.Int16():                {0, 12},
 		kmsg.ApiVersions.Int16():             {0, 4},
 		kmsg.CreateTopics.Int16():            {0, 7},

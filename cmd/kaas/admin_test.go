@@ -342,3 +342,44 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 		t.Fatal("shutdown under load did not finish")
 	}
 }
+
+func TestListOffsetsV0(t *testing.T) {
+	_, addr := testBroker(t)
+	createTopic(t, addr, "offs0", 1, nil)
+	cl := newClient(t, addr, kgo.ProducerLinger(0))
+	ctx := ctxT(t, 10*time.Second)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	for i := 0; i < 5; i++ {
+		r := &kgo.Record{Topic: "offs0", Value: []byte{byte(i)}, Timestamp: base.Add(time.Duration(i) * time.Minute)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dr, err := newAdmin(t, addr).DeleteRecords(ctx, kadm.Offsets{"offs0": {0: {At: 1}}}); err != nil || dr.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, dr.Error())
+	}
+	for _, tc := range []struct {
+		ts   int64
+		max  int32
+		want []int64
+	}{
+		{-1, 1, []int64{5}},
+		{-2, 1, []int64{1}},
+		{base.Add(2 * time.Minute).UnixMilli(), 5, []int64{2}},
+		{base.Add(time.Hour).UnixMilli(), 1, nil},
+		{-1, 0, nil},
+	} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "offs0"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp, lp.MaxNumOffsets = tc.ts, tc.max
+		lt.Partitions = append(lt.Partitions, lp)
+		req.Topics = append(req.Topics, lt)
+		resp := rawRequest(t, addr, req, 0).(*kmsg.ListOffsetsResponse)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || len(p.OldStyleOffsets) != len(tc.want) || len(tc.want) > 0 && p.OldStyleOffsets[0] != tc.want[0] {
+			t.Errorf("timestamp %d, max %d: error %d, offsets %v, want %v", tc.ts, tc.max, p.ErrorCode, p.OldStyleOffsets, tc.want)
+		}
+	}
+}
