@@ -146,6 +146,19 @@ type PartitionStatusResult struct {
 	LogEndOffset   int64
 }
 
+// PartitionSize asks a partition's leader for its log's size in bytes
+// (DescribeLogDirs).
+type PartitionSize struct {
+	Reply func(PartitionSizeResult)
+}
+
+// PartitionSizeResult answers PartitionSize; Leading is false (and Size 0)
+// when the partition is not led by this actor.
+type PartitionSizeResult struct {
+	Leading bool
+	Size    int64
+}
+
 // Undelivered answers requests whose actor had stopped (actorsys.Undeliverable).
 
 func (m *Produce) Undelivered() {
@@ -171,6 +184,8 @@ func (m *DeleteRecords) Undelivered() {
 }
 
 func (m *PartitionStatus) Undelivered() { m.Reply(PartitionStatusResult{}) }
+
+func (m *PartitionSize) Undelivered() { m.Reply(PartitionSizeResult{}) }
 
 // Undelivered: an actor that is gone holds no files any more.
 func (m *RelinquishLeadership) Undelivered() {

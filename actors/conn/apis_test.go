@@ -33,6 +33,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.AlterConfigs.Int16():            {0, 2},
 		kmsg.CreatePartitions.Int16():        {0, 3},
 		kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
+		kmsg.DescribeLogDirs.Int16():         {0, 4},
 		kmsg.DescribeCluster.Int16():         {0, 2},
 	}
 	if len(coreAPIs) != len(want) {

@@ -143,6 +143,12 @@ func (a *Actor) Receive(ctx actor.Context) {
 			r.LogStartOffset, r.LogEndOffset = l.StartOffset(), l.NextOffset()
 		}
 		m.Reply(r)
+	case *messages.PartitionSize:
+		var r messages.PartitionSizeResult
+		if l := a.core.Log(); l != nil && a.core.Leading() {
+			r = messages.PartitionSizeResult{Leading: true, Size: l.Size()}
+		}
+		m.Reply(r)
 	case *messages.Produce, *messages.Fetch, *messages.ListOffsets, *messages.OffsetForLeaderEpoch,
 		*messages.DeleteRecords, *messages.WatchHighWatermark:
 		a.step(Request{Msg: m})

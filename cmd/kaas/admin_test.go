@@ -383,3 +383,66 @@ func TestListOffsetsV0(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribeLogDirs(t *testing.T) {
+	dir := t.TempDir()
+	diskAddr, _ := startDiskBroker(t, dir)
+	_, memAddr := testBroker(t)
+	for _, tc := range []struct {
+		name, addr, dir string
+		space           bool
+	}{
+		{"disk", diskAddr, dir, true},
+		{"memory", memAddr, "memory", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t, 20*time.Second)
+			createTopic(t, tc.addr, "sized", 2, nil)
+			createTopic(t, tc.addr, "empty", 1, nil)
+			cl := newClient(t, tc.addr, kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			value := make([]byte, 1000)
+			_, _ = rand.Read(value) // incompressible
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "sized", Partition: 1, Value: value}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			adm := newAdmin(t, tc.addr)
+			all, err := adm.DescribeAllLogDirs(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != 1 {
+				t.Fatalf("brokers: %v", all)
+			}
+			for _, dirs := range all {
+				if len(dirs) != 1 {
+					t.Fatalf("log dirs: %v", dirs)
+				}
+				d, ok := dirs[tc.dir]
+				if !ok || d.Err != nil {
+					t.Fatalf("log dir %q: %+v", tc.dir, dirs)
+				}
+				if tc.space != (d.TotalBytes > 0 && d.UsableBytes > 0) || !tc.space && (d.TotalBytes != -1 || d.UsableBytes != -1) {
+					t.Errorf("total %d, usable %d", d.TotalBytes, d.UsableBytes)
+				}
+				if p := d.Topics["sized"][1]; p.Size < 1000 || p.OffsetLag != 0 || p.IsFuture {
+					t.Errorf("sized/1: %+v", p)
+				}
+				if p, ok := d.Topics["sized"][0]; !ok || p.Size != 0 {
+					t.Errorf("sized/0: %+v %v", p, ok)
+				}
+				if _, ok := d.Topics["empty"][0]; !ok {
+					t.Errorf("empty/0 missing: %+v", d.Topics)
+				}
+			}
+			some, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{"empty": {0: {}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dirs := range some {
+				if ts := dirs[tc.dir].Topics; len(ts) != 1 || len(ts["empty"]) != 1 {
+					t.Errorf("asking for empty/0: %+v", ts)
+				}
+			}
+		})
+	}
+}
