@@ -446,3 +446,29 @@ func TestDescribeLogDirs(t *testing.T) {
 		})
 	}
 }
+
+func TestElectLeaders(t *testing.T) {
+	_, addr := testBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	createTopic(t, addr, "elect", 2, nil)
+	for _, how := range []kadm.ElectLeadersHow{kadm.ElectPreferredReplica, kadm.ElectLiveReplica} {
+		rs, err := adm.ElectLeaders(ctx, how, kadm.TopicsSet{"elect": {0: {}, 1: {}, 5: {}}, "nope": {0: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range map[int32]error{0: kerr.ElectionNotNeeded, 1: kerr.ElectionNotNeeded, 5: kerr.UnknownTopicOrPartition} {
+			if r, ok := rs["elect"][p]; !ok || !errors.Is(r.Err, want) {
+				t.Errorf("%v elect/%d: %+v, want %v", how, p, r, want)
+			}
+		}
+		if r := rs["nope"][0]; !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			t.Errorf("%v nope/0: %+v", how, r)
+		}
+	}
+	// every partition: none needs an election, so none is listed
+	all, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil)
+	if err != nil || len(all) != 0 {
+		t.Fatalf("electing all: %v %v", all, err)
+	}
+}
