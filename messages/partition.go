@@ -159,6 +159,27 @@ type PartitionSizeResult struct {
 	Size    int64
 }
 
+// DescribeProducers asks a partition's leader for the idempotent producers
+// it remembers.
+type DescribeProducers struct {
+	Reply func(DescribeProducersResult)
+}
+
+// DescribeProducersResult answers DescribeProducers.
+type DescribeProducersResult struct {
+	ErrorCode int16
+	Producers []ProducerState
+}
+
+// ProducerState is one remembered producer; LastSequence and LastTimestamp
+// are -1 when none of its batches is remembered.
+type ProducerState struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	LastSequence  int32
+	LastTimestamp int64
+}
+
 // Undelivered answers requests whose actor had stopped (actorsys.Undeliverable).
 
 func (m *Produce) Undelivered() {
@@ -186,6 +207,8 @@ func (m *DeleteRecords) Undelivered() {
 func (m *PartitionStatus) Undelivered() { m.Reply(PartitionStatusResult{}) }
 
 func (m *PartitionSize) Undelivered() { m.Reply(PartitionSizeResult{}) }
+
+func (m *DescribeProducers) Undelivered() { m.Reply(DescribeProducersResult{ErrorCode: notLeader}) }
 
 // Undelivered: an actor that is gone holds no files any more.
 func (m *RelinquishLeadership) Undelivered() {

@@ -36,6 +36,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
 		kmsg.DescribeLogDirs.Int16():         {0, 4},
 		kmsg.DescribeCluster.Int16():         {0, 2},
+		kmsg.DescribeProducers.Int16():       {0, 0},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))
@@ -76,6 +77,7 @@ func errorRequests() []kmsg.Request {
 	alterConfigs := kmsg.NewPtrAlterConfigsRequest()
 	incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	elect := kmsg.NewPtrElectLeadersRequest()
+	producers := kmsg.NewPtrDescribeProducersRequest()
 	for _, topic := range []string{"a", "b"} {
 		pt := kmsg.NewProduceRequestTopic()
 		lt := kmsg.NewListOffsetsRequestTopic()
@@ -125,10 +127,13 @@ func errorRequests() []kmsg.Request {
 		et := kmsg.NewElectLeadersRequestTopic()
 		et.Topic, et.Partitions = topic, []int32{0, 1}
 		elect.Topics = append(elect.Topics, et)
+		dp := kmsg.NewDescribeProducersRequestTopic()
+		dp.Topic, dp.Partitions = topic, []int32{0, 1}
+		producers.Topics = append(producers.Topics, dp)
 	}
 	return []kmsg.Request{produce, kmsg.NewPtrFetchRequest(), listOffsets, ofle, deleteRecords, metadata, createTopics,
 		deleteTopics, createPartitions, describeConfigs, alterConfigs, incremental,
-		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrDescribeClusterRequest(), kmsg.NewPtrDescribeLogDirsRequest(), elect}
+		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrDescribeClusterRequest(), kmsg.NewPtrDescribeLogDirsRequest(), elect, producers}
 }
 
 // errorCodes collects every ErrorCode field of v, depth first.
@@ -171,7 +176,7 @@ func TestErrorResponses(t *testing.T) {
 		want := 1 // top-level ErrorCode
 		switch req.Key() {
 		case kmsg.Produce.Int16(), kmsg.ListOffsets.Int16(), kmsg.OffsetForLeaderEpoch.Int16(), kmsg.DeleteRecords.Int16(),
-			kmsg.ElectLeaders.Int16():
+			kmsg.ElectLeaders.Int16(), kmsg.DescribeProducers.Int16():
 			want = 4 // two topics of two partitions
 		case kmsg.Metadata.Int16(), kmsg.CreateTopics.Int16(), kmsg.CreatePartitions.Int16(),
 			kmsg.DescribeConfigs.Int16(), kmsg.AlterConfigs.Int16(), kmsg.IncrementalAlterConfigs.Int16():

@@ -472,3 +472,45 @@ func TestElectLeaders(t *testing.T) {
 		t.Fatalf("electing all: %v %v", all, err)
 	}
 }
+
+func TestDescribeProducers(t *testing.T) {
+	_, addr := testBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	createTopic(t, addr, "idem", 2, nil)
+	cl := newClient(t, addr, kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "idem", Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"idem": {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0 := ds["idem"].Partitions[0]
+	if p0.Err != nil || len(p0.ActiveProducers) != 1 {
+		t.Fatalf("idem/0: %+v", p0)
+	}
+	for _, p := range p0.ActiveProducers {
+		if p.ProducerID != id || p.ProducerEpoch != epoch || p.LastSequence != 2 || p.LastTimestamp <= 0 ||
+			p.CoordinatorEpoch != -1 || p.CurrentTxnStartOffset != -1 {
+			t.Errorf("producer %+v, want id %d epoch %d last sequence 2", p, id, epoch)
+		}
+	}
+	if p1 := ds["idem"].Partitions[1]; p1.Err != nil || len(p1.ActiveProducers) != 0 {
+		t.Errorf("idem/1: %+v", p1)
+	}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = "nope", []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp := rawRequest(t, addr, req, 0).(*kmsg.DescribeProducersResponse)
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("nope/0: %+v", p)
+	}
+}
