@@ -146,6 +146,40 @@ type PartitionStatusResult struct {
 	LogEndOffset   int64
 }
 
+// PartitionSize asks a partition's leader for its log's size in bytes
+// (DescribeLogDirs).
+type PartitionSize struct {
+	Reply func(PartitionSizeResult)
+}
+
+// PartitionSizeResult answers PartitionSize; Leading is false (and Size 0)
+// when the partition is not led by this actor.
+type PartitionSizeResult struct {
+	Leading bool
+	Size    int64
+}
+
+// DescribeProducers asks a partition's leader for the idempotent producers
+// it remembers.
+type DescribeProducers struct {
+	Reply func(DescribeProducersResult)
+}
+
+// DescribeProducersResult answers DescribeProducers.
+type DescribeProducersResult struct {
+	ErrorCode int16
+	Producers []ProducerState
+}
+
+// ProducerState is one remembered producer; LastSequence and LastTimestamp
+// are -1 when none of its batches is remembered.
+type ProducerState struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	LastSequence  int32
+	LastTimestamp int64
+}
+
 // Undelivered answers requests whose actor had stopped (actorsys.Undeliverable).
 
 func (m *Produce) Undelivered() {
@@ -171,6 +205,10 @@ func (m *DeleteRecords) Undelivered() {
 }
 
 func (m *PartitionStatus) Undelivered() { m.Reply(PartitionStatusResult{}) }
+
+func (m *PartitionSize) Undelivered() { m.Reply(PartitionSizeResult{}) }
+
+func (m *DescribeProducers) Undelivered() { m.Reply(DescribeProducersResult{ErrorCode: notLeader}) }
 
 // Undelivered: an actor that is gone holds no files any more.
 func (m *RelinquishLeadership) Undelivered() {

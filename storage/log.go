@@ -98,6 +98,9 @@ type Log interface {
 	// AssignEpoch records that batches from startOffset on are written under
 	// leader epoch epoch (persisted by a disk log). Epochs never go down.
 	AssignEpoch(epoch int32, startOffset int64) error
+	// Size is the log's size in bytes: the sum of its segments' sizes
+	// (DescribeLogDirs).
+	Size() int64
 	// Epochs returns the leader-epoch cache, oldest first.
 	Epochs() []EpochEntry
 	// ScanHeaders calls fn for the header of every batch from the one

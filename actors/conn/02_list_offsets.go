@@ -6,13 +6,19 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// ListOffsets (key 2): v1-8, answered per partition by its actor.
+// ListOffsets (key 2): v0-8, answered per partition by its actor.
 func init() {
-	serve(API{Key: kmsg.ListOffsets.Int16(), MinVersion: 1, MaxVersion: 8, Handle: handleListOffsets, ErrorResponse: listOffsetsError})
+	serve(API{Key: kmsg.ListOffsets.Int16(), MinVersion: 0, MaxVersion: 8, Handle: handleListOffsets, ErrorResponse: listOffsetsError})
 }
 
 // handleListOffsets resolves earliest (-2), latest (-1), max-timestamp (-3),
 // earliest-local (-4) and timestamp lookups per partition.
+//
+// v0 answers a list of offsets (OldStyleOffsets, up to MaxNumOffsets) where
+// later versions answer one: kaas answers at most one, the offset v1 gives
+// (the log end offset for latest, the log start offset for earliest, and for
+// a timestamp the first offset whose timestamp is at or after it, where
+// Kafka lists segment base offsets before it). No offset is an empty list.
 func handleListOffsets(r *Request) Pending {
 	req := r.Body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -35,6 +41,9 @@ func handleListOffsets(r *Request) Pending {
 					Timestamp: p.Timestamp, CurrentLeaderEpoch: p.CurrentLeaderEpoch, IsolationLevel: req.IsolationLevel,
 					Reply: func(res messages.ListOffsetsResult) {
 						rp.ErrorCode, rp.Timestamp, rp.Offset, rp.LeaderEpoch = res.ErrorCode, res.Timestamp, res.Offset, res.LeaderEpoch
+						if req.Version == 0 && res.ErrorCode == 0 && res.Offset >= 0 && p.MaxNumOffsets > 0 {
+							rp.OldStyleOffsets = []int64{res.Offset}
+						}
 						done()
 					},
 				}

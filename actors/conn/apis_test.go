@@ -21,7 +21,7 @@ func TestCoreAPITable(t *testing.T) {
 	want := map[int16][2]int16{
 		kmsg.Produce.Int16():                 {3, 11},
 		kmsg.Fetch.Int16():                   {4, 16},
-		kmsg.ListOffsets.Int16():             {1, 8},
+		kmsg.ListOffsets.Int16():             {0, 8},
 		kmsg.Metadata.Int16():                {0, 12},
 		kmsg.ApiVersions.Int16():             {0, 4},
 		kmsg.CreateTopics.Int16():            {0, 7},
@@ -32,8 +32,11 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeConfigs.Int16():         {0, 4},
 		kmsg.AlterConfigs.Int16():            {0, 2},
 		kmsg.CreatePartitions.Int16():        {0, 3},
+		kmsg.ElectLeaders.Int16():            {0, 2},
 		kmsg.IncrementalAlterConfigs.Int16(): {0, 1},
+		kmsg.DescribeLogDirs.Int16():         {0, 4},
 		kmsg.DescribeCluster.Int16():         {0, 2},
+		kmsg.DescribeProducers.Int16():       {0, 0},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))
@@ -73,6 +76,8 @@ func errorRequests() []kmsg.Request {
 	describeConfigs := kmsg.NewPtrDescribeConfigsRequest()
 	alterConfigs := kmsg.NewPtrAlterConfigsRequest()
 	incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	elect := kmsg.NewPtrElectLeadersRequest()
+	producers := kmsg.NewPtrDescribeProducersRequest()
 	for _, topic := range []string{"a", "b"} {
 		pt := kmsg.NewProduceRequestTopic()
 		lt := kmsg.NewListOffsetsRequestTopic()
@@ -119,10 +124,16 @@ func errorRequests() []kmsg.Request {
 		ir := kmsg.NewIncrementalAlterConfigsRequestResource()
 		ir.ResourceType, ir.ResourceName = resourceTopic, topic
 		incremental.Resources = append(incremental.Resources, ir)
+		et := kmsg.NewElectLeadersRequestTopic()
+		et.Topic, et.Partitions = topic, []int32{0, 1}
+		elect.Topics = append(elect.Topics, et)
+		dp := kmsg.NewDescribeProducersRequestTopic()
+		dp.Topic, dp.Partitions = topic, []int32{0, 1}
+		producers.Topics = append(producers.Topics, dp)
 	}
 	return []kmsg.Request{produce, kmsg.NewPtrFetchRequest(), listOffsets, ofle, deleteRecords, metadata, createTopics,
 		deleteTopics, createPartitions, describeConfigs, alterConfigs, incremental,
-		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrDescribeClusterRequest()}
+		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrDescribeClusterRequest(), kmsg.NewPtrDescribeLogDirsRequest(), elect, producers}
 }
 
 // errorCodes collects every ErrorCode field of v, depth first.
@@ -164,7 +175,8 @@ func TestErrorResponses(t *testing.T) {
 		errorCodes(reflect.ValueOf(resp), &codes)
 		want := 1 // top-level ErrorCode
 		switch req.Key() {
-		case kmsg.Produce.Int16(), kmsg.ListOffsets.Int16(), kmsg.OffsetForLeaderEpoch.Int16(), kmsg.DeleteRecords.Int16():
+		case kmsg.Produce.Int16(), kmsg.ListOffsets.Int16(), kmsg.OffsetForLeaderEpoch.Int16(), kmsg.DeleteRecords.Int16(),
+			kmsg.ElectLeaders.Int16(), kmsg.DescribeProducers.Int16():
 			want = 4 // two topics of two partitions
 		case kmsg.Metadata.Int16(), kmsg.CreateTopics.Int16(), kmsg.CreatePartitions.Int16(),
 			kmsg.DescribeConfigs.Int16(), kmsg.AlterConfigs.Int16(), kmsg.IncrementalAlterConfigs.Int16():

@@ -68,6 +68,9 @@ type Server struct {
 	AutoCreateTopics bool
 	// BrokerConfigs are the read-only broker configs DescribeConfigs reports.
 	BrokerConfigs map[string]string
+	// DataDir is the shared volume DescribeLogDirs reports as this broker's
+	// one log dir; empty when partitions are kept in memory.
+	DataDir string
 
 	producerIDs atomic.Int64
 	connSeq     atomic.Int64

@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
@@ -141,6 +142,18 @@ func (a *Actor) Receive(ctx actor.Context) {
 		r := messages.PartitionStatusResult{Leading: a.core.Leading(), LeaderEpoch: a.core.LeaderEpoch(), HighWatermark: a.core.HighWatermark()}
 		if l := a.core.Log(); l != nil {
 			r.LogStartOffset, r.LogEndOffset = l.StartOffset(), l.NextOffset()
+		}
+		m.Reply(r)
+	case *messages.PartitionSize:
+		var r messages.PartitionSizeResult
+		if l := a.core.Log(); l != nil && a.core.Leading() {
+			r = messages.PartitionSizeResult{Leading: true, Size: l.Size()}
+		}
+		m.Reply(r)
+	case *messages.DescribeProducers:
+		r := messages.DescribeProducersResult{ErrorCode: kerr.NotLeaderForPartition.Code}
+		if p := a.core.Producers(); p != nil && a.core.Leading() {
+			r = messages.DescribeProducersResult{Producers: p.States()}
 		}
 		m.Reply(r)
 	case *messages.Produce, *messages.Fetch, *messages.ListOffsets, *messages.OffsetForLeaderEpoch,

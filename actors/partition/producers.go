@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/batch"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -68,6 +69,21 @@ func (b LastBatch) Matches(h batch.Header) bool {
 
 // NewProducers returns an empty table.
 func NewProducers() *Producers { return &Producers{m: map[int64]*ProducerEntry{}} }
+
+// States lists the producers the table remembers, by producer id
+// (DescribeProducers).
+func (p *Producers) States() []messages.ProducerState {
+	out := make([]messages.ProducerState, 0, len(p.m))
+	for _, e := range p.m {
+		st := messages.ProducerState{ProducerID: e.ID, ProducerEpoch: e.Epoch, LastSequence: -1, LastTimestamp: -1}
+		if n := len(e.Batches); n > 0 {
+			st.LastSequence, st.LastTimestamp = e.Batches[n-1].LastSeq, e.Batches[n-1].Timestamp
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
 
 // CheckResult is the verdict on a produced batch.
 type CheckResult struct {

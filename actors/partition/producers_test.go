@@ -1,10 +1,12 @@
 package partition
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
 )
@@ -110,5 +112,21 @@ func TestEndOffsetForEpoch(t *testing.T) {
 	}
 	if got := epochAt(epochs, 15, 5); got != 2 {
 		t.Errorf("epochAt(15) = %d", got)
+	}
+}
+
+func TestProducersStates(t *testing.T) {
+	p := NewProducers()
+	h := hdr(9, 1, 0, 3, 0)
+	h.MaxTimestamp = 1234
+	p.Record(h)
+	p.Record(hdr(4, 0, 0, 1, 3))
+	p.Record(batch.Header{BaseOffset: 4, LastOffsetDelta: 0, NumRecords: 1, ProducerID: -1})
+	want := []messages.ProducerState{
+		{ProducerID: 4, ProducerEpoch: 0, LastSequence: 0, LastTimestamp: 0},
+		{ProducerID: 9, ProducerEpoch: 1, LastSequence: 2, LastTimestamp: 1234},
+	}
+	if got := p.States(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("states %+v, want %+v", got, want)
 	}
 }

@@ -358,3 +358,175 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 		t.Fatal("shutdown under load did not finish")
 	}
 }
+
+func TestListOffsetsV0(t *testing.T) {
+	_, addr := testBroker(t)
+	createTopic(t, addr, "offs0", 1, nil)
+	cl := newClient(t, addr, kgo.ProducerLinger(0))
+	ctx := ctxT(t, 10*time.Second)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	for i := 0; i < 5; i++ {
+		r := &kgo.Record{Topic: "offs0", Value: []byte{byte(i)}, Timestamp: base.Add(time.Duration(i) * time.Minute)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dr, err := newAdmin(t, addr).DeleteRecords(ctx, kadm.Offsets{"offs0": {0: {At: 1}}}); err != nil || dr.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, dr.Error())
+	}
+	for _, tc := range []struct {
+		ts   int64
+		max  int32
+		want []int64
+	}{
+		{-1, 1, []int64{5}},
+		{-2, 1, []int64{1}},
+		{base.Add(2 * time.Minute).UnixMilli(), 5, []int64{2}},
+		{base.Add(time.Hour).UnixMilli(), 1, nil},
+		{-1, 0, nil},
+	} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		lt := kmsg.NewListOffsetsRequestTopic()
+		lt.Topic = "offs0"
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Timestamp, lp.MaxNumOffsets = tc.ts, tc.max
+		lt.Partitions = append(lt.Partitions, lp)
+		req.Topics = append(req.Topics, lt)
+		resp := rawRequest(t, addr, req, 0).(*kmsg.ListOffsetsResponse)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || len(p.OldStyleOffsets) != len(tc.want) || len(tc.want) > 0 && p.OldStyleOffsets[0] != tc.want[0] {
+			t.Errorf("timestamp %d, max %d: error %d, offsets %v, want %v", tc.ts, tc.max, p.ErrorCode, p.OldStyleOffsets, tc.want)
+		}
+	}
+}
+
+func TestDescribeLogDirs(t *testing.T) {
+	dir := t.TempDir()
+	diskAddr, _ := startDiskBroker(t, dir)
+	_, memAddr := testBroker(t)
+	for _, tc := range []struct {
+		name, addr, dir string
+		space           bool
+	}{
+		{"disk", diskAddr, dir, true},
+		{"memory", memAddr, "memory", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t, 20*time.Second)
+			createTopic(t, tc.addr, "sized", 2, nil)
+			createTopic(t, tc.addr, "empty", 1, nil)
+			cl := newClient(t, tc.addr, kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			value := make([]byte, 1000)
+			_, _ = rand.Read(value) // incompressible
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "sized", Partition: 1, Value: value}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			adm := newAdmin(t, tc.addr)
+			all, err := adm.DescribeAllLogDirs(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != 1 {
+				t.Fatalf("brokers: %v", all)
+			}
+			for _, dirs := range all {
+				if len(dirs) != 1 {
+					t.Fatalf("log dirs: %v", dirs)
+				}
+				d, ok := dirs[tc.dir]
+				if !ok || d.Err != nil {
+					t.Fatalf("log dir %q: %+v", tc.dir, dirs)
+				}
+				if tc.space != (d.TotalBytes > 0 && d.UsableBytes > 0) || !tc.space && (d.TotalBytes != -1 || d.UsableBytes != -1) {
+					t.Errorf("total %d, usable %d", d.TotalBytes, d.UsableBytes)
+				}
+				if p := d.Topics["sized"][1]; p.Size < 1000 || p.OffsetLag != 0 || p.IsFuture {
+					t.Errorf("sized/1: %+v", p)
+				}
+				if p, ok := d.Topics["sized"][0]; !ok || p.Size != 0 {
+					t.Errorf("sized/0: %+v %v", p, ok)
+				}
+				if _, ok := d.Topics["empty"][0]; !ok {
+					t.Errorf("empty/0 missing: %+v", d.Topics)
+				}
+			}
+			some, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{"empty": {0: {}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dirs := range some {
+				if ts := dirs[tc.dir].Topics; len(ts) != 1 || len(ts["empty"]) != 1 {
+					t.Errorf("asking for empty/0: %+v", ts)
+				}
+			}
+		})
+	}
+}
+
+func TestElectLeaders(t *testing.T) {
+	_, addr := testBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	createTopic(t, addr, "elect", 2, nil)
+	for _, how := range []kadm.ElectLeadersHow{kadm.ElectPreferredReplica, kadm.ElectLiveReplica} {
+		rs, err := adm.ElectLeaders(ctx, how, kadm.TopicsSet{"elect": {0: {}, 1: {}, 5: {}}, "nope": {0: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range map[int32]error{0: kerr.ElectionNotNeeded, 1: kerr.ElectionNotNeeded, 5: kerr.UnknownTopicOrPartition} {
+			if r, ok := rs["elect"][p]; !ok || !errors.Is(r.Err, want) {
+				t.Errorf("%v elect/%d: %+v, want %v", how, p, r, want)
+			}
+		}
+		if r := rs["nope"][0]; !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			t.Errorf("%v nope/0: %+v", how, r)
+		}
+	}
+	// every partition: none needs an election, so none is listed
+	all, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, nil)
+	if err != nil || len(all) != 0 {
+		t.Fatalf("electing all: %v %v", all, err)
+	}
+}
+
+func TestDescribeProducers(t *testing.T) {
+	_, addr := testBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 10*time.Second)
+	createTopic(t, addr, "idem", 2, nil)
+	cl := newClient(t, addr, kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i := range 3 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "idem", Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"idem": {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0 := ds["idem"].Partitions[0]
+	if p0.Err != nil || len(p0.ActiveProducers) != 1 {
+		t.Fatalf("idem/0: %+v", p0)
+	}
+	for _, p := range p0.ActiveProducers {
+		if p.ProducerID != id || p.ProducerEpoch != epoch || p.LastSequence != 2 || p.LastTimestamp <= 0 ||
+			p.CoordinatorEpoch != -1 || p.CurrentTxnStartOffset != -1 {
+			t.Errorf("producer %+v, want id %d epoch %d last sequence 2", p, id, epoch)
+		}
+	}
+	if p1 := ds["idem"].Partitions[1]; p1.Err != nil || len(p1.ActiveProducers) != 0 {
+		t.Errorf("idem/1: %+v", p1)
+	}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = "nope", []int32{0}
+	req.Topics = append(req.Topics, rt)
+	resp := rawRequest(t, addr, req, 0).(*kmsg.DescribeProducersResponse)
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("nope/0: %+v", p)
+	}
+}

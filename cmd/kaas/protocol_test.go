@@ -59,7 +59,8 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 	}
 	for key, want := range map[kmsg.Key][2]int16{
 		kmsg.Produce: {0, 11}, kmsg.Fetch: {4, 16}, kmsg.Metadata: {0, 12}, kmsg.ApiVersions: {0, 4},
-		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {0, 4},
+		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {0, 4}, kmsg.ListOffsets: {0, 8},
+		kmsg.DescribeLogDirs: {0, 4}, kmsg.ElectLeaders: {0, 2}, kmsg.DescribeProducers: {0, 0},
 	} {
 		if got[key.Int16()] != want {
 			t.Errorf("%s: versions %v, want %v", kmsg.NameForKey(key.Int16()), got[key.Int16()], want)

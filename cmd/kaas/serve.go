@@ -110,6 +110,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	}
 	b.srv = conn.NewServer(conn.Config{MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.log}, b.system, b.views, b.sup)
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
+	b.srv.DataDir = cfg.DataDir
 	b.srv.BrokerConfigs = map[string]string{
 		"broker.id":                 strconv.Itoa(cfg.BrokerID),
 		"advertised.listeners":      "PLAINTEXT://" + net.JoinHostPort(cfg.advHost, strconv.Itoa(int(cfg.advPort))),

@@ -427,3 +427,19 @@ func (l *Log) writeIndex(s *segment) error {
 	s.mu.Unlock()
 	return nil
 }
+
+// Size implements storage.Log. A segment Open left unread is read as far as
+// its size, as retention.bytes does.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	segs := append([]*segment(nil), l.segments...)
+	l.mu.RUnlock()
+	var total int64
+	for _, s := range segs {
+		l.loadSealed(s)
+		s.mu.RLock()
+		total += s.size
+		s.mu.RUnlock()
+	}
+	return total
+}

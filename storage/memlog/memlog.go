@@ -330,6 +330,13 @@ func (l *Log) WriteSnapshot(name string, data []byte) error {
 }
 
 // ReadSnapshot implements storage.Log.
+// Size implements storage.Log.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.size
+}
+
 // Superseded implements storage.Log: an in-memory log has one process.
 func (l *Log) Superseded(int32) bool { return false }
 
