@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,7 +222,7 @@ scrape_configs:
 		}
 		if v, ok := promQuery(query); ok {
 			if v == strconv.Itoa(n) {
-				return
+				break
 			}
 			last = v
 		}
@@ -229,6 +230,82 @@ scrape_configs:
 			t.Fatalf("Prometheus answers %q for kaas_produced_records_total{topic=%q}, want %d; its log:\n%s", last, topic, n, log.String())
 		}
 		time.Sleep(250 * time.Millisecond)
+	}
+	checkDashboard(t, "http://"+promAddr, "http://"+httpAddr+"/metrics")
+}
+
+// checkDashboard runs every query of the Grafana dashboard under deploy/
+// against a Prometheus server, and checks that each kaas series it names is
+// one docs/operations.md documents and each Go or process series is one the
+// broker exports, so the dashboard cannot drift from the metrics.
+func checkDashboard(t *testing.T, prom, metricsURL string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "grafana", "kaas.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("deploy/grafana/kaas.json: %v", err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposition, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := func(name string) bool {
+		if strings.HasPrefix(name, "kaas_") {
+			base := name
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				base = strings.TrimSuffix(base, suffix)
+			}
+			return strings.Contains(string(doc), "| `"+base+"` |")
+		}
+		return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `[{ ]`).Match(exposition)
+	}
+	series := regexp.MustCompile(`\b(?:kaas|go|process)_[a-z_]+\b`)
+	queries := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			queries++
+			expr := strings.ReplaceAll(tg.Expr, "$__rate_interval", "1m")
+			for _, name := range series.FindAllString(expr, -1) {
+				if !known(name) {
+					t.Errorf("panel %q queries %s, which is neither documented nor exported", p.Title, name)
+				}
+			}
+			r, err := http.Get(prom + "/api/v1/query?query=" + url.QueryEscape(expr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var answer struct {
+				Status string `json:"status"`
+				Error  string `json:"error"`
+			}
+			err = json.NewDecoder(r.Body).Decode(&answer)
+			r.Body.Close()
+			if err != nil || answer.Status != "success" {
+				t.Errorf("panel %q: Prometheus refuses %s: %v %s", p.Title, expr, err, answer.Error)
+			}
+		}
+	}
+	if queries == 0 {
+		t.Fatal("the dashboard has no queries")
 	}
 }
 
