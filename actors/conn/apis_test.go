@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/internal/kmsgtest"
 	"github.com/kaas-project/kaas/actors/routing"
 )
 
@@ -136,28 +136,6 @@ func errorRequests() []kmsg.Request {
 		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrDescribeClusterRequest(), kmsg.NewPtrDescribeLogDirsRequest(), elect, producers}
 }
 
-// errorCodes collects every ErrorCode field of v, depth first.
-func errorCodes(v reflect.Value, out *[]int16) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			errorCodes(v.Elem(), out)
-		}
-	case reflect.Slice:
-		for i := range v.Len() {
-			errorCodes(v.Index(i), out)
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).Name == "ErrorCode" {
-				*out = append(*out, int16(v.Field(i).Int()))
-				continue
-			}
-			errorCodes(v.Field(i), out)
-		}
-	}
-}
-
 // TestErrorResponses: every item of a request answered in error carries
 // the code, and nothing else in the response is an error.
 func TestErrorResponses(t *testing.T) {
@@ -171,8 +149,7 @@ func TestErrorResponses(t *testing.T) {
 		if resp.Key() != req.Key() {
 			t.Fatalf("%s answered with a %s", kmsg.NameForKey(req.Key()), kmsg.NameForKey(resp.Key()))
 		}
-		var codes []int16
-		errorCodes(reflect.ValueOf(resp), &codes)
+		codes := kmsgtest.ErrorCodes(resp)
 		want := 1 // top-level ErrorCode
 		switch req.Key() {
 		case kmsg.Produce.Int16(), kmsg.ListOffsets.Int16(), kmsg.OffsetForLeaderEpoch.Int16(), kmsg.DeleteRecords.Int16(),

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/internal/kmsgtest"
 	"github.com/kaas-project/kaas/messages"
 )
 
@@ -49,28 +49,6 @@ func TestGroupAPITable(t *testing.T) {
 				kmsg.NameForKey(a.Key), a.MinVersion, a.MaxVersion, want[0], want[1])
 		}
 		seen[a.Key] = true
-	}
-}
-
-// errorSlots collects every ErrorCode field of v, depth first.
-func errorSlots(v reflect.Value, out *[]int16) {
-	switch v.Kind() {
-	case reflect.Pointer:
-		if !v.IsNil() {
-			errorSlots(v.Elem(), out)
-		}
-	case reflect.Slice:
-		for i := range v.Len() {
-			errorSlots(v.Index(i), out)
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).Name == "ErrorCode" {
-				*out = append(*out, int16(v.Field(i).Int()))
-				continue
-			}
-			errorSlots(v.Field(i), out)
-		}
 	}
 }
 
@@ -160,8 +138,7 @@ func TestGroupErrorReplies(t *testing.T) {
 			if got == nil {
 				t.Fatalf("%s v%d: no error reply", name, v)
 			}
-			var codes []int16
-			errorSlots(reflect.ValueOf(got), &codes)
+			codes := kmsgtest.ErrorCodes(got)
 			n := 0
 			for _, c := range codes {
 				if c == code {
