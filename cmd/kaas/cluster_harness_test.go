@@ -122,6 +122,9 @@ type kaasCluster struct {
 	brokers   map[string]*clusterBroker
 	flags     []string
 	usedPorts map[int]bool
+	// netns, when set, runs each broker in a network namespace of its own
+	// (netns_harness_test.go) instead of on loopback.
+	netns *netLab
 }
 
 func newKaasCluster(t testing.TB, api *apiserver, flags ...string) *kaasCluster {
@@ -159,7 +162,12 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 	t.Helper()
 	b, ok := c.brokers[name]
 	if !ok {
-		b = &clusterBroker{name: name, kafka: c.loopbackAddr(), http: c.loopbackAddr(), heartbeat: c.loopbackAddr()}
+		b = &clusterBroker{name: name}
+		if c.netns != nil {
+			b.kafka, b.http, b.heartbeat = c.netns.addBroker(name)
+		} else {
+			b.kafka, b.http, b.heartbeat = c.loopbackAddr(), c.loopbackAddr(), c.loopbackAddr()
+		}
 		c.brokers[name] = b
 	}
 	if b.log == nil {
@@ -185,7 +193,13 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 	}
 	// Extra flags for every broker, for experiments (e.g. "--fence-after 3s").
 	args = append(args, strings.Fields(os.Getenv("KAAS_TEST_BROKER_ARGS"))...)
-	b.cmd = exec.Command(kaasBinary(t), args...)
+	kubeconfig := c.api.kubeconfig
+	if c.netns != nil {
+		b.cmd = c.netns.command(name, append([]string{kaasBinary(t)}, args...)...)
+		kubeconfig = c.netns.kubeconfig
+	} else {
+		b.cmd = exec.Command(kaasBinary(t), args...)
+	}
 	b.cmd.Stdout, b.cmd.Stderr = b.log.f, b.log.f
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "KAAS_") && !strings.HasPrefix(e, "KUBERNETES_") {
@@ -193,7 +207,7 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 		}
 	}
 	b.cmd.Env = append(b.cmd.Env, "MY_POD_NAME="+name, "MY_POD_NAMESPACE="+c.ns,
-		fmt.Sprintf("MY_POD_UID=uid-%s-%d", name, time.Now().UnixNano()), "KUBECONFIG="+c.api.kubeconfig)
+		fmt.Sprintf("MY_POD_UID=uid-%s-%d", name, time.Now().UnixNano()), "KUBECONFIG="+kubeconfig)
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

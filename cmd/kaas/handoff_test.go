@@ -53,6 +53,9 @@ type loadChecker struct {
 	// interval paces each partition to one record per interval (0: full
 	// speed); pace changes it while the load runs.
 	interval atomic.Int64
+	// onRecord, when set, sees every record verify reads back (a caller's
+	// own checks on top, e.g. which leader epoch holds an offset).
+	onRecord func(*kgo.Record)
 }
 
 // pace sets the load's interval per partition (0: full speed).
@@ -393,6 +396,9 @@ func (l *loadChecker) verify(c *kaasCluster) {
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			got++
+			if l.onRecord != nil {
+				l.onRecord(r)
+			}
 			if bytes.HasPrefix(r.Value, []byte(fenceProbe)) {
 				// Sent to a broker once it was stopped and deposed: it
 				// must have refused it (stopLeaderPastDeadAfter).
