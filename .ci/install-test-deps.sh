@@ -32,6 +32,15 @@ if ! command -v kubectl >/dev/null; then
   apt_install kubernetes-client
 fi
 
+# ip (iproute2) and iptables build the network namespaces and the partitions
+# of cmd/kaas's network-partition test (TestNetworkPartitionFencesIsolatedBroker).
+if ! command -v ip >/dev/null; then
+  apt_install iproute2
+fi
+if ! command -v iptables >/dev/null; then
+  apt_install iptables
+fi
+
 # prometheus and promtool check and scrape /metrics in cmd/kaas's metrics tests.
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   apt_install prometheus

@@ -417,6 +417,23 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 			firstFenced = r.at
 		}
 	}
+	// Per partition, requests are sequential: once the isolated broker
+	// refused one as fenced, it must acknowledge nothing more there until
+	// the heal (a fence lifts only with a heartbeat exchange, and none
+	// crosses the cut).
+	fencedAt := map[int32]time.Time{}
+	for _, r := range refusals {
+		if r.broker == victimID && r.at.After(cut) && r.at.Before(healAt) && strings.HasPrefix(r.msg, "broker fenced") {
+			if f, ok := fencedAt[r.part]; !ok || r.at.Before(f) {
+				fencedAt[r.part] = r.at
+			}
+		}
+	}
+	for _, a := range acks {
+		if f, ok := fencedAt[a.part]; ok && a.broker == victimID && a.at.After(f) && a.at.Before(healAt) {
+			t.Errorf("isolated %s acknowledged p%d offset %d %v after refusing that partition as fenced", victim, a.part, a.offset, a.at.Sub(f))
+		}
+	}
 	if len(late) > 0 {
 		t.Errorf("isolated %s acknowledged %d writes later than %v after the cut: %v", victim, len(late), bound, late[:min(5, len(late))])
 	}
@@ -425,13 +442,15 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 	}
 	checkOneWriterPerEpoch(t, acks, epochAt)
 	sort.Slice(failover, func(i, j int) bool { return failover[i] < failover[j] })
-	lastAckAfter := "none after the cut"
-	if !lastAck.IsZero() {
-		lastAckAfter = lastAck.Sub(cut).Round(time.Millisecond).String()
+	since := func(at time.Time) string {
+		if at.IsZero() {
+			return "never"
+		}
+		return at.Sub(cut).Round(time.Millisecond).String()
 	}
-	t.Logf("FIGURES %s isolated (controller %v), --fence-after %v, --dead-after 2.5s: last ack by it %s after the cut, first 'fenced' refusal %v after (bound %v); "+
+	t.Logf("FIGURES %s isolated (controller %v), --fence-after %v, --dead-after 2.5s: last ack by it %s after the cut, first 'fenced' refusal %s after (bound %v); "+
 		"its %d partitions acknowledged by survivors after %v (median) / %v (max); %d probes past the bound all refused; rejoined and acknowledging %v after the heal",
-		victim, isolateController, netFenceAfter, lastAckAfter, firstFenced.Sub(cut).Round(time.Millisecond), bound,
+		victim, isolateController, netFenceAfter, since(lastAck), since(firstFenced), bound,
 		len(led), pct(failover, 0.5).Round(time.Millisecond), failover[len(failover)-1].Round(time.Millisecond), probes-probeAcks, rejoin.Round(time.Millisecond))
 }
 
