@@ -356,8 +356,10 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 	probes, probeAcks := 0, 0
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
 		for p := range led {
-			rp, err := load.produceTo(ctxFor(t, 10*time.Second), victimID, p,
+			pctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			rp, err := load.produceTo(pctx, victimID, p,
 				batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Timestamp: time.Now().UnixMilli(), Values: [][]byte{[]byte(fenceProbe)}}))
+			cancel()
 			if err != nil {
 				continue
 			}

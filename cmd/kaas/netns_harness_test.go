@@ -292,7 +292,10 @@ func (n *netLab) isolate(name string) {
 	for _, ip := range others {
 		rules += fmt.Sprintf("-A OUTPUT -d %s -j DROP\n-A INPUT -s %s -j DROP\n", ip, ip)
 	}
-	rules += fmt.Sprintf("-A OUTPUT -d %s -p tcp --dport %d -j DROP\nCOMMIT\n", n.hostIP, n.proxyPort)
+	// Both directions for the apiserver too: an answer to a request sent
+	// before the cut (a Lease renewal) must not arrive after it.
+	rules += fmt.Sprintf("-A OUTPUT -d %s -p tcp --dport %d -j DROP\n-A INPUT -s %s -p tcp --sport %d -j DROP\nCOMMIT\n",
+		n.hostIP, n.proxyPort, n.hostIP, n.proxyPort)
 	cmd := exec.Command("ip", "netns", "exec", ns, "iptables-restore", "-w", "--noflush")
 	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
