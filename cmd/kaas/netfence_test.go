@@ -324,8 +324,6 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 		_, ok := load.firstAcks(time.Time{}, allParts(parts))
 		return ok
 	})
-	time.Sleep(time.Second)
-
 	_, ctrl, _ := c.ledBy()
 	victim := ""
 	for _, n := range names {
@@ -335,6 +333,13 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 		}
 	}
 	victimID := int32(victim[len(victim)-1] - '0')
+	commits := startDirectCommits(t, c, load.cl, adm, victimID, topic)
+	for deadline := time.Now().Add(30 * time.Second); !commits.acknowledged(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no commit to group %s acknowledged by %s in 30 s; answers: %s", commits.group, victim, commits.codes())
+		}
+	}
+	time.Sleep(time.Second)
 	led := c.partitionsLedBy(t, topic, victim, 4)
 	lab.isolate(victim)
 	cut := time.Now()
@@ -375,6 +380,7 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 		t.Errorf("no probe reached the isolated %s: its clients must still reach it", victim)
 	}
 
+	commits.stop()
 	healAt := time.Now()
 	lab.heal(victim)
 	t.Logf("network healed at %s (%v after the cut)", healAt.UTC().Format("15:04:05.000"), healAt.Sub(cut).Round(time.Millisecond))
@@ -448,6 +454,7 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 		t.Errorf("isolated %s never refused a write as fenced", victim)
 	}
 	checkOneWriterPerEpoch(t, acks, epochAt)
+	commitFenced := commits.check(cut, bound)
 	sort.Slice(failover, func(i, j int) bool { return failover[i] < failover[j] })
 	others := allParts(parts)
 	for p := range led {
@@ -461,9 +468,9 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 		return at.Sub(cut).Round(time.Millisecond).String()
 	}
 	t.Logf("FIGURES %s isolated (controller %v), --fence-after %v, --dead-after 2.5s: last ack by it %s after the cut, first 'fenced' refusal %s after (bound %v); "+
-		"its %d partitions acknowledged by survivors after %v (median) / %v (max); the other partitions' longest gap between acks during the cut %v (max); %d probes past the bound all refused; rejoined and acknowledging %v after the heal",
+		"its %d partitions acknowledged by survivors after %v (median) / %v (max); the other partitions' longest gap between acks during the cut %v (max); %d probes past the bound all refused; rejoined and acknowledging %v after the heal; offset commits to it refused from %s after the cut",
 		victim, isolateController, netFenceAfter, since(lastAck), since(firstFenced), bound,
-		len(led), pct(failover, 0.5).Round(time.Millisecond), failover[len(failover)-1].Round(time.Millisecond), othersGap[len(othersGap)-1].Round(time.Millisecond), probes-probeAcks, rejoin.Round(time.Millisecond))
+		len(led), pct(failover, 0.5).Round(time.Millisecond), failover[len(failover)-1].Round(time.Millisecond), othersGap[len(othersGap)-1].Round(time.Millisecond), probes-probeAcks, rejoin.Round(time.Millisecond), since(commitFenced))
 }
 
 // checkOneWriterPerEpoch fails when two brokers acknowledged new writes of
@@ -542,4 +549,152 @@ func sortedParts(m map[int32]bool) []int32 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// directCommits commits an ever-growing offset, every 20 ms, for a group
+// that the isolated broker coordinates, sent straight to that broker
+// (generation -1: a group that only stores offsets), and records each
+// answer with when its request was sent.
+type directCommits struct {
+	t       testing.TB
+	c       *kaasCluster
+	adm     *kadm.Client
+	group   string
+	topic   string
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	answers []commitAnswer
+}
+
+type commitAnswer struct {
+	offset   int64
+	code     int16
+	sent, at time.Time
+}
+
+func startDirectCommits(t testing.TB, c *kaasCluster, cl *kgo.Client, adm *kadm.Client, id int32, topic string) *directCommits {
+	t.Helper()
+	var names []string
+	for i := 0; i < 60; i++ {
+		names = append(names, fmt.Sprintf("nf-group-%d", i))
+	}
+	coords := adm.FindGroupCoordinators(ctxFor(t, 30*time.Second), names...)
+	group := ""
+	for _, n := range names {
+		if r, ok := coords[n]; ok && r.Err == nil && r.NodeID == id {
+			group = n
+			break
+		}
+	}
+	if group == "" {
+		t.Fatalf("none of %d groups is coordinated by broker %d", len(names), id)
+	}
+	// OffsetCommit v10 names topics by id.
+	topics, err := adm.ListTopics(ctxFor(t, 30*time.Second), topic)
+	if err != nil || topics[topic].Err != nil {
+		t.Fatalf("topic id of %s: %v %v", topic, err, topics[topic].Err)
+	}
+	topicID := topics[topic].ID
+	d := &directCommits{t: t, c: c, adm: adm, group: group, topic: topic, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	go func() {
+		defer close(d.done)
+		for n := int64(1); ctx.Err() == nil; n++ {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Group, req.Generation = group, -1
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic, rt.TopicID = topic, topicID
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = 0, n, -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			sent := time.Now()
+			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+			resp, err := req.RequestWith(rctx, cl.Broker(int(id)))
+			rcancel()
+			if err == nil && len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
+				d.mu.Lock()
+				d.answers = append(d.answers, commitAnswer{offset: n, code: resp.Topics[0].Partitions[0].ErrorCode, sent: sent, at: time.Now()})
+				d.mu.Unlock()
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return d
+}
+
+func (d *directCommits) acknowledged() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, a := range d.answers {
+		if a.code == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// codes counts the answers by error code.
+func (d *directCommits) codes() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := map[string]int{}
+	for _, a := range d.answers {
+		if err := kerr.ErrorForCode(a.code); err != nil {
+			n[err.Error()]++
+		} else {
+			n["ok"]++
+		}
+	}
+	return fmt.Sprint(n)
+}
+
+func (d *directCommits) stop() {
+	d.cancel()
+	<-d.done
+}
+
+// check fails when the isolated broker acknowledged a commit sent later
+// than bound after the cut, or when an acknowledged commit is lost (the
+// group's offset, read through whichever broker coordinates it now, is
+// below the last one acknowledged). It returns when the broker first
+// refused a commit after the cut.
+func (d *directCommits) check(cut time.Time, bound time.Duration) (refused time.Time) {
+	t := d.t
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var acked, before int64
+	for _, a := range d.answers {
+		if a.code == 0 {
+			acked = max(acked, a.offset)
+			if a.sent.Before(cut) {
+				before++
+			}
+			if a.sent.Sub(cut) > bound {
+				t.Errorf("group %s: the isolated broker acknowledged the commit of %d sent %v after the cut", d.group, a.offset, a.sent.Sub(cut).Round(time.Millisecond))
+			}
+		} else if refused.IsZero() && a.at.After(cut) {
+			refused = a.at
+		}
+	}
+	if before == 0 {
+		t.Errorf("group %s: no commit acknowledged before the cut", d.group)
+	}
+	var got kadm.OffsetResponses
+	var err error
+	ctx := ctxFor(t, 30*time.Second)
+	for ctx.Err() == nil {
+		if got, err = d.adm.FetchOffsets(ctx, d.group); err == nil && got.Error() == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	o, _ := got.Lookup(d.topic, 0)
+	if o.At < acked {
+		t.Errorf("group %s: acknowledged commit %d lost (committed offset now %d, %v)", d.group, acked, o.At, err)
+	}
+	return refused
 }
