@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -250,11 +252,12 @@ func (a *attributedLoad) snapshot() ([]brokerAck, []brokerRefusal) {
 // network namespace of its own, against the real test apiserver, and cuts
 // one broker off from the other brokers and the apiserver while the test's
 // clients still reach it, under an idempotent acks=all load on every
-// partition. The isolated broker must refuse every write sent later than
-// its fence bound after the cut, until healed; no two brokers may acknowledge new
-// writes in one leader epoch of a partition, nothing acknowledged may be
-// lost, duplicated or reordered, the survivors must take its partitions,
-// and once the network heals it must rejoin and lead again.
+// partition. The isolated broker must refuse every write and offset commit
+// sent later than its fence bound after the cut, until healed; no two
+// brokers may acknowledge new writes in one leader epoch of a partition,
+// nothing acknowledged may be lost, duplicated or reordered, the survivors
+// must take its partitions, and once the network heals it must rejoin and
+// lead again.
 //
 // The bound needs no slack. The fence closes --fence-after after the send
 // of the last ping answered, which went out before the cut (the rules are
@@ -263,7 +266,8 @@ func (a *attributedLoad) snapshot() ([]brokerAck, []brokerRefusal) {
 // past the bound is admitted past the fence. A write admitted just before
 // the fence may still be acknowledged after it, once its group commit
 // ends; what keeps that safe is --dead-after exceeding --fence-after and
-// the leader claim (docs/handoffs.md), and verify's log read-back checks it.
+// the leader claim (docs/handoffs.md), and the log read back shows nothing
+// acknowledged lost.
 //
 // Two cases: the isolated broker is not the controller (it stops
 // exchanging heartbeats at once: fenced within --fence-after), and it is
@@ -274,23 +278,36 @@ func (a *attributedLoad) snapshot() ([]brokerAck, []brokerRefusal) {
 func TestNetworkPartitionFencesIsolatedBroker(t *testing.T) {
 	requireNetns(t)
 	api := startAPIServer(t)
+	// The brokers' flags, KAAS_TEST_BROKER_ARGS last (it wins).
+	flags := append(slices.Clone(clusterFlags), strings.Fields(os.Getenv("KAAS_TEST_BROKER_ARGS"))...)
+	fenceAfter, renewDeadline := flagDuration(t, flags, "--fence-after"), flagDuration(t, flags, "--renew-deadline")
 	for _, tc := range []struct {
 		name       string
 		controller bool
 		bound      time.Duration // writes sent this long after the cut must be refused by the isolated broker
 	}{
-		{"broker", false, netFenceAfter},
-		{"controller", true, netRenewDeadline + netFenceAfter},
+		{"broker", false, fenceAfter},
+		{"controller", true, renewDeadline + fenceAfter},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runNetworkPartition(t, api, tc.controller, tc.bound) })
 	}
 }
 
-// The cluster's timings (clusterFlags) that the bounds derive from.
-const (
-	netFenceAfter    = time.Second
-	netRenewDeadline = 2 * time.Second
-)
+// flagDuration is the value of the last duration flag name in args.
+func flagDuration(t testing.TB, args []string, name string) time.Duration {
+	t.Helper()
+	for i := len(args) - 2; i >= 0; i-- {
+		if args[i] == name {
+			d, err := time.ParseDuration(args[i+1])
+			if err != nil {
+				t.Fatalf("%s %q: %v", name, args[i+1], err)
+			}
+			return d
+		}
+	}
+	t.Fatalf("%s not in %v", name, args)
+	return 0
+}
 
 func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, bound time.Duration) {
 	lab := newNetLab(t, api)
@@ -467,9 +484,9 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 		}
 		return at.Sub(cut).Round(time.Millisecond).String()
 	}
-	t.Logf("FIGURES %s isolated (controller %v), --fence-after %v, --dead-after 2.5s: last ack by it %s after the cut, first 'fenced' refusal %s after (bound %v); "+
+	t.Logf("FIGURES %s isolated (controller %v), %v: last ack by it %s after the cut, first 'fenced' refusal %s after (bound %v); "+
 		"its %d partitions acknowledged by survivors after %v (median) / %v (max); the other partitions' longest gap between acks during the cut %v (max); %d probes past the bound all refused; rejoined and acknowledging %v after the heal; offset commits to it refused from %s after the cut",
-		victim, isolateController, netFenceAfter, since(lastAck), since(firstFenced), bound,
+		victim, isolateController, strings.TrimSpace(strings.Join(clusterFlags, " ")+" "+os.Getenv("KAAS_TEST_BROKER_ARGS")), since(lastAck), since(firstFenced), bound,
 		len(led), pct(failover, 0.5).Round(time.Millisecond), failover[len(failover)-1].Round(time.Millisecond), othersGap[len(othersGap)-1].Round(time.Millisecond), probes-probeAcks, rejoin.Round(time.Millisecond), since(commitFenced))
 }
 
