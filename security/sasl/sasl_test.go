@@ -36,7 +36,6 @@ func store(t *testing.T) *sasl.Credentials {
 	return c
 }
 
-
 func exchange(t *testing.T, srv *sasl.Server, name string, client func() (step func([]byte) (bool, []byte, error), first []byte)) (string, error) {
 	t.Helper()
 	ex, err := srv.Start(name)
