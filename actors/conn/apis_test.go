@@ -37,6 +37,8 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeLogDirs.Int16():         {0, 4},
 		kmsg.DescribeCluster.Int16():         {0, 2},
 		kmsg.DescribeProducers.Int16():       {0, 0},
+		kmsg.SASLHandshake.Int16():           {1, 1},
+		kmsg.SASLAuthenticate.Int16():        {0, 2},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))
