@@ -236,7 +236,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		a.saslRequest(ctx, seq, hdr, body, read)
 		return
 	}
-	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session}
+	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst}
 	pending := a.safeHandle(api, req)
 	go func() {
 		reply(a.safeRun(api, pending, req))

@@ -47,6 +47,19 @@ type Request struct {
 	// Session is who the connection authenticated as, and on which
 	// listener (authorization reads it).
 	Session Session
+	// listener is the listener the request came in on.
+	listener *Listener
+}
+
+// CurrentView is the newest published View as this request's listener
+// advertises it (handlers that answer after waiting use it instead of
+// View).
+func (r *Request) CurrentView() *routing.View {
+	v := r.Server.Views().Load()
+	if r.listener == nil {
+		return v
+	}
+	return r.listener.view(v)
 }
 
 // Config configures the server.
