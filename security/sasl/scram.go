@@ -100,7 +100,11 @@ func (s *scramExchange) final(msg string) ([]byte, bool, error) {
 	}
 	withoutProof, proofB64 := msg[:i], msg[i+3:]
 	attrs := strings.Split(withoutProof, ",")
-	if len(attrs) < 2 || attrs[0] != "c="+base64.StdEncoding.EncodeToString([]byte(s.gs2)) || attrs[1] != "r="+s.nonce {
+	// The nonce must end with the one sent (as Kafka checks it):
+	// librdkafka repeats the client's part in front. The proof covers the
+	// message as sent, so this loses nothing.
+	if len(attrs) < 2 || attrs[0] != "c="+base64.StdEncoding.EncodeToString([]byte(s.gs2)) ||
+		!strings.HasPrefix(attrs[1], "r=") || !strings.HasSuffix(attrs[1], s.nonce) {
 		return nil, false, fmt.Errorf("%w: SCRAM channel binding or nonce mismatch", ErrAuthentication)
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)
