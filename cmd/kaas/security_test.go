@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,6 +30,11 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	grpchealth "google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/kaas-project/kaas/security/sasl"
 	"github.com/kaas-project/kaas/security/tlsfiles/tlstest"
@@ -36,19 +43,15 @@ import (
 // secureEnv is a broker with PLAINTEXT, SSL (client certificates
 // required) and SASL_SSL listeners, a test CA and a credentials file.
 type secureEnv struct {
-	ca                    *tlstest.CA
-	dir                   string // the TLS Secret directory
-	plain, ssl, saslSSL   string
-	jwksKey               *ecdsa.PrivateKey
-	logs                  *lockedBuffer
-	client                tls.Certificate // signed by ca: CN=alice,O=Example
-	credsFile, jwks       string
-	stop                  func()
-	broker                *broker
-	saslPlaintext         string
-	extraArgs             []string
-	started               bool
-	tlsConfigForClientsFn func(withCert bool) *tls.Config
+	ca                                 *tlstest.CA
+	dir                                string // the TLS Secret directory
+	plain, ssl, saslSSL, saslPlaintext string // listener addresses
+	jwksKey                            *ecdsa.PrivateKey
+	logs                               *lockedBuffer
+	client                             tls.Certificate // signed by ca: CN=alice,O=Example
+	credsFile, jwks                    string
+	stop                               func()
+	broker                             *broker
 }
 
 func newSecureEnv(t *testing.T, extra ...string) *secureEnv {
@@ -488,5 +491,79 @@ func TestKcatSASLAndMTLS(t *testing.T) {
 	r, err := runToolErr(30*time.Second, "", "", nil, kcat, append(saslArgs("wrong"), "-L", "-m", "5")...)
 	if err == nil || !strings.Contains(strings.ToLower(r.Stderr), "authentication") {
 		t.Fatalf("kcat with a wrong password: %v\n%s", err, r.Stderr)
+	}
+}
+
+// TestHeartbeatMutualTLS: with --heartbeat-tls the heartbeat gRPC server
+// the broker builds accepts only peers presenting a certificate of the
+// same CA, and the heartbeat client's credentials get through it.
+func TestHeartbeatMutualTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "kaas test CA")
+	dir := t.TempDir()
+	ca.WriteDir(t, dir, ca.Issue(t, pkix.Name{CommonName: "kaas-0"}, time.Time{}))
+	cfg, err := parseServe([]string{"--kafka-addr", freeAddr(t), "--heartbeat-tls", "--tls-dir", dir}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := openSecurity(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(sec.heartbeatServerOptions(cfg)...)
+	healthpb.RegisterHealthServer(srv, grpchealth.NewServer())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	check := func(opts ...grpc.DialOption) error {
+		cc, err := grpc.NewClient(ln.Addr().String(), opts...)
+		if err != nil {
+			return err
+		}
+		defer cc.Close()
+		_, err = healthpb.NewHealthClient(cc).Check(ctxT(t, 5*time.Second), &healthpb.HealthCheckRequest{})
+		return err
+	}
+	if err := check(sec.heartbeatDialOptions(cfg)...); err != nil {
+		t.Fatalf("peer with the cluster's certificate: %v", err)
+	}
+	if err := check(grpc.WithTransportCredentials(insecure.NewCredentials())); err == nil {
+		t.Fatal("plaintext peer accepted")
+	}
+	other := tlstest.NewCA(t, "other CA")
+	mallory := other.Issue(t, pkix.Name{CommonName: "mallory"}, time.Time{}).TLS(t)
+	if err := check(grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", Certificates: []tls.Certificate{mallory}}))); err == nil {
+		t.Fatal("peer with another CA's certificate accepted")
+	}
+	if err := check(grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}))); err == nil {
+		t.Fatal("peer without a certificate accepted")
+	}
+}
+
+// TestPprofOnlyWithFlag: /debug/pprof/ is not served unless --debug-pprof.
+func TestPprofOnlyWithFlag(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		httpAddr := freeAddr(t)
+		args := []string{"--http-addr", httpAddr}
+		if on {
+			args = append(args, "--debug-pprof")
+		}
+		_, _, stop := startTestBroker(t, args...)
+		resp, err := http.Get("http://" + httpAddr + "/debug/pprof/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; resp.StatusCode != want {
+			t.Fatalf("--debug-pprof=%v: /debug/pprof/ answered %d, want %d", on, resp.StatusCode, want)
+		}
+		health, err := http.Get("http://" + httpAddr + "/healthz")
+		if err != nil || health.StatusCode != http.StatusOK {
+			t.Fatalf("/healthz: %v", err)
+		}
+		_ = health.Body.Close()
+		stop()
 	}
 }
