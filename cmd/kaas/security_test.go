@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/rs/zerolog"
@@ -567,3 +568,76 @@ func TestPprofOnlyWithFlag(t *testing.T) {
 		stop()
 	}
 }
+
+// TestKafkajsAndSaramaSASL: kafkajs (SCRAM-SHA-256 and PLAIN over TLS)
+// and sarama (SCRAM-SHA-512 over TLS) produce; a wrong password fails
+// their connect with an authentication error.
+func TestKafkajsAndSaramaSASL(t *testing.T) {
+	dir := kafkajsDir(t)
+	e := newSecureEnv(t)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, e.ca.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, mech := range []string{"scram-sha-256", "plain"} {
+		res := runKafkajs(t, dir, 40*time.Second, "sasl-produce.js", e.saslSSL, "kafkajs-sasl", "5", caFile, mech, "alice", "alice-secret")
+		if !strings.Contains(res.Stdout, `"produced":5`) {
+			t.Fatalf("kafkajs %s: %q", mech, res.Stdout)
+		}
+	}
+	res, err := runToolErr(40*time.Second, dir, "", nil, "node", "sasl-produce.js", e.saslSSL, "kafkajs-sasl", "1", caFile, "scram-sha-256", "alice", "wrong")
+	if err == nil || !strings.Contains(res.Stderr, "SASL") {
+		t.Fatalf("kafkajs with a wrong password: %v\n%s", err, res.Stderr)
+	}
+
+	saramaCfg := func(pass string) *sarama.Config {
+		c := sarama.NewConfig()
+		c.Net.TLS.Enable, c.Net.TLS.Config = true, e.tlsClient(nil)
+		c.Net.SASL.Enable, c.Net.SASL.Handshake = true, true
+		c.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
+		c.Net.SASL.User, c.Net.SASL.Password = "alice", pass
+		c.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &saramaSCRAM{} }
+		c.Producer.Return.Successes = true
+		c.Producer.RequiredAcks = sarama.WaitForAll
+		c.Metadata.Retry.Max = 1
+		return c
+	}
+	p, err := sarama.NewSyncProducer([]string{e.saslSSL}, saramaCfg("alice-secret"))
+	if err != nil {
+		t.Fatalf("sarama SCRAM-SHA-512: %v", err)
+	}
+	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: "sarama-sasl", Value: sarama.StringEncoder("hello")}); err != nil {
+		t.Fatalf("sarama produce: %v", err)
+	}
+	_ = p.Close()
+	if _, err := sarama.NewSyncProducer([]string{e.saslSSL}, saramaCfg("wrong")); err == nil {
+		t.Fatal("sarama with a wrong password connected")
+	}
+}
+
+// saramaSCRAM is sarama's SCRAM client (sarama leaves it to the
+// application) over franz-go's SCRAM-SHA-512 client.
+type saramaSCRAM struct {
+	sess    ksasl.Session
+	first   []byte
+	started bool
+	done    bool
+}
+
+func (s *saramaSCRAM) Begin(user, pass, _ string) error {
+	sess, first, err := scram.Auth{User: user, Pass: pass}.AsSha512Mechanism().Authenticate(context.Background(), "")
+	s.sess, s.first = sess, first
+	return err
+}
+
+func (s *saramaSCRAM) Step(challenge string) (string, error) {
+	if !s.started {
+		s.started = true
+		return string(s.first), nil
+	}
+	done, out, err := s.sess.Challenge([]byte(challenge))
+	s.done = done
+	return string(out), err
+}
+
+func (s *saramaSCRAM) Done() bool { return s.done }
