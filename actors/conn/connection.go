@@ -85,6 +85,7 @@ func (a *connActor) Receive(ctx actor.Context) {
 	case *tlsReady:
 		if !a.lst.usesSASL() && m.principal != "" {
 			a.session.Principal = m.principal
+			a.log.Debug().Str("principal", m.principal).Msg("TLS client certificate verified")
 		}
 	case *inbound:
 		if a.closing {

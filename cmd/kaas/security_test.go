@@ -37,6 +37,7 @@ import (
 	grpchealth "google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/security/sasl"
 	"github.com/kaas-project/kaas/security/tlsfiles/tlstest"
 )
@@ -641,3 +642,40 @@ func (s *saramaSCRAM) Step(challenge string) (string, error) {
 }
 
 func (s *saramaSCRAM) Done() bool { return s.done }
+
+// TestSessionReachesHandlers: every request carries the connection's
+// session: the client certificate's subject on SSL, the SASL user on
+// SASL_SSL, ANONYMOUS on PLAINTEXT, with the listener and its protocol.
+// A probe handler (on DescribeAcls' key, in this test's broker only)
+// echoes what it is given.
+func TestSessionReachesHandlers(t *testing.T) {
+	e := newSecureEnv(t)
+	e.broker.srv.Register(conn.API{Key: kmsg.DescribeACLs.Int16(), MinVersion: 0, MaxVersion: 3, Handle: func(r *conn.Request) conn.Pending {
+		resp := r.Body.ResponseKind().(*kmsg.DescribeACLsResponse)
+		s := r.Session
+		msg := strings.Join([]string{s.Principal, s.Listener, s.SecurityProtocol, s.ClientHost}, "|")
+		resp.ErrorMessage = &msg
+		return conn.Ready(resp)
+	}})
+	probe := func(cl *kgo.Client) string {
+		t.Helper()
+		resp, err := kmsg.NewPtrDescribeACLsRequest().RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil || resp.ErrorMessage == nil {
+			t.Fatalf("probe: %v", err)
+		}
+		return *resp.ErrorMessage
+	}
+	for name, c := range map[string]struct {
+		cl   *kgo.Client
+		want string
+	}{
+		"PLAINTEXT": {secureClient(t, e.plain), "User:ANONYMOUS|PLAINTEXT|PLAINTEXT|127.0.0.1"},
+		"SSL":       {secureClient(t, e.ssl, kgo.DialTLSConfig(e.tlsClient(&e.client))), "User:CN=alice,O=Example|SSL|SSL|127.0.0.1"},
+		"SASL_SSL": {secureClient(t, e.saslSSL, kgo.DialTLSConfig(e.tlsClient(nil)), kgo.SASL(scramMech("bob", "bob-secret", true))),
+			"User:bob|SASL_SSL|SASL_SSL|127.0.0.1"},
+	} {
+		if got := probe(c.cl); got != c.want {
+			t.Errorf("%s: session %q, want %q", name, got, c.want)
+		}
+	}
+}
