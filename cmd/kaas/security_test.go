@@ -24,6 +24,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,12 +33,15 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	grpchealth "google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/security/sasl"
 	"github.com/kaas-project/kaas/security/tlsfiles/tlstest"
 )
@@ -677,5 +681,47 @@ func TestSessionReachesHandlers(t *testing.T) {
 		if got := probe(c.cl); got != c.want {
 			t.Errorf("%s: session %q, want %q", name, got, c.want)
 		}
+	}
+}
+
+// TestClusterHeartbeatMutualTLS: two cluster-mode brokers with
+// --heartbeat-tls exchange heartbeats over mutual TLS (the follower's
+// partitions are served, which needs unfenced heartbeats), and the
+// controller's heartbeat port refuses a plaintext peer.
+func TestClusterHeartbeatMutualTLS(t *testing.T) {
+	ca := tlstest.NewCA(t, "kaas cluster CA")
+	dir := t.TempDir()
+	ca.WriteDir(t, dir, ca.Issue(t, pkix.Name{CommonName: "kaas"}, time.Time{}))
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, append([]string{"--heartbeat-tls", "--tls-dir", dir}, clusterFlags...)...)
+	for _, n := range []string{"kaas-0", "kaas-1"} {
+		c.start(n)
+	}
+	waitUntil(t, 30*time.Second, "a controller elected", func() bool {
+		_, ctrl, _ := c.ledBy()
+		return ctrl != ""
+	})
+	adm := kadm.NewClient(c.client())
+	if resp, err := adm.CreateTopic(ctxFor(t, 30*time.Second), 4, 1, nil, "hb-tls"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	waitUntil(t, 30*time.Second, "4 partitions led, 2 per broker", func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"] == 2 && led["kaas-1"] == 2
+	})
+	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	produceEverywhere(t, prod, "hb-tls", 4, "over-mtls")
+	_, ctrl, _ := c.ledBy()
+	cc, err := grpc.NewClient(c.brokers[ctrl].heartbeat, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	s, err := heartbeatpb.NewHeartbeatClient(cc).Stream(ctxT(t, 5*time.Second))
+	if err == nil {
+		_, err = s.Recv()
+	}
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("plaintext heartbeat stream: %v, want Unavailable (handshake refused)", err)
 	}
 }
