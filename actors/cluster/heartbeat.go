@@ -37,7 +37,10 @@ type HeartbeatConfig struct {
 	// Kick sends a ping at once (a release the controller waits for).
 	Kick     <-chan struct{}
 	Interval time.Duration
-	Log      zerolog.Logger
+	// Dial are extra dial options; transport credentials given here
+	// (mTLS) replace the default plaintext ones.
+	Dial []grpc.DialOption
+	Log  zerolog.Logger
 	// Clock paces the pings, the watchdog and the redial backoff and dates
 	// the exchanges (give the fence the same one); clock.Real when nil.
 	Clock clock.Clock
@@ -112,8 +115,9 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 }
 
 func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64, pongs *atomic.Int64) error {
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(WindowSize), grpc.WithInitialConnWindowSize(WindowSize))
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(WindowSize), grpc.WithInitialConnWindowSize(WindowSize)}, cfg.Dial...)
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func handleProduce(r *Request) Pending {
 		if req.Acks == 0 {
 			return nil
 		}
-		r.Server.noteRefusal(hintProduce(r.Server.Views().Load(), resp))
+		r.Server.noteRefusal(hintProduce(r.CurrentView(), resp))
 		return resp
 	}
 }

@@ -137,7 +137,7 @@ func handleFetch(r *Request) Pending {
 			deadline.Stop()
 		}
 		out := fill(resp, slots, maxBytes)
-		r.Server.noteRefusal(hintFetch(r.Server.Views().Load(), resp))
+		r.Server.noteRefusal(hintFetch(r.CurrentView(), resp))
 		return out
 	}
 }

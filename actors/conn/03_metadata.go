@@ -43,7 +43,7 @@ func handleMetadata(r *Request) Pending {
 	r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, Reply: func([]messages.TopicResult) { close(done) }})
 	return func() kmsg.Response {
 		<-done
-		return metadataResponse(req, r.Server.Views().Load())
+		return metadataResponse(req, r.CurrentView())
 	}
 }
 

@@ -37,6 +37,8 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeLogDirs.Int16():         {0, 4},
 		kmsg.DescribeCluster.Int16():         {0, 2},
 		kmsg.DescribeProducers.Int16():       {0, 0},
+		kmsg.SASLHandshake.Int16():           {1, 1},
+		kmsg.SASLAuthenticate.Int16():        {0, 2},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))
@@ -52,8 +54,8 @@ func TestCoreAPITable(t *testing.T) {
 	srv := NewServer(Config{}, system, &routing.Store{}, actorsys.Ref{})
 	for _, k := range apiVersionsResponse(srv).ApiKeys {
 		min := want[k.ApiKey][0]
-		if k.ApiKey == kmsg.Produce.Int16() {
-			min = 0 // advertised from v0, as Apache Kafka 4
+		if k.ApiKey == kmsg.Produce.Int16() || k.ApiKey == kmsg.SASLHandshake.Int16() {
+			min = 0 // advertised from v0: Produce as Apache Kafka 4, SaslHandshake for librdkafka
 		}
 		if k.MinVersion != min || k.MaxVersion != want[k.ApiKey][1] {
 			t.Errorf("ApiVersions lists %s %d-%d", kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion)

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -50,17 +51,23 @@ type connActor struct {
 	credits  chan struct{}
 	closing  bool
 	writerOK chan struct{}
+
+	lst     *Listener
+	session Session
+	auth    saslState
 }
 
-func newConnActor(s *Server, c net.Conn) func() actor.Actor {
+func newConnActor(s *Server, c net.Conn, lst *Listener) func() actor.Actor {
 	return func() actor.Actor {
 		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
 		return &connActor{
-			srv:  s,
-			c:    c,
-			host: host,
-			log:  s.cfg.Log.With().Str("peer", c.RemoteAddr().String()).Logger(),
-			done: map[uint64]answered{},
+			srv:     s,
+			c:       c,
+			host:    host,
+			log:     s.cfg.Log.With().Str("peer", c.RemoteAddr().String()).Str("listener", lst.Name).Logger(),
+			done:    map[uint64]answered{},
+			lst:     lst,
+			session: Session{Principal: AnonymousPrincipal, Listener: lst.Name, SecurityProtocol: lst.SecurityProtocol, ClientHost: host},
 		}
 	}
 }
@@ -75,7 +82,15 @@ func (a *connActor) Receive(ctx actor.Context) {
 		self, system := ctx.Self(), ctx.ActorSystem()
 		go a.read(func(msg any) { system.Root.Send(self, msg) })
 		go a.write()
+	case *tlsReady:
+		if !a.lst.usesSASL() && m.principal != "" {
+			a.session.Principal = m.principal
+			a.log.Debug().Str("principal", m.principal).Msg("TLS client certificate verified")
+		}
 	case *inbound:
+		if a.closing {
+			return // refused (failed authentication): nothing more is served
+		}
 		a.dispatch(ctx, m)
 	case *answered:
 		a.done[m.seq] = *m
@@ -107,6 +122,15 @@ func (a *connActor) Receive(ctx actor.Context) {
 
 // read runs on its own goroutine: frames in, back-pressured by credits.
 func (a *connActor) read(send func(any)) {
+	if tc, ok := a.c.(*tls.Conn); ok {
+		principal, err := a.handshake(tc)
+		if err != nil {
+			a.log.Warn().Err(err).Msg("TLS handshake failed; closing connection")
+			send(&readerDone{})
+			return
+		}
+		send(&tlsReady{principal: principal})
+	}
 	r := bufio.NewReaderSize(a.c, 64<<10)
 	for {
 		a.credits <- struct{}{}
@@ -177,6 +201,9 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	reply := func(resp kmsg.Response) {
 		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read})
 	}
+	if a.gate(seq, hdr) {
+		return
+	}
 	api, served := a.srv.api(hdr.Key)
 	if !served {
 		// Kafka closes the connection on an API key it does not serve.
@@ -206,7 +233,11 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		a.flush()
 		return
 	}
-	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.srv.views.Load(), Server: a.srv}
+	if a.isSASL(hdr.Key) {
+		a.saslRequest(ctx, seq, hdr, body, read)
+		return
+	}
+	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst}
 	pending := a.safeHandle(api, req)
 	go func() {
 		reply(a.safeRun(api, pending, req))

@@ -11,7 +11,9 @@ package conn
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"sort"
 	"sync"
@@ -24,6 +26,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/security/sasl"
 	"github.com/kaas-project/kaas/wire"
 )
 
@@ -41,6 +44,22 @@ type Request struct {
 	ClientHost string
 	View       *routing.View
 	Server     *Server
+	// Session is who the connection authenticated as, and on which
+	// listener (authorization reads it).
+	Session Session
+	// listener is the listener the request came in on.
+	listener *Listener
+}
+
+// CurrentView is the newest published View as this request's listener
+// advertises it (handlers that answer after waiting use it instead of
+// View).
+func (r *Request) CurrentView() *routing.View {
+	v := r.Server.Views().Load()
+	if r.listener == nil {
+		return v
+	}
+	return r.listener.view(v)
 }
 
 // Config configures the server.
@@ -78,7 +97,10 @@ type Server struct {
 	started     time.Time
 	conns       sync.WaitGroup
 	live        sync.Map // *connActor -> net.Conn
-	ln          net.Listener
+
+	// SASLFailures limits failed SASL authentications per client address
+	// (set before Serve; nil: no limit).
+	SASLFailures *sasl.Limiter
 }
 
 // NewServer returns a server with the core APIs registered.
@@ -137,9 +159,24 @@ func (s *Server) NextProducerID() int64 { return s.producerIDs.Add(1) }
 // Log returns the server's logger.
 func (s *Server) Log() *zerolog.Logger { return &s.cfg.Log }
 
-// Serve accepts connections on ln until ctx is done or ln fails.
+// Serve accepts connections on ln, a PLAINTEXT listener advertising the
+// published addresses, until ctx is done or ln fails.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.ln = ln
+	return s.ServeListener(ctx, ln, &Listener{Name: ProtocolPlaintext, SecurityProtocol: ProtocolPlaintext})
+}
+
+// ServeListener accepts connections on ln for listener l until ctx is done
+// or ln fails.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l *Listener) error {
+	if l.usesTLS() {
+		if l.TLS == nil {
+			return fmt.Errorf("listener %s: %s needs a TLS configuration", l.Name, l.SecurityProtocol)
+		}
+		ln = tls.NewListener(ln, l.TLS)
+	}
+	if l.usesSASL() && l.SASL == nil {
+		return fmt.Errorf("listener %s: %s needs SASL mechanisms", l.Name, l.SecurityProtocol)
+	}
 	go func() {
 		<-ctx.Done()
 		_ = ln.Close()
@@ -162,7 +199,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		id := s.connSeq.Add(1)
 		s.conns.Add(1)
-		if _, err := s.system.Spawn("conn/"+itoa(id), newConnActor(s, c)); err != nil {
+		if _, err := s.system.Spawn("conn/"+itoa(id), newConnActor(s, c, l)); err != nil {
 			s.cfg.Log.Error().Err(err).Msg("spawn connection actor")
 			_ = c.Close()
 			s.conns.Done()

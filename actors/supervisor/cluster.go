@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"google.golang.org/grpc"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -54,7 +55,10 @@ type ClusterConfig struct {
 	ConcurrentMoves int
 	// HeartbeatInterval is the ping period.
 	HeartbeatInterval time.Duration
-	Hub               *controller.Hub
+	// HeartbeatDial are extra dial options of the heartbeat client
+	// (transport credentials: mTLS between brokers).
+	HeartbeatDial []grpc.DialOption
+	Hub           *controller.Hub
 	// Fence is this broker's self-fencing clock (shared with its
 	// partition actors through Partition.Fence).
 	Fence *cluster.Fence
@@ -370,6 +374,7 @@ func (s *Cluster) start(ctx actor.Context) {
 			return &p
 		},
 		Interval:   s.cfg.HeartbeatInterval,
+		Dial:       s.cfg.HeartbeatDial,
 		Kick:       s.kick,
 		OnExchange: s.cfg.Fence.Exchanged,
 		Applied:    s.appliedFile,

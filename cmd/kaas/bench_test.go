@@ -34,11 +34,11 @@ func BenchmarkProduceAcksAll(b *testing.B) {
 	}
 }
 
-func benchProduce(b *testing.B, addr, topic string, size int) {
-	cl := newClient(b, addr, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedBytes(64<<20), kgo.MaxBufferedRecords(1<<20),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+func benchProduce(b *testing.B, addr, topic string, size int, extra ...kgo.Opt) {
+	cl := newClient(b, addr, append([]kgo.Opt{kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(5 * time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(1 << 20), kgo.MaxBufferedBytes(64 << 20), kgo.MaxBufferedRecords(1 << 20),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}, extra...)...)
 	ctx := context.Background()
 	perOp := (1 << 20) / size
 	value := make([]byte, size)

@@ -54,7 +54,8 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		return fmt.Errorf("listen on --heartbeat-addr %s: %w", cfg.HeartbeatAddr, err)
 	}
 	hub := controller.NewHub()
-	b.grpc = grpc.NewServer(grpc.InitialWindowSize(cluster.WindowSize), grpc.InitialConnWindowSize(cluster.WindowSize))
+	b.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.InitialWindowSize(cluster.WindowSize), grpc.InitialConnWindowSize(cluster.WindowSize)},
+		b.sec.heartbeatServerOptions(cfg)...)...)
 	heartbeatpb.RegisterHeartbeatServer(b.grpc, hub)
 	go func() { _ = b.grpc.Serve(b.hbLn) }()
 	nonce := make([]byte, 4)
@@ -82,6 +83,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		StrayGrace:        cfg.StrayGrace,
 		ConcurrentMoves:   cfg.ConcurrentMoves,
 		HeartbeatInterval: cfg.HeartbeatInterval,
+		HeartbeatDial:     b.sec.heartbeatDialOptions(cfg),
 		Hub:               hub,
 		DefaultPartitions: int32(cfg.DefaultPartitions),
 		Log:               b.log.With().Str("actor", "supervisor").Logger(),

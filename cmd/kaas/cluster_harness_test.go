@@ -191,6 +191,9 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 	if lvl := os.Getenv("KAAS_TEST_LOG_LEVEL"); lvl != "" { // e.g. debug, for a timeline of every move
 		args = append(args, "--log-level", lvl)
 	}
+	if os.Getenv("KAAS_HANDOFF_PROFILE") != "" {
+		args = append(args, "--debug-pprof") // profileBrokers reads /debug/pprof/
+	}
 	// Extra flags for every broker, for experiments (e.g. "--fence-after 3s").
 	args = append(args, strings.Fields(os.Getenv("KAAS_TEST_BROKER_ARGS"))...)
 	kubeconfig := c.api.kubeconfig

@@ -56,6 +56,9 @@ type serveConfig struct {
 	GroupConsumerSessionTimeout    time.Duration
 	OffsetsRetentionMinutes        int
 
+	// listeners, TLS, SASL, debug endpoints (security.go)
+	securityConfig
+
 	podName, podNamespace, podUID string
 	// explicit names the flags given on the command line or by KAAS_* variables.
 	explicit map[string]bool
@@ -86,7 +89,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	}
 	fs.StringVar(&cfg.KafkaAddr, "kafka-addr", ":9092", "address the Kafka listener binds, host:port (empty host: every interface)")
 	fs.StringVar(&cfg.AdvertisedAddr, "advertised-addr", "", "host:port put in Metadata for clients (default: localhost:<kafka port>, or the pod DNS name in cluster mode)")
-	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":8080", "address of the HTTP listener for /healthz, /readyz, /metrics and /debug/pprof/ (empty disables it)")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":8080", "address of the HTTP listener for /healthz, /readyz, /metrics (and /debug/pprof/ with --debug-pprof); empty disables it")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for partition data; empty keeps everything in memory")
 	fs.StringVar(&cfg.Fsync, "fsync", "syncfs", "how group commit makes --data-dir appends durable: syncfs (one syncfs(2) of the volume per round for every partition of the broker; Linux) or file (one fdatasync per partition)")
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "least severe log level written: trace, debug, info, warn or error")
@@ -115,6 +118,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.DeadAfter, "dead-after", 8*time.Second, "cluster mode: the controller declares a silent broker dead after this (must exceed --fence-after plus a margin)")
 	fs.IntVar(&cfg.ConcurrentMoves, "concurrent-moves", 0, "cluster mode: the most planned partition moves (drain, rebalance) in motion at once, held, granted or still opening; more run in waves, which shortens each partition's unavailability and lengthens the drain; 0 moves everything at once")
 	fs.DurationVar(&cfg.StrayGrace, "stray-grace", 2*time.Minute, "cluster mode: the controller removes a partition directory of a deleted topic that no broker removed (its leader was down) once it has been stray this long; 0 never")
+	addSecurityFlags(fs, &cfg.securityConfig)
 	return fs
 }
 
@@ -216,6 +220,9 @@ func (c *serveConfig) validate() error {
 		return fmt.Errorf("--advertised-addr %q: bad port", adv)
 	}
 	c.advHost, c.advPort = host, int32(port)
+	if err := c.validateSecurity(); err != nil {
+		return err
+	}
 	if c.DataDir != "" {
 		if st, err := os.Stat(c.DataDir); err == nil && !st.IsDir() {
 			return fmt.Errorf("--data-dir %q is not a directory", c.DataDir)

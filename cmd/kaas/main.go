@@ -61,11 +61,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, versionLine())
 	case "assignment":
 		err = runAssignment(args, stdout, stderr)
+	case "scram-credential":
+		err = runScramCredential(args, os.Stdin, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ...")
+		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password")
 		newServeFlags(&serveConfig{}, stdout).PrintDefaults()
 	default:
-		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, help)", cmd)
+		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, scram-credential, help)", cmd)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

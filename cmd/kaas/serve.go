@@ -52,7 +52,9 @@ type broker struct {
 	views    *routing.Store
 	sup      actorsys.Ref
 	srv      *conn.Server
-	kafkaLn  net.Listener
+	kafkaLn  net.Listener   // the first (primary) listener
+	extraLns []net.Listener // the other listeners, in --listeners order
+	sec      *security
 	httpLn   net.Listener
 	ready    atomic.Bool
 	stopOnce sync.Once
@@ -80,14 +82,16 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		return nil, err
 	}
 	b.opener = opener
-	b.kafkaLn, err = net.Listen("tcp", cfg.KafkaAddr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on --kafka-addr %s: %w", cfg.KafkaAddr, err)
+	if b.sec, err = openSecurity(cfg, b.log); err != nil {
+		return nil, err
+	}
+	if err := b.listen(cfg); err != nil {
+		return nil, err
 	}
 	if cfg.HTTPAddr != "" {
 		b.httpLn, err = net.Listen("tcp", cfg.HTTPAddr)
 		if err != nil {
-			_ = b.kafkaLn.Close()
+			b.closeKafkaListeners()
 			return nil, fmt.Errorf("listen on --http-addr %s: %w", cfg.HTTPAddr, err)
 		}
 	}
@@ -98,7 +102,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		err = b.startLocal(cfg, opener, registry, initial)
 	}
 	if err != nil {
-		_ = b.kafkaLn.Close()
+		b.closeKafkaListeners()
 		if b.httpLn != nil {
 			_ = b.httpLn.Close()
 		}
@@ -113,18 +117,22 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.DataDir = cfg.DataDir
 	b.srv.BrokerConfigs = map[string]string{
 		"broker.id":                 strconv.Itoa(cfg.BrokerID),
-		"advertised.listeners":      "PLAINTEXT://" + net.JoinHostPort(cfg.advHost, strconv.Itoa(int(cfg.advPort))),
+		"advertised.listeners":      cfg.advertisedListenersString(),
 		"socket.request.max.bytes":  strconv.Itoa(cfg.MaxRequestSize),
 		"auto.create.topics.enable": strconv.FormatBool(cfg.AutoCreateTopics),
 		"num.partitions":            strconv.Itoa(cfg.DefaultPartitions),
 		"log.dirs":                  cfg.DataDir,
 	}
+	b.srv.SASLFailures = b.sec.limiter
 	registerGroups(b)
-	go func() {
-		if err := b.srv.Serve(ctx, b.kafkaLn); err != nil {
-			b.log.Error().Err(err).Msg("kafka listener stopped")
-		}
-	}()
+	for i, ln := range append([]net.Listener{b.kafkaLn}, b.extraLns...) {
+		l := b.sec.settings[i]
+		go func() {
+			if err := b.srv.ServeListener(ctx, ln, l); err != nil {
+				b.log.Error().Err(err).Str("listener", l.Name).Msg("kafka listener stopped")
+			}
+		}()
+	}
 	if b.httpLn != nil {
 		go b.serveHTTP(ctx)
 	}
@@ -162,7 +170,7 @@ func (b *broker) shutdown() { b.stopOnce.Do(b.stop) }
 
 func (b *broker) stop() {
 	b.ready.Store(false)
-	_ = b.kafkaLn.Close()
+	b.closeKafkaListeners()
 	b.srv.CloseConnections()
 	if err := b.sup.PoisonWait(30 * time.Second); err != nil {
 		b.log.Error().Err(err).Msg("supervisor stop")
@@ -290,11 +298,14 @@ type health struct {
 
 func (b *broker) serveHTTP(ctx context.Context) {
 	mux := http.NewServeMux()
-	// Go's profiler on the admin port (goroutine dumps, CPU and execution
-	// traces of a live broker).
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if b.cfg.DebugPprof {
+		// Go's profiler on the admin port (goroutine dumps, CPU and
+		// execution traces of a live broker): off by default, since it
+		// exposes memory contents and costs CPU to anyone reaching the port.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		v := b.views.Load()
 		w.Header().Set("Content-Type", "application/json")

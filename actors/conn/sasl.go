@@ -1,0 +1,193 @@
+package conn
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/security/sasl"
+	"github.com/kaas-project/kaas/security/tlsfiles"
+	"github.com/kaas-project/kaas/wire"
+)
+
+// tlsHandshakeTimeout bounds a client's TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// tlsReady tells the actor the TLS handshake finished; principal is the
+// client certificate's ("" without one). The reader sends it before any
+// frame, so the session is set before the first request.
+type tlsReady struct{ principal string }
+
+// saslState is where a connection is in SASL authentication.
+type saslState struct {
+	authenticated bool
+	exchange      sasl.Exchange // non-nil between SaslHandshake and the exchange's end
+	mechanism     string
+	expires       time.Time // session end (KIP-368); zero: none
+}
+
+// handshake runs the TLS handshake on the reader goroutine.
+func (a *connActor) handshake(tc *tls.Conn) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return "", fmt.Errorf("tls handshake: %w", err)
+	}
+	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
+		return tlsfiles.Principal(certs[0]), nil
+	}
+	return "", nil
+}
+
+func (a *connActor) isSASL(key int16) bool {
+	return key == kmsg.SASLHandshake.Int16() || key == kmsg.SASLAuthenticate.Int16()
+}
+
+// gate closes the connection, as Kafka does, on a request other than
+// ApiVersions and the SASL APIs before authentication on a SASL listener,
+// and on any such request once the session has expired. It reports
+// whether it did.
+func (a *connActor) gate(seq uint64, hdr wire.RequestHeader) bool {
+	if !a.lst.usesSASL() || a.isSASL(hdr.Key) || hdr.Key == kmsg.ApiVersions.Int16() {
+		return false
+	}
+	switch {
+	case !a.auth.authenticated:
+		a.log.Warn().Str("api", kmsg.NameForKey(hdr.Key)).Msg("request before SASL authentication; closing connection")
+	case !a.auth.expires.IsZero() && !time.Now().Before(a.auth.expires):
+		a.log.Info().Str("principal", a.session.Principal).Msg("SASL session expired without re-authentication; closing connection")
+	default:
+		return false
+	}
+	_ = a.c.Close()
+	a.done[seq] = answered{seq: seq, hdr: hdr, version: -1}
+	a.flush()
+	return true
+}
+
+// mechanisms are the SASL mechanisms this connection may use: PLAIN sends
+// the password in clear, so it needs TLS unless the listener allows it.
+func (a *connActor) mechanisms() []string {
+	if a.lst.SASL == nil {
+		return []string{}
+	}
+	out := make([]string, 0, len(a.lst.SASL.Mechanisms))
+	for _, m := range a.lst.SASL.Mechanisms {
+		if m == sasl.Plain && !a.lst.usesTLS() && !a.lst.AllowPlainWithoutTLS {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// saslRequest answers SaslHandshake and SaslAuthenticate inside Receive:
+// they change the connection's state, and the work is bounded CPU (SCRAM
+// is a few HMACs; PLAIN one PBKDF2 derivation) with no I/O but a stat of
+// the credentials file at most once a second.
+func (a *connActor) saslRequest(ctx actor.Context, seq uint64, hdr wire.RequestHeader, body kmsg.Request, read time.Time) {
+	var resp kmsg.Response
+	var closeAfter bool
+	switch req := body.(type) {
+	case *kmsg.SASLHandshakeRequest:
+		resp, closeAfter = a.saslHandshake(req)
+	case *kmsg.SASLAuthenticateRequest:
+		resp, closeAfter = a.saslAuthenticate(req)
+	}
+	a.done[seq] = answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read}
+	a.flush()
+	if closeAfter {
+		// The answer is written, then the connection closes (Kafka closes
+		// after a failed authentication).
+		a.closing = true
+		if a.sendSeq == a.nextSeq {
+			ctx.Stop(ctx.Self())
+		}
+	}
+}
+
+func (a *connActor) saslHandshake(req *kmsg.SASLHandshakeRequest) (kmsg.Response, bool) {
+	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
+	resp.SupportedMechanisms = a.mechanisms()
+	switch {
+	case !a.lst.usesSASL():
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp, false
+	case a.auth.exchange != nil:
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp, true
+	}
+	enabled := false
+	for _, m := range resp.SupportedMechanisms {
+		enabled = enabled || m == req.Mechanism
+	}
+	if !enabled {
+		a.log.Warn().Str("mechanism", req.Mechanism).Strs("enabled", resp.SupportedMechanisms).Msg("SASL mechanism not enabled; closing connection")
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		return resp, true
+	}
+	if a.auth.authenticated && a.auth.mechanism != req.Mechanism {
+		a.log.Warn().Str("mechanism", req.Mechanism).Msg("SASL re-authentication must keep the mechanism; closing connection")
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp, true
+	}
+	ex, err := a.lst.SASL.Start(req.Mechanism)
+	if err != nil {
+		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
+		return resp, true
+	}
+	a.auth.exchange, a.auth.mechanism = ex, req.Mechanism
+	return resp, false
+}
+
+func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest) (kmsg.Response, bool) {
+	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
+	fail := func(code int16, msg string) (kmsg.Response, bool) {
+		resp.ErrorCode, resp.ErrorMessage = code, &msg
+		a.auth.exchange = nil
+		return resp, true
+	}
+	if a.auth.exchange == nil {
+		a.log.Warn().Msg("SaslAuthenticate without SaslHandshake; closing connection")
+		return fail(kerr.IllegalSaslState.Code, "SaslAuthenticate must follow SaslHandshake")
+	}
+	now := time.Now()
+	if !a.srv.SASLFailures.Allow(a.host, now) {
+		a.log.Warn().Str("mechanism", a.auth.mechanism).Msg("SASL authentication refused: too many failures from this address")
+		return fail(kerr.SaslAuthenticationFailed.Code, "too many failed authentications from this address; try again later")
+	}
+	out, done, err := a.auth.exchange.Step(req.SASLAuthBytes)
+	if err != nil {
+		a.srv.SASLFailures.Fail(a.host, now)
+		// err names no secret (the sasl package's errors never do).
+		a.log.Warn().Str("mechanism", a.auth.mechanism).Err(err).Msg("SASL authentication failed; closing connection")
+		return fail(kerr.SaslAuthenticationFailed.Code, err.Error())
+	}
+	resp.SASLAuthBytes = out
+	if !done {
+		return resp, false
+	}
+	ex := a.auth.exchange
+	a.auth.exchange = nil
+	principal := ex.Principal()
+	if a.auth.authenticated && principal != a.session.Principal {
+		a.log.Warn().Str("principal", a.session.Principal).Str("new_principal", principal).Msg("SASL re-authentication changed the principal; closing connection")
+		return fail(kerr.SaslAuthenticationFailed.Code, "re-authentication must keep the principal")
+	}
+	expires := ex.Expires()
+	if m := a.lst.MaxReauth; m > 0 && (expires.IsZero() || now.Add(m).Before(expires)) {
+		expires = now.Add(m)
+	}
+	reauth := a.auth.authenticated
+	a.session.Principal, a.auth.authenticated, a.auth.expires = principal, true, expires
+	if req.Version >= 1 && !expires.IsZero() {
+		resp.SessionLifetimeMillis = max(1, expires.Sub(now).Milliseconds())
+	}
+	a.log.Info().Str("principal", principal).Str("mechanism", a.auth.mechanism).Bool("reauthentication", reauth).Msg("SASL authenticated")
+	return resp, false
+}

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/security/sasl"
+	"github.com/kaas-project/kaas/security/tlsfiles"
+)
+
+// securityConfig is the listeners, TLS and SASL part of the command line.
+type securityConfig struct {
+	Listeners           string
+	AdvertisedListeners string
+	ListenerProtocolMap string
+	TLSDir              string
+	SSLClientAuth       string
+	SASLMechanisms      string
+	SASLCredentialsFile string
+	SASLPlainWithoutTLS bool
+	OAuthJWKSFile       string
+	OAuthIssuer         string
+	OAuthAudience       string
+	MaxReauth           time.Duration
+	SASLMaxFailures     int
+	SASLFailureWindow   time.Duration
+	HeartbeatTLS        bool
+	DebugPprof          bool
+	listenerSpecs       []listenerSpec
+	clientAuth          tls.ClientAuthType
+	saslMechanisms      []string
+	needTLS, needSASL   bool
+}
+
+// listenerSpec is one parsed listener.
+type listenerSpec struct {
+	Name, Addr, Protocol string
+	AdvHost              string
+	AdvPort              int32
+}
+
+func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
+	fs.StringVar(&c.Listeners, "listeners", "", "Kafka listeners, NAME://host:port,... (Kafka's listeners); the first is the one other brokers publish; empty: one PLAINTEXT listener on --kafka-addr")
+	fs.StringVar(&c.AdvertisedListeners, "advertised-listeners", "", "addresses advertised to the clients of each listener, NAME://host:port,... (default per listener: localhost, or the pod DNS name in cluster mode, with the listener's port)")
+	fs.StringVar(&c.ListenerProtocolMap, "listener-security-protocol-map", "", "security protocol of each listener, NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; a listener named after a protocol speaks it by default")
+	fs.StringVar(&c.TLSDir, "tls-dir", "", "directory holding tls.crt, tls.key and ca.crt (a mounted kubernetes.io/tls Secret, e.g. from cert-manager), re-read when they change; needed by SSL and SASL_SSL listeners and --heartbeat-tls")
+	fs.StringVar(&c.SSLClientAuth, "ssl-client-auth", "none", "client certificates on SSL listeners: none, requested (verified if given) or required (Kafka's ssl.client.auth); verified against ca.crt; the principal is User:<subject DN>")
+	fs.StringVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
+	fs.StringVar(&c.SASLCredentialsFile, "sasl-credentials-file", "", "JSON file of salted SCRAM credentials (kaas scram-credential prints entries) for SCRAM and PLAIN, re-read when it changes")
+	fs.BoolVar(&c.SASLPlainWithoutTLS, "sasl-plain-without-tls", false, "also offer PLAIN (a clear-text password) on SASL_PLAINTEXT listeners")
+	fs.StringVar(&c.OAuthJWKSFile, "sasl-oauthbearer-jwks-file", "", "OAUTHBEARER: JWKS file of the keys that sign tokens, re-read when it changes")
+	fs.StringVar(&c.OAuthIssuer, "sasl-oauthbearer-issuer", "", "OAUTHBEARER: required iss claim (empty: any)")
+	fs.StringVar(&c.OAuthAudience, "sasl-oauthbearer-audience", "", "OAUTHBEARER: required aud claim (empty: any)")
+	fs.DurationVar(&c.MaxReauth, "connections-max-reauth", 0, "longest SASL session before the client must re-authenticate on its connection, else it is closed (KIP-368, Kafka's connections.max.reauth.ms); 0: only token expiry ends a session")
+	fs.IntVar(&c.SASLMaxFailures, "sasl-max-failures", 10, "failed SASL authentications allowed per client address within --sasl-failure-window before further attempts are refused unchecked; 0: no limit")
+	fs.DurationVar(&c.SASLFailureWindow, "sasl-failure-window", time.Minute, "window of --sasl-max-failures")
+	fs.BoolVar(&c.HeartbeatTLS, "heartbeat-tls", false, "cluster mode: mutual TLS on the heartbeat gRPC port with --tls-dir (peers must present a certificate signed by ca.crt)")
+	fs.BoolVar(&c.DebugPprof, "debug-pprof", false, "serve Go's profiler at /debug/pprof/ on --http-addr")
+}
+
+// validateSecurity parses the listeners; it sets the primary listener's
+// advertised address (the one published to other brokers) on c.
+func (c *serveConfig) validateSecurity() error {
+	s := &c.securityConfig
+	if s.Listeners == "" {
+		s.listenerSpecs = []listenerSpec{{Name: conn.ProtocolPlaintext, Addr: c.KafkaAddr, Protocol: conn.ProtocolPlaintext, AdvHost: c.advHost, AdvPort: c.advPort}}
+		if s.AdvertisedListeners != "" || s.ListenerProtocolMap != "" {
+			return errors.New("--advertised-listeners and --listener-security-protocol-map need --listeners")
+		}
+	} else {
+		if c.explicit["kafka-addr"] || c.explicit["advertised-addr"] {
+			return errors.New("--listeners replaces --kafka-addr and --advertised-addr: give one or the other")
+		}
+		specs, err := parseListeners(s.Listeners, s.AdvertisedListeners, s.ListenerProtocolMap, c.defaultAdvertisedHost())
+		if err != nil {
+			return err
+		}
+		s.listenerSpecs = specs
+		c.KafkaAddr = specs[0].Addr
+		c.advHost, c.advPort = specs[0].AdvHost, specs[0].AdvPort
+	}
+	switch s.SSLClientAuth {
+	case "none":
+		s.clientAuth = tls.NoClientCert
+	case "requested":
+		s.clientAuth = tls.VerifyClientCertIfGiven
+	case "required":
+		s.clientAuth = tls.RequireAndVerifyClientCert
+	default:
+		return fmt.Errorf("--ssl-client-auth %q: want none, requested or required", s.SSLClientAuth)
+	}
+	for _, l := range s.listenerSpecs {
+		s.needTLS = s.needTLS || l.Protocol == conn.ProtocolSSL || l.Protocol == conn.ProtocolSASLSSL
+		s.needSASL = s.needSASL || l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL
+	}
+	if (s.needTLS || s.HeartbeatTLS) && s.TLSDir == "" {
+		return errors.New("SSL and SASL_SSL listeners and --heartbeat-tls need --tls-dir")
+	}
+	s.saslMechanisms = nil
+	for _, m := range strings.Split(s.SASLMechanisms, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		known := false
+		for _, k := range sasl.Supported() {
+			known = known || k == m
+		}
+		if !known {
+			return fmt.Errorf("--sasl-enabled-mechanisms: unknown mechanism %q (served: %s)", m, strings.Join(sasl.Supported(), ", "))
+		}
+		s.saslMechanisms = append(s.saslMechanisms, m)
+	}
+	if s.needSASL {
+		if len(s.saslMechanisms) == 0 {
+			return errors.New("SASL listeners need --sasl-enabled-mechanisms")
+		}
+		for _, m := range s.saslMechanisms {
+			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" {
+				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file")
+			}
+			if m != sasl.OAuthBearer && s.SASLCredentialsFile == "" {
+				return fmt.Errorf("%s needs --sasl-credentials-file", m)
+			}
+		}
+	}
+	if s.MaxReauth < 0 || s.SASLMaxFailures < 0 || s.SASLFailureWindow <= 0 {
+		return errors.New("--connections-max-reauth and --sasl-max-failures must not be negative, --sasl-failure-window must be positive")
+	}
+	return nil
+}
+
+// defaultAdvertisedHost is the host a listener without an advertised
+// address advertises.
+func (c *serveConfig) defaultAdvertisedHost() string {
+	if c.clusterMode() {
+		return c.podName + "." + c.Service + "." + c.podNamespace + ".svc"
+	}
+	return "localhost"
+}
+
+var protocols = []string{conn.ProtocolPlaintext, conn.ProtocolSSL, conn.ProtocolSASLPlaintext, conn.ProtocolSASLSSL}
+
+// parseListeners parses Kafka's listeners, advertised.listeners and
+// listener.security.protocol.map forms.
+func parseListeners(listeners, advertised, protoMap, defaultHost string) ([]listenerSpec, error) {
+	parseList := func(flagName, v string) ([][2]string, error) {
+		var out [][2]string
+		seen := map[string]bool{}
+		for _, item := range strings.Split(v, ",") {
+			item = strings.TrimSpace(item)
+			name, addr, ok := strings.Cut(item, "://")
+			if !ok || name == "" {
+				return nil, fmt.Errorf("%s: %q is not NAME://host:port", flagName, item)
+			}
+			name = strings.ToUpper(name)
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return nil, fmt.Errorf("%s: %q: %w", flagName, item, err)
+			}
+			if seen[name] {
+				return nil, fmt.Errorf("%s: listener %s given twice", flagName, name)
+			}
+			seen[name] = true
+			out = append(out, [2]string{name, addr})
+		}
+		return out, nil
+	}
+	ls, err := parseList("--listeners", listeners)
+	if err != nil {
+		return nil, err
+	}
+	adv := map[string]string{}
+	if advertised != "" {
+		as, err := parseList("--advertised-listeners", advertised)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range as {
+			adv[a[0]] = a[1]
+		}
+	}
+	proto := map[string]string{}
+	if protoMap != "" {
+		for _, item := range strings.Split(protoMap, ",") {
+			name, p, ok := strings.Cut(strings.TrimSpace(item), ":")
+			if !ok {
+				return nil, fmt.Errorf("--listener-security-protocol-map: %q is not NAME:PROTOCOL", item)
+			}
+			proto[strings.ToUpper(name)] = strings.ToUpper(p)
+		}
+	}
+	var out []listenerSpec
+	for _, l := range ls {
+		name, addr := l[0], l[1]
+		p, ok := proto[name]
+		if !ok {
+			p = name
+		}
+		valid := false
+		for _, k := range protocols {
+			valid = valid || k == p
+		}
+		if !valid {
+			return nil, fmt.Errorf("listener %s: security protocol %q: want one of %s (map it with --listener-security-protocol-map)", name, p, strings.Join(protocols, ", "))
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		a, ok := adv[name]
+		if !ok {
+			a = net.JoinHostPort(defaultHost, port)
+		}
+		delete(adv, name)
+		host, aport, _ := net.SplitHostPort(a)
+		n, err := strconv.Atoi(aport)
+		if host == "" || err != nil || n <= 0 || n > 65535 {
+			return nil, fmt.Errorf("listener %s: advertised address %q: want host:port", name, a)
+		}
+		out = append(out, listenerSpec{Name: name, Addr: addr, Protocol: p, AdvHost: host, AdvPort: int32(n)})
+	}
+	for name := range adv {
+		return nil, fmt.Errorf("--advertised-listeners names %s, which --listeners does not", name)
+	}
+	return out, nil
+}
+
+// security is what the listeners need at run time.
+type security struct {
+	tlsDir   *tlsfiles.Dir
+	sasl     *sasl.Server
+	limiter  *sasl.Limiter
+	settings []*conn.Listener
+}
+
+// openSecurity loads the TLS directory, credentials and JWKS, and builds
+// the conn listeners.
+func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
+	s := &cfg.securityConfig
+	out := &security{limiter: sasl.NewLimiter(s.SASLMaxFailures, s.SASLFailureWindow)}
+	if s.TLSDir != "" {
+		d, err := tlsfiles.Open(s.TLSDir, time.Now)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-dir: %w", err)
+		}
+		d.OnReload = func(err error) {
+			if err != nil {
+				log.Error().Err(err).Str("tls_dir", s.TLSDir).Msg("TLS files changed but do not load; serving the previous certificate")
+				return
+			}
+			log.Info().Str("tls_dir", s.TLSDir).Msg("TLS certificate reloaded")
+		}
+		out.tlsDir = d
+	}
+	if s.needSASL {
+		srv := &sasl.Server{Mechanisms: s.saslMechanisms, Now: time.Now}
+		if s.SASLCredentialsFile != "" {
+			f, err := sasl.OpenFile(s.SASLCredentialsFile, time.Now)
+			if err != nil {
+				return nil, fmt.Errorf("--sasl-credentials-file: %w", err)
+			}
+			f.OnReload = func(err error) {
+				if err != nil {
+					log.Error().Err(err).Msg("SASL credentials file changed but does not load; keeping the previous credentials")
+					return
+				}
+				log.Info().Msg("SASL credentials reloaded")
+			}
+			srv.Credentials = f
+		}
+		if s.OAuthJWKSFile != "" {
+			v, err := sasl.NewTokenValidator(s.OAuthJWKSFile, s.OAuthIssuer, s.OAuthAudience, time.Now)
+			if err != nil {
+				return nil, fmt.Errorf("--sasl-oauthbearer-jwks-file: %w", err)
+			}
+			srv.Tokens = v
+		}
+		out.sasl = srv
+	}
+	for _, l := range s.listenerSpecs {
+		cl := &conn.Listener{Name: l.Name, SecurityProtocol: l.Protocol, MaxReauth: s.MaxReauth, AllowPlainWithoutTLS: s.SASLPlainWithoutTLS}
+		if len(s.listenerSpecs) > 1 && l.Name != s.listenerSpecs[0].Name {
+			cl.AdvertisedHost, cl.AdvertisedPort = l.AdvHost, l.AdvPort
+		}
+		switch l.Protocol {
+		case conn.ProtocolSSL:
+			cl.TLS = out.tlsDir.ServerConfig(s.clientAuth)
+		case conn.ProtocolSASLSSL:
+			cl.TLS = out.tlsDir.ServerConfig(tls.NoClientCert)
+		}
+		if l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL {
+			cl.SASL = out.sasl
+		}
+		out.settings = append(out.settings, cl)
+	}
+	return out, nil
+}
+
+// heartbeatServerOptions are the heartbeat gRPC server's credentials.
+func (s *security) heartbeatServerOptions(cfg *serveConfig) []grpc.ServerOption {
+	if !cfg.HeartbeatTLS {
+		return nil
+	}
+	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(s.tlsDir.ServerConfig(tls.RequireAndVerifyClientCert)))}
+}
+
+// heartbeatDialOptions are the heartbeat client's credentials: the peer is
+// verified against ca.crt, not by host name.
+func (s *security) heartbeatDialOptions(cfg *serveConfig) []grpc.DialOption {
+	if !cfg.HeartbeatTLS {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(s.tlsDir.ClientConfig("")))}
+}
+
+// advertisedListenersString is the advertised.listeners DescribeConfigs reports.
+func (s *securityConfig) advertisedListenersString() string {
+	parts := make([]string, 0, len(s.listenerSpecs))
+	for _, l := range s.listenerSpecs {
+		parts = append(parts, l.Name+"://"+net.JoinHostPort(l.AdvHost, strconv.Itoa(int(l.AdvPort))))
+	}
+	return strings.Join(parts, ",")
+}
+
+// listen binds every Kafka listener.
+func (b *broker) listen(cfg *serveConfig) error {
+	for i, l := range cfg.listenerSpecs {
+		ln, err := net.Listen("tcp", l.Addr)
+		if err != nil {
+			b.closeKafkaListeners()
+			if len(cfg.listenerSpecs) == 1 && cfg.Listeners == "" {
+				return fmt.Errorf("listen on --kafka-addr %s: %w", l.Addr, err)
+			}
+			return fmt.Errorf("listen on listener %s (%s): %w", l.Name, l.Addr, err)
+		}
+		if i == 0 {
+			b.kafkaLn = ln
+		} else {
+			b.extraLns = append(b.extraLns, ln)
+		}
+	}
+	return nil
+}
+
+func (b *broker) closeKafkaListeners() {
+	if b.kafkaLn != nil {
+		_ = b.kafkaLn.Close()
+	}
+	for _, ln := range b.extraLns {
+		_ = ln.Close()
+	}
+}

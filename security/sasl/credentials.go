@@ -1,0 +1,210 @@
+package sasl
+
+import (
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"os"
+	"sync"
+	"time"
+)
+
+// ScramCredential is one user's salted SCRAM credential (RFC 5802 section
+// 3): the password itself is never stored.
+type ScramCredential struct {
+	Salt       []byte `json:"salt"`
+	Iterations int    `json:"iterations"`
+	StoredKey  []byte `json:"stored_key"`
+	ServerKey  []byte `json:"server_key"`
+}
+
+// MinIterations is the least iteration count accepted (Kafka's minimum).
+const MinIterations = 4096
+
+func hashFor(mech string) (func() hash.Hash, error) {
+	switch mech {
+	case ScramSHA256:
+		return sha256.New, nil
+	case ScramSHA512:
+		return sha512.New, nil
+	}
+	return nil, fmt.Errorf("not a SCRAM mechanism: %q", mech)
+}
+
+func hmacOf(h func() hash.Hash, key []byte, msg string) []byte {
+	m := hmac.New(h, key)
+	m.Write([]byte(msg))
+	return m.Sum(nil)
+}
+
+func hashOf(h func() hash.Hash, b []byte) []byte {
+	d := h()
+	d.Write(b)
+	return d.Sum(nil)
+}
+
+// keysFor derives the stored and server keys of a password.
+func keysFor(h func() hash.Hash, password string, salt []byte, iterations int) (stored, server []byte, err error) {
+	salted, err := pbkdf2.Key(h, password, salt, iterations, h().Size())
+	if err != nil {
+		return nil, nil, err
+	}
+	return hashOf(h, hmacOf(h, salted, "Client Key")), hmacOf(h, salted, "Server Key"), nil
+}
+
+// NewScramCredential salts password for mech with a fresh random salt.
+func NewScramCredential(mech, password string, iterations int) (ScramCredential, error) {
+	salt := make([]byte, 24)
+	if _, err := rand.Read(salt); err != nil {
+		return ScramCredential{}, err
+	}
+	return ScramCredentialWithSalt(mech, password, salt, iterations)
+}
+
+// ScramCredentialWithSalt salts password for mech with salt.
+func ScramCredentialWithSalt(mech, password string, salt []byte, iterations int) (ScramCredential, error) {
+	h, err := hashFor(mech)
+	if err != nil {
+		return ScramCredential{}, err
+	}
+	if iterations < MinIterations {
+		return ScramCredential{}, fmt.Errorf("%d iterations: want at least %d", iterations, MinIterations)
+	}
+	stored, server, err := keysFor(h, password, salt, iterations)
+	if err != nil {
+		return ScramCredential{}, err
+	}
+	return ScramCredential{Salt: salt, Iterations: iterations, StoredKey: stored, ServerKey: server}, nil
+}
+
+// CredentialStore looks up users' SCRAM credentials.
+type CredentialStore interface {
+	Lookup(user, mech string) (ScramCredential, bool)
+}
+
+// Credentials is the credentials file's content: user -> mechanism ->
+// credential (salt and keys base64 in JSON).
+type Credentials struct {
+	Users map[string]map[string]ScramCredential `json:"users"`
+}
+
+// Lookup implements CredentialStore.
+func (c *Credentials) Lookup(user, mech string) (ScramCredential, bool) {
+	if c == nil {
+		return ScramCredential{}, false
+	}
+	cred, ok := c.Users[user][mech]
+	return cred, ok
+}
+
+// Validate checks every entry.
+func (c *Credentials) Validate() error {
+	var errs []error
+	for user, mechs := range c.Users {
+		for mech, cred := range mechs {
+			h, err := hashFor(mech)
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("user %q: %w", user, err))
+			case cred.Iterations < MinIterations:
+				errs = append(errs, fmt.Errorf("user %q %s: %d iterations, want at least %d", user, mech, cred.Iterations, MinIterations))
+			case len(cred.Salt) == 0 || len(cred.StoredKey) != h().Size() || len(cred.ServerKey) != h().Size():
+				errs = append(errs, fmt.Errorf("user %q %s: salt, stored_key and server_key must be set (keys %d bytes)", user, mech, h().Size()))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// FileStore is a credentials file (JSON, Credentials), re-read when it
+// changes (checked at most once per second), so a mounted Secret's update
+// reaches new logins without a restart. A file that fails to parse keeps
+// the last good content.
+type FileStore struct {
+	path string
+	now  func() time.Time
+	// OnReload is told about every reload and failed reload.
+	OnReload func(err error)
+
+	mu      sync.Mutex
+	checked time.Time
+	stamp   string
+	creds   *Credentials
+	lastErr string
+}
+
+// OpenFile loads path; a missing or invalid file is an error.
+func OpenFile(path string, now func() time.Time) (*FileStore, error) {
+	f := &FileStore{path: path, now: now}
+	stamp, err := f.fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	if err := f.load(stamp); err != nil {
+		return nil, err
+	}
+	f.checked = now()
+	return f, nil
+}
+
+func (f *FileStore) fingerprint() (string, error) {
+	st, err := os.Stat(f.path)
+	if err != nil {
+		return "", fmt.Errorf("credentials file: %w", err)
+	}
+	return fmt.Sprintf("%d/%d", st.ModTime().UnixNano(), st.Size()), nil
+}
+
+func (f *FileStore) load(stamp string) error {
+	b, err := os.ReadFile(f.path)
+	if err != nil {
+		return fmt.Errorf("credentials file: %w", err)
+	}
+	var c Credentials
+	if err := json.Unmarshal(b, &c); err != nil {
+		return fmt.Errorf("credentials file %s: %w", f.path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("credentials file %s: %w", f.path, err)
+	}
+	f.creds, f.stamp = &c, stamp
+	return nil
+}
+
+// Lookup implements CredentialStore.
+func (f *FileStore) Lookup(user, mech string) (ScramCredential, bool) {
+	f.mu.Lock()
+	if now := f.now(); now.Sub(f.checked) >= time.Second {
+		f.checked = now
+		stamp, err := f.fingerprint()
+		if err == nil && stamp != f.stamp {
+			if err = f.load(stamp); err == nil && f.OnReload != nil {
+				f.OnReload(nil)
+			}
+		}
+		if err != nil && err.Error() != f.lastErr && f.OnReload != nil {
+			f.OnReload(err)
+		}
+		if err != nil {
+			f.lastErr = err.Error()
+		} else {
+			f.lastErr = ""
+		}
+	}
+	c := f.creds
+	f.mu.Unlock()
+	return c.Lookup(user, mech)
+}
+
+// Content returns the current credentials (DescribeUserScramCredentials).
+func (f *FileStore) Content() *Credentials {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.creds
+}

@@ -1,0 +1,83 @@
+// Package sasl is the server side of the SASL mechanisms kaas serves:
+// PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) against
+// salted credentials, and OAUTHBEARER (RFC 7628) with JWTs checked against
+// a JWKS. It is pure logic over bytes: the connection actor feeds it the
+// client's SaslAuthenticate payloads and answers with what it returns.
+package sasl
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Mechanism names as clients send them in SaslHandshake.
+const (
+	Plain       = "PLAIN"
+	ScramSHA256 = "SCRAM-SHA-256"
+	ScramSHA512 = "SCRAM-SHA-512"
+	OAuthBearer = "OAUTHBEARER"
+)
+
+// ErrAuthentication is every failed authentication; its text goes to the
+// client, so it names no secret and does not say whether the user exists.
+var ErrAuthentication = errors.New("authentication failed: invalid credentials")
+
+// Exchange is one authentication in progress.
+type Exchange interface {
+	// Step consumes the client's next message and returns the server's
+	// answer; done is true once the client is authenticated. An error
+	// ends the exchange (wrapping ErrAuthentication for bad credentials).
+	Step(in []byte) (out []byte, done bool, err error)
+	// Principal is the authenticated principal ("User:alice") once done.
+	Principal() string
+	// Expires is when the credential stops being valid (a token's exp);
+	// zero when it does not expire.
+	Expires() time.Time
+}
+
+// Server holds what every mechanism needs.
+type Server struct {
+	// Mechanisms enabled, in the order SaslHandshake lists them.
+	Mechanisms []string
+	// Credentials back PLAIN and SCRAM.
+	Credentials CredentialStore
+	// Tokens validates OAUTHBEARER tokens.
+	Tokens *TokenValidator
+	// Now is the clock (token expiry).
+	Now func() time.Time
+}
+
+// Enabled reports whether mech is served.
+func (s *Server) Enabled(mech string) bool {
+	for _, m := range s.Mechanisms {
+		if m == mech {
+			return true
+		}
+	}
+	return false
+}
+
+// Start begins an exchange for mech.
+func (s *Server) Start(mech string) (Exchange, error) {
+	if !s.Enabled(mech) {
+		return nil, fmt.Errorf("mechanism %q is not enabled (enabled: %v)", mech, s.Mechanisms)
+	}
+	switch mech {
+	case Plain:
+		return &plainExchange{creds: s.Credentials}, nil
+	case ScramSHA256, ScramSHA512:
+		return newScramExchange(mech, s.Credentials), nil
+	case OAuthBearer:
+		return &bearerExchange{tokens: s.Tokens, now: s.Now}, nil
+	}
+	return nil, fmt.Errorf("mechanism %q is not implemented", mech)
+}
+
+// Supported lists the mechanisms this package implements.
+func Supported() []string {
+	out := []string{Plain, ScramSHA256, ScramSHA512, OAuthBearer}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,235 @@
+package sasl_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	kplain "github.com/twmb/franz-go/pkg/sasl/plain"
+	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kaas-project/kaas/security/sasl"
+)
+
+func store(t *testing.T) *sasl.Credentials {
+	t.Helper()
+	c := &sasl.Credentials{Users: map[string]map[string]sasl.ScramCredential{}}
+	for _, mech := range []string{sasl.ScramSHA256, sasl.ScramSHA512} {
+		cred, err := sasl.NewScramCredential(mech, "alice-secret", 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Users["alice"] == nil {
+			c.Users["alice"] = map[string]sasl.ScramCredential{}
+		}
+		c.Users["alice"][mech] = cred
+	}
+	return c
+}
+
+func exchange(t *testing.T, srv *sasl.Server, name string, client func() (step func([]byte) (bool, []byte, error), first []byte)) (string, error) {
+	t.Helper()
+	ex, err := srv.Start(name)
+	if err != nil {
+		return "", err
+	}
+	step, msg := client()
+	for i := 0; i < 4; i++ {
+		out, done, err := ex.Step(msg)
+		if err != nil {
+			return "", err
+		}
+		if step == nil {
+			if done {
+				return ex.Principal(), nil
+			}
+			t.Fatal("exchange not done after the client's last message")
+		}
+		clientDone, next, err := step(out)
+		if err != nil {
+			t.Fatalf("client rejected the server: %v", err)
+		}
+		if done {
+			if !clientDone {
+				t.Fatal("server done, client not")
+			}
+			return ex.Principal(), nil
+		}
+		msg = next
+	}
+	t.Fatal("exchange does not end")
+	return "", nil
+}
+
+func scramClient(t *testing.T, name, user, pass string) func() (func([]byte) (bool, []byte, error), []byte) {
+	return func() (func([]byte) (bool, []byte, error), []byte) {
+		a := kscram.Auth{User: user, Pass: pass}
+		m := a.AsSha256Mechanism()
+		if name == sasl.ScramSHA512 {
+			m = a.AsSha512Mechanism()
+		}
+		sess, first, err := m.Authenticate(context.Background(), "host")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess.Challenge, first
+	}
+}
+
+func TestScram(t *testing.T) {
+	srv := &sasl.Server{Mechanisms: []string{sasl.ScramSHA256, sasl.ScramSHA512, sasl.Plain}, Credentials: store(t)}
+	for _, mech := range []string{sasl.ScramSHA256, sasl.ScramSHA512} {
+		p, err := exchange(t, srv, mech, scramClient(t, mech, "alice", "alice-secret"))
+		if err != nil || p != "User:alice" {
+			t.Fatalf("%s: principal %q, %v", mech, p, err)
+		}
+		if _, err := exchange(t, srv, mech, scramClient(t, mech, "alice", "wrong")); !errors.Is(err, sasl.ErrAuthentication) {
+			t.Fatalf("%s wrong password: %v", mech, err)
+		}
+		if _, err := exchange(t, srv, mech, scramClient(t, mech, "bob", "x")); !errors.Is(err, sasl.ErrAuthentication) {
+			t.Fatalf("%s unknown user: %v", mech, err)
+		}
+	}
+	if _, err := srv.Start(sasl.OAuthBearer); err == nil {
+		t.Fatal("a mechanism not enabled started")
+	}
+}
+
+func TestPlain(t *testing.T) {
+	srv := &sasl.Server{Mechanisms: []string{sasl.Plain}, Credentials: store(t)}
+	plain := func(user, pass string) func() (func([]byte) (bool, []byte, error), []byte) {
+		return func() (func([]byte) (bool, []byte, error), []byte) {
+			_, first, err := kplain.Auth{User: user, Pass: pass}.AsMechanism().Authenticate(context.Background(), "h")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return nil, first
+		}
+	}
+	if p, err := exchange(t, srv, sasl.Plain, plain("alice", "alice-secret")); err != nil || p != "User:alice" {
+		t.Fatalf("plain: %q %v", p, err)
+	}
+	for _, bad := range [][2]string{{"alice", "nope"}, {"bob", "alice-secret"}} {
+		if _, err := exchange(t, srv, sasl.Plain, plain(bad[0], bad[1])); !errors.Is(err, sasl.ErrAuthentication) {
+			t.Fatalf("plain %v: %v", bad, err)
+		}
+	}
+	ex, _ := srv.Start(sasl.Plain)
+	if _, _, err := ex.Step([]byte("garbage")); !errors.Is(err, sasl.ErrAuthentication) {
+		t.Fatalf("malformed: %v", err)
+	}
+}
+
+func TestLimiter(t *testing.T) {
+	l := sasl.NewLimiter(3, time.Minute)
+	now := time.Unix(0, 0)
+	for i := 0; i < 3; i++ {
+		if !l.Allow("10.0.0.1", now) {
+			t.Fatalf("refused after %d failures", i)
+		}
+		l.Fail("10.0.0.1", now)
+	}
+	if l.Allow("10.0.0.1", now) {
+		t.Fatal("allowed after 3 failures in the window")
+	}
+	if !l.Allow("10.0.0.2", now) {
+		t.Fatal("another address refused")
+	}
+	if !l.Allow("10.0.0.1", now.Add(time.Minute)) {
+		t.Fatal("still refused once the failures left the window")
+	}
+}
+
+func TestFileStoreReloads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.json")
+	write := func(c *sasl.Credentials) {
+		b, _ := json.Marshal(c)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(store(t))
+	now := time.Unix(100, 0)
+	f, err := sasl.OpenFile(path, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.Lookup("alice", sasl.ScramSHA256); !ok {
+		t.Fatal("alice missing")
+	}
+	c := store(t)
+	c.Users["bob"] = c.Users["alice"]
+	write(c)
+	later := time.Now().Add(time.Hour)
+	_ = os.Chtimes(path, later, later)
+	now = now.Add(time.Second)
+	if _, ok := f.Lookup("bob", sasl.ScramSHA256); !ok {
+		t.Fatal("bob missing after the file changed")
+	}
+	if err := os.WriteFile(path, []byte(`{"users":{"x":{"SCRAM-SHA-256":{"iterations":1}}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chtimes(path, later.Add(time.Hour), later.Add(time.Hour))
+	now = now.Add(time.Second)
+	if _, ok := f.Lookup("bob", sasl.ScramSHA256); !ok {
+		t.Fatal("an invalid file replaced the last good one")
+	}
+	if _, err := sasl.OpenFile(path, time.Now); err == nil {
+		t.Fatal("invalid credentials file opened")
+	}
+}
+
+func TestOAuthBearer(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	jwks := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}}
+	path := filepath.Join(t.TempDir(), "jwks.json")
+	b, _ := json.Marshal(jwks)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	v, err := sasl.NewTokenValidator(path, "https://issuer", "kaas", func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(k *ecdsa.PrivateKey, c jwt.Claims) string {
+		s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := jwt.Signed(s).Claims(c).Serialize()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	good := jwt.Claims{Subject: "svc", Issuer: "https://issuer", Audience: jwt.Audience{"kaas"}, Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
+	srv := &sasl.Server{Mechanisms: []string{sasl.OAuthBearer}, Tokens: v, Now: func() time.Time { return now }}
+	msg := func(tok string) []byte { return []byte("n,,\x01auth=Bearer " + tok + "\x01\x01") }
+	ex, _ := srv.Start(sasl.OAuthBearer)
+	if _, done, err := ex.Step(msg(sign(key, good))); err != nil || !done || ex.Principal() != "User:svc" || !ex.Expires().Equal(good.Expiry.Time()) {
+		t.Fatalf("good token: done %v err %v principal %q", done, err, ex.Principal())
+	}
+	expired := good
+	expired.Expiry = jwt.NewNumericDate(now.Add(-time.Minute))
+	wrongAud := good
+	wrongAud.Audience = jwt.Audience{"other"}
+	for name, tok := range map[string]string{
+		"expired": sign(key, expired), "wrong key": sign(other, good), "wrong audience": sign(key, wrongAud), "garbage": "a.b.c",
+	} {
+		ex, _ := srv.Start(sasl.OAuthBearer)
+		if _, _, err := ex.Step(msg(tok)); !errors.Is(err, sasl.ErrAuthentication) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+// Package tlsfiles serves TLS from a directory laid out like a Kubernetes
+// TLS Secret (as cert-manager writes it): tls.crt (certificate chain),
+// tls.key (private key) and, optionally, ca.crt (the CA that signs client
+// and peer certificates). The files are re-read when they change, so a
+// renewed certificate is used by the next handshake without a restart:
+// kubelet swaps a mounted Secret's files atomically (the ..data symlink),
+// and every handshake checks, at most once per CheckEvery, whether their
+// modification times or sizes changed.
+package tlsfiles
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// File names inside the directory (the keys of a kubernetes.io/tls Secret).
+const (
+	CertFile = "tls.crt"
+	KeyFile  = "tls.key"
+	CAFile   = "ca.crt"
+)
+
+// CheckEvery bounds how often the files are stat'ed.
+const CheckEvery = time.Second
+
+// Dir is a reloading view of one certificate directory.
+type Dir struct {
+	path string
+	now  func() time.Time
+	// OnReload, if set, is told about every reload and every failed one
+	// (the previous certificate stays in use on failure).
+	OnReload func(err error)
+
+	mu        sync.Mutex
+	checked   time.Time
+	stamp     string
+	cert      *tls.Certificate
+	pool      *x509.CertPool // nil without ca.crt
+	loadedErr error
+}
+
+// Open loads the directory once; a missing or unreadable certificate or key
+// is an error. now is the clock (time.Now outside tests).
+func Open(path string, now func() time.Time) (*Dir, error) {
+	d := &Dir{path: path, now: now}
+	stamp, err := d.fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.load(stamp); err != nil {
+		return nil, err
+	}
+	d.checked = now()
+	return d, nil
+}
+
+// fingerprint is the modification time and size of every file.
+func (d *Dir) fingerprint() (string, error) {
+	s := ""
+	for _, name := range []string{CertFile, KeyFile, CAFile} {
+		st, err := os.Stat(filepath.Join(d.path, name))
+		if err != nil {
+			if name == CAFile && errors.Is(err, os.ErrNotExist) {
+				s += "-;"
+				continue
+			}
+			return "", fmt.Errorf("tls dir %s: %w", d.path, err)
+		}
+		s += fmt.Sprintf("%d/%d;", st.ModTime().UnixNano(), st.Size())
+	}
+	return s, nil
+}
+
+func (d *Dir) load(stamp string) error {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(d.path, CertFile), filepath.Join(d.path, KeyFile))
+	if err != nil {
+		return fmt.Errorf("tls dir %s: %w", d.path, err)
+	}
+	if len(cert.Certificate) > 0 {
+		if leaf, err := x509.ParseCertificate(cert.Certificate[0]); err == nil {
+			cert.Leaf = leaf
+		}
+	}
+	var pool *x509.CertPool
+	if pem, err := os.ReadFile(filepath.Join(d.path, CAFile)); err == nil {
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("tls dir %s: %s holds no PEM certificate", d.path, CAFile)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("tls dir %s: %w", d.path, err)
+	}
+	d.cert, d.pool, d.stamp = &cert, pool, stamp
+	return nil
+}
+
+// current returns the certificate and CA pool, re-reading the files if
+// they changed since the last check.
+func (d *Dir) current() (*tls.Certificate, *x509.CertPool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	if now.Sub(d.checked) >= CheckEvery {
+		d.checked = now
+		stamp, err := d.fingerprint()
+		if err == nil && stamp != d.stamp {
+			if err = d.load(stamp); err == nil && d.OnReload != nil {
+				d.OnReload(nil)
+			}
+		}
+		// A failure is reported once per distinct error; the previous
+		// certificate stays in use and the files are tried again.
+		if err != nil && (d.loadedErr == nil || err.Error() != d.loadedErr.Error()) && d.OnReload != nil {
+			d.OnReload(err)
+		}
+		d.loadedErr = err
+	}
+	return d.cert, d.pool
+}
+
+// Certificate returns the current certificate.
+func (d *Dir) Certificate() *tls.Certificate {
+	c, _ := d.current()
+	return c
+}
+
+// CAPool returns the current ca.crt pool, nil when the directory has none.
+func (d *Dir) CAPool() *x509.CertPool {
+	_, p := d.current()
+	return p
+}
+
+// ServerConfig is a TLS server configuration that serves the current
+// certificate and, with clientAuth above tls.NoClientCert, verifies client
+// certificates against the current ca.crt.
+func (d *Dir) ServerConfig(clientAuth tls.ClientAuthType) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			cert, pool := d.current()
+			auth := clientAuth
+			if auth == tls.RequireAndVerifyClientCert && pool == nil {
+				return nil, fmt.Errorf("tls dir %s: client certificates required but there is no %s", d.path, CAFile)
+			}
+			if auth == tls.VerifyClientCertIfGiven && pool == nil {
+				auth = tls.NoClientCert
+			}
+			return &tls.Config{
+				MinVersion:   tls.VersionTLS12,
+				Certificates: []tls.Certificate{*cert},
+				ClientAuth:   auth,
+				ClientCAs:    pool,
+			}, nil
+		},
+	}
+}
+
+// ClientConfig is a TLS client configuration presenting the current
+// certificate and verifying the server against the current ca.crt (peer
+// brokers: the heartbeat).
+func (d *Dir) ClientConfig(serverName string) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ServerName: serverName,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return d.Certificate(), nil
+		},
+		// The CA pool can change under a live config: verify by hand
+		// against the current one.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return VerifyPeer(cs, d.CAPool(), serverName, x509.ExtKeyUsageServerAuth)
+		},
+	}
+}
+
+// VerifyPeer checks the peer's chain against pool; an empty name skips
+// the host name check (peers are identified by their CA, not their name).
+func VerifyPeer(cs tls.ConnectionState, pool *x509.CertPool, name string, usage x509.ExtKeyUsage) error {
+	if pool == nil {
+		return errors.New("no ca.crt to verify the peer against")
+	}
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("peer sent no certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, DNSName: name, KeyUsages: []x509.ExtKeyUsage{usage}})
+	return err
+}
+
+// Principal is Kafka's default principal of a client certificate: "User:"
+// and the subject's distinguished name in RFC 2253 order (CN first).
+func Principal(cert *x509.Certificate) string {
+	return "User:" + cert.Subject.String()
+}
