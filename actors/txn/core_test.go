@@ -43,7 +43,6 @@ func (h *harness) step(ev any) {
 	}
 }
 
-
 // flush acknowledges every Persist and WriteMarkers in flight, until
 // nothing more is emitted.
 func (h *harness) flush() {
