@@ -94,6 +94,19 @@ type AbortedTxn struct {
 	FirstOffset int64
 }
 
+// TxnOffsetsEnd tells a group's coordinator that the transaction of
+// ProducerID ended: its transactional offset commits (TxnOffsetCommit)
+// become the group's committed offsets (Commit) or are dropped.
+type TxnOffsetsEnd struct {
+	Group         string
+	ProducerID    int64
+	ProducerEpoch int16
+	Commit        bool
+	Reply         func(errorCode int16)
+}
+
+func (m *TxnOffsetsEnd) Undelivered() { m.Reply(kerr.CoordinatorNotAvailable.Code) }
+
 // WriteTxnMarker asks a partition's leader to append a transaction's commit
 // or abort marker and make it durable (the transaction coordinator, after
 // EndTxn or a timeout). ErrorCode 0: written (or nothing of the producer's

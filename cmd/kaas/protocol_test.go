@@ -211,11 +211,15 @@ func TestProduceErrors(t *testing.T) {
 	if r := rawProduce(t, cl, "small", 0, 1, good); r.ErrorCode != 0 || r.BaseOffset != 0 {
 		t.Errorf("good batch after errors: %+v", r)
 	}
-	// Transactions are refused with a non-retriable error.
+	// A transactional InitProducerID needs a valid transaction timeout.
 	txn := kmsg.NewPtrInitProducerIDRequest()
 	id := "tx-1"
 	txn.TransactionalID = &id
-	if resp := rawRequest(t, addr, txn, 4).(*kmsg.InitProducerIDResponse); resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+	if resp := rawRequest(t, addr, txn, 4).(*kmsg.InitProducerIDResponse); resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Errorf("transactional InitProducerID without a timeout: %+v", resp)
+	}
+	txn.TransactionTimeoutMillis = 60000
+	if resp := rawRequest(t, addr, txn, 4).(*kmsg.InitProducerIDResponse); resp.ErrorCode != 0 || resp.ProducerID < 0 || resp.ProducerEpoch != 0 {
 		t.Errorf("transactional InitProducerID: %+v", resp)
 	}
 }

@@ -120,6 +120,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		"log.dirs":                  cfg.DataDir,
 	}
 	registerGroups(b)
+	registerTransactions(b)
 	go func() {
 		if err := b.srv.Serve(ctx, b.kafkaLn); err != nil {
 			b.log.Error().Err(err).Msg("kafka listener stopped")
