@@ -61,12 +61,14 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 		kmsg.Produce: {0, 11}, kmsg.Fetch: {4, 16}, kmsg.Metadata: {0, 12}, kmsg.ApiVersions: {0, 4},
 		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {0, 4}, kmsg.ListOffsets: {0, 8},
 		kmsg.DescribeLogDirs: {0, 4}, kmsg.ElectLeaders: {0, 2}, kmsg.DescribeProducers: {0, 0},
+		kmsg.InitProducerID: {0, 4}, kmsg.AddPartitionsToTxn: {0, 4}, kmsg.AddOffsetsToTxn: {0, 3}, kmsg.EndTxn: {0, 4},
+		kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2},
 	} {
 		if got[key.Int16()] != want {
 			t.Errorf("%s: versions %v, want %v", kmsg.NameForKey(key.Int16()), got[key.Int16()], want)
 		}
 	}
-	for _, txn := range []kmsg.Key{kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.TxnOffsetCommit, kmsg.WriteTxnMarkers} {
+	for _, txn := range []kmsg.Key{kmsg.TxnOffsetCommit, kmsg.WriteTxnMarkers} {
 		if _, ok := got[txn.Int16()]; ok {
 			t.Errorf("transaction API %s is advertised but not served", kmsg.NameForKey(txn.Int16()))
 		}
