@@ -1,7 +1,10 @@
 package main
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kaas-project/kaas/actors/txn"
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/txnlog"
 )
 
@@ -30,6 +33,18 @@ func registerTransactions(b *broker) {
 		opts.Store = st
 	} else {
 		opts.Store = txnlog.NewMemory()
+	}
+	if b.groups != nil {
+		groups := b.groups.Ref()
+		opts.Groups = func(m *messages.TxnOffsetsEnd) {
+			groups.Send(&messages.GroupCall{Group: m.Group, Op: m, Reply: func(x any) {
+				code, ok := x.(int16)
+				if !ok {
+					code = kerr.UnknownServerError.Code
+				}
+				m.Reply(code)
+			}})
+		}
 	}
 	c, err := txn.Start(b.system, "transactions", opts)
 	if err != nil {

@@ -191,3 +191,138 @@ func TestTransactionsReadCommitted(t *testing.T) {
 	}
 
 }
+
+// etlSession is a franz-go consume-transform-produce session reading "in"
+// with group "etl" and writing "out-"+value to "out".
+func etlSession(t *testing.T, addr, txnID string) *kgo.GroupTransactSession {
+	t.Helper()
+	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID(txnID),
+		kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.RequireStableFetchOffsets(), kgo.RetryTimeout(10*time.Second), kgo.FetchMaxPartitionBytes(2000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// etlRound polls once and transforms what it got in one transaction ended
+// with commit; it returns how many inputs it transformed.
+func etlRound(t *testing.T, ctx context.Context, s *kgo.GroupTransactSession, commit bool) int {
+	t.Helper()
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	fs := s.PollFetches(pctx)
+	cancel()
+	var in []*kgo.Record
+	fs.EachRecord(func(r *kgo.Record) { in = append(in, r) })
+	if len(in) == 0 {
+		return 0
+	}
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range in {
+		s.Produce(ctx, &kgo.Record{Topic: "out", Key: r.Key, Value: append([]byte("out-"), r.Value...)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	committed, err := s.End(ctx, kgo.TransactionEndTry(commit))
+	if err != nil {
+		t.Fatalf("end: %v", err)
+	}
+	if !committed {
+		return 0
+	}
+	return len(in)
+}
+
+// TestTransactionsConsumeTransformProduce runs franz-go's
+// GroupTransactSession over kaas: a worker commits a round, aborts the
+// next and leaves; a second worker finishes. Every input's output appears
+// exactly once in read_committed, and no output of the aborted round does.
+func TestTransactionsConsumeTransformProduce(t *testing.T) {
+	_, addr := testBroker(t, "--data-dir", t.TempDir(), "--group-initial-rebalance-delay", "0s")
+	ctx := ctxT(t, 60*time.Second)
+	adm := newAdmin(t, addr)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "out"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	inputs := txnValues("in", n)
+	// Small batches (10 records each), so that a poll returns a part.
+	prod := newClient(t, addr)
+	for i, v := range inputs {
+		prod.Produce(ctx, &kgo.Record{Topic: "in", Key: []byte(v), Value: []byte(v)}, nil)
+		if i%10 == 9 {
+			if err := prod.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	w1 := etlSession(t, addr, "etl-1")
+	done := 0
+	for done == 0 && ctx.Err() == nil {
+		done = etlRound(t, ctx, w1, true)
+	}
+	if done >= n {
+		t.Fatalf("the first round took all %d inputs", done)
+	}
+	for aborted := false; !aborted && ctx.Err() == nil; {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := w1.PollFetches(pctx)
+		cancel()
+		fs.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("fetch %s-%d: %v", topic, p, err)
+			}
+		})
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		if err := w1.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			w1.Produce(ctx, &kgo.Record{Topic: "out", Value: append([]byte("aborted-"), r.Value...)}, nil)
+		})
+		if _, err := w1.End(ctx, kgo.TryAbort); err != nil {
+			t.Fatal(err)
+		}
+		aborted = true
+	}
+	w1.Close()
+
+	w2 := etlSession(t, addr, "etl-2")
+	deadline := time.Now().Add(40 * time.Second)
+	for done < n && time.Now().Before(deadline) && ctx.Err() == nil {
+		done += etlRound(t, ctx, w2, true)
+	}
+	if done != n {
+		t.Fatalf("transformed %d of %d inputs", done, n)
+	}
+	want := make([]string, n)
+	for i, v := range inputs {
+		want[i] = "out-" + v
+	}
+	sort.Strings(want)
+	if got := consumeIsolated(t, addr, "out", kgo.ReadCommitted(), n, 300*time.Millisecond); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed output (%d records) is not every input exactly once", len(got))
+	}
+	// The group's committed offsets cover every input.
+	offs, err := adm.FetchOffsets(ctx, "etl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != n {
+		t.Fatalf("group committed %d offsets in total, want %d", total, n)
+	}
+}
