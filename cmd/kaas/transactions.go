@@ -46,10 +46,18 @@ func registerTransactions(b *broker) {
 			}})
 		}
 	}
+	// Markers for partitions led by other brokers go to their leaders as
+	// WriteTxnMarkers requests.
+	remote := &txn.Remote{}
+	opts.Remote = remote.Write
 	c, err := txn.Start(b.system, "transactions", opts)
 	if err != nil {
 		b.log.Error().Err(err).Msg("start transaction coordinator")
 		return
 	}
 	c.Register(b.srv)
+	go func() {
+		<-c.Done()
+		remote.Close()
+	}()
 }
