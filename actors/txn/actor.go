@@ -29,7 +29,7 @@ type Options struct {
 	Groups func(m *messages.TxnOffsetsEnd)
 	// Remote writes markers to partitions led by other brokers (nil:
 	// such markers fail and are retried until the partition is led here).
-	Remote func(b routing.Broker, m WriteMarkers, tps []TP, done func(failed []TP))
+	Remote func(b routing.Broker, m WriteMarkers, tps []TP, done func(failed []TP, err error))
 	// TickInterval is how often timeouts are checked and ownership
 	// re-read (default 1 s).
 	TickInterval time.Duration
@@ -303,9 +303,9 @@ func (m *manager) writeMarkers(w WriteMarkers) {
 			continue
 		}
 		wg.Add(1)
-		m.opts.Remote(b, w, tps, func(bad []TP) {
+		m.opts.Remote(b, w, tps, func(bad []TP, err error) {
 			for _, tp := range bad {
-				fail(fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
+				fail(fmt.Sprintf("%s-%d: %v", tp.Topic, tp.Partition, err))
 			}
 			wg.Done()
 		})

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -26,11 +27,11 @@ type Remote struct {
 
 // Write implements Options.Remote: done gets the partitions whose marker
 // was not written.
-func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(failed []TP)) {
+func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(failed []TP, err error)) {
 	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
 	cl, err := r.client(addr)
 	if err != nil {
-		done(tps)
+		done(tps, err)
 		return
 	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
@@ -59,12 +60,12 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 		defer cancel()
 		seeds := cl.SeedBrokers()
 		if len(seeds) == 0 {
-			done(tps)
+			done(tps, fmt.Errorf("no client for %s", addr))
 			return
 		}
 		kr, err := seeds[0].Request(ctx, req)
 		if err != nil {
-			done(tps)
+			done(tps, fmt.Errorf("WriteTxnMarkers to %s: %w", addr, err))
 			return
 		}
 		resp := kr.(*kmsg.WriteTxnMarkersResponse)
@@ -84,7 +85,11 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 				failed = append(failed, tp)
 			}
 		}
-		done(failed)
+		var ferr error
+		if len(failed) > 0 {
+			ferr = fmt.Errorf("WriteTxnMarkers to %s: %d partitions refused", addr, len(failed))
+		}
+		done(failed, ferr)
 	}()
 }
 
@@ -94,7 +99,7 @@ func (r *Remote) client(addr string) (*kgo.Client, error) {
 	if cl, ok := r.clients[addr]; ok {
 		return cl, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MetadataMinAge(time.Hour))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return nil, err
 	}
