@@ -115,6 +115,17 @@ func TestTransactionsReadCommitted(t *testing.T) {
 	if got := consumeIsolated(t, addr, "tx", kgo.ReadCommitted(), len(committed), 300*time.Millisecond); fmt.Sprint(got) != fmt.Sprint(committed) {
 		t.Fatalf("read_committed = %v\nwant %v", got, committed)
 	}
+	t.Run("kcat read_committed", func(t *testing.T) {
+		requireTool(t, "kcat")
+		var got []string
+		for _, m := range kcatRead(t, addr, "-C", "-t", "tx", "-o", "beginning", "-X", "isolation.level=read_committed") {
+			got = append(got, m.Value)
+		}
+		sort.Strings(got)
+		if fmt.Sprint(got) != fmt.Sprint(committed) {
+			t.Errorf("kcat read_committed = %v\nwant %v", got, committed)
+		}
+	})
 	if got := consumeIsolated(t, addr, "tx", kgo.ReadUncommitted(), 26, 300*time.Millisecond); len(got) != 26 {
 		t.Fatalf("read_uncommitted read %d records, want 26: %v", len(got), got)
 	}
