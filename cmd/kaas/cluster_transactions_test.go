@@ -15,7 +15,10 @@ import (
 // brokers (markers cross brokers as WriteTxnMarkers), then SIGKILLs the
 // transaction coordinator's broker in the middle of a transaction: the
 // coordinator that takes the id over resumes it from the transaction log
-// on the shared volume and the producer's commit goes through there.
+// on the shared volume and the producer's commit goes through there. Then
+// it SIGKILLs a partition leader mid-transaction: the partitions recover the
+// open transaction from their logs at their new leaders, which take the
+// markers. read_committed sees every committed record exactly once.
 func TestClusterTransactions(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, clusterFlags...)
@@ -82,8 +85,44 @@ func TestClusterTransactions(t *testing.T) {
 	}
 	t.Logf("commit went through %v after the kill", time.Since(start))
 
+	// Mid-transaction, a partition leader (not the coordinator) is
+	// killed: its partitions reopen elsewhere with the transaction still
+	// open in their logs, and take the commit marker there.
+	c.start(victim)
+	waitUntil(t, 30*time.Second, "6 partitions led by 3 brokers", func() bool {
+		led, _, _ := c.ledBy()
+		return len(led) == 3 && led["kaas-0"]+led["kaas-1"]+led["kaas-2"] == 6
+	})
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	committed = append(committed, everywhere("leader-killed")...)
+	resp, err = req.RequestWith(ctx, c.client())
+	if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("find coordinator: %v %+v", err, resp)
+	}
+	coordinator := fmt.Sprintf("kaas-%d", resp.Coordinators[0].NodeID)
+	led, _, _ := c.ledBy()
+	leader := ""
+	for _, n := range c.namesBut(coordinator) {
+		if led[n] > 0 {
+			leader = n
+			break
+		}
+	}
+	if leader == "" {
+		t.Fatalf("no partition leader besides the coordinator %s: %v", coordinator, led)
+	}
+	c.brokers[leader].kill()
+	t.Logf("killed %s, leading %d partitions; coordinator %s", leader, led[leader], coordinator)
+	start = time.Now()
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after a partition leader was killed: %v", err)
+	}
+	t.Logf("commit went through %v after the kill", time.Since(start))
+
 	sort.Strings(committed)
-	seed := c.brokers[c.namesBut(victim)[0]].kafka
+	seed := c.brokers[c.namesBut(leader)[0]].kafka
 	if got := consumeIsolated(t, seed, "txc", kgo.ReadCommitted(), len(committed), 500*time.Millisecond); fmt.Sprint(got) != fmt.Sprint(committed) {
 		t.Fatalf("read_committed = %v\nwant %v", got, committed)
 	}
