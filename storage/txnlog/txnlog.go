@@ -11,6 +11,7 @@ package txnlog
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -170,7 +171,8 @@ func NewFile(dataDir string) (*File, error) {
 // Persistent implements Store.
 func (s *File) Persistent() bool { return true }
 
-// IDs implements Store: the id named by each log's last record.
+// IDs implements Store: the id a log's name encodes, or for a hashed name
+// the id its last record names.
 func (s *File) IDs() ([]string, error) {
 	ents, err := os.ReadDir(s.Root)
 	if err != nil {
@@ -180,6 +182,12 @@ func (s *File) IDs() ([]string, error) {
 	for _, e := range ents {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), suffix) {
 			continue
+		}
+		if enc, ok := strings.CutPrefix(strings.TrimSuffix(e.Name(), suffix), "g-"); ok {
+			if id, err := base64.RawURLEncoding.DecodeString(enc); err == nil && groupstore.DirName(string(id)) == strings.TrimSuffix(e.Name(), suffix) {
+				out = append(out, string(id))
+				continue
+			}
 		}
 		st, n, _, err := readLog(filepath.Join(s.Root, e.Name()))
 		if err != nil || n == 0 {

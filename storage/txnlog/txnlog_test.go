@@ -99,3 +99,17 @@ func reopen(t *testing.T, dir string) *File {
 	}
 	return s
 }
+
+func TestFileIDsOfLongAndShortIDs(t *testing.T) {
+	s, _ := NewFile(t.TempDir())
+	long := string(make([]byte, 300))
+	for _, id := range []string{"b", "a/x", long} {
+		if err := s.Save(State{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := s.IDs()
+	if err != nil || !reflect.DeepEqual(ids, []string{long, "a/x", "b"}) {
+		t.Fatalf("IDs = %q %v", ids, err)
+	}
+}
