@@ -177,6 +177,13 @@ func TestTransactionsReadCommitted(t *testing.T) {
 	if st := described["t1"].State; st != "CompleteCommit" {
 		t.Fatalf("t1 state = %q, want CompleteCommit", st)
 	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"CompleteAbort"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["t2"]; !ok || len(listed) != 1 || listed["t2"].ProducerID != described["t2"].ProducerID {
+		t.Fatalf("ListTransactions(CompleteAbort) = %+v", listed)
+	}
 
 	// Fencing: a new incarnation of t1 fences the old one.
 	old := newClient(t, addr, kgo.TransactionalID("t1"), kgo.DefaultProduceTopic("tx"))
