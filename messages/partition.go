@@ -63,7 +63,10 @@ type Fetch struct {
 	MaxBytes           int32
 	CurrentLeaderEpoch int32 // -1 = not checked
 	LastFetchedEpoch   int32 // -1 = not checked (Fetch v12+ divergence check)
-	Reply              func(FetchResult)
+	// IsolationLevel 1 (read_committed) reads up to the last stable
+	// offset and lists the aborted transactions in the result.
+	IsolationLevel int8
+	Reply          func(FetchResult)
 }
 
 // FetchResult answers Fetch. Records must be closed by the receiver.
@@ -79,6 +82,41 @@ type FetchResult struct {
 	DivergingEndOffset int64
 	Diverging          bool
 	LeaderEpoch        int32
+	// Aborted are the aborted transactions a read_committed fetch
+	// overlaps.
+	Aborted []AbortedTxn
+}
+
+// AbortedTxn is one aborted transaction of a partition: the producer and
+// the offset of its first batch there.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+}
+
+// TxnOffsetsEnd tells a group's coordinator that the transaction of
+// ProducerID ended: its transactional offset commits (TxnOffsetCommit)
+// become the group's committed offsets (Commit) or are dropped.
+type TxnOffsetsEnd struct {
+	Group         string
+	ProducerID    int64
+	ProducerEpoch int16
+	Commit        bool
+	Reply         func(errorCode int16)
+}
+
+func (m *TxnOffsetsEnd) Undelivered() { m.Reply(kerr.CoordinatorNotAvailable.Code) }
+
+// WriteTxnMarker asks a partition's leader to append a transaction's commit
+// or abort marker and make it durable (the transaction coordinator, after
+// EndTxn or a timeout). ErrorCode 0: written (or nothing of the producer's
+// transaction was open there, and the epoch is fenced all the same).
+type WriteTxnMarker struct {
+	ProducerID       int64
+	ProducerEpoch    int16
+	Commit           bool
+	CoordinatorEpoch int32
+	Reply            func(errorCode int16)
 }
 
 // WatchHighWatermark asks a partition actor to call Notify once its high
@@ -86,7 +124,9 @@ type FetchResult struct {
 // partition stops being led). Fetch long polling uses it.
 type WatchHighWatermark struct {
 	Offset int64
-	Notify func()
+	// Committed watches the last stable offset instead (read_committed).
+	Committed bool
+	Notify    func()
 }
 
 // ListOffsets resolves a timestamp (or -1 latest, -2 earliest, -3 max
@@ -178,6 +218,8 @@ type ProducerState struct {
 	ProducerEpoch int16
 	LastSequence  int32
 	LastTimestamp int64
+	// TxnStartOffset is the first offset of its open transaction, or -1.
+	TxnStartOffset int64
 }
 
 // Undelivered answers requests whose actor had stopped (actorsys.Undeliverable).
@@ -191,6 +233,8 @@ func (m *Fetch) Undelivered() {
 }
 
 func (m *WatchHighWatermark) Undelivered() { m.Notify() }
+
+func (m *WriteTxnMarker) Undelivered() { m.Reply(notLeader) }
 
 func (m *ListOffsets) Undelivered() {
 	m.Reply(ListOffsetsResult{ErrorCode: notLeader, Timestamp: -1, Offset: -1, LeaderEpoch: -1})

@@ -26,10 +26,7 @@ func handleProduce(r *Request) Pending {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	var fail int16
-	switch {
-	case req.TransactionID != nil:
-		fail = kerr.TransactionalIDAuthorizationFailed.Code
-	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {
 		fail = kerr.InvalidRequiredAcks.Code
 	}
 	fan := newFanOut(r)

@@ -35,6 +35,8 @@ type fetchSlot struct {
 	req    *kmsg.FetchRequestTopicPartition
 	res    messages.FetchResult
 	done   bool
+	// committed: read_committed (IsolationLevel 1).
+	committed bool
 }
 
 // handleFetch serves Fetch with long polling: if fewer than MinBytes are
@@ -87,7 +89,7 @@ func handleFetch(r *Request) Pending {
 			if tm == nil {
 				tm = metrics.ForTopic(name)
 			}
-			slots = append(slots, &fetchSlot{ti: i, pi: j, topic: tm, rp: rp, target: target, req: p})
+			slots = append(slots, &fetchSlot{ti: i, pi: j, topic: tm, rp: rp, target: target, req: p, committed: req.IsolationLevel == 1})
 		}
 	}
 	maxBytes := int(req.MaxBytes)
@@ -110,7 +112,7 @@ func handleFetch(r *Request) Pending {
 					if recordsLen(s) > 0 {
 						continue
 					}
-					s.target.ref.Send(&messages.WatchHighWatermark{Offset: s.req.FetchOffset, Notify: func() {
+					s.target.ref.Send(&messages.WatchHighWatermark{Offset: s.req.FetchOffset, Committed: s.committed, Notify: func() {
 						select {
 						case woken <- struct{}{}:
 						default:
@@ -167,6 +169,7 @@ func sendFetches(slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
 			MaxBytes:           s.req.PartitionMaxBytes,
 			CurrentLeaderEpoch: s.req.CurrentLeaderEpoch,
 			LastFetchedEpoch:   s.req.LastFetchedEpoch,
+			IsolationLevel:     isolation(s.committed),
 			Reply: func(res messages.FetchResult) {
 				s.res, s.done = res, true
 				wg.Done()
@@ -208,6 +211,11 @@ func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) kmsg.Respo
 		if res.Diverging {
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
 		}
+		for _, t := range res.Aborted {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = t.ProducerID, t.FirstOffset
+			rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+		}
 		// An empty record set, never a null one: librdkafka refuses null
 		// (MessageSetSize -1) in Fetch responses.
 		rp.RecordBatches = []byte{}
@@ -227,3 +235,11 @@ func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) kmsg.Respo
 }
 
 var _ storage.Records = storage.BytesRecords(nil)
+
+// isolation is the Fetch isolation level of a slot.
+func isolation(committed bool) int8 {
+	if committed {
+		return 1
+	}
+	return 0
+}

@@ -35,7 +35,7 @@ func handleDescribeProducers(r *Request) Pending {
 						ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 						ap.ProducerID, ap.ProducerEpoch = st.ProducerID, int32(st.ProducerEpoch)
 						ap.LastSequence, ap.LastTimestamp = st.LastSequence, st.LastTimestamp
-						ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+						ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, st.TxnStartOffset
 						rp.ActiveProducers = append(rp.ActiveProducers, ap)
 					}
 					done()

@@ -39,6 +39,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeProducers.Int16():       {0, 0},
 		kmsg.SASLHandshake.Int16():           {1, 1},
 		kmsg.SASLAuthenticate.Int16():        {0, 2},
+		kmsg.WriteTxnMarkers.Int16():         {0, 1},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))

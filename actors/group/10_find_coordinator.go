@@ -14,9 +14,8 @@ func init() {
 	serve(groupAPI{key: kmsg.FindCoordinator.Int16(), min: 0, max: 6, handle: (*Coordinator).handleFindCoordinator})
 }
 
-// handleFindCoordinator answers from the routing view. Transaction
-// coordinators are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which
-// every client treats as fatal (kaas serves no transactions); share groups
+// handleFindCoordinator answers from the routing view. Transactional ids
+// (key type 1) are placed like groups (actors/txn); share groups are refused
 // with INVALID_REQUEST.
 func (*Coordinator) handleFindCoordinator(r *conn.Request) conn.Pending {
 	req := r.Body.(*kmsg.FindCoordinatorRequest)
@@ -29,19 +28,16 @@ func (*Coordinator) handleFindCoordinator(r *conn.Request) conn.Pending {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key, c.NodeID, c.Port = key, -1, -1
 		switch req.CoordinatorType {
-		case 0:
+		case 0, 1:
 			b, _ := r.View.CoordinatorFor(key)
 			if b.Host == "" || b.Fenced || !b.Alive {
 				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				break
 			}
 			c.NodeID, c.Host, c.Port = b.ID, b.Host, b.Port
-		case 1:
-			c.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-			c.ErrorMessage = strp("kaas does not serve transactions")
 		default:
 			c.ErrorCode = kerr.InvalidRequest.Code
-			c.ErrorMessage = strp("kaas serves consumer-group coordinators only")
+			c.ErrorMessage = strp("kaas serves consumer-group and transaction coordinators only")
 		}
 		if c.ErrorCode != 0 && c.ErrorMessage == nil {
 			c.ErrorMessage = strp(kerr.ErrorForCode(c.ErrorCode).Error())

@@ -143,6 +143,9 @@ type groupActor struct {
 	writing   bool
 	writes    []write
 	persisted *groupstore.Meta
+	// txnOffsets are the transactional offset commits waiting for their
+	// transaction's end, by producer id (28_txn_offset_commit.go).
+	txnOffsets map[int64]*txnPending
 
 	timer   clock.Timer
 	timerAt time.Time
@@ -340,6 +343,10 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 			}
 			gc.Reply(pc.Response)
 		}})
+	case *kmsg.TxnOffsetCommitRequest:
+		a.txnOffsetCommit(gc, op, a.g.OffsetCommit(now, asOffsetCommit(op), topics))
+	case *messages.TxnOffsetsEnd:
+		a.txnOffsetsEnd(gc, op)
 	case *kmsg.OffsetDeleteRequest:
 		resp, recs := a.g.OffsetDelete(now, op, topics)
 		if len(recs) == 0 {

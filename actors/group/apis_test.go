@@ -30,6 +30,7 @@ var groupVersions = map[int16][2]int16{
 	kmsg.OffsetDelete.Int16():           {0, 0},
 	kmsg.ConsumerGroupHeartbeat.Int16(): {0, 1},
 	kmsg.ConsumerGroupDescribe.Int16():  {0, 1},
+	kmsg.TxnOffsetCommit.Int16():        {0, 4},
 }
 
 // TestGroupAPITable pins the versions of the group APIs. None sets an
@@ -122,6 +123,21 @@ func groupOps() []groupOp {
 			return req
 		}, 1},
 		{kmsg.ConsumerGroupDescribe.Int16(), func(int16) any { return &messages.GroupDescribeConsumer{} }, 1},
+		{kmsg.TxnOffsetCommit.Int16(), func(v int16) any {
+			req := kmsg.NewPtrTxnOffsetCommitRequest()
+			req.Version, req.Group, req.MemberID = v, "g", "m"
+			for _, topic := range []string{"a", "b"} {
+				rt := kmsg.NewTxnOffsetCommitRequestTopic()
+				rt.Topic = topic
+				for p := range int32(2) {
+					rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+					rp.Partition, rp.Offset = p, 7
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				req.Topics = append(req.Topics, rt)
+			}
+			return req
+		}, 4},
 	}
 }
 
@@ -154,6 +170,10 @@ func TestGroupErrorReplies(t *testing.T) {
 			case *kmsg.OffsetCommitResponse:
 				if x.Version != v || len(x.Topics) != 2 || x.Topics[1].Topic != "b" || x.Topics[1].TopicID != topicID("b") ||
 					x.Topics[1].Partitions[1].Partition != 1 {
+					t.Errorf("%s v%d: %+v", name, v, x)
+				}
+			case *kmsg.TxnOffsetCommitResponse:
+				if x.Version != v || len(x.Topics) != 2 || x.Topics[1].Topic != "b" || x.Topics[1].Partitions[1].Partition != 1 {
 					t.Errorf("%s v%d: %+v", name, v, x)
 				}
 			case *kmsg.JoinGroupResponse:

@@ -13,6 +13,10 @@ func errorReply(group string, op any, code int16) any {
 	switch req := op.(type) {
 	case *kmsg.OffsetCommitRequest:
 		return offsetCommitError(req, code)
+	case *kmsg.TxnOffsetCommitRequest:
+		return txnOffsetCommitError(req, code)
+	case *messages.TxnOffsetsEnd:
+		return code
 	case *messages.GroupFetchOffsets:
 		return offsetFetchError(group, code)
 	case *kmsg.JoinGroupRequest:

@@ -157,7 +157,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		}
 		m.Reply(r)
 	case *messages.Produce, *messages.Fetch, *messages.ListOffsets, *messages.OffsetForLeaderEpoch,
-		*messages.DeleteRecords, *messages.WatchHighWatermark:
+		*messages.DeleteRecords, *messages.WatchHighWatermark, *messages.WriteTxnMarker:
 		a.step(Request{Msg: m})
 	}
 }
@@ -278,7 +278,9 @@ func (a *Actor) exec(e Effect) {
 		if err := a.core.Log().EnforceRetention(now); err != nil {
 			a.log.Error().Err(err).Msg("retention")
 		}
-		a.core.Producers().Expire(now.Add(-a.cfg.ProducerExpiration).UnixMilli())
+		prods := a.core.Producers()
+		prods.Expire(now.Add(-a.cfg.ProducerExpiration).UnixMilli())
+		prods.TrimTxns(a.core.Log().StartOffset())
 	}
 }
 

@@ -183,6 +183,24 @@ func (c *Core) LeaderEpoch() int32 { return c.epoch }
 // HighWatermark is the durable high watermark.
 func (c *Core) HighWatermark() int64 { return c.hw }
 
+// LastStable is the last stable offset: the high watermark, or the first
+// offset of the oldest transaction open on the partition if lower.
+func (c *Core) LastStable() int64 {
+	if c.producers == nil {
+		return c.hw
+	}
+	return c.producers.LastStable(c.hw)
+}
+
+// watchMark is the offset a watcher waits to pass: the last stable offset
+// for read_committed fetches, else the high watermark.
+func (c *Core) watchMark(w *messages.WatchHighWatermark) int64 {
+	if w.Committed {
+		return c.LastStable()
+	}
+	return c.hw
+}
+
 // EpochStart is the log end this leader opened with.
 func (c *Core) EpochStart() int64 { return c.epochStart }
 
@@ -402,7 +420,7 @@ func (c *Core) request(m any) {
 		c.emit(Serve{Msg: m})
 		return
 	}
-	if c.phase != phaseLeading || c.hw > w.Offset {
+	if c.phase != phaseLeading || c.watchMark(w) > w.Offset {
 		c.emit(Notify{Watch: *w})
 		return
 	}
@@ -422,6 +440,11 @@ func (c *Core) onProduced(e Produced) {
 	}
 	if !e.Appended {
 		return
+	}
+	if e.Marker {
+		// A marker moves the last stable offset without the high
+		// watermark when it closes the oldest open transaction.
+		c.notifyWatchers(false)
 	}
 	if e.Durable > c.hw {
 		c.advanceHW(e.Durable)
@@ -542,7 +565,7 @@ func (c *Core) advanceHW(upTo int64) {
 func (c *Core) notifyWatchers(all bool) {
 	n := 0
 	for _, w := range c.watchers {
-		if all || c.hw > w.Offset {
+		if all || c.watchMark(&w) > w.Offset {
 			c.emit(Notify{Watch: w})
 			continue
 		}

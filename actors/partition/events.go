@@ -69,10 +69,13 @@ type (
 	// watermark reaches it. LogEnd and Durable are the log's after it.
 	Produced struct {
 		AcksAll, Appended bool
-		End               int64
-		Result            messages.ProduceResult
-		Reply             func(messages.ProduceResult)
-		LogEnd, Durable   int64
+		// Marker: the batch is a transaction marker (the last stable
+		// offset may move).
+		Marker          bool
+		End             int64
+		Result          messages.ProduceResult
+		Reply           func(messages.ProduceResult)
+		LogEnd, Durable int64
 	}
 	// AppendFailed marks the storage unhealthy.
 	AppendFailed struct{}

@@ -29,6 +29,9 @@ type ProducerEntry struct {
 	ID      int64       `json:"id"`
 	Epoch   int16       `json:"epoch"`
 	Batches []BatchMeta `json:"batches"` // oldest first, at most producerBatches
+	// FencedAt is when a transaction marker last set Epoch (Unix ms):
+	// the entry is kept until then plus the expiration, like a batch.
+	FencedAt int64 `json:"fenced_at,omitempty"`
 }
 
 func (e *ProducerEntry) lastSeq() int32 {
@@ -49,6 +52,10 @@ type Producers struct {
 	// appended batch.
 	last    LastBatch
 	hasLast bool
+
+	// Transactions (txns.go).
+	ongoing map[int64]int64
+	aborted []AbortedTxn
 }
 
 // LastBatch identifies the batch that ends where a snapshot begins. A
@@ -75,7 +82,10 @@ func NewProducers() *Producers { return &Producers{m: map[int64]*ProducerEntry{}
 func (p *Producers) States() []messages.ProducerState {
 	out := make([]messages.ProducerState, 0, len(p.m))
 	for _, e := range p.m {
-		st := messages.ProducerState{ProducerID: e.ID, ProducerEpoch: e.Epoch, LastSequence: -1, LastTimestamp: -1}
+		st := messages.ProducerState{ProducerID: e.ID, ProducerEpoch: e.Epoch, LastSequence: -1, LastTimestamp: -1, TxnStartOffset: -1}
+		if first, open := p.ongoing[e.ID]; open {
+			st.TxnStartOffset = first
+		}
 		if n := len(e.Batches); n > 0 {
 			st.LastSequence, st.LastTimestamp = e.Batches[n-1].LastSeq, e.Batches[n-1].Timestamp
 		}
@@ -149,6 +159,11 @@ func (p *Producers) Record(h batch.Header) {
 	if !h.HasProducer() {
 		return
 	}
+	if h.IsControl() {
+		// A marker carries no sequence; its epoch fences (RecordMarker).
+		p.fence(h.ProducerID, h.ProducerEpoch, h.MaxTimestamp)
+		return
+	}
 	e, ok := p.m[h.ProducerID]
 	if !ok || h.ProducerEpoch != e.Epoch {
 		if ok && h.ProducerEpoch < e.Epoch {
@@ -170,7 +185,14 @@ func (p *Producers) Record(h batch.Header) {
 // producer.id.expiration.ms).
 func (p *Producers) Expire(cutoffMs int64) {
 	for id, e := range p.m {
-		if len(e.Batches) == 0 || e.Batches[len(e.Batches)-1].Timestamp < cutoffMs {
+		if p.InTxn(id) {
+			continue
+		}
+		last := e.FencedAt
+		if n := len(e.Batches); n > 0 && e.Batches[n-1].Timestamp > last {
+			last = e.Batches[n-1].Timestamp
+		}
+		if last < cutoffMs {
 			delete(p.m, id)
 		}
 	}
@@ -186,11 +208,14 @@ type producerSnapshot struct {
 	// (absent in snapshots of older brokers: not checked).
 	End       *LastBatch       `json:"end,omitempty"`
 	Producers []*ProducerEntry `json:"producers"`
+	// Ongoing and Aborted are the transaction state (txns.go).
+	Ongoing map[int64]int64 `json:"ongoing_txns,omitempty"`
+	Aborted []AbortedTxn    `json:"aborted_txns,omitempty"`
 }
 
 // Snapshot encodes the table as of log end offset off.
 func (p *Producers) Snapshot(off int64) ([]byte, error) {
-	s := producerSnapshot{Offset: off}
+	s := producerSnapshot{Offset: off, Ongoing: p.ongoing, Aborted: p.aborted}
 	if end, ok := p.endsAt(off); ok {
 		s.End = &end
 	}
@@ -214,6 +239,7 @@ func LoadSnapshot(b []byte) (*Producers, int64, error) {
 	if s.End != nil {
 		p.last, p.hasLast = *s.End, true
 	}
+	p.ongoing, p.aborted = s.Ongoing, s.Aborted
 	return p, s.Offset, nil
 }
 

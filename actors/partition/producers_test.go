@@ -123,8 +123,8 @@ func TestProducersStates(t *testing.T) {
 	p.Record(hdr(4, 0, 0, 1, 3))
 	p.Record(batch.Header{BaseOffset: 4, LastOffsetDelta: 0, NumRecords: 1, ProducerID: -1})
 	want := []messages.ProducerState{
-		{ProducerID: 4, ProducerEpoch: 0, LastSequence: 0, LastTimestamp: 0},
-		{ProducerID: 9, ProducerEpoch: 1, LastSequence: 2, LastTimestamp: 1234},
+		{ProducerID: 4, ProducerEpoch: 0, LastSequence: 0, LastTimestamp: 0, TxnStartOffset: -1},
+		{ProducerID: 9, ProducerEpoch: 1, LastSequence: 2, LastTimestamp: 1234, TxnStartOffset: -1},
 	}
 	if got := p.States(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("states %+v, want %+v", got, want)

@@ -27,6 +27,8 @@ func (a *Actor) serve(m any) {
 		a.offsetForLeaderEpoch(m)
 	case *messages.DeleteRecords:
 		a.deleteRecords(m)
+	case *messages.WriteTxnMarker:
+		a.writeTxnMarker(m)
 	}
 }
 
@@ -86,6 +88,7 @@ func (a *Actor) produce(m *messages.Produce) {
 		return
 	}
 	prods.Record(h)
+	prods.RecordTxn(h)
 	a.topic.Produced(len(b), int(h.NumRecords))
 	res.BaseOffset = base
 	a.step(Produced{AcksAll: m.Acks == -1, Appended: true, End: h.NextOffset(), Result: res, Reply: m.Reply,
@@ -116,8 +119,8 @@ func validateProduce(records []byte, maxMessage int) ([]byte, batch.Header, int1
 	case err != nil:
 		return nil, h, kerr.InvalidRecord.Code, err.Error()
 	}
-	if h.IsTransactional() {
-		return nil, h, kerr.InvalidRecord.Code, "transactional batches are not supported by kaas"
+	if h.IsTransactional() && !h.HasProducer() {
+		return nil, h, kerr.InvalidRecord.Code, "a transactional batch must carry a producer id"
 	}
 	return b, h, 0, ""
 }
@@ -171,7 +174,17 @@ func (a *Actor) fetch(m *messages.Fetch) {
 		return
 	}
 	l, hw, epoch := a.core.Log(), a.core.HighWatermark(), a.core.LeaderEpoch()
-	res := messages.FetchResult{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: l.StartOffset(), LeaderEpoch: epoch}
+	lso := a.core.LastStable()
+	res := messages.FetchResult{HighWatermark: hw, LastStableOffset: lso, LogStartOffset: l.StartOffset(), LeaderEpoch: epoch}
+	limit := hw
+	if m.IsolationLevel == 1 {
+		// read_committed: nothing at or past the last stable offset,
+		// and the aborted transactions the client must skip.
+		limit = lso
+		for _, t := range a.core.Producers().Aborted(m.Offset, lso) {
+			res.Aborted = append(res.Aborted, messages.AbortedTxn{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset})
+		}
+	}
 	if code := checkEpoch(m.CurrentLeaderEpoch, epoch); code != 0 {
 		res.ErrorCode = code
 		m.Reply(res)
@@ -190,13 +203,13 @@ func (a *Actor) fetch(m *messages.Fetch) {
 		m.Reply(res)
 		return
 	}
-	if m.Offset >= hw {
+	if m.Offset >= limit {
 		res.Records = storage.BytesRecords(nil)
 		m.Reply(res)
 		return
 	}
 	a.offLoop(func() {
-		recs, err := l.Read(m.Offset, int(m.MaxBytes), hw)
+		recs, err := l.Read(m.Offset, int(m.MaxBytes), limit)
 		switch {
 		case errors.Is(err, storage.ErrOffsetOutOfRange):
 			res.ErrorCode = kerr.OffsetOutOfRange.Code
@@ -233,8 +246,11 @@ func (a *Actor) listOffsets(m *messages.ListOffsets) {
 	}
 	epochs := l.Epochs()
 	switch m.Timestamp {
-	case -1: // latest (read_uncommitted and read_committed alike: no transactions)
+	case -1: // latest: the high watermark, the last stable offset for read_committed
 		res.Offset = hw
+		if m.IsolationLevel == 1 {
+			res.Offset = a.core.LastStable()
+		}
 		m.Reply(res)
 		return
 	case -2, -4: // earliest, earliest-local
@@ -310,5 +326,50 @@ func (a *Actor) deleteRecords(m *messages.DeleteRecords) {
 		m.Reply(messages.DeleteRecordsResult{ErrorCode: kerr.KafkaStorageError.Code, LowWatermark: l.StartOffset()})
 		return
 	}
+	a.core.Producers().TrimTxns(l.StartOffset())
 	m.Reply(messages.DeleteRecordsResult{LowWatermark: l.StartOffset()})
+}
+
+// writeTxnMarker appends a transaction's commit or abort marker and answers
+// once it is durable (through group commit, like an acks=all produce). A
+// producer with no transaction open here gets no marker, but its epoch is
+// fenced all the same, so that a zombie's late batch is refused.
+func (a *Actor) writeTxnMarker(m *messages.WriteTxnMarker) {
+	if code, _ := a.core.Admit(a.fenced(), a.revoked()); code != 0 {
+		m.Reply(code)
+		return
+	}
+	l, prods := a.core.Log(), a.core.Producers()
+	now := a.cfg.Clock.Now().UnixMilli()
+	if e, ok := prods.m[m.ProducerID]; ok && m.ProducerEpoch < e.Epoch {
+		m.Reply(kerr.InvalidProducerEpoch.Code)
+		return
+	}
+	if !prods.InTxn(m.ProducerID) {
+		prods.fence(m.ProducerID, m.ProducerEpoch, now)
+		m.Reply(0)
+		return
+	}
+	b := batch.Marker(m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch, now)
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		m.Reply(kerr.UnknownServerError.Code)
+		return
+	}
+	epoch := a.core.LeaderEpoch()
+	base := l.NextOffset()
+	batch.SetBaseOffset(b, base)
+	batch.SetLeaderEpoch(b, epoch)
+	h.BaseOffset, h.LeaderEpoch = base, epoch
+	if err := l.Append(b, h); err != nil {
+		a.step(AppendFailed{})
+		a.log.Error().Err(err).Int64("offset", base).Msg("marker append failed; partition marked unhealthy")
+		m.Reply(kerr.KafkaStorageError.Code)
+		return
+	}
+	prods.Record(h)
+	prods.RecordMarker(h, m.Commit, now)
+	a.step(Produced{AcksAll: true, Appended: true, Marker: true, End: h.NextOffset(),
+		Result: messages.ProduceResult{BaseOffset: base}, Reply: func(r messages.ProduceResult) { m.Reply(r.ErrorCode) },
+		LogEnd: l.NextOffset(), Durable: l.Durable()})
 }

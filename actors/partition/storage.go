@@ -148,16 +148,50 @@ func recoverProducers(l storage.Log) (prods *Producers, hadSnapshot bool, err er
 			prods, from = p, off
 		}
 	}
+	// Transactional batches are replayed in log order once the scan is
+	// done: a marker's type is in its record, read from the log.
+	var txnal []batch.Header
 	err = l.ScanHeaders(from, func(h batch.Header) error {
 		if h.NextOffset() > from {
 			prods.Record(h)
+			if h.IsTransactional() {
+				txnal = append(txnal, h)
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("rebuild producer state: %w", err)
 	}
+	for _, h := range txnal {
+		if !h.IsControl() {
+			prods.RecordTxn(h)
+			continue
+		}
+		typ, err := readControlType(l, h)
+		if err != nil {
+			return nil, false, fmt.Errorf("rebuild transaction state: marker at %d: %w", h.BaseOffset, err)
+		}
+		if typ == batch.ControlCommit || typ == batch.ControlAbort {
+			prods.RecordMarker(h, typ == batch.ControlCommit, h.MaxTimestamp)
+		}
+	}
+	prods.TrimTxns(l.StartOffset())
 	return prods, hadSnapshot, nil
+}
+
+// readControlType reads the control batch h names and returns its type.
+func readControlType(l storage.Log, h batch.Header) (int16, error) {
+	recs, err := l.Read(h.BaseOffset, h.Size(), h.NextOffset())
+	if err != nil {
+		return 0, err
+	}
+	defer recs.Close()
+	b, err := recs.AppendTo(nil)
+	if err != nil {
+		return 0, err
+	}
+	return batch.ControlType(b)
 }
 
 // snapshotFits reports whether the log holds, just below off, the batch a

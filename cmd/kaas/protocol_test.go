@@ -61,14 +61,12 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 		kmsg.Produce: {0, 11}, kmsg.Fetch: {4, 16}, kmsg.Metadata: {0, 12}, kmsg.ApiVersions: {0, 4},
 		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {0, 4}, kmsg.ListOffsets: {0, 8},
 		kmsg.DescribeLogDirs: {0, 4}, kmsg.ElectLeaders: {0, 2}, kmsg.DescribeProducers: {0, 0},
+		kmsg.InitProducerID: {0, 4}, kmsg.AddPartitionsToTxn: {0, 4}, kmsg.AddOffsetsToTxn: {0, 3}, kmsg.EndTxn: {0, 4},
+		kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2}, kmsg.TxnOffsetCommit: {0, 4},
+		kmsg.WriteTxnMarkers: {0, 1},
 	} {
 		if got[key.Int16()] != want {
 			t.Errorf("%s: versions %v, want %v", kmsg.NameForKey(key.Int16()), got[key.Int16()], want)
-		}
-	}
-	for _, txn := range []kmsg.Key{kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.EndTxn, kmsg.TxnOffsetCommit, kmsg.WriteTxnMarkers} {
-		if _, ok := got[txn.Int16()]; ok {
-			t.Errorf("transaction API %s is advertised but not served", kmsg.NameForKey(txn.Int16()))
 		}
 	}
 }
@@ -211,11 +209,15 @@ func TestProduceErrors(t *testing.T) {
 	if r := rawProduce(t, cl, "small", 0, 1, good); r.ErrorCode != 0 || r.BaseOffset != 0 {
 		t.Errorf("good batch after errors: %+v", r)
 	}
-	// Transactions are refused with a non-retriable error.
+	// A transactional InitProducerID needs a valid transaction timeout.
 	txn := kmsg.NewPtrInitProducerIDRequest()
 	id := "tx-1"
 	txn.TransactionalID = &id
-	if resp := rawRequest(t, addr, txn, 4).(*kmsg.InitProducerIDResponse); resp.ErrorCode != kerr.TransactionalIDAuthorizationFailed.Code {
+	if resp := rawRequest(t, addr, txn, 4).(*kmsg.InitProducerIDResponse); resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Errorf("transactional InitProducerID without a timeout: %+v", resp)
+	}
+	txn.TransactionTimeoutMillis = 60000
+	if resp := rawRequest(t, addr, txn, 4).(*kmsg.InitProducerIDResponse); resp.ErrorCode != 0 || resp.ProducerID < 0 || resp.ProducerEpoch != 0 {
 		t.Errorf("transactional InitProducerID: %+v", resp)
 	}
 }

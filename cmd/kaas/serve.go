@@ -125,6 +125,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	}
 	b.srv.SASLFailures = b.sec.limiter
 	registerGroups(b)
+	registerTransactions(b)
 	for i, ln := range append([]net.Listener{b.kafkaLn}, b.extraLns...) {
 		l := b.sec.settings[i]
 		go func() {

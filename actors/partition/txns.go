@@ -1,0 +1,113 @@
+package partition
+
+import (
+	"sort"
+
+	"github.com/kaas-project/kaas/storage/batch"
+)
+
+// The partition's transaction state, kept in the producer table (it is
+// rebuilt from the same log scan and saved in the same snapshot): the
+// transactions open on this partition (producer id → offset of its first
+// batch), which bound the last stable offset, and the aborted-transaction
+// index read_committed fetches return.
+
+// AbortedTxn is one aborted transaction on this partition: its producer, its
+// first offset and the offset of its abort marker.
+type AbortedTxn struct {
+	ProducerID  int64 `json:"pid"`
+	FirstOffset int64 `json:"first"`
+	LastOffset  int64 `json:"last"`
+}
+
+// RecordTxn notes a transactional data batch appended at h's offsets.
+func (p *Producers) RecordTxn(h batch.Header) {
+	if !h.IsTransactional() || h.IsControl() {
+		return
+	}
+	if p.ongoing == nil {
+		p.ongoing = map[int64]int64{}
+	}
+	if _, open := p.ongoing[h.ProducerID]; !open {
+		p.ongoing[h.ProducerID] = h.BaseOffset
+	}
+}
+
+// RecordMarker notes a commit or abort marker appended at h's offset: the
+// producer's transaction on this partition is over, an aborted one goes to
+// the index, and the marker's epoch fences older epochs of the producer.
+func (p *Producers) RecordMarker(h batch.Header, commit bool, nowMs int64) {
+	p.fence(h.ProducerID, h.ProducerEpoch, nowMs)
+	first, open := p.ongoing[h.ProducerID]
+	if !open {
+		return
+	}
+	delete(p.ongoing, h.ProducerID)
+	if !commit {
+		p.aborted = append(p.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset})
+	}
+}
+
+// InTxn reports whether producer id has a transaction open on this
+// partition.
+func (p *Producers) InTxn(id int64) bool {
+	_, open := p.ongoing[id]
+	return open
+}
+
+// LastStable is the last stable offset given the high watermark hw: the
+// first offset of the oldest open transaction, or hw.
+func (p *Producers) LastStable(hw int64) int64 {
+	lso := hw
+	for _, first := range p.ongoing {
+		if first < lso {
+			lso = first
+		}
+	}
+	return lso
+}
+
+// Aborted lists the aborted transactions a read_committed fetch of
+// [from, to) must be told about: those that end at or after from and start
+// before to, by first offset.
+func (p *Producers) Aborted(from, to int64) []AbortedTxn {
+	var out []AbortedTxn
+	for _, a := range p.aborted {
+		if a.LastOffset >= from && a.FirstOffset < to {
+			out = append(out, a)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].FirstOffset < out[j].FirstOffset })
+	return out
+}
+
+// TrimTxns forgets the aborted transactions wholly below the log start
+// offset (retention, DeleteRecords): no fetch can reach them.
+func (p *Producers) TrimTxns(start int64) {
+	n := 0
+	for _, a := range p.aborted {
+		if a.LastOffset >= start {
+			p.aborted[n] = a
+			n++
+		}
+	}
+	clear(p.aborted[n:])
+	p.aborted = p.aborted[:n]
+}
+
+// fence raises producer id's epoch to epoch (a marker's): batches of
+// older epochs are refused from then on, and the next epoch starts its
+// sequences afresh.
+func (p *Producers) fence(id int64, epoch int16, nowMs int64) {
+	e, ok := p.m[id]
+	if !ok {
+		p.m[id] = &ProducerEntry{ID: id, Epoch: epoch, FencedAt: nowMs}
+		return
+	}
+	if epoch > e.Epoch {
+		e.Epoch, e.Batches = epoch, nil
+	}
+	if nowMs > e.FencedAt {
+		e.FencedAt = nowMs
+	}
+}

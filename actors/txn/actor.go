@@ -1,0 +1,351 @@
+package txn
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/txnlog"
+)
+
+// Options configure the coordinator.
+type Options struct {
+	Views *routing.Store
+	Store txnlog.Store
+	Log   zerolog.Logger
+	Clock clock.Clock
+	// NewProducerID allocates a producer id.
+	NewProducerID func() int64
+	// Groups completes or drops a group's transactional offsets (the
+	// group coordinator); nil when no group coordinator runs.
+	Groups func(m *messages.TxnOffsetsEnd)
+	// Remote writes markers to partitions led by other brokers (nil:
+	// such markers fail and are retried until the partition is led here).
+	Remote func(b routing.Broker, m WriteMarkers, tps []TP, done func(failed []TP, err error))
+	// TickInterval is how often timeouts are checked and ownership
+	// re-read (default 1 s).
+	TickInterval time.Duration
+	Core         CoreConfig
+	// Watch stops the coordinator when this actor (the supervisor) stops.
+	Watch *actor.PID
+}
+
+// Coordinator is the running transaction coordinator.
+type Coordinator struct {
+	ref   actorsys.Ref
+	clock clock.Clock
+	done  chan struct{}
+	once  sync.Once
+}
+
+// Start spawns the coordinator actor under system.
+func Start(system *actorsys.System, name string, opts Options) (*Coordinator, error) {
+	opts.Clock = clock.OrReal(opts.Clock)
+	if opts.TickInterval <= 0 {
+		opts.TickInterval = time.Second
+	}
+	c := &Coordinator{done: make(chan struct{}), clock: opts.Clock}
+	ref, err := system.Spawn(name, func() actor.Actor {
+		return &manager{opts: &opts, c: c, core: NewCore(opts.Core), loading: map[string][]any{}}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start transaction coordinator: %w", err)
+	}
+	c.ref = ref
+	return c, nil
+}
+
+// Done is closed once the coordinator stopped.
+func (c *Coordinator) Done() <-chan struct{} { return c.done }
+
+// call is a request for one transactional id.
+type call struct {
+	id string
+	ev any
+}
+
+// describe asks for states (DescribeTransactions, ListTransactions).
+type describe struct {
+	ids   []string // nil: every id loaded here
+	reply func([]txnlog.State)
+}
+
+type (
+	loadedMsg struct {
+		id    string
+		st    txnlog.State
+		found bool
+		err   error
+	}
+	tickMsg   struct{}
+	scanned   struct{ ids []string }
+	eventMsg  struct{ ev any }
+	stopCoord struct{}
+)
+
+// manager is the thin shell around Core: it loads ids from the store before
+// their first request, persists on goroutines, writes markers through the
+// partition actors and runs the timeout ticker.
+type manager struct {
+	opts    *Options
+	c       *Coordinator
+	core    *Core
+	loading map[string][]any // requests waiting for their id's load
+	self    *actor.PID
+	system  *actor.ActorSystem
+	tick    clock.Timer
+}
+
+func (m *manager) send(msg any) { m.system.Root.Send(m.self, msg) }
+
+func (m *manager) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		m.self, m.system = ctx.Self(), ctx.ActorSystem()
+		if m.opts.Watch != nil {
+			ctx.Watch(m.opts.Watch)
+		}
+		m.scan()
+		m.armTick()
+	case *call:
+		if m.core.Has(msg.id) {
+			m.step(msg.ev)
+			return
+		}
+		q, loading := m.loading[msg.id]
+		m.loading[msg.id] = append(q, msg.ev)
+		if !loading {
+			m.load(msg.id)
+		}
+	case *loadedMsg:
+		q := m.loading[msg.id]
+		delete(m.loading, msg.id)
+		if msg.err != nil {
+			m.opts.Log.Error().Err(msg.err).Str("transactional_id", msg.id).Msg("load transaction state")
+			for _, ev := range q {
+				answer(ev, Result{ErrorCode: kerr.CoordinatorLoadInProgress.Code, ProducerID: -1, Epoch: -1})
+			}
+			return
+		}
+		if !m.ours(msg.id) {
+			for _, ev := range q {
+				answer(ev, Result{ErrorCode: kerr.NotCoordinator.Code, ProducerID: -1, Epoch: -1})
+			}
+			return
+		}
+		m.step(Loaded{State: msg.st, Found: msg.found})
+		for _, ev := range q {
+			m.step(ev)
+		}
+	case *scanned:
+		for _, id := range msg.ids {
+			if !m.core.Has(id) && m.loading[id] == nil && m.ours(id) {
+				m.loading[id] = []any{}
+				m.load(id)
+			}
+		}
+	case *eventMsg:
+		m.step(msg.ev)
+	case *tickMsg:
+		m.step(Tick{})
+		for _, id := range m.core.IDs() {
+			if !m.ours(id) {
+				m.step(Unload{ID: id, Done: func(bool) {}})
+			}
+		}
+		m.scan()
+		m.armTick()
+	case *describe:
+		var out []txnlog.State
+		ids := msg.ids
+		if ids == nil {
+			ids = m.core.IDs()
+		}
+		for _, id := range ids {
+			if st, ok := m.core.State(id); ok {
+				out = append(out, st)
+			}
+		}
+		msg.reply(out)
+	case *actor.Terminated, *stopCoord:
+		ctx.Stop(ctx.Self())
+	case *actor.Stopping:
+		if m.tick != nil {
+			m.tick.Stop()
+		}
+	case *actor.Stopped:
+		m.c.once.Do(func() { close(m.c.done) })
+	}
+}
+
+// ours reports whether this broker coordinates id.
+func (m *manager) ours(id string) bool {
+	v := m.opts.Views.Load()
+	if v == nil {
+		return false
+	}
+	_, ours := v.CoordinatorFor(id)
+	return ours
+}
+
+func (m *manager) armTick() {
+	m.tick = m.opts.Clock.AfterFunc(m.opts.TickInterval, func() { m.send(&tickMsg{}) })
+}
+
+// scan lists the stored ids, so that the transactions of ids this broker
+// took over resume (markers of a prepared one, the timeout of an ongoing
+// one) without waiting for their producer.
+func (m *manager) scan() {
+	store, log := m.opts.Store, m.opts.Log
+	go func() {
+		ids, err := store.IDs()
+		if err != nil {
+			log.Error().Err(err).Msg("list transaction logs")
+			return
+		}
+		m.send(&scanned{ids: ids})
+	}()
+}
+
+func (m *manager) load(id string) {
+	store := m.opts.Store
+	go func() {
+		st, found, err := store.Load(id)
+		if !found {
+			st = txnlog.State{ID: id}
+		}
+		m.send(&loadedMsg{id: id, st: st, found: found, err: err})
+	}()
+}
+
+func (m *manager) step(ev any) {
+	for _, e := range m.core.Step(ev, m.opts.Clock.Now()) {
+		m.exec(e)
+	}
+}
+
+func (m *manager) exec(e any) {
+	switch e := e.(type) {
+	case Reply:
+		e.To(e.Result)
+	case Report:
+		e.Done(e.Unloaded)
+	case Persist:
+		store := m.opts.Store
+		go func() {
+			err := store.Save(e.State)
+			m.send(&eventMsg{ev: Persisted{ID: e.State.ID, Seq: e.Seq, Err: err}})
+		}()
+	case After:
+		m.opts.Clock.AfterFunc(e.D, func() { m.send(&eventMsg{ev: e.Event}) })
+	case WriteMarkers:
+		m.writeMarkers(e)
+	}
+}
+
+// writeMarkers sends each partition's marker to its leader (the partition
+// actor here, or Remote) and each group's outcome to the group coordinator,
+// and reports MarkersWritten once all answered.
+func (m *manager) writeMarkers(w WriteMarkers) {
+	v := m.opts.Views.Load()
+	var (
+		mu     sync.Mutex
+		failed []string
+		wg     sync.WaitGroup
+	)
+	fail := func(what string) {
+		mu.Lock()
+		failed = append(failed, what)
+		mu.Unlock()
+	}
+	remote := map[int32][]TP{}
+	for _, tp := range w.Partitions {
+		ref, ok := v.Local[routing.TP{Topic: tp.Topic, Partition: tp.Partition}]
+		if !ok {
+			leader := int32(-1)
+			if t, ok := v.Topics[tp.Topic]; ok && int(tp.Partition) < len(t.Partitions) {
+				leader = t.Partitions[tp.Partition].Leader
+			}
+			if _, known := v.Topics[tp.Topic]; !known {
+				continue // deleted: nothing left to mark
+			}
+			if leader < 0 || m.opts.Remote == nil {
+				fail(fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
+				continue
+			}
+			remote[leader] = append(remote[leader], tp)
+			continue
+		}
+		wg.Add(1)
+		tp := tp
+		ref.Send(&messages.WriteTxnMarker{ProducerID: w.ProducerID, ProducerEpoch: w.Epoch, Commit: w.Commit,
+			Reply: func(code int16) {
+				if code != 0 {
+					fail(fmt.Sprintf("%s-%d: %v", tp.Topic, tp.Partition, kerr.ErrorForCode(code)))
+				}
+				wg.Done()
+			}})
+	}
+	for leader, tps := range remote {
+		b, ok := v.Broker(leader)
+		if !ok {
+			for _, tp := range tps {
+				fail(fmt.Sprintf("%s-%d: leader %d unknown", tp.Topic, tp.Partition, leader))
+			}
+			continue
+		}
+		wg.Add(1)
+		m.opts.Remote(b, w, tps, func(bad []TP, err error) {
+			for _, tp := range bad {
+				fail(fmt.Sprintf("%s-%d: %v", tp.Topic, tp.Partition, err))
+			}
+			wg.Done()
+		})
+	}
+	for _, g := range w.Groups {
+		if m.opts.Groups == nil {
+			continue
+		}
+		wg.Add(1)
+		g := g
+		m.opts.Groups(&messages.TxnOffsetsEnd{Group: g, ProducerID: w.ProducerID, ProducerEpoch: w.Epoch, Commit: w.Commit,
+			Reply: func(code int16) {
+				if code != 0 {
+					fail(fmt.Sprintf("group %s: %v", g, kerr.ErrorForCode(code)))
+				}
+				wg.Done()
+			}})
+	}
+	log := m.opts.Log
+	go func() {
+		wg.Wait()
+		var err error
+		if len(failed) > 0 {
+			err = fmt.Errorf("markers not written: %v", failed)
+			log.Debug().Err(err).Str("transactional_id", w.ID).Msg("retrying transaction markers")
+		}
+		m.send(&eventMsg{ev: MarkersWritten{ID: w.ID, Seq: w.Seq, Err: err}})
+	}()
+}
+
+// answer replies to a queued request event with r.
+func answer(ev any, r Result) {
+	switch e := ev.(type) {
+	case InitProducerID:
+		e.Reply(r)
+	case AddPartitions:
+		e.Reply(r)
+	case AddOffsets:
+		e.Reply(r)
+	case EndTxn:
+		e.Reply(r)
+	}
+}

@@ -1,0 +1,543 @@
+// Package txn is the transaction coordinator: the state machine of every
+// transactional id this broker coordinates (Core, pure: Step(event, now)
+// returns effects), the thin actor that runs it (persisting each transition
+// to storage/txnlog and writing commit/abort markers through the partition
+// actors) and the transaction APIs (InitProducerId with a transactional id,
+// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+// ListTransactions). Transactional ids are placed like consumer groups (the
+// routing view's CoordinatorFor), so they move with the group-coordinator
+// slots and a new coordinator resumes each transaction from its log on the
+// shared volume.
+package txn
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/storage/txnlog"
+)
+
+// TP names a partition.
+type TP = txnlog.TP
+
+// Result answers a coordinator request.
+type Result struct {
+	ErrorCode  int16
+	ProducerID int64
+	Epoch      int16
+}
+
+// Events.
+type (
+	// Loaded hands the core a transactional id's stored state (Found
+	// false: none). The shell loads an id before its first request.
+	Loaded struct {
+		State txnlog.State
+		Found bool
+	}
+	// InitProducerID is InitProducerId with a transactional id. NewPID is
+	// a fresh producer id, used when the id has none or its epoch is
+	// exhausted. ProducerID/Epoch are the client's (-1: none; KIP-360).
+	InitProducerID struct {
+		ID         string
+		TimeoutMs  int32
+		ProducerID int64
+		Epoch      int16
+		NewPID     int64
+		Reply      func(Result)
+	}
+	// AddPartitions adds partitions to the transaction (AddPartitionsToTxn).
+	// VerifyOnly answers whether they are all part of the ongoing
+	// transaction, changing nothing (KIP-890).
+	AddPartitions struct {
+		ID         string
+		ProducerID int64
+		Epoch      int16
+		Partitions []TP
+		VerifyOnly bool
+		Reply      func(Result)
+	}
+	// AddOffsets adds a consumer group to the transaction (AddOffsetsToTxn).
+	AddOffsets struct {
+		ID         string
+		ProducerID int64
+		Epoch      int16
+		Group      string
+		Reply      func(Result)
+	}
+	// EndTxn commits or aborts the transaction.
+	EndTxn struct {
+		ID         string
+		ProducerID int64
+		Epoch      int16
+		Commit     bool
+		Reply      func(Result)
+	}
+	// Persisted reports the Persist of Seq.
+	Persisted struct {
+		ID  string
+		Seq uint64
+		Err error
+	}
+	// MarkersWritten reports the WriteMarkers of Seq: Err when any
+	// partition or group did not take its marker (they are all retried).
+	MarkersWritten struct {
+		ID  string
+		Seq uint64
+		Err error
+	}
+	// RetryMarkers re-sends the markers of Seq after a failure.
+	RetryMarkers struct {
+		ID  string
+		Seq uint64
+	}
+	// Tick aborts the transactions that outlived their timeout.
+	Tick struct{}
+	// Unload forgets an id (it moved to another coordinator); a
+	// transition in flight finishes first (Unload reports false then).
+	Unload struct {
+		ID   string
+		Done func(unloaded bool)
+	}
+)
+
+// Effects.
+type (
+	// Persist durably stores State; Persisted{Seq} reports it.
+	Persist struct {
+		Seq   uint64
+		State txnlog.State
+	}
+	// WriteMarkers writes the transaction's commit or abort marker to each
+	// of its partitions (durably) and completes or drops its groups'
+	// pending offsets; MarkersWritten{Seq} reports it.
+	WriteMarkers struct {
+		ID         string
+		Seq        uint64
+		ProducerID int64
+		Epoch      int16
+		Commit     bool
+		Partitions []TP
+		Groups     []string
+	}
+	// Reply answers a request.
+	Reply struct {
+		To     func(Result)
+		Result Result
+	}
+	// After steps Event after D.
+	After struct {
+		D     time.Duration
+		Event any
+	}
+	// Report calls Done.
+	Report struct {
+		Done     func(bool)
+		Unloaded bool
+	}
+)
+
+// CoreConfig bounds the coordinator.
+type CoreConfig struct {
+	// MaxTimeout is transaction.max.timeout.ms (Kafka: 15 minutes).
+	MaxTimeout time.Duration
+	// MarkerRetry spaces marker attempts that failed.
+	MarkerRetry time.Duration
+}
+
+// entry is one transactional id: its state (applied at once; durable once
+// the Persist in flight returns) and the transition in flight, if any.
+// While busy, requests are answered CONCURRENT_TRANSACTIONS (retriable), as
+// Kafka answers them during a pending state transition.
+type entry struct {
+	st   txnlog.State
+	busy bool
+	seq  uint64
+	// then continues the transition once the persist or the markers of
+	// seq succeeded.
+	then func()
+	// failed answers the transition's waiting request when its persist
+	// failed (nil: nobody waits).
+	failed func()
+}
+
+// Core is the coordinator's state machine for every id it holds.
+type Core struct {
+	cfg  CoreConfig
+	txns map[string]*entry
+	seq  uint64
+	now  time.Time
+	out  []any
+}
+
+// NewCore returns an empty core.
+func NewCore(cfg CoreConfig) *Core {
+	if cfg.MaxTimeout <= 0 {
+		cfg.MaxTimeout = 15 * time.Minute
+	}
+	if cfg.MarkerRetry <= 0 {
+		cfg.MarkerRetry = 100 * time.Millisecond
+	}
+	return &Core{cfg: cfg, txns: map[string]*entry{}}
+}
+
+// Has reports whether id is loaded.
+func (c *Core) Has(id string) bool { _, ok := c.txns[id]; return ok }
+
+// State returns id's current state (ok false when not loaded or none).
+func (c *Core) State(id string) (txnlog.State, bool) {
+	e, ok := c.txns[id]
+	if !ok || e.st.ProducerID < 0 {
+		return txnlog.State{}, false
+	}
+	return e.st.Clone(), true
+}
+
+// IDs lists the loaded ids that have a producer id.
+func (c *Core) IDs() []string {
+	out := make([]string, 0, len(c.txns))
+	for id, e := range c.txns {
+		if e.st.ProducerID >= 0 {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Step applies ev at now and returns the effects, in order.
+func (c *Core) Step(ev any, now time.Time) []any {
+	c.now, c.out = now, nil
+	switch e := ev.(type) {
+	case Loaded:
+		c.loaded(e)
+	case InitProducerID:
+		c.initProducerID(e)
+	case AddPartitions:
+		c.addPartitions(e)
+	case AddOffsets:
+		c.addOffsets(e)
+	case EndTxn:
+		c.endTxn(e)
+	case Persisted:
+		c.persisted(e)
+	case MarkersWritten:
+		c.markersWritten(e)
+	case RetryMarkers:
+		if t, ok := c.txns[e.ID]; ok && t.busy && t.seq == e.Seq {
+			c.emit(c.markers(t))
+		}
+	case Tick:
+		c.tick()
+	case Unload:
+		t, ok := c.txns[e.ID]
+		if ok && t.busy {
+			c.emit(Report{Done: e.Done})
+			break
+		}
+		delete(c.txns, e.ID)
+		c.emit(Report{Done: e.Done, Unloaded: true})
+	}
+	out := c.out
+	c.out = nil
+	return out
+}
+
+func (c *Core) emit(e any) { c.out = append(c.out, e) }
+
+func (c *Core) reply(to func(Result), r Result) { c.emit(Reply{To: to, Result: r}) }
+
+func (c *Core) fail(to func(Result), code int16) {
+	c.reply(to, Result{ErrorCode: code, ProducerID: -1, Epoch: -1})
+}
+
+func (c *Core) loaded(e Loaded) {
+	if _, ok := c.txns[e.State.ID]; ok {
+		return
+	}
+	if !e.Found {
+		c.txns[e.State.ID] = &entry{st: txnlog.State{ID: e.State.ID, ProducerID: -1, LastProducerID: -1, LastEpoch: -1}}
+		return
+	}
+	t := &entry{st: e.State.Clone()}
+	c.txns[e.State.ID] = t
+	// A coordinator that crashed or moved between a prepare and its
+	// completion resumes by writing the markers again (a marker written
+	// twice is harmless: the second finds no open transaction).
+	switch t.st.Status {
+	case txnlog.PrepareCommit, txnlog.PrepareAbort:
+		c.writeMarkers(t, nil)
+	}
+}
+
+// persist stores t's state; then runs once it is durable.
+func (c *Core) persist(t *entry, then func(), failed func()) {
+	c.seq++
+	t.busy, t.seq, t.then, t.failed = true, c.seq, then, failed
+	t.st.UpdateMs = c.now.UnixMilli()
+	c.emit(Persist{Seq: c.seq, State: t.st.Clone()})
+}
+
+func (c *Core) persisted(e Persisted) {
+	t, ok := c.txns[e.ID]
+	if !ok || !t.busy || t.seq != e.Seq {
+		return
+	}
+	if e.Err != nil {
+		// The state in memory may be ahead of the log: reload it from the
+		// log before the next request (the shell re-sends Loaded).
+		failed := t.failed
+		delete(c.txns, e.ID)
+		if failed != nil {
+			failed()
+		}
+		return
+	}
+	t.busy = false
+	if then := t.then; then != nil {
+		t.then, t.failed = nil, nil
+		then()
+	}
+}
+
+// writeMarkers moves a prepared transaction to its markers, then to
+// Complete*; done runs once Complete* is durable.
+func (c *Core) writeMarkers(t *entry, done func()) {
+	c.seq++
+	t.busy, t.seq = true, c.seq
+	t.then = func() {
+		if t.st.Status == txnlog.PrepareCommit {
+			t.st.Status = txnlog.CompleteCommit
+		} else {
+			t.st.Status = txnlog.CompleteAbort
+		}
+		c.persist(t, done, nil)
+	}
+	t.failed = nil
+	c.emit(c.markers(t))
+}
+
+func (c *Core) markers(t *entry) WriteMarkers {
+	return WriteMarkers{ID: t.st.ID, Seq: t.seq, ProducerID: t.st.ProducerID, Epoch: t.st.Epoch,
+		Commit: t.st.Status == txnlog.PrepareCommit, Partitions: slices.Clone(t.st.Partitions), Groups: slices.Clone(t.st.Groups)}
+}
+
+func (c *Core) markersWritten(e MarkersWritten) {
+	t, ok := c.txns[e.ID]
+	if !ok || !t.busy || t.seq != e.Seq {
+		return
+	}
+	if e.Err != nil {
+		c.emit(After{D: c.cfg.MarkerRetry, Event: RetryMarkers{ID: e.ID, Seq: e.Seq}})
+		return
+	}
+	t.busy = false
+	then := t.then
+	t.then = nil
+	then()
+}
+
+// bump fences the current producer epoch: the next epoch, or a new producer
+// id when the epoch is exhausted.
+func (c *Core) bump(t *entry, newPID int64) {
+	t.st.LastProducerID, t.st.LastEpoch = t.st.ProducerID, t.st.Epoch
+	if newPID >= 0 && (t.st.ProducerID < 0 || t.st.Epoch >= math.MaxInt16-1) {
+		t.st.ProducerID, t.st.Epoch = newPID, 0
+		return
+	}
+	t.st.Epoch++
+}
+
+// abort prepares an abort of t's ongoing transaction under a bumped epoch
+// (fencing its producer) and writes its markers.
+func (c *Core) abortOngoing(t *entry, newPID int64) {
+	c.bump(t, newPID)
+	t.st.Status = txnlog.PrepareAbort
+	c.persist(t, func() { c.writeMarkers(t, nil) }, nil)
+}
+
+func (c *Core) initProducerID(e InitProducerID) {
+	if e.TimeoutMs <= 0 || time.Duration(e.TimeoutMs)*time.Millisecond > c.cfg.MaxTimeout {
+		c.fail(e.Reply, kerr.InvalidTransactionTimeout.Code)
+		return
+	}
+	t, ok := c.txns[e.ID]
+	if !ok {
+		c.fail(e.Reply, kerr.CoordinatorLoadInProgress.Code)
+		return
+	}
+	if t.busy {
+		c.fail(e.Reply, kerr.ConcurrentTransactions.Code)
+		return
+	}
+	st := &t.st
+	if e.ProducerID >= 0 && st.ProducerID >= 0 {
+		// KIP-360: a producer recovering from an abortable error with its
+		// id and epoch; a retry of an InitProducerId already served names
+		// the previous ones and gets the current back.
+		switch {
+		case e.ProducerID == st.LastProducerID && e.Epoch == st.LastEpoch && st.Status != txnlog.Ongoing:
+			c.reply(e.Reply, Result{ProducerID: st.ProducerID, Epoch: st.Epoch})
+			return
+		case e.ProducerID != st.ProducerID || e.Epoch != st.Epoch:
+			c.fail(e.Reply, kerr.ProducerFenced.Code)
+			return
+		}
+	}
+	switch st.Status {
+	case txnlog.Ongoing:
+		// A new incarnation of the producer: fence the old one and abort
+		// what it left open; the client retries until the abort is done.
+		c.abortOngoing(t, e.NewPID)
+		c.fail(e.Reply, kerr.ConcurrentTransactions.Code)
+		return
+	case txnlog.PrepareCommit, txnlog.PrepareAbort:
+		c.fail(e.Reply, kerr.ConcurrentTransactions.Code)
+		return
+	}
+	c.bump(t, e.NewPID)
+	st.Status, st.TimeoutMs = txnlog.Empty, e.TimeoutMs
+	st.Partitions, st.Groups, st.StartMs = nil, nil, 0
+	c.persist(t, func() { c.reply(e.Reply, Result{ProducerID: st.ProducerID, Epoch: st.Epoch}) },
+		func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
+}
+
+// check applies the producer id and epoch checks of the requests made
+// within a transaction: 0 when the request may proceed.
+func (c *Core) check(id string, pid int64, epoch int16) (*entry, int16) {
+	t, ok := c.txns[id]
+	switch {
+	case !ok:
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	case t.st.ProducerID < 0 || t.st.ProducerID != pid:
+		return nil, kerr.InvalidProducerIDMapping.Code
+	case epoch != t.st.Epoch:
+		return nil, kerr.ProducerFenced.Code
+	case t.busy || t.st.Status == txnlog.PrepareCommit || t.st.Status == txnlog.PrepareAbort:
+		return nil, kerr.ConcurrentTransactions.Code
+	}
+	return t, 0
+}
+
+// begin makes t's transaction Ongoing if it is not yet.
+func (c *Core) begin(t *entry) {
+	if t.st.Status != txnlog.Ongoing {
+		t.st.Status = txnlog.Ongoing
+		t.st.Partitions, t.st.Groups = nil, nil
+		t.st.StartMs = c.now.UnixMilli()
+	}
+}
+
+func (c *Core) addPartitions(e AddPartitions) {
+	t, code := c.check(e.ID, e.ProducerID, e.Epoch)
+	if code != 0 {
+		c.fail(e.Reply, code)
+		return
+	}
+	missing := false
+	for _, tp := range e.Partitions {
+		if !slices.Contains(t.st.Partitions, tp) {
+			missing = true
+			break
+		}
+	}
+	ongoing := t.st.Status == txnlog.Ongoing
+	if e.VerifyOnly {
+		if missing || !ongoing {
+			c.fail(e.Reply, kerr.InvalidTxnState.Code)
+			return
+		}
+		c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
+		return
+	}
+	if ongoing && !missing {
+		c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
+		return
+	}
+	c.begin(t)
+	for _, tp := range e.Partitions {
+		if !slices.Contains(t.st.Partitions, tp) {
+			t.st.Partitions = append(t.st.Partitions, tp)
+		}
+	}
+	c.persist(t, func() { c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) },
+		func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
+}
+
+func (c *Core) addOffsets(e AddOffsets) {
+	t, code := c.check(e.ID, e.ProducerID, e.Epoch)
+	if code != 0 {
+		c.fail(e.Reply, code)
+		return
+	}
+	if t.st.Status == txnlog.Ongoing && slices.Contains(t.st.Groups, e.Group) {
+		c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
+		return
+	}
+	c.begin(t)
+	t.st.Groups = append(t.st.Groups, e.Group)
+	c.persist(t, func() { c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) },
+		func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
+}
+
+func (c *Core) endTxn(e EndTxn) {
+	t, ok := c.txns[e.ID]
+	if ok && !t.busy && t.st.ProducerID == e.ProducerID && t.st.Epoch == e.Epoch {
+		// A retry of an EndTxn already completed.
+		if (e.Commit && t.st.Status == txnlog.CompleteCommit) || (!e.Commit && t.st.Status == txnlog.CompleteAbort) {
+			c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
+			return
+		}
+	}
+	if ok && t.st.ProducerID == e.ProducerID && e.Epoch == t.st.LastEpoch && t.st.ProducerID == t.st.LastProducerID &&
+		!e.Commit && (t.st.Status == txnlog.PrepareAbort || t.st.Status == txnlog.CompleteAbort) {
+		// The transaction timed out and was aborted under a bumped epoch:
+		// the producer's own abort of it is answered as fenced.
+		c.fail(e.Reply, kerr.ProducerFenced.Code)
+		return
+	}
+	t, code := c.check(e.ID, e.ProducerID, e.Epoch)
+	if code != 0 {
+		c.fail(e.Reply, code)
+		return
+	}
+	if t.st.Status != txnlog.Ongoing {
+		c.fail(e.Reply, kerr.InvalidTxnState.Code)
+		return
+	}
+	if e.Commit {
+		t.st.Status = txnlog.PrepareCommit
+	} else {
+		t.st.Status = txnlog.PrepareAbort
+	}
+	done := func() { c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) }
+	c.persist(t, func() { c.writeMarkers(t, done) }, func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
+}
+
+// tick aborts every idle ongoing transaction older than its timeout, under
+// a bumped epoch so that its producer is fenced (Kafka's
+// transaction.abort.timed.out.transaction.cleanup).
+func (c *Core) tick() {
+	now := c.now.UnixMilli()
+	for _, id := range c.sortedIDs() {
+		t := c.txns[id]
+		if t.busy || t.st.Status != txnlog.Ongoing {
+			continue
+		}
+		if now-t.st.StartMs > int64(t.st.TimeoutMs) {
+			c.abortOngoing(t, -1) // the last epoch, MaxInt16, still fences
+		}
+	}
+}
+
+func (c *Core) sortedIDs() []string {
+	ids := make([]string, 0, len(c.txns))
+	for id := range c.txns {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -1,0 +1,269 @@
+package txn
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/storage/txnlog"
+)
+
+// harness drives a Core in virtual time, executing Persist and
+// WriteMarkers as the test says and recording replies.
+type harness struct {
+	t       *testing.T
+	c       *Core
+	now     time.Time
+	replies []Result
+	persist []Persist
+	markers []WriteMarkers
+	after   []After
+}
+
+func newHarness(t *testing.T) *harness {
+	return &harness{t: t, c: NewCore(CoreConfig{}), now: time.Unix(1000, 0)}
+}
+
+func (h *harness) step(ev any) {
+	for _, e := range h.c.Step(ev, h.now) {
+		switch e := e.(type) {
+		case Reply:
+			h.replies = append(h.replies, e.Result)
+		case Persist:
+			h.persist = append(h.persist, e)
+		case WriteMarkers:
+			h.markers = append(h.markers, e)
+		case After:
+			h.after = append(h.after, e)
+		case Report:
+			e.Done(e.Unloaded)
+		}
+	}
+}
+
+// flush acknowledges every Persist and WriteMarkers in flight, until
+// nothing more is emitted.
+func (h *harness) flush() {
+	for len(h.persist)+len(h.markers) > 0 {
+		p, m := h.persist, h.markers
+		h.persist, h.markers = nil, nil
+		for _, x := range p {
+			h.step(Persisted{ID: x.State.ID, Seq: x.Seq})
+		}
+		for _, x := range m {
+			h.step(MarkersWritten{ID: x.ID, Seq: x.Seq})
+		}
+	}
+}
+
+func (h *harness) last() Result {
+	h.t.Helper()
+	if len(h.replies) == 0 {
+		h.t.Fatal("no reply")
+	}
+	r := h.replies[len(h.replies)-1]
+	h.replies = nil
+	return r
+}
+
+func (h *harness) status(id string) txnlog.Status {
+	st, _ := h.c.State(id)
+	return st.Status
+}
+
+func (h *harness) init(id string, pid int64, epoch int16) Result {
+	h.step(InitProducerID{ID: id, TimeoutMs: 60000, ProducerID: pid, Epoch: epoch, NewPID: 100, Reply: h.record})
+	h.flush()
+	return h.last()
+}
+
+func (h *harness) record(r Result) { h.replies = append(h.replies, r) }
+
+var tp0 = TP{Topic: "t", Partition: 0}
+
+func TestCommitWritesMarkersBeforeAnswering(t *testing.T) {
+	h := newHarness(t)
+	h.step(Loaded{State: txnlog.State{ID: "x"}})
+	r := h.init("x", -1, -1)
+	if r.ErrorCode != 0 || r.ProducerID != 100 || r.Epoch != 0 {
+		t.Fatalf("init = %+v", r)
+	}
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	if len(h.replies) != 0 || len(h.persist) != 1 || h.persist[0].State.Status != txnlog.Ongoing {
+		t.Fatalf("add answered before persisting: replies %v persist %v", h.replies, h.persist)
+	}
+	// A request while the add is persisting is told to retry.
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("end while busy = %+v", r)
+	}
+	h.flush()
+	if r := h.last(); r.ErrorCode != 0 {
+		t.Fatalf("add = %+v", r)
+	}
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+	if len(h.persist) != 1 || h.persist[0].State.Status != txnlog.PrepareCommit {
+		t.Fatalf("end did not persist PrepareCommit first: %+v", h.persist)
+	}
+	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
+	h.persist = nil
+	if len(h.markers) != 1 || !h.markers[0].Commit || len(h.markers[0].Partitions) != 1 || len(h.replies) != 0 {
+		t.Fatalf("markers %+v replies %v", h.markers, h.replies)
+	}
+	// A failed marker write is retried after MarkerRetry, not answered.
+	m := h.markers[0]
+	h.markers = nil
+	h.step(MarkersWritten{ID: "x", Seq: m.Seq, Err: errors.New("partition moving")})
+	if len(h.after) != 1 || len(h.replies) != 0 {
+		t.Fatalf("after %+v replies %v", h.after, h.replies)
+	}
+	h.step(h.after[0].Event)
+	h.flush()
+	if r := h.last(); r.ErrorCode != 0 || h.status("x") != txnlog.CompleteCommit {
+		t.Fatalf("end = %+v status %v", r, h.status("x"))
+	}
+	// A retried EndTxn is answered the same; the other outcome is refused.
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+	if r := h.last(); r.ErrorCode != 0 {
+		t.Fatalf("retried commit = %+v", r)
+	}
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: false, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("abort after commit = %+v", r)
+	}
+}
+
+func TestTable(t *testing.T) {
+	// Each case starts from an id with an initialized producer 100/0.
+	cases := []struct {
+		name string
+		ev   func(h *harness) any
+		code int16
+	}{
+		{"add with wrong producer id", func(h *harness) any {
+			return AddPartitions{ID: "x", ProducerID: 7, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record}
+		}, kerr.InvalidProducerIDMapping.Code},
+		{"add with old epoch", func(h *harness) any {
+			return AddPartitions{ID: "x", ProducerID: 100, Epoch: -1, Partitions: []TP{tp0}, Reply: h.record}
+		}, kerr.ProducerFenced.Code},
+		{"end with nothing ongoing", func(h *harness) any {
+			return EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record}
+		}, kerr.InvalidTxnState.Code},
+		{"verify a partition not added", func(h *harness) any {
+			return AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, VerifyOnly: true, Reply: h.record}
+		}, kerr.InvalidTxnState.Code},
+		{"timeout above the maximum", func(h *harness) any {
+			return InitProducerID{ID: "x", TimeoutMs: 16 * 60000, ProducerID: -1, Epoch: -1, Reply: h.record}
+		}, kerr.InvalidTransactionTimeout.Code},
+		{"KIP-360 with a stale epoch", func(h *harness) any {
+			return InitProducerID{ID: "x", TimeoutMs: 1000, ProducerID: 100, Epoch: 5, Reply: h.record}
+		}, kerr.ProducerFenced.Code},
+		{"unknown id", func(h *harness) any {
+			return EndTxn{ID: "nope", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record}
+		}, kerr.CoordinatorLoadInProgress.Code},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.step(Loaded{State: txnlog.State{ID: "x"}})
+			h.init("x", -1, -1)
+			h.step(tc.ev(h))
+			h.flush()
+			if r := h.last(); r.ErrorCode != tc.code {
+				t.Fatalf("code = %d (%v), want %d", r.ErrorCode, kerr.ErrorForCode(r.ErrorCode), tc.code)
+			}
+		})
+	}
+}
+
+func TestReinitFencesAndAbortsOngoing(t *testing.T) {
+	h := newHarness(t)
+	h.step(Loaded{State: txnlog.State{ID: "x"}})
+	h.init("x", -1, -1)
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	h.flush()
+	h.last()
+	// A second incarnation: the open transaction is aborted under epoch 1.
+	h.step(InitProducerID{ID: "x", TimeoutMs: 60000, ProducerID: -1, Epoch: -1, NewPID: 200, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("init over ongoing = %+v", r)
+	}
+	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
+	h.persist = nil
+	if len(h.markers) != 1 || h.markers[0].Commit || h.markers[0].Epoch != 1 {
+		t.Fatalf("abort markers = %+v", h.markers)
+	}
+	h.flush()
+	if r := h.init("x", -1, -1); r.ErrorCode != 0 || r.ProducerID != 100 || r.Epoch != 2 {
+		t.Fatalf("retried init = %+v", r)
+	}
+	// The zombie (epoch 0) is fenced.
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("zombie add = %+v", r)
+	}
+	// KIP-360: the producer re-initializing with its current id and
+	// epoch gets the next epoch; retrying with the previous pair gets the
+	// current one back.
+	if r := h.init("x", 100, 2); r.ErrorCode != 0 || r.Epoch != 3 {
+		t.Fatalf("KIP-360 init = %+v", r)
+	}
+	if r := h.init("x", 100, 2); r.ErrorCode != 0 || r.Epoch != 3 {
+		t.Fatalf("KIP-360 retried init = %+v", r)
+	}
+}
+
+func TestTimeoutAbortsInVirtualTime(t *testing.T) {
+	h := newHarness(t)
+	h.step(Loaded{State: txnlog.State{ID: "x"}})
+	h.init("x", -1, -1)
+	h.step(AddOffsets{ID: "x", ProducerID: 100, Epoch: 0, Group: "g", Reply: h.record})
+	h.flush()
+	h.last()
+	h.now = h.now.Add(59 * time.Second)
+	h.step(Tick{})
+	if len(h.persist) != 0 {
+		t.Fatal("aborted before its timeout")
+	}
+	h.now = h.now.Add(2 * time.Second)
+	h.step(Tick{})
+	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
+	h.persist = nil
+	if len(h.markers) != 1 || h.markers[0].Commit || h.markers[0].Epoch != 1 || len(h.markers[0].Groups) != 1 {
+		t.Fatalf("timeout markers = %+v", h.markers)
+	}
+	h.flush()
+	if h.status("x") != txnlog.CompleteAbort {
+		t.Fatalf("status = %v", h.status("x"))
+	}
+	// The timed-out producer's own commit is fenced.
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("commit after timeout = %+v", r)
+	}
+}
+
+func TestLoadedPreparedResumesMarkers(t *testing.T) {
+	h := newHarness(t)
+	h.step(Loaded{Found: true, State: txnlog.State{ID: "x", ProducerID: 9, Epoch: 3, TimeoutMs: 1000,
+		Status: txnlog.PrepareCommit, Partitions: []TP{tp0}}})
+	if len(h.markers) != 1 || !h.markers[0].Commit || h.markers[0].ProducerID != 9 || h.markers[0].Epoch != 3 {
+		t.Fatalf("markers on load = %+v", h.markers)
+	}
+	h.flush()
+	if h.status("x") != txnlog.CompleteCommit {
+		t.Fatalf("status = %v", h.status("x"))
+	}
+}
+
+func TestPersistFailureReloads(t *testing.T) {
+	h := newHarness(t)
+	h.step(Loaded{State: txnlog.State{ID: "x"}})
+	h.step(InitProducerID{ID: "x", TimeoutMs: 1000, ProducerID: -1, Epoch: -1, NewPID: 5, Reply: h.record})
+	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq, Err: errors.New("disk full")})
+	if r := h.last(); r.ErrorCode != kerr.CoordinatorNotAvailable.Code || h.c.Has("x") {
+		t.Fatalf("reply %+v, still loaded %v", r, h.c.Has("x"))
+	}
+}

@@ -1,0 +1,121 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/routing"
+)
+
+// Remote sends markers for partitions led by other brokers as a Kafka
+// WriteTxnMarkers request to the leader's listener (one client per broker
+// address, created on first use). It is Options.Remote.
+type Remote struct {
+	// Timeout bounds one request.
+	Timeout time.Duration
+
+	mu      sync.Mutex
+	clients map[string]*kgo.Client
+}
+
+// Write implements Options.Remote: done gets the partitions whose marker
+// was not written.
+func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(failed []TP, err error)) {
+	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	cl, err := r.client(addr)
+	if err != nil {
+		done(tps, err)
+		return
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Version = 1
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = w.ProducerID, w.Epoch, w.Commit
+	byTopic := map[string]int{}
+	for _, tp := range tps {
+		i, ok := byTopic[tp.Topic]
+		if !ok {
+			i = len(m.Topics)
+			byTopic[tp.Topic] = i
+			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			t.Topic = tp.Topic
+			m.Topics = append(m.Topics, t)
+		}
+		m.Topics[i].Partitions = append(m.Topics[i].Partitions, tp.Partition)
+	}
+	req.Markers = append(req.Markers, m)
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		seeds := cl.SeedBrokers()
+		if len(seeds) == 0 {
+			done(tps, fmt.Errorf("no client for %s", addr))
+			return
+		}
+		kr, err := seeds[0].Request(ctx, req)
+		if err != nil {
+			done(tps, fmt.Errorf("WriteTxnMarkers to %s: %w", addr, err))
+			return
+		}
+		resp := kr.(*kmsg.WriteTxnMarkersResponse)
+		ok := map[TP]bool{}
+		for _, rm := range resp.Markers {
+			for _, t := range rm.Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode == 0 {
+						ok[TP{Topic: t.Topic, Partition: p.Partition}] = true
+					}
+				}
+			}
+		}
+		var failed []TP
+		for _, tp := range tps {
+			if !ok[tp] {
+				failed = append(failed, tp)
+			}
+		}
+		var ferr error
+		if len(failed) > 0 {
+			ferr = fmt.Errorf("WriteTxnMarkers to %s: %d partitions refused", addr, len(failed))
+		}
+		done(failed, ferr)
+	}()
+}
+
+func (r *Remote) client(addr string) (*kgo.Client, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cl, ok := r.clients[addr]; ok {
+		return cl, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return nil, err
+	}
+	if r.clients == nil {
+		r.clients = map[string]*kgo.Client{}
+	}
+	r.clients[addr] = cl
+	return cl, nil
+}
+
+// Close closes the clients.
+func (r *Remote) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, cl := range r.clients {
+		cl.Close()
+	}
+	r.clients = nil
+}

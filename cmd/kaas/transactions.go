@@ -1,0 +1,63 @@
+package main
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/actors/txn"
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/txnlog"
+)
+
+// txnOptions are the transaction coordinator's settings (tests shorten
+// them); zero fields take Kafka's defaults.
+var txnOptions txn.Options
+
+// registerTransactions starts the transaction coordinator and serves the
+// transaction APIs. Its log is <data-dir>/__transactions on the shared
+// volume (in memory without --data-dir). It stops with the supervisor.
+func registerTransactions(b *broker) {
+	opts := txnOptions
+	opts.Views = b.views
+	opts.Log = b.log.With().Str("actor", "transactions").Logger()
+	opts.NewProducerID = b.srv.NextProducerID
+	opts.Watch = b.sup.PID()
+	if b.cfg.DataDir != "" {
+		st, err := txnlog.NewFile(b.cfg.DataDir)
+		if err != nil {
+			// Never fall back to memory: a moved coordinator would lose
+			// every transaction. The transaction APIs stay unregistered
+			// and InitProducerId with a transactional id is refused.
+			b.log.Error().Err(err).Msg("transaction log unavailable; transactions disabled")
+			return
+		}
+		opts.Store = st
+	} else {
+		opts.Store = txnlog.NewMemory()
+	}
+	if b.groups != nil {
+		groups := b.groups.Ref()
+		opts.Groups = func(m *messages.TxnOffsetsEnd) {
+			groups.Send(&messages.GroupCall{Group: m.Group, Op: m, Reply: func(x any) {
+				code, ok := x.(int16)
+				if !ok {
+					code = kerr.UnknownServerError.Code
+				}
+				m.Reply(code)
+			}})
+		}
+	}
+	// Markers for partitions led by other brokers go to their leaders as
+	// WriteTxnMarkers requests.
+	remote := &txn.Remote{}
+	opts.Remote = remote.Write
+	c, err := txn.Start(b.system, "transactions", opts)
+	if err != nil {
+		b.log.Error().Err(err).Msg("start transaction coordinator")
+		return
+	}
+	c.Register(b.srv)
+	go func() {
+		<-c.Done()
+		remote.Close()
+	}()
+}

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// txnProduce runs one transaction of cl writing values to topic and ends
+// it with commit.
+func txnProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, values []string, commit bool) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(v), Value: []byte(v)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce %s: %v", v, err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end transaction (commit=%v): %v", commit, err)
+	}
+}
+
+// consumeAll reads topic from the start with the isolation level until
+// want records arrived, then drains for quiet more; it returns the values,
+// sorted.
+func consumeIsolated(t *testing.T, addr, topic string, level kgo.IsolationLevel, want int, quiet time.Duration) []string {
+	t.Helper()
+	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	var got []string
+	deadline := time.Now().Add(20 * time.Second)
+	var quietUntil time.Time
+	for {
+		if len(got) >= want && quietUntil.IsZero() {
+			quietUntil = time.Now().Add(quiet)
+		}
+		if !quietUntil.IsZero() && time.Now().After(quietUntil) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("read %d of %d records: %v", len(got), want, got)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("fetch %s-%d: %v", topic, p, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	sort.Strings(got)
+	return got
+}
+
+func sumOffsets(l kadm.ListedOffsets) int64 {
+	var n int64
+	l.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	return n
+}
+
+func txnValues(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%02d", prefix, i)
+	}
+	return out
+}
+
+// TestTransactionsReadCommitted drives franz-go transactions against a
+// broker on a data dir: committed transactions are read by read_committed
+// consumers, aborted ones never, an open one holds the last stable offset
+// back until its timeout aborts it; a restart rebuilds the same view from
+// the log and the transaction log; a second producer with the same
+// transactional id fences the first.
+func TestTransactionsReadCommitted(t *testing.T) {
+	dir := t.TempDir()
+	_, addr, stop := startTestBroker(t, "--data-dir", dir)
+	ctx := ctxT(t, 60*time.Second)
+	adm := newAdmin(t, addr)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "tx"); err != nil {
+		t.Fatal(err)
+	}
+	p1 := newClient(t, addr, kgo.TransactionalID("t1"), kgo.DefaultProduceTopic("tx"))
+	txnProduce(t, ctx, p1, "tx", txnValues("c1", 10), true)
+	txnProduce(t, ctx, p1, "tx", txnValues("a1", 10), false)
+	txnProduce(t, ctx, p1, "tx", txnValues("c2", 5), true)
+
+	// A transaction left open, with a short timeout.
+	p2 := newClient(t, addr, kgo.TransactionalID("t2"), kgo.TransactionTimeout(3*time.Second))
+	if err := p2.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.ProduceSync(ctx, &kgo.Record{Topic: "tx", Partition: 0, Value: []byte("open-00")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	committed := append(txnValues("c1", 10), txnValues("c2", 5)...)
+	sort.Strings(committed)
+	if got := consumeIsolated(t, addr, "tx", kgo.ReadCommitted(), len(committed), 300*time.Millisecond); fmt.Sprint(got) != fmt.Sprint(committed) {
+		t.Fatalf("read_committed = %v\nwant %v", got, committed)
+	}
+	t.Run("kcat read_committed", func(t *testing.T) {
+		requireTool(t, "kcat")
+		var got []string
+		for _, m := range kcatRead(t, addr, "-C", "-t", "tx", "-o", "beginning", "-X", "isolation.level=read_committed") {
+			got = append(got, m.Value)
+		}
+		sort.Strings(got)
+		if fmt.Sprint(got) != fmt.Sprint(committed) {
+			t.Errorf("kcat read_committed = %v\nwant %v", got, committed)
+		}
+	})
+	if got := consumeIsolated(t, addr, "tx", kgo.ReadUncommitted(), 26, 300*time.Millisecond); len(got) != 26 {
+		t.Fatalf("read_uncommitted read %d records, want 26: %v", len(got), got)
+	}
+	// ListOffsets: the open transaction holds read_committed's end back.
+	ends, err := adm.ListEndOffsets(ctx, "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stable, err := adm.ListCommittedOffsets(ctx, "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, s := sumOffsets(ends), sumOffsets(stable); s >= e {
+		t.Fatalf("last stable offsets (sum %d) not below the ends (sum %d) with a transaction open", s, e)
+	}
+
+	// Restart on the same data dir: the coordinator reloads t2 (Ongoing)
+	// and aborts it at its timeout; partitions rebuild the aborted index.
+	p1.Close()
+	p2.Close()
+	stop()
+	_, addr, _ = startTestBroker(t, "--data-dir", dir)
+	adm = newAdmin(t, addr)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, "tx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stable, err := adm.ListCommittedOffsets(ctx, "tx")
+		if err == nil && sumOffsets(ends) == sumOffsets(stable) && sumOffsets(ends) > 26 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("open transaction never aborted: ends %d stable %d (%v)", sumOffsets(ends), sumOffsets(stable), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := consumeIsolated(t, addr, "tx", kgo.ReadCommitted(), len(committed), 300*time.Millisecond); fmt.Sprint(got) != fmt.Sprint(committed) {
+		t.Fatalf("read_committed after restart = %v\nwant %v", got, committed)
+	}
+	described, err := adm.DescribeTransactions(ctx, "t1", "t2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := described["t2"].State; st != "CompleteAbort" {
+		t.Fatalf("t2 state = %q, want CompleteAbort", st)
+	}
+	if st := described["t1"].State; st != "CompleteCommit" {
+		t.Fatalf("t1 state = %q, want CompleteCommit", st)
+	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"CompleteAbort"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["t2"]; !ok || len(listed) != 1 || listed["t2"].ProducerID != described["t2"].ProducerID {
+		t.Fatalf("ListTransactions(CompleteAbort) = %+v", listed)
+	}
+
+	// Fencing: a new incarnation of t1 fences the old one.
+	old := newClient(t, addr, kgo.TransactionalID("t1"), kgo.DefaultProduceTopic("tx"))
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ProduceSync(ctx, &kgo.Record{Value: []byte("zombie-00")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := newClient(t, addr, kgo.TransactionalID("t1"), kgo.DefaultProduceTopic("tx"))
+	txnProduce(t, ctx, fresh, "tx", txnValues("c3", 3), true)
+	err = old.EndTransaction(ctx, kgo.TryCommit)
+	if err == nil {
+		t.Fatal("the fenced producer committed")
+	}
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Logf("fenced producer's commit failed with %v", err)
+	}
+	committed = append(committed, txnValues("c3", 3)...)
+	sort.Strings(committed)
+	if got := consumeIsolated(t, addr, "tx", kgo.ReadCommitted(), len(committed), 300*time.Millisecond); fmt.Sprint(got) != fmt.Sprint(committed) {
+		t.Fatalf("read_committed after fencing = %v\nwant %v", got, committed)
+	}
+
+}
+
+// etlSession is a franz-go consume-transform-produce session reading "in"
+// with group "etl" and writing "out-"+value to "out".
+func etlSession(t *testing.T, addr, txnID string) *kgo.GroupTransactSession {
+	t.Helper()
+	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID(txnID),
+		kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.RequireStableFetchOffsets(), kgo.RetryTimeout(10*time.Second), kgo.FetchMaxPartitionBytes(2000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// etlRound polls once and transforms what it got in one transaction ended
+// with commit; it returns how many inputs it transformed.
+func etlRound(t *testing.T, ctx context.Context, s *kgo.GroupTransactSession, commit bool) int {
+	t.Helper()
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	fs := s.PollFetches(pctx)
+	cancel()
+	var in []*kgo.Record
+	fs.EachRecord(func(r *kgo.Record) { in = append(in, r) })
+	if len(in) == 0 {
+		return 0
+	}
+	if err := s.Begin(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range in {
+		s.Produce(ctx, &kgo.Record{Topic: "out", Key: r.Key, Value: append([]byte("out-"), r.Value...)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	}
+	committed, err := s.End(ctx, kgo.TransactionEndTry(commit))
+	if err != nil {
+		t.Fatalf("end: %v", err)
+	}
+	if !committed {
+		return 0
+	}
+	return len(in)
+}
+
+// TestTransactionsConsumeTransformProduce runs franz-go's
+// GroupTransactSession over kaas: a worker commits a round, aborts the
+// next and leaves; a second worker finishes. Every input's output appears
+// exactly once in read_committed, and no output of the aborted round does.
+func TestTransactionsConsumeTransformProduce(t *testing.T) {
+	_, addr := testBroker(t, "--data-dir", t.TempDir(), "--group-initial-rebalance-delay", "0s")
+	ctx := ctxT(t, 60*time.Second)
+	adm := newAdmin(t, addr)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, "in"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "out"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	inputs := txnValues("in", n)
+	// Small batches (10 records each), so that a poll returns a part.
+	prod := newClient(t, addr)
+	for i, v := range inputs {
+		prod.Produce(ctx, &kgo.Record{Topic: "in", Key: []byte(v), Value: []byte(v)}, nil)
+		if i%10 == 9 {
+			if err := prod.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	w1 := etlSession(t, addr, "etl-1")
+	done := 0
+	for done == 0 && ctx.Err() == nil {
+		done = etlRound(t, ctx, w1, true)
+	}
+	if done >= n {
+		t.Fatalf("the first round took all %d inputs", done)
+	}
+	for aborted := false; !aborted && ctx.Err() == nil; {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := w1.PollFetches(pctx)
+		cancel()
+		fs.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("fetch %s-%d: %v", topic, p, err)
+			}
+		})
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		if err := w1.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			w1.Produce(ctx, &kgo.Record{Topic: "out", Value: append([]byte("aborted-"), r.Value...)}, nil)
+		})
+		if _, err := w1.End(ctx, kgo.TryAbort); err != nil {
+			t.Fatal(err)
+		}
+		aborted = true
+	}
+	w1.Close()
+
+	w2 := etlSession(t, addr, "etl-2")
+	deadline := time.Now().Add(40 * time.Second)
+	for done < n && time.Now().Before(deadline) && ctx.Err() == nil {
+		done += etlRound(t, ctx, w2, true)
+	}
+	if done != n {
+		t.Fatalf("transformed %d of %d inputs", done, n)
+	}
+	want := make([]string, n)
+	for i, v := range inputs {
+		want[i] = "out-" + v
+	}
+	sort.Strings(want)
+	if got := consumeIsolated(t, addr, "out", kgo.ReadCommitted(), n, 300*time.Millisecond); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed output (%d records) is not every input exactly once", len(got))
+	}
+	// The group's committed offsets cover every input.
+	offs, err := adm.FetchOffsets(ctx, "etl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != n {
+		t.Fatalf("group committed %d offsets in total, want %d", total, n)
+	}
+}
