@@ -121,6 +121,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(Stop{})
 		a.countPhase(phaseIdle) // a stopped actor leads nothing
 	case *actor.Restarting:
+		// Restarted in place by a parent's strategy: the next instance
+		// starts idle, so nothing may stay open behind it.
+		a.step(Stop{})
 		a.countPhase(phaseIdle) // the next incarnation counts itself
 	case *messages.TakeLeadership:
 		a.step(Take{Msg: m})
@@ -284,3 +287,13 @@ func (a *Actor) exec(e Effect) {
 
 // watchdogsFired counts group-commit watchdogs that went off (tests).
 var watchdogsFired atomic.Int64
+
+// Undelivered closes the log of an open that finished after its actor
+// stopped (a panic or a Stop while it opened): nothing else would, and the
+// storage layer refuses to open a log twice, so the next incarnation could
+// not take the partition (actorsys.Undeliverable).
+func (o Opened) Undelivered() {
+	if o.Log != nil {
+		_ = o.Log.Close()
+	}
+}

@@ -84,6 +84,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		HeartbeatInterval: cfg.HeartbeatInterval,
 		Hub:               hub,
 		DefaultPartitions: int32(cfg.DefaultPartitions),
+		Fatal:             b.fatal,
 		Log:               b.log.With().Str("actor", "supervisor").Logger(),
 	}))
 	return err

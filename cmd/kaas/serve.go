@@ -30,6 +30,7 @@ import (
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/disklog"
+	"github.com/kaas-project/kaas/storage/faultlog"
 	"github.com/kaas-project/kaas/storage/memlog"
 )
 
@@ -61,6 +62,8 @@ type broker struct {
 	groups   *group.Coordinator // consumer-group coordinator (nil if it failed to start)
 	grpc     *grpc.Server
 	opener   storage.Opener // closed last (disklog keeps a descriptor on the volume for syncfs)
+	faults   *faultlog.Opener // --debug-chaos: the partitions' storage, with faults
+	stopping atomic.Bool      // shutdown began: deaths of essential actors are expected
 }
 
 // openStorage chooses the log engine: in memory without --data-dir.
@@ -92,10 +95,11 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		}
 	}
 	b.system = actorsys.NewSystem()
+	partOpener := b.chaosStorage(opener)
 	if cfg.clusterMode() {
-		err = b.startCluster(cfg, opener)
+		err = b.startCluster(cfg, partOpener)
 	} else {
-		err = b.startLocal(cfg, opener, registry, initial)
+		err = b.startLocal(cfg, partOpener, registry, initial)
 	}
 	if err != nil {
 		_ = b.kafkaLn.Close()
@@ -120,6 +124,10 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		"log.dirs":                  cfg.DataDir,
 	}
 	registerGroups(b)
+	b.watchEssential("supervisor", b.sup)
+	if b.groups != nil {
+		b.watchEssential("group coordinator", b.groups.Ref())
+	}
 	go func() {
 		if err := b.srv.Serve(ctx, b.kafkaLn); err != nil {
 			b.log.Error().Err(err).Msg("kafka listener stopped")
@@ -161,6 +169,7 @@ func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry su
 func (b *broker) shutdown() { b.stopOnce.Do(b.stop) }
 
 func (b *broker) stop() {
+	b.stopping.Store(true)
 	b.ready.Store(false)
 	_ = b.kafkaLn.Close()
 	b.srv.CloseConnections()
@@ -295,6 +304,7 @@ func (b *broker) serveHTTP(ctx context.Context) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	b.registerChaos(mux)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		v := b.views.Load()
 		w.Header().Set("Content-Type", "application/json")
