@@ -19,7 +19,7 @@ func TestTrackerBacksOffAndGivesUp(t *testing.T) {
 		{"a", 2 * time.Second, Decision{Restart: true, Delay: 200 * time.Millisecond, Recent: 2}},
 		{"a", 3 * time.Second, Decision{Restart: true, Delay: 400 * time.Millisecond, Recent: 3}},
 		{"a", 4 * time.Second, Decision{Restart: true, Delay: 400 * time.Millisecond, Recent: 4}}, // capped at Max
-		{"a", 5 * time.Second, Decision{Restart: false, Recent: 5}},                             // gives up
+		{"a", 5 * time.Second, Decision{Restart: false, Recent: 5}},                               // gives up
 		{"a", 6 * time.Second, Decision{Restart: false, Recent: 5}},
 		// Restarts older than the window no longer count (those at 3 s and 4 s still do).
 		{"a", 12*time.Second + time.Millisecond, Decision{Restart: true, Delay: 200 * time.Millisecond, Recent: 2}},

@@ -71,4 +71,3 @@ func (s *Local) respawn(ctx actor.Context, m *respawnLocal) {
 	ts.actors[m.part] = ref
 	s.publish(ctx)
 }
-

@@ -61,7 +61,7 @@ type broker struct {
 	fence    *cluster.Fence     // cluster mode: self-fencing clock
 	groups   *group.Coordinator // consumer-group coordinator (nil if it failed to start)
 	grpc     *grpc.Server
-	opener   storage.Opener // closed last (disklog keeps a descriptor on the volume for syncfs)
+	opener   storage.Opener   // closed last (disklog keeps a descriptor on the volume for syncfs)
 	faults   *faultlog.Opener // --debug-chaos: the partitions' storage, with faults
 	stopping atomic.Bool      // shutdown began: deaths of essential actors are expected
 }
