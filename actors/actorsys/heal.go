@@ -93,16 +93,17 @@ type Failed struct {
 type StopOnFailure struct{ OnFailure func(Failed) }
 
 // HandleFailure implements actor.SupervisorStrategy.
-func (s StopOnFailure) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ any) {
+func (s *StopOnFailure) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ any) {
 	if s.OnFailure != nil {
 		s.OnFailure(Failed{Child: child, Reason: reason})
 	}
 	sup.StopChildren(child)
 }
 
-// SpawnGuarded starts a top-level actor under a guardian that stops it when
-// it fails (onFailure is told first) instead of restarting it in place.
-func (s *System) SpawnGuarded(name string, producer func() actor.Actor, strategy actor.SupervisorStrategy) (Ref, error) {
+// SpawnGuarded starts a top-level actor under the guardian of strategy
+// (one guardian per strategy value: pass the same pointer for every actor
+// of a kind), instead of protoactor's default of restarting it in place.
+func (s *System) SpawnGuarded(name string, producer func() actor.Actor, strategy *StopOnFailure) (Ref, error) {
 	root := actor.NewRootContext(s.as, nil).WithGuardian(strategy)
 	pid, err := root.SpawnNamed(props(producer), name)
 	if err != nil {

@@ -162,7 +162,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		id := s.connSeq.Add(1)
 		s.conns.Add(1)
-		if _, err := s.system.SpawnGuarded("conn/"+itoa(id), newConnActor(s, c), connStrategy(s.cfg.Log)); err != nil {
+		if _, err := s.system.SpawnGuarded("conn/"+itoa(id), newConnActor(s, c), connStrategy(s)); err != nil {
 			s.cfg.Log.Error().Err(err).Msg("spawn connection actor")
 			_ = c.Close()
 			s.conns.Done()

@@ -139,7 +139,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			m.LogEnd = l.NextOffset()
 		}
 		a.step(m)
-	case Opened, Closed, WatchdogFired, RetryOpen, MaintenanceTick:
+	case Opened, Closed, WatchdogFired, RetryOpen, MaintenanceTick, RetrySync:
 		a.step(m.(Event))
 	case *messages.PartitionStatus:
 		r := messages.PartitionStatusResult{Leading: a.core.Leading(), LeaderEpoch: a.core.LeaderEpoch(), HighWatermark: a.core.HighWatermark()}
@@ -276,6 +276,8 @@ func (a *Actor) exec(e Effect) {
 	case After:
 		send := a.sender()
 		a.cfg.Clock.AfterFunc(e.D, func() { send(e.Event) })
+	case Abandon:
+		abandon(e.Msgs)
 	case Maintain:
 		now := a.cfg.Clock.Now()
 		if err := a.core.Log().EnforceRetention(now); err != nil {

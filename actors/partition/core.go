@@ -164,6 +164,10 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 		c.healthy = false
 	case Stop:
 		c.stop()
+	case RetrySync:
+		if e.Gen == c.gen && c.phase == phaseLeading && !c.healthy {
+			c.startSync()
+		}
 	}
 	out := c.out
 	c.out = nil
@@ -385,6 +389,10 @@ func (c *Core) onClosed(e Closed) {
 
 func (c *Core) stop() {
 	c.gen++
+	if len(c.pending) > 0 {
+		c.emit(Abandon{Msgs: c.pending})
+		c.pending = nil
+	}
 	c.emit(DisarmWatchdog{})
 	c.notifyWatchers(true)
 	if c.log != nil {
@@ -481,6 +489,7 @@ func (c *Core) onSynced(e Synced) {
 		c.healthy = false
 		c.cfg.Log.Error().Err(e.Err).Msg("fsync failed; partition marked unhealthy")
 		c.answerWaiters(messages.ProduceResult{ErrorCode: kerr.KafkaStorageError.Code, ErrorMessage: e.Err.Error(), BaseOffset: -1})
+		c.emit(After{D: syncRetryDelay, Event: RetrySync{Gen: c.gen}})
 		return
 	}
 	if !c.healthy && c.phase == phaseLeading {

@@ -16,7 +16,7 @@ import (
 // that follows decides its respawn (PartitionDied, ControllerDied).
 func (s *Cluster) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, msg any) {
 	s.failed[child.Id] = reason
-	actorsys.StopOnFailure{}.HandleFailure(sys, sup, child, rs, reason, msg)
+	(&actorsys.StopOnFailure{}).HandleFailure(sys, sup, child, rs, reason, msg)
 }
 
 // deathReason is why child stopped: "panic" (with the panic logged) or

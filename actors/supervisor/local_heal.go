@@ -25,7 +25,7 @@ type respawnLocal struct {
 // again once Terminated (Cluster.HandleFailure).
 func (s *Local) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, msg any) {
 	s.failed[child.Id] = reason
-	actorsys.StopOnFailure{}.HandleFailure(sys, sup, child, rs, reason, msg)
+	(&actorsys.StopOnFailure{}).HandleFailure(sys, sup, child, rs, reason, msg)
 }
 
 // terminated respawns a partition actor of a topic that still exists.
