@@ -19,18 +19,22 @@ func answeringMailbox() actor.Mailbox { return &answering{Mailbox: actor.Unbound
 type answering struct{ actor.Mailbox }
 
 func (m *answering) RegisterHandlers(inv actor.MessageInvoker, d actor.Dispatcher) {
-	m.Mailbox.RegisterHandlers(&answeringInvoker{inner: inv}, d)
+	m.Mailbox.RegisterHandlers(&answeringInvoker{inner: inv, mb: m.Mailbox}, d)
 }
 
 type answeringInvoker struct {
 	inner   actor.MessageInvoker
+	mb      actor.Mailbox
 	stopped atomic.Bool
 }
 
 func (i *answeringInvoker) InvokeSystemMessage(msg any) {
 	i.inner.InvokeSystemMessage(msg)
-	if _, ok := msg.(*actor.Stop); ok {
-		i.stopped.Store(true)
+	if _, ok := msg.(*actor.Stop); ok && !i.stopped.Swap(true) {
+		// An actor that failed has its mailbox suspended, and protoactor
+		// never resumes it once the actor stops: what was queued would
+		// wait forever. Resumed, it is answered here.
+		i.mb.PostSystemMessage(&actor.ResumeMailbox{})
 	}
 }
 

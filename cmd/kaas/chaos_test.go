@@ -183,6 +183,20 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 		}
 		recovery[k.kind] = append(recovery[k.kind], d)
 	}
+	// The slowest acknowledgements, to line up with the kills in the logs.
+	var slow []ackedRec
+	slowPart := map[time.Time]int32{}
+	for p, as := range load.acked {
+		for _, a := range as {
+			slow = append(slow, a)
+			slowPart[a.sent] = p
+		}
+	}
+	sort.Slice(slow, func(i, j int) bool { return slow[i].at.Sub(slow[i].sent) > slow[j].at.Sub(slow[j].sent) })
+	var slowest []string
+	for _, a := range slow[:min(5, len(slow))] {
+		slowest = append(slowest, fmt.Sprintf("p%d sent %s waited %s", slowPart[a.sent], a.sent.Format("15:04:05.000"), a.at.Sub(a.sent).Round(time.Millisecond)))
+	}
 	load.mu.Unlock()
 
 	restarts := map[string]float64{}
@@ -218,7 +232,8 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 		fmt.Fprintf(&rep, "%s n=%d p50 %s p99 %s max %s; ", kind, len(ds), pct(ds, .5).Round(time.Millisecond),
 			pct(ds, .99).Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 	}
-	fmt.Fprintf(&rep, "\n  controller at the end: %s\n", ctrl)
+	fmt.Fprintf(&rep, "\n  slowest acknowledgements: %s\n", strings.Join(slowest, "; "))
+	fmt.Fprintf(&rep, "  controller at the end: %s\n", ctrl)
 	t.Log(rep.String())
 	if out := os.Getenv("KAAS_CHAOS_REPORT"); out != "" {
 		if err := os.WriteFile(out, []byte(rep.String()), 0o644); err != nil {
