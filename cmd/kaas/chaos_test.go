@@ -32,10 +32,10 @@ import (
 // the log does not keep at that offset, no committed offset moving
 // backwards, and every partition serving again after each kill.
 //
-// The CI run lasts KAAS_CHAOS_DURATION (default 20s); go tool task chaos
+// The CI run lasts KAAS_CHAOS_DURATION (default 15s); go tool task chaos
 // runs a soak of any length and prints the report (docs/operations.md).
 func TestChaosHealsUnderLoad(t *testing.T) {
-	dur := 20 * time.Second
+	dur := 15 * time.Second
 	if s := os.Getenv("KAAS_CHAOS_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
