@@ -465,6 +465,8 @@ func (h *harness) exec(e Effect) {
 		e.Watch.Notify()
 	case Report:
 		e.To(e.Err)
+	case Abandon:
+		abandon(e.Msgs)
 	default:
 		h.t.Fatalf("unknown effect %T", e)
 	}
