@@ -139,7 +139,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			m.LogEnd = l.NextOffset()
 		}
 		a.step(m)
-	case Opened, Closed, WatchdogFired, RetryOpen, MaintenanceTick, RetrySync:
+	case Opened, Closed, WatchdogFired, RetryOpen, MaintenanceTick:
 		a.step(m.(Event))
 	case *messages.PartitionStatus:
 		r := messages.PartitionStatusResult{Leading: a.core.Leading(), LeaderEpoch: a.core.LeaderEpoch(), HighWatermark: a.core.HighWatermark()}
@@ -278,6 +278,10 @@ func (a *Actor) exec(e Effect) {
 		a.cfg.Clock.AfterFunc(e.D, func() { send(e.Event) })
 	case Abandon:
 		abandon(e.Msgs)
+	case StopSelf:
+		// The supervisor spawns the next incarnation (its Terminated).
+		a.log.Error().Str("reason", e.Reason).Msg("stopping the partition actor so that its log is reopened and recovered")
+		a.system.Root.Stop(a.self)
 	case Maintain:
 		now := a.cfg.Clock.Now()
 		if err := a.core.Log().EnforceRetention(now); err != nil {

@@ -164,10 +164,6 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 		c.healthy = false
 	case Stop:
 		c.stop()
-	case RetrySync:
-		if e.Gen == c.gen && c.phase == phaseLeading && !c.healthy {
-			c.startSync()
-		}
 	}
 	out := c.out
 	c.out = nil
@@ -489,7 +485,9 @@ func (c *Core) onSynced(e Synced) {
 		c.healthy = false
 		c.cfg.Log.Error().Err(e.Err).Msg("fsync failed; partition marked unhealthy")
 		c.answerWaiters(messages.ProduceResult{ErrorCode: kerr.KafkaStorageError.Code, ErrorMessage: e.Err.Error(), BaseOffset: -1})
-		c.emit(After{D: syncRetryDelay, Event: RetrySync{Gen: c.gen}})
+		if c.phase == phaseLeading {
+			c.emit(StopSelf{Reason: "fsync failed"})
+		}
 		return
 	}
 	if !c.healthy && c.phase == phaseLeading {

@@ -1,10 +1,6 @@
 package partition
 
-import (
-	"time"
-
-	"github.com/kaas-project/kaas/actors/actorsys"
-)
+import "github.com/kaas-project/kaas/actors/actorsys"
 
 // Abandon answers requests the actor will never serve (queued while its
 // log opened, when it stopped) with their retriable error
@@ -22,12 +18,10 @@ func abandon(msgs []any) {
 	}
 }
 
-// RetrySync is the timer after a failed group commit: the partition
-// refuses produces while its storage is unhealthy, so nothing else would
-// run the Sync whose success makes it healthy again.
-type RetrySync struct{ Gen uint64 }
+// StopSelf stops the actor: its group commit failed, and the disk log
+// acknowledges nothing more until it is reopened (the kernel may have
+// dropped the dirty pages). The supervisor spawns a new incarnation, which
+// reopens and recovers the log, as a leadership move does.
+type StopSelf struct{ Reason string }
 
-func (RetrySync) isEvent() {}
-
-// syncRetryDelay spaces the Syncs of a partition whose last one failed.
-const syncRetryDelay = 250 * time.Millisecond
+func (StopSelf) isEffect() {}
