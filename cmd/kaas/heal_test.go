@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +75,34 @@ func TestChaosEndpointsOffByDefault(t *testing.T) {
 		if _, err := chaosPost(httpAddr, p); err == nil || !strings.Contains(err.Error(), "404") {
 			t.Errorf("%s without --debug-chaos: %v", p, err)
 		}
+	}
+}
+
+// TestEssentialActorDeathEndsProcess: the supervisor dying outside a
+// shutdown ends the process with a non-zero status (Kubernetes restarts
+// the pod) rather than leaving a broker that accepts connections and
+// serves nothing; its shutdown does not.
+func TestEssentialActorDeathEndsProcess(t *testing.T) {
+	exited := make(chan int, 2)
+	exitProcess = func(code int) { exited <- code }
+	t.Cleanup(func() { exitProcess = os.Exit })
+	b, _, stop := startTestBroker(t)
+	b.groups.Ref().Stop()
+	select {
+	case code := <-exited:
+		if code != essentialExitCode {
+			t.Errorf("exit status %d, want %d", code, essentialExitCode)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the group coordinator stopped and the process did not exit")
+	}
+	b2, _, stop2 := startTestBroker(t)
+	stop2()
+	stop()
+	_ = b2
+	select {
+	case code := <-exited:
+		t.Errorf("a shutdown exited the process with %d", code)
+	case <-time.After(500 * time.Millisecond):
 	}
 }
