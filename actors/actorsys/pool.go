@@ -150,7 +150,7 @@ func HandoffPool() *Pool {
 
 // SpawnChildOn is SpawnChild with the child's mailbox run by d (a Pool).
 func SpawnChildOn(ctx actor.Context, name string, producer func() actor.Actor, d actor.Dispatcher) (Ref, error) {
-	pid, err := ctx.SpawnNamed(actor.PropsFromProducer(producer, actor.WithDispatcher(d)), name)
+	pid, err := ctx.SpawnNamed(props(producer, actor.WithDispatcher(d)), name)
 	if err != nil {
 		return Ref{}, err
 	}

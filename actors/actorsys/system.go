@@ -45,8 +45,7 @@ func NewSystem() *System {
 
 // Spawn starts a top-level actor.
 func (s *System) Spawn(name string, producer func() actor.Actor) (Ref, error) {
-	props := actor.PropsFromProducer(producer)
-	pid, err := s.as.Root.SpawnNamed(props, name)
+	pid, err := s.as.Root.SpawnNamed(props(producer), name)
 	if err != nil {
 		return Ref{}, err
 	}
@@ -55,8 +54,7 @@ func (s *System) Spawn(name string, producer func() actor.Actor) (Ref, error) {
 
 // SpawnChild starts an actor under a parent (the parent supervises it).
 func SpawnChild(ctx actor.Context, name string, producer func() actor.Actor) (Ref, error) {
-	props := actor.PropsFromProducer(producer)
-	pid, err := ctx.SpawnNamed(props, name)
+	pid, err := ctx.SpawnNamed(props(producer), name)
 	if err != nil {
 		return Ref{}, err
 	}

@@ -199,7 +199,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l *Listener
 		}
 		id := s.connSeq.Add(1)
 		s.conns.Add(1)
-		if _, err := s.system.Spawn("conn/"+itoa(id), newConnActor(s, c, l)); err != nil {
+		if _, err := s.system.SpawnGuarded("conn/"+itoa(id), newConnActor(s, c, l), connStrategy(s)); err != nil {
 			s.cfg.Log.Error().Err(err).Msg("spawn connection actor")
 			_ = c.Close()
 			s.conns.Done()

@@ -200,6 +200,13 @@ func (a *groupActor) Receive(ctx actor.Context) {
 			q.Reply(errorReply(a.id, q.Op, kerr.NotCoordinator.Code))
 		}
 		a.queued = nil
+		// Stopped without a release (a Stop, or a panic under the
+		// manager's strategy): close the log, as a release would. A write
+		// in flight closes it when it returns (onWritten is not run).
+		if l := a.glog; l != nil && !a.writing {
+			a.glog = nil
+			go func() { _ = l.Close() }()
+		}
 		return
 	case *call:
 		a.handled++

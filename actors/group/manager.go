@@ -14,6 +14,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/heal"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
@@ -33,7 +34,7 @@ func Start(system *actorsys.System, name string, opts Options) (*Coordinator, er
 	opts.defaults()
 	c := &Coordinator{done: make(chan struct{})}
 	ref, err := system.Spawn(name, func() actor.Actor {
-		return &manager{opts: &opts, c: c, groups: map[string]*entry{}}
+		return &manager{opts: &opts, c: c, groups: map[string]*entry{}, restarts: heal.NewTracker(heal.Groups)}
 	})
 	if err != nil {
 		return nil, err
@@ -99,6 +100,9 @@ type manager struct {
 	stopping bool
 	poll     clock.Timer
 	reported []string // last set given to OnGroupsChanged
+	restarts *heal.Tracker
+	self     *actor.PID
+	system   *actor.ActorSystem
 }
 
 func coordinates(v *routing.View, group string) bool {
@@ -112,6 +116,7 @@ func coordinates(v *routing.View, group string) bool {
 func (m *manager) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		m.self, m.system = ctx.Self(), ctx.ActorSystem()
 		if m.opts.Watch != nil {
 			ctx.Watch(m.opts.Watch)
 		}
@@ -158,6 +163,12 @@ func (m *manager) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		if m.opts.Watch != nil && msg.Who.Equal(m.opts.Watch) {
 			m.beginStop(ctx)
+			return
+		}
+		m.groupStopped(ctx, msg.Who)
+	case *restartGroup:
+		if sup, ok := ctx.(actor.Supervisor); ok {
+			sup.RestartChildren(msg.pid)
 		}
 	case *stopCoordinator:
 		m.beginStop(ctx)
@@ -228,7 +239,7 @@ func (m *manager) route(ctx actor.Context, gc *messages.GroupCall) {
 
 func (m *manager) spawn(ctx actor.Context, group string) (*entry, bool) {
 	m.seq++
-	props := actor.PropsFromProducer(newGroupActor(m.opts, group, m.seq))
+	props := actorsys.Props(newGroupActor(m.opts, group, m.seq))
 	pid, err := ctx.SpawnNamed(props, "group-"+strconv.FormatUint(m.seq, 10))
 	if err != nil {
 		m.opts.Log.Error().Err(err).Str("group", group).Msg("spawn group actor")

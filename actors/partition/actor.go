@@ -121,6 +121,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.step(Stop{})
 		a.countPhase(phaseIdle) // a stopped actor leads nothing
 	case *actor.Restarting:
+		// Restarted in place by a parent's strategy: the next instance
+		// starts idle, so nothing may stay open behind it.
+		a.step(Stop{})
 		a.countPhase(phaseIdle) // the next incarnation counts itself
 	case *messages.TakeLeadership:
 		a.step(Take{Msg: m})
@@ -273,6 +276,12 @@ func (a *Actor) exec(e Effect) {
 	case After:
 		send := a.sender()
 		a.cfg.Clock.AfterFunc(e.D, func() { send(e.Event) })
+	case Abandon:
+		abandon(e.Msgs)
+	case StopSelf:
+		// The supervisor spawns the next incarnation (its Terminated).
+		a.log.Error().Str("reason", e.Reason).Msg("stopping the partition actor so that its log is reopened and recovered")
+		a.system.Root.Stop(a.self)
 	case Maintain:
 		now := a.cfg.Clock.Now()
 		if err := a.core.Log().EnforceRetention(now); err != nil {
@@ -286,3 +295,13 @@ func (a *Actor) exec(e Effect) {
 
 // watchdogsFired counts group-commit watchdogs that went off (tests).
 var watchdogsFired atomic.Int64
+
+// Undelivered closes the log of an open that finished after its actor
+// stopped (a panic or a Stop while it opened): nothing else would, and the
+// storage layer refuses to open a log twice, so the next incarnation could
+// not take the partition (actorsys.Undeliverable).
+func (o Opened) Undelivered() {
+	if o.Log != nil {
+		_ = o.Log.Close()
+	}
+}

@@ -403,6 +403,10 @@ func (c *Core) onClosed(e Closed) {
 
 func (c *Core) stop() {
 	c.gen++
+	if len(c.pending) > 0 {
+		c.emit(Abandon{Msgs: c.pending})
+		c.pending = nil
+	}
 	c.emit(DisarmWatchdog{})
 	c.notifyWatchers(true)
 	if c.log != nil {
@@ -504,6 +508,9 @@ func (c *Core) onSynced(e Synced) {
 		c.healthy = false
 		c.cfg.Log.Error().Err(e.Err).Msg("fsync failed; partition marked unhealthy")
 		c.answerWaiters(messages.ProduceResult{ErrorCode: kerr.KafkaStorageError.Code, ErrorMessage: e.Err.Error(), BaseOffset: -1})
+		if c.phase == phaseLeading {
+			c.emit(StopSelf{Reason: "fsync failed"})
+		}
 		return
 	}
 	if !c.healthy && c.phase == phaseLeading {

@@ -173,7 +173,7 @@ var coreScenarios = []struct {
 		"take 3 -> open g1 e3",
 		"opened g1 L1 -> take3: opened",
 		"produce p1 -> sync #1 L1; watchdog #1",
-		"synced #1 failed -> p1: KAFKA_STORAGE_ERROR",
+		"synced #1 failed -> p1: KAFKA_STORAGE_ERROR; stop-self",
 		"produce p2 -> p2: KAFKA_STORAGE_ERROR",
 	}},
 	{"a failed open is retried while still leader", []string{
@@ -465,6 +465,10 @@ func (h *harness) exec(e Effect) {
 		e.Watch.Notify()
 	case Report:
 		e.To(e.Err)
+	case Abandon:
+		abandon(e.Msgs)
+	case StopSelf:
+		h.record("stop-self")
 	default:
 		h.t.Fatalf("unknown effect %T", e)
 	}

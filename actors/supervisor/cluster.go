@@ -66,6 +66,9 @@ type ClusterConfig struct {
 	DefaultPartitions int32
 	// Clock runs the supervisor's timers (nil: the wall clock).
 	Clock clock.Clock
+	// Fatal ends the process: a child it cannot run without keeps dying
+	// (GiveUp). nil: the supervisor stops instead.
+	Fatal func(reason string)
 	Log   zerolog.Logger
 }
 
@@ -87,6 +90,7 @@ type (
 // partActor is a partition actor the shell runs for a core generation.
 type partActor struct {
 	ref     actorsys.Ref
+	tp      routing.TP
 	revoked *atomic.Bool // shared with the actor (partition.Config.Revoked)
 }
 
@@ -117,6 +121,13 @@ type Cluster struct {
 	pingQueued bool // a refreshPing is in the mailbox
 	// pingNow: the queued refreshPing also sends the ping at once.
 	pingNow bool
+	// failed holds the panics of children not yet Terminated, by actor id.
+	failed map[string]any
+	// stopping: the supervisor itself stops; its children's deaths are
+	// not healed.
+	stopping bool
+	// ctrlRunning is the core's sequence number of the controller s.ctrl.
+	ctrlRunning uint64
 }
 
 // leaseFresh reports whether this broker renewed the Lease within the renew
@@ -175,7 +186,7 @@ func NewCluster(cfg ClusterConfig) func() actor.Actor {
 		cfg.DefaultPartitions = 1
 	}
 	return func() actor.Actor {
-		return &Cluster{cfg: cfg, clock: clock.OrReal(cfg.Clock), refs: map[uint64]partActor{},
+		return &Cluster{cfg: cfg, clock: clock.OrReal(cfg.Clock), refs: map[uint64]partActor{}, failed: map[string]any{},
 			core:       NewCore(CoreConfig{Self: cfg.Self, ConcurrentMoves: cfg.ConcurrentMoves, RetireAfter: retireAfter, Log: cfg.Log}),
 			topicAdmin: &cluster.Topics{Dyn: cfg.Dyn, Namespace: cfg.Namespace},
 			kick:       make(chan struct{}, 1)}
@@ -187,7 +198,10 @@ func (s *Cluster) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.start(ctx)
+	case *actor.Terminated:
+		s.terminated(ctx, m.Who)
 	case *actor.Stopping:
+		s.stopping = true
 		if s.cancel != nil {
 			s.cancel()
 		}
@@ -287,6 +301,8 @@ func (s *Cluster) step(ctx actor.Context, ev Event) {
 			s.ctrl = actorsys.Ref{}
 		case ClearLeader:
 			s.isLeader.Store(false)
+		default:
+			s.execHeal(e, send)
 		}
 	}
 }
@@ -305,7 +321,7 @@ func (s *Cluster) spawnPartition(ctx actor.Context, e Spawn, send func(Event)) {
 		s.core.Step(SpawnFailed{TP: tp, Gen: e.Gen}, s.clock.Now())
 		return
 	}
-	s.refs[e.Gen] = partActor{ref: ref, revoked: pcfg.Revoked}
+	s.refs[e.Gen] = partActor{ref: ref, tp: tp, revoked: pcfg.Revoked}
 	gen := e.Gen
 	ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: e.Config, Opened: func(error) {
 		send(Opened{TP: tp, Gen: gen})
@@ -426,7 +442,7 @@ func (s *Cluster) startController(ctx actor.Context, e StartController) {
 		s.core.Step(ControllerFailed{Seq: e.Seq}, s.clock.Now())
 		return
 	}
-	s.ctrl = ref
+	s.ctrl, s.ctrlRunning = ref, e.Seq
 	s.cfg.Hub.SetController(ref, e.Epoch, s.leaseFresh)
 	go cluster.WatchTopics(lctx, s.cfg.Dyn, s.cfg.Namespace, func(ts map[string]balancer.TopicSpec) {
 		ref.Send(&controller.TopicsChanged{Topics: ts})

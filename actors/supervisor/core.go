@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/heal"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
@@ -21,7 +22,10 @@ type CoreConfig struct {
 	ConcurrentMoves int
 	// RetireAfter is how long a released partition actor lives on.
 	RetireAfter time.Duration
-	Log         zerolog.Logger
+	// PartitionRestarts and ControllerRestarts replace heal.Partitions and
+	// heal.Controllers (tests).
+	PartitionRestarts, ControllerRestarts *heal.Policy
+	Log                                   zerolog.Logger
 }
 
 // corePart is one partition actor this broker runs, named by its
@@ -37,6 +41,9 @@ type corePart struct {
 	// retake is a Take that arrived while the partition was still closing
 	// here: it is applied once the close is done (one open per process).
 	retake *assignment.PartitionRef
+	// down: the actor died; a new incarnation is spawned after the
+	// backoff (RespawnDue).
+	down bool
 }
 
 // Core is the cluster supervisor's state machine: it turns accepted
@@ -58,11 +65,12 @@ type Core struct {
 	ctrlEpoch int64
 	groups    []string // consumer groups this broker coordinates (GroupsLed)
 	gens      uint64   // partition actors spawned (unique names)
+	healTrackers
 }
 
 // NewCore returns an empty core: no assignment, no partitions.
 func NewCore(cfg CoreConfig) *Core {
-	return &Core{cfg: cfg, parts: map[routing.TP]*corePart{}}
+	return &Core{cfg: cfg, parts: map[routing.TP]*corePart{}, healTrackers: newHealTrackers(cfg)}
 }
 
 // Event is an input of the supervisor core.
@@ -198,12 +206,12 @@ func (StopController) isEffect()  {}
 func (ClearLeader) isEffect()     {}
 
 // Step applies one event and returns the effects, to run in order.
-func (c *Core) Step(ev Event, _ time.Time) []Effect {
+func (c *Core) Step(ev Event, now time.Time) []Effect {
 	switch e := ev.(type) {
 	case Applied:
 		return c.apply(e)
 	case Opened:
-		if lp, ok := c.parts[e.TP]; ok && lp.gen == e.Gen && lp.opening {
+		if lp, ok := c.parts[e.TP]; ok && lp.gen == e.Gen && lp.opening && !lp.down {
 			lp.opening = false
 			// A controller bounding its moves may wait for opens to finish
 			// before it starts more: tell it at once. Every broker of a
@@ -243,6 +251,8 @@ func (c *Core) Step(ev Event, _ time.Time) []Effect {
 	case GroupsReported:
 		c.groups = e.Names
 		return []Effect{UpdatePing{}, Kick{}}
+	default:
+		return c.stepHeal(ev, now)
 	}
 	return nil
 }
@@ -274,6 +284,12 @@ func (c *Core) apply(e Applied) []Effect {
 		if !ok || lp.releasing {
 			continue
 		}
+		if lp.down {
+			// Dead, its log closed: released already.
+			delete(c.parts, tp)
+			out = append(out, RefreshPing{Send: true})
+			continue
+		}
 		lp.releasing = true
 		nt, still := e.Next.Topics[r.Topic]
 		out = append(out, Relinquish{TP: tp, Gen: lp.gen, Delete: !still || nt.ID != r.TopicID})
@@ -283,6 +299,8 @@ func (c *Core) apply(e Applied) []Effect {
 		cfg := e.Next.Topics[t.Topic].Config
 		lp, ok := c.parts[tp]
 		switch {
+		case ok && lp.down && lp.topicID == t.TopicID:
+			lp.leaderEpoch = t.LeaderEpoch // the respawn takes the file's epoch
 		case ok && !lp.releasing && lp.topicID == t.TopicID:
 			lp.leaderEpoch = t.LeaderEpoch
 			out = append(out, Take{Gen: lp.gen, Ref: t, Config: cfg})

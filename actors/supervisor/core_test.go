@@ -257,7 +257,9 @@ func (h *coreHarness) run(args []string) []string {
 	case "ping":
 		h.out = append(h.out, h.ping())
 	default:
-		h.t.Fatalf("unknown command %q", args[0])
+		if !h.runHeal(args) {
+			h.t.Fatalf("unknown command %q", args[0])
+		}
 	}
 	return h.out
 }
@@ -346,6 +348,9 @@ func (h *coreHarness) exec(e Effect) string {
 		return "stop-controller"
 	case ClearLeader:
 		return "clear-leader"
+	}
+	if s, ok := h.execHeal(e); ok {
+		return s
 	}
 	h.t.Fatalf("unknown effect %T", e)
 	return ""

@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/heal"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
@@ -50,7 +52,9 @@ type LocalConfig struct {
 	// Initial is the registry loaded at start (nil for an empty broker).
 	Initial  []TopicRecord
 	Registry Registry // nil = nothing persisted
-	Log      zerolog.Logger
+	// Clock runs the restart backoff (nil: the wall clock).
+	Clock clock.Clock
+	Log   zerolog.Logger
 }
 
 type topicState struct {
@@ -64,6 +68,14 @@ type Local struct {
 	cfg     LocalConfig
 	topics  map[string]*topicState
 	version int64
+	// Supervision (local_heal.go): panics of children not yet Terminated,
+	// whether the supervisor itself stops, restart histories, and the
+	// respawns made (unique names).
+	failed       map[string]any
+	stopping     bool
+	heal         *heal.Tracker
+	clock        clock.Clock
+	incarnations uint64
 }
 
 // NewLocal returns a producer for the local supervisor actor.
@@ -74,7 +86,10 @@ func NewLocal(cfg LocalConfig) func() actor.Actor {
 	if cfg.MaxPartitions <= 0 {
 		cfg.MaxPartitions = 10000
 	}
-	return func() actor.Actor { return &Local{cfg: cfg, topics: map[string]*topicState{}} }
+	return func() actor.Actor {
+		return &Local{cfg: cfg, topics: map[string]*topicState{}, failed: map[string]any{},
+			heal: heal.NewTracker(heal.Partitions), clock: clock.OrReal(cfg.Clock)}
+	}
 }
 
 // Receive implements actor.Actor.
@@ -100,6 +115,12 @@ func (s *Local) Receive(ctx actor.Context) {
 		s.alterConfig(ctx, m)
 	case *Ping:
 		m.Reply()
+	case *actor.Terminated:
+		s.terminated(ctx, m.Who)
+	case *respawnLocal:
+		s.respawn(ctx, m)
+	case *actor.Stopping:
+		s.stopping = true
 	}
 }
 

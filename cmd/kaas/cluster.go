@@ -86,6 +86,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		HeartbeatDial:     b.sec.heartbeatDialOptions(cfg),
 		Hub:               hub,
 		DefaultPartitions: int32(cfg.DefaultPartitions),
+		Fatal:             b.fatal,
 		Log:               b.log.With().Str("actor", "supervisor").Logger(),
 	}))
 	return err

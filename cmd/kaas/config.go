@@ -32,6 +32,7 @@ type serveConfig struct {
 	DefaultPartitions int
 	ClusterID         string
 	BrokerID          int
+	DebugChaos        bool
 
 	// cluster mode (MY_POD_NAME set)
 	HeartbeatAddr           string
@@ -98,6 +99,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create a topic a Metadata request names but that does not exist (Kafka's auto.create.topics.enable)")
 	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")
+	fs.BoolVar(&cfg.DebugChaos, "debug-chaos", false, "testing only: serve /debug/chaos/ on --http-addr, which kills actors and slows or fails fsyncs on request (never in a deployment)")
 	fs.IntVar(&cfg.BrokerID, "broker-id", 0, "broker id in local mode (cluster mode takes it from the pod name)")
 	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "consumer groups: how long the first rebalance of an empty classic group waits for more members to join; 0 does not wait (Kafka's group.initial.rebalance.delay.ms)")
 	fs.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", 6*time.Second, "consumer groups: shortest session timeout a classic group member may ask for (Kafka's group.min.session.timeout.ms)")

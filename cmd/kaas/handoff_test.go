@@ -56,6 +56,15 @@ type loadChecker struct {
 	// onRecord, when set, sees every record verify reads back (a caller's
 	// own checks on top, e.g. which leader epoch holds an offset).
 	onRecord func(*kgo.Record)
+	// logged is what verify read back: per partition, the producer
+	// sequence at each offset.
+	logged map[int32]map[int64]int
+}
+
+// checked is verify's account of the log read back.
+type checked struct {
+	acked, inLog                                  int
+	lost, dups, disorder, epochDrops, notAtOffset int
 }
 
 // pace sets the load's interval per partition (0: full speed).
@@ -360,7 +369,7 @@ func pct(ds []time.Duration, p float64) time.Duration {
 // producers saw acknowledged: nothing acknowledged lost, nothing twice,
 // producer order kept, each record at its acknowledged offset, and leader
 // epochs never going down along the log (two writers would interleave).
-func (l *loadChecker) verify(c *kaasCluster) {
+func (l *loadChecker) verify(c *kaasCluster) checked {
 	t := l.t
 	t.Helper()
 	cl := c.client(kgo.ConsumeTopics(l.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -453,6 +462,8 @@ func (l *loadChecker) verify(c *kaasCluster) {
 	if lost+dups+disorder+epochDrops+moved > 0 || total == 0 {
 		t.Errorf("invariants violated")
 	}
+	l.logged = offsets
+	return checked{acked: total, inLog: int(got), lost: lost, dups: dups, disorder: disorder, epochDrops: epochDrops, notAtOffset: moved}
 }
 
 // partitionsLedBy reads assignment.json for the partitions of topic that

@@ -30,6 +30,7 @@ import (
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/disklog"
+	"github.com/kaas-project/kaas/storage/faultlog"
 	"github.com/kaas-project/kaas/storage/memlog"
 )
 
@@ -62,7 +63,9 @@ type broker struct {
 	fence    *cluster.Fence     // cluster mode: self-fencing clock
 	groups   *group.Coordinator // consumer-group coordinator (nil if it failed to start)
 	grpc     *grpc.Server
-	opener   storage.Opener // closed last (disklog keeps a descriptor on the volume for syncfs)
+	opener   storage.Opener   // closed last (disklog keeps a descriptor on the volume for syncfs)
+	faults   *faultlog.Opener // --debug-chaos: the partitions' storage, with faults
+	stopping atomic.Bool      // shutdown began: deaths of essential actors are expected
 }
 
 // openStorage chooses the log engine: in memory without --data-dir.
@@ -96,10 +99,11 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		}
 	}
 	b.system = actorsys.NewSystem()
+	partOpener := b.chaosStorage(opener)
 	if cfg.clusterMode() {
-		err = b.startCluster(cfg, opener)
+		err = b.startCluster(cfg, partOpener)
 	} else {
-		err = b.startLocal(cfg, opener, registry, initial)
+		err = b.startLocal(cfg, partOpener, registry, initial)
 	}
 	if err != nil {
 		b.closeKafkaListeners()
@@ -126,6 +130,10 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.SASLFailures = b.sec.limiter
 	registerGroups(b)
 	registerTransactions(b)
+	b.watchEssential("supervisor", b.sup)
+	if b.groups != nil {
+		b.watchEssential("group coordinator", b.groups.Ref())
+	}
 	for i, ln := range append([]net.Listener{b.kafkaLn}, b.extraLns...) {
 		l := b.sec.settings[i]
 		go func() {
@@ -170,6 +178,7 @@ func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry su
 func (b *broker) shutdown() { b.stopOnce.Do(b.stop) }
 
 func (b *broker) stop() {
+	b.stopping.Store(true)
 	b.ready.Store(false)
 	b.closeKafkaListeners()
 	b.srv.CloseConnections()
@@ -307,6 +316,7 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	b.registerChaos(mux)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		v := b.views.Load()
 		w.Header().Set("Content-Type", "application/json")

@@ -1,0 +1,173 @@
+package actorsys
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// answeringMailbox is protoactor's unbounded mailbox with one change: the
+// requests still queued when its actor stops (a panic, a Stop) are answered
+// through Undeliverable instead of being dropped. protoactor discards the
+// user messages of a stopped actor's mailbox, and a connection waiting for
+// one of those answers would stall every response behind it.
+func answeringMailbox() actor.Mailbox { return &answering{Mailbox: actor.Unbounded()()} }
+
+type answering struct{ actor.Mailbox }
+
+func (m *answering) RegisterHandlers(inv actor.MessageInvoker, d actor.Dispatcher) {
+	m.Mailbox.RegisterHandlers(&answeringInvoker{inner: inv, mb: m.Mailbox}, d)
+}
+
+type answeringInvoker struct {
+	inner   actor.MessageInvoker
+	mb      actor.Mailbox
+	stopped atomic.Bool
+}
+
+func (i *answeringInvoker) InvokeSystemMessage(msg any) {
+	i.inner.InvokeSystemMessage(msg)
+	if _, ok := msg.(*actor.Stop); ok && !i.stopped.Swap(true) {
+		// An actor that failed has its mailbox suspended, and protoactor
+		// never resumes it once the actor stops: what was queued would
+		// wait forever. Resumed, it is answered here.
+		i.mb.PostSystemMessage(&actor.ResumeMailbox{})
+	}
+}
+
+func (i *answeringInvoker) InvokeUserMessage(msg any) {
+	m := actor.UnwrapEnvelopeMessage(msg)
+	if i.stopped.Load() {
+		if u, ok := m.(Undeliverable); ok {
+			u.Undelivered()
+			return
+		}
+	}
+	if _, ok := m.(*Crash); ok && chaosEnabled.Load() {
+		// Inside the mailbox's recover: the actor fails as it would on a
+		// panic of its own.
+		panic(fmt.Sprintf("chaos: crash injected into %T", m))
+	}
+	i.inner.InvokeUserMessage(msg)
+}
+
+// EscalateFailure answers the request whose handling panicked (retriable,
+// as for a stopped actor: the client retries, and an idempotent producer's
+// retry is de-duplicated), then reports the failure to the parent.
+func (i *answeringInvoker) EscalateFailure(reason, message any) {
+	if u, ok := actor.UnwrapEnvelopeMessage(message).(Undeliverable); ok {
+		u.Undelivered()
+	}
+	i.inner.EscalateFailure(reason, message)
+}
+
+// props are the Props every actor of kaas is spawned with.
+func props(producer func() actor.Actor, opts ...actor.PropsOption) *actor.Props {
+	return actor.PropsFromProducer(producer, append([]actor.PropsOption{actor.WithMailbox(answeringMailbox)}, opts...)...)
+}
+
+// Props returns the Props kaas spawns its actors with (the mailbox that
+// answers what a stopped actor leaves queued), for spawns made through the
+// actor context directly.
+func Props(producer func() actor.Actor) *actor.Props { return props(producer) }
+
+// Crash makes the actor it is sent to panic, when chaos is enabled
+// (EnableChaos); otherwise it is passed on like any message (and ignored).
+type Crash struct{}
+
+var chaosEnabled atomic.Bool
+
+// EnableChaos lets Crash messages panic their actors (--debug-chaos).
+func EnableChaos() { chaosEnabled.Store(true) }
+
+// Failed is a child's failure as its parent's strategy sees it.
+type Failed struct {
+	Child  *actor.PID
+	Reason any
+}
+
+// StopOnFailure is a supervisor strategy that stops a failed child (its
+// Stopping handler closes what it holds) and reports the failure: the
+// parent decides, when the Terminated arrives, whether and when to spawn a
+// new incarnation. protoactor's default restarts the child in place, which
+// keeps nothing of what the old instance held (a partition's open log).
+type StopOnFailure struct{ OnFailure func(Failed) }
+
+// HandleFailure implements actor.SupervisorStrategy.
+func (s *StopOnFailure) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ any) {
+	if s.OnFailure != nil {
+		s.OnFailure(Failed{Child: child, Reason: reason})
+	}
+	sup.StopChildren(child)
+}
+
+// SpawnGuarded starts a top-level actor under the guardian of strategy
+// (one guardian per strategy value: pass the same pointer for every actor
+// of a kind), instead of protoactor's default of restarting it in place.
+func (s *System) SpawnGuarded(name string, producer func() actor.Actor, strategy *StopOnFailure) (Ref, error) {
+	root := actor.NewRootContext(s.as, nil).WithGuardian(strategy)
+	pid, err := root.SpawnNamed(props(producer), name)
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{pid: pid, sys: s}, nil
+}
+
+// WatchEssential calls onDeath (from an actor's goroutine) when the actor
+// ref stops: for the actors the process cannot run without.
+func (s *System) WatchEssential(ref Ref, onDeath func()) error {
+	_, err := s.as.Root.SpawnNamed(props(func() actor.Actor { return &watcher{target: ref.pid, onDeath: onDeath} }), "watch/"+ref.pid.Id)
+	return err
+}
+
+type watcher struct {
+	target  *actor.PID
+	onDeath func()
+}
+
+func (w *watcher) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		ctx.Watch(w.target)
+	case *actor.Terminated:
+		if m.Who.Equal(w.target) {
+			w.onDeath()
+		}
+	}
+}
+
+// ChaosTarget picks, at random, a running actor whose id matches match
+// (debug chaos endpoint). It returns false when none does.
+func (s *System) ChaosTarget(match func(id string) bool) (Ref, bool) {
+	var ids []string
+	for _, bucket := range s.as.ProcessRegistry.LocalPIDs.LocalPIDs {
+		for _, id := range bucket.Keys() {
+			if match(id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return Ref{}, false
+	}
+	id := ids[rand.IntN(len(ids))]
+	return Ref{pid: actor.NewPID(s.as.ProcessRegistry.Address, id), sys: s}, true
+}
+
+// ChaosKind names the kind of actor an id belongs to ("" for none).
+func ChaosKind(id string) string {
+	switch {
+	case strings.HasPrefix(id, "conn/"):
+		return "connection"
+	case strings.Contains(id, "/partition/"):
+		return "partition"
+	case strings.HasPrefix(id, "groups/group-"):
+		return "group"
+	case strings.Contains(id, "/controller-"):
+		return "controller"
+	}
+	return ""
+}
