@@ -30,6 +30,10 @@ func (v *segView) release() {
 // acquire opens (through the descriptor cache) and snapshots s for reading.
 func (l *Log) acquire(s *segment) (segView, error) {
 	s.mu.RLock()
+	if r := s.replaced; r != nil {
+		s.mu.RUnlock()
+		return l.acquire(r)
+	}
 	if s.h != nil && (s.idx != nil || s.size == 0) {
 		v := segView{s: s, h: s.h, size: s.size, next: s.next, idx: s.idx}
 		v.h.acquire()
@@ -43,6 +47,10 @@ func (l *Log) acquire(s *segment) (segView, error) {
 	s.mu.RUnlock()
 
 	s.mu.Lock()
+	if r := s.replaced; r != nil {
+		s.mu.Unlock()
+		return l.acquire(r)
+	}
 	l.loadSealedLocked(s)
 	fresh := false
 	if s.h == nil {

@@ -144,8 +144,10 @@ func scanSegment(f *os.File, end, from, expect, limitOff, base int64, ix *indexe
 			res.beyond = true
 			break
 		}
-		if res.next >= 0 && h.BaseOffset != res.next {
-			res.bad = fmt.Errorf("batch at position %d has base offset %d, expected %d", pos, h.BaseOffset, res.next)
+		// A gap is allowed (compaction removes batches and keeps offsets),
+		// a step back is not.
+		if res.next >= 0 && h.BaseOffset < res.next {
+			res.bad = fmt.Errorf("batch at position %d has base offset %d, below the expected %d", pos, h.BaseOffset, res.next)
 			break
 		}
 		if h.BaseOffset-base > 1<<31-1 || h.BaseOffset < base {
