@@ -13,7 +13,7 @@ import (
 type kv struct{ k, v []byte }
 
 func rec(k, v string) kv { return kv{[]byte(k), []byte(v)} }
-func tomb(k string) kv  { return kv{k: []byte(k)} }
+func tomb(k string) kv   { return kv{k: []byte(k)} }
 
 // mk builds an uncompressed batch at base with the records, producer pid
 // (-1: none) and timestamp ts.

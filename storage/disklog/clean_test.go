@@ -1,0 +1,314 @@
+package disklog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/compaction"
+)
+
+// keyedBatch builds a batch of keyed records ("" value: a tombstone).
+func keyedBatch(base, ts int64, kvs ...[2]string) []byte {
+	s := batch.Spec{BaseOffset: base, ProducerID: -1, BaseSequence: -1, Timestamp: ts}
+	for _, kv := range kvs {
+		s.Keys = append(s.Keys, []byte(kv[0]))
+		if kv[1] == "" {
+			s.Values = append(s.Values, nil)
+		} else {
+			s.Values = append(s.Values, []byte(kv[1]))
+		}
+	}
+	return batch.Build(s)
+}
+
+func appendBatch(t testing.TB, l *Log, b []byte) {
+	t.Helper()
+	batch.SetBaseOffset(b, l.NextOffset())
+	h, err := batch.Validate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(b, h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readTable reads the log from its start and folds it into key -> value
+// ("" for a tombstone read), checking offsets only go up; it returns the
+// table and how many records it read.
+func readTable(t testing.TB, l *Log) (map[string]string, int) {
+	t.Helper()
+	out := map[string]string{}
+	n := 0
+	last := int64(-1)
+	for _, b := range splitAll(t, readAll(t, l, l.StartOffset())) {
+		h, err := batch.Validate(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := compaction.Records(b, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			if r.Offset <= last {
+				t.Fatalf("offset %d after %d", r.Offset, last)
+			}
+			last = r.Offset
+			n++
+			v := ""
+			if !r.Tombstone {
+				v = recordValue(r)
+			}
+			out[string(r.Key)] = v
+		}
+	}
+	return out, n
+}
+
+func splitAll(t testing.TB, b []byte) [][]byte {
+	bs, rest, err := batch.Split(b)
+	if err != nil || len(rest) != 0 {
+		t.Fatalf("split: %v, %d bytes left", err, len(rest))
+	}
+	return bs
+}
+
+// recordValue decodes a record's value from its raw bytes.
+func recordValue(r compaction.Record) string {
+	p := r.Raw
+	_, n := varintLen(p)
+	p = p[n+1:] // length, attributes
+	for i := 0; i < 2; i++ {
+		_, n = varintLen(p)
+		p = p[n:]
+	}
+	kl, n := varintLen(p)
+	p = p[n:]
+	if kl > 0 {
+		p = p[kl:]
+	}
+	vl, n := varintLen(p)
+	return string(p[n : n+int(vl)])
+}
+
+func compactReq(now time.Time) storage.CompactRequest {
+	return storage.CompactRequest{Now: now, Config: compaction.Config{MinDirtyRatio: 0, DeleteRetention: 1000}, MapBytes: 1 << 20}
+}
+
+func TestCompactKeepsLatestPerKey(t *testing.T) {
+	dir := t.TempDir()
+	o := testOpener(t, dir)
+	l := openLogT(t, o, storage.LogConfig{SegmentBytes: 600})
+	now := time.Now()
+	for i := 0; i < 60; i++ {
+		appendBatch(t, l, keyedBatch(0, now.UnixMilli(), [2]string{fmt.Sprintf("k%d", i%5), fmt.Sprintf("v%d", i)}, [2]string{fmt.Sprintf("k%d", (i+1)%5), fmt.Sprintf("w%d", i)}))
+	}
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	before, nBefore := readTable(t, l)
+	sizeBefore := l.Size()
+	res, err := l.Compact(compactReq(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Cleaned || res.Segments == 0 {
+		t.Fatalf("nothing cleaned: %+v", res)
+	}
+	after, nAfter := readTable(t, l)
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("table changed: %v, was %v", after, before)
+	}
+	if nAfter >= nBefore || l.Size() >= sizeBefore {
+		t.Fatalf("records %d -> %d, bytes %d -> %d: nothing removed", nBefore, nAfter, sizeBefore, l.Size())
+	}
+	// A fetch inside a removed range returns the next batch.
+	for off := l.StartOffset(); off < l.NextOffset(); off++ {
+		r, err := l.Read(off, 1, l.NextOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := r.AppendTo(nil)
+		_ = r.Close()
+		h, err := batch.ParseHeader(b)
+		if err != nil || h.NextOffset() <= off {
+			t.Fatalf("read at %d: %v, batch ends at %d", off, err, h.NextOffset())
+		}
+	}
+	// Reopen after a crash (no clean close): recovery accepts the cleaned
+	// segments, then again after a clean close.
+	l.crash()
+	l = openLogT(t, o, storage.LogConfig{SegmentBytes: 600})
+	if got, _ := readTable(t, l); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("after recovery: %v", got)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLogT(t, o, storage.LogConfig{SegmentBytes: 600})
+	if got, _ := readTable(t, l); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("after a clean reopen: %v", got)
+	}
+	// A second pass with nothing new to clean does nothing.
+	res, err = l.Compact(compactReq(now))
+	if err != nil || res.Segments != 0 {
+		t.Fatalf("second pass: %+v %v", res, err)
+	}
+	_ = l.Close()
+}
+
+// TestCompactCrashAtEachStep stops a pass at each step of a segment swap,
+// as a crash would, and reopens: recovery accepts the log and every key
+// reads its latest value.
+func TestCompactCrashAtEachStep(t *testing.T) {
+	for _, step := range []string{"written", "index-cleared", "renamed", "swapped"} {
+		t.Run(step, func(t *testing.T) {
+			dir := t.TempDir()
+			o := testOpener(t, dir)
+			cfg := storage.LogConfig{SegmentBytes: 600, Claim: true, ClaimEpoch: 1}
+			l := openLogT(t, o, cfg)
+			now := time.Now()
+			for i := 0; i < 40; i++ {
+				appendBatch(t, l, keyedBatch(0, now.UnixMilli(), [2]string{fmt.Sprintf("k%d", i%3), fmt.Sprintf("v%d", i)}))
+			}
+			if _, err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := readTable(t, l)
+			stop := errors.New("crash")
+			cleanHook = func(s string) error {
+				if s == step {
+					return stop
+				}
+				return nil
+			}
+			defer func() { cleanHook = nil }()
+			if _, err := l.Compact(compactReq(now)); !errors.Is(err, stop) {
+				t.Fatalf("compact: %v, want the crash", err)
+			}
+			cleanHook = nil
+			l.crash()
+			cfg.ClaimEpoch = 2
+			l = openLogT(t, o, cfg)
+			if got, _ := readTable(t, l); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after a crash at %s: %v, want %v", step, got, want)
+			}
+			// The next pass finishes the job.
+			if _, err := l.Compact(compactReq(now)); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := readTable(t, l); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after the next pass: %v", got)
+			}
+			_ = l.Close()
+		})
+	}
+}
+
+// TestCompactFencedByNewerClaim: a leader deposed mid-pass (a newer epoch
+// claimed the partition) swaps nothing.
+func TestCompactFencedByNewerClaim(t *testing.T) {
+	dir := t.TempDir()
+	o := testOpener(t, dir)
+	cfg := storage.LogConfig{SegmentBytes: 600, Claim: true, ClaimEpoch: 1}
+	l := openLogT(t, o, cfg)
+	now := time.Now()
+	for i := 0; i < 40; i++ {
+		appendBatch(t, l, keyedBatch(0, now.UnixMilli(), [2]string{fmt.Sprintf("k%d", i%3), fmt.Sprintf("v%d", i)}))
+	}
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]int64{}
+	for _, p := range segFiles(t, l.Dir(), logSuffix) {
+		fi, _ := os.Stat(p)
+		names[p] = fi.Size()
+	}
+	cleanHook = func(s string) error {
+		if s == "written" {
+			// The next leader claims while this pass writes.
+			return claim(l.Dir(), 2, 0o644, l.log)
+		}
+		return nil
+	}
+	defer func() { cleanHook = nil }()
+	if _, err := l.Compact(compactReq(now)); !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("compact: %v, want ErrSuperseded", err)
+	}
+	for p, size := range names {
+		if fi, err := os.Stat(p); err != nil || fi.Size() != size {
+			t.Fatalf("%s changed under the next leader", p)
+		}
+	}
+	if m := segFiles(t, l.Dir(), cleanedSuffix); len(m) != 0 {
+		t.Fatalf("cleaned files left: %v", m)
+	}
+	_ = l.Close()
+}
+
+// TestCompactProperty: random produce/tombstone histories with appends,
+// passes (a small key map: several passes), crashes and reopens
+// interleaved; the log always reads as every key's latest value, or
+// nothing once a tombstone is past delete.retention.ms.
+func TestCompactProperty(t *testing.T) {
+	for seed := uint64(0); seed < 5; seed++ {
+		r := rand.New(rand.NewPCG(seed, 2))
+		dir := t.TempDir()
+		o := testOpener(t, dir)
+		cfg := storage.LogConfig{SegmentBytes: int64(800 + r.IntN(3000))}
+		l := openLogT(t, o, cfg)
+		latest := map[string]string{}
+		now := time.Now()
+		for round := 0; round < 5; round++ {
+			for i, n := 0, r.IntN(80); i < n; i++ {
+				var kvs [][2]string
+				for j, m := 0, 1+r.IntN(4); j < m; j++ {
+					k := fmt.Sprintf("k%d", r.IntN(30))
+					v := fmt.Sprintf("v%d-%d", round, i)
+					if r.IntN(6) == 0 {
+						v = ""
+					}
+					kvs = append(kvs, [2]string{k, v})
+					latest[k] = v
+				}
+				appendBatch(t, l, keyedBatch(0, now.UnixMilli()-int64(r.IntN(3000)), kvs...))
+			}
+			if _, err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			req := compactReq(now)
+			req.MapBytes = int64(5+r.IntN(40)) * compaction.EntryBytes
+			for pass := 0; pass < 3; pass++ {
+				if _, err := l.Compact(req); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+			}
+			got, _ := readTable(t, l)
+			for k, v := range latest {
+				g, ok := got[k]
+				if (v != "" && g != v) || (v == "" && ok && g != "") {
+					t.Fatalf("seed %d round %d: key %s reads %q (present %v), latest %q", seed, round, k, g, ok, v)
+				}
+			}
+			switch r.IntN(3) {
+			case 0:
+				l.crash()
+				l = openLogT(t, o, cfg)
+			case 1:
+				_ = l.Close()
+				l = openLogT(t, o, cfg)
+			}
+		}
+		_ = l.Close()
+	}
+}
+
+func varintLen(b []byte) (int64, int) { return binary.Varint(b) }
