@@ -51,6 +51,8 @@ type Config struct {
 	Revoked *atomic.Bool
 	// RunHandoff runs an open or a close (actorsys.HandoffPool when nil).
 	RunHandoff func(func())
+	// Cleaner is the log cleaner of compacted topics (compaction.go).
+	Cleaner CleanerConfig
 }
 
 func (c *Config) defaults() {
@@ -64,6 +66,7 @@ func (c *Config) defaults() {
 		c.ProducerExpiration = 24 * time.Hour
 	}
 	c.Clock = clock.OrReal(c.Clock)
+	c.Cleaner.defaults()
 	if c.RunHandoff == nil {
 		c.RunHandoff = actorsys.HandoffPool().Schedule
 	}
@@ -93,6 +96,9 @@ type Actor struct {
 	topic *metrics.Topic
 	// counted is the phase whose gauge counts this partition.
 	counted phase
+	// cleaning: a compaction pass is running; cleanerArmed: a cleaner
+	// check is scheduled (compaction.go).
+	cleaning, cleanerArmed bool
 }
 
 // New returns a producer for the partition actor of id.
@@ -156,6 +162,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 			r = messages.DescribeProducersResult{Producers: p.States()}
 		}
 		m.Reply(r)
+	case cleanerTick:
+		a.onCleanerTick()
+	case compacted:
+		a.onCompacted(m)
 	case *messages.Produce, *messages.Fetch, *messages.ListOffsets, *messages.OffsetForLeaderEpoch,
 		*messages.DeleteRecords, *messages.WatchHighWatermark:
 		a.step(Request{Msg: m})
@@ -166,6 +176,7 @@ func (a *Actor) applyConfig(cfg map[string]string) {
 	a.topicConfig = cfg
 	a.maxMessage = topicconfig.MaxMessageBytes(cfg)
 	a.appendTime = topicconfig.LogAppendTime(cfg)
+	a.armCleaner()
 }
 
 // sender delivers events to this actor from goroutines and timers.
@@ -279,6 +290,7 @@ func (a *Actor) exec(e Effect) {
 			a.log.Error().Err(err).Msg("retention")
 		}
 		a.core.Producers().Expire(now.Add(-a.cfg.ProducerExpiration).UnixMilli())
+		a.armCleaner()
 	}
 }
 
