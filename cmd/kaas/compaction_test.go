@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kaas-project/kaas/actors/metrics"
+)
+
+// TestCompactedTopicClients: a compacted topic on a disk log, produced to
+// with overwrites and tombstones, cleaned by the broker's cleaner, then
+// read from offset 0 by franz-go (a plain consumer and a group consumer
+// that restarts half-way) and kcat: every reader sees each live key's
+// latest value, no tombstoned key's old value, fewer records than were
+// produced, offsets only going up.
+func TestCompactedTopicClients(t *testing.T) {
+	_, addr, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--cleaner-interval", "100ms")
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 90*time.Second)
+	const topic = "compacted"
+	cfg := map[string]*string{"cleanup.policy": sp("compact"), "segment.bytes": sp("4096"),
+		"min.cleanable.dirty.ratio": sp("0.01"), "delete.retention.ms": sp("0")}
+	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
+		t.Fatalf("create: %v %v", err, r[topic].Err)
+	}
+	// DescribeConfigs reports the compaction settings.
+	dc, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, c := range dc[0].Configs {
+		seen[c.Key] = c.MaybeValue()
+	}
+	if seen["cleanup.policy"] != "compact" || seen["min.cleanable.dirty.ratio"] != "0.01" || seen["delete.retention.ms"] != "0" {
+		t.Fatalf("DescribeConfigs: %v", seen)
+	}
+	cl := newClient(t, addr, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic(topic))
+	want := map[string]string{}
+	produced := 0
+	for round := 0; round < 20; round++ {
+		var recs []*kgo.Record
+		for k := 0; k < 40; k++ {
+			key := fmt.Sprintf("key-%02d", k)
+			r := &kgo.Record{Key: []byte(key), Value: []byte(fmt.Sprintf("value-%02d-%03d", k, round))}
+			if round == 19 && k%5 == 0 {
+				r.Value = nil // tombstone
+				delete(want, key)
+			} else {
+				want[key] = string(r.Value)
+			}
+			recs = append(recs, r)
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		produced += len(recs)
+	}
+	// Roll the active segment, so the last round is cleanable too, by a
+	// write to a new segment that carries no key of interest.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("zz-filler"), Value: []byte(strings.Repeat("f", 5000))}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	want["zz-filler"] = strings.Repeat("f", 5000)
+	produced++
+	// Wait for the cleaner: the log reads as fewer records than produced.
+	deadline := time.Now().Add(60 * time.Second)
+	var got []*kgo.Record
+	for {
+		got = readAllFrom(t, addr, topic)
+		if len(got) < produced/4 && cleanedOnce(topic) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cleaner did not run: %d records of %d produced read back; cleaner %+v", len(got), produced, metrics.Cleaners())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkTable(t, "franz-go", got, want)
+
+	// A group consumer that stops half-way and a second one that resumes
+	// from the committed offset see the same table together.
+	const group = "compacted-readers"
+	first := newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var part []*kgo.Record
+	for len(part) < len(got)/2 {
+		fs := first.PollRecords(ctx, len(got)/2-len(part))
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		part = append(part, fs.Records()...)
+	}
+	if err := first.CommitRecords(ctx, part...); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	second := newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for len(part) < len(got) {
+		fs := second.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		part = append(part, fs.Records()...)
+	}
+	checkTable(t, "franz-go group", part, want)
+
+	// kcat (librdkafka) from the beginning.
+	requireTool(t, "kcat")
+	var kc []*kgo.Record
+	for _, m := range kcatConsume(t, addr, topic) {
+		r := &kgo.Record{Key: []byte(m.Key), Offset: m.Offset}
+		if m.Value != "" {
+			r.Value = []byte(m.Value)
+		}
+		kc = append(kc, r)
+	}
+	checkTable(t, "kcat", kc, want)
+}
+
+// cleanedOnce reports whether a pass completed on topic's partition 0.
+func cleanedOnce(topic string) bool {
+	for _, s := range metrics.Cleaners() {
+		if s.Topic == topic && s.Partition == 0 && s.LastCleanUnix > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// readAllFrom reads partition 0 of topic from offset 0 to its end.
+func readAllFrom(t *testing.T, addr, topic string) []*kgo.Record {
+	t.Helper()
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 20*time.Second)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := ends[topic][0].Offset
+	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))
+	defer cl.Close()
+	var out []*kgo.Record
+	for len(out) == 0 || out[len(out)-1].Offset < end-1 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("fetch: %v", err)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// checkTable folds records into a key table and compares it with want;
+// offsets must go up and every key appears at most once (the cleaned log
+// holds no superseded record, but tombstones may remain).
+func checkTable(t *testing.T, who string, recs []*kgo.Record, want map[string]string) {
+	t.Helper()
+	table := map[string]string{}
+	last := int64(-1)
+	for _, r := range recs {
+		if r.Offset <= last {
+			t.Fatalf("%s: offset %d after %d", who, r.Offset, last)
+		}
+		last = r.Offset
+		if r.Value == nil {
+			delete(table, string(r.Key))
+			continue
+		}
+		table[string(r.Key)] = string(r.Value)
+	}
+	if len(table) != len(want) {
+		t.Fatalf("%s: %d live keys, want %d", who, len(table), len(want))
+	}
+	for k, v := range want {
+		if table[k] != v {
+			t.Fatalf("%s: key %s reads %q, want %q", who, k, table[k], v)
+		}
+	}
+}
