@@ -289,14 +289,11 @@ func (l *Log) cleanSegment(s *segment, start int64, pass *compaction.Pass, th *c
 		keep = true
 		return false, err
 	}
-	keep = true // renamed into place, or left for a crash test
-	if err := l.swapCleaned(s, tmp, entries, sum); err != nil {
-		if !errors.Is(err, errHookStop) {
-			_ = os.Remove(tmp)
-		}
-		return false, err
-	}
-	return true, nil
+	swapped, err := l.swapCleaned(s, tmp, entries, sum)
+	// A crash test's stop leaves the files as they are; otherwise the
+	// cleaned file is either renamed into place or removed.
+	keep = swapped || errors.Is(err, errHookStop)
+	return swapped, err
 }
 
 // errHookStop marks an error from cleanHook (the files stay as they are).
@@ -311,15 +308,18 @@ var errHookStop = errors.New("clean hook stop")
 // (a log without a trusted index is scanned), the rename is atomic and made
 // durable before the new index is written, and the cleaned file is strictly
 // shorter than the old one, so an old trailer never passes for the new file.
-func (l *Log) swapCleaned(s *segment, tmp string, entries []indexEntry, sum summary) error {
-	if l.cfg.Claim {
+func (l *Log) swapCleaned(s *segment, tmp string, entries []indexEntry, sum summary) (bool, error) {
+	l.mu.RLock()
+	claimed, epoch := l.cfg.Claim, l.cfg.ClaimEpoch
+	l.mu.RUnlock()
+	if claimed {
 		unlock, _, err := openLocked(filepath.Join(l.dir, claimFile+lockSuffix), l.fileMode, claimLockWait)
 		if unlock == nil {
-			return fmt.Errorf("disklog: compaction: claim lock: %w", err)
+			return false, fmt.Errorf("disklog: compaction: claim lock: %w", err)
 		}
 		defer unlock()
-		if e, ok := readClaim(l.dir); ok && e > l.cfg.ClaimEpoch {
-			return ErrSuperseded
+		if e, ok := readClaim(l.dir); ok && e > epoch {
+			return false, ErrSuperseded
 		}
 	}
 	l.mu.Lock()
@@ -333,11 +333,12 @@ func (l *Log) swapCleaned(s *segment, tmp string, entries []indexEntry, sum summ
 	gone := s.deleted
 	s.mu.RUnlock()
 	if l.closing || l.closed || i < 0 || gone {
+		closing := l.closing || l.closed
 		l.mu.Unlock()
-		if l.closing || l.closed {
-			return errCleanAborted
+		if closing {
+			return false, errCleanAborted
 		}
-		return nil // retention removed it meanwhile
+		return false, nil // retention removed it meanwhile
 	}
 	prefix := s.prefix()
 	err := overwriteFile(prefix+indexSuffix, nil, l.fileMode)
@@ -352,14 +353,18 @@ func (l *Log) swapCleaned(s *segment, tmp string, entries []indexEntry, sum summ
 	if err == nil {
 		err = hookErr("renamed")
 	}
-	if err == nil {
-		if err = syncDir(l.dir); err != nil {
-			err = fmt.Errorf("disklog: compaction swap: %w", err)
-		}
-	}
 	if err != nil {
 		l.mu.Unlock()
-		return err
+		return false, err
+	}
+	// Renamed: the file under the name is the cleaned one from here on,
+	// whatever else fails. The new index is written only once the rename
+	// is durable: an index describing the cleaned file beside the old
+	// file (a crash undoing the rename) would be trusted.
+	indexOK := true
+	if derr := syncDir(l.dir); derr != nil {
+		indexOK = false
+		l.log.Warn().Err(derr).Str("segment", s.name).Msg("fsync the directory after a compaction swap (the next open scans the segment)")
 	}
 	ns := &segment{base: s.base, epoch: s.epoch, dir: s.dir, name: s.name, size: sum.size, next: sum.next,
 		maxTS: sum.maxTS, maxOff: sum.maxOff, idx: entries, verified: sum.size, corruptAt: -1}
@@ -373,16 +378,19 @@ func (l *Log) swapCleaned(s *segment, tmp string, entries []indexEntry, sum summ
 		s.dropHandle()
 	}
 	if err := hookErr("swapped"); err != nil {
-		return err
+		return true, err
+	}
+	if !indexOK {
+		return true, nil
 	}
 	if err := l.writeIndexFiles(prefix, entries, sum); err != nil {
 		l.log.Warn().Err(err).Str("segment", s.name).Msg("write a cleaned segment's index (the next open scans it)")
-		return nil
+		return true, nil
 	}
 	ns.mu.Lock()
 	ns.indexOnDisk = true
 	ns.mu.Unlock()
-	return nil
+	return true, nil
 }
 
 func hookErr(step string) error {
