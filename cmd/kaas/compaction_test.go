@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kaas-project/kaas/actors/metrics"
@@ -18,7 +21,8 @@ import (
 // latest value, no tombstoned key's old value, fewer records than were
 // produced, offsets only going up.
 func TestCompactedTopicClients(t *testing.T) {
-	_, addr, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--cleaner-interval", "100ms")
+	httpAddr := freeAddr(t)
+	_, addr, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--cleaner-interval", "100ms", "--http-addr", httpAddr)
 	adm := newAdmin(t, addr)
 	ctx := ctxT(t, 90*time.Second)
 	const topic = "compacted"
@@ -26,6 +30,21 @@ func TestCompactedTopicClients(t *testing.T) {
 		"min.cleanable.dirty.ratio": sp("0.01"), "delete.retention.ms": sp("0")}
 	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
 		t.Fatalf("create: %v %v", err, r[topic].Err)
+	}
+	// An existing topic turns compacted with IncrementalAlterConfigs (and
+	// AlterConfigs); an unknown policy is refused.
+	const other = "turned-compacted"
+	if r, err := adm.CreateTopics(ctx, 1, 1, nil, other); err != nil || r[other].Err != nil {
+		t.Fatalf("create: %v %v", err, r[other].Err)
+	}
+	if r, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: sp("compact,delete")}}, other); err != nil || r[0].Err != nil {
+		t.Fatalf("IncrementalAlterConfigs: %v %+v", err, r)
+	}
+	if r, err := adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: sp("compact")}}, other); err != nil || r[0].Err != nil {
+		t.Fatalf("AlterConfigs: %v %+v", err, r)
+	}
+	if r, _ := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: sp("shred")}}, other); len(r) == 0 || r[0].Err == nil {
+		t.Fatalf("cleanup.policy=shred accepted: %+v", r)
 	}
 	// DescribeConfigs reports the compaction settings.
 	dc, err := adm.DescribeTopicConfigs(ctx, topic)
@@ -81,6 +100,35 @@ func TestCompactedTopicClients(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	checkTable(t, "franz-go", got, want)
+
+	// The cleaner's state in /metrics and /healthz.
+	_, fams := scrape(t, httpAddr)
+	if v := sample(fams, "kaas_cleaner_last_clean_timestamp_seconds", "topic", topic, "partition", "0"); v <= 0 {
+		t.Fatalf("kaas_cleaner_last_clean_timestamp_seconds = %v", v)
+	}
+	if v := sample(fams, "kaas_cleaner_cleaned_bytes_total", "topic", topic); v <= 0 {
+		t.Fatalf("kaas_cleaner_cleaned_bytes_total = %v", v)
+	}
+	if v := sample(fams, "kaas_cleaner_dirty_ratio", "topic", topic, "partition", "0"); v < 0 || v > 1 {
+		t.Fatalf("kaas_cleaner_dirty_ratio = %v", v)
+	}
+	resp, err := http.Get("http://" + httpAddr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hz health
+	err = json.NewDecoder(resp.Body).Decode(&hz)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range hz.Cleaner {
+		found = found || (c.Topic == topic && c.LastCleanUnix > 0 && c.CleanedTo > 0)
+	}
+	if !found {
+		t.Fatalf("/healthz cleaner: %+v", hz.Cleaner)
+	}
 
 	// A group consumer that stops half-way and a second one that resumes
 	// from the committed offset see the same table together.
