@@ -1,10 +1,11 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 )
 
 // TestCompactedTopicClients: a compacted topic on a disk log, produced to
-// with overwrites and tombstones, cleaned by the broker's cleaner, then
+// (zstd batches) with overwrites and tombstones, cleaned by the broker's cleaner, then
 // read from offset 0 by franz-go (a plain consumer and a group consumer
 // that restarts half-way) and kcat: every reader sees each live key's
 // latest value, no tombstoned key's old value, fewer records than were
@@ -58,7 +59,7 @@ func TestCompactedTopicClients(t *testing.T) {
 	if seen["cleanup.policy"] != "compact" || seen["min.cleanable.dirty.ratio"] != "0.01" || seen["delete.retention.ms"] != "0" {
 		t.Fatalf("DescribeConfigs: %v", seen)
 	}
-	cl := newClient(t, addr, kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.DefaultProduceTopic(topic))
+	cl := newClient(t, addr, kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.DefaultProduceTopic(topic))
 	want := map[string]string{}
 	produced := 0
 	for round := 0; round < 20; round++ {
@@ -80,11 +81,14 @@ func TestCompactedTopicClients(t *testing.T) {
 		produced += len(recs)
 	}
 	// Roll the active segment, so the last round is cleanable too, by a
-	// write to a new segment that carries no key of interest.
-	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("zz-filler"), Value: []byte(strings.Repeat("f", 5000))}).FirstErr(); err != nil {
+	// write to a new segment that carries no key of interest (random hex:
+	// it stays larger than segment.bytes compressed).
+	filler := make([]byte, 8000)
+	_, _ = rand.Read(filler)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("zz-filler"), Value: []byte(hex.EncodeToString(filler))}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	want["zz-filler"] = strings.Repeat("f", 5000)
+	want["zz-filler"] = hex.EncodeToString(filler)
 	produced++
 	// Wait for the cleaner: the log reads as fewer records than produced.
 	deadline := time.Now().Add(60 * time.Second)

@@ -151,10 +151,10 @@ func TestPassBatch(t *testing.T) {
 				return b, setAttr(b, batch.AttrControl|batch.AttrTransactional)
 			}, want: same},
 		}},
-		{"compressed batch kept and protects later tombstones", [][2]any{{"a", int64(9)}}, []step{
+		{"transactional data kept and protects later tombstones", [][2]any{{"a", int64(9)}}, []step{
 			{b: func() ([]byte, batch.Header) {
-				b, _ := mk(0, -1, now, rec("a", "1"))
-				return b, setAttr(b, 1)
+				b, _ := mk(0, 4, now, rec("a", "1"))
+				return b, setAttr(b, batch.AttrTransactional)
 			}, want: same},
 			{b: func() ([]byte, batch.Header) { return mk(1, -1, now-5000, tomb("z")) }, want: same},
 		}},
@@ -366,6 +366,52 @@ func TestPassProperty(t *testing.T) {
 			if v == "" && ok && g != "" {
 				t.Fatalf("seed %d: tombstoned key %s reads %q", seed, k, g)
 			}
+		}
+	}
+}
+
+// compressed rebuilds an uncompressed batch with codec c.
+func compressed(t *testing.T, b []byte, h batch.Header, c int16) ([]byte, batch.Header) {
+	t.Helper()
+	z, ok := compress(c, b[batch.HeaderSize:])
+	if !ok {
+		t.Fatalf("codec %d unavailable", c)
+	}
+	out := append(append([]byte(nil), b[:batch.HeaderSize]...), z...)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-batch.LengthPrefix))
+	binary.BigEndian.PutUint16(out[21:], uint16(h.Attributes|c))
+	binary.BigEndian.PutUint32(out[17:], batch.Checksum(out))
+	oh, err := batch.Validate(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, oh
+}
+
+// TestPassCompressedBatches: a compressed batch (each of Kafka's codecs) is
+// decompressed, compacted and recompressed with its own codec.
+func TestPassCompressedBatches(t *testing.T) {
+	for c := int16(1); c <= 4; c++ {
+		b, h := mk(0, -1, 1000, rec("a", "1"), rec("b", "2"), rec("a", "3"), rec("c", "4"))
+		zb, zh := compressed(t, b, h, c)
+		m := NewKeyMap(1 << 20)
+		if ok, err := m.AddBatch(zb, zh); !ok || err != nil {
+			t.Fatalf("codec %d: key map: %v %v", c, ok, err)
+		}
+		p := &Pass{Map: m, MapEnd: 10, Horizon: 0, LastOfProducer: map[int64]int64{}}
+		out, err := p.Batch(zb, zh, false)
+		if err != nil {
+			t.Fatalf("codec %d: %v", c, err)
+		}
+		oh, err := batch.Validate(out)
+		if err != nil {
+			t.Fatalf("codec %d: rewritten batch: %v", c, err)
+		}
+		if oh.Attributes&batch.AttrCompressionMask != c || oh.NumRecords != 3 || oh.LastOffsetDelta != 3 {
+			t.Fatalf("codec %d: header %+v", c, oh)
+		}
+		if got := fmt.Sprint(contents(t, out)); got != "[1:b=2 2:a=3 3:c=4]" {
+			t.Fatalf("codec %d: %s", c, got)
 		}
 	}
 }

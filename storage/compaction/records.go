@@ -15,9 +15,11 @@
 //   - a rewritten batch keeps its base offset, last offset delta, producer
 //     fields and timestamps; its length, record count and CRC are recomputed.
 //
-// Batches whose records are opaque to the cleaner (compressed, or transactional
-// data) are kept whole and do not enter the key map: they may keep superseded
-// values, never lose a latest one, and while one lies below a tombstone that
+// A compressed batch is decompressed, decided record by record, and
+// recompressed with its own codec. Transactional data batches are opaque to
+// the cleaner (their fate depends on a commit or abort marker): they are kept
+// whole and do not enter the key map, so they may keep superseded values,
+// never lose a latest one, and while one lies below a tombstone that
 // tombstone is kept (removing it could bring back a value hidden inside).
 package compaction
 
@@ -37,22 +39,23 @@ type Record struct {
 	Raw       []byte // the record's bytes in the batch: length varint and body
 }
 
-// Opaque reports whether the cleaner cannot look into h's records: a
-// compressed batch, or transactional data (whose fate depends on a marker).
-// Control batches are handled apart (always kept).
+// Opaque reports whether the cleaner does not look into h's records:
+// transactional data (whose fate depends on a marker). Control batches
+// are handled apart (always kept).
 func Opaque(h batch.Header) bool {
-	return h.Attributes&batch.AttrCompressionMask != 0 || (h.IsTransactional() && !h.IsControl())
+	return h.IsTransactional() && !h.IsControl()
 }
 
-// Records decodes the records of an uncompressed batch b (header h).
+// Records decodes the records of batch b (header h), decompressing them
+// when the batch is compressed; Raw then points into the decompressed bytes.
 func Records(b []byte, h batch.Header) ([]Record, error) {
-	if h.Attributes&batch.AttrCompressionMask != 0 {
-		return nil, batch.ErrCompressed
-	}
 	if h.Size() > len(b) {
 		return nil, fmt.Errorf("%w: batch truncated", batch.ErrCorrupt)
 	}
-	p := b[batch.HeaderSize:h.Size()]
+	p, err := payload(b, h)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Record, 0, max(h.NumRecords, 0))
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, n := binary.Varint(p)
@@ -62,7 +65,6 @@ func Records(b []byte, h batch.Header) ([]Record, error) {
 		raw := p[:n+int(length)]
 		rec := p[n+1 : n+int(length)] // after the attributes byte
 		p = p[n+int(length):]
-		var err error
 		if _, rec, err = varint(rec); err != nil { // timestamp delta
 			return nil, fmt.Errorf("%w: record %d timestamp", batch.ErrCorrupt, i)
 		}
@@ -108,18 +110,29 @@ func field(b []byte) (v []byte, null bool, rest []byte, err error) {
 // Rebuild returns a copy of batch b (header h) holding only the records
 // kept (each a Record.Raw of b, in order): same base offset, last offset
 // delta, producer fields and timestamps, recomputed length, count and CRC.
-// No record gives an empty batch, as Kafka's cleaner writes to keep a
-// producer's last batch or an offset range's end.
+// A compressed batch is recompressed with its codec (written uncompressed
+// if that fails). No record gives an empty batch, as Kafka's cleaner
+// writes to keep a producer's last batch or an offset range's end.
 func Rebuild(b []byte, h batch.Header, kept []Record) []byte {
-	n := batch.HeaderSize
+	var recs []byte
 	for _, r := range kept {
-		n += len(r.Raw)
+		recs = append(recs, r.Raw...)
 	}
+	attrs := h.Attributes
+	if c := codecOf(h); c != 0 && len(kept) > 0 {
+		if z, ok := compress(c, recs); ok {
+			recs = z
+		} else {
+			attrs &^= batch.AttrCompressionMask
+		}
+	} else if len(kept) == 0 {
+		attrs &^= batch.AttrCompressionMask
+	}
+	n := batch.HeaderSize + len(recs)
 	out := make([]byte, batch.HeaderSize, n)
 	copy(out, b[:batch.HeaderSize])
-	for _, r := range kept {
-		out = append(out, r.Raw...)
-	}
+	out = append(out, recs...)
+	binary.BigEndian.PutUint16(out[21:], uint16(attrs))
 	binary.BigEndian.PutUint32(out[8:], uint32(n-batch.LengthPrefix))
 	binary.BigEndian.PutUint32(out[57:], uint32(len(kept)))
 	binary.BigEndian.PutUint32(out[17:], batch.Checksum(out))

@@ -306,8 +306,9 @@ var errHookStop = errors.New("clean hook stop")
 // claimed first (the swap is abandoned) or opens after the swap (and reads
 // the cleaned file). Crash-safe at every step: the index is emptied first
 // (a log without a trusted index is scanned), the rename is atomic and made
-// durable before the new index is written, and the cleaned file is strictly
-// shorter than the old one, so an old trailer never passes for the new file.
+// durable before the new index is written. The emptied index is made durable
+// before the rename, so an old trailer never describes the new file (a
+// recompressed batch may be longer than the one it replaces).
 func (l *Log) swapCleaned(s *segment, tmp string, entries []indexEntry, sum summary) (bool, error) {
 	l.mu.RLock()
 	claimed, epoch := l.cfg.Claim, l.cfg.ClaimEpoch
@@ -341,7 +342,7 @@ func (l *Log) swapCleaned(s *segment, tmp string, entries []indexEntry, sum summ
 		return false, nil // retention removed it meanwhile
 	}
 	prefix := s.prefix()
-	err := overwriteFile(prefix+indexSuffix, nil, l.fileMode)
+	err := emptyIndex(prefix + indexSuffix)
 	if err == nil {
 		err = hookErr("index-cleared")
 	}
@@ -396,6 +397,25 @@ func (l *Log) swapCleaned(s *segment, tmp string, entries []indexEntry, sum summ
 func hookErr(step string) error {
 	if err := runCleanHook(step); err != nil {
 		return fmt.Errorf("%w: %w", errHookStop, err)
+	}
+	return nil
+}
+
+// emptyIndex truncates a segment's index to nothing and makes that durable
+// (a missing index is fine: there is nothing to trust).
+func emptyIndex(path string) error {
+	f, err := openFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err == nil {
+		err = fdatasync(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("disklog: compaction: empty index: %w", err)
 	}
 	return nil
 }
