@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -161,6 +162,34 @@ func TestCompactedTopicClients(t *testing.T) {
 		part = append(part, fs.Records()...)
 	}
 	checkTable(t, "franz-go group", part, want)
+
+	// sarama from the oldest offset, up to the last record franz-go read.
+	ccfg := saramaConfig(sarama.V3_6_0_0)
+	ccfg.Consumer.Return.Errors = true
+	ccfg.Consumer.MaxWaitTime = 250 * time.Millisecond
+	cons, err := sarama.NewConsumer([]string{addr}, ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := cons.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr []*kgo.Record
+	lastOff := got[len(got)-1].Offset
+	for len(sr) == 0 || sr[len(sr)-1].Offset < lastOff {
+		select {
+		case m := <-pc.Messages():
+			sr = append(sr, &kgo.Record{Key: m.Key, Value: m.Value, Offset: m.Offset})
+		case err := <-pc.Errors():
+			t.Fatalf("sarama: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("sarama: read %d records, the last at %d, want up to %d", len(sr), sr[len(sr)-1].Offset, lastOff)
+		}
+	}
+	_ = pc.Close()
+	_ = cons.Close()
+	checkTable(t, "sarama", sr, want)
 
 	// kcat (librdkafka) from the beginning.
 	requireTool(t, "kcat")
