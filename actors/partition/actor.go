@@ -99,6 +99,8 @@ type Actor struct {
 	// cleaning: a compaction pass is running; cleanerArmed: a cleaner
 	// check is scheduled (compaction.go).
 	cleaning, cleanerArmed bool
+	// keysRequired: the topic is compacted, so every record needs a key.
+	keysRequired bool
 }
 
 // New returns a producer for the partition actor of id.
@@ -176,6 +178,7 @@ func (a *Actor) applyConfig(cfg map[string]string) {
 	a.topicConfig = cfg
 	a.maxMessage = topicconfig.MaxMessageBytes(cfg)
 	a.appendTime = topicconfig.LogAppendTime(cfg)
+	a.keysRequired = topicconfig.Compacted(cfg)
 	a.armCleaner()
 }
 

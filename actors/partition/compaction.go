@@ -2,10 +2,14 @@ package partition
 
 import (
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/batch"
 	"github.com/kaas-project/kaas/storage/compaction"
 	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/topicconfig"
@@ -109,4 +113,19 @@ func (a *Actor) onCompacted(m compacted) {
 	}
 	metrics.CleanerChecked(a.id.Topic, a.id.Partition, m.res.Plan.DirtyRatio, m.res.CleanedTo, at, m.res.BytesRead, err)
 	a.armCleaner()
+}
+
+// checkKeys refuses a batch with a record without a key on a compacted
+// topic, as Kafka does (INVALID_RECORD): the cleaner could only drop it.
+func checkKeys(b []byte, h batch.Header) (int16, string) {
+	recs, err := compaction.Records(b, h)
+	if err != nil {
+		return kerr.CorruptMessage.Code, err.Error()
+	}
+	for _, r := range recs {
+		if r.NullKey {
+			return kerr.InvalidRecord.Code, fmt.Sprintf("compacted topic cannot accept a record without a key (offset delta %d)", r.Offset-h.BaseOffset)
+		}
+	}
+	return 0, ""
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kaas-project/kaas/actors/metrics"
@@ -61,6 +63,10 @@ func TestCompactedTopicClients(t *testing.T) {
 		t.Fatalf("DescribeConfigs: %v", seen)
 	}
 	cl := newClient(t, addr, kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.DefaultProduceTopic(topic))
+	// A record without a key is refused on a compacted topic.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("no key")}).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("keyless record: %v, want INVALID_RECORD", err)
+	}
 	want := map[string]string{}
 	produced := 0
 	for round := 0; round < 20; round++ {
