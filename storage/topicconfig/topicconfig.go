@@ -353,7 +353,8 @@ func millis(v int64) time.Duration {
 
 // LogConfig derives what a log engine obeys from a topic config. Without
 // delete in cleanup.policy (compact alone), retention.ms and
-// retention.bytes remove nothing, as in Kafka.
+// retention.bytes remove nothing, as in Kafka; with compact, the active
+// segment rolls by max.compaction.lag.ms when that is sooner than segment.ms.
 func LogConfig(cfg map[string]string) storage.LogConfig {
 	c := storage.LogConfig{
 		SegmentBytes:   int64Value(cfg, "segment.bytes"),
@@ -364,6 +365,13 @@ func LogConfig(cfg map[string]string) storage.LogConfig {
 	}
 	if !policyHas(cfg, "delete") {
 		c.RetentionMs, c.RetentionBytes = -1, -1
+	}
+	if policyHas(cfg, "compact") {
+		// The active segment is never cleaned: roll it in time for a
+		// record never to stay uncompacted past max.compaction.lag.ms.
+		if lag := millis(int64Value(cfg, "max.compaction.lag.ms")); lag > 0 && lag < c.SegmentMs {
+			c.SegmentMs = lag
+		}
 	}
 	return c
 }

@@ -173,6 +173,12 @@ func TestCompactionConfig(t *testing.T) {
 	if c := LogConfig(both); c.RetentionMs != time.Second {
 		t.Fatalf("compact,delete keeps retention.ms: %+v", c)
 	}
+	if c := LogConfig(map[string]string{"cleanup.policy": "compact", "max.compaction.lag.ms": "60000"}); c.SegmentMs != time.Minute {
+		t.Fatalf("max.compaction.lag.ms does not roll the active segment: %+v", c)
+	}
+	if c := LogConfig(map[string]string{"max.compaction.lag.ms": "60000"}); c.SegmentMs == time.Minute {
+		t.Fatalf("max.compaction.lag.ms rolls a non-compacted topic: %+v", c)
+	}
 	if c := Compaction(compact); c.MinDirtyRatio != 0.25 || c.MinLagMs != 5 || c.DeleteRetention != 7 || c.MaxLagMs != 9223372036854775807 {
 		t.Fatalf("Compaction: %+v", c)
 	}
