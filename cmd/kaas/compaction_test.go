@@ -270,3 +270,76 @@ func checkTable(t *testing.T, who string, recs []*kgo.Record, want map[string]st
 		}
 	}
 }
+
+// TestCompactedTopicKafkajs: kafkajs (which has no zstd) reads a compacted
+// topic of gzip batches from the beginning, after the cleaner rewrote
+// them (decompressed, compacted, recompressed with gzip).
+func TestCompactedTopicKafkajs(t *testing.T) {
+	dir := kafkajsDir(t)
+	_, addr, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--cleaner-interval", "100ms")
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 90*time.Second)
+	const topic = "compacted-gzip"
+	cfg := map[string]*string{"cleanup.policy": sp("compact"), "segment.bytes": sp("2048"),
+		"min.cleanable.dirty.ratio": sp("0.01")}
+	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
+		t.Fatalf("create: %v %v", err, r[topic].Err)
+	}
+	cl := newClient(t, addr, kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.DefaultProduceTopic(topic))
+	want := map[string]string{}
+	produced := 0
+	for round := 0; round < 10; round++ {
+		var recs []*kgo.Record
+		for k := 0; k < 20; k++ {
+			key, v := fmt.Sprintf("key-%02d", k), fmt.Sprintf("value-%02d-%03d", k, round)
+			recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(v)})
+			want[key] = v
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		produced += len(recs)
+	}
+	filler := make([]byte, 4000)
+	_, _ = rand.Read(filler)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("zz-filler"), Value: []byte(hex.EncodeToString(filler))}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	want["zz-filler"] = hex.EncodeToString(filler)
+	produced++
+	deadline := time.Now().Add(60 * time.Second)
+	var got []*kgo.Record
+	for {
+		got = readAllFrom(t, addr, topic)
+		if len(got) < produced/3 && cleanedOnce(topic) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cleaner did not run: %d of %d records read back", len(got), produced)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	res := runKafkajs(t, dir, 60*time.Second, "consume-compacted.js", addr, topic, fmt.Sprint(got[len(got)-1].Offset))
+	var out struct {
+		Consumed []struct {
+			Offset int64   `json:"offset"`
+			Key    string  `json:"key"`
+			Value  *string `json:"value"`
+		} `json:"consumed"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+		t.Fatalf("kafkajs output %q: %v", truncate(res.Stdout, 2000), err)
+	}
+	var recs []*kgo.Record
+	for _, c := range out.Consumed {
+		r := &kgo.Record{Key: []byte(c.Key), Offset: c.Offset}
+		if c.Value != nil {
+			r.Value = []byte(*c.Value)
+		}
+		recs = append(recs, r)
+	}
+	checkTable(t, "kafkajs", recs, want)
+	if len(recs) != len(got) {
+		t.Fatalf("kafkajs read %d records, franz-go %d", len(recs), len(got))
+	}
+}

@@ -310,6 +310,22 @@ func (l *Log) Read(offset int64, maxBytes int, limit int64) (storage.Records, er
 	if recs == nil {
 		v.release()
 	}
+	if err == nil && recs.Len() == batch.HeaderSize && maxBytes > batch.HeaderSize {
+		// One empty batch, kept by compaction to end its segment: the
+		// records that follow come from the next segment, in the same
+		// response. A client that advances only by the records it gets
+		// (kafkajs) would otherwise fetch this offset for ever.
+		if hb, herr := recs.AppendTo(nil); herr == nil {
+			if h, perr := batch.ParseHeader(hb); perr == nil && h.NumRecords == 0 && h.NextOffset() < min(next, limit) {
+				if more, merr := l.Read(h.NextOffset(), maxBytes-batch.HeaderSize, limit); merr == nil {
+					if more.Len() > 0 {
+						return chainedRecords{recs, more}, nil
+					}
+					_ = more.Close()
+				}
+			}
+		}
+	}
 	return recs, err
 }
 
