@@ -143,6 +143,37 @@ func TestCompactKeepsLatestPerKey(t *testing.T) {
 			t.Fatalf("read at %d: %v, batch ends at %d", off, err, h.NextOffset())
 		}
 	}
+	// A read with room for more than one batch returns a record at or past
+	// the offset whenever the log holds one (an empty batch ending a
+	// segment is followed by the next segment's batches).
+	var recOffs []int64
+	for _, b := range splitAll(t, readAll(t, l, l.StartOffset())) {
+		h, _ := batch.Validate(b)
+		rs, _ := compaction.Records(b, h)
+		for _, r := range rs {
+			recOffs = append(recOffs, r.Offset)
+		}
+	}
+	for off := l.StartOffset(); off < l.NextOffset(); off++ {
+		r, err := l.Read(off, 1<<20, l.NextOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := r.AppendTo(nil)
+		_ = r.Close()
+		found := false
+		for _, bb := range splitAll(t, b) {
+			h, _ := batch.Validate(bb)
+			rs, _ := compaction.Records(bb, h)
+			for _, rr := range rs {
+				found = found || rr.Offset >= off
+			}
+		}
+		exists := recOffs[len(recOffs)-1] >= off
+		if found != exists {
+			t.Fatalf("read at %d: a record at or past it returned %v, in the log %v", off, found, exists)
+		}
+	}
 	// Reopen after a crash (no clean close): recovery accepts the cleaned
 	// segments, then again after a clean close.
 	l.crash()
