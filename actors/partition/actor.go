@@ -133,6 +133,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.TakeLeadership:
 		a.step(Take{Msg: m})
 	case *messages.RelinquishLeadership:
+		if a.keysRequired {
+			metrics.CleanerForget(a.id.Topic, a.id.Partition)
+		}
 		a.step(Relinquish{Delete: m.Delete, Fenced: a.fenced(), Done: m.Done})
 	case *messages.UpdateConfig:
 		a.applyConfig(m.Config)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/kaas-project/kaas/storage/batch"
 )
@@ -414,4 +415,22 @@ func TestPassCompressedBatches(t *testing.T) {
 			t.Fatalf("codec %d: %s", c, got)
 		}
 	}
+}
+
+// TestThrottlePacesToRate: waits reserve bytes on one timeline, so n
+// bytes at rate r take n/r seconds whoever asks.
+func TestThrottlePacesToRate(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var slept time.Duration
+	th := NewThrottle(1000, func() time.Time { return now }, func(d time.Duration) { slept += d; now = now.Add(d) })
+	for i := 0; i < 4; i++ {
+		th.Wait(500)
+	}
+	// 2,000 bytes at 1,000 B/s: the fourth wait starts at 1.5 s.
+	if slept != 1500*time.Millisecond {
+		t.Fatalf("slept %v, want 1.5s", slept)
+	}
+	var none *Throttle
+	none.Wait(1 << 30) // nil: unthrottled
+	NewThrottle(0, nil, func(time.Duration) { t.Fatal("slept unthrottled") }).Wait(1 << 30)
 }
