@@ -51,6 +51,8 @@ type Config struct {
 	Revoked *atomic.Bool
 	// RunHandoff runs an open or a close (actorsys.HandoffPool when nil).
 	RunHandoff func(func())
+	// Cleaner is the log cleaner of compacted topics (compaction.go).
+	Cleaner CleanerConfig
 }
 
 func (c *Config) defaults() {
@@ -64,6 +66,7 @@ func (c *Config) defaults() {
 		c.ProducerExpiration = 24 * time.Hour
 	}
 	c.Clock = clock.OrReal(c.Clock)
+	c.Cleaner.defaults()
 	if c.RunHandoff == nil {
 		c.RunHandoff = actorsys.HandoffPool().Schedule
 	}
@@ -93,6 +96,11 @@ type Actor struct {
 	topic *metrics.Topic
 	// counted is the phase whose gauge counts this partition.
 	counted phase
+	// cleaning: a compaction pass is running; cleanerArmed: a cleaner
+	// check is scheduled (compaction.go).
+	cleaning, cleanerArmed bool
+	// keysRequired: the topic is compacted, so every record needs a key.
+	keysRequired bool
 }
 
 // New returns a producer for the partition actor of id.
@@ -128,6 +136,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 	case *messages.TakeLeadership:
 		a.step(Take{Msg: m})
 	case *messages.RelinquishLeadership:
+		if a.keysRequired {
+			metrics.CleanerForget(a.id.Topic, a.id.Partition)
+		}
 		a.step(Relinquish{Delete: m.Delete, Fenced: a.fenced(), Done: m.Done})
 	case *messages.UpdateConfig:
 		a.applyConfig(m.Config)
@@ -159,6 +170,10 @@ func (a *Actor) Receive(ctx actor.Context) {
 			r = messages.DescribeProducersResult{Producers: p.States()}
 		}
 		m.Reply(r)
+	case cleanerTick:
+		a.onCleanerTick()
+	case compacted:
+		a.onCompacted(m)
 	case *messages.Produce, *messages.Fetch, *messages.ListOffsets, *messages.OffsetForLeaderEpoch,
 		*messages.DeleteRecords, *messages.WatchHighWatermark, *messages.WriteTxnMarker:
 		a.step(Request{Msg: m})
@@ -169,6 +184,8 @@ func (a *Actor) applyConfig(cfg map[string]string) {
 	a.topicConfig = cfg
 	a.maxMessage = topicconfig.MaxMessageBytes(cfg)
 	a.appendTime = topicconfig.LogAppendTime(cfg)
+	a.keysRequired = topicconfig.Compacted(cfg)
+	a.armCleaner()
 }
 
 // sender delivers events to this actor from goroutines and timers.
@@ -290,6 +307,7 @@ func (a *Actor) exec(e Effect) {
 		prods := a.core.Producers()
 		prods.Expire(now.Add(-a.cfg.ProducerExpiration).UnixMilli())
 		prods.TrimTxns(a.core.Log().StartOffset())
+		a.armCleaner()
 	}
 }
 

@@ -55,6 +55,12 @@ func (a *Actor) produce(m *messages.Produce) {
 			return
 		}
 	}
+	if a.keysRequired {
+		if code, msg := checkKeys(b, h); code != 0 {
+			reply(code, msg)
+			return
+		}
+	}
 	l, prods := a.core.Log(), a.core.Producers()
 	check := prods.Check(h)
 	if check.ErrorCode != 0 {

@@ -30,7 +30,7 @@ func TestCreateTopicsValidation(t *testing.T) {
 		{"ok", "good-topic", 3, map[string]*string{"retention.ms": sp("60000")}, nil},
 		{"unknown config", "t1", 1, map[string]*string{"no.such.config": sp("1")}, kerr.InvalidConfig},
 		{"bad config value", "t2", 1, map[string]*string{"retention.ms": sp("soon")}, kerr.InvalidConfig},
-		{"compaction refused", "t3", 1, map[string]*string{"cleanup.policy": sp("compact")}, kerr.InvalidConfig},
+		{"compaction accepted", "t3", 1, map[string]*string{"cleanup.policy": sp("compact")}, nil},
 		{"accepted without effect", "no-effect", 1, map[string]*string{"min.cleanable.dirty.ratio": sp("0.9"),
 			"compression.zstd.level": sp("-5"), "leader.replication.throttled.replicas": sp("*"), "local.retention.ms": sp("-2")}, nil},
 		{"out of range", "t5", 1, map[string]*string{"compression.lz4.level": sp("18")}, kerr.InvalidConfig},

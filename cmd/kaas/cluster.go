@@ -69,7 +69,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		HeartbeatAddr:     cfg.AdvertisedHeartbeatAddr,
 		Store:             b.views,
 		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.log, Fence: b.fence},
+		Partition:         partition.Config{Opener: opener, Log: b.log, Fence: b.fence, Cleaner: cfg.cleaner()},
 		DataDir:           cfg.DataDir,
 		Fence:             b.fence,
 		Kube:              kube,

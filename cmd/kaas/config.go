@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kaas-project/kaas/storage/compaction"
 	"github.com/kaas-project/kaas/storage/disklog"
 )
 
@@ -20,14 +21,18 @@ import (
 // environment twin (--kafka-addr -> KAAS_KAFKA_ADDR); a flag on the command
 // line wins over its variable.
 type serveConfig struct {
-	KafkaAddr         string
-	AdvertisedAddr    string
-	HTTPAddr          string
-	DataDir           string
-	Fsync             string
-	LogLevel          string
-	LogFormat         string
-	MaxRequestSize    int
+	KafkaAddr      string
+	AdvertisedAddr string
+	HTTPAddr       string
+	DataDir        string
+	Fsync          string
+	LogLevel       string
+	LogFormat      string
+	MaxRequestSize int
+	// log cleaner (cleanup.policy=compact)
+	CleanerIORate     int64
+	CleanerBufferSize int64
+	CleanerInterval   time.Duration
 	AutoCreateTopics  bool
 	DefaultPartitions int
 	ClusterID         string
@@ -69,6 +74,8 @@ type serveConfig struct {
 	advPort  int32
 	level    zerolog.Level
 	syncMode disklog.SyncMode
+	// cleanerThrottle is shared by every partition's cleaner (cleaner.go).
+	cleanerThrottle *compaction.Throttle
 }
 
 // serveUsage heads the flag list of kaas --help.
@@ -120,6 +127,9 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.DeadAfter, "dead-after", 8*time.Second, "cluster mode: the controller declares a silent broker dead after this (must exceed --fence-after plus a margin)")
 	fs.IntVar(&cfg.ConcurrentMoves, "concurrent-moves", 0, "cluster mode: the most planned partition moves (drain, rebalance) in motion at once, held, granted or still opening; more run in waves, which shortens each partition's unavailability and lengthens the drain; 0 moves everything at once")
 	fs.DurationVar(&cfg.StrayGrace, "stray-grace", 2*time.Minute, "cluster mode: the controller removes a partition directory of a deleted topic that no broker removed (its leader was down) once it has been stray this long; 0 never")
+	fs.Int64Var(&cfg.CleanerIORate, "cleaner-io-rate", 64<<20, "log cleaner (cleanup.policy=compact): bytes per second every compaction pass of the broker reads and writes, together; 0 is unthrottled (Kafka's log.cleaner.io.max.bytes.per.second)")
+	fs.Int64Var(&cfg.CleanerBufferSize, "cleaner-dedupe-buffer-size", 128<<20, "log cleaner: memory bound of one pass's key map, in bytes (about 48 bytes a distinct key); a partition with more distinct dirty keys cleans in several passes (Kafka's log.cleaner.dedupe.buffer.size)")
+	fs.DurationVar(&cfg.CleanerInterval, "cleaner-interval", 15*time.Second, "log cleaner: how often a compacted partition checks whether it is dirty enough to clean (Kafka's log.cleaner.backoff.ms)")
 	addSecurityFlags(fs, &cfg.securityConfig)
 	return fs
 }
@@ -180,6 +190,10 @@ func (c *serveConfig) validate() error {
 	}
 	if c.syncMode, err = disklog.ParseSyncMode(c.Fsync); err != nil {
 		return fmt.Errorf("--fsync: %w", err)
+	}
+	if c.CleanerIORate < 0 || c.CleanerBufferSize < 1<<20 || c.CleanerInterval <= 0 {
+		return fmt.Errorf("--cleaner-io-rate %d, --cleaner-dedupe-buffer-size %d, --cleaner-interval %s: want a rate >= 0, a buffer >= 1 MiB and a positive interval",
+			c.CleanerIORate, c.CleanerBufferSize, c.CleanerInterval)
 	}
 	if c.MaxRequestSize < 1024 || c.MaxRequestSize > 1<<30 {
 		return fmt.Errorf("--max-request-size %d: want 1024 .. 1073741824 bytes", c.MaxRequestSize)

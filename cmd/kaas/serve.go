@@ -164,7 +164,7 @@ func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry su
 		Self:              self,
 		Store:             b.views,
 		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.log},
+		Partition:         partition.Config{Opener: opener, Log: b.log, Cleaner: cfg.cleaner()},
 		DefaultPartitions: int32(cfg.DefaultPartitions),
 		Initial:           initial,
 		Registry:          registry,
@@ -304,6 +304,8 @@ type health struct {
 	PartitionsLed     int    `json:"partitions_led"`
 	GroupsLed         int    `json:"groups_led"`
 	Topics            int    `json:"topics"`
+	// Cleaner is the log cleaner's state of each compacted partition led here.
+	Cleaner []metrics.CleanerState `json:"cleaner,omitempty"`
 }
 
 func (b *broker) serveHTTP(ctx context.Context) {
@@ -321,7 +323,8 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		v := b.views.Load()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(health{Status: "ok", Role: v.Role, BrokerID: v.Self, Epoch: v.Epoch,
-			AssignmentVersion: v.Version, PartitionsLed: len(v.Local), GroupsLed: groupsLed(b), Topics: len(v.Topics)})
+			AssignmentVersion: v.Version, PartitionsLed: len(v.Local), GroupsLed: groupsLed(b), Topics: len(v.Topics),
+			Cleaner: metrics.Cleaners()})
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !b.ready.Load() {

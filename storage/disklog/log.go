@@ -71,6 +71,11 @@ type Log struct {
 	// read by path), read after every group commit by Superseded.
 	claim *keptFile
 
+	// cleanMu: one compaction pass at a time; cleanedTo: the first dirty
+	// offset (-1: not read yet from cleanerFile), under cleanMu.
+	cleanMu   sync.Mutex
+	cleanedTo int64
+
 	syncMu  sync.Mutex // one Sync (or Close) at a time
 	syncErr error      // sticky: after a failed fdatasync the log never claims durability again
 

@@ -30,6 +30,10 @@ func (v *segView) release() {
 // acquire opens (through the descriptor cache) and snapshots s for reading.
 func (l *Log) acquire(s *segment) (segView, error) {
 	s.mu.RLock()
+	if r := s.replaced; r != nil {
+		s.mu.RUnlock()
+		return l.acquire(r)
+	}
 	if s.h != nil && (s.idx != nil || s.size == 0) {
 		v := segView{s: s, h: s.h, size: s.size, next: s.next, idx: s.idx}
 		v.h.acquire()
@@ -43,6 +47,10 @@ func (l *Log) acquire(s *segment) (segView, error) {
 	s.mu.RUnlock()
 
 	s.mu.Lock()
+	if r := s.replaced; r != nil {
+		s.mu.Unlock()
+		return l.acquire(r)
+	}
 	l.loadSealedLocked(s)
 	fresh := false
 	if s.h == nil {
@@ -301,6 +309,22 @@ func (l *Log) Read(offset int64, maxBytes int, limit int64) (storage.Records, er
 	recs, err := l.readView(&v, offset, maxBytes, limit)
 	if recs == nil {
 		v.release()
+	}
+	if err == nil && recs.Len() == batch.HeaderSize && maxBytes > batch.HeaderSize {
+		// One empty batch, kept by compaction to end its segment: the
+		// records that follow come from the next segment, in the same
+		// response. A client that advances only by the records it gets
+		// (kafkajs) would otherwise fetch this offset for ever.
+		if hb, herr := recs.AppendTo(nil); herr == nil {
+			if h, perr := batch.ParseHeader(hb); perr == nil && h.NumRecords == 0 && h.NextOffset() < min(next, limit) {
+				if more, merr := l.Read(h.NextOffset(), maxBytes-batch.HeaderSize, limit); merr == nil {
+					if more.Len() > 0 {
+						return chainedRecords{recs, more}, nil
+					}
+					_ = more.Close()
+				}
+			}
+		}
 	}
 	return recs, err
 }

@@ -95,3 +95,34 @@ func putWindow(w *window) {
 	}
 	windowPool.Put(w)
 }
+
+// chainedRecords is two reads served as one (Read past a segment that
+// ends with an empty batch).
+type chainedRecords struct{ a, b storage.Records }
+
+func (r chainedRecords) Len() int { return r.a.Len() + r.b.Len() }
+
+func (r chainedRecords) AppendTo(dst []byte) ([]byte, error) {
+	dst, err := r.a.AppendTo(dst)
+	if err != nil {
+		return dst, err
+	}
+	return r.b.AppendTo(dst)
+}
+
+func (r chainedRecords) WriteTo(w io.Writer) (int64, error) {
+	n, err := r.a.WriteTo(w)
+	if err != nil {
+		return n, err
+	}
+	m, err := r.b.WriteTo(w)
+	return n + m, err
+}
+
+func (r chainedRecords) Close() error {
+	err := r.a.Close()
+	if e := r.b.Close(); err == nil {
+		err = e
+	}
+	return err
+}

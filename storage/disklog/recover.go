@@ -20,6 +20,7 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 	l := &Log{
 		o: o, dir: dir, name: filepath.Base(dir), id: id, cfg: cfg, fileMode: 0o644,
 		timers: map[*time.Timer]struct{}{}, kick: make(chan struct{}, 1), quit: make(chan struct{}),
+		cleanedTo: -1,
 	}
 	l.log = o.log.With().Str("topic", id.Topic).Int32("partition", id.Partition).Str("dir", dir).Logger()
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {

@@ -408,7 +408,7 @@ func (l *Log) createIndexFiles(s *segment) {
 // are durable, which is what the trailer asserts.
 func (l *Log) writeIndex(s *segment) error {
 	s.mu.RLock()
-	if s.deleted || (s.idx == nil && s.size > 0) {
+	if s.deleted || s.replaced != nil || (s.idx == nil && s.size > 0) {
 		s.mu.RUnlock()
 		return nil
 	}

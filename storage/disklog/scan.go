@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 
 	"github.com/kaas-project/kaas/storage/batch"
@@ -93,7 +94,7 @@ type scanResult struct {
 const maxBufferedBatch = 16 << 20
 
 // scanSegment validates batches from position from (a batch boundary) to
-// end: framing, CRC-32C and offset continuity (expect is the base offset
+// end: framing, CRC-32C and offset order (expect is the base offset
 // the first batch must have; -1 accepts any). It stops at the first invalid
 // batch, or before a batch that reaches limitOff. Index points are added
 // to entries through ix. An I/O error is returned as err.
@@ -144,7 +145,14 @@ func scanSegment(f *os.File, end, from, expect, limitOff, base int64, ix *indexe
 			res.beyond = true
 			break
 		}
-		if res.next >= 0 && h.BaseOffset != res.next {
+		// In a sealed segment (one with a successor, limitOff) a gap is
+		// allowed: compaction removes batches and keeps offsets. A step back
+		// is not, and the segment must still end at its successor's base,
+		// so a flipped base offset (outside the CRC) is still caught. The
+		// last segment, never compacted, must be contiguous: the end of
+		// its last batch is checked against nothing else.
+		gapOK := limitOff != math.MaxInt64
+		if res.next >= 0 && (h.BaseOffset < res.next || (!gapOK && h.BaseOffset != res.next)) {
 			res.bad = fmt.Errorf("batch at position %d has base offset %d, expected %d", pos, h.BaseOffset, res.next)
 			break
 		}

@@ -292,6 +292,9 @@ type segment struct {
 	// durable (its index trailer's end, or its base).
 	trusted int64
 	deleted bool
+	// replaced: the segment a compaction pass swapped in for this one (same
+	// name, new file); a reader holding this one is sent there.
+	replaced *segment
 	// verified is how many bytes were CRC-checked in this process; sealed
 	// segments trusted from their trailer at Open are verified lazily on
 	// first read. corruptAt is where verification failed (-1: never).

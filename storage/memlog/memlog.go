@@ -45,6 +45,10 @@ type Log struct {
 	now      func() time.Time
 	// defaultCap applies when the topic sets no retention.bytes.
 	defaultCap int64
+	// cleanMu: one compaction pass at a time; cleanedTo: the first dirty
+	// offset (compact.go), under cleanMu.
+	cleanMu   sync.Mutex
+	cleanedTo int64
 }
 
 // New returns an empty log.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/compaction"
 )
 
 // Type is a config value type, numbered as DescribeConfigs v3+ reports it.
@@ -95,14 +96,11 @@ func gzipLevel(v string) error {
 	return nil
 }
 
-// cleanupPolicy accepts Kafka's list of compact and delete, then refuses
-// compact: kaas has no log compaction.
+// cleanupPolicy accepts Kafka's list of compact and delete.
 func cleanupPolicy(v string) error {
 	for _, p := range strings.Split(v, ",") {
 		switch strings.TrimSpace(p) {
-		case "delete":
-		case "compact":
-			return fmt.Errorf("compact is not supported by kaas (no log compaction)")
+		case "delete", "compact":
 		default:
 			return fmt.Errorf("must be a list of compact, delete")
 		}
@@ -167,7 +165,7 @@ var Keys = map[string]Key{}
 func init() {
 	for _, k := range []Key{
 		{Name: "cleanup.policy", Type: TypeList, Default: "delete", Synonym: "log.cleanup.policy",
-			Doc:   "The retention policy for old log segments. kaas supports \"delete\"; compaction is not implemented and is refused.",
+			Doc:   "The retention policy for old log segments: delete (retention.ms/retention.bytes remove old segments), compact (the log cleaner keeps the latest record per key), or both.",
 			Check: cleanupPolicy},
 		{Name: "compression.type", Type: TypeString, Default: "producer", Synonym: "compression.type",
 			Doc:   "The final compression type for a topic. kaas stores batches as produced, so only \"producer\" is accepted.",
@@ -179,7 +177,7 @@ func init() {
 		{Name: "compression.zstd.level", Type: TypeInt, Default: "3", Synonym: "compression.zstd.level",
 			Doc: "The compression level for zstd when compression.type is zstd." + noEffect, Check: between(-131072, 22)},
 		{Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", Synonym: "log.cleaner.delete.retention.ms",
-			Doc: "How long delete tombstones are retained for compacted topics." + noEffect, Check: atLeast(0)},
+			Doc: "How long delete tombstones are retained for compacted topics.", Check: atLeast(0)},
 		{Name: "file.delete.delay.ms", Type: TypeLong, Default: "60000", Synonym: "log.segment.delete.delay.ms",
 			Doc: "The time to wait before deleting a file from the filesystem." + noEffect, Check: atLeast(0)},
 		{Name: "flush.messages", Type: TypeLong, Default: maxLong, Synonym: "log.flush.interval.messages",
@@ -197,7 +195,7 @@ func init() {
 		{Name: "local.retention.ms", Type: TypeLong, Default: "-2", Synonym: "log.local.retention.ms",
 			Doc: "How long tiered storage keeps a local segment; -2 is retention.ms." + noEffect, Check: atLeast(-2)},
 		{Name: "max.compaction.lag.ms", Type: TypeLong, Default: maxLong, Synonym: "log.cleaner.max.compaction.lag.ms",
-			Doc: "The maximum time a message remains ineligible for compaction." + noEffect, Check: atLeast(1)},
+			Doc: "The maximum time a message remains ineligible for compaction.", Check: atLeast(1)},
 		{Name: "max.message.bytes", Type: TypeInt, Default: "1048588", Synonym: "message.max.bytes",
 			Doc: "The largest record batch size allowed.", Check: atLeast(0)},
 		{Name: "message.downconversion.enable", Type: TypeBoolean, Default: "true", Synonym: "log.message.downconversion.enable",
@@ -211,9 +209,9 @@ func init() {
 		{Name: "message.timestamp.type", Type: TypeString, Default: "CreateTime", Synonym: "log.message.timestamp.type",
 			Doc: "Whether the timestamp in the message is the create time or the log append time.", Check: oneOf("CreateTime", "LogAppendTime")},
 		{Name: "min.cleanable.dirty.ratio", Type: TypeDouble, Default: "0.5", Synonym: "log.cleaner.min.cleanable.ratio",
-			Doc: "The ratio of uncompacted log to total log that makes a log eligible for cleaning." + noEffect, Check: betweenFloat(0, 1)},
+			Doc: "The ratio of uncompacted log to total log that makes a log eligible for cleaning.", Check: betweenFloat(0, 1)},
 		{Name: "min.compaction.lag.ms", Type: TypeLong, Default: "0", Synonym: "log.cleaner.min.compaction.lag.ms",
-			Doc: "The minimum time a message remains uncompacted in the log." + noEffect, Check: atLeast(0)},
+			Doc: "The minimum time a message remains uncompacted in the log.", Check: atLeast(0)},
 		{Name: "min.insync.replicas", Type: TypeInt, Default: "1", Synonym: "min.insync.replicas",
 			Doc: "Accepted for compatibility; kaas keeps one copy on a shared volume, so 1 is the only meaningful value.", Check: atLeast(1)},
 		{Name: "preallocate", Type: TypeBoolean, Default: "false", Synonym: "log.preallocate",
@@ -353,14 +351,54 @@ func millis(v int64) time.Duration {
 	return time.Duration(v) * time.Millisecond
 }
 
-// LogConfig derives what a log engine obeys from a topic config.
+// LogConfig derives what a log engine obeys from a topic config. Without
+// delete in cleanup.policy (compact alone), retention.ms and
+// retention.bytes remove nothing, as in Kafka; with compact, the active
+// segment rolls by max.compaction.lag.ms when that is sooner than segment.ms.
 func LogConfig(cfg map[string]string) storage.LogConfig {
-	return storage.LogConfig{
+	c := storage.LogConfig{
 		SegmentBytes:   int64Value(cfg, "segment.bytes"),
 		SegmentMs:      millis(int64Value(cfg, "segment.ms")),
 		RetentionMs:    millis(int64Value(cfg, "retention.ms")),
 		RetentionBytes: int64Value(cfg, "retention.bytes"),
 		IndexInterval:  int32(int64Value(cfg, "index.interval.bytes")),
+	}
+	if !policyHas(cfg, "delete") {
+		c.RetentionMs, c.RetentionBytes = -1, -1
+	}
+	if policyHas(cfg, "compact") {
+		// The active segment is never cleaned: roll it in time for a
+		// record never to stay uncompacted past max.compaction.lag.ms.
+		if lag := millis(int64Value(cfg, "max.compaction.lag.ms")); lag > 0 && lag < c.SegmentMs {
+			c.SegmentMs = lag
+		}
+	}
+	return c
+}
+
+func policyHas(cfg map[string]string, p string) bool {
+	for _, v := range strings.Split(Value(cfg, "cleanup.policy"), ",") {
+		if strings.TrimSpace(v) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Compacted reports compact in cleanup.policy.
+func Compacted(cfg map[string]string) bool { return policyHas(cfg, "compact") }
+
+// Compaction derives the log cleaner's settings from a topic config.
+func Compaction(cfg map[string]string) compaction.Config {
+	ratio, err := strconv.ParseFloat(Value(cfg, "min.cleanable.dirty.ratio"), 64)
+	if err != nil {
+		ratio = 0.5
+	}
+	return compaction.Config{
+		MinDirtyRatio:   ratio,
+		MinLagMs:        int64Value(cfg, "min.compaction.lag.ms"),
+		MaxLagMs:        int64Value(cfg, "max.compaction.lag.ms"),
+		DeleteRetention: int64Value(cfg, "delete.retention.ms"),
 	}
 }
 

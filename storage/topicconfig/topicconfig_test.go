@@ -17,7 +17,6 @@ func TestValidate(t *testing.T) {
 		{map[string]string{"retention.ms": "-2"}, "at least -1"},
 		{map[string]string{"retention.ms": "abc"}, "not a 64-bit integer"},
 		{map[string]string{"segment.bytes": "99999999999"}, "not a 32-bit integer"},
-		{map[string]string{"cleanup.policy": "compact"}, "compact is not supported"},
 		{map[string]string{"preallocate": "yes"}, "true or false"},
 		{map[string]string{"nope": "1"}, "unknown topic config"},
 	}
@@ -94,7 +93,8 @@ func TestValidateOne(t *testing.T) {
 		{"compression.type", "zstd", "only producer"},
 		{"compression.type", "brotli", "must be one of"},
 		{"cleanup.policy", "delete", ""},
-		{"cleanup.policy", "delete,compact", "compact is not supported"},
+		{"cleanup.policy", "delete,compact", ""},
+		{"cleanup.policy", "compact", ""},
 		{"cleanup.policy", "shred", "list of compact, delete"},
 		{"leader.replication.throttled.replicas", "", ""},
 		{"leader.replication.throttled.replicas", "*", ""},
@@ -157,5 +157,29 @@ func TestLogConfigDefaultsAndOverrides(t *testing.T) {
 	}
 	if MaxMessageBytes(map[string]string{"max.message.bytes": "100"}) != 100 || MaxMessageBytes(nil) != 1048588 {
 		t.Fatal("max.message.bytes")
+	}
+}
+
+func TestCompactionConfig(t *testing.T) {
+	compact := map[string]string{"cleanup.policy": "compact", "retention.ms": "1000", "min.cleanable.dirty.ratio": "0.25",
+		"min.compaction.lag.ms": "5", "delete.retention.ms": "7"}
+	if c := LogConfig(compact); c.RetentionMs >= 0 || c.RetentionBytes >= 0 {
+		t.Fatalf("compact alone must not delete by retention: %+v", c)
+	}
+	if !Compacted(compact) || Compacted(map[string]string{}) || !Compacted(map[string]string{"cleanup.policy": "delete, compact"}) {
+		t.Fatal("Compacted misreads cleanup.policy")
+	}
+	both := map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "1000"}
+	if c := LogConfig(both); c.RetentionMs != time.Second {
+		t.Fatalf("compact,delete keeps retention.ms: %+v", c)
+	}
+	if c := LogConfig(map[string]string{"cleanup.policy": "compact", "max.compaction.lag.ms": "60000"}); c.SegmentMs != time.Minute {
+		t.Fatalf("max.compaction.lag.ms does not roll the active segment: %+v", c)
+	}
+	if c := LogConfig(map[string]string{"max.compaction.lag.ms": "60000"}); c.SegmentMs == time.Minute {
+		t.Fatalf("max.compaction.lag.ms rolls a non-compacted topic: %+v", c)
+	}
+	if c := Compaction(compact); c.MinDirtyRatio != 0.25 || c.MinLagMs != 5 || c.DeleteRetention != 7 || c.MaxLagMs != 9223372036854775807 {
+		t.Fatalf("Compaction: %+v", c)
 	}
 }

@@ -1,0 +1,345 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kaas-project/kaas/actors/metrics"
+)
+
+// TestCompactedTopicClients: a compacted topic on a disk log, produced to
+// (zstd batches) with overwrites and tombstones, cleaned by the broker's cleaner, then
+// read from offset 0 by franz-go (a plain consumer and a group consumer
+// that restarts half-way) and kcat: every reader sees each live key's
+// latest value, no tombstoned key's old value, fewer records than were
+// produced, offsets only going up.
+func TestCompactedTopicClients(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, addr, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--cleaner-interval", "100ms", "--http-addr", httpAddr)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 90*time.Second)
+	const topic = "compacted"
+	cfg := map[string]*string{"cleanup.policy": sp("compact"), "segment.bytes": sp("4096"),
+		"min.cleanable.dirty.ratio": sp("0.01"), "delete.retention.ms": sp("0")}
+	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
+		t.Fatalf("create: %v %v", err, r[topic].Err)
+	}
+	// An existing topic turns compacted with IncrementalAlterConfigs (and
+	// AlterConfigs); an unknown policy is refused.
+	const other = "turned-compacted"
+	if r, err := adm.CreateTopics(ctx, 1, 1, nil, other); err != nil || r[other].Err != nil {
+		t.Fatalf("create: %v %v", err, r[other].Err)
+	}
+	if r, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: sp("compact,delete")}}, other); err != nil || r[0].Err != nil {
+		t.Fatalf("IncrementalAlterConfigs: %v %+v", err, r)
+	}
+	if r, err := adm.AlterTopicConfigsState(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: sp("compact")}}, other); err != nil || r[0].Err != nil {
+		t.Fatalf("AlterConfigs: %v %+v", err, r)
+	}
+	if r, _ := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: sp("shred")}}, other); len(r) == 0 || r[0].Err == nil {
+		t.Fatalf("cleanup.policy=shred accepted: %+v", r)
+	}
+	// DescribeConfigs reports the compaction settings.
+	dc, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, c := range dc[0].Configs {
+		seen[c.Key] = c.MaybeValue()
+	}
+	if seen["cleanup.policy"] != "compact" || seen["min.cleanable.dirty.ratio"] != "0.01" || seen["delete.retention.ms"] != "0" {
+		t.Fatalf("DescribeConfigs: %v", seen)
+	}
+	cl := newClient(t, addr, kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.DefaultProduceTopic(topic))
+	// A record without a key is refused on a compacted topic.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("no key")}).FirstErr(); !errors.Is(err, kerr.InvalidRecord) {
+		t.Fatalf("keyless record: %v, want INVALID_RECORD", err)
+	}
+	want := map[string]string{}
+	produced := 0
+	for round := 0; round < 20; round++ {
+		var recs []*kgo.Record
+		for k := 0; k < 40; k++ {
+			key := fmt.Sprintf("key-%02d", k)
+			r := &kgo.Record{Key: []byte(key), Value: []byte(fmt.Sprintf("value-%02d-%03d", k, round))}
+			if round == 19 && k%5 == 0 {
+				r.Value = nil // tombstone
+				delete(want, key)
+			} else {
+				want[key] = string(r.Value)
+			}
+			recs = append(recs, r)
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		produced += len(recs)
+	}
+	// Roll the active segment, so the last round is cleanable too, by a
+	// write to a new segment that carries no key of interest (random hex:
+	// it stays larger than segment.bytes compressed).
+	filler := make([]byte, 8000)
+	_, _ = rand.Read(filler)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("zz-filler"), Value: []byte(hex.EncodeToString(filler))}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	want["zz-filler"] = hex.EncodeToString(filler)
+	produced++
+	// Wait for the cleaner: the log reads as fewer records than produced.
+	deadline := time.Now().Add(60 * time.Second)
+	var got []*kgo.Record
+	for {
+		got = readAllFrom(t, addr, topic)
+		if len(got) < produced/4 && cleanedOnce(topic) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cleaner did not run: %d records of %d produced read back; cleaner %+v", len(got), produced, metrics.Cleaners())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	checkTable(t, "franz-go", got, want)
+
+	// The cleaner's state in /metrics and /healthz.
+	_, fams := scrape(t, httpAddr)
+	if v := sample(fams, "kaas_cleaner_last_clean_timestamp_seconds", "topic", topic, "partition", "0"); v <= 0 {
+		t.Fatalf("kaas_cleaner_last_clean_timestamp_seconds = %v", v)
+	}
+	if v := sample(fams, "kaas_cleaner_cleaned_bytes_total", "topic", topic); v <= 0 {
+		t.Fatalf("kaas_cleaner_cleaned_bytes_total = %v", v)
+	}
+	if v := sample(fams, "kaas_cleaner_dirty_ratio", "topic", topic, "partition", "0"); v < 0 || v > 1 {
+		t.Fatalf("kaas_cleaner_dirty_ratio = %v", v)
+	}
+	resp, err := http.Get("http://" + httpAddr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hz health
+	err = json.NewDecoder(resp.Body).Decode(&hz)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range hz.Cleaner {
+		found = found || (c.Topic == topic && c.LastCleanUnix > 0 && c.CleanedTo > 0)
+	}
+	if !found {
+		t.Fatalf("/healthz cleaner: %+v", hz.Cleaner)
+	}
+
+	// A group consumer that stops half-way and a second one that resumes
+	// from the committed offset see the same table together.
+	const group = "compacted-readers"
+	first := newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var part []*kgo.Record
+	for len(part) < len(got)/2 {
+		fs := first.PollRecords(ctx, len(got)/2-len(part))
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		part = append(part, fs.Records()...)
+	}
+	if err := first.CommitRecords(ctx, part...); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	second := newClient(t, addr, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	for len(part) < len(got) {
+		fs := second.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		part = append(part, fs.Records()...)
+	}
+	checkTable(t, "franz-go group", part, want)
+
+	// sarama from the oldest offset, up to the last record franz-go read.
+	ccfg := saramaConfig(sarama.V3_6_0_0)
+	ccfg.Consumer.Return.Errors = true
+	ccfg.Consumer.MaxWaitTime = 250 * time.Millisecond
+	cons, err := sarama.NewConsumer([]string{addr}, ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := cons.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sr []*kgo.Record
+	lastOff := got[len(got)-1].Offset
+	for len(sr) == 0 || sr[len(sr)-1].Offset < lastOff {
+		select {
+		case m := <-pc.Messages():
+			sr = append(sr, &kgo.Record{Key: m.Key, Value: m.Value, Offset: m.Offset})
+		case err := <-pc.Errors():
+			t.Fatalf("sarama: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("sarama: read %d records, the last at %d, want up to %d", len(sr), sr[len(sr)-1].Offset, lastOff)
+		}
+	}
+	_ = pc.Close()
+	_ = cons.Close()
+	checkTable(t, "sarama", sr, want)
+
+	// kcat (librdkafka) from the beginning.
+	requireTool(t, "kcat")
+	var kc []*kgo.Record
+	for _, m := range kcatConsume(t, addr, topic) {
+		r := &kgo.Record{Key: []byte(m.Key), Offset: m.Offset}
+		if m.Value != "" {
+			r.Value = []byte(m.Value)
+		}
+		kc = append(kc, r)
+	}
+	checkTable(t, "kcat", kc, want)
+}
+
+// cleanedOnce reports whether a pass completed on topic's partition 0.
+func cleanedOnce(topic string) bool {
+	for _, s := range metrics.Cleaners() {
+		if s.Topic == topic && s.Partition == 0 && s.LastCleanUnix > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// readAllFrom reads partition 0 of topic from offset 0 to its end.
+func readAllFrom(t *testing.T, addr, topic string) []*kgo.Record {
+	t.Helper()
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 20*time.Second)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := ends[topic][0].Offset
+	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}}))
+	defer cl.Close()
+	var out []*kgo.Record
+	for len(out) == 0 || out[len(out)-1].Offset < end-1 {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("fetch: %v", err)
+		}
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+// checkTable folds records into a key table and compares it with want;
+// offsets must go up and every key appears at most once (the cleaned log
+// holds no superseded record, but tombstones may remain).
+func checkTable(t *testing.T, who string, recs []*kgo.Record, want map[string]string) {
+	t.Helper()
+	table := map[string]string{}
+	last := int64(-1)
+	for _, r := range recs {
+		if r.Offset <= last {
+			t.Fatalf("%s: offset %d after %d", who, r.Offset, last)
+		}
+		last = r.Offset
+		if r.Value == nil {
+			delete(table, string(r.Key))
+			continue
+		}
+		table[string(r.Key)] = string(r.Value)
+	}
+	if len(table) != len(want) {
+		t.Fatalf("%s: %d live keys, want %d", who, len(table), len(want))
+	}
+	for k, v := range want {
+		if table[k] != v {
+			t.Fatalf("%s: key %s reads %q, want %q", who, k, table[k], v)
+		}
+	}
+}
+
+// TestCompactedTopicKafkajs: kafkajs (which has no zstd) reads a compacted
+// topic of gzip batches from the beginning, after the cleaner rewrote
+// them (decompressed, compacted, recompressed with gzip).
+func TestCompactedTopicKafkajs(t *testing.T) {
+	dir := kafkajsDir(t)
+	_, addr, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--cleaner-interval", "100ms")
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 90*time.Second)
+	const topic = "compacted-gzip"
+	cfg := map[string]*string{"cleanup.policy": sp("compact"), "segment.bytes": sp("2048"),
+		"min.cleanable.dirty.ratio": sp("0.01")}
+	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
+		t.Fatalf("create: %v %v", err, r[topic].Err)
+	}
+	cl := newClient(t, addr, kgo.ProducerBatchCompression(kgo.GzipCompression()), kgo.DefaultProduceTopic(topic))
+	want := map[string]string{}
+	produced := 0
+	for round := 0; round < 10; round++ {
+		var recs []*kgo.Record
+		for k := 0; k < 20; k++ {
+			key, v := fmt.Sprintf("key-%02d", k), fmt.Sprintf("value-%02d-%03d", k, round)
+			recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(v)})
+			want[key] = v
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		produced += len(recs)
+	}
+	filler := make([]byte, 4000)
+	_, _ = rand.Read(filler)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("zz-filler"), Value: []byte(hex.EncodeToString(filler))}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	want["zz-filler"] = hex.EncodeToString(filler)
+	produced++
+	deadline := time.Now().Add(60 * time.Second)
+	var got []*kgo.Record
+	for {
+		got = readAllFrom(t, addr, topic)
+		if len(got) < produced/3 && cleanedOnce(topic) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cleaner did not run: %d of %d records read back", len(got), produced)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	res := runKafkajs(t, dir, 60*time.Second, "consume-compacted.js", addr, topic, fmt.Sprint(got[len(got)-1].Offset))
+	var out struct {
+		Consumed []struct {
+			Offset int64   `json:"offset"`
+			Key    string  `json:"key"`
+			Value  *string `json:"value"`
+		} `json:"consumed"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+		t.Fatalf("kafkajs output %q: %v", truncate(res.Stdout, 2000), err)
+	}
+	var recs []*kgo.Record
+	for _, c := range out.Consumed {
+		r := &kgo.Record{Key: []byte(c.Key), Offset: c.Offset}
+		if c.Value != nil {
+			r.Value = []byte(*c.Value)
+		}
+		recs = append(recs, r)
+	}
+	checkTable(t, "kafkajs", recs, want)
+	if len(recs) != len(got) {
+		t.Fatalf("kafkajs read %d records, franz-go %d", len(recs), len(got))
+	}
+}
