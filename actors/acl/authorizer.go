@@ -206,3 +206,49 @@ func less(x, y Binding) bool {
 	}
 	return x.Permission < y.Permission
 }
+
+// AuthorizeAny reports whether principal from host may do op to at least
+// one resource of type rt (Kafka's authorizeByResourceType, used for
+// KIP-679's "WRITE on any topic" idempotent producers): a super user may;
+// a DENY on the wildcard resource forbids; any ALLOW naming the principal
+// (or User:*) and host for op, on a literal or prefixed resource that is
+// not itself denied the same way, permits. With no ACL on the type at all
+// allow.everyone.if.no.acl.found decides.
+func (a *Authorizer) AuthorizeAny(principal, host string, op kmsg.ACLOperation, rt kmsg.ACLResourceType) bool {
+	if a == nil || a.super[principal] {
+		return true
+	}
+	s := a.snap.Load()
+	var candidates []Binding
+	for _, bs := range s.literal[rt] {
+		candidates = append(candidates, bs...)
+	}
+	candidates = append(candidates, s.prefixed[rt]...)
+	if len(candidates) == 0 {
+		return a.allowIfNoACL
+	}
+	applies := func(b Binding) bool {
+		return principalMatches(b.Principal, principal) && hostMatches(b.Host, host)
+	}
+	denied := func(b Binding) bool {
+		return b.Permission == kmsg.ACLPermissionTypeDeny && (b.Operation == op || b.Operation == kmsg.ACLOperationAll)
+	}
+	for _, b := range s.literal[rt][WildcardResource] {
+		if applies(b) && denied(b) {
+			return false
+		}
+	}
+	for _, b := range candidates {
+		if !applies(b) || b.Permission != kmsg.ACLPermissionTypeAllow || !implies(b.Operation, op) {
+			continue
+		}
+		name := b.ResourceName
+		if b.PatternType == kmsg.ACLResourcePatternTypeLiteral && name == WildcardResource {
+			return true
+		}
+		if a.Authorize(Action{Principal: principal, Host: host, Operation: op, ResourceType: rt, ResourceName: name}) {
+			return true
+		}
+	}
+	return false
+}

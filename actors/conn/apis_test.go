@@ -37,6 +37,9 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeLogDirs.Int16():         {0, 4},
 		kmsg.DescribeCluster.Int16():         {0, 2},
 		kmsg.DescribeProducers.Int16():       {0, 0},
+		kmsg.DescribeACLs.Int16():            {0, 3},
+		kmsg.CreateACLs.Int16():              {0, 3},
+		kmsg.DeleteACLs.Int16():              {0, 3},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))

@@ -42,6 +42,8 @@ type connActor struct {
 	c    net.Conn
 	log  zerolog.Logger
 	host string
+	// session is the client's principal and host (the authorizer's input).
+	session Session
 
 	nextSeq  uint64 // next request sequence number
 	sendSeq  uint64 // next sequence to write
@@ -56,11 +58,12 @@ func newConnActor(s *Server, c net.Conn) func() actor.Actor {
 	return func() actor.Actor {
 		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
 		return &connActor{
-			srv:  s,
-			c:    c,
-			host: host,
-			log:  s.cfg.Log.With().Str("peer", c.RemoteAddr().String()).Logger(),
-			done: map[uint64]answered{},
+			srv:     s,
+			c:       c,
+			host:    host,
+			session: newSession(host),
+			log:     s.cfg.Log.With().Str("peer", c.RemoteAddr().String()).Logger(),
+			done:    map[uint64]answered{},
 		}
 	}
 }
@@ -206,8 +209,8 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		a.flush()
 		return
 	}
-	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.srv.views.Load(), Server: a.srv}
-	pending := a.safeHandle(api, req)
+	req := &Request{Header: hdr, Body: body, ClientHost: a.host, Session: a.session, View: a.srv.views.Load(), Server: a.srv}
+	pending := a.safeAuthorizeAndHandle(api, req)
 	go func() {
 		reply(a.safeRun(api, pending, req))
 	}()
