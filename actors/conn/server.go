@@ -42,8 +42,8 @@ type Request struct {
 	ClientHost string
 	// Session is the connection's principal (what ACLs are checked against).
 	Session Session
-	View       *routing.View
-	Server     *Server
+	View    *routing.View
+	Server  *Server
 }
 
 // Config configures the server.
