@@ -61,6 +61,16 @@ func (z authz) cluster(op kmsg.ACLOperation) bool {
 	return z.allowed(op, rtCluster, acl.ClusterName)
 }
 
+// topicOf names a topic a request gives by name or (newer versions) by
+// id; "" for an id this broker does not know (the handler answers it).
+func (z authz) topicOf(name string, id [16]byte) string {
+	if name != "" {
+		return name
+	}
+	n, _ := topicName(z.view, "", id)
+	return n
+}
+
 // ops is KIP-430's authorized-operations bit field for one resource.
 func (z authz) ops(rt kmsg.ACLResourceType, name string, all []kmsg.ACLOperation) int32 {
 	return acl.OperationsBitField(z.a.AuthorizedOperations(z.s.Principal, z.s.ClientHost, rt, name, all))
@@ -419,7 +429,7 @@ func authOffsetCommit(z authz, api API, body kmsg.Request) authDecision {
 	}
 	var keep, refused []kmsg.OffsetCommitRequestTopic
 	for _, t := range req.Topics {
-		if z.topic(opRead, t.Topic) {
+		if name := z.topicOf(t.Topic, t.TopicID); name == "" || z.topic(opRead, name) {
 			keep = append(keep, t)
 		} else {
 			refused = append(refused, t)
@@ -433,7 +443,7 @@ func authOffsetCommit(z authz, api API, body kmsg.Request) authDecision {
 		resp := r.(*kmsg.OffsetCommitResponse)
 		for _, t := range refused {
 			rt := kmsg.NewOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = p.Partition, codeTopicAuth
@@ -476,7 +486,7 @@ func authOffsetFetch(z authz, api API, body kmsg.Request) authDecision {
 			}
 			kept := g.Topics[:0]
 			for _, t := range g.Topics {
-				if z.topic(opDescribe, t.Topic) {
+				if name := z.topicOf(t.Topic, t.TopicID); name == "" || z.topic(opDescribe, name) {
 					kept = append(kept, t)
 				} else if named[g.Group] {
 					for j := range t.Partitions {
