@@ -169,6 +169,8 @@ var authRules = map[int16]authRule{
 	kmsg.DescribeProducers.Int16():          authDescribeProducers,
 	kmsg.ConsumerGroupHeartbeat.Int16():     needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
 	kmsg.ConsumerGroupDescribe.Int16():      authConsumerGroupDescribe,
+	kmsg.AddPartitionsToTxn.Int16():         authAddPartitionsToTxn,
+	kmsg.TxnOffsetCommit.Int16():            authTxnOffsetCommit,
 	kmsg.EndTxn.Int16(): func(z authz, api API, req kmsg.Request) authDecision {
 		if z.txn(opWrite, req.(*kmsg.EndTxnRequest).TransactionalID) {
 			return allow
@@ -966,6 +968,94 @@ func authDescribeProducers(z authz, _ API, body kmsg.Request) authDecision {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
+	})
+}
+
+// authAddPartitionsToTxn: WRITE on the transactional id, WRITE on every
+// topic; if any topic is refused nothing is added (the others are answered
+// OPERATION_NOT_ATTEMPTED, as Kafka does). The v4+ batch form is
+// broker-to-broker: CLUSTER_ACTION on the cluster.
+func authAddPartitionsToTxn(z authz, api API, body kmsg.Request) authDecision {
+	req := body.(*kmsg.AddPartitionsToTxnRequest)
+	if req.Version >= 4 {
+		if z.cluster(kmsg.ACLOperationClusterAction) {
+			return allow
+		}
+		return refuse(api, req, codeClusterAuth)
+	}
+	txnOK := z.txn(opWrite, req.TransactionalID)
+	anyRefused := false
+	for _, t := range req.Topics {
+		if !z.topic(opWrite, t.Topic) {
+			anyRefused = true
+		}
+	}
+	if txnOK && !anyRefused {
+		return allow
+	}
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	for _, t := range req.Topics {
+		code := codeTxnAuth
+		if txnOK {
+			code = kerr.OperationNotAttempted.Code
+			if !z.topic(opWrite, t.Topic) {
+				code = codeTopicAuth
+			}
+		}
+		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return authDecision{deny: resp}
+}
+
+// authTxnOffsetCommit: WRITE on the transactional id, READ on the group,
+// READ per topic.
+func authTxnOffsetCommit(z authz, _ API, body kmsg.Request) authDecision {
+	req := body.(*kmsg.TxnOffsetCommitRequest)
+	answerAll := func(ts []kmsg.TxnOffsetCommitRequestTopic, code int16, resp *kmsg.TxnOffsetCommitResponse) {
+		for _, t := range ts {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	whole := int16(0)
+	switch {
+	case !z.txn(opWrite, req.TransactionalID):
+		whole = codeTxnAuth
+	case !z.group(opRead, req.Group):
+		whole = codeGroupAuth
+	}
+	if whole != 0 {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		answerAll(req.Topics, whole, resp)
+		return authDecision{deny: resp}
+	}
+	var keep, refused []kmsg.TxnOffsetCommitRequestTopic
+	for _, t := range req.Topics {
+		if name := z.topicOf(t.Topic, t.TopicID); name == "" || z.topic(opRead, name) {
+			keep = append(keep, t)
+		} else {
+			refused = append(refused, t)
+		}
+	}
+	if len(refused) == 0 {
+		return allow
+	}
+	req.Topics = keep
+	return narrowed(len(keep) == 0, req, func(r kmsg.Response) {
+		answerAll(refused, codeTopicAuth, r.(*kmsg.TxnOffsetCommitResponse))
 	})
 }
 

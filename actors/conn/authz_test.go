@@ -3,6 +3,7 @@ package conn
 import (
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/acl"
@@ -86,7 +87,18 @@ func groupRequests() []kmsg.Request {
 	find := kmsg.NewPtrFindCoordinatorRequest()
 	find.Version = 4
 	find.CoordinatorKeys = []string{"g1", "g2"}
-	return []kmsg.Request{join, commit, del, desc, find}
+	apt := kmsg.NewPtrAddPartitionsToTxnRequest()
+	apt.Version, apt.TransactionalID = 3, "tx"
+	at := kmsg.NewAddPartitionsToTxnRequestTopic()
+	at.Topic, at.Partitions = "t", []int32{0, 1}
+	apt.Topics = append(apt.Topics, at)
+	toc := kmsg.NewPtrTxnOffsetCommitRequest()
+	toc.TransactionalID, toc.Group = "tx", "g"
+	tt := kmsg.NewTxnOffsetCommitRequestTopic()
+	tt.Topic = "t"
+	tt.Partitions = append(tt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
+	toc.Topics = append(toc.Topics, tt)
+	return []kmsg.Request{join, commit, del, desc, find, apt, toc}
 }
 
 // TestAuthRulesRefuseEveryItem: with no ACL, every item of every request
@@ -155,5 +167,39 @@ func TestAuthRulesNarrow(t *testing.T) {
 	}
 	if want := acl.OperationsBitField(acl.TopicOperations); mresp.Topics[0].AuthorizedOperations != want {
 		t.Fatalf("authorized operations %b, want %b", mresp.Topics[0].AuthorizedOperations, want)
+	}
+}
+
+// TestAuthAddPartitionsToTxn: one refused topic stops the whole request;
+// the allowed ones are answered OPERATION_NOT_ATTEMPTED.
+func TestAuthAddPartitionsToTxn(t *testing.T) {
+	a := acl.New(acl.Config{})
+	lit, allowP := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLPermissionTypeAllow
+	a.Set([]acl.Binding{
+		{ResourceType: rtTopic, ResourceName: "a", PatternType: lit, Principal: acl.Anonymous, Host: "*", Operation: opWrite, Permission: allowP},
+		{ResourceType: rtTxn, ResourceName: "tx", PatternType: lit, Principal: acl.Anonymous, Host: "*", Operation: opWrite, Permission: allowP},
+	})
+	z := authz{a: a, s: newSession("127.0.0.1"), view: &routing.View{}}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version, req.TransactionalID = 3, "tx"
+	for _, n := range []string{"a", "b"} {
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = n, []int32{0}
+		req.Topics = append(req.Topics, rt)
+	}
+	d := authorize(z, apiFor(req.Key()), req)
+	resp, ok := d.deny.(*kmsg.AddPartitionsToTxnResponse)
+	if !ok {
+		t.Fatalf("want a refusal, got %+v", d)
+	}
+	want := map[string]int16{"a": kerr.OperationNotAttempted.Code, "b": codeTopicAuth}
+	for _, rt := range resp.Topics {
+		if rt.Partitions[0].ErrorCode != want[rt.Topic] {
+			t.Errorf("topic %s: code %d, want %d", rt.Topic, rt.Partitions[0].ErrorCode, want[rt.Topic])
+		}
+	}
+	req.Topics = req.Topics[:1]
+	if d := authorize(z, apiFor(req.Key()), req); d.deny != nil {
+		t.Fatalf("allowed topic and transactional id refused: %+v", d.deny)
 	}
 }
