@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -489,5 +490,43 @@ func TestACLSuperUser(t *testing.T) {
 	cl = newClient(t, addr, kgo.DefaultProduceTopic("open"), kgo.AllowAutoTopicCreation())
 	if err := cl.ProduceSync(ctxT(t, 20*time.Second), &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
 		t.Fatalf("produce with allow-everyone-if-no-acl-found: %v", err)
+	}
+}
+
+// TestSaramaACLs: sarama's ClusterAdmin creates, lists and deletes ACLs.
+func TestSaramaACLs(t *testing.T) {
+	_, addr := testBroker(t, "--authorizer", "acl", "--super-users", anon)
+	admin, err := sarama.NewClusterAdmin([]string{addr}, saramaConfig(sarama.V2_8_0_0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	err = admin.CreateACLs([]*sarama.ResourceAcls{{
+		Resource: sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: "s-", ResourcePatternType: sarama.AclPatternPrefixed},
+		Acls: []*sarama.Acl{
+			{Principal: "User:sam", Host: "*", Operation: sarama.AclOperationRead, PermissionType: sarama.AclPermissionAllow},
+			{Principal: "User:sam", Host: "*", Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny},
+		},
+	}})
+	if err != nil {
+		t.Fatalf("sarama CreateACLs: %v", err)
+	}
+	all := sarama.AclFilter{ResourceType: sarama.AclResourceAny, ResourcePatternTypeFilter: sarama.AclPatternAny,
+		Operation: sarama.AclOperationAny, PermissionType: sarama.AclPermissionAny}
+	list, err := admin.ListAcls(all)
+	if err != nil {
+		t.Fatalf("sarama ListAcls: %v", err)
+	}
+	if len(list) != 1 || list[0].ResourceName != "s-" || list[0].ResourcePatternType != sarama.AclPatternPrefixed || len(list[0].Acls) != 2 {
+		t.Fatalf("sarama ListAcls: %+v", list)
+	}
+	deny := all
+	deny.PermissionType = sarama.AclPermissionDeny
+	matched, err := admin.DeleteACL(deny, false)
+	if err != nil || len(matched) != 1 || matched[0].Operation != sarama.AclOperationWrite {
+		t.Fatalf("sarama DeleteACL: %v %+v", err, matched)
+	}
+	if list, err = admin.ListAcls(all); err != nil || len(list) != 1 || len(list[0].Acls) != 1 {
+		t.Fatalf("after DeleteACL: %v %+v", err, list)
 	}
 }
