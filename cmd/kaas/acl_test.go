@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -528,5 +529,40 @@ func TestSaramaACLs(t *testing.T) {
 	}
 	if list, err = admin.ListAcls(all); err != nil || len(list) != 1 || len(list[0].Acls) != 1 {
 		t.Fatalf("after DeleteACL: %v %+v", err, list)
+	}
+}
+
+// TestKafkajsACLs: kafkajs's admin creates, describes and deletes ACLs
+// against a kaas process.
+func TestKafkajsACLs(t *testing.T) {
+	dir := kafkajsDir(t)
+	k := startKaas(t, "--authorizer", "acl", "--super-users", anon)
+	res := runKafkajs(t, dir, 40*time.Second, "acls.js", k.Addr)
+	var out struct {
+		Described []struct {
+			ResourceType        int    `json:"resourceType"`
+			ResourceName        string `json:"resourceName"`
+			ResourcePatternType int    `json:"resourcePatternType"`
+			ACLs                []struct {
+				Principal string `json:"principal"`
+				Operation int    `json:"operation"`
+			} `json:"acls"`
+		} `json:"described"`
+		Deleted int `json:"deleted"`
+		After   int `json:"after"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+		t.Fatalf("acls.js output: %v\n%s", err, res.Stdout)
+	}
+	if len(out.Described) != 2 || out.Deleted != 2 || out.After != 0 {
+		t.Fatalf("kafkajs ACLs: %+v", out)
+	}
+	for _, r := range out.Described {
+		if len(r.ACLs) != 1 || r.ACLs[0].Principal != "User:js" || r.ACLs[0].Operation != int(kmsg.ACLOperationRead) {
+			t.Fatalf("kafkajs describeAcls resource %+v", r)
+		}
+		if r.ResourceName == "js-" && r.ResourcePatternType != int(kmsg.ACLResourcePatternTypePrefixed) {
+			t.Fatalf("js- is not prefixed: %+v", r)
+		}
 	}
 }
