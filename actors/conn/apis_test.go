@@ -40,6 +40,9 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.SASLHandshake.Int16():           {1, 1},
 		kmsg.SASLAuthenticate.Int16():        {0, 2},
 		kmsg.WriteTxnMarkers.Int16():         {0, 1},
+		kmsg.DescribeACLs.Int16():            {0, 3},
+		kmsg.CreateACLs.Int16():              {0, 3},
+		kmsg.DeleteACLs.Int16():              {0, 3},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))

@@ -52,7 +52,9 @@ type connActor struct {
 	closing  bool
 	writerOK chan struct{}
 
-	lst     *Listener
+	lst *Listener
+	// session is the client's principal, listener and host (the
+	// authorizer's input).
 	session Session
 	auth    saslState
 }
@@ -238,7 +240,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		return
 	}
 	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst}
-	pending := a.safeHandle(api, req)
+	pending := a.safeAuthorizeAndHandle(api, req)
 	go func() {
 		reply(a.safeRun(api, pending, req))
 	}()

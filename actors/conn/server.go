@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/acl"
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/security/sasl"
@@ -90,6 +91,12 @@ type Server struct {
 	// DataDir is the shared volume DescribeLogDirs reports as this broker's
 	// one log dir; empty when partitions are kept in memory.
 	DataDir string
+	// Authorizer decides every request when set (--authorizer=acl); nil
+	// allows everything.
+	Authorizer *acl.Authorizer
+	// ACLs is where CreateAcls and DeleteAcls write (KafkaAcl objects in
+	// cluster mode, the local ACL store otherwise); nil refuses them.
+	ACLs acl.Store
 
 	producerIDs atomic.Int64
 	connSeq     atomic.Int64

@@ -1,5 +1,7 @@
 package conn
 
+import "github.com/kaas-project/kaas/actors/acl"
+
 // Session is who a connection speaks for, as authorization sees it. The
 // connection actor fills it once the transport (TLS) and SASL have
 // authenticated the client; every Request carries the connection's current
@@ -21,7 +23,7 @@ type Session struct {
 }
 
 // AnonymousPrincipal is the principal of a client nothing authenticated.
-const AnonymousPrincipal = "User:ANONYMOUS"
+const AnonymousPrincipal = acl.Anonymous
 
 // Security protocols a listener speaks.
 const (
@@ -30,3 +32,9 @@ const (
 	ProtocolSASLPlaintext = "SASL_PLAINTEXT"
 	ProtocolSASLSSL       = "SASL_SSL"
 )
+
+// newSession is an unauthenticated connection's session on the default
+// listener.
+func newSession(clientHost string) Session {
+	return Session{Principal: AnonymousPrincipal, Listener: "PLAINTEXT", SecurityProtocol: ProtocolPlaintext, ClientHost: clientHost}
+}

@@ -49,6 +49,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 	if err != nil {
 		return fmt.Errorf("dynamic client: %w", err)
 	}
+	b.dyn = dyn
 	b.hbLn, err = net.Listen("tcp", cfg.HeartbeatAddr)
 	if err != nil {
 		return fmt.Errorf("listen on --heartbeat-addr %s: %w", cfg.HeartbeatAddr, err)

@@ -67,7 +67,8 @@ func startAPIServer(t testing.TB) *apiserver {
 		time.Sleep(100 * time.Millisecond)
 	}
 	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkatopics.yaml"))
-	a.kubectl(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/kafkatopics.kaas.dev")
+	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkaacls.yaml"))
+	a.kubectl(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/kafkatopics.kaas.dev", "crd/kafkaacls.kaas.dev")
 	return a
 }
 

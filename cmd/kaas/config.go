@@ -39,6 +39,11 @@ type serveConfig struct {
 	BrokerID          int
 	DebugChaos        bool
 
+	// authorization (ACLs)
+	Authorizer           string
+	SuperUsers           string
+	AllowEveryoneIfNoACL bool
+
 	// cluster mode (MY_POD_NAME set)
 	HeartbeatAddr           string
 	AdvertisedHeartbeatAddr string
@@ -107,6 +112,9 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")
 	fs.BoolVar(&cfg.DebugChaos, "debug-chaos", false, "testing only: serve /debug/chaos/ on --http-addr, which kills actors and slows or fails fsyncs on request (never in a deployment)")
+	fs.StringVar(&cfg.Authorizer, "authorizer", "", "authorization: empty allows every request (no ACLs; the ACL APIs answer SECURITY_DISABLED); acl checks every request against the ACLs (KafkaAcl objects in cluster mode, <data-dir>/acls.json or memory in local mode)")
+	fs.StringVar(&cfg.SuperUsers, "super-users", "", "authorization: principals allowed everything whatever the ACLs, separated by ';' (User:admin;User:ops) (Kafka's super.users)")
+	fs.BoolVar(&cfg.AllowEveryoneIfNoACL, "allow-everyone-if-no-acl-found", false, "authorization: allow a request on a resource that no ACL names (Kafka's allow.everyone.if.no.acl.found)")
 	fs.IntVar(&cfg.BrokerID, "broker-id", 0, "broker id in local mode (cluster mode takes it from the pod name)")
 	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "consumer groups: how long the first rebalance of an empty classic group waits for more members to join; 0 does not wait (Kafka's group.initial.rebalance.delay.ms)")
 	fs.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", 6*time.Second, "consumer groups: shortest session timeout a classic group member may ask for (Kafka's group.min.session.timeout.ms)")
@@ -209,6 +217,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.OffsetsRetentionMinutes < 1 {
 		return fmt.Errorf("--offsets-retention-minutes %d must be at least 1", c.OffsetsRetentionMinutes)
+	}
+	if err := c.validateAuthorizer(); err != nil {
+		return err
 	}
 	if c.BrokerID < 0 {
 		return fmt.Errorf("--broker-id %d: must not be negative", c.BrokerID)

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/cluster"
@@ -63,9 +64,10 @@ type broker struct {
 	fence    *cluster.Fence     // cluster mode: self-fencing clock
 	groups   *group.Coordinator // consumer-group coordinator (nil if it failed to start)
 	grpc     *grpc.Server
-	opener   storage.Opener   // closed last (disklog keeps a descriptor on the volume for syncfs)
-	faults   *faultlog.Opener // --debug-chaos: the partitions' storage, with faults
-	stopping atomic.Bool      // shutdown began: deaths of essential actors are expected
+	opener   storage.Opener    // closed last (disklog keeps a descriptor on the volume for syncfs)
+	faults   *faultlog.Opener  // --debug-chaos: the partitions' storage, with faults
+	stopping atomic.Bool       // shutdown began: deaths of essential actors are expected
+	dyn      dynamic.Interface // cluster mode: KafkaTopic and KafkaAcl objects
 }
 
 // openStorage chooses the log engine: in memory without --data-dir.
@@ -105,6 +107,10 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	} else {
 		err = b.startLocal(cfg, partOpener, registry, initial)
 	}
+	auth, aclStore, aclErr := b.startACLs(ctx, cfg, b.dyn)
+	if err == nil && aclErr != nil {
+		err = fmt.Errorf("authorizer: %w", aclErr)
+	}
 	if err != nil {
 		b.closeKafkaListeners()
 		if b.httpLn != nil {
@@ -119,6 +125,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv = conn.NewServer(conn.Config{MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.log}, b.system, b.views, b.sup)
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
 	b.srv.DataDir = cfg.DataDir
+	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
 	b.srv.BrokerConfigs = map[string]string{
 		"broker.id":                 strconv.Itoa(cfg.BrokerID),
 		"advertised.listeners":      cfg.advertisedListenersString(),
@@ -151,7 +158,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		mode = "cluster"
 	}
 	b.log.Info().Str("kafka_addr", b.kafkaLn.Addr().String()).Str("advertised", net.JoinHostPort(cfg.advHost, strconv.Itoa(int(cfg.advPort)))).
-		Str("data_dir", cfg.DataDir).Str("mode", mode).Int("broker_id", cfg.BrokerID).Str("version", version).Msg("kaas started")
+		Str("data_dir", cfg.DataDir).Str("mode", mode).Str("authorizer", cfg.Authorizer).Int("broker_id", cfg.BrokerID).Str("version", version).Msg("kaas started")
 	return b, nil
 }
 
