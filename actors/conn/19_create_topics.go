@@ -1,8 +1,10 @@
 package conn
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
@@ -18,22 +20,44 @@ func init() {
 func handleCreateTopics(r *Request) Pending {
 	req := r.Body.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	specs := make([]messages.TopicSpec, len(req.Topics))
+	// Internal topics exist already (they are views of kaas's own state):
+	// answered here, the rest go to the supervisor.
+	var specs []messages.TopicSpec
+	var sent []int // request index of each spec
 	for i, t := range req.Topics {
+		if routing.IsInternal(t.Topic) {
+			continue
+		}
 		cfg := map[string]string{}
 		for _, c := range t.Configs {
 			if c.Value != nil {
 				cfg[c.Name] = *c.Value
 			}
 		}
-		specs[i] = messages.TopicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
-			Config: cfg, ManualAssignment: len(t.ReplicaAssignment) > 0}
+		specs = append(specs, messages.TopicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
+			Config: cfg, ManualAssignment: len(t.ReplicaAssignment) > 0})
+		sent = append(sent, i)
 	}
 	results := make(chan []messages.TopicResult, 1)
-	r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, ValidateOnly: req.ValidateOnly,
-		Reply: func(rs []messages.TopicResult) { results <- rs }})
+	if len(specs) == 0 {
+		results <- nil
+	} else {
+		r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, ValidateOnly: req.ValidateOnly,
+			Reply: func(rs []messages.TopicResult) { results <- rs }})
+	}
 	return func() kmsg.Response {
-		for i, res := range <-results {
+		byIndex := make(map[int]messages.TopicResult, len(sent))
+		for k, res := range <-results {
+			if k < len(sent) {
+				byIndex[sent[k]] = res
+			}
+		}
+		for i, t := range req.Topics {
+			res, ok := byIndex[i]
+			if !ok {
+				res = messages.TopicResult{Name: t.Topic, ErrorCode: kerr.TopicAlreadyExists.Code,
+					ErrorMessage: "Topic '" + t.Topic + "' already exists (an internal topic)."}
+			}
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic, rt.TopicID, rt.ErrorCode = res.Name, res.ID, res.ErrorCode
 			rt.ErrorMessage = optString(res.ErrorMessage)

@@ -15,15 +15,25 @@ func init() {
 func handleCreatePartitions(r *Request) Pending {
 	req := r.Body.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	// Internal topics are refused here; the rest go to the supervisor.
+	sent := splitInternal(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
 	msg := &messages.CreatePartitions{ValidateOnly: req.ValidateOnly}
-	for _, t := range req.Topics {
+	for _, i := range sent {
+		t := req.Topics[i]
 		msg.Topics = append(msg.Topics, messages.PartitionCount{Topic: t.Topic, Count: t.Count, ManualAssignment: len(t.Assignment) > 0})
 	}
 	results := make(chan []messages.TopicResult, 1)
-	msg.Reply = func(rs []messages.TopicResult) { results <- rs }
-	r.Server.Supervisor().Send(msg)
+	if len(sent) == 0 {
+		results <- nil
+	} else {
+		msg.Reply = func(rs []messages.TopicResult) { results <- rs }
+		r.Server.Supervisor().Send(msg)
+	}
 	return func() kmsg.Response {
-		for _, res := range <-results {
+		all := mergeInternal(len(req.Topics), sent, <-results, func(i int) messages.TopicResult {
+			return internalRefusal(req.Topics[i].Topic, "add partitions to")
+		})
+		for _, res := range all {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic, rt.ErrorCode = res.Name, res.ErrorCode
 			rt.ErrorMessage = optString(res.ErrorMessage)

@@ -67,6 +67,10 @@ type View struct {
 	// whether it is this broker's job; nil means this broker coordinates
 	// every group (local-dev mode).
 	Coordinator func(group string) (Broker, bool)
+	// GroupSlots is the broker id serving each group-coordinator slot (-1
+	// while held between coordinators or when no broker is alive); nil
+	// means this broker coordinates every group (local-dev mode).
+	GroupSlots []int32
 }
 
 // Broker returns the broker with id.
