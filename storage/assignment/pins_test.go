@@ -43,7 +43,7 @@ func TestPinsRoundTrip(t *testing.T) {
 		t.Fatal("a pin change is not a content change")
 	}
 	for _, bad := range [][]Pin{
-		{{Partition: 2, Broker: 0}},                           // no partition 2
+		{{Partition: 2, Broker: 0}},                            // no partition 2
 		{{Partition: 1, Broker: 0}, {Partition: 0, Broker: 1}}, // unsorted
 		{{Partition: 0, Broker: -3}},
 	} {
