@@ -10,7 +10,8 @@ import (
 )
 
 // CreateTopics (key 19): v0-7, through the supervisor (the local registry,
-// or KafkaTopic objects in cluster mode).
+// or KafkaTopic objects in cluster mode). A manual replica assignment pins
+// each partition's first replica as its leader.
 func init() {
 	serve(API{Key: kmsg.CreateTopics.Int16(), MinVersion: 0, MaxVersion: 7, Handle: handleCreateTopics, ErrorResponse: createTopicsError})
 }
@@ -24,8 +25,11 @@ func handleCreateTopics(r *Request) Pending {
 	// answered here, the rest go to the supervisor.
 	var specs []messages.TopicSpec
 	var sent []int // request index of each spec
+	refused := map[int]messages.TopicResult{}
 	for i, t := range req.Topics {
 		if routing.IsInternal(t.Topic) {
+			refused[i] = messages.TopicResult{Name: t.Topic, ErrorCode: kerr.TopicAlreadyExists.Code,
+				ErrorMessage: "Topic '" + t.Topic + "' already exists (an internal topic)."}
 			continue
 		}
 		cfg := map[string]string{}
@@ -34,8 +38,28 @@ func handleCreateTopics(r *Request) Pending {
 				cfg[c.Name] = *c.Value
 			}
 		}
-		specs = append(specs, messages.TopicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
-			Config: cfg, ManualAssignment: len(t.ReplicaAssignment) > 0})
+		spec := messages.TopicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
+			Config: cfg, ManualAssignment: len(t.ReplicaAssignment) > 0}
+		if spec.ManualAssignment {
+			byPartition := make(map[int32][]int32, len(t.ReplicaAssignment))
+			for _, a := range t.ReplicaAssignment {
+				byPartition[a.Partition] = a.Replicas
+			}
+			for p := range int32(len(byPartition)) {
+				rs, ok := byPartition[p]
+				if !ok {
+					spec.Assignment = nil
+					break
+				}
+				spec.Assignment = append(spec.Assignment, rs)
+			}
+			if len(spec.Assignment) != len(t.ReplicaAssignment) {
+				refused[i] = messages.TopicResult{Name: t.Topic, ErrorCode: kerr.InvalidReplicaAssignment.Code,
+					ErrorMessage: "partitions should be a consecutive 0-based integer sequence"}
+				continue
+			}
+		}
+		specs = append(specs, spec)
 		sent = append(sent, i)
 	}
 	results := make(chan []messages.TopicResult, 1)
@@ -52,11 +76,10 @@ func handleCreateTopics(r *Request) Pending {
 				byIndex[sent[k]] = res
 			}
 		}
-		for i, t := range req.Topics {
+		for i := range req.Topics {
 			res, ok := byIndex[i]
 			if !ok {
-				res = messages.TopicResult{Name: t.Topic, ErrorCode: kerr.TopicAlreadyExists.Code,
-					ErrorMessage: "Topic '" + t.Topic + "' already exists (an internal topic)."}
+				res = refused[i]
 			}
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic, rt.TopicID, rt.ErrorCode = res.Name, res.ID, res.ErrorCode
@@ -66,6 +89,9 @@ func handleCreateTopics(r *Request) Pending {
 				rt.ReplicationFactor = 1
 				if req.Topics[i].ReplicationFactor > 0 {
 					rt.ReplicationFactor = req.Topics[i].ReplicationFactor
+				}
+				if ra := req.Topics[i].ReplicaAssignment; len(ra) > 0 {
+					rt.ReplicationFactor = int16(len(ra[0].Replicas))
 				}
 				for _, name := range topicconfig.Names() {
 					c := kmsg.NewCreateTopicsResponseTopicConfig()

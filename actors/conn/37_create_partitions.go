@@ -6,7 +6,8 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// CreatePartitions (key 37): v0-3, growing only, through the supervisor.
+// CreatePartitions (key 37): v0-3, growing only, through the supervisor; a
+// manual assignment pins each new partition's first replica as its leader.
 func init() {
 	serve(API{Key: kmsg.CreatePartitions.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleCreatePartitions, ErrorResponse: createPartitionsError})
 }
@@ -20,7 +21,11 @@ func handleCreatePartitions(r *Request) Pending {
 	msg := &messages.CreatePartitions{ValidateOnly: req.ValidateOnly}
 	for _, i := range sent {
 		t := req.Topics[i]
-		msg.Topics = append(msg.Topics, messages.PartitionCount{Topic: t.Topic, Count: t.Count, ManualAssignment: len(t.Assignment) > 0})
+		pc := messages.PartitionCount{Topic: t.Topic, Count: t.Count, ManualAssignment: len(t.Assignment) > 0}
+		for _, a := range t.Assignment {
+			pc.Assignment = append(pc.Assignment, a.Replicas)
+		}
+		msg.Topics = append(msg.Topics, pc)
 	}
 	results := make(chan []messages.TopicResult, 1)
 	if len(sent) == 0 {

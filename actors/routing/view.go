@@ -42,6 +42,9 @@ type Topic struct {
 	ID         [16]byte
 	Config     map[string]string
 	Partitions []Partition
+	// Pins maps a partition placed by hand to the broker that should lead
+	// it (assignment pins; nil when none).
+	Pins map[int32]int32
 }
 
 // TP names a partition.

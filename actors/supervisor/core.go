@@ -402,6 +402,12 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 				id = uuidFromString(t.ID)
 			}
 			rt := &routing.Topic{Name: name, ID: id, Config: t.Config, Partitions: make([]routing.Partition, len(t.Partitions))}
+			if len(t.Pins) > 0 {
+				rt.Pins = make(map[int32]int32, len(t.Pins))
+				for _, pin := range t.Pins {
+					rt.Pins[pin.Partition] = pin.Broker
+				}
+			}
 			for i, p := range t.Partitions {
 				rt.Partitions[i] = routing.Partition{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
 				if p.Leader != assignment.NoLeader {
