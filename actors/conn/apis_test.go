@@ -39,6 +39,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeProducers.Int16():          {0, 0},
 		kmsg.AlterPartitionAssignments.Int16():  {0, 1},
 		kmsg.ListPartitionReassignments.Int16(): {0, 0},
+		kmsg.DescribeTopicPartitions.Int16():    {0, 0},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))
