@@ -6,8 +6,11 @@ type TopicSpec struct {
 	Partitions        int32 // -1 = broker default
 	ReplicationFactor int16 // -1 = broker default; kaas keeps one shared copy
 	Config            map[string]string
-	// ManualAssignment is set when the client named replicas itself.
+	// ManualAssignment is set when the client named replicas itself;
+	// Assignment then lists each partition's replicas (index = partition).
+	// kaas keeps one copy: the first replica is pinned as the leader.
 	ManualAssignment bool
+	Assignment       [][]int32
 }
 
 // TopicResult answers one topic of an admin request.
@@ -39,8 +42,10 @@ type DeleteTopics struct {
 type PartitionCount struct {
 	Topic string
 	Count int32
-	// ManualAssignment is set when the client named replicas itself.
+	// ManualAssignment is set when the client named replicas itself;
+	// Assignment then lists the replicas of each new partition in order.
 	ManualAssignment bool
+	Assignment       [][]int32
 }
 
 // CreatePartitions grows topics.
@@ -57,4 +62,26 @@ type AlterTopicConfig struct {
 	Config       map[string]string
 	ValidateOnly bool
 	Reply        func(TopicResult)
+}
+
+// SetPins changes which partitions of a topic are pinned to a broker
+// (AlterPartitionReassignments): Pins maps a partition to the broker that
+// should lead it, or to -1 to drop its pin. The caller has validated the
+// topic, the partitions and the brokers against the routing view.
+type SetPins struct {
+	Topic string
+	Pins  map[int32]int32
+	Reply func(TopicResult)
+}
+
+// FirstReplicas returns the pins a manual replica assignment asks for:
+// partition first+i pinned to the first replica of assignment[i].
+func FirstReplicas(first int32, assignment [][]int32) map[int32]int32 {
+	out := make(map[int32]int32, len(assignment))
+	for i, rs := range assignment {
+		if len(rs) > 0 {
+			out[first+int32(i)] = rs[0]
+		}
+	}
+	return out
 }

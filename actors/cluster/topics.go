@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
@@ -78,7 +81,60 @@ func TopicFromObject(u *unstructured.Unstructured) (string, balancer.TopicSpec, 
 	if cfg == nil {
 		cfg = map[string]string{}
 	}
-	return name, balancer.TopicSpec{ID: string(u.GetUID()), Partitions: int(parts), Config: cfg}, nil
+	pins, err := pinsFromObject(u)
+	if err != nil {
+		return name, balancer.TopicSpec{}, fmt.Errorf("KafkaTopic %s: %w", u.GetName(), err)
+	}
+	return name, balancer.TopicSpec{ID: string(u.GetUID()), Partitions: int(parts), Config: cfg, Pins: pins}, nil
+}
+
+// pinsFromObject reads spec.pins ([{partition, broker}]), sorted by
+// partition. Pins of partitions the topic does not have yet are kept (the
+// balancer applies them once it grows).
+func pinsFromObject(u *unstructured.Unstructured) ([]assignment.Pin, error) {
+	raw, found, err := unstructured.NestedSlice(u.Object, "spec", "pins")
+	if err != nil {
+		return nil, fmt.Errorf("spec.pins: %w", err)
+	}
+	if !found {
+		return nil, nil
+	}
+	seen := map[int64]bool{}
+	var out []assignment.Pin
+	for i, item := range raw {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("spec.pins[%d] is not an object", i)
+		}
+		p, okP, _ := unstructured.NestedInt64(m, "partition")
+		b, okB, _ := unstructured.NestedInt64(m, "broker")
+		switch {
+		case !okP || !okB:
+			return nil, fmt.Errorf("spec.pins[%d] needs integer partition and broker", i)
+		case p < 0 || p >= balancer.MaxPartitionsPerTopic || b < 0 || b > math.MaxInt32:
+			return nil, fmt.Errorf("spec.pins[%d]: partition %d, broker %d out of range", i, p, b)
+		case seen[p]:
+			return nil, fmt.Errorf("spec.pins pins partition %d twice", p)
+		}
+		seen[p] = true
+		out = append(out, assignment.Pin{Partition: int32(p), Broker: int32(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
+	return out, nil
+}
+
+// pinsObject renders pins (partition -> broker) as spec.pins.
+func pinsObject(pins map[int32]int32) []any {
+	parts := make([]int32, 0, len(pins))
+	for p := range pins {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	out := make([]any, 0, len(parts))
+	for _, p := range parts {
+		out = append(out, map[string]any{"partition": int64(p), "broker": int64(pins[p])})
+	}
+	return out
 }
 
 // WatchTopics runs an informer on KafkaTopic objects in ns and reports the
@@ -144,17 +200,22 @@ func (t *Topics) res() dynamic.ResourceInterface {
 	return t.Dyn.Resource(KafkaTopicGVR).Namespace(t.Namespace)
 }
 
-// Create creates a KafkaTopic and returns its uid (the topic id).
-func (t *Topics) Create(ctx context.Context, name string, partitions int32, cfg map[string]string) (string, error) {
+// Create creates a KafkaTopic and returns its uid (the topic id). pins
+// (partition -> broker, may be nil) become spec.pins.
+func (t *Topics) Create(ctx context.Context, name string, partitions int32, cfg map[string]string, pins map[int32]int32) (string, error) {
 	cfgObj := map[string]any{}
 	for k, v := range cfg {
 		cfgObj[k] = v
+	}
+	spec := map[string]any{"topicName": name, "partitions": int64(partitions), "config": cfgObj}
+	if len(pins) > 0 {
+		spec["pins"] = pinsObject(pins)
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kaas.dev/v1alpha1",
 		"kind":       "KafkaTopic",
 		"metadata":   map[string]any{"name": ObjectName(name), "namespace": t.Namespace},
-		"spec":       map[string]any{"topicName": name, "partitions": int64(partitions), "config": cfgObj},
+		"spec":       spec,
 	}}
 	created, err := t.res().Create(ctx, u, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -176,6 +237,49 @@ func (t *Topics) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("delete KafkaTopic %s: %w", name, err)
 	}
 	return nil
+}
+
+// SetPins changes a KafkaTopic's spec.pins: each entry of changes pins a
+// partition to a broker, or drops its pin when the broker is -1. It reads,
+// changes and updates the object, again on a write conflict.
+func (t *Topics) SetPins(ctx context.Context, name string, changes map[int32]int32) error {
+	for {
+		cur, err := t.res().Get(ctx, ObjectName(name), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+		}
+		if err != nil {
+			return fmt.Errorf("get KafkaTopic %s: %w", name, err)
+		}
+		have, err := pinsFromObject(cur)
+		if err != nil {
+			return fmt.Errorf("KafkaTopic %s: %w", name, err)
+		}
+		pins := make(map[int32]int32, len(have)+len(changes))
+		for _, p := range have {
+			pins[p.Partition] = p.Broker
+		}
+		for p, b := range changes {
+			if b < 0 {
+				delete(pins, p)
+			} else {
+				pins[p] = b
+			}
+		}
+		if len(pins) == 0 {
+			unstructured.RemoveNestedField(cur.Object, "spec", "pins")
+		} else if err := unstructured.SetNestedSlice(cur.Object, pinsObject(pins), "spec", "pins"); err != nil {
+			return err
+		}
+		_, err = t.res().Update(ctx, cur, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) && ctx.Err() == nil {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("update KafkaTopic %s: %w", name, err)
+		}
+		return nil
+	}
 }
 
 // Patch merges spec fields (partitions and/or config) into a KafkaTopic.

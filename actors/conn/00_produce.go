@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
 
@@ -44,6 +45,12 @@ func handleProduce(r *Request) Pending {
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			if fail != 0 {
 				rp.ErrorCode = fail
+				continue
+			}
+			if routing.IsInternal(t.Topic) {
+				// Kafka's answer (ReplicaManager): only the broker appends there.
+				rp.ErrorCode = kerr.InvalidTopicException.Code
+				rp.ErrorMessage = kmsg.StringPtr("Cannot append to internal topic " + t.Topic)
 				continue
 			}
 			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {

@@ -11,6 +11,7 @@ import (
 
 // Metadata (key 3): v0-12, answered from the routing view; a partition held
 // by a two-phase move is shown at the leader it moves from (metadataTopic).
+// The internal topics (routing.InternalTopics) are listed with IsInternal.
 func init() {
 	serve(API{Key: kmsg.Metadata.Int16(), MinVersion: 0, MaxVersion: 12, Handle: handleMetadata, ErrorResponse: metadataError})
 }
@@ -27,7 +28,7 @@ func handleMetadata(r *Request) Pending {
 			if t.Topic == nil {
 				continue
 			}
-			if _, ok := v.Topics[*t.Topic]; !ok && topicconfig.ValidTopicName(*t.Topic) == nil {
+			if _, ok := v.Topics[*t.Topic]; !ok && !routing.IsInternal(*t.Topic) && topicconfig.ValidTopicName(*t.Topic) == nil {
 				missing = append(missing, *t.Topic)
 			}
 		}
@@ -63,16 +64,28 @@ func metadataResponse(req *kmsg.MetadataRequest, v *routing.View) *kmsg.Metadata
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, name := range v.TopicNames() {
-			resp.Topics = append(resp.Topics, metadataTopic(v, v.Topics[name]))
+			if !routing.IsInternal(name) {
+				resp.Topics = append(resp.Topics, metadataTopic(v, v.Topics[name]))
+			}
+		}
+		for _, it := range routing.InternalTopics {
+			t, _ := v.Internal(it.Name)
+			resp.Topics = append(resp.Topics, metadataTopic(v, t))
 		}
 		return resp
 	}
 	for _, rt := range req.Topics {
 		var t *routing.Topic
 		if rt.Topic != nil {
-			t = v.Topics[*rt.Topic]
+			var internal bool
+			if t, internal = v.Internal(*rt.Topic); !internal {
+				t = v.Topics[*rt.Topic]
+			}
 		} else {
-			t = v.TopicIDs[rt.TopicID]
+			var internal bool
+			if t, internal = v.InternalByID(rt.TopicID); !internal {
+				t = v.TopicIDs[rt.TopicID]
+			}
 		}
 		if t != nil {
 			resp.Topics = append(resp.Topics, metadataTopic(v, t))
@@ -97,6 +110,7 @@ func metadataTopic(v *routing.View, t *routing.Topic) kmsg.MetadataResponseTopic
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic, mt.TopicID = &name, t.ID
+	mt.IsInternal = routing.IsInternal(name)
 	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, len(t.Partitions))
 	for i, p := range t.Partitions {
 		if p.Leader < 0 && p.HeldFrom != nil {

@@ -1,14 +1,17 @@
 package conn
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
 // CreateTopics (key 19): v0-7, through the supervisor (the local registry,
-// or KafkaTopic objects in cluster mode).
+// or KafkaTopic objects in cluster mode). A manual replica assignment pins
+// each partition's first replica as its leader.
 func init() {
 	serve(API{Key: kmsg.CreateTopics.Int16(), MinVersion: 0, MaxVersion: 7, Handle: handleCreateTopics, ErrorResponse: createTopicsError})
 }
@@ -18,22 +21,66 @@ func init() {
 func handleCreateTopics(r *Request) Pending {
 	req := r.Body.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
-	specs := make([]messages.TopicSpec, len(req.Topics))
+	// Internal topics exist already (they are views of kaas's own state):
+	// answered here, the rest go to the supervisor.
+	var specs []messages.TopicSpec
+	var sent []int // request index of each spec
+	refused := map[int]messages.TopicResult{}
 	for i, t := range req.Topics {
+		if routing.IsInternal(t.Topic) {
+			refused[i] = messages.TopicResult{Name: t.Topic, ErrorCode: kerr.TopicAlreadyExists.Code,
+				ErrorMessage: "Topic '" + t.Topic + "' already exists (an internal topic)."}
+			continue
+		}
 		cfg := map[string]string{}
 		for _, c := range t.Configs {
 			if c.Value != nil {
 				cfg[c.Name] = *c.Value
 			}
 		}
-		specs[i] = messages.TopicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
+		spec := messages.TopicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor,
 			Config: cfg, ManualAssignment: len(t.ReplicaAssignment) > 0}
+		if spec.ManualAssignment {
+			byPartition := make(map[int32][]int32, len(t.ReplicaAssignment))
+			for _, a := range t.ReplicaAssignment {
+				byPartition[a.Partition] = a.Replicas
+			}
+			for p := range int32(len(byPartition)) {
+				rs, ok := byPartition[p]
+				if !ok {
+					spec.Assignment = nil
+					break
+				}
+				spec.Assignment = append(spec.Assignment, rs)
+			}
+			if len(spec.Assignment) != len(t.ReplicaAssignment) {
+				refused[i] = messages.TopicResult{Name: t.Topic, ErrorCode: kerr.InvalidReplicaAssignment.Code,
+					ErrorMessage: "partitions should be a consecutive 0-based integer sequence"}
+				continue
+			}
+		}
+		specs = append(specs, spec)
+		sent = append(sent, i)
 	}
 	results := make(chan []messages.TopicResult, 1)
-	r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, ValidateOnly: req.ValidateOnly,
-		Reply: func(rs []messages.TopicResult) { results <- rs }})
+	if len(specs) == 0 {
+		results <- nil
+	} else {
+		r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, ValidateOnly: req.ValidateOnly,
+			Reply: func(rs []messages.TopicResult) { results <- rs }})
+	}
 	return func() kmsg.Response {
-		for i, res := range <-results {
+		byIndex := make(map[int]messages.TopicResult, len(sent))
+		for k, res := range <-results {
+			if k < len(sent) {
+				byIndex[sent[k]] = res
+			}
+		}
+		for i := range req.Topics {
+			res, ok := byIndex[i]
+			if !ok {
+				res = refused[i]
+			}
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic, rt.TopicID, rt.ErrorCode = res.Name, res.ID, res.ErrorCode
 			rt.ErrorMessage = optString(res.ErrorMessage)
@@ -42,6 +89,9 @@ func handleCreateTopics(r *Request) Pending {
 				rt.ReplicationFactor = 1
 				if req.Topics[i].ReplicationFactor > 0 {
 					rt.ReplicationFactor = req.Topics[i].ReplicationFactor
+				}
+				if ra := req.Topics[i].ReplicaAssignment; len(ra) > 0 {
+					rt.ReplicationFactor = int16(len(ra[0].Replicas))
 				}
 				for _, name := range topicconfig.Names() {
 					c := kmsg.NewCreateTopicsResponseTopicConfig()

@@ -15,24 +15,47 @@ func init() {
 func handleDeleteTopics(r *Request) Pending {
 	req := r.Body.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	msg := &messages.DeleteTopics{}
+	var names []string
+	var ids [][16]byte
 	if req.Version < 6 {
-		msg.Names = append(msg.Names, req.TopicNames...)
+		names = req.TopicNames
 	} else {
 		for _, t := range req.Topics {
 			name := ""
 			if t.Topic != nil {
 				name = *t.Topic
+			} else if it, ok := r.View.InternalByID(t.TopicID); ok {
+				name = it.Name
 			}
-			msg.Names = append(msg.Names, name)
-			msg.IDs = append(msg.IDs, t.TopicID)
+			names = append(names, name)
+			ids = append(ids, t.TopicID)
+		}
+	}
+	// Internal topics are refused here; the rest go to the supervisor.
+	sent := splitInternal(len(names), func(i int) string { return names[i] })
+	msg := &messages.DeleteTopics{}
+	for _, i := range sent {
+		msg.Names = append(msg.Names, names[i])
+		if ids != nil {
+			msg.IDs = append(msg.IDs, ids[i])
 		}
 	}
 	results := make(chan []messages.TopicResult, 1)
-	msg.Reply = func(rs []messages.TopicResult) { results <- rs }
-	r.Server.Supervisor().Send(msg)
+	if len(sent) == 0 {
+		results <- nil
+	} else {
+		msg.Reply = func(rs []messages.TopicResult) { results <- rs }
+		r.Server.Supervisor().Send(msg)
+	}
 	return func() kmsg.Response {
-		for _, res := range <-results {
+		all := mergeInternal(len(names), sent, <-results, func(i int) messages.TopicResult {
+			res := internalRefusal(names[i], "delete")
+			if ids != nil {
+				res.ID = ids[i]
+			}
+			return res
+		})
+		for _, res := range all {
 			rt := kmsg.NewDeleteTopicsResponseTopic()
 			if res.Name != "" {
 				name := res.Name

@@ -29,7 +29,10 @@ func handleDescribeConfigs(r *Request) Pending {
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		switch res.ResourceType {
 		case resourceTopic:
-			t, ok := v.Topics[res.ResourceName]
+			t, ok := v.Internal(res.ResourceName)
+			if !ok {
+				t, ok = v.Topics[res.ResourceName]
+			}
 			if !ok {
 				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break

@@ -6,7 +6,8 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// CreatePartitions (key 37): v0-3, growing only, through the supervisor.
+// CreatePartitions (key 37): v0-3, growing only, through the supervisor; a
+// manual assignment pins each new partition's first replica as its leader.
 func init() {
 	serve(API{Key: kmsg.CreatePartitions.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleCreatePartitions, ErrorResponse: createPartitionsError})
 }
@@ -15,15 +16,29 @@ func init() {
 func handleCreatePartitions(r *Request) Pending {
 	req := r.Body.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	// Internal topics are refused here; the rest go to the supervisor.
+	sent := splitInternal(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
 	msg := &messages.CreatePartitions{ValidateOnly: req.ValidateOnly}
-	for _, t := range req.Topics {
-		msg.Topics = append(msg.Topics, messages.PartitionCount{Topic: t.Topic, Count: t.Count, ManualAssignment: len(t.Assignment) > 0})
+	for _, i := range sent {
+		t := req.Topics[i]
+		pc := messages.PartitionCount{Topic: t.Topic, Count: t.Count, ManualAssignment: len(t.Assignment) > 0}
+		for _, a := range t.Assignment {
+			pc.Assignment = append(pc.Assignment, a.Replicas)
+		}
+		msg.Topics = append(msg.Topics, pc)
 	}
 	results := make(chan []messages.TopicResult, 1)
-	msg.Reply = func(rs []messages.TopicResult) { results <- rs }
-	r.Server.Supervisor().Send(msg)
+	if len(sent) == 0 {
+		results <- nil
+	} else {
+		msg.Reply = func(rs []messages.TopicResult) { results <- rs }
+		r.Server.Supervisor().Send(msg)
+	}
 	return func() kmsg.Response {
-		for _, res := range <-results {
+		all := mergeInternal(len(req.Topics), sent, <-results, func(i int) messages.TopicResult {
+			return internalRefusal(req.Topics[i].Topic, "add partitions to")
+		})
+		for _, res := range all {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic, rt.ErrorCode = res.Name, res.ErrorCode
 			rt.ErrorMessage = optString(res.ErrorMessage)

@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
 
@@ -38,6 +39,11 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 		typ, name := kind(i)
 		switch typ {
 		case resourceTopic:
+			if routing.IsInternal(name) {
+				ref := internalRefusal(name, "alter the configs of")
+				results[i] = alterResult{code: ref.ErrorCode, msg: ref.ErrorMessage}
+				continue
+			}
 			t, ok := r.View.Topics[name]
 			if !ok {
 				results[i] = alterResult{code: kerr.UnknownTopicOrPartition.Code}

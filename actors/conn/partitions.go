@@ -11,8 +11,14 @@ import (
 
 // partitionTarget resolves a partition to its local actor, or to the error
 // a client should see: UNKNOWN_TOPIC_OR_PARTITION when it does not exist,
-// NOT_LEADER_OR_FOLLOWER when another broker (or nobody, mid-move) leads it.
+// NOT_LEADER_OR_FOLLOWER when another broker (or nobody, mid-move) leads it,
+// TOPIC_AUTHORIZATION_FAILED for an internal topic (no log here to serve:
+// the answer Kafka gives a client not allowed to read it, which clients
+// treat as final).
 func partitionTarget(v *routing.View, topic string, partition int32) (ref partitionRef, code int16) {
+	if routing.IsInternal(topic) {
+		return partitionRef{}, kerr.TopicAuthorizationFailed.Code
+	}
 	t, ok := v.Topics[topic]
 	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
 		return partitionRef{}, kerr.UnknownTopicOrPartition.Code
@@ -38,6 +44,9 @@ func topicName(v *routing.View, name string, id [16]byte) (string, bool) {
 		return name, ok
 	}
 	if t, ok := v.TopicIDs[id]; ok {
+		return t.Name, true
+	}
+	if t, ok := v.InternalByID(id); ok {
 		return t.Name, true
 	}
 	return "", false

@@ -228,7 +228,7 @@ func (c *Core) start() {
 				healthy: b.State == assignment.Alive}
 		}
 		for name, t := range c.prev.Topics {
-			c.topics[name] = balancer.TopicSpec{ID: t.ID, Partitions: len(t.Partitions), Config: t.Config}
+			c.topics[name] = balancer.TopicSpec{ID: t.ID, Partitions: len(t.Partitions), Config: t.Config, Pins: t.Pins}
 		}
 	}
 	c.emit(SetWritten{Epoch: fileEpoch, Version: fileVersion})

@@ -42,6 +42,9 @@ type Topic struct {
 	ID         [16]byte
 	Config     map[string]string
 	Partitions []Partition
+	// Pins maps a partition placed by hand to the broker that should lead
+	// it (assignment pins; nil when none).
+	Pins map[int32]int32
 }
 
 // TP names a partition.
@@ -67,6 +70,10 @@ type View struct {
 	// whether it is this broker's job; nil means this broker coordinates
 	// every group (local-dev mode).
 	Coordinator func(group string) (Broker, bool)
+	// GroupSlots is the broker id serving each group-coordinator slot (-1
+	// while held between coordinators or when no broker is alive); nil
+	// means this broker coordinates every group (local-dev mode).
+	GroupSlots []int32
 }
 
 // Broker returns the broker with id.

@@ -253,7 +253,29 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		s.createPartitions(m)
 	case *messages.AlterTopicConfig:
 		s.alterConfig(m)
+	case *messages.SetPins:
+		s.setPins(m)
 	}
+}
+
+// setPins writes a reassignment into the topic's KafkaTopic (spec.pins);
+// the controller then moves the partitions two-phase like any planned move.
+// It answers once the KafkaTopic is written, as Kafka answers once the
+// reassignment is recorded, not when it completes.
+func (s *Cluster) setPins(m *messages.SetPins) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		err := s.topicAdmin.SetPins(ctx, m.Topic, m.Pins)
+		switch {
+		case errors.Is(err, cluster.ErrTopicNotFound):
+			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownTopicOrPartition.Code})
+		case err != nil:
+			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownServerError.Code, ErrorMessage: err.Error()})
+		default:
+			m.Reply(messages.TopicResult{Name: m.Topic})
+		}
+	}()
 }
 
 // step feeds one event to the core and executes its effects in order.
@@ -515,14 +537,17 @@ func (s *Cluster) createTopics(m *messages.CreateTopics) {
 				continue
 			}
 			n := spec.Partitions
-			if n == -1 {
+			var pins map[int32]int32
+			if spec.ManualAssignment {
+				n, pins = int32(len(spec.Assignment)), messages.FirstReplicas(0, spec.Assignment)
+			} else if n == -1 {
 				n = defaults
 			}
 			r.Partitions, r.Config = n, spec.Config
 			if m.ValidateOnly {
 				continue
 			}
-			uid, err := s.topicAdmin.Create(ctx, spec.Name, n, spec.Config)
+			uid, err := s.topicAdmin.Create(ctx, spec.Name, n, spec.Config, pins)
 			switch {
 			case errors.Is(err, cluster.ErrTopicExists):
 				r.ErrorCode = kerr.TopicAlreadyExists.Code
@@ -552,7 +577,19 @@ func validateSpec(spec messages.TopicSpec, v *routing.View) (int16, string) {
 	if v != nil {
 		_, exists = v.Topics[spec.Name]
 	}
-	return topicError(topicRequest{Create: &spec, Exists: exists}, balancer.MaxPartitionsPerTopic)
+	return topicError(topicRequest{Create: &spec, Exists: exists, Registered: registeredIn(v)}, balancer.MaxPartitionsPerTopic)
+}
+
+// registeredIn reports whether a broker id is registered in v (dead rows
+// included, as the assignment keeps them).
+func registeredIn(v *routing.View) func(int32) bool {
+	return func(id int32) bool {
+		if v == nil {
+			return false
+		}
+		_, ok := v.Broker(id)
+		return ok
+	}
 }
 
 func (s *Cluster) deleteTopics(m *messages.DeleteTopics) {
@@ -617,11 +654,19 @@ func (s *Cluster) createPartitions(m *messages.CreatePartitions) {
 			if ok {
 				current = int32(len(t.Partitions))
 			}
-			r.ErrorCode, r.ErrorMessage = topicError(topicRequest{Grow: &pc, Exists: ok, Current: current}, balancer.MaxPartitionsPerTopic)
+			r.ErrorCode, r.ErrorMessage = topicError(topicRequest{Grow: &pc, Exists: ok, Current: current, Registered: registeredIn(v)}, balancer.MaxPartitionsPerTopic)
 			switch {
 			case r.ErrorCode != 0:
 			case m.ValidateOnly:
 			default:
+				if pc.ManualAssignment {
+					// Pins first: the new partitions are placed by them
+					// as soon as the controller sees the new count.
+					if err := s.topicAdmin.SetPins(ctx, pc.Topic, messages.FirstReplicas(current, pc.Assignment)); err != nil {
+						r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, err.Error()
+						continue
+					}
+				}
 				if err := s.topicAdmin.Patch(ctx, pc.Topic, pc.Count, nil, false); err != nil {
 					r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, err.Error()
 					continue

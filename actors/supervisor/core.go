@@ -403,6 +403,7 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 		v.Brokers = []routing.Broker{self}
 		v.ControllerID = -1
 		v.Coordinator = func(string) (routing.Broker, bool) { return routing.Broker{}, false }
+		v.GroupSlots = []int32{}
 	} else {
 		v.Epoch, v.Version = a.ControllerEpoch, a.AssignmentVersion
 		v.ControllerID = -1
@@ -419,6 +420,12 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 				id = uuidFromString(t.ID)
 			}
 			rt := &routing.Topic{Name: name, ID: id, Config: t.Config, Partitions: make([]routing.Partition, len(t.Partitions))}
+			if len(t.Pins) > 0 {
+				rt.Pins = make(map[int32]int32, len(t.Pins))
+				for _, pin := range t.Pins {
+					rt.Pins[pin.Partition] = pin.Broker
+				}
+			}
 			for i, p := range t.Partitions {
 				rt.Partitions[i] = routing.Partition{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch}
 				if p.Leader != assignment.NoLeader {
@@ -439,6 +446,7 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 			}
 			return routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port, Alive: true}, b.ID == selfID
 		}
+		v.GroupSlots = groupSlots(a)
 	}
 	sortBrokers(v.Brokers)
 	for tp, lp := range c.parts {
@@ -462,4 +470,18 @@ func (c *Core) Ping(p *heartbeatpb.Ping) *heartbeatpb.Ping {
 		p.Partitions = append(p.Partitions, &heartbeatpb.PartitionLed{Topic: tp.Topic, Partition: tp.Partition, LeaderEpoch: lp.leaderEpoch, Opening: lp.opening})
 	}
 	return p
+}
+
+// groupSlots is the broker id serving each group-coordinator slot of a, -1
+// for a held slot or one with no alive broker.
+func groupSlots(a *assignment.Assignment) []int32 {
+	owners := assignment.SlotOwners(a)
+	out := make([]int32, len(owners))
+	for i, name := range owners {
+		out[i] = -1
+		if b, ok := a.BrokerByName(name); ok && name != "" && !slices.Contains(a.ConsumerGroups.Held, i) {
+			out[i] = b.ID
+		}
+	}
+	return out
 }

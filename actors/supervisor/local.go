@@ -113,6 +113,10 @@ func (s *Local) Receive(ctx actor.Context) {
 		s.createPartitions(ctx, m)
 	case *messages.AlterTopicConfig:
 		s.alterConfig(ctx, m)
+	case *messages.SetPins:
+		// The one broker leads everything: a pin to it (the only broker
+		// the caller accepts) is already in force, and nothing is kept.
+		m.Reply(messages.TopicResult{Name: m.Topic})
 	case *Ping:
 		m.Reply()
 	case *actor.Terminated:
@@ -165,7 +169,9 @@ func (s *Local) createTopics(ctx actor.Context, m *messages.CreateTopics) {
 			continue
 		}
 		n := spec.Partitions
-		if n == -1 {
+		if spec.ManualAssignment {
+			n = int32(len(spec.Assignment)) // every replica is this broker: nothing to pin
+		} else if n == -1 {
 			n = s.cfg.DefaultPartitions
 		}
 		r.Partitions = n
@@ -188,8 +194,12 @@ func (s *Local) createTopics(ctx actor.Context, m *messages.CreateTopics) {
 
 func (s *Local) validateSpec(spec messages.TopicSpec) (int16, string) {
 	_, exists := s.topics[spec.Name]
-	return topicError(topicRequest{Create: &spec, Exists: exists}, s.cfg.MaxPartitions)
+	return topicError(topicRequest{Create: &spec, Exists: exists, Registered: s.registered}, s.cfg.MaxPartitions)
 }
+
+// registered reports whether id is a registered broker: in local-dev mode,
+// this one.
+func (s *Local) registered(id int32) bool { return id == s.cfg.Self.ID }
 
 func (s *Local) lookup(name string, id [16]byte) (*topicState, bool) {
 	if id != ([16]byte{}) {
@@ -251,7 +261,7 @@ func (s *Local) createPartitions(ctx actor.Context, m *messages.CreatePartitions
 		if ok {
 			current = t.rec.Partitions
 		}
-		r.ErrorCode, r.ErrorMessage = topicError(topicRequest{Grow: &pc, Exists: ok, Current: current}, s.cfg.MaxPartitions)
+		r.ErrorCode, r.ErrorMessage = topicError(topicRequest{Grow: &pc, Exists: ok, Current: current, Registered: s.registered}, s.cfg.MaxPartitions)
 		switch {
 		case r.ErrorCode != 0:
 		case m.ValidateOnly:

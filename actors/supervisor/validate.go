@@ -9,8 +9,6 @@ import (
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
-const manualAssignmentRefused = "kaas places partitions itself; manual replica assignment is not supported"
-
 // topicRequest is one entry of a topic-admin request, exactly one of
 // Create, Grow or Alter set, with what the mode knows of its topic.
 type topicRequest struct {
@@ -20,6 +18,9 @@ type topicRequest struct {
 	// Exists: the topic is known. Current: its partition count (Grow).
 	Exists  bool
 	Current int32
+	// Registered reports whether a broker id is registered (manual replica
+	// assignments may name only those).
+	Registered func(id int32) bool
 }
 
 // topicError is the Kafka error a topic-admin entry gets (0 if valid):
@@ -29,9 +30,9 @@ type topicRequest struct {
 func topicError(r topicRequest, maxPartitions int32) (int16, string) {
 	switch {
 	case r.Create != nil:
-		return createError(*r.Create, r.Exists, maxPartitions)
+		return createError(*r.Create, r.Exists, maxPartitions, r.Registered)
 	case r.Grow != nil:
-		return growError(*r.Grow, r.Exists, r.Current, maxPartitions)
+		return growError(*r.Grow, r.Exists, r.Current, maxPartitions, r.Registered)
 	}
 	if !r.Exists {
 		return kerr.UnknownTopicOrPartition.Code, ""
@@ -42,7 +43,7 @@ func topicError(r topicRequest, maxPartitions int32) (int16, string) {
 	return 0, ""
 }
 
-func createError(spec messages.TopicSpec, exists bool, maxPartitions int32) (int16, string) {
+func createError(spec messages.TopicSpec, exists bool, maxPartitions int32, registered func(int32) bool) (int16, string) {
 	if err := topicconfig.ValidTopicName(spec.Name); err != nil {
 		return kerr.InvalidTopicException.Code, err.Error()
 	}
@@ -50,7 +51,17 @@ func createError(spec messages.TopicSpec, exists bool, maxPartitions int32) (int
 		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", spec.Name)
 	}
 	if spec.ManualAssignment {
-		return kerr.InvalidReplicaAssignment.Code, manualAssignmentRefused
+		if spec.Partitions != -1 || spec.ReplicationFactor != -1 {
+			// Kafka's answer: the assignment alone gives both.
+			return kerr.InvalidRequest.Code, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time."
+		}
+		if len(spec.Assignment) > int(maxPartitions) {
+			return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d exceeds the limit %d", len(spec.Assignment), maxPartitions)
+		}
+		if code, msg := assignmentError(spec.Assignment, registered); code != 0 {
+			return code, msg
+		}
+		spec.Partitions = int32(len(spec.Assignment))
 	}
 	if spec.Partitions == 0 || spec.Partitions < -1 {
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d must be positive", spec.Partitions)
@@ -67,16 +78,52 @@ func createError(spec messages.TopicSpec, exists bool, maxPartitions int32) (int
 	return 0, ""
 }
 
-func growError(pc messages.PartitionCount, exists bool, current, maxPartitions int32) (int16, string) {
+func growError(pc messages.PartitionCount, exists bool, current, maxPartitions int32, registered func(int32) bool) (int16, string) {
 	switch {
 	case !exists:
 		return kerr.UnknownTopicOrPartition.Code, ""
+	case pc.ManualAssignment && int32(len(pc.Assignment)) != pc.Count-current:
+		return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("Increasing the number of partitions by %d but %d assignments provided.", pc.Count-current, len(pc.Assignment))
 	case pc.ManualAssignment:
-		return kerr.InvalidReplicaAssignment.Code, manualAssignmentRefused
+		if code, msg := assignmentError(pc.Assignment, registered); code != 0 {
+			return code, msg
+		}
+	}
+	switch {
 	case pc.Count <= current:
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q has %d partitions; the new count %d must be larger", pc.Topic, current, pc.Count)
 	case pc.Count > maxPartitions:
 		return kerr.InvalidPartitions.Code, fmt.Sprintf("partition count %d exceeds the limit %d", pc.Count, maxPartitions)
+	}
+	return 0, ""
+}
+
+// assignmentError checks a manual replica assignment as Kafka does: every
+// partition names at least one replica, no broker twice, all partitions
+// the same number, and only registered brokers. kaas keeps one copy and
+// pins the first replica as the leader; the others are accepted and not
+// kept.
+func assignmentError(assignment [][]int32, registered func(int32) bool) (int16, string) {
+	if len(assignment) == 0 {
+		return kerr.InvalidReplicaAssignment.Code, "the replica assignment names no partition"
+	}
+	for p, replicas := range assignment {
+		if len(replicas) == 0 {
+			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes an empty replica list for partition %d.", p)
+		}
+		if len(replicas) != len(assignment[0]) {
+			return kerr.InvalidReplicaAssignment.Code, "All partitions in the manual partition assignment must have the same number of replicas."
+		}
+		for i, b := range replicas {
+			for _, o := range replicas[:i] {
+				if o == b {
+					return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d more than once.", b)
+				}
+			}
+			if registered == nil || !registered(b) {
+				return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The manual partition assignment includes broker %d, but no such broker is registered.", b)
+			}
+		}
 	}
 	return 0, ""
 }

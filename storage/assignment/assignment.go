@@ -68,6 +68,29 @@ type Topic struct {
 	ID         string            `json:"id"`
 	Config     map[string]string `json:"config"`
 	Partitions []Partition       `json:"partitions"`
+	// Pins are the partitions an operator or client placed by hand
+	// (CreateTopics with a replica assignment, AlterPartitionReassignments,
+	// or the KafkaTopic's spec.pins), sorted by partition. Absent in files
+	// without any.
+	Pins []Pin `json:"pins,omitempty"`
+}
+
+// Pin asks that Broker lead Partition whenever Broker is alive: the
+// balancer places the partition there (a planned two-phase move like any
+// other) and never moves it away to even out the cluster.
+type Pin struct {
+	Partition int32 `json:"partition"`
+	Broker    int32 `json:"broker"`
+}
+
+// PinOf returns the broker partition p is pinned to, or false.
+func (t Topic) PinOf(p int32) (int32, bool) {
+	for _, pin := range t.Pins {
+		if pin.Partition == p {
+			return pin.Broker, true
+		}
+	}
+	return 0, false
 }
 
 // Partition is the leader of one partition and its leader epoch. Leader is
@@ -213,6 +236,20 @@ func (a *Assignment) Validate() error {
 		}
 	}
 
+	for _, name := range topicNames {
+		t := a.Topics[name]
+		for i, pin := range t.Pins {
+			switch {
+			case pin.Partition < 0 || int(pin.Partition) >= len(t.Partitions):
+				return invalid("topic %q: pin of partition %d, which does not exist", name, pin.Partition)
+			case i > 0 && pin.Partition <= t.Pins[i-1].Partition:
+				return invalid("topic %q: pins are not sorted by partition without repeats", name)
+			case pin.Broker < 0:
+				return invalid("topic %q partition %d: pinned to negative broker id %d", name, pin.Partition, pin.Broker)
+			}
+		}
+	}
+
 	seen := make(map[string]int, len(a.ConsumerGroups.Slots))
 	for i, s := range a.ConsumerGroups.Slots {
 		if _, ok := names[s]; !ok {
@@ -300,7 +337,8 @@ func SameContent(a, b *Assignment) bool {
 	}
 	for name, ta := range a.Topics {
 		tb, ok := b.Topics[name]
-		if !ok || ta.ID != tb.ID || len(ta.Partitions) != len(tb.Partitions) || len(ta.Config) != len(tb.Config) {
+		if !ok || ta.ID != tb.ID || len(ta.Partitions) != len(tb.Partitions) || len(ta.Config) != len(tb.Config) ||
+			!slices.Equal(ta.Pins, tb.Pins) {
 			return false
 		}
 		for k, v := range ta.Config {

@@ -93,7 +93,22 @@ func Encode(a *Assignment) ([]byte, error) {
 			b = strconv.AppendInt(b, int64(p.LeaderEpoch), 10)
 			b = append(b, '}')
 		}
-		b = append(b, "\n      ]\n    }"...)
+		b = append(b, "\n      ]"...)
+		if len(t.Pins) > 0 {
+			b = append(b, ",\n      \"pins\": ["...)
+			for j, pin := range t.Pins {
+				if j > 0 {
+					b = append(b, ", "...)
+				}
+				b = append(b, "{\"partition\": "...)
+				b = strconv.AppendInt(b, int64(pin.Partition), 10)
+				b = append(b, ", \"broker\": "...)
+				b = strconv.AppendInt(b, int64(pin.Broker), 10)
+				b = append(b, '}')
+			}
+			b = append(b, ']')
+		}
+		b = append(b, "\n    }"...)
 	}
 	if len(a.Topics) > 0 {
 		b = append(b, "\n  "...)
@@ -160,6 +175,7 @@ type wireTopic struct {
 	ID         *string           `json:"id"`
 	Config     map[string]string `json:"config"`
 	Partitions wirePartitions    `json:"partitions"`
+	Pins       []Pin             `json:"pins"`
 }
 
 // wirePartitions decodes the partition list, the bulk of a large document,
@@ -376,7 +392,7 @@ func (w *wireAssignment) convert() (*Assignment, error) {
 		if cfg == nil {
 			cfg = map[string]string{}
 		}
-		a.Topics[name] = Topic{ID: *t.ID, Config: cfg, Partitions: parts}
+		a.Topics[name] = Topic{ID: *t.ID, Config: cfg, Partitions: parts, Pins: t.Pins}
 	}
 	return a, nil
 }

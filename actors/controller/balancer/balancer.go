@@ -69,6 +69,11 @@
 //
 // # Other guarantees
 //
+// Pinned partitions (TopicSpec.Pins) are the exception to rules 1-4: each
+// goes to its pinned broker when that broker is alive and stays there; they
+// count in the brokers' totals, so the other partitions even out around
+// them, but the spreads above are then only as even as the pins allow.
+//
 // Only alive brokers lead; the controller always counts itself alive, so an
 // assignment with topics is never empty. leader_epoch rises by exactly one
 // when a partition's leader changes and stays otherwise; a new partition
@@ -103,6 +108,12 @@ type TopicSpec struct {
 	ID         string            `json:"id"`
 	Partitions int               `json:"partitions"`
 	Config     map[string]string `json:"config"`
+	// Pins place partitions by hand (sorted by partition): a pinned
+	// partition is led by its broker whenever that broker is alive, and
+	// steps 3 and 4 never move it; while the broker is not alive the
+	// partition is placed like any other. Pins of partitions the topic
+	// does not have are ignored.
+	Pins []assignment.Pin `json:"pins,omitempty"`
 }
 
 // Input is everything the balancer looks at.

@@ -1,6 +1,8 @@
 package balancer
 
 import (
+	"sort"
+
 	"github.com/kaas-project/kaas/storage/assignment"
 )
 
@@ -30,6 +32,7 @@ type state struct {
 	topicOf  []int32 // partition -> topic index
 	leader   []int32 // partition -> alive index (-1: not placed yet)
 	prevAl   []int32 // partition -> alive index of its previous leader (-1: none, or not alive)
+	pinAl    []int32 // partition -> alive index of the broker it is pinned to (-1: none, or not alive)
 	total    []int32 // broker -> partitions led
 	tc       []int32 // dense per-topic rows of per-broker counts
 	scratch  []int32 // count row of a sparse topic
@@ -72,6 +75,7 @@ func newState(rows []assignment.Broker, topics []topicIn, prev *assignment.Assig
 	s.topicOf = make([]int32, total)
 	s.leader = make([]int32, total)
 	s.prevAl = make([]int32, total)
+	s.pinAl = make([]int32, total)
 	s.total = make([]int32, s.n)
 	s.tc = make([]int32, dense)
 	s.scratch = make([]int32, s.n)
@@ -83,10 +87,19 @@ func newState(rows []assignment.Broker, topics []topicIn, prev *assignment.Assig
 			s.topicOf[g] = int32(ti)
 			s.leader[g] = -1
 			s.prevAl[g] = -1
+			s.pinAl[g] = -1
 			if int(p) < len(t.prev) {
 				if b, ok := s.aliveIdx[t.prev[p].Leader]; ok {
 					s.prevAl[g] = b
 				}
+			}
+		}
+		for _, pin := range t.spec.Pins {
+			if pin.Partition < 0 || pin.Partition >= t.count {
+				continue
+			}
+			if b, ok := s.aliveIdx[pin.Broker]; ok {
+				s.pinAl[t.start+pin.Partition] = b
 			}
 		}
 	}
@@ -182,10 +195,17 @@ func (s *state) moveCost(g, b int32) int32 {
 	return c
 }
 
-// keep is step 1: every partition whose previous leader is alive stays.
+// pinned reports whether partition g is pinned to an alive broker (and so
+// never moved by steps 3 and 4).
+func (s *state) pinned(g int32) bool { return s.pinAl[g] >= 0 }
+
+// keep is step 1: every pinned partition goes to its broker, every other
+// partition whose previous leader is alive stays.
 func (s *state) keep() {
 	for g, b := range s.prevAl {
-		if b >= 0 {
+		if pin := s.pinAl[g]; pin >= 0 {
+			s.assign(int32(g), pin)
+		} else if b >= 0 {
 			s.assign(int32(g), b)
 		}
 	}
@@ -312,6 +332,9 @@ func (s *state) evenCluster() {
 				}
 			}
 		}
+		if best.g < 0 {
+			return // only pinned partitions could even it out
+		}
 		t := s.topicOf[best.g]
 		s.move(best.g, br)
 		// The donor lost a partition: all its candidates may change. For
@@ -400,12 +423,15 @@ func (s *state) bulkEven() {
 					x := int32(-1)
 					var xCost int32
 					for g := t.start; g < t.start+t.count; g++ {
-						if s.leader[g] != d {
+						if s.leader[g] != d || s.pinned(g) {
 							continue
 						}
 						if c := s.moveCost(g, r); x < 0 || c < xCost {
 							x, xCost = g, c
 						}
+					}
+					if x < 0 {
+						break // d leads only pinned partitions of the topic
 					}
 					s.move(x, r)
 					progress = true
@@ -420,6 +446,9 @@ func (s *state) bulkEven() {
 func (s *state) pickMove(donor, recv int32) candidate {
 	best := candidate{g: -1, ok: true}
 	for _, g := range s.led[donor] {
+		if s.pinned(g) {
+			continue
+		}
 		cost := int8(s.moveCost(g, recv))
 		if best.g >= 0 && cost > best.cost {
 			continue
@@ -547,7 +576,7 @@ func (s *state) bestSwap(ti, hi, lo int32) swap {
 	sw := swap{x: -1, hi: hi, lo: lo}
 	var xCost int32
 	for g := t.start; g < t.start+t.count; g++ {
-		if s.leader[g] != hi {
+		if s.leader[g] != hi || s.pinned(g) {
 			continue
 		}
 		if c := s.moveCost(g, lo); sw.x < 0 || c < xCost {
@@ -570,7 +599,7 @@ func (s *state) bestSwap(ti, hi, lo int32) swap {
 	sw.y = candidate{g: -1}
 	for _, g := range s.led[lo] {
 		u := s.topicOf[g]
-		if u == ti {
+		if u == ti || s.pinned(g) {
 			continue
 		}
 		cost := int8(s.moveCost(g, hi))
@@ -636,7 +665,7 @@ func (s *state) output(in Input, rows []assignment.Broker) (*assignment.Assignme
 		for k, v := range t.spec.Config {
 			cfg[k] = v
 		}
-		out.Topics[t.name] = assignment.Topic{ID: t.spec.ID, Config: cfg, Partitions: ps}
+		out.Topics[t.name] = assignment.Topic{ID: t.spec.ID, Config: cfg, Partitions: ps, Pins: pinsIn(t.spec.Pins, t.count)}
 	}
 	out.AssignmentVersion = 1
 	if prev := in.Previous; prev != nil {
@@ -646,4 +675,25 @@ func (s *state) output(in Input, rows []assignment.Broker) (*assignment.Assignme
 		}
 	}
 	return out, moves
+}
+
+// pinsIn is the pins of a topic of count partitions as the assignment
+// keeps them: sorted by partition, one per partition (the last wins), those
+// of partitions it does not have left out; nil when none.
+func pinsIn(pins []assignment.Pin, count int32) []assignment.Pin {
+	var out []assignment.Pin
+	for _, p := range pins {
+		if p.Partition < 0 || p.Partition >= count || p.Broker < 0 {
+			continue
+		}
+		i := sort.Search(len(out), func(i int) bool { return out[i].Partition >= p.Partition })
+		if i < len(out) && out[i].Partition == p.Partition {
+			out[i] = p
+			continue
+		}
+		out = append(out, assignment.Pin{})
+		copy(out[i+1:], out[i:])
+		out[i] = p
+	}
+	return out
 }

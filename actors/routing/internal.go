@@ -1,0 +1,105 @@
+package routing
+
+import "crypto/sha256"
+
+// InternalTopic is a topic Kafka keeps for its own state, which kaas keeps
+// elsewhere (group offsets in the group store) but shows as Kafka does:
+// Metadata lists it with IsInternal set, so regex subscriptions and admin
+// tools that skip internal topics see the topic they expect. Clients cannot
+// produce to it, delete it, grow it or alter its configs; kaas serves no
+// reads of it (its state is not a Kafka log here).
+type InternalTopic struct {
+	Name       string
+	Partitions int
+	// Config is what DescribeConfigs reports as the topic's overrides.
+	Config map[string]string
+	// Leader is the broker shown leading partition p (-1: none now).
+	Leader func(v *View, p int) int32
+}
+
+// ConsumerOffsetsTopic is Kafka's group-offsets topic name.
+const ConsumerOffsetsTopic = "__consumer_offsets"
+
+// InternalTopics is every internal topic kaas shows. A new one (e.g.
+// __transaction_state) is one more entry here.
+var InternalTopics = []InternalTopic{
+	{
+		Name: ConsumerOffsetsTopic,
+		// Kafka's offsets.topic.num.partitions default.
+		Partitions: 50,
+		Config: map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "producer",
+			"segment.bytes":    "104857600",
+		},
+		Leader: groupSlotLeader,
+	},
+}
+
+// LookupInternal returns the internal topic called name.
+func LookupInternal(name string) (InternalTopic, bool) {
+	for _, it := range InternalTopics {
+		if it.Name == name {
+			return it, true
+		}
+	}
+	return InternalTopic{}, false
+}
+
+// IsInternal reports whether name is an internal topic.
+func IsInternal(name string) bool {
+	_, ok := LookupInternal(name)
+	return ok
+}
+
+// groupSlotLeader shows partition p of __consumer_offsets led by the broker
+// serving group-coordinator slot p mod len(slots). Kafka stores a group in
+// partition abs(hash(group)) mod 50 and kaas coordinates it at slot
+// abs(hash(group)) mod len(slots), so when the slot count divides 50 (1, 2,
+// 5, 10, 25 or 50 registered brokers) every group Kafka would store in
+// partition p is coordinated by the broker shown leading it.
+func groupSlotLeader(v *View, p int) int32 {
+	if v.GroupSlots == nil {
+		return v.Self
+	}
+	if len(v.GroupSlots) == 0 {
+		return -1
+	}
+	return v.GroupSlots[p%len(v.GroupSlots)]
+}
+
+// Internal returns the routing topic of internal topic name as this view
+// shows it (its partitions' leaders follow the view), or false when name is
+// no internal topic.
+func (v *View) Internal(name string) (*Topic, bool) {
+	it, ok := LookupInternal(name)
+	if !ok {
+		return nil, false
+	}
+	t := &Topic{Name: it.Name, ID: internalTopicID(it.Name), Config: it.Config, Partitions: make([]Partition, it.Partitions)}
+	for p := range t.Partitions {
+		t.Partitions[p] = Partition{Leader: it.Leader(v, p)}
+	}
+	return t, true
+}
+
+// internalTopicID is a stable UUID (version 8 layout, RFC 9562) derived from
+// the name, the same on every broker and across restarts.
+func internalTopicID(name string) [16]byte {
+	sum := sha256.Sum256([]byte("kaas internal topic " + name))
+	var id [16]byte
+	copy(id[:], sum[:16])
+	id[6] = id[6]&0x0f | 0x80
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+// InternalByID returns the internal topic whose id is id, as Internal.
+func (v *View) InternalByID(id [16]byte) (*Topic, bool) {
+	for _, it := range InternalTopics {
+		if internalTopicID(it.Name) == id {
+			return v.Internal(it.Name)
+		}
+	}
+	return nil, false
+}
