@@ -130,20 +130,27 @@ func noCheck(authz, API, kmsg.Request) authDecision { return allow }
 // refused with CLUSTER_AUTHORIZATION_FAILED while authorization is on
 // (TestEveryAPIHasAnAuthRule keeps the table complete).
 var authRules = map[int16]authRule{
-	kmsg.Produce.Int16():                    authProduce,
-	kmsg.Fetch.Int16():                      authFetch,
-	kmsg.ListOffsets.Int16():                authListOffsets,
-	kmsg.Metadata.Int16():                   authMetadata,
-	kmsg.OffsetCommit.Int16():               authOffsetCommit,
-	kmsg.OffsetFetch.Int16():                authOffsetFetch,
-	kmsg.FindCoordinator.Int16():            authFindCoordinator,
-	kmsg.JoinGroup.Int16():                  needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group }),
-	kmsg.Heartbeat.Int16():                  needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group }),
-	kmsg.LeaveGroup.Int16():                 needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group }),
-	kmsg.SyncGroup.Int16():                  needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group }),
-	kmsg.DescribeGroups.Int16():             authDescribeGroups,
-	kmsg.ListGroups.Int16():                 authListGroups,
-	kmsg.ApiVersions.Int16():                noCheck,
+	kmsg.Produce.Int16():         authProduce,
+	kmsg.Fetch.Int16():           authFetch,
+	kmsg.ListOffsets.Int16():     authListOffsets,
+	kmsg.Metadata.Int16():        authMetadata,
+	kmsg.OffsetCommit.Int16():    authOffsetCommit,
+	kmsg.OffsetFetch.Int16():     authOffsetFetch,
+	kmsg.FindCoordinator.Int16(): authFindCoordinator,
+	kmsg.JoinGroup.Int16():       needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group }),
+	kmsg.Heartbeat.Int16():       needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group }),
+	kmsg.LeaveGroup.Int16():      needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group }),
+	kmsg.SyncGroup.Int16():       needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group }),
+	kmsg.DescribeGroups.Int16():  authDescribeGroups,
+	kmsg.ListGroups.Int16():      authListGroups,
+	kmsg.ApiVersions.Int16():     noCheck,
+	// The SASL APIs run before a principal exists (the connection's
+	// pre-authentication gate handles them).
+	kmsg.SASLHandshake.Int16():    noCheck,
+	kmsg.SASLAuthenticate.Int16(): noCheck,
+	// Markers come from another broker's transaction coordinator.
+	kmsg.WriteTxnMarkers.Int16():            needCluster(kmsg.ACLOperationClusterAction),
+	kmsg.DescribeTopicPartitions.Int16():    authDescribeTopicPartitions,
 	kmsg.CreateTopics.Int16():               authCreateTopics,
 	kmsg.DeleteTopics.Int16():               authDeleteTopics,
 	kmsg.DeleteRecords.Int16():              authDeleteRecords,
@@ -1088,4 +1095,62 @@ func (a *connActor) safeAuthorizeAndHandle(api API, req *Request) (p Pending) {
 		}
 		return resp
 	}
+}
+
+// authDescribeTopicPartitions: DESCRIBE on each topic. A listing of every
+// topic leaves out those the principal may not describe; a named one it may
+// not describe is answered TOPIC_AUTHORIZATION_FAILED with no partitions,
+// as Metadata does.
+func authDescribeTopicPartitions(z authz, _ API, body kmsg.Request) authDecision {
+	named := len(body.(*kmsg.DescribeTopicPartitionsRequest).Topics) > 0
+	return authDecision{patch: func(r kmsg.Response) {
+		resp := r.(*kmsg.DescribeTopicPartitionsResponse)
+		keep := resp.Topics[:0]
+		for _, t := range resp.Topics {
+			name := ""
+			if t.Topic != nil {
+				name = *t.Topic
+			}
+			if z.topic(opDescribe, name) {
+				keep = append(keep, t)
+				continue
+			}
+			if named {
+				t.ErrorCode, t.Partitions, t.TopicID = codeTopicAuth, nil, [16]byte{}
+				keep = append(keep, t)
+			}
+		}
+		resp.Topics = keep
+	}}
+}
+
+// authDescribeTransactions: DESCRIBE on each transactional id; one the
+// principal may not describe is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+func authDescribeTransactions(z authz, _ API, _ kmsg.Request) authDecision {
+	return authDecision{patch: func(r kmsg.Response) {
+		resp := r.(*kmsg.DescribeTransactionsResponse)
+		for i, s := range resp.TransactionStates {
+			if !z.txn(opDescribe, s.TransactionalID) {
+				id := s.TransactionalID
+				resp.TransactionStates[i] = kmsg.NewDescribeTransactionsResponseTransactionState()
+				resp.TransactionStates[i].TransactionalID = id
+				resp.TransactionStates[i].ErrorCode = codeTxnAuth
+			}
+		}
+	}}
+}
+
+// authListTransactions lists only the transactional ids the principal may
+// describe, as Kafka does.
+func authListTransactions(z authz, _ API, _ kmsg.Request) authDecision {
+	return authDecision{patch: func(r kmsg.Response) {
+		resp := r.(*kmsg.ListTransactionsResponse)
+		keep := resp.TransactionStates[:0]
+		for _, s := range resp.TransactionStates {
+			if z.txn(opDescribe, s.TransactionalID) {
+				keep = append(keep, s)
+			}
+		}
+		resp.TransactionStates = keep
+	}}
 }
