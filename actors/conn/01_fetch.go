@@ -1,12 +1,14 @@
 package conn
 
 import (
+	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 )
@@ -98,11 +100,12 @@ func handleFetch(r *Request) Pending {
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	// The first read is sent now, from Receive, so it observes every produce
 	// this connection sent before it.
-	first := sendFetches(slots, nil)
+	first := sendFetches(r.Ctx, slots, nil)
 	return func() kmsg.Response {
 		first.Wait()
 		total := fetchedBytes(slots)
 		if total < minBytes && wait > 0 && !refusedHere && !anyError(slots) && len(slots) > 0 {
+			waitCtx, waitSpan := tracing.StartWait(r.Ctx, "conn Fetch wait", wait)
 			deadline := time.NewTimer(wait)
 			woken := make(chan struct{}, 1)
 			watch := func() {
@@ -110,12 +113,12 @@ func handleFetch(r *Request) Pending {
 					if recordsLen(s) > 0 {
 						continue
 					}
-					s.target.ref.Send(&messages.WatchHighWatermark{Offset: s.req.FetchOffset, Notify: func() {
+					s.target.ref.Send(tracing.Wrap(waitCtx, &messages.WatchHighWatermark{Offset: s.req.FetchOffset, Notify: func() {
 						select {
 						case woken <- struct{}{}:
 						default:
 						}
-					}})
+					}}))
 				}
 			}
 			watch()
@@ -125,7 +128,8 @@ func handleFetch(r *Request) Pending {
 				case <-deadline.C:
 					break loop
 				case <-woken:
-					again := sendFetches(slots, func(s *fetchSlot) bool { return recordsLen(s) == 0 })
+					tracing.Event(waitSpan, "woken")
+					again := sendFetches(waitCtx, slots, func(s *fetchSlot) bool { return recordsLen(s) == 0 })
 					again.Wait()
 					total = fetchedBytes(slots)
 					if anyError(slots) {
@@ -135,6 +139,7 @@ func handleFetch(r *Request) Pending {
 				}
 			}
 			deadline.Stop()
+			tracing.EndWait(waitSpan, total)
 		}
 		out := fill(resp, slots, maxBytes)
 		r.Server.noteRefusal(hintFetch(r.Server.Views().Load(), resp))
@@ -151,7 +156,7 @@ func recordsLen(s *fetchSlot) int {
 
 // sendFetches sends a Fetch to every slot (that want selects) and returns
 // the wait group for the replies.
-func sendFetches(slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
+func sendFetches(ctx context.Context, slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
 	wg := new(waitGroup)
 	for _, s := range slots {
 		if want != nil && !want(s) {
@@ -162,7 +167,7 @@ func sendFetches(slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
 		}
 		s := s
 		wg.Add(1)
-		s.target.ref.Send(&messages.Fetch{
+		s.target.ref.Send(tracing.Wrap(ctx, &messages.Fetch{
 			Offset:             s.req.FetchOffset,
 			MaxBytes:           s.req.PartitionMaxBytes,
 			CurrentLeaderEpoch: s.req.CurrentLeaderEpoch,
@@ -171,7 +176,7 @@ func sendFetches(slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
 				s.res, s.done = res, true
 				wg.Done()
 			},
-		})
+		}))
 	}
 	return wg
 }

@@ -41,6 +41,9 @@ type Request struct {
 	ClientHost string
 	View       *routing.View
 	Server     *Server
+	// Ctx carries the request's span while tracing is on (nil while off):
+	// handlers pass it to the actors they ask (tracing.Wrap).
+	Ctx context.Context
 }
 
 // Config configures the server.

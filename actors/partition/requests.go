@@ -87,6 +87,7 @@ func (a *Actor) produce(m *messages.Produce) {
 	}
 	prods.Record(h)
 	a.topic.Produced(len(b), int(h.NumRecords))
+	a.appended(m.Acks == -1 && l.Durable() < l.NextOffset())
 	res.BaseOffset = base
 	a.step(Produced{AcksAll: m.Acks == -1, Appended: true, End: h.NextOffset(), Result: res, Reply: m.Reply,
 		LogEnd: l.NextOffset(), Durable: l.Durable()})
