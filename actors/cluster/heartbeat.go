@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -112,8 +113,8 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 }
 
 func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64, pongs *atomic.Int64) error {
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(WindowSize), grpc.WithInitialConnWindowSize(WindowSize))
+	conn, err := grpc.NewClient(target, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(WindowSize), grpc.WithInitialConnWindowSize(WindowSize)}, tracing.GRPCDialOptions()...)...)
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func (a *Actor) produce(m *messages.Produce) {
 	h.BaseOffset, h.LeaderEpoch = base, epoch
 	if err := l.Append(b, h); err != nil {
 		a.step(AppendFailed{})
-		a.log.Error().Err(err).Int64("offset", base).Msg("append failed; partition marked unhealthy")
+		a.log.Error().Ctx(a.traced.ctx).Err(err).Int64("offset", base).Msg("append failed; partition marked unhealthy")
 		reply(kerr.KafkaStorageError.Code, err.Error())
 		return
 	}

@@ -130,3 +130,28 @@ const (
 	traceparent = "traceparent"
 	tracestate  = "tracestate"
 )
+
+// Traceparent is the W3C traceparent of ctx's span ("" when it has none):
+// for trace context carried in a field of a message that leaves the
+// process (the heartbeat's Push).
+func Traceparent(ctx context.Context) string {
+	if ctx == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	h := make(headerCarrier, 2)
+	propagator.Inject(ctx, h)
+	return h[traceparent]
+}
+
+// ContextFromTraceparent is the context of the span tp names (Background
+// when tp is empty or malformed, or tracing is off).
+func ContextFromTraceparent(tp string) context.Context {
+	if tp == "" || !On() {
+		return context.Background()
+	}
+	sc := extract(map[string]string{traceparent: tp})
+	if !sc.IsValid() {
+		return context.Background()
+	}
+	return trace.ContextWithRemoteSpanContext(context.Background(), sc)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/supervisor"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
 )
@@ -54,7 +55,8 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		return fmt.Errorf("listen on --heartbeat-addr %s: %w", cfg.HeartbeatAddr, err)
 	}
 	hub := controller.NewHub()
-	b.grpc = grpc.NewServer(grpc.InitialWindowSize(cluster.WindowSize), grpc.InitialConnWindowSize(cluster.WindowSize))
+	b.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.InitialWindowSize(cluster.WindowSize), grpc.InitialConnWindowSize(cluster.WindowSize)},
+		tracing.GRPCServerOptions()...)...)
 	heartbeatpb.RegisterHeartbeatServer(b.grpc, hub)
 	go func() { _ = b.grpc.Serve(b.hbLn) }()
 	nonce := make([]byte, 4)
