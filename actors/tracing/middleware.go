@@ -18,6 +18,10 @@ type Attributed interface {
 	TraceAttributes() []attribute.KeyValue
 }
 
+// Named is implemented by messages that name their span themselves (a
+// wrapper named after what it carries).
+type Named interface{ TraceName() string }
+
 // Attribute keys on actor spans.
 const (
 	AttrActorKind   = attribute.Key("kaas.actor.kind")
@@ -80,6 +84,9 @@ func receiverMiddleware(kind string) actor.ReceiverMiddleware {
 				return
 			}
 			msgType := typeName(env.Message)
+			if n, ok := env.Message.(Named); ok {
+				msgType = n.TraceName()
+			}
 			attrs := []attribute.KeyValue{AttrActorKind.String(kind), AttrMessageType.String(msgType)}
 			if self := c.Self(); self != nil {
 				attrs = append(attrs, AttrActor.String(self.Id))

@@ -160,3 +160,39 @@ func TestTraceProduceAndFetch(t *testing.T) {
 	})
 	t.Log(newSpanTree(sr.Ended()).paths())
 }
+
+// TestTraceJoinSyncGroup joins a consumer group with tracing on and checks
+// that the JoinGroup and SyncGroup requests' traces run from the
+// connection actor through the group manager to the group's actor, with
+// the group named on the group actor's span.
+func TestTraceJoinSyncGroup(t *testing.T) {
+	sr := recordSpans(t)
+	_, addr := testBroker(t)
+	ctx := ctxT(t, 30*time.Second)
+	cl := newClient(t, addr, kgo.DefaultProduceTopic("grouped"), kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	consumer := newClient(t, addr, kgo.ConsumerGroup("traced-group"), kgo.ConsumeTopics("grouped"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if fs := consumer.PollFetches(ctx); fs.Err0() != nil {
+		t.Fatal(fs.Err0())
+	}
+	defer func() {
+		if t.Failed() {
+			t.Log(newSpanTree(sr.Ended()).paths())
+		}
+	}()
+	waitUntil(t, 10*time.Second, "group spans", func() bool {
+		st := newSpanTree(sr.Ended())
+		ok := func(path string) bool {
+			for _, s := range st.find(path) {
+				if attr(s, "messaging.consumer.group.name") == "traced-group" {
+					return true
+				}
+			}
+			return false
+		}
+		return ok("conn JoinGroup > groups GroupCall > group JoinGroup") && ok("conn SyncGroup > groups GroupCall > group SyncGroup")
+	})
+}
