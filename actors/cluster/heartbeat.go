@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
@@ -166,8 +167,11 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 				if pongs.Add(1) == 1 {
 					cfg.Log.Info().Str("controller", target).Int64("epoch", p.ControllerEpoch).Msg("heartbeat stream open")
 				}
-				if at, ok := sent.LoadAndDelete(p.AckSeq); ok && cfg.OnExchange != nil && caughtUp(cfg.Applied, p) {
-					cfg.OnExchange(at.(time.Time))
+				if at, ok := sent.LoadAndDelete(p.AckSeq); ok {
+					metrics.HeartbeatRoundTrip(cfg.Clock.Since(at.(time.Time)).Seconds())
+					if cfg.OnExchange != nil && caughtUp(cfg.Applied, p) {
+						cfg.OnExchange(at.(time.Time))
+					}
 				}
 			}
 			cfg.OnPush(p)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
@@ -286,6 +287,7 @@ func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 			system.Root.Send(self, tracing.Wrap(wctx, Written{A: next}))
 		})
 		if err == nil {
+			metrics.AssignmentWritten(clk.Since(start).Seconds())
 			log.Info().Ctx(wctx).Int64("version", next.AssignmentVersion).Dur("took", clk.Since(start)).Dur("visible_after", tm.Visible).
 				Dur("create", tm.Create).Dur("tmp_fsync", tm.TmpSync).Dur("permit_wait", tm.Permit).Dur("rename", tm.Rename).
 				Dur("dir_fsync", tm.DirSync).Dur("lease_check", verified).Msg("assignment written")
