@@ -39,7 +39,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 			return Config{Exporter: "none"}, nil
 		}
 		exp = "otlp"
-	case "otlp", "none":
+	case "none":
+		return Config{Exporter: "none"}, nil
+	case "otlp":
 	default:
 		return Config{}, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: kaas exports traces with otlp or none", exp)
 	}
