@@ -72,7 +72,9 @@ func props(producer func() actor.Actor, opts ...actor.PropsOption) *actor.Props 
 // Props returns the Props kaas spawns its actors with (the mailbox that
 // answers what a stopped actor leaves queued), for spawns made through the
 // actor context directly.
-func Props(producer func() actor.Actor) *actor.Props { return props(producer) }
+func Props(producer func() actor.Actor, opts ...actor.PropsOption) *actor.Props {
+	return props(producer, opts...)
+}
 
 // Crash makes the actor it is sent to panic, when chaos is enabled
 // (EnableChaos); otherwise it is passed on like any message (and ignored).

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/kaas-project/kaas/actors/tracing"
 )
 
 // Pool is a dispatcher that runs mailboxes on a set of long-lived
@@ -150,7 +152,7 @@ func HandoffPool() *Pool {
 
 // SpawnChildOn is SpawnChild with the child's mailbox run by d (a Pool).
 func SpawnChildOn(ctx actor.Context, name string, producer func() actor.Actor, d actor.Dispatcher) (Ref, error) {
-	pid, err := ctx.SpawnNamed(props(producer, actor.WithDispatcher(d)), name)
+	pid, err := ctx.SpawnNamed(props(producer, append(tracing.PropsOptions(tracing.KindOf(name)), actor.WithDispatcher(d))...), name)
 	if err != nil {
 		return Ref{}, err
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/kaas-project/kaas/actors/tracing"
 )
 
 // System is one process's actor system.
@@ -45,7 +47,7 @@ func NewSystem() *System {
 
 // Spawn starts a top-level actor.
 func (s *System) Spawn(name string, producer func() actor.Actor) (Ref, error) {
-	pid, err := s.as.Root.SpawnNamed(props(producer), name)
+	pid, err := s.as.Root.SpawnNamed(props(producer, tracing.PropsOptions(tracing.KindOf(name))...), name)
 	if err != nil {
 		return Ref{}, err
 	}
@@ -54,7 +56,7 @@ func (s *System) Spawn(name string, producer func() actor.Actor) (Ref, error) {
 
 // SpawnChild starts an actor under a parent (the parent supervises it).
 func SpawnChild(ctx actor.Context, name string, producer func() actor.Actor) (Ref, error) {
-	pid, err := ctx.SpawnNamed(props(producer), name)
+	pid, err := ctx.SpawnNamed(props(producer, tracing.PropsOptions(tracing.KindOf(name))...), name)
 	if err != nil {
 		return Ref{}, err
 	}

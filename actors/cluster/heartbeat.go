@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -116,7 +118,8 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 
 func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64, pongs *atomic.Int64) error {
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithInitialWindowSize(WindowSize), grpc.WithInitialConnWindowSize(WindowSize)}, cfg.Dial...)
+		grpc.WithInitialWindowSize(WindowSize), grpc.WithInitialConnWindowSize(WindowSize)}, tracing.GRPCDialOptions()...)
+	opts = append(opts, cfg.Dial...)
 	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return err
@@ -169,8 +172,11 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 				if pongs.Add(1) == 1 {
 					cfg.Log.Info().Str("controller", target).Int64("epoch", p.ControllerEpoch).Msg("heartbeat stream open")
 				}
-				if at, ok := sent.LoadAndDelete(p.AckSeq); ok && cfg.OnExchange != nil && caughtUp(cfg.Applied, p) {
-					cfg.OnExchange(at.(time.Time))
+				if at, ok := sent.LoadAndDelete(p.AckSeq); ok {
+					metrics.HeartbeatRoundTrip(cfg.Clock.Since(at.(time.Time)).Seconds())
+					if cfg.OnExchange != nil && caughtUp(cfg.Applied, p) {
+						cfg.OnExchange(at.(time.Time))
+					}
 				}
 			}
 			cfg.OnPush(p)

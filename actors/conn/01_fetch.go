@@ -1,12 +1,14 @@
 package conn
 
 import (
+	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 )
@@ -100,11 +102,12 @@ func handleFetch(r *Request) Pending {
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	// The first read is sent now, from Receive, so it observes every produce
 	// this connection sent before it.
-	first := sendFetches(slots, nil)
+	first := sendFetches(r.Ctx, slots, nil)
 	return func() kmsg.Response {
 		first.Wait()
 		total := fetchedBytes(slots)
 		if total < minBytes && wait > 0 && !refusedHere && !anyError(slots) && len(slots) > 0 {
+			waitCtx, waitSpan := tracing.StartWait(r.Ctx, "conn Fetch wait", wait)
 			deadline := time.NewTimer(wait)
 			woken := make(chan struct{}, 1)
 			watch := func() {
@@ -112,12 +115,12 @@ func handleFetch(r *Request) Pending {
 					if recordsLen(s) > 0 {
 						continue
 					}
-					s.target.ref.Send(&messages.WatchHighWatermark{Offset: s.req.FetchOffset, Committed: s.committed, Notify: func() {
+					s.target.ref.Send(tracing.Wrap(waitCtx, &messages.WatchHighWatermark{Offset: s.req.FetchOffset, Committed: s.committed, Notify: func() {
 						select {
 						case woken <- struct{}{}:
 						default:
 						}
-					}})
+					}}))
 				}
 			}
 			watch()
@@ -127,7 +130,8 @@ func handleFetch(r *Request) Pending {
 				case <-deadline.C:
 					break loop
 				case <-woken:
-					again := sendFetches(slots, func(s *fetchSlot) bool { return recordsLen(s) == 0 })
+					tracing.Event(waitSpan, "woken")
+					again := sendFetches(waitCtx, slots, func(s *fetchSlot) bool { return recordsLen(s) == 0 })
 					again.Wait()
 					total = fetchedBytes(slots)
 					if anyError(slots) {
@@ -137,6 +141,7 @@ func handleFetch(r *Request) Pending {
 				}
 			}
 			deadline.Stop()
+			tracing.EndWait(waitSpan, total)
 		}
 		out := fill(resp, slots, maxBytes)
 		r.Server.noteRefusal(hintFetch(r.CurrentView(), resp))
@@ -153,7 +158,7 @@ func recordsLen(s *fetchSlot) int {
 
 // sendFetches sends a Fetch to every slot (that want selects) and returns
 // the wait group for the replies.
-func sendFetches(slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
+func sendFetches(ctx context.Context, slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
 	wg := new(waitGroup)
 	for _, s := range slots {
 		if want != nil && !want(s) {
@@ -164,7 +169,7 @@ func sendFetches(slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
 		}
 		s := s
 		wg.Add(1)
-		s.target.ref.Send(&messages.Fetch{
+		s.target.ref.Send(tracing.Wrap(ctx, &messages.Fetch{
 			Offset:             s.req.FetchOffset,
 			MaxBytes:           s.req.PartitionMaxBytes,
 			CurrentLeaderEpoch: s.req.CurrentLeaderEpoch,
@@ -174,7 +179,7 @@ func sendFetches(slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
 				s.res, s.done = res, true
 				wg.Done()
 			},
-		})
+		}))
 	}
 	return wg
 }

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -13,8 +14,10 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/wire"
 )
 
@@ -33,6 +36,7 @@ type answered struct {
 	// version overrides the encoding version (ApiVersions' v0 fallback).
 	version int16
 	read    time.Time
+	span    trace.Span // the request's span; nil while tracing is off
 }
 
 // readerDone reports the reader goroutine's end.
@@ -200,8 +204,10 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	a.nextSeq++
 	hdr := in.hdr
 	read := in.read
+	var span trace.Span // started once the request is known to be served
+	var spanCtx context.Context
 	reply := func(resp kmsg.Response) {
-		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read})
+		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read, span: span})
 	}
 	if a.gate(seq, hdr) {
 		return
@@ -239,7 +245,10 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		a.saslRequest(ctx, seq, hdr, body, read)
 		return
 	}
-	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst}
+	if tracing.On() {
+		spanCtx, span = tracing.StartRequest(hdr.Key, hdr.Version, hdr.ClientIDString(), a.host, read)
+	}
+	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst, Ctx: spanCtx}
 	pending := a.safeAuthorizeAndHandle(api, req)
 	go func() {
 		reply(a.safeRun(api, pending, req))
@@ -288,11 +297,17 @@ func (a *connActor) flush() {
 			f := encodeFrame(d.hdr, d.resp)
 			f.api, f.read = api, d.read
 			a.out <- f
+			if d.span != nil {
+				d.span.End()
+			}
 		} else if d.hdr.Key == kmsg.Produce.Int16() && !d.read.IsZero() {
 			// acks=0: answered by not answering.
 			api := metrics.ForAPI(d.hdr.Key)
 			api.Request(0)
 			api.Duration(time.Since(d.read).Seconds())
+			if d.span != nil {
+				d.span.End()
+			}
 		}
 		<-a.credits
 	}

@@ -1,12 +1,14 @@
 package conn
 
 import (
+	"context"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/tracing"
 )
 
 // partitionTarget resolves a partition to its local actor, or to the error
@@ -62,10 +64,11 @@ type waitGroup = sync.WaitGroup
 // no lock, and Wait orders those writes before the response is encoded.
 type fanOut struct {
 	view *routing.View
+	ctx  context.Context // the request's span (nil while tracing is off)
 	wg   waitGroup
 }
 
-func newFanOut(r *Request) *fanOut { return &fanOut{view: r.View} }
+func newFanOut(r *Request) *fanOut { return &fanOut{view: r.View, ctx: r.Ctx} }
 
 // send sends the partition's actor the message msg builds, whose reply must
 // call done once (after writing its slot). A partition not led here gets no
@@ -79,7 +82,7 @@ func (f *fanOut) send(topic string, partition int32, errorCode *int16, msg func(
 		return
 	}
 	f.wg.Add(1)
-	target.ref.Send(msg(f.wg.Done))
+	target.ref.Send(tracing.Wrap(f.ctx, msg(f.wg.Done)))
 }
 
 // wait waits for every reply.

@@ -48,6 +48,9 @@ type Request struct {
 	// Session is who the connection authenticated as, and on which
 	// listener (authorization reads it).
 	Session Session
+	// Ctx carries the request's span while tracing is on (nil while off):
+	// handlers pass it to the actors they ask (tracing.Wrap).
+	Ctx context.Context
 	// listener is the listener the request came in on.
 	listener *Listener
 }

@@ -23,6 +23,8 @@ import (
 
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
@@ -103,6 +105,11 @@ type Actor struct {
 	core  *Core
 	clock clock.Clock
 	tick  *ticker
+	// traceCtx is the span of the recompute being executed and traceMsg
+	// the span of the message being received while tracing is on (nil
+	// otherwise): the file write joins the recompute, the push the
+	// Written message of the write it announces.
+	traceCtx, traceMsg context.Context
 }
 
 // ticker sends Tick every period from a chain of clock timers (so that a
@@ -200,7 +207,14 @@ func (a *Actor) startTicker(ctx actor.Context) {
 }
 
 func (a *Actor) step(ctx actor.Context, ev Event) {
-	for _, e := range a.core.Step(ev, a.clock.Now()) {
+	effects := a.core.Step(ev, a.clock.Now())
+	if tracing.On() {
+		a.traceMsg = tracing.FromActor(ctx)
+		tctx, span := a.startRecompute(a.traceMsg, ev, effects)
+		a.traceCtx = tctx
+		defer func() { span.End(); a.traceCtx, a.traceMsg = nil, nil }()
+	}
+	for _, e := range effects {
 		a.execute(ctx, e)
 	}
 }
@@ -230,7 +244,8 @@ func (a *Actor) execute(ctx actor.Context, e Effect) {
 	case SetWritten:
 		a.cfg.Hub.SetWritten(e.Epoch, e.Version)
 	case PushChanged:
-		a.cfg.Hub.Push(&heartbeatpb.Push{Kind: heartbeatpb.Push_ASSIGNMENT_CHANGED, ControllerEpoch: e.Epoch, AssignmentVersion: e.Version})
+		a.cfg.Hub.Push(&heartbeatpb.Push{Kind: heartbeatpb.Push_ASSIGNMENT_CHANGED, ControllerEpoch: e.Epoch, AssignmentVersion: e.Version,
+			Traceparent: pushTraceparent(a.traceMsg, e)})
 	case ReportLeaseLost:
 		ctx.Send(ctx.Parent(), &LeaseLost{Epoch: a.cfg.Epoch})
 	}
@@ -240,7 +255,9 @@ func (a *Actor) execute(ctx actor.Context, e Effect) {
 func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 	self, system, dir, verify, writeFile := ctx.Self(), ctx.ActorSystem(), a.cfg.DataDir, a.cfg.VerifyLease, a.cfg.WriteFile
 	log, clk, movedOn := a.cfg.Log, a.clock, a.cfg.ErrLeaseMovedOn
+	wctx, span := startWrite(a.traceCtx, next)
 	go func() {
+		defer span.End()
 		start := clk.Now()
 		var permit chan error
 		var verified time.Duration
@@ -267,10 +284,11 @@ func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 		visible := false
 		tm, err := writeFile(dir, next, permit, func() {
 			visible = true
-			system.Root.Send(self, Written{A: next})
+			system.Root.Send(self, tracing.Wrap(wctx, Written{A: next}))
 		})
 		if err == nil {
-			log.Info().Int64("version", next.AssignmentVersion).Dur("took", clk.Since(start)).Dur("visible_after", tm.Visible).
+			metrics.AssignmentWritten(clk.Since(start).Seconds())
+			log.Info().Ctx(wctx).Int64("version", next.AssignmentVersion).Dur("took", clk.Since(start)).Dur("visible_after", tm.Visible).
 				Dur("create", tm.Create).Dur("tmp_fsync", tm.TmpSync).Dur("permit_wait", tm.Permit).Dur("rename", tm.Rename).
 				Dur("dir_fsync", tm.DirSync).Dur("lease_check", verified).Msg("assignment written")
 			return
@@ -279,6 +297,7 @@ func (a *Actor) write(ctx actor.Context, next *assignment.Assignment) {
 			system.Root.Send(self, DirSyncFailed{Version: next.AssignmentVersion, Err: err})
 			return
 		}
+		tracing.Fail(span, err)
 		if lost, ok := err.(errLeaseLost); ok {
 			system.Root.Send(self, Written{A: next, Err: lost.err, LeaseLost: true})
 			return

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 )
 
@@ -56,6 +57,9 @@ func (h *Hub) SetController(ref actorsys.Ref, epoch int64, leaseFresh func() boo
 	h.mu.Lock()
 	h.controller, h.epoch, h.leaseFresh = ref, epoch, leaseFresh
 	h.mu.Unlock()
+	if !ref.Valid() {
+		metrics.ForgetHeartbeats()
+	}
 }
 
 func (h *Hub) current() (actorsys.Ref, int64) {
@@ -117,7 +121,9 @@ func (h *Hub) Stream(s heartbeatpb.Heartbeat_StreamServer) error {
 				errc <- notController{}
 				return
 			}
-			cur.Send(&BrokerPing{Ping: p, At: time.Now()})
+			now := time.Now()
+			metrics.HeartbeatReceived(p.Name, now)
+			cur.Send(&BrokerPing{Ping: p, At: now})
 			if !h.fresh() {
 				continue // no PONG: the broker stays fenced
 			}

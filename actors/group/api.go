@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 )
 
@@ -67,10 +68,10 @@ func (c *Coordinator) call(r *conn.Request, group string, op any) func() any {
 		return func() any { return x }
 	}
 	ch := make(chan any, 1)
-	c.ref.Send(&messages.GroupCall{
+	c.ref.Send(tracing.Wrap(r.Ctx, &messages.GroupCall{
 		Group: group, ClientID: r.Header.ClientIDString(), ClientHost: r.ClientHost, Op: op,
 		Reply: func(x any) { ch <- x },
-	})
+	}))
 	return func() any {
 		select {
 		case x := <-ch:

@@ -16,6 +16,7 @@ import (
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/heal"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 )
 
@@ -239,7 +240,7 @@ func (m *manager) route(ctx actor.Context, gc *messages.GroupCall) {
 
 func (m *manager) spawn(ctx actor.Context, group string) (*entry, bool) {
 	m.seq++
-	props := actorsys.Props(newGroupActor(m.opts, group, m.seq))
+	props := actorsys.Props(newGroupActor(m.opts, group, m.seq), tracing.PropsOptions("group")...)
 	pid, err := ctx.SpawnNamed(props, "group-"+strconv.FormatUint(m.seq, 10))
 	if err != nil {
 		m.opts.Log.Error().Err(err).Str("group", group).Msg("spawn group actor")

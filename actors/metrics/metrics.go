@@ -91,6 +91,7 @@ type View struct {
 func NewRegistry(v View) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(shared...)
+	r.MustRegister(clusterSeries...)
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gauge := func(name, help string, f func() float64) {
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, f))

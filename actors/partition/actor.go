@@ -22,6 +22,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/topicconfig"
@@ -101,6 +102,7 @@ type Actor struct {
 	cleaning, cleanerArmed bool
 	// keysRequired: the topic is compacted, so every record needs a key.
 	keysRequired bool
+	traced       traced
 }
 
 // New returns a producer for the partition actor of id.
@@ -123,6 +125,9 @@ func New(id storage.PartitionID, cfg Config) func() actor.Actor {
 func (a *Actor) Receive(ctx actor.Context) {
 	if a.self == nil {
 		a.self, a.system = ctx.Self(), ctx.ActorSystem()
+	}
+	if tracing.On() {
+		a.received(tracing.FromActor(ctx))
 	}
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping:
@@ -239,11 +244,13 @@ func (a *Actor) exec(e Effect) {
 	case Reply:
 		e.To(e.Result)
 	case Sync:
-		send, clk := a.sender(), a.cfg.Clock
+		send, clk, span := a.sender(), a.cfg.Clock, a.startGroupCommit()
 		go func() {
 			start := clk.Now()
 			ev := syncLog(e)
 			metrics.GroupCommitDuration(clk.Since(start).Seconds())
+			tracing.Fail(span, ev.Err)
+			span.End()
 			send(ev)
 		}()
 	case ArmWatchdog:
@@ -270,13 +277,23 @@ func (a *Actor) exec(e Effect) {
 		a.persisted = a.cfg.Opener.Persistent()
 		abort := &atomic.Bool{}
 		a.openAbort = abort
-		id, cfg, log, send := a.id, &a.cfg, a.log, a.sender()
-		a.cfg.RunHandoff(func() { send(openLog(id, cfg, log, e, abort)) })
+		id, cfg, log, send, span := a.id, &a.cfg, a.log, a.sender(), a.startSpan("partition open")
+		a.cfg.RunHandoff(func() {
+			opened := openLog(id, cfg, log, e, abort)
+			tracing.Fail(span, opened.Err)
+			span.End()
+			send(opened)
+		})
 	case AbortOpen:
 		a.openAbort.Store(true)
 	case Close:
-		id, cfg, send := a.id, &a.cfg, a.sender()
-		a.cfg.RunHandoff(func() { send(closeLog(id, cfg, e)) })
+		id, cfg, send, span := a.id, &a.cfg, a.sender(), a.startSpan("partition close")
+		a.cfg.RunHandoff(func() {
+			closed := closeLog(id, cfg, e)
+			tracing.Fail(span, closed.Err)
+			span.End()
+			send(closed)
+		})
 	case Discard:
 		_ = e.Log.Close()
 	case CloseNow:

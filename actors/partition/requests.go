@@ -89,13 +89,14 @@ func (a *Actor) produce(m *messages.Produce) {
 	h.BaseOffset, h.LeaderEpoch = base, epoch
 	if err := l.Append(b, h); err != nil {
 		a.step(AppendFailed{})
-		a.log.Error().Err(err).Int64("offset", base).Msg("append failed; partition marked unhealthy")
+		a.log.Error().Ctx(a.traced.ctx).Err(err).Int64("offset", base).Msg("append failed; partition marked unhealthy")
 		reply(kerr.KafkaStorageError.Code, err.Error())
 		return
 	}
 	prods.Record(h)
 	prods.RecordTxn(h)
 	a.topic.Produced(len(b), int(h.NumRecords))
+	a.appended(m.Acks == -1 && l.Durable() < l.NextOffset())
 	res.BaseOffset = base
 	a.step(Produced{AcksAll: m.Acks == -1, Appended: true, End: h.NextOffset(), Result: res, Reply: m.Reply,
 		LogEnd: l.NextOffset(), Durable: l.Durable()})

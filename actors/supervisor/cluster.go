@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,7 @@ import (
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
@@ -128,6 +130,10 @@ type Cluster struct {
 	stopping bool
 	// ctrlRunning is the core's sequence number of the controller s.ctrl.
 	ctrlRunning uint64
+	// pushed and traceCtx carry the controller's trace to the partition
+	// moves of an apply (tracing on; traceCtx is nil outside one).
+	pushed   pushedTraces
+	traceCtx context.Context
 }
 
 // leaseFresh reports whether this broker renewed the Lease within the renew
@@ -207,7 +213,11 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		}
 		s.cfg.Hub.SetController(actorsys.Ref{}, 0, nil)
 	case *assignmentAccepted:
+		var span trace.Span
+		s.traceCtx, span = startApply(&s.pushed, m.next, s.cfg.Self.ID, len(m.changes.Take)+len(m.changes.Relinquish))
 		s.step(ctx, Applied{Prev: m.prev, Next: m.next, Changes: m.changes})
+		s.traceCtx = nil
+		span.End()
 	case *elected:
 		s.leaseCtx = m.ctx
 		s.step(ctx, Elected{Epoch: m.epoch, Prev: m.prev, Ended: m.ctx.Err() != nil})
@@ -287,14 +297,14 @@ func (s *Cluster) step(ctx actor.Context, ev Event) {
 		case Spawn:
 			s.spawnPartition(ctx, e, send)
 		case Take:
-			s.refs[e.Gen].ref.Send(&messages.TakeLeadership{TopicID: e.Ref.TopicID, LeaderEpoch: e.Ref.LeaderEpoch, Config: e.Config})
+			s.refs[e.Gen].ref.Send(tracing.Wrap(s.traceCtx, &messages.TakeLeadership{TopicID: e.Ref.TopicID, LeaderEpoch: e.Ref.LeaderEpoch, Config: e.Config}))
 		case Relinquish:
 			pa := s.refs[e.Gen]
 			if pa.revoked != nil {
 				pa.revoked.Store(true)
 			}
 			tp, gen := e.TP, e.Gen
-			pa.ref.Send(&messages.RelinquishLeadership{Delete: e.Delete, Done: func(error) { send(Released{TP: tp, Gen: gen}) }})
+			pa.ref.Send(tracing.Wrap(s.traceCtx, &messages.RelinquishLeadership{Delete: e.Delete, Done: func(error) { send(Released{TP: tp, Gen: gen}) }}))
 		case UpdateConfig:
 			s.refs[e.Gen].ref.Send(&messages.UpdateConfig{Config: e.Config})
 		case After:
@@ -345,9 +355,9 @@ func (s *Cluster) spawnPartition(ctx actor.Context, e Spawn, send func(Event)) {
 	}
 	s.refs[e.Gen] = partActor{ref: ref, tp: tp, revoked: pcfg.Revoked}
 	gen := e.Gen
-	ref.Send(&messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: e.Config, Opened: func(error) {
+	ref.Send(tracing.Wrap(s.traceCtx, &messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: e.Config, Opened: func(error) {
 		send(Opened{TP: tp, Gen: gen})
-	}})
+	}}))
 }
 
 func (s *Cluster) start(ctx actor.Context) {
@@ -418,6 +428,7 @@ func (s *Cluster) start(ctx actor.Context) {
 		Applied:    s.appliedFile,
 		OnPush: func(p *heartbeatpb.Push) {
 			if p.Kind == heartbeatpb.Push_ASSIGNMENT_CHANGED {
+				s.pushed.note(p)
 				s.follower.Nudge()
 			}
 		},

@@ -18,6 +18,7 @@ import (
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/supervisor"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
 )
@@ -56,7 +57,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 	}
 	hub := controller.NewHub()
 	b.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.InitialWindowSize(cluster.WindowSize), grpc.InitialConnWindowSize(cluster.WindowSize)},
-		b.sec.heartbeatServerOptions(cfg)...)...)
+		append(b.sec.heartbeatServerOptions(cfg), tracing.GRPCServerOptions()...)...)...)
 	heartbeatpb.RegisterHeartbeatServer(b.grpc, hub)
 	go func() { _ = b.grpc.Serve(b.hbLn) }()
 	nonce := make([]byte, 4)

@@ -28,6 +28,7 @@ import (
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/supervisor"
+	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/disklog"
@@ -43,7 +44,7 @@ func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
 	if cfg.LogFormat == "console" {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 	}
-	return zerolog.New(out).Level(cfg.level).With().Timestamp().Logger()
+	return zerolog.New(out).Level(cfg.level).Hook(tracing.LogHook{}).With().Timestamp().Logger()
 }
 
 // broker is one running kaas process's parts.
@@ -213,9 +214,17 @@ func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
 	// still answer. stop closes them.
 	life, endLife := context.WithCancel(context.WithoutCancel(ctx))
 	defer endLife()
+	stopTracing, traced, err := startTracing(life)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	b, err := startBroker(life, cfg, logOut)
 	if err != nil {
 		return err
+	}
+	if traced {
+		b.log.Info().Msg("tracing on: exporting spans over OTLP as the OTEL_* environment says")
 	}
 	<-ctx.Done()
 	if cfg.clusterMode() {

@@ -304,8 +304,12 @@ type Push struct {
 	// which of its partitions were given away meanwhile. Zero (an older
 	// controller): no condition.
 	AssignmentEpoch int64 `protobuf:"varint,5,opt,name=assignment_epoch,json=assignmentEpoch,proto3" json:"assignment_epoch,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// For ASSIGNMENT_CHANGED while tracing is on: the W3C traceparent of the
+	// controller's span that wrote the file, so each broker's apply (and the
+	// partition moves it starts) join the recompute's trace. Empty otherwise.
+	Traceparent   string `protobuf:"bytes,6,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Push) Reset() {
@@ -373,6 +377,13 @@ func (x *Push) GetAssignmentEpoch() int64 {
 	return 0
 }
 
+func (x *Push) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
 var File_heartbeat_proto protoreflect.FileDescriptor
 
 const file_heartbeat_proto_rawDesc = "" +
@@ -401,13 +412,14 @@ const file_heartbeat_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +
 	"\fleader_epoch\x18\x03 \x01(\x05R\vleaderEpoch\x12\x18\n" +
-	"\aopening\x18\x04 \x01(\bR\aopening\"\x80\x02\n" +
+	"\aopening\x18\x04 \x01(\bR\aopening\"\xa2\x02\n" +
 	"\x04Push\x120\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1c.kaas.heartbeat.v1.Push.KindR\x04kind\x12)\n" +
 	"\x10controller_epoch\x18\x02 \x01(\x03R\x0fcontrollerEpoch\x12-\n" +
 	"\x12assignment_version\x18\x03 \x01(\x03R\x11assignmentVersion\x12\x17\n" +
 	"\aack_seq\x18\x04 \x01(\x04R\x06ackSeq\x12)\n" +
-	"\x10assignment_epoch\x18\x05 \x01(\x03R\x0fassignmentEpoch\"(\n" +
+	"\x10assignment_epoch\x18\x05 \x01(\x03R\x0fassignmentEpoch\x12 \n" +
+	"\vtraceparent\x18\x06 \x01(\tR\vtraceparent\"(\n" +
 	"\x04Kind\x12\b\n" +
 	"\x04PONG\x10\x00\x12\x16\n" +
 	"\x12ASSIGNMENT_CHANGED\x10\x012K\n" +
