@@ -1,6 +1,6 @@
 // Command kaas is the Kafka-compatible broker. `kaas` serves; `kaas version`
 // prints the version; `kaas assignment ...` inspects and plans
-// assignment.json.
+// assignment.json; `kaas bench` measures a cluster's throughput and latency.
 package main
 
 import (
@@ -61,11 +61,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, versionLine())
 	case "assignment":
 		err = runAssignment(args, stdout, stderr)
+	case "bench":
+		err = runBench(args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ...")
+		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas bench [flags]")
 		newServeFlags(&serveConfig{}, stdout).PrintDefaults()
 	default:
-		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, help)", cmd)
+		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, bench, help)", cmd)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
