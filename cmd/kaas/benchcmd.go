@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -19,6 +20,12 @@ const benchUsage = `usage: kaas bench [flags]
   produce, consume or measure end-to-end latency against any Kafka-compatible
   cluster; a progress line every second on stderr, the result on stdout
   (text, or JSON with --json)
+usage: kaas bench compare [flags]
+  the same load (produce or e2e) against franz-go's kfake, kaas in memory and
+  kaas on a temporary --data-dir, each a child process started one after
+  another; prints a markdown table with ratios against kfake, including the
+  broker process's CPU seconds per GB (from /proc/<pid>/stat); --brokers is
+  ignored
 `
 
 // newBenchFlags binds the flags of "kaas bench" to cfg.
@@ -95,9 +102,16 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // runBench implements "kaas bench ...".
 func runBench(args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "help" {
-		fmt.Fprint(stdout, benchUsage)
-		return flag.ErrHelp
+	if len(args) > 0 {
+		switch args[0] {
+		case "help":
+			fmt.Fprint(stdout, benchUsage)
+			return flag.ErrHelp
+		case "compare":
+			return runBenchCompare(args[1:], stdout, stderr)
+		case "kfake":
+			return runBenchKfake(args[1:], stderr)
+		}
 	}
 	cfg, asJSON, err := parseBench(args, stderr)
 	if err != nil {
@@ -122,4 +136,50 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return errors.New("bench: no record was counted")
 	}
 	return nil
+}
+
+// runBenchCompare implements "kaas bench compare ...".
+func runBenchCompare(args []string, stdout, stderr io.Writer) error {
+	cfg, asJSON, err := parseBench(args, stderr)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench compare: own executable: %w", err)
+	}
+	dataDir, err := os.MkdirTemp("", "kaas-bench-")
+	if err != nil {
+		return fmt.Errorf("bench compare: %w", err)
+	}
+	defer os.RemoveAll(dataDir)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	rows, err := bench.Compare(ctx, cfg, exe, bench.CompareTargets(dataDir), stderr)
+	if err != nil {
+		return fmt.Errorf("bench compare: %w", err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	fmt.Fprintf(stdout, "mode %s, %d-byte records, acks %s, idempotent %t, compression %s, %d partitions, target rate %g/s\n\n",
+		cfg.Mode, cfg.RecordSize, cfg.Acks, cfg.Idempotent, cfg.Compression, cfg.Partitions, cfg.Rate)
+	fmt.Fprint(stdout, bench.CompareTable(rows))
+	return nil
+}
+
+// runBenchKfake implements "kaas bench kfake --kafka-addr ADDR": franz-go's
+// kfake broker as the baseline child process of "kaas bench compare".
+func runBenchKfake(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kaas bench kfake", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("kafka-addr", "127.0.0.1:9092", "address kfake listens on (loopback)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return bench.ServeKfake(ctx, *addr)
 }
