@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -85,6 +86,37 @@ func TestBenchCommandRejectsBadFlags(t *testing.T) {
 		args := append([]string{"bench", "--brokers", "127.0.0.1:1"}, tc.args...)
 		if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
 			t.Errorf("kaas %s: exit %d, stderr %q; want 2 and %q", strings.Join(args, " "), code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestBenchCompare runs the built binary's "kaas bench compare" for a
+// second per broker and checks it ran all three child brokers, counted
+// their CPU and printed sane results.
+func TestBenchCompare(t *testing.T) {
+	bin := kaasBinary(t)
+	cmd := exec.Command(bin, "bench", "compare", "--duration", "1s", "--rate", "3000", "--record-size", "512", "--json", "--quiet")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kaas bench compare: %v; stderr:\n%s", err, stderr.String())
+	}
+	var rows []bench.CompareRow
+	if err := json.Unmarshal(stdout.Bytes(), &rows); err != nil {
+		t.Fatalf("kaas bench compare --json printed %q: %v", stdout.String(), err)
+	}
+	want := []string{"kfake", "kaas in memory", "kaas --data-dir"}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d: %s", len(rows), len(want), stdout.String())
+	}
+	for i, r := range rows {
+		res := r.Result
+		if r.Target != want[i] || res == nil || res.Sent == 0 || res.Acked != res.Sent || res.Failed != 0 {
+			t.Errorf("row %d: %+v, result %+v; want %s with every record acknowledged", i, r, res, want[i])
+			continue
+		}
+		if r.CPUSeconds <= 0 || res.Latency == nil || res.Latency.P50 > res.Latency.P99 {
+			t.Errorf("%s: broker CPU %g s, latency %+v", r.Target, r.CPUSeconds, res.Latency)
 		}
 	}
 }

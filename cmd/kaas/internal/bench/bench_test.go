@@ -205,3 +205,43 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("acks 0 without idempotence: %v", err)
 	}
 }
+
+func TestParseProcStatCPU(t *testing.T) {
+	for _, tc := range []struct {
+		name, stat string
+		want       time.Duration
+		err        bool
+	}{
+		{"plain", "1234 (kaas) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 12 0 100 0 0", 3250 * time.Millisecond, false},
+		{"command with spaces and parens", "99 (a (b) c) R 1 1 1 0 -1 0 0 0 0 0 7 3 0 0", 100 * time.Millisecond, false},
+		{"truncated", "99 (kaas) S 1 1", 0, true},
+		{"no command", "garbage", 0, true},
+		{"not a number", "1 (k) S 1 1 1 0 -1 0 0 0 0 0 x 3", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseProcStatCPU(tc.stat)
+			if (err != nil) != tc.err || got != tc.want {
+				t.Fatalf("parseProcStatCPU = %s, %v; want %s, error %t", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}
+
+func TestCompareTableRatios(t *testing.T) {
+	rows := []CompareRow{
+		{Target: "kfake", CPUSeconds: 2, Result: &Result{RecordsPerSec: 1000, MBPerSec: 1, Bytes: 1e9, Latency: &Latency{P50: 4, P99: 10}}},
+		{Target: "kaas", CPUSeconds: 1, Result: &Result{RecordsPerSec: 3000, MBPerSec: 3, Bytes: 2e9, Latency: &Latency{P50: 1, P99: 5}}},
+	}
+	if got := rows[1].CPUSecondsPerGB(); got != 0.5 {
+		t.Fatalf("CPU s per GB = %g, want 0.5", got)
+	}
+	table := CompareTable(rows)
+	for _, want := range []string{
+		"| kfake (baseline) | 1000 (×1.00) | 1.00 (×1.00) | 4.00 (×1.00) | 10.00 (×1.00) | 2.00 (×1.00) |",
+		"| kaas | 3000 (×3.00) | 3.00 (×3.00) | 1.00 (×0.25) | 5.00 (×0.50) | 0.50 (×0.25) |",
+	} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+}
