@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -63,7 +64,9 @@ func TestBenchCommand(t *testing.T) {
 	checkLatency("e2e acknowledgements", e2e.AckLatency, e2e.Acked)
 
 	want := prod.Acked + e2e.Acked
-	cons := runBenchJSON("--mode", "consume", "--count", "1000000000", "--duration", "3s", "--quiet")
+	// One more than was produced: the run reads everything, then stops at
+	// the duration.
+	cons := runBenchJSON("--mode", "consume", "--count", strconv.FormatInt(want+1, 10), "--duration", "4s", "--quiet")
 	if cons.Consumed != want || cons.Latency != nil {
 		t.Fatalf("consume: read %d records (latency %v), want the %d produced", cons.Consumed, cons.Latency, want)
 	}
