@@ -295,11 +295,20 @@ func (r *run) endToEnd(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
-	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, r.cfg.Topic)
-	admCl.Close()
-	if err == nil {
-		err = ends.Error()
+	// A topic created a moment ago may not have leaders everywhere yet:
+	// retry retriable errors for a while.
+	var ends kadm.ListedOffsets
+	for retryUntil := time.Now().Add(10 * time.Second); ; {
+		ends, err = kadm.NewClient(admCl).ListEndOffsets(ctx, r.cfg.Topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(retryUntil) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
+	admCl.Close()
 	if err != nil {
 		return fmt.Errorf("end offsets of %s: %w", r.cfg.Topic, err)
 	}
