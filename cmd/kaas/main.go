@@ -1,6 +1,6 @@
 // Command kaas is the Kafka-compatible broker. `kaas` serves; `kaas version`
 // prints the version; `kaas assignment ...` inspects and plans
-// assignment.json.
+// assignment.json; `kaas bench` measures a cluster's throughput and latency.
 package main
 
 import (
@@ -63,11 +63,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runAssignment(args, stdout, stderr)
 	case "scram-credential":
 		err = runScramCredential(args, os.Stdin, stdout, stderr)
+	case "bench":
+		err = runBench(args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password")
+		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags]")
 		newServeFlags(&serveConfig{}, stdout).PrintDefaults()
 	default:
-		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, scram-credential, help)", cmd)
+		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, scram-credential, bench, help)", cmd)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
