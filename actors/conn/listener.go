@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/security/sasl"
+	"github.com/kaas-project/kaas/wire/sasl"
 )
 
 // Listener is one named Kafka listener: its security protocol, the address

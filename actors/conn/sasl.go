@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kaas-project/kaas/security/sasl"
-	"github.com/kaas-project/kaas/security/tlsfiles"
 	"github.com/kaas-project/kaas/wire"
+	"github.com/kaas-project/kaas/wire/sasl"
+	"github.com/kaas-project/kaas/wire/tlsfiles"
 )
 
 // tlsHandshakeTimeout bounds a client's TLS handshake.

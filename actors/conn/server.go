@@ -27,8 +27,8 @@ import (
 	"github.com/kaas-project/kaas/actors/acl"
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
-	"github.com/kaas-project/kaas/security/sasl"
 	"github.com/kaas-project/kaas/wire"
+	"github.com/kaas-project/kaas/wire/sasl"
 )
 
 // Pending produces a response; it runs on its own goroutine and may block.

@@ -9,7 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/kaas-project/kaas/security/sasl"
+	"github.com/kaas-project/kaas/wire/sasl"
 )
 
 // runScramCredential is `kaas scram-credential USER`: it reads the password

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/kaas-project/kaas/actors/conn"
-	"github.com/kaas-project/kaas/security/sasl"
-	"github.com/kaas-project/kaas/security/tlsfiles"
+	"github.com/kaas-project/kaas/wire/sasl"
+	"github.com/kaas-project/kaas/wire/tlsfiles"
 )
 
 // securityConfig is the listeners, TLS and SASL part of the command line.

@@ -15,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kaas-project/kaas/security/sasl"
-	"github.com/kaas-project/kaas/security/tlsfiles/tlstest"
+	"github.com/kaas-project/kaas/wire/sasl"
+	"github.com/kaas-project/kaas/wire/tlsfiles/tlstest"
 )
 
 // BenchmarkProduceTLS measures acks=all produce throughput (as

@@ -42,8 +42,8 @@ import (
 
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
-	"github.com/kaas-project/kaas/security/sasl"
-	"github.com/kaas-project/kaas/security/tlsfiles/tlstest"
+	"github.com/kaas-project/kaas/wire/sasl"
+	"github.com/kaas-project/kaas/wire/tlsfiles/tlstest"
 )
 
 // secureEnv is a broker with PLAINTEXT, SSL (client certificates

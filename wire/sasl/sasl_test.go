@@ -17,7 +17,7 @@ import (
 	kplain "github.com/twmb/franz-go/pkg/sasl/plain"
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/kaas-project/kaas/security/sasl"
+	"github.com/kaas-project/kaas/wire/sasl"
 )
 
 func store(t *testing.T) *sasl.Credentials {

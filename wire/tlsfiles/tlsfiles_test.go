@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kaas-project/kaas/security/tlsfiles"
-	"github.com/kaas-project/kaas/security/tlsfiles/tlstest"
+	"github.com/kaas-project/kaas/wire/tlsfiles"
+	"github.com/kaas-project/kaas/wire/tlsfiles/tlstest"
 )
 
 func TestReloadsChangedFiles(t *testing.T) {
