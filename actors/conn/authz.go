@@ -833,65 +833,58 @@ func configResource(t kmsg.ConfigResourceType, name string) (kmsg.ACLResourceTyp
 
 func authDescribeConfigs(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.DescribeConfigsRequest)
-	var keep, refused []kmsg.DescribeConfigsRequestResource
-	var codes []int16
-	for _, res := range req.Resources {
-		rt, name, code, ok := configResource(res.ResourceType, res.ResourceName)
-		if !ok || z.allowed(opDescribeConfigs, rt, name) {
-			keep = append(keep, res)
-		} else {
-			refused = append(refused, res)
-			codes = append(codes, code)
-		}
-	}
-	if len(refused) == 0 {
-		return allow
-	}
-	req.Resources = keep
-	return narrowed(len(keep) == 0, req, func(r kmsg.Response) {
-		resp := r.(*kmsg.DescribeConfigsResponse)
-		for i, res := range refused {
+	return authConfigs(z, opDescribeConfigs, &req.Resources, req,
+		func(r kmsg.DescribeConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+			return r.ResourceType, r.ResourceName
+		},
+		func(out kmsg.Response, r kmsg.DescribeConfigsRequestResource, code int16) {
 			rr := kmsg.NewDescribeConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, codes[i]
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, code
+			resp := out.(*kmsg.DescribeConfigsResponse)
 			resp.Resources = append(resp.Resources, rr)
-		}
-	})
+		})
 }
 
 func authAlterConfigs(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.AlterConfigsRequest)
-	var keep, refused []kmsg.AlterConfigsRequestResource
-	var codes []int16
-	for _, res := range req.Resources {
-		rt, name, code, ok := configResource(res.ResourceType, res.ResourceName)
-		if !ok || z.allowed(opAlterConfigs, rt, name) {
-			keep = append(keep, res)
-		} else {
-			refused = append(refused, res)
-			codes = append(codes, code)
-		}
-	}
-	if len(refused) == 0 {
-		return allow
-	}
-	req.Resources = keep
-	return narrowed(len(keep) == 0, req, func(r kmsg.Response) {
-		resp := r.(*kmsg.AlterConfigsResponse)
-		for i, res := range refused {
+	return authConfigs(z, opAlterConfigs, &req.Resources, req,
+		func(r kmsg.AlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+			return r.ResourceType, r.ResourceName
+		},
+		func(out kmsg.Response, r kmsg.AlterConfigsRequestResource, code int16) {
 			rr := kmsg.NewAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, codes[i]
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, code
+			resp := out.(*kmsg.AlterConfigsResponse)
 			resp.Resources = append(resp.Resources, rr)
-		}
-	})
+		})
 }
 
 func authIncrementalAlterConfigs(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.IncrementalAlterConfigsRequest)
-	var keep, refused []kmsg.IncrementalAlterConfigsRequestResource
+	return authConfigs(z, opAlterConfigs, &req.Resources, req,
+		func(r kmsg.IncrementalAlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+			return r.ResourceType, r.ResourceName
+		},
+		func(out kmsg.Response, r kmsg.IncrementalAlterConfigsRequestResource, code int16) {
+			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+			rr.ResourceType, rr.ResourceName, rr.ErrorCode = r.ResourceType, r.ResourceName, code
+			resp := out.(*kmsg.IncrementalAlterConfigsResponse)
+			resp.Resources = append(resp.Resources, rr)
+		})
+}
+
+// authConfigs is the rule the three config APIs share: op on each
+// resource (DESCRIBE_CONFIGS or ALTER_CONFIGS on the topic, the cluster for
+// broker configs, the group); the refused resources are taken out of
+// *resources and answered with their code.
+func authConfigs[R any](z authz, op kmsg.ACLOperation, resources *[]R, req kmsg.Request,
+	name func(R) (kmsg.ConfigResourceType, string), answer func(kmsg.Response, R, int16)) authDecision {
+	var keep, refused []R
 	var codes []int16
-	for _, res := range req.Resources {
-		rt, name, code, ok := configResource(res.ResourceType, res.ResourceName)
-		if !ok || z.allowed(opAlterConfigs, rt, name) {
+	for _, res := range *resources {
+		typ, n := name(res)
+		rt, rn, code, ok := configResource(typ, n)
+		if !ok || z.allowed(op, rt, rn) {
 			keep = append(keep, res)
 		} else {
 			refused = append(refused, res)
@@ -901,13 +894,10 @@ func authIncrementalAlterConfigs(z authz, _ API, body kmsg.Request) authDecision
 	if len(refused) == 0 {
 		return allow
 	}
-	req.Resources = keep
+	*resources = keep
 	return narrowed(len(keep) == 0, req, func(r kmsg.Response) {
-		resp := r.(*kmsg.IncrementalAlterConfigsResponse)
 		for i, res := range refused {
-			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, codes[i]
-			resp.Resources = append(resp.Resources, rr)
+			answer(r, res, codes[i])
 		}
 	})
 }
