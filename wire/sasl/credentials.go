@@ -11,8 +11,9 @@ import (
 	"fmt"
 	"hash"
 	"os"
-	"sync"
 	"time"
+
+	"github.com/kaas-project/kaas/wire/reload"
 )
 
 // ScramCredential is one user's salted SCRAM credential (RFC 5802 section
@@ -123,88 +124,50 @@ func (c *Credentials) Validate() error {
 }
 
 // FileStore is a credentials file (JSON, Credentials), re-read when it
-// changes (checked at most once per second), so a mounted Secret's update
-// reaches new logins without a restart. A file that fails to parse keeps
-// the last good content.
+// changes (checked at most once per reload.CheckEvery), so a mounted
+// Secret's update reaches new logins without a restart. A file that fails
+// to parse keeps the last good content.
 type FileStore struct {
-	path string
-	now  func() time.Time
 	// OnReload is told about every reload and failed reload.
 	OnReload func(err error)
 
-	mu      sync.Mutex
-	checked time.Time
-	stamp   string
-	creds   *Credentials
-	lastErr string
+	file *reload.Files[*Credentials]
 }
 
 // OpenFile loads path; a missing or invalid file is an error.
 func OpenFile(path string, now func() time.Time) (*FileStore, error) {
-	f := &FileStore{path: path, now: now}
-	stamp, err := f.fingerprint()
+	fs := &FileStore{}
+	parse := func() (*Credentials, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("credentials file: %w", err)
+		}
+		var c Credentials
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, fmt.Errorf("credentials file %s: %w", path, err)
+		}
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("credentials file %s: %w", path, err)
+		}
+		return &c, nil
+	}
+	f, err := reload.Open([]string{path}, nil, parse, now)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("credentials file: %w", err)
 	}
-	if err := f.load(stamp); err != nil {
-		return nil, err
+	f.OnReload = func(err error) {
+		if fs.OnReload != nil {
+			fs.OnReload(err)
+		}
 	}
-	f.checked = now()
-	return f, nil
-}
-
-func (f *FileStore) fingerprint() (string, error) {
-	st, err := os.Stat(f.path)
-	if err != nil {
-		return "", fmt.Errorf("credentials file: %w", err)
-	}
-	return fmt.Sprintf("%d/%d", st.ModTime().UnixNano(), st.Size()), nil
-}
-
-func (f *FileStore) load(stamp string) error {
-	b, err := os.ReadFile(f.path)
-	if err != nil {
-		return fmt.Errorf("credentials file: %w", err)
-	}
-	var c Credentials
-	if err := json.Unmarshal(b, &c); err != nil {
-		return fmt.Errorf("credentials file %s: %w", f.path, err)
-	}
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("credentials file %s: %w", f.path, err)
-	}
-	f.creds, f.stamp = &c, stamp
-	return nil
+	fs.file = f
+	return fs, nil
 }
 
 // Lookup implements CredentialStore.
 func (f *FileStore) Lookup(user, mech string) (ScramCredential, bool) {
-	f.mu.Lock()
-	if now := f.now(); now.Sub(f.checked) >= time.Second {
-		f.checked = now
-		stamp, err := f.fingerprint()
-		if err == nil && stamp != f.stamp {
-			if err = f.load(stamp); err == nil && f.OnReload != nil {
-				f.OnReload(nil)
-			}
-		}
-		if err != nil && err.Error() != f.lastErr && f.OnReload != nil {
-			f.OnReload(err)
-		}
-		if err != nil {
-			f.lastErr = err.Error()
-		} else {
-			f.lastErr = ""
-		}
-	}
-	c := f.creds
-	f.mu.Unlock()
-	return c.Lookup(user, mech)
+	return f.file.Get().Lookup(user, mech)
 }
 
 // Content returns the current credentials (DescribeUserScramCredentials).
-func (f *FileStore) Content() *Credentials {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.creds
-}
+func (f *FileStore) Content() *Credentials { return f.file.Get() }

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/kaas-project/kaas/wire/reload"
 )
 
 // TokenValidator checks OAUTHBEARER tokens: JWTs signed by a key of a JWKS
@@ -22,58 +23,37 @@ type TokenValidator struct {
 	Audience string // required in aud, empty: any
 	now      func() time.Time
 
-	mu      sync.Mutex
-	checked time.Time
-	stamp   string
-	keys    *jose.JSONWebKeySet
+	keys *reload.Files[*jose.JSONWebKeySet]
 }
 
 // signatureAlgorithms accepted in tokens.
 var signatureAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512, jose.ES256, jose.ES384, jose.ES512, jose.EdDSA}
 
-// NewTokenValidator loads the JWKS at path.
+// NewTokenValidator loads the JWKS at path; it is re-read when it changes,
+// and a broken file keeps the last good keys.
 func NewTokenValidator(path, issuer, audience string, now func() time.Time) (*TokenValidator, error) {
-	v := &TokenValidator{path: path, Issuer: issuer, Audience: audience, now: now}
-	if err := v.reload(); err != nil {
-		return nil, err
+	parse := func() (*jose.JSONWebKeySet, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("jwks file: %w", err)
+		}
+		var set jose.JSONWebKeySet
+		if err := json.Unmarshal(b, &set); err != nil {
+			return nil, fmt.Errorf("jwks file %s: %w", path, err)
+		}
+		if len(set.Keys) == 0 {
+			return nil, fmt.Errorf("jwks file %s holds no key", path)
+		}
+		return &set, nil
 	}
-	v.checked = now()
-	return v, nil
+	keys, err := reload.Open([]string{path}, nil, parse, now)
+	if err != nil {
+		return nil, fmt.Errorf("jwks file: %w", err)
+	}
+	return &TokenValidator{path: path, Issuer: issuer, Audience: audience, now: now, keys: keys}, nil
 }
 
-func (v *TokenValidator) reload() error {
-	st, err := os.Stat(v.path)
-	if err != nil {
-		return fmt.Errorf("jwks file: %w", err)
-	}
-	stamp := fmt.Sprintf("%d/%d", st.ModTime().UnixNano(), st.Size())
-	if stamp == v.stamp {
-		return nil
-	}
-	b, err := os.ReadFile(v.path)
-	if err != nil {
-		return fmt.Errorf("jwks file: %w", err)
-	}
-	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(b, &set); err != nil {
-		return fmt.Errorf("jwks file %s: %w", v.path, err)
-	}
-	if len(set.Keys) == 0 {
-		return fmt.Errorf("jwks file %s holds no key", v.path)
-	}
-	v.keys, v.stamp = &set, stamp
-	return nil
-}
-
-func (v *TokenValidator) keySet() *jose.JSONWebKeySet {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if now := v.now(); now.Sub(v.checked) >= time.Second {
-		v.checked = now
-		_ = v.reload() // a broken file keeps the last good keys
-	}
-	return v.keys
-}
+func (v *TokenValidator) keySet() *jose.JSONWebKeySet { return v.keys.Get() }
 
 // Validate checks a compact JWT and returns its subject and expiry.
 func (v *TokenValidator) Validate(token string) (sub string, exp time.Time, err error) {

@@ -15,8 +15,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
+
+	"github.com/kaas-project/kaas/wire/reload"
 )
 
 // File names inside the directory (the keys of a kubernetes.io/tls Secret).
@@ -27,60 +28,46 @@ const (
 )
 
 // CheckEvery bounds how often the files are stat'ed.
-const CheckEvery = time.Second
+const CheckEvery = reload.CheckEvery
 
 // Dir is a reloading view of one certificate directory.
 type Dir struct {
 	path string
-	now  func() time.Time
 	// OnReload, if set, is told about every reload and every failed one
 	// (the previous certificate stays in use on failure).
 	OnReload func(err error)
 
-	mu        sync.Mutex
-	checked   time.Time
-	stamp     string
-	cert      *tls.Certificate
-	pool      *x509.CertPool // nil without ca.crt
-	loadedErr error
+	files *reload.Files[keyPair]
+}
+
+// keyPair is what the directory holds.
+type keyPair struct {
+	cert *tls.Certificate
+	pool *x509.CertPool // nil without ca.crt
 }
 
 // Open loads the directory once; a missing or unreadable certificate or key
 // is an error. now is the clock (time.Now outside tests).
 func Open(path string, now func() time.Time) (*Dir, error) {
-	d := &Dir{path: path, now: now}
-	stamp, err := d.fingerprint()
+	d := &Dir{path: path}
+	ca := filepath.Join(path, CAFile)
+	files, err := reload.Open([]string{filepath.Join(path, CertFile), filepath.Join(path, KeyFile), ca}, []string{ca}, d.load, now)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tls dir %s: %w", path, err)
 	}
-	if err := d.load(stamp); err != nil {
-		return nil, err
+	files.OnReload = func(err error) {
+		if d.OnReload != nil {
+			d.OnReload(err)
+		}
 	}
-	d.checked = now()
+	d.files = files
 	return d, nil
 }
 
-// fingerprint is the modification time and size of every file.
-func (d *Dir) fingerprint() (string, error) {
-	s := ""
-	for _, name := range []string{CertFile, KeyFile, CAFile} {
-		st, err := os.Stat(filepath.Join(d.path, name))
-		if err != nil {
-			if name == CAFile && errors.Is(err, os.ErrNotExist) {
-				s += "-;"
-				continue
-			}
-			return "", fmt.Errorf("tls dir %s: %w", d.path, err)
-		}
-		s += fmt.Sprintf("%d/%d;", st.ModTime().UnixNano(), st.Size())
-	}
-	return s, nil
-}
-
-func (d *Dir) load(stamp string) error {
+func (d *Dir) load() (keyPair, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(d.path, CertFile), filepath.Join(d.path, KeyFile))
 	if err != nil {
-		return fmt.Errorf("tls dir %s: %w", d.path, err)
+		return keyPair{}, fmt.Errorf("tls dir %s: %w", d.path, err)
 	}
 	if len(cert.Certificate) > 0 {
 		if leaf, err := x509.ParseCertificate(cert.Certificate[0]); err == nil {
@@ -91,37 +78,19 @@ func (d *Dir) load(stamp string) error {
 	if pem, err := os.ReadFile(filepath.Join(d.path, CAFile)); err == nil {
 		pool = x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("tls dir %s: %s holds no PEM certificate", d.path, CAFile)
+			return keyPair{}, fmt.Errorf("tls dir %s: %s holds no PEM certificate", d.path, CAFile)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("tls dir %s: %w", d.path, err)
+		return keyPair{}, fmt.Errorf("tls dir %s: %w", d.path, err)
 	}
-	d.cert, d.pool, d.stamp = &cert, pool, stamp
-	return nil
+	return keyPair{cert: &cert, pool: pool}, nil
 }
 
 // current returns the certificate and CA pool, re-reading the files if
 // they changed since the last check.
 func (d *Dir) current() (*tls.Certificate, *x509.CertPool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	now := d.now()
-	if now.Sub(d.checked) >= CheckEvery {
-		d.checked = now
-		stamp, err := d.fingerprint()
-		if err == nil && stamp != d.stamp {
-			if err = d.load(stamp); err == nil && d.OnReload != nil {
-				d.OnReload(nil)
-			}
-		}
-		// A failure is reported once per distinct error; the previous
-		// certificate stays in use and the files are tried again.
-		if err != nil && (d.loadedErr == nil || err.Error() != d.loadedErr.Error()) && d.OnReload != nil {
-			d.OnReload(err)
-		}
-		d.loadedErr = err
-	}
-	return d.cert, d.pool
+	kp := d.files.Get()
+	return kp.cert, kp.pool
 }
 
 // Certificate returns the current certificate.
