@@ -220,14 +220,7 @@ func authProduce(z authz, api API, body kmsg.Request) authDecision {
 	if req.TransactionID != nil && !z.txn(opWrite, *req.TransactionID) {
 		return refuse(api, req, codeTxnAuth)
 	}
-	var keep, refused []kmsg.ProduceRequestTopic
-	for _, t := range req.Topics {
-		if z.topic(opWrite, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.ProduceRequestTopic) bool { return z.topic(opWrite, t.Topic) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -298,14 +291,7 @@ func authFetch(z authz, api API, body kmsg.Request) authDecision {
 
 func authListOffsets(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.ListOffsetsRequest)
-	var keep, refused []kmsg.ListOffsetsRequestTopic
-	for _, t := range req.Topics {
-		if z.topic(opDescribe, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.ListOffsetsRequestTopic) bool { return z.topic(opDescribe, t.Topic) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -327,14 +313,7 @@ func authListOffsets(z authz, _ API, body kmsg.Request) authDecision {
 
 func authOffsetForLeaderEpoch(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.OffsetForLeaderEpochRequest)
-	var keep, refused []kmsg.OffsetForLeaderEpochRequestTopic
-	for _, t := range req.Topics {
-		if z.topic(opDescribe, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.OffsetForLeaderEpochRequestTopic) bool { return z.topic(opDescribe, t.Topic) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -436,14 +415,10 @@ func authOffsetCommit(z authz, api API, body kmsg.Request) authDecision {
 	if !z.group(opRead, req.Group) {
 		return refuse(api, req, codeGroupAuth)
 	}
-	var keep, refused []kmsg.OffsetCommitRequestTopic
-	for _, t := range req.Topics {
-		if name := z.topicOf(t.Topic, t.TopicID); name == "" || z.topic(opRead, name) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.OffsetCommitRequestTopic) bool {
+		name := z.topicOf(t.Topic, t.TopicID)
+		return name == "" || z.topic(opRead, name)
+	})
 	if len(refused) == 0 {
 		return allow
 	}
@@ -540,14 +515,7 @@ func authFindCoordinator(z authz, api API, body kmsg.Request) authDecision {
 		}
 		return refuse(api, req, code)
 	}
-	var keep, refused []string
-	for _, k := range req.CoordinatorKeys {
-		if z.allowed(opDescribe, rt, k) {
-			keep = append(keep, k)
-		} else {
-			refused = append(refused, k)
-		}
-	}
+	keep, refused := split(req.CoordinatorKeys, func(k string) bool { return z.allowed(opDescribe, rt, k) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -564,14 +532,7 @@ func authFindCoordinator(z authz, api API, body kmsg.Request) authDecision {
 
 func authDescribeGroups(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.DescribeGroupsRequest)
-	var keep, refused []string
-	for _, g := range req.Groups {
-		if z.group(opDescribe, g) {
-			keep = append(keep, g)
-		} else {
-			refused = append(refused, g)
-		}
-	}
+	keep, refused := split(req.Groups, func(g string) bool { return z.group(opDescribe, g) })
 	req.Groups = keep
 	patch := func(r kmsg.Response) {
 		resp := r.(*kmsg.DescribeGroupsResponse)
@@ -593,14 +554,7 @@ func authDescribeGroups(z authz, _ API, body kmsg.Request) authDecision {
 
 func authConsumerGroupDescribe(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.ConsumerGroupDescribeRequest)
-	var keep, refused []string
-	for _, g := range req.Groups {
-		if z.group(opDescribe, g) {
-			keep = append(keep, g)
-		} else {
-			refused = append(refused, g)
-		}
-	}
+	keep, refused := split(req.Groups, func(g string) bool { return z.group(opDescribe, g) })
 	req.Groups = keep
 	patch := func(r kmsg.Response) {
 		resp := r.(*kmsg.ConsumerGroupDescribeResponse)
@@ -640,14 +594,7 @@ func authListGroups(z authz, _ API, _ kmsg.Request) authDecision {
 
 func authDeleteGroups(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.DeleteGroupsRequest)
-	var keep, refused []string
-	for _, g := range req.Groups {
-		if z.group(opDelete, g) {
-			keep = append(keep, g)
-		} else {
-			refused = append(refused, g)
-		}
-	}
+	keep, refused := split(req.Groups, func(g string) bool { return z.group(opDelete, g) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -668,14 +615,7 @@ func authOffsetDelete(z authz, api API, body kmsg.Request) authDecision {
 	if !z.group(opDelete, req.Group) {
 		return refuse(api, req, codeGroupAuth)
 	}
-	var keep, refused []kmsg.OffsetDeleteRequestTopic
-	for _, t := range req.Topics {
-		if z.topic(opRead, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.OffsetDeleteRequestTopic) bool { return z.topic(opRead, t.Topic) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -701,14 +641,7 @@ func authCreateTopics(z authz, _ API, body kmsg.Request) authDecision {
 	if z.cluster(opCreate) {
 		return allow
 	}
-	var keep, refused []kmsg.CreateTopicsRequestTopic
-	for _, t := range req.Topics {
-		if z.topic(opCreate, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.CreateTopicsRequestTopic) bool { return z.topic(opCreate, t.Topic) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -772,14 +705,7 @@ func authDeleteTopics(z authz, _ API, body kmsg.Request) authDecision {
 
 func authDeleteRecords(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.DeleteRecordsRequest)
-	var keep, refused []kmsg.DeleteRecordsRequestTopic
-	for _, t := range req.Topics {
-		if z.topic(opDelete, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.DeleteRecordsRequestTopic) bool { return z.topic(opDelete, t.Topic) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -904,14 +830,7 @@ func authConfigs[R any](z authz, op kmsg.ACLOperation, resources *[]R, req kmsg.
 
 func authCreatePartitions(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.CreatePartitionsRequest)
-	var keep, refused []kmsg.CreatePartitionsRequestTopic
-	for _, t := range req.Topics {
-		if z.topic(opAlter, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) bool { return z.topic(opAlter, t.Topic) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -941,14 +860,7 @@ func authDescribeCluster(z authz, api API, body kmsg.Request) authDecision {
 
 func authDescribeProducers(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.DescribeProducersRequest)
-	var keep, refused []kmsg.DescribeProducersRequestTopic
-	for _, t := range req.Topics {
-		if z.topic(opRead, t.Topic) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.DescribeProducersRequestTopic) bool { return z.topic(opRead, t.Topic) })
 	if len(refused) == 0 {
 		return allow
 	}
@@ -1039,14 +951,10 @@ func authTxnOffsetCommit(z authz, _ API, body kmsg.Request) authDecision {
 		answerAll(req.Topics, whole, resp)
 		return authDecision{deny: resp}
 	}
-	var keep, refused []kmsg.TxnOffsetCommitRequestTopic
-	for _, t := range req.Topics {
-		if name := z.topicOf(t.Topic, t.TopicID); name == "" || z.topic(opRead, name) {
-			keep = append(keep, t)
-		} else {
-			refused = append(refused, t)
-		}
-	}
+	keep, refused := split(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool {
+		name := z.topicOf(t.Topic, t.TopicID)
+		return name == "" || z.topic(opRead, name)
+	})
 	if len(refused) == 0 {
 		return allow
 	}
@@ -1143,4 +1051,16 @@ func authListTransactions(z authz, _ API, _ kmsg.Request) authDecision {
 		}
 		resp.TransactionStates = keep
 	}}
+}
+
+// split divides items into those ok allows and those it refuses, in order.
+func split[T any](items []T, ok func(T) bool) (keep, refused []T) {
+	for _, it := range items {
+		if ok(it) {
+			keep = append(keep, it)
+		} else {
+			refused = append(refused, it)
+		}
+	}
+	return keep, refused
 }
