@@ -12,7 +12,8 @@ import (
 // Kafka 4 does (KAFKA-18659), because librdkafka only compresses with
 // gzip/snappy/lz4 when the range reaches v0; v0-2 are answered
 // UNSUPPORTED_VERSION. The partition actor (actors/partition) validates and
-// appends each batch; NOT_LEADER_OR_FOLLOWER answers carry a leader hint
+// appends each batch, after a topic's compression.type has been applied
+// here (recompress.go); NOT_LEADER_OR_FOLLOWER answers carry a leader hint
 // (leader_hints.go).
 func init() {
 	serve(API{Key: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: 11, AdvertiseV0: true,
@@ -53,8 +54,13 @@ func handleProduce(r *Request) Pending {
 				rp.ErrorMessage = kmsg.StringPtr("Cannot append to internal topic " + t.Topic)
 				continue
 			}
+			records, code, msg := recompressProduced(r.View.Topics[t.Topic], p.Records)
+			if code != 0 {
+				rp.ErrorCode, rp.ErrorMessage = code, kmsg.StringPtr(msg)
+				continue
+			}
 			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {
-				return &messages.Produce{Batch: p.Records, Acks: req.Acks, Reply: func(res messages.ProduceResult) {
+				return &messages.Produce{Batch: records, Acks: req.Acks, Reply: func(res messages.ProduceResult) {
 					rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					rp.ErrorMessage = optString(res.ErrorMessage)
 					done()

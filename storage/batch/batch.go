@@ -2,8 +2,9 @@
 //
 // The broker's hot path never decodes records: it checks the batch header and
 // CRC-32C, rewrites the base offset and partition leader epoch (both outside the
-// CRC), and appends the client's bytes verbatim. Everything here is a plain
-// function over a byte slice.
+// CRC), and appends the client's bytes verbatim, unless the topic's
+// compression.type asks for another codec (Recompress). Everything here is a
+// plain function over a byte slice.
 package batch
 
 import (

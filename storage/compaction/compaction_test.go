@@ -374,7 +374,7 @@ func TestPassProperty(t *testing.T) {
 // compressed rebuilds an uncompressed batch with codec c.
 func compressed(t *testing.T, b []byte, h batch.Header, c int16) ([]byte, batch.Header) {
 	t.Helper()
-	z, ok := compress(c, b[batch.HeaderSize:])
+	z, ok := batch.Compress(c, b[batch.HeaderSize:])
 	if !ok {
 		t.Fatalf("codec %d unavailable", c)
 	}

@@ -52,7 +52,7 @@ func Records(b []byte, h batch.Header) ([]Record, error) {
 	if h.Size() > len(b) {
 		return nil, fmt.Errorf("%w: batch truncated", batch.ErrCorrupt)
 	}
-	p, err := payload(b, h)
+	p, err := batch.Payload(b, h)
 	if err != nil {
 		return nil, err
 	}
@@ -119,8 +119,8 @@ func Rebuild(b []byte, h batch.Header, kept []Record) []byte {
 		recs = append(recs, r.Raw...)
 	}
 	attrs := h.Attributes
-	if c := codecOf(h); c != 0 && len(kept) > 0 {
-		if z, ok := compress(c, recs); ok {
+	if c := h.Codec(); c != 0 && len(kept) > 0 {
+		if z, ok := batch.Compress(c, recs); ok {
 			recs = z
 		} else {
 			attrs &^= batch.AttrCompressionMask

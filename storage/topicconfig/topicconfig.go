@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/batch"
 	"github.com/kaas-project/kaas/storage/compaction"
 )
 
@@ -108,16 +109,16 @@ func cleanupPolicy(v string) error {
 	return nil
 }
 
-// compressionType accepts Kafka's codecs, then refuses all but producer:
-// kaas stores batches as produced and never recompresses.
+// compressionCodecs maps compression.type to Kafka's codec numbers;
+// producer (keep the batch as produced) has none.
+var compressionCodecs = map[string]int16{
+	"uncompressed": batch.CodecNone, "gzip": batch.CodecGzip, "snappy": batch.CodecSnappy,
+	"lz4": batch.CodecLz4, "zstd": batch.CodecZstd,
+}
+
+// compressionType accepts Kafka's codecs and producer.
 func compressionType(v string) error {
-	if err := oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")(v); err != nil {
-		return err
-	}
-	if v != "producer" {
-		return fmt.Errorf("kaas stores batches as produced, so only producer is supported")
-	}
-	return nil
+	return oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")(v)
 }
 
 // throttledReplicas is Kafka's throttled replica list: empty, "*", or
@@ -168,7 +169,7 @@ func init() {
 			Doc:   "The retention policy for old log segments: delete (retention.ms/retention.bytes remove old segments), compact (the log cleaner keeps the latest record per key), or both.",
 			Check: cleanupPolicy},
 		{Name: "compression.type", Type: TypeString, Default: "producer", Synonym: "compression.type",
-			Doc:   "The final compression type for a topic. kaas stores batches as produced, so only \"producer\" is accepted.",
+			Doc:   "The final compression type for a topic: producer keeps each batch's codec as produced; gzip, snappy, lz4, zstd or uncompressed make the broker recompress batches produced with another codec.",
 			Check: compressionType},
 		{Name: "compression.gzip.level", Type: TypeInt, Default: "-1", Synonym: "compression.gzip.level",
 			Doc: "The compression level for gzip when compression.type is gzip." + noEffect, Check: gzipLevel},
@@ -317,6 +318,13 @@ func int64Value(cfg map[string]string, name string) int64 {
 
 // MaxMessageBytes is the effective max.message.bytes.
 func MaxMessageBytes(cfg map[string]string) int { return int(int64Value(cfg, "max.message.bytes")) }
+
+// Recompression returns the codec compression.type asks produced batches
+// to be stored with; ok is false for producer (batches kept as produced).
+func Recompression(cfg map[string]string) (codec int16, ok bool) {
+	codec, ok = compressionCodecs[Value(cfg, "compression.type")]
+	return codec, ok
+}
 
 // LogAppendTime reports message.timestamp.type=LogAppendTime.
 func LogAppendTime(cfg map[string]string) bool {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kaas-project/kaas/storage/batch"
 )
 
 func TestValidate(t *testing.T) {
@@ -90,7 +92,9 @@ func TestValidateOne(t *testing.T) {
 		{"message.timestamp.type", "LogAppendTime", ""},
 		{"message.timestamp.type", "logappendtime", "must be one of"},
 		{"compression.type", "producer", ""},
-		{"compression.type", "zstd", "only producer"},
+		{"compression.type", "zstd", ""},
+		{"compression.type", "uncompressed", ""},
+		{"compression.type", "gzip", ""},
 		{"compression.type", "brotli", "must be one of"},
 		{"cleanup.policy", "delete", ""},
 		{"cleanup.policy", "delete,compact", ""},
@@ -181,5 +185,32 @@ func TestCompactionConfig(t *testing.T) {
 	}
 	if c := Compaction(compact); c.MinDirtyRatio != 0.25 || c.MinLagMs != 5 || c.DeleteRetention != 7 || c.MaxLagMs != 9223372036854775807 {
 		t.Fatalf("Compaction: %+v", c)
+	}
+}
+
+// TestRecompression: compression.type names the codec batches are stored
+// with; producer (the default) keeps them as produced.
+func TestRecompression(t *testing.T) {
+	cases := []struct {
+		value string
+		codec int16
+		ok    bool
+	}{
+		{"", 0, false}, // default: producer
+		{"producer", 0, false},
+		{"uncompressed", batch.CodecNone, true},
+		{"gzip", batch.CodecGzip, true},
+		{"snappy", batch.CodecSnappy, true},
+		{"lz4", batch.CodecLz4, true},
+		{"zstd", batch.CodecZstd, true},
+	}
+	for _, c := range cases {
+		cfg := map[string]string{}
+		if c.value != "" {
+			cfg["compression.type"] = c.value
+		}
+		if codec, ok := Recompression(cfg); codec != c.codec || ok != c.ok {
+			t.Errorf("%q: codec %d ok %v, want %d %v", c.value, codec, ok, c.codec, c.ok)
+		}
 	}
 }
