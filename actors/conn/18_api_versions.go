@@ -6,7 +6,8 @@ import (
 )
 
 // ApiVersions (key 18): v0-4. A newer version gets the v0 answer with
-// UNSUPPORTED_VERSION, as Kafka (apiVersionsUnsupported).
+// UNSUPPORTED_VERSION, as Kafka (apiVersionsUnsupported). v3+ carries the
+// supported and finalized features (features.go).
 func init() {
 	serve(API{Key: kmsg.ApiVersions.Int16(), MinVersion: 0, MaxVersion: 4, Handle: handleApiVersions})
 }
@@ -26,9 +27,12 @@ func apiVersionsResponse(s *Server) *kmsg.ApiVersionsResponse {
 	return resp
 }
 
-// handleApiVersions lists exactly the APIs and versions registered.
+// handleApiVersions lists exactly the APIs and versions registered and, from
+// v3, the KIP-584 features (features.go).
 func handleApiVersions(r *Request) Pending {
-	return Ready(apiVersionsResponse(r.Server))
+	resp := apiVersionsResponse(r.Server)
+	addFeatures(resp, r.Body.GetVersion())
+	return Ready(resp)
 }
 
 // apiVersionsUnsupported answers an ApiVersions of a version not served:

@@ -46,6 +46,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.AlterPartitionAssignments.Int16():  {0, 1},
 		kmsg.ListPartitionReassignments.Int16(): {0, 0},
 		kmsg.DescribeTopicPartitions.Int16():    {0, 0},
+		kmsg.UpdateFeatures.Int16():             {0, 2},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// TestFeatures: kadm reads the KIP-584 features from ApiVersions (what
+// `kafka-features.sh describe` shows) and UpdateFeatures accepts the
+// finalized levels only; with the ACL authorizer it needs ALTER on the
+// cluster.
+func TestFeatures(t *testing.T) {
+	_, addr := testBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 30*time.Second)
+
+	vs, err := adm.ApiVersions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 {
+		t.Fatalf("%d brokers answered ApiVersions", len(vs))
+	}
+	for _, v := range vs {
+		if v.Err != nil {
+			t.Fatal(v.Err)
+		}
+		raw := v.Raw()
+		if raw.FinalizedFeaturesEpoch < 0 {
+			t.Fatalf("finalized features epoch %d: no finalized features", raw.FinalizedFeaturesEpoch)
+		}
+		finalized := map[string]int16{}
+		kversion.FromApiVersionsResponse(raw).EachFinalizedFeature(func(name string, level int16) { finalized[name] = level })
+		want := map[string]int16{"metadata.version": 25, "group.version": 1}
+		if len(finalized) != len(want) {
+			t.Errorf("finalized %v, want %v", finalized, want)
+		}
+		for name, level := range want {
+			if finalized[name] != level {
+				t.Errorf("finalized %s = %d, want %d", name, finalized[name], level)
+			}
+		}
+		// transaction.version 2 would switch franz-go to KIP-890 part 2.
+		if l, ok := finalized["transaction.version"]; ok {
+			t.Errorf("transaction.version finalized at %d", l)
+		}
+		supported := map[string][2]int16{}
+		kversion.FromApiVersionsResponse(raw).EachSupportedFeature(func(name string, min, max int16) { supported[name] = [2]int16{min, max} })
+		if r := supported["transaction.version"]; r != [2]int16{0, 0} {
+			t.Errorf("transaction.version supported %v, want 0-0 (all supported: %v)", r, supported)
+		}
+	}
+
+	for _, validateOnly := range []bool{true, false} {
+		res, err := adm.UpdateFeatures(ctx, validateOnly,
+			kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 25, UpgradeType: 1},
+			kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1})
+		if err != nil || res.Error() != nil || len(res) != 2 {
+			t.Fatalf("validateOnly=%v: updating to the finalized levels: %v %+v", validateOnly, err, res)
+		}
+		res, err = adm.UpdateFeatures(ctx, validateOnly,
+			kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res["transaction.version"].Err; !errors.Is(got, kerr.InvalidUpdateVersion) {
+			t.Fatalf("validateOnly=%v: transaction.version 2: %v, want INVALID_UPDATE_VERSION", validateOnly, got)
+		}
+	}
+
+	// With the ACL authorizer and no ACL, ApiVersions still answers and
+	// UpdateFeatures is CLUSTER_AUTHORIZATION_FAILED.
+	_, aclAddr := testBroker(t, "--authorizer", "acl")
+	aclAdm := newAdmin(t, aclAddr)
+	if _, err := aclAdm.ApiVersions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = aclAdm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1})
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("UpdateFeatures without ALTER on the cluster: %v", err)
+	}
+}
