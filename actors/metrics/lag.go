@@ -32,7 +32,7 @@ var (
 	lagDesc = prometheus.NewDesc(namespace+"_consumer_group_lag", lagDescHelp,
 		[]string{"group", "topic", "partition"}, nil)
 	highWatermarkDesc = prometheus.NewDesc(namespace+"_partition_high_watermark",
-		"High watermark (offset of the next record to be committed) of a partition this broker leads.",
+		"High watermark (one past the last record consumers can read) of a partition this broker leads.",
 		[]string{"topic", "partition"}, nil)
 )
 

@@ -34,7 +34,7 @@ kaas_consumer_group_committed_offset{group="g2",partition="0",topic="orders"} 10
 # TYPE kaas_consumer_group_lag gauge
 kaas_consumer_group_lag{group="g1",partition="0",topic="orders"} 3
 kaas_consumer_group_lag{group="g2",partition="0",topic="orders"} 0
-# HELP kaas_partition_high_watermark High watermark (offset of the next record to be committed) of a partition this broker leads.
+# HELP kaas_partition_high_watermark High watermark (one past the last record consumers can read) of a partition this broker leads.
 # TYPE kaas_partition_high_watermark gauge
 kaas_partition_high_watermark{partition="0",topic="orders"} 10
 `
