@@ -53,10 +53,10 @@ type publishedOffsets struct {
 // Each entry is this actor's own pointer, so an incarnation that follows
 // (a restart, a regain) never loses its entry to this one's withdrawal.
 func (a *groupActor) publishOffsets(counted bool) {
-	board := a.opts.offsets
-	if board == nil {
+	if a.opts == nil || a.opts.offsets == nil {
 		return
 	}
+	board := a.opts.offsets
 	if !counted {
 		if a.published != nil {
 			board.CompareAndDelete(a.id, a.published)
