@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kaas-project/kaas/actors/metrics"
 )
 
 // answeringMailbox is protoactor's unbounded mailbox with one change: the
@@ -16,16 +20,50 @@ import (
 // one of those answers would stall every response behind it.
 func answeringMailbox() actor.Mailbox { return &answering{Mailbox: actor.Unbounded()()} }
 
-type answering struct{ actor.Mailbox }
+type answering struct {
+	actor.Mailbox
+	// queued is the kaas_actor_mailbox_messages gauge of the actor's kind:
+	// up on every user message posted, down as each is invoked.
+	queued prometheus.Gauge
+}
 
 func (m *answering) RegisterHandlers(inv actor.MessageInvoker, d actor.Dispatcher) {
-	m.Mailbox.RegisterHandlers(&answeringInvoker{inner: inv, mb: m.Mailbox}, d)
+	kind := "other"
+	if c, ok := inv.(interface{ Self() *actor.PID }); ok && c.Self() != nil {
+		if k := ChaosKind(c.Self().Id); k != "" {
+			kind = k
+		}
+	}
+	m.queued = mailboxGauges.of(kind)
+	m.Mailbox.RegisterHandlers(&answeringInvoker{inner: inv, mb: m.Mailbox, queued: m.queued}, d)
+}
+
+// PostUserMessage counts the message queued before it can be invoked.
+func (m *answering) PostUserMessage(msg any) {
+	if m.queued != nil {
+		m.queued.Inc()
+	}
+	m.Mailbox.PostUserMessage(msg)
 }
 
 type answeringInvoker struct {
 	inner   actor.MessageInvoker
 	mb      actor.Mailbox
+	queued  prometheus.Gauge
 	stopped atomic.Bool
+}
+
+// mailboxGauges resolves the queued-messages gauge of each kind once.
+var mailboxGauges = gaugeCache{}
+
+type gaugeCache struct{ m sync.Map }
+
+func (c *gaugeCache) of(kind string) prometheus.Gauge {
+	if g, ok := c.m.Load(kind); ok {
+		return g.(prometheus.Gauge)
+	}
+	g, _ := c.m.LoadOrStore(kind, metrics.MailboxMessages(kind))
+	return g.(prometheus.Gauge)
 }
 
 func (i *answeringInvoker) InvokeSystemMessage(msg any) {
@@ -39,6 +77,7 @@ func (i *answeringInvoker) InvokeSystemMessage(msg any) {
 }
 
 func (i *answeringInvoker) InvokeUserMessage(msg any) {
+	i.queued.Dec()
 	m := actor.UnwrapEnvelopeMessage(msg)
 	if i.stopped.Load() {
 		if u, ok := m.(Undeliverable); ok {

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -44,6 +45,10 @@ type Options struct {
 	// NOT_COORDINATOR while the broker has no recent heartbeat exchange
 	// (cluster-mode self-fencing: the group may be moving elsewhere).
 	Fence interface{ Fenced() bool }
+
+	// offsets is the coordinator's board of published committed offsets
+	// (group id → *publishedOffsets), set by Start.
+	offsets *sync.Map
 }
 
 func (o *Options) defaults() {
@@ -156,6 +161,10 @@ type groupActor struct {
 	counted      bool
 	countedState State
 	countedGen   int32
+	// published is this actor's entry on the offsets board, at
+	// publishedVersion of the group's offsets (publishOffsets).
+	published        *publishedOffsets
+	publishedVersion uint64
 }
 
 func newGroupActor(opts *Options, id string, seq uint64) func() actor.Actor {

@@ -213,6 +213,10 @@ type Group struct {
 	offsets    map[groupstore.TP]groupstore.Commit
 	inflight   map[groupstore.TP]int
 	emptySince time.Time // zero: unknown (use commit times) or not empty
+
+	// offsetsVersion moves whenever offsets may have changed
+	// (CommittedOffsets' readers republish then).
+	offsetsVersion uint64
 }
 
 // New returns a group that does not exist yet (KindNone).
@@ -237,6 +241,7 @@ func (g *Group) reset() {
 	g.subscribed = nil
 	g.cons = consumerState{members: map[string]*cmember{}, owners: map[tpid]string{}}
 	g.offsets = map[groupstore.TP]groupstore.Commit{}
+	g.offsetsVersion++
 	g.inflight = map[groupstore.TP]int{}
 	g.emptySince = time.Time{}
 }
@@ -248,6 +253,7 @@ func (g *Group) Load(now time.Time, st groupstore.State) {
 	for tp, c := range st.Offsets {
 		g.offsets[tp] = c
 	}
+	g.offsetsVersion++
 	if len(g.offsets) == 0 {
 		return
 	}

@@ -27,6 +27,10 @@ type Coordinator struct {
 	led  atomic.Int64
 	done chan struct{}
 	once sync.Once
+
+	// offsets holds each coordinated group's committed offsets as its
+	// actor last published them (CommittedOffsets).
+	offsets sync.Map
 }
 
 // Start spawns the group manager under system. It stops when opts.Watch
@@ -34,6 +38,7 @@ type Coordinator struct {
 func Start(system *actorsys.System, name string, opts Options) (*Coordinator, error) {
 	opts.defaults()
 	c := &Coordinator{done: make(chan struct{})}
+	opts.offsets = &c.offsets
 	ref, err := system.Spawn(name, func() actor.Actor {
 		return &manager{opts: &opts, c: c, groups: map[string]*entry{}, restarts: heal.NewTracker(heal.Groups)}
 	})

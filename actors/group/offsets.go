@@ -136,6 +136,7 @@ func (g *Group) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topic
 
 // Apply installs a commit's offsets once they are durable.
 func (g *Group) Apply(pc *PendingCommit) {
+	g.offsetsVersion++
 	for _, r := range pc.Records {
 		g.done(r.TP)
 		if g.state != Dead {
@@ -299,6 +300,7 @@ func (g *Group) DropDeletedTopics(topics Topics) []groupstore.Record {
 	for _, tp := range g.sortedOffsets() {
 		if g.inflight[tp] == 0 && ofDeletedTopic(tp, g.offsets[tp], topics) {
 			delete(g.offsets, tp)
+			g.offsetsVersion++
 			recs = append(recs, groupstore.Record{TP: tp, Delete: true})
 		}
 	}
@@ -373,6 +375,7 @@ func (g *Group) OffsetDelete(now time.Time, req *kmsg.OffsetDeleteRequest, topic
 func (g *Group) ApplyDelete(recs []groupstore.Record) {
 	for _, r := range recs {
 		delete(g.offsets, r.TP)
+		g.offsetsVersion++
 	}
 }
 
@@ -419,6 +422,7 @@ func (g *Group) Expire(now time.Time) []groupstore.Record {
 		}
 		if expired {
 			delete(g.offsets, tp)
+			g.offsetsVersion++
 			recs = append(recs, groupstore.Record{TP: tp, Delete: true})
 		}
 	}
@@ -441,6 +445,7 @@ func (g *Group) Delete(now time.Time) int16 {
 	// (Pending classic members, which got MEMBER_ID_REQUIRED but never
 	// joined, do not keep an Empty group alive.)
 	g.offsets = map[groupstore.TP]groupstore.Commit{}
+	g.offsetsVersion++
 	g.state = Dead
 	return 0
 }
@@ -543,4 +548,16 @@ func (g *Group) DescribeConsumerGroup(now time.Time, topics Topics) kmsg.Consume
 		d.Members = append(d.Members, dm)
 	}
 	return d
+}
+
+// OffsetsVersion moves whenever the committed offsets may have changed.
+func (g *Group) OffsetsVersion() uint64 { return g.offsetsVersion }
+
+// CommittedOffsets copies the group's durable committed offsets.
+func (g *Group) CommittedOffsets() map[groupstore.TP]int64 {
+	out := make(map[groupstore.TP]int64, len(g.offsets))
+	for tp, c := range g.offsets {
+		out[tp] = c.Offset
+	}
+	return out
 }

@@ -82,6 +82,13 @@ type View struct {
 	ControllerEpoch   func() int64
 	AssignmentVersion func() int64
 	DiskFsyncs        func() int64
+	// CommittedOffsets lists the committed offsets of the groups this
+	// broker coordinates (nil: none).
+	CommittedOffsets func() []CommittedOffset
+	// HighWatermarks gives the high watermarks of the partitions this
+	// broker leads that answer in time (nil: none). It must return
+	// promptly: it runs inside the scrape.
+	HighWatermarks func() map[TopicPartition]int64
 }
 
 // NewRegistry returns a registry with the shared series, v's gauges and the
@@ -92,6 +99,7 @@ func NewRegistry(v View) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(shared...)
 	r.MustRegister(clusterSeries...)
+	r.MustRegister(lagCollector{committed: v.CommittedOffsets, highWatermarks: v.HighWatermarks})
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gauge := func(name, help string, f func() float64) {
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, f))

@@ -94,8 +94,33 @@ func produceRecords(t *testing.T, addr, topic string, n int) {
 	}
 }
 
+// sumSamples sums every series name{labels} (the labels given, any
+// others), and counts them.
+func sumSamples(families map[string]*dto.MetricFamily, name string, labels ...string) (sum float64, n int) {
+	mf := families[name]
+	if mf == nil {
+		return 0, 0
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		sum += m.GetGauge().GetValue()
+		n++
+	}
+	return sum, n
+}
+
 // TestMetricsMoveWithTraffic produces and consumes through a group with
-// franz-go, then checks /metrics counted that traffic and that promtool
+// franz-go, commits, produces more, then checks /metrics counted that
+// traffic, shows the group's committed offsets and lag, and that promtool
 // finds the exposition clean.
 func TestMetricsMoveWithTraffic(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
@@ -109,7 +134,7 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 
 	ctx := ctxT(t, 30*time.Second)
 	cons := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.ConsumerGroup("metrics-group"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	for got := 0; got < n; {
 		fs := cons.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
@@ -117,17 +142,39 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 		}
 		got += fs.NumRecords()
 	}
-
-	text, fam := scrape(t, httpAddr)
-	if got := sample(fam, "kaas_produced_records_total", "topic", topic); got != n {
-		t.Errorf("kaas_produced_records_total{topic=%q} = %v, want %d", topic, got, n)
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, consumed := scrape(t, httpAddr)
+	consumedBytes := sample(consumed, "kaas_produced_bytes_total", "topic", topic)
+	// Records produced after the commit are the group's lag.
+	const behind = 7
+	produceRecords(t, addr, topic, behind)
+	group := []string{"group", "metrics-group", "topic", topic}
+	var text string
+	var fam map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		text, fam = scrape(t, httpAddr)
+		committed, _ := sumSamples(fam, "kaas_consumer_group_committed_offset", group...)
+		lag, lags := sumSamples(fam, "kaas_consumer_group_lag", group...)
+		hwm, _ := sumSamples(fam, "kaas_partition_high_watermark", "topic", topic)
+		if committed == n && lag == behind && lags > 0 && hwm == n+behind {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("committed offsets %v, lag %v over %d series, high watermarks %v; want %d, %d, %d", committed, lag, lags, hwm, n, behind, n+behind)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := sample(fam, "kaas_produced_records_total", "topic", topic); got != n+behind {
+		t.Errorf("kaas_produced_records_total{topic=%q} = %v, want %d", topic, got, n+behind)
 	}
 	produced := sample(fam, "kaas_produced_bytes_total", "topic", topic)
 	if produced <= 0 {
 		t.Errorf("kaas_produced_bytes_total{topic=%q} = %v", topic, produced)
 	}
-	if got := sample(fam, "kaas_fetched_bytes_total", "topic", topic); got < produced {
-		t.Errorf("kaas_fetched_bytes_total{topic=%q} = %v, below the %v bytes produced and consumed", topic, got, produced)
+	if got := sample(fam, "kaas_fetched_bytes_total", "topic", topic); got < consumedBytes || consumedBytes <= 0 {
+		t.Errorf("kaas_fetched_bytes_total{topic=%q} = %v, below the %v bytes produced and consumed", topic, got, consumedBytes)
 	}
 	atLeast := func(want float64, name string, labels ...string) {
 		t.Helper()
@@ -152,6 +199,9 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 	atLeast(1, "kaas_consumer_group_rebalances_total")
 	atLeast(1, "go_goroutines")
 	atLeast(0, "process_cpu_seconds_total")
+	atLeast(0, "kaas_actor_mailbox_messages", "kind", "partition")
+	atLeast(0, "kaas_actor_mailbox_messages", "kind", "group")
+	atLeast(0, "kaas_actor_mailbox_messages", "kind", "connection")
 	if mf := fam["kaas_group_commit_batch_size"]; mf != nil && len(mf.GetMetric()) > 0 {
 		if sum := mf.GetMetric()[0].GetHistogram().GetSampleSum(); sum < n/5 {
 			t.Errorf("group commits released %v acks=all produces, want at least %d", sum, n/5)

@@ -382,6 +382,8 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		ControllerEpoch:   func() int64 { return b.views.Load().Epoch },
 		AssignmentVersion: func() int64 { return b.views.Load().Version },
 		DiskFsyncs:        disklog.Fsyncs,
+		CommittedOffsets:  func() []metrics.CommittedOffset { return committedOffsets(b) },
+		HighWatermarks:    func() map[metrics.TopicPartition]int64 { return ledHighWatermarks(b.views.Load(), hwmScrapeTimeout) },
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: promLog{b.log}}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
