@@ -90,7 +90,7 @@ func (d *decoder) null() bool {
 func (d *decoder) object(what string, field func(key []byte) error) error {
 	d.ws()
 	if !d.eat('{') {
-		return fmt.Errorf("%s: %w", what, d.syntax("an object"))
+		return fmt.Errorf("%s%w", prefix(what), d.syntax("an object"))
 	}
 	d.ws()
 	if d.eat('}') {
@@ -101,12 +101,12 @@ func (d *decoder) object(what string, field func(key []byte) error) error {
 	for {
 		key, err := d.rawString()
 		if err != nil {
-			return fmt.Errorf("%s: field name: %w", what, err)
+			return fmt.Errorf("%sfield name: %w", prefix(what), err)
 		}
 		if n < len(seen) {
 			for _, k := range seen[:n] {
 				if bytes.Equal(k, key) {
-					return fmt.Errorf("%s: duplicate field %q", what, key)
+					return fmt.Errorf("%sduplicate field %q", prefix(what), key)
 				}
 			}
 			seen[n] = key
@@ -114,7 +114,7 @@ func (d *decoder) object(what string, field func(key []byte) error) error {
 		}
 		d.ws()
 		if !d.eat(':') {
-			return fmt.Errorf("%s: %w", what, d.syntax(":"))
+			return fmt.Errorf("%s%w", prefix(what), d.syntax(":"))
 		}
 		d.ws()
 		if err := field(key); err != nil {
@@ -125,7 +125,7 @@ func (d *decoder) object(what string, field func(key []byte) error) error {
 			return nil
 		}
 		if !d.eat(',') {
-			return fmt.Errorf("%s: %w", what, d.syntax(", or }"))
+			return fmt.Errorf("%s%w", prefix(what), d.syntax(", or }"))
 		}
 		d.ws()
 	}
@@ -134,7 +134,7 @@ func (d *decoder) object(what string, field func(key []byte) error) error {
 // array parses [value, ...], calling elem with the cursor on each value.
 func (d *decoder) array(what string, elem func(i int) error) error {
 	if !d.eat('[') {
-		return fmt.Errorf("%s: %w", what, d.syntax("an array"))
+		return fmt.Errorf("%s%w", prefix(what), d.syntax("an array"))
 	}
 	d.ws()
 	if d.eat(']') {
@@ -149,10 +149,18 @@ func (d *decoder) array(what string, elem func(i int) error) error {
 			return nil
 		}
 		if !d.eat(',') {
-			return fmt.Errorf("%s: %w", what, d.syntax(", or ]"))
+			return fmt.Errorf("%s%w", prefix(what), d.syntax(", or ]"))
 		}
 		d.ws()
 	}
+}
+
+// prefix renders what as the start of an error message ("" for none).
+func prefix(what string) string {
+	if what == "" {
+		return ""
+	}
+	return what + ": "
 }
 
 // rawString parses a string literal and returns its contents: a slice of the
@@ -384,7 +392,7 @@ func (d *decoder) broker(i int) (Broker, error) {
 func (d *decoder) topic(name string) (Topic, error) {
 	var t Topic
 	var haveID bool
-	const what = "topic" // the caller's error names the topic
+	const what = "" // the error is wrapped with the topic's name below
 	err := d.object(what, func(key []byte) error {
 		if string(key) == "partitions" {
 			return d.partitions(&t.Partitions)
@@ -399,7 +407,7 @@ func (d *decoder) topic(name string) (Topic, error) {
 			haveID = true
 		case "config":
 			t.Config = make(map[string]string, 1)
-			err = d.object(what+": config", func(k []byte) error {
+			err = d.object("config", func(k []byte) error {
 				if _, dup := t.Config[string(k)]; dup {
 					return fmt.Errorf("duplicate config %q", k)
 				}
@@ -409,7 +417,7 @@ func (d *decoder) topic(name string) (Topic, error) {
 			})
 		case "pins":
 			t.Pins = []Pin{}
-			err = d.array(what+": pins", func(i int) error {
+			err = d.array("pins", func(i int) error {
 				p, err := d.pin()
 				t.Pins = append(t.Pins, p)
 				if err != nil {
