@@ -19,7 +19,7 @@ func Encode(a *Assignment) ([]byte, error) {
 	for _, t := range a.Topics {
 		parts += len(t.Partitions)
 	}
-	b := make([]byte, 0, 512+96*len(a.Brokers)+128*len(a.Topics)+40*parts)
+	b := make([]byte, 0, 512+96*len(a.Brokers)+128*len(a.Topics)+48*parts)
 
 	b = append(b, "{\n  \"format\": "...)
 	b = strconv.AppendInt(b, int64(a.Format), 10)

@@ -305,7 +305,7 @@ func (d *decoder) document() (*Assignment, error) {
 				return err
 			})
 		case "topics":
-			a.Topics = make(map[string]Topic, bytes.Count(d.b[d.i:], []byte(`"partitions"`)))
+			a.Topics = make(map[string]Topic)
 			err = d.object("topics", func(name []byte) error {
 				if _, dup := a.Topics[string(name)]; dup {
 					return fmt.Errorf("duplicate topic %q", name)
@@ -530,7 +530,31 @@ func (d *decoder) partitions(out *[]Partition) error {
 	return err
 }
 
+var (
+	encodedLeader = []byte(`{"leader": `)
+	encodedEpoch  = []byte(`, "leader_epoch": `)
+)
+
+// partition parses one partition object, first as exactly the text Encode
+// writes and, if that does not match, with the general object parser.
 func (d *decoder) partition(n int) (Partition, error) {
+	start := d.i
+	if bytes.HasPrefix(d.b[d.i:], encodedLeader) {
+		d.i += len(encodedLeader)
+		leader, ok := d.int(math.MinInt32, math.MaxInt32)
+		if ok && bytes.HasPrefix(d.b[d.i:], encodedEpoch) {
+			d.i += len(encodedEpoch)
+			epoch, ok := d.int(math.MinInt32, math.MaxInt32)
+			if ok && d.eat('}') {
+				return Partition{Leader: int32(leader), LeaderEpoch: int32(epoch)}, nil
+			}
+		}
+		d.i = start
+	}
+	return d.partitionObject(n)
+}
+
+func (d *decoder) partitionObject(n int) (Partition, error) {
 	var part Partition
 	var haveLeader, haveEpoch bool
 	if !d.eat('{') {
