@@ -182,7 +182,7 @@ func (p *partParser) int32() (int32, bool) {
 }
 
 // decodeWithEncodingJSON is the encoding/json decoder of the same format:
-// the baseline BenchmarkDecode compares Decode against, and the reference
+// the baseline BenchmarkCodec compares Decode against, and the reference
 // the compatibility tests check Decode's results with.
 func decodeWithEncodingJSON(data []byte) (*Assignment, error) {
 	var w wireAssignment
