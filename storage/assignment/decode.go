@@ -96,7 +96,10 @@ func (d *decoder) object(what string, field func(key []byte) error) error {
 	if d.eat('}') {
 		return nil
 	}
-	var seen [8][]byte // every schema object but "topics" and "config" has fewer fields
+	// More slots than any schema object has fields (the document has 8), so
+	// a repeated field is always caught; topics and config keys, unbounded,
+	// are checked against their maps.
+	var seen [9][]byte
 	n := 0
 	for {
 		key, err := d.rawString()

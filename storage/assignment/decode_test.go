@@ -160,6 +160,7 @@ func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
 func TestDecodeRejectsDuplicates(t *testing.T) {
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"field", `"format": 1,`, `"format": 1, "format": 1,`, `duplicate field "format"`},
+		{"field after all others", `"kaas-2"] }` + "\n}", `"kaas-2"] }, "format": 1` + "\n}", `duplicate field "format"`},
 		{"topic", `"orders": {"id": "0b6e4b8e-6a8f-4a57-9d53-0f3d1e0c1a2b", "config": {"retention.ms": "604800000"},
               "partitions": [ {"leader": 0, "leader_epoch": 3}, {"leader": 1, "leader_epoch": 1} ] }`,
 			`"orders": {"id": "x", "partitions": [{"leader": 0, "leader_epoch": 3}]}, "orders": {"id": "y", "partitions": [{"leader": 0, "leader_epoch": 3}]}`,
