@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 )
 
 // Decode parses data strictly (no unknown fields, no missing required field,
@@ -277,11 +278,24 @@ func (d *decoder) int32Field(what string) (int32, error) {
 	return int32(v), nil
 }
 
+// The fields of each schema object. A field may be null (absent) only if
+// it is one of these.
+var (
+	documentFields       = []string{"format", "controller_epoch", "assignment_version", "controller", "controller_heartbeat", "brokers", "topics", "consumer_groups"}
+	brokerFields         = []string{"id", "name", "host", "port", "state"}
+	topicFields          = []string{"id", "config", "pins"} // and "partitions", never null
+	pinFields            = []string{"partition", "broker"}
+	consumerGroupsFields = []string{"slots", "held"}
+)
+
 func (d *decoder) document() (*Assignment, error) {
 	a := &Assignment{}
 	var haveFormat, haveEpoch, haveVersion, haveController bool
 	var err error
 	err = d.object("document", func(key []byte) error {
+		if !slices.Contains(documentFields, string(key)) {
+			return fmt.Errorf("document: unknown field %q", key)
+		}
 		if d.null() {
 			return nil
 		}
@@ -355,6 +369,9 @@ func (d *decoder) broker(i int) (Broker, error) {
 	var haveID, haveName, haveState bool
 	what := fmt.Sprintf("broker %d", i)
 	err := d.object(what, func(key []byte) error {
+		if !slices.Contains(brokerFields, string(key)) {
+			return fmt.Errorf("%s: unknown field %q", what, key)
+		}
 		if d.null() {
 			return nil
 		}
@@ -399,6 +416,9 @@ func (d *decoder) topic(name string) (Topic, error) {
 	err := d.object(what, func(key []byte) error {
 		if string(key) == "partitions" {
 			return d.partitions(&t.Partitions)
+		}
+		if !slices.Contains(topicFields, string(key)) {
+			return fmt.Errorf("unknown field %q", key)
 		}
 		if d.null() {
 			return nil
@@ -461,6 +481,9 @@ func (d *decoder) pin() (Pin, error) {
 	var p Pin
 	const what = "pin"
 	err := d.object(what, func(key []byte) error {
+		if !slices.Contains(pinFields, string(key)) {
+			return fmt.Errorf("unknown field %q", key)
+		}
 		if d.null() {
 			return nil
 		}
@@ -480,6 +503,9 @@ func (d *decoder) pin() (Pin, error) {
 
 func (d *decoder) consumerGroups(cg *ConsumerGroups) error {
 	return d.object("consumer_groups", func(key []byte) error {
+		if !slices.Contains(consumerGroupsFields, string(key)) {
+			return fmt.Errorf("consumer_groups: unknown field %q", key)
+		}
 		if d.null() {
 			return nil
 		}

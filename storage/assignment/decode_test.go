@@ -157,7 +157,7 @@ func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
-func TestDecodeRejectsDuplicates(t *testing.T) {
+func TestDecodeRejectsDuplicatesAndMalformed(t *testing.T) {
 	for _, tc := range []struct{ name, from, to, want string }{
 		{"field", `"format": 1,`, `"format": 1, "format": 1,`, `duplicate field "format"`},
 		{"field after all others", `"kaas-2"] }` + "\n}", `"kaas-2"] }, "format": 1` + "\n}", `duplicate field "format"`},
@@ -166,6 +166,7 @@ func TestDecodeRejectsDuplicates(t *testing.T) {
 			`"orders": {"id": "x", "partitions": [{"leader": 0, "leader_epoch": 3}]}, "orders": {"id": "y", "partitions": [{"leader": 0, "leader_epoch": 3}]}`,
 			`duplicate field "orders"`},
 		{"config", `{"retention.ms": "604800000"}`, `{"retention.ms": "1", "retention.ms": "2"}`, `config: duplicate field "retention.ms"`},
+		{"unknown null field", `"format": 1,`, `"format": 1, "colour": null,`, `unknown field "colour"`},
 		{"leading zero", `"leader_epoch": 3`, `"leader_epoch": 03`, "32-bit integer"},
 		{"control character", `"kaas-0.kaas.ns.svc:9094"`, "\"kaas-0\x01\"", "control character"},
 	} {
