@@ -24,6 +24,11 @@ func benchAssignment(parts, brokers int) *Assignment {
 			t.Partitions = append(t.Partitions, Partition{Leader: int32(next % brokers), LeaderEpoch: int32(p % 7)})
 			next++
 		}
+		if i%40 == 0 { // a few topics carry pins, as CreateTopics with a replica assignment leaves them
+			for p := 0; p < size; p += 2 {
+				t.Pins = append(t.Pins, Pin{Partition: int32(p), Broker: int32((i + p) % brokers)})
+			}
+		}
 		a.Topics[fmt.Sprintf("topic-%05d", i)] = t
 		n += size
 	}
@@ -73,5 +78,39 @@ func BenchmarkFile(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkCodec measures Encode and Decode at 100k partitions over 100
+// brokers, with the encoding/json decoder of the same format as the
+// baseline in the same run (decode/encoding-json).
+func BenchmarkCodec(b *testing.B) {
+	a := benchAssignment(100_000, 100)
+	data, err := Encode(a)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("encode/p=100000/b=100", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := Encode(a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, dec := range []struct {
+		name   string
+		decode func([]byte) (*Assignment, error)
+	}{{"decode", Decode}, {"decode/encoding-json", decodeWithEncodingJSON}} {
+		b.Run(dec.name+"/p=100000/b=100", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := dec.decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
