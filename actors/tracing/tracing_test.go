@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -99,11 +100,16 @@ func TestMiddlewareStartsChildSpan(t *testing.T) {
 	as.Root.Send(pid, Wrap(ctx, &messages.Produce{}))
 	inner := <-r.got
 	parent.End()
-	spans := sr.Ended()
+	// Receive hands the context over before the middleware ends its span:
+	// wait for the span to end.
 	var child sdktrace.ReadOnlySpan
-	for _, s := range spans {
-		if s.Name() == "partition Produce" {
-			child = s
+	var spans []sdktrace.ReadOnlySpan
+	for deadline := time.Now().Add(5 * time.Second); child == nil && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		spans = sr.Ended()
+		for _, s := range spans {
+			if s.Name() == "partition Produce" {
+				child = s
+			}
 		}
 	}
 	if child == nil {
