@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -87,29 +88,7 @@ func TestCompactedTopicClients(t *testing.T) {
 		}
 		produced += len(recs)
 	}
-	// Roll the active segment, so the last round is cleanable too, by a
-	// write to a new segment that carries no key of interest (random hex:
-	// it stays larger than segment.bytes compressed).
-	filler := make([]byte, 8000)
-	_, _ = rand.Read(filler)
-	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("zz-filler"), Value: []byte(hex.EncodeToString(filler))}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	want["zz-filler"] = hex.EncodeToString(filler)
-	produced++
-	// Wait for the cleaner: the log reads as fewer records than produced.
-	deadline := time.Now().Add(60 * time.Second)
-	var got []*kgo.Record
-	for {
-		got = readAllFrom(t, addr, topic)
-		if len(got) < produced/4 && cleanedOnce(topic) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cleaner did not run: %d records of %d produced read back; cleaner %+v", len(got), produced, metrics.Cleaners())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	got := rollAndAwaitClean(t, ctx, cl, addr, topic, 8000, want, produced+1, 4)
 	checkTable(t, "franz-go", got, want)
 
 	// The cleaner's state in /metrics and /healthz.
@@ -300,25 +279,7 @@ func TestCompactedTopicKafkajs(t *testing.T) {
 		}
 		produced += len(recs)
 	}
-	filler := make([]byte, 4000)
-	_, _ = rand.Read(filler)
-	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("zz-filler"), Value: []byte(hex.EncodeToString(filler))}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	want["zz-filler"] = hex.EncodeToString(filler)
-	produced++
-	deadline := time.Now().Add(60 * time.Second)
-	var got []*kgo.Record
-	for {
-		got = readAllFrom(t, addr, topic)
-		if len(got) < produced/3 && cleanedOnce(topic) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cleaner did not run: %d of %d records read back", len(got), produced)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	got := rollAndAwaitClean(t, ctx, cl, addr, topic, 4000, want, produced+1, 3)
 	res := runKafkajs(t, dir, 60*time.Second, "consume-compacted.js", addr, topic, fmt.Sprint(got[len(got)-1].Offset))
 	var out struct {
 		Consumed []struct {
@@ -341,5 +302,31 @@ func TestCompactedTopicKafkajs(t *testing.T) {
 	checkTable(t, "kafkajs", recs, want)
 	if len(recs) != len(got) {
 		t.Fatalf("kafkajs read %d records, franz-go %d", len(recs), len(got))
+	}
+}
+
+// rollAndAwaitClean rolls the active segment, so the last records written
+// are cleanable too, with a write to a new segment carrying a key of its own
+// (random hex of fillerSize bytes: larger than segment.bytes even
+// compressed), then waits until the cleaner has run and the log reads as
+// fewer than total/div records; it returns what the log reads.
+func rollAndAwaitClean(t *testing.T, ctx context.Context, cl *kgo.Client, addr, topic string, fillerSize int, want map[string]string, total, div int) []*kgo.Record {
+	t.Helper()
+	filler := make([]byte, fillerSize)
+	_, _ = rand.Read(filler)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("zz-filler"), Value: []byte(hex.EncodeToString(filler))}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	want["zz-filler"] = hex.EncodeToString(filler)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := readAllFrom(t, addr, topic)
+		if len(got) < total/div && cleanedOnce(topic) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cleaner did not run: %d records of %d produced read back; cleaner %+v", len(got), total, metrics.Cleaners())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
