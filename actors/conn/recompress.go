@@ -15,7 +15,10 @@ import (
 // producer), a batch produced with another codec is rewritten with the
 // topic's (storage/batch.Recompress). It runs here, on the connection that
 // received the request, so the partition actor's mailbox never waits on a
-// codec. Records that are not exactly one batch are passed on untouched
+// codec. It runs before the request's Produce messages are sent, inside the
+// connection's Receive, on purpose: a connection's produce requests must reach
+// their partitions in the order they came (idempotent sequences), and Kafka
+// too handles one connection's requests one at a time. Records that are not exactly one batch are passed on untouched
 // for the partition actor to refuse. A batch that cannot be decoded gets
 // the code the partition actor would give it (code != 0).
 func recompressProduced(t *routing.Topic, records []byte) (out []byte, code int16, msg string) {
