@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,7 +61,7 @@ func benchProduce(b *testing.B, addr, topic string, size int, extra ...kgo.Opt) 
 	}
 	b.SetBytes(int64(perOp * size))
 	b.ResetTimer()
-	start := time.Now()
+	start, cpuStart := time.Now(), processCPU(b)
 	for i := 0; i < b.N; i++ {
 		for j := 0; j < perOp; j++ {
 			cl.Produce(ctx, &kgo.Record{Value: value}, done)
@@ -70,6 +71,7 @@ func benchProduce(b *testing.B, addr, topic string, size int, extra ...kgo.Opt) 
 		b.Fatal(err)
 	}
 	el := time.Since(start).Seconds()
+	cpu := processCPU(b) - cpuStart
 	b.StopTimer()
 	if n := failed.Load(); n > 0 {
 		b.Fatalf("%d records failed", n)
@@ -77,6 +79,18 @@ func benchProduce(b *testing.B, addr, topic string, size int, extra ...kgo.Opt) 
 	recs := float64(b.N * perOp)
 	b.ReportMetric(recs*float64(size)/el/1e6, "MB/s")
 	b.ReportMetric(recs/el, "records/s")
+	// CPU time of the whole process (client and in-process broker) per
+	// record: steadier than throughput when other work shares the cores.
+	b.ReportMetric(float64(cpu.Nanoseconds())/recs, "cpu-ns/record")
+}
+
+// processCPU is the user+system CPU time this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFetch measures consume throughput of a franz-go consumer reading
