@@ -87,7 +87,8 @@ func (b *LeaseBacking) Renewed(startedAt time.Time) {
 
 // Leading records that this process runs the controller at epoch: PONGs
 // naming it come from its own hub (an epoch has one holder identity, and
-// identities are per process incarnation).
+// identities are per process incarnation; a wrong match could only date an
+// exchange earlier, which fences sooner).
 func (b *LeaseBacking) Leading(epoch int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
