@@ -47,6 +47,11 @@ type ElectionConfig struct {
 	// OnElector receives each campaign's elector (its Check tells how
 	// recently the Lease was renewed).
 	OnElector func(le *leaderelection.LeaderElector)
+	// OnRenewed is called after each successful write of the Lease naming
+	// this identity (an acquisition or a renewal), with when the write was
+	// started, on Clock: no other broker can acquire the Lease until a
+	// lease duration after that (LeaseBacking).
+	OnRenewed func(startedAt time.Time)
 	Log       zerolog.Logger
 	// Clock paces the waits between rounds and the holder check while
 	// leading (client-go's elector keeps its own); clock.Real when nil.
@@ -90,11 +95,11 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 		return err
 	}
 	cfg.Clock = clock.OrReal(cfg.Clock)
-	lock := &resourcelock.LeaseLock{
+	lock := &renewalLock{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.LeaseName},
 		Client:     cfg.Client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-	}
+	}, clk: cfg.Clock, onRenewed: cfg.OnRenewed}
 	released := make(chan struct{}, 1)
 	go watchReleases(ctx, cfg, released)
 	for ctx.Err() == nil {
@@ -206,6 +211,32 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 		t.Stop()
 	}
 	return nil
+}
+
+// renewalLock reports every successful write of the Lease that names this
+// identity, dated by when it started: client-go's own observation time is
+// taken after the write returns, later than the apiserver may have applied it.
+type renewalLock struct {
+	resourcelock.Interface
+	clk       clock.Clock
+	onRenewed func(startedAt time.Time)
+}
+
+func (l *renewalLock) Create(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	return l.written(r, func() error { return l.Interface.Create(ctx, r) })
+}
+
+func (l *renewalLock) Update(ctx context.Context, r resourcelock.LeaderElectionRecord) error {
+	return l.written(r, func() error { return l.Interface.Update(ctx, r) })
+}
+
+func (l *renewalLock) written(r resourcelock.LeaderElectionRecord, write func() error) error {
+	start := l.clk.Now()
+	err := write()
+	if err == nil && l.onRenewed != nil && r.HolderIdentity == l.Identity() {
+		l.onRenewed(start)
+	}
+	return err
 }
 
 // watchReleases signals released (without blocking) whenever a watch of the

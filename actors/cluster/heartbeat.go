@@ -28,8 +28,9 @@ type HeartbeatConfig struct {
 	// OnPush receives every push (PONG and ASSIGNMENT_CHANGED).
 	OnPush func(*heartbeatpb.Push)
 	// OnExchange is called when a PONG completes an exchange, with the
-	// send time of the ping it answers (self-fencing counts from there).
-	OnExchange func(sentAt time.Time)
+	// send time of the ping it answers (self-fencing counts from there, or
+	// earlier: LeaseBacking) and the PONG.
+	OnExchange func(sentAt time.Time, pong *heartbeatpb.Push)
 	// Applied returns the newest assignment file the broker has applied
 	// (nil: no condition). A PONG naming a newer file completes no
 	// exchange: the broker may still act on a file that gave its
@@ -175,7 +176,7 @@ func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uin
 				if at, ok := sent.LoadAndDelete(p.AckSeq); ok {
 					metrics.HeartbeatRoundTrip(cfg.Clock.Since(at.(time.Time)).Seconds())
 					if cfg.OnExchange != nil && caughtUp(cfg.Applied, p) {
-						cfg.OnExchange(at.(time.Time))
+						cfg.OnExchange(at.(time.Time), p)
 					}
 				}
 			}

@@ -159,7 +159,7 @@ func TestExchangeWaitsForTheNamedFile(t *testing.T) {
 			Target:     func() string { return srv.addr },
 			Ping:       func() *heartbeatpb.Ping { return &heartbeatpb.Ping{Name: "kaas-1"} },
 			OnPush:     func(*heartbeatpb.Push) {},
-			OnExchange: fence.Exchanged,
+			OnExchange: func(at time.Time, _ *heartbeatpb.Push) { fence.Exchanged(at) },
 			Applied:    func() assignment.Position { return assignment.Position{Epoch: 2, Version: applied.Load()} },
 			Interval:   10 * time.Millisecond,
 			Log:        zerolog.Nop(),
@@ -190,7 +190,7 @@ func TestExchangesAreDatedOnTheClock(t *testing.T) {
 			Target:     func() string { return srv.addr },
 			Ping:       func() *heartbeatpb.Ping { return &heartbeatpb.Ping{Name: "kaas-1"} },
 			OnPush:     func(*heartbeatpb.Push) {},
-			OnExchange: fence.Exchanged,
+			OnExchange: func(at time.Time, _ *heartbeatpb.Push) { fence.Exchanged(at) },
 			Kick:       kick,
 			Interval:   time.Hour, // pings go out at the stream's start and when kicked
 			Log:        zerolog.Nop(),

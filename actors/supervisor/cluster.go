@@ -119,6 +119,9 @@ type Cluster struct {
 	topicAdmin *cluster.Topics
 	kick       chan struct{}
 	stopElect  context.CancelFunc
+	// electDone is closed when the election has stopped and released a
+	// Lease this process held.
+	electDone  chan struct{}
 	elector    atomic.Pointer[leaderelection.LeaderElector]
 	pingQueued bool // a refreshPing is in the mailbox
 	// pingNow: the queued refreshPing also sends the ping at once.
@@ -134,6 +137,9 @@ type Cluster struct {
 	// moves of an apply (tracing on; traceCtx is nil outside one).
 	pushed   pushedTraces
 	traceCtx context.Context
+	// backing dates the exchanges of this broker with its own hub by its
+	// Lease renewals (cluster.LeaseBacking).
+	backing cluster.LeaseBacking
 }
 
 // leaseFresh reports whether this broker renewed the Lease within the renew
@@ -380,7 +386,10 @@ func (s *Cluster) start(ctx actor.Context) {
 		func(e int64) { s.follower.SetMinEpoch(e) }, log)
 	electCtx, stopElect := context.WithCancel(runCtx)
 	s.stopElect = stopElect
+	electDone := make(chan struct{})
+	s.electDone = electDone
 	go func() {
+		defer close(electDone)
 		err := cluster.RunElection(electCtx, cluster.ElectionConfig{
 			Client: s.cfg.Kube, Namespace: s.cfg.Namespace, LeaseName: s.cfg.LeaseName, Identity: s.cfg.Incarnation,
 			LeaseDuration: s.cfg.LeaseDuration, RenewDeadline: s.cfg.RenewDeadline, RetryPeriod: s.cfg.RetryPeriod,
@@ -399,6 +408,7 @@ func (s *Cluster) start(ctx actor.Context) {
 				send(&deposed{})
 			},
 			OnElector: func(le *leaderelection.LeaderElector) { s.elector.Store(le) },
+			OnRenewed: s.backing.Renewed,
 			Log:       log.With().Str("component", "election").Logger(),
 		})
 		if err != nil {
@@ -421,11 +431,15 @@ func (s *Cluster) start(ctx actor.Context) {
 			p.Draining = s.draining.Load()
 			return &p
 		},
-		Interval:   s.cfg.HeartbeatInterval,
-		Dial:       s.cfg.HeartbeatDial,
-		Kick:       s.kick,
-		OnExchange: s.cfg.Fence.Exchanged,
-		Applied:    s.appliedFile,
+		Interval: s.cfg.HeartbeatInterval,
+		Dial:     s.cfg.HeartbeatDial,
+		Kick:     s.kick,
+		OnExchange: func(sentAt time.Time, pong *heartbeatpb.Push) {
+			if at, ok := s.backing.Date(sentAt, pong.ControllerEpoch); ok {
+				s.cfg.Fence.Exchanged(at)
+			}
+		},
+		Applied: s.appliedFile,
 		OnPush: func(p *heartbeatpb.Push) {
 			if p.Kind == heartbeatpb.Push_ASSIGNMENT_CHANGED {
 				s.pushed.note(p)
@@ -476,6 +490,7 @@ func (s *Cluster) startController(ctx actor.Context, e StartController) {
 		return
 	}
 	s.ctrl, s.ctrlRunning = ref, e.Seq
+	s.backing.Leading(e.Epoch)
 	s.cfg.Hub.SetController(ref, e.Epoch, s.leaseFresh)
 	go cluster.WatchTopics(lctx, s.cfg.Dyn, s.cfg.Namespace, func(ts map[string]balancer.TopicSpec) {
 		ref.Send(&controller.TopicsChanged{Topics: ts})

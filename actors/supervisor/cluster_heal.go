@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -72,7 +74,39 @@ func (s *Cluster) execHeal(e Effect, send func(Event)) {
 	case GiveUp:
 		s.cfg.Log.Error().Str("kind", e.Kind).Str("reason", e.Reason).Msg("giving up: ending the process")
 		if s.cfg.Fatal != nil {
-			s.cfg.Fatal(fmt.Sprintf("%s: %s", e.Kind, e.Reason))
+			reason := fmt.Sprintf("%s: %s", e.Kind, e.Reason)
+			s.releaseLeaseThen(func() { s.cfg.Fatal(reason) })
 		}
 	}
+}
+
+// giveUpReleaseWait bounds how long a broker that gives up waits for its
+// Lease to be released before it exits (an apiserver that does not answer
+// must not keep a broken broker alive).
+const giveUpReleaseWait = 3 * time.Second
+
+// releaseLeaseThen stops the election, which releases the Lease if this
+// process still holds it (only then: the release is holder-scoped), and
+// runs then once that is done or giveUpReleaseWait has passed, off the
+// actor's goroutine. Another broker then takes over at once (candidates
+// watch for the release) rather than a lease duration later.
+func (s *Cluster) releaseLeaseThen(then func()) {
+	if s.stopElect == nil {
+		then()
+		return
+	}
+	s.stopElect()
+	var once sync.Once
+	t := s.clock.AfterFunc(giveUpReleaseWait, func() {
+		once.Do(func() {
+			s.cfg.Log.Warn().Dur("waited", giveUpReleaseWait).Msg("lease release unconfirmed; exiting anyway")
+			then()
+		})
+	})
+	done := s.electDone
+	go func() {
+		<-done
+		t.Stop()
+		once.Do(then)
+	}()
 }

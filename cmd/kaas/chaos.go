@@ -10,6 +10,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/faultlog"
 )
 
@@ -18,16 +19,19 @@ import (
 // through them. Never enabled in a deployment: anyone reaching the HTTP
 // port could stop partitions.
 
-// chaosStorage wraps the partitions' storage in the fault injector when
-// --debug-chaos is set.
+// chaosStorage turns the chaos hooks on when --debug-chaos is set. The disk
+// engine's fsyncs already run through the fault injector (openStorage); a
+// log engine without fsyncs (memory) is wrapped in it.
 func (b *broker) chaosStorage(o storage.Opener) storage.Opener {
 	if !b.cfg.DebugChaos {
 		return o
 	}
 	actorsys.EnableChaos()
-	b.faults = faultlog.New(o, nil, nil)
 	b.log.Warn().Msg("--debug-chaos: actors can be killed and fsyncs slowed or failed over HTTP (/debug/chaos/)")
-	return b.faults
+	if _, disk := o.(*disklog.Opener); disk {
+		return o
+	}
+	return b.faults.Wrap(o)
 }
 
 // chaosKill is the answer of /debug/chaos/kill.

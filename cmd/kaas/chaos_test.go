@@ -79,7 +79,9 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 	// failure, which the harness would report as a broker exit).
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 24))
 	var kills []chaosEvent
-	faults := 0
+	// fsyncWindows are the fsync fault windows, dated by their end
+	// (recovery counts from there).
+	var fsyncWindows []chaosEvent
 	var lastCtrlKill time.Time
 	kinds := []string{"partition", "partition", "group", "connection", "controller"}
 	hows := []string{"stop", "poison", "panic"}
@@ -95,14 +97,17 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 		}
 		if rng.IntN(8) == 0 {
 			b := c.brokers[c.names()[rng.IntN(3)]]
+			kind, window := "fsync-delay", 2*time.Second
 			q := "delay=" + strconv.Itoa(50+rng.IntN(250)) + "ms&for=2s"
 			if rng.IntN(2) == 0 {
-				q = "fail=0.3&for=1s"
+				kind, window, q = "fsync-fail", time.Second, "fail=0.3&for=1s"
 			}
+			at := time.Now()
 			if _, err := chaosPost(b.http, "/debug/chaos/fsync?"+q); err != nil {
 				t.Errorf("fsync faults on %s: %v", b.name, err)
+				continue
 			}
-			faults++
+			fsyncWindows = append(fsyncWindows, chaosEvent{kind: kind, how: q, broker: b.name, at: at.Add(window)})
 			continue
 		}
 		kind, how := kinds[rng.IntN(len(kinds))], hows[rng.IntN(len(hows))]
@@ -126,7 +131,13 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 		kills = append(kills, chaosEvent{kind: kind, how: how, broker: name, actor: k.Actor, at: at})
 	}
 	chaosEnd := time.Now()
-	// Every partition must serve again after the last kill.
+	// Every partition must serve again after the last kill and the end of
+	// the last fsync fault window.
+	for _, w := range fsyncWindows {
+		if w.at.After(chaosEnd) {
+			chaosEnd = w.at
+		}
+	}
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if _, ok := load.firstAcks(chaosEnd, all); ok {
 			break
@@ -164,7 +175,7 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 	recovery := map[string][]time.Duration{}
 	never := 0
 	load.mu.Lock()
-	for _, k := range kills {
+	for _, k := range append(slices.Clone(kills), fsyncWindows...) {
 		var d time.Duration
 		ok := true
 		if p, isPart := partitionOfActor(k.actor); isPart {
@@ -209,9 +220,28 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 	for _, k := range kills {
 		byKind[k.kind+"/"+k.how]++
 	}
+	windows := map[string]int{}
+	for _, w := range fsyncWindows {
+		windows[w.kind]++
+	}
+	// Each broker's fsyncs delayed and failed by the injector (the
+	// endpoint answers them; no faults are left set).
+	var delayed, failed int64
+	for _, b := range c.brokers {
+		body, err := chaosPost(b.http, "/debug/chaos/fsync")
+		var n struct{ Delayed, Failed int64 }
+		if err == nil {
+			err = json.Unmarshal(body, &n)
+		}
+		if err != nil {
+			t.Errorf("fsync counts of %s: %v", b.name, err)
+		}
+		delayed, failed = delayed+n.Delayed, failed+n.Failed
+	}
 	var rep strings.Builder
 	fmt.Fprintf(&rep, "chaos report: %s of chaos on 3 brokers (%d partitions), %d CPUs, %s\n", dur, parts, runtime.NumCPU(), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(&rep, "  kills: %d (%s); fsync fault windows: %d\n", len(kills), sortedCounts(byKind), faults)
+	fmt.Fprintf(&rep, "  kills: %d (%s)\n", len(kills), sortedCounts(byKind))
+	fmt.Fprintf(&rep, "  fsync fault windows: %d (%s); fsyncs delayed %d, failed %d (at the disk log's fsync seam)\n", len(fsyncWindows), sortedCounts(windows), delayed, failed)
 	fmt.Fprintf(&rep, "  restarts counted (kaas_actor_restarts_total): %s\n", sortedCountsF(restarts))
 	fmt.Fprintf(&rep, "  records: %d acknowledged, %d read back; lost %d, duplicated %d, reordered %d, not at their acknowledged offset %d, epoch regressions %d\n",
 		res.acked, res.inLog, res.lost, res.dups, res.disorder, res.notAtOffset, res.epochDrops)
@@ -219,7 +249,7 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 	fmt.Fprintf(&rep, "  committer: %d commits acknowledged, last %d, committed offset moved backwards %d times, final %d\n",
 		commitStats.acked, commitStats.last, commitStats.backwards, commitStats.final)
 	fmt.Fprintf(&rep, "  kills after which a partition never served again: %d\n", never)
-	fmt.Fprintf(&rep, "  recovery (kill to serving again), by kind: ")
+	fmt.Fprintf(&rep, "  recovery (a kill, or the end of an fsync fault window, to serving again), by kind: ")
 	for _, kind := range slices.Sorted(func(yield func(string) bool) {
 		for k := range recovery {
 			if !yield(k) {

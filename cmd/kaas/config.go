@@ -129,7 +129,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.LeaseDuration, "lease-duration", 15*time.Second, "cluster mode: how long a Lease not renewed stays held before another broker may take it; must exceed --renew-deadline")
 	fs.DurationVar(&cfg.RenewDeadline, "renew-deadline", 10*time.Second, "cluster mode: the controller steps down (stops writing assignment.json) if it cannot renew its Lease within this; must exceed --retry-period")
 	fs.DurationVar(&cfg.RetryPeriod, "retry-period", 2*time.Second, "cluster mode: how often the Lease is renewed or tried and brokers re-read its epoch")
-	fs.DurationVar(&cfg.FenceAfter, "fence-after", 4*time.Second, "cluster mode: a broker without a heartbeat exchange this long stops accepting writes")
+	fs.DurationVar(&cfg.FenceAfter, "fence-after", 4*time.Second, "cluster mode: a broker without a heartbeat exchange this long stops accepting writes (the controller's broker: this long after its last Lease renewal; at least twice --retry-period, at most --lease-duration - 1s)")
 	fs.DurationVar(&cfg.HeartbeatInterval, "heartbeat-interval", time.Second, "cluster mode: ping period to the controller (at most half of --fence-after)")
 	fs.DurationVar(&cfg.DrainTimeout, "drain-timeout", 45*time.Second, "cluster mode: on SIGTERM, how long to wait for the controller to move everything away before exiting")
 	fs.DurationVar(&cfg.DeadAfter, "dead-after", 8*time.Second, "cluster mode: the controller declares a silent broker dead after this (must exceed --fence-after plus a margin)")
@@ -265,6 +265,10 @@ func (c *serveConfig) clusterMode() bool { return c.podName != "" }
 // silent broker must have stopped writing before its partitions move.
 const fenceMargin = time.Second
 
+// leaseSeconds is the lease duration other brokers wait out: client-go
+// records it in the Lease in whole seconds, rounded down.
+func leaseSeconds(d time.Duration) time.Duration { return d.Truncate(time.Second) }
+
 func (c *serveConfig) validateCluster() error {
 	id, err := brokerOrdinal(c.podName)
 	if err != nil {
@@ -298,6 +302,10 @@ func (c *serveConfig) validateCluster() error {
 		return fmt.Errorf("--heartbeat-interval %s must be positive", c.HeartbeatInterval)
 	case c.FenceAfter < 2*c.HeartbeatInterval:
 		return fmt.Errorf("--fence-after %s must be at least twice --heartbeat-interval %s", c.FenceAfter, c.HeartbeatInterval)
+	case c.FenceAfter < 2*c.RetryPeriod:
+		return fmt.Errorf("--fence-after %s must be at least twice --retry-period %s: the controller's broker fences itself --fence-after after its last Lease renewal", c.FenceAfter, c.RetryPeriod)
+	case c.FenceAfter+fenceMargin > leaseSeconds(c.LeaseDuration):
+		return fmt.Errorf("--fence-after %s must be at most --lease-duration %s (whole seconds, as the Lease records it) - %s: the controller's broker must fence itself before another broker can take its Lease", c.FenceAfter, c.LeaseDuration, fenceMargin)
 	case c.DeadAfter < c.FenceAfter+fenceMargin:
 		return fmt.Errorf("--dead-after %s must be at least --fence-after %s + %s", c.DeadAfter, c.FenceAfter, fenceMargin)
 	case c.ConcurrentMoves < 0:

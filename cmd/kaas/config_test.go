@@ -59,6 +59,12 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			}},
 		{"lease timings ordered", []string{"--data-dir", "/tmp", "--renew-deadline", "20s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--lease-duration", nil},
+		{"fence-after covers two Lease renewals", []string{"--data-dir", "/tmp", "--retry-period", "3s"},
+			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--retry-period", nil},
+		{"the controller's broker fences before its Lease can be taken", []string{"--data-dir", "/tmp", "--lease-duration", "5900ms", "--renew-deadline", "3s", "--fence-after", "5s", "--dead-after", "8s"},
+			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "before another broker can take its Lease", nil},
+		{"fence-after just within the Lease", []string{"--data-dir", "/tmp", "--lease-duration", "6s", "--renew-deadline", "3s", "--fence-after", "5s", "--dead-after", "8s"},
+			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "", func(c *serveConfig) bool { return c.FenceAfter == 5*time.Second }},
 		{"fence-after covers two pings", []string{"--data-dir", "/tmp", "--heartbeat-interval", "3s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--fence-after", nil},
 	}

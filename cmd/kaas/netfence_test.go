@@ -269,27 +269,27 @@ func (a *attributedLoad) snapshot() ([]brokerAck, []brokerRefusal) {
 // the leader claim (docs/handoffs.md), and the log read back shows nothing
 // acknowledged lost.
 //
-// Two cases: the isolated broker is not the controller (it stops
-// exchanging heartbeats at once: fenced within --fence-after), and it is
-// the controller (its own broker's pings are answered by its own hub while
-// its Lease renewal is fresher than --renew-deadline, so it is fenced
-// within --renew-deadline + --fence-after; the survivors fence meanwhile
-// too, until the next controller is elected).
+// Two cases, both bound by --fence-after: the isolated broker is not the
+// controller (it stops exchanging heartbeats at once), and it is the
+// controller (its own hub still answers its pings, but those exchanges
+// count from its last Lease renewal, which precedes the cut; the survivors
+// fence meanwhile too, until one of them is elected controller at a higher
+// epoch, which the test waits for).
 func TestNetworkPartitionFencesIsolatedBroker(t *testing.T) {
 	requireNetns(t)
 	api := startAPIServer(t)
 	// The brokers' flags, KAAS_TEST_BROKER_ARGS last (it wins).
 	flags := append(slices.Clone(clusterFlags), strings.Fields(os.Getenv("KAAS_TEST_BROKER_ARGS"))...)
-	fenceAfter, renewDeadline := flagDuration(t, flags, "--fence-after"), flagDuration(t, flags, "--renew-deadline")
+	// Writes sent this long after the cut must be refused by the isolated broker.
+	bound := flagDuration(t, flags, "--fence-after")
 	for _, tc := range []struct {
 		name       string
 		controller bool
-		bound      time.Duration // writes sent this long after the cut must be refused by the isolated broker
 	}{
-		{"broker", false, fenceAfter},
-		{"controller", true, renewDeadline + fenceAfter},
+		{"broker", false},
+		{"controller", true},
 	} {
-		t.Run(tc.name, func(t *testing.T) { runNetworkPartition(t, api, tc.controller, tc.bound) })
+		t.Run(tc.name, func(t *testing.T) { runNetworkPartition(t, api, tc.controller, bound) })
 	}
 }
 
@@ -341,7 +341,7 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 		_, ok := load.firstAcks(time.Time{}, allParts(parts))
 		return ok
 	})
-	_, ctrl, _ := c.ledBy()
+	_, ctrl, ctrlEpoch := c.ledBy()
 	victim := ""
 	for _, n := range names {
 		if (n == ctrl) == isolateController {
@@ -368,6 +368,12 @@ func runNetworkPartition(t *testing.T, api *apiserver, isolateController bool, b
 		failover = survivorFirstAcks(load, cut, led, victimID)
 		return len(failover) == len(led)
 	})
+	if isolateController {
+		waitUntil(t, 30*time.Second, "a survivor elected controller at a higher epoch", func() bool {
+			_, now, epoch := c.ledBy()
+			return now != "" && now != victim && epoch > ctrlEpoch
+		})
+	}
 	// Probe the isolated broker directly, past its fence bound, on every
 	// partition it led: each probe is a fresh (non-idempotent) write that
 	// it must refuse. One it accepted would be acknowledged after the

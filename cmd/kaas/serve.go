@@ -65,25 +65,33 @@ type broker struct {
 	fence    *cluster.Fence     // cluster mode: self-fencing clock
 	groups   *group.Coordinator // consumer-group coordinator (nil if it failed to start)
 	grpc     *grpc.Server
-	opener   storage.Opener    // closed last (disklog keeps a descriptor on the volume for syncfs)
-	faults   *faultlog.Opener  // --debug-chaos: the partitions' storage, with faults
-	stopping atomic.Bool       // shutdown began: deaths of essential actors are expected
-	dyn      dynamic.Interface // cluster mode: KafkaTopic and KafkaAcl objects
+	opener   storage.Opener     // closed last (disklog keeps a descriptor on the volume for syncfs)
+	faults   *faultlog.Injector // --debug-chaos: fsync faults of the partitions' storage
+	stopping atomic.Bool        // shutdown began: deaths of essential actors are expected
+	dyn      dynamic.Interface  // cluster mode: KafkaTopic and KafkaAcl objects
 }
 
-// openStorage chooses the log engine: in memory without --data-dir.
-func openStorage(cfg *serveConfig, log zerolog.Logger) (storage.Opener, supervisor.Registry, []supervisor.TopicRecord, error) {
+// openStorage chooses the log engine: in memory without --data-dir. faults
+// (--debug-chaos; nil otherwise) reaches the disk engine's fsyncs.
+func openStorage(cfg *serveConfig, faults *faultlog.Injector, log zerolog.Logger) (storage.Opener, supervisor.Registry, []supervisor.TopicRecord, error) {
 	if cfg.DataDir == "" {
 		return memlog.NewOpener(), nil, nil, nil
 	}
-	return openDiskStorage(cfg.DataDir, cfg.syncMode, log)
+	var opts []disklog.Option
+	if faults != nil {
+		opts = append(opts, disklog.WithFsyncHook(faults.Fsync))
+	}
+	return openDiskStorage(cfg.DataDir, cfg.syncMode, log, opts...)
 }
 
 // startBroker binds the listeners and starts the actor system. It returns
 // once the broker accepts connections.
 func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*broker, error) {
 	b := &broker{cfg: cfg, log: newLogger(cfg, logOut), views: &routing.Store{}}
-	opener, registry, initial, err := openStorage(cfg, b.log)
+	if cfg.DebugChaos {
+		b.faults = faultlog.New(nil, nil)
+	}
+	opener, registry, initial, err := openStorage(cfg, b.faults, b.log)
 	if err != nil {
 		return nil, err
 	}

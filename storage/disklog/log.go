@@ -363,21 +363,21 @@ func (l *Log) syncLocked(dir bool) (int64, error) {
 		// One syncfs round covers the segments, the directory and every
 		// other log asking at the same time.
 		if !clean || dirty {
-			err = fs.sync()
+			err = l.syncfsRound(fs)
 		}
 		ah.release()
 	} else {
 		for _, p := range pend {
 			if err == nil {
-				err = fdatasync(p.h.f)
+				err = l.fdatasync(p.h.f)
 			}
 		}
 		if err == nil && !clean {
-			err = fdatasync(ah.f)
+			err = l.fdatasync(ah.f)
 		}
 		ah.release()
 		if err == nil && dirty {
-			err = syncDir(l.dir)
+			err = l.syncDir()
 		}
 	}
 	for _, p := range pend {
@@ -406,6 +406,29 @@ func (l *Log) syncLocked(dir bool) (int64, error) {
 		l.kickJanitor()
 	}
 	return l.durable.Load(), nil
+}
+
+// fdatasync, syncDir and syncfsRound are Sync's durability calls, through
+// the Opener's FsyncHook when it has one (the closures exist only then).
+func (l *Log) fdatasync(f *os.File) error {
+	if h := l.o.opts.fsyncHook; h != nil {
+		return h(l.dir, func() error { return fdatasync(f) })
+	}
+	return fdatasync(f)
+}
+
+func (l *Log) syncDir() error {
+	if h := l.o.opts.fsyncHook; h != nil {
+		return h(l.dir, func() error { return syncDir(l.dir) })
+	}
+	return syncDir(l.dir)
+}
+
+func (l *Log) syncfsRound(fs *fsSyncer) error {
+	if h := l.o.opts.fsyncHook; h != nil {
+		return h(l.dir, fs.sync)
+	}
+	return fs.sync()
 }
 
 // durablePoint is a segment's state as a Sync covered it: the segment's

@@ -54,7 +54,20 @@ type options struct {
 	spareDelay   time.Duration
 	spareRate    int
 	unreadDelay  time.Duration
+	fsyncHook    FsyncHook
 }
+
+// FsyncHook runs one durability call of a log's Sync (group commit): real
+// is the syscall itself (fdatasync of a segment, fsync of the log's
+// directory, or a syncfs round) and dir the log's directory. What the hook
+// returns is the call's result, so a hook that fails without running real
+// fails the Sync exactly as a failed fdatasync does. The chaos harness
+// (storage/faultlog) slows and fails fsyncs here.
+type FsyncHook func(dir string, real func() error) error
+
+// WithFsyncHook runs every durability call of the logs' Syncs through h
+// (none by default: the syscall is called directly).
+func WithFsyncHook(h FsyncHook) Option { return func(o *options) { o.fsyncHook = h } }
 
 // MaxOpenFiles bounds the descriptors kept open for reads of sealed segments
 // across every log of the Opener (LRU). Active segments are not counted.
