@@ -36,6 +36,7 @@ type Record struct {
 	Key       []byte
 	NullKey   bool
 	Tombstone bool   // null value
+	Value     []byte // nil for a tombstone
 	Raw       []byte // the record's bytes in the batch: length varint and body
 }
 
@@ -76,7 +77,7 @@ func Records(b []byte, h batch.Header) ([]Record, error) {
 		if r.Key, r.NullKey, rec, err = field(rec); err != nil {
 			return nil, fmt.Errorf("%w: record %d key", batch.ErrCorrupt, i)
 		}
-		if _, r.Tombstone, _, err = field(rec); err != nil {
+		if r.Value, r.Tombstone, _, err = field(rec); err != nil {
 			return nil, fmt.Errorf("%w: record %d value", batch.ErrCorrupt, i)
 		}
 		out = append(out, r)
