@@ -179,9 +179,10 @@ func (l *Log) eachBatch(s *segment, from int64, th *compaction.Throttle, read *i
 	return nil
 }
 
-// buildKeyMap fills the pass's key map from firstDirty up to where it is
-// full (moving pass.MapEnd there) and records each producer's last batch
-// below pass.MapEnd.
+// buildKeyMap runs the pass's first walk (compaction.Pass.Scan) from the
+// log start: it fills the key map from firstDirty up to where it is full
+// (moving pass.MapEnd there), and notes each producer's last batch and the
+// transactions that end below pass.MapEnd.
 func (l *Log) buildKeyMap(segs []*segment, start, firstDirty int64, pass *compaction.Pass, th *compaction.Throttle, res *storage.CompactResult) error {
 	for _, s := range segs {
 		if s.base >= pass.MapEnd {
@@ -193,20 +194,12 @@ func (l *Log) buildKeyMap(segs []*segment, start, firstDirty int64, pass *compac
 				done = true
 				return false, nil
 			}
-			if h.BaseOffset >= firstDirty || h.NextOffset() > firstDirty {
-				ok, err := pass.Map.AddBatch(b, h)
-				if err != nil {
-					return false, fmt.Errorf("disklog: compaction of %s: %w", s.name, err)
-				}
-				if !ok {
-					pass.MapEnd, done = h.BaseOffset, true
-					return false, nil
-				}
+			ok, err := pass.Scan(b, h, firstDirty)
+			if err != nil {
+				return false, fmt.Errorf("disklog: compaction of %s: %w", s.name, err)
 			}
-			if h.HasProducer() {
-				pass.LastOfProducer[h.ProducerID] = h.BaseOffset
-			}
-			return true, nil
+			done = !ok
+			return ok, nil
 		})
 		if err != nil || done {
 			return err
