@@ -26,7 +26,8 @@ const cleanedSuffix = ".cleaned" + tmpSuffix
 var ErrSuperseded = errors.New("disklog: a newer leader claimed the partition")
 
 // errCleanAborted: the log is closing (a handoff); the pass swaps nothing.
-var errCleanAborted = errors.New("disklog: log closing, compaction abandoned")
+// It is a storage.ErrClosed: the owner is giving the log up.
+var errCleanAborted = fmt.Errorf("%w: disklog: log closing, compaction abandoned", storage.ErrClosed)
 
 // cleanHook, when set (crash tests), runs at each step of a segment swap;
 // an error stops the swap there, leaving the files as a crash would.
