@@ -81,7 +81,7 @@ func TestProducerStateSurvivesCompaction(t *testing.T) {
 }
 
 // TestTransactionStateSurvivesCompaction: the cleaner removes the records
-// of an aborted transaction and keeps its marker while it removes them; the
+// of an aborted transaction and keeps its marker; the
 // transaction state rebuilt from the cleaned log (a new leader's open)
 // still lists the aborted transaction, still holds the last stable offset
 // at the transaction left open, and the committed transaction's records

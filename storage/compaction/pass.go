@@ -76,9 +76,9 @@ type Pass struct {
 	// MapEnd is the first offset the map does not cover: batches at or
 	// above it are kept as they are.
 	MapEnd int64
-	// Horizon (Unix ms): a tombstone or a transaction marker in a batch
-	// whose max timestamp is below it has outlived delete.retention.ms and
-	// may be removed.
+	// Horizon (Unix ms): a tombstone or a commit marker in a batch whose
+	// max timestamp is below it has outlived delete.retention.ms and may be
+	// removed.
 	Horizon int64
 	// LastOfProducer is the base offset of each producer id's last batch
 	// in the range the pass rewrites: that batch is kept, empty if need be.
@@ -218,18 +218,22 @@ func (p *Pass) Batch(b []byte, h batch.Header, keepHeader bool) ([]byte, error) 
 	return Rebuild(b, h, kept), nil
 }
 
-// marker decides a control batch: a commit or abort marker goes once no
-// data batch of its transaction is left before it (none seen since the
-// producer's previous marker) and it has outlived delete.retention.ms, as
-// Kafka's cleaner removes them; otherwise it stays whole (an emptied marker
-// would no longer say what it ends).
+// marker decides a control batch: a commit marker goes once no data batch
+// of its transaction is left before it (none seen since the producer's
+// previous marker) and it has outlived delete.retention.ms, as Kafka's
+// cleaner removes it; otherwise it stays whole (an emptied marker would no
+// longer say what it ends). An abort marker always stays: the partition's
+// aborted-transaction index (kept with the producer state, which a pass
+// does not rewrite) goes on listing its transaction to read_committed
+// fetches, and a client skips that producer's records from the
+// transaction's first offset until it reads the marker.
 func (p *Pass) marker(b []byte, h batch.Header, retain bool) []byte {
 	seen := p.txnSeen[h.ProducerID]
 	delete(p.txnSeen, h.ProducerID)
 	if retain || seen || h.MaxTimestamp >= p.Horizon {
 		return b
 	}
-	if typ, err := batch.ControlType(b); err != nil || (typ != batch.ControlCommit && typ != batch.ControlAbort) {
+	if typ, err := batch.ControlType(b); err != nil || typ != batch.ControlCommit {
 		return b
 	}
 	return nil

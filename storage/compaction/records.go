@@ -10,10 +10,11 @@
 //     batch's timestamp, then removed;
 //   - a record without a key is removed (Kafka refuses them on compacted topics);
 //   - records of aborted transactions are removed (a transaction is aborted
-//     when the pass's first walk, Pass.Scan, reaches its abort marker);
-//   - a commit or abort marker is removed once no batch of its transaction is
-//     left before it and it is older than delete.retention.ms; until then it
-//     is kept as it is;
+//     when the pass's first walk, Pass.Scan, reaches its abort marker); abort
+//     markers are kept (the aborted-transaction index still names them);
+//   - a commit marker is removed once no batch of its transaction is left
+//     before it and it is older than delete.retention.ms; until then it is
+//     kept as it is;
 //   - the last batch of each producer id is kept, as an empty batch if all its
 //     records go, so the producer's sequence and epoch survive;
 //   - a rewritten batch keeps its base offset, last offset delta, producer

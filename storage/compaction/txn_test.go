@@ -28,10 +28,11 @@ func plain(base, pid, ts int64, recs ...kv) []byte {
 	return b
 }
 
-// TestPassTransactions: records of aborted transactions are removed;
-// markers go once no data of their transaction is left and they are older
-// than delete.retention.ms, unless they are their producer's last batch or
-// a segment's; committed and undecided transactional data stay whole.
+// TestPassTransactions: records of aborted transactions are removed and
+// their markers kept; a commit marker goes once no data of its transaction
+// is left and it is older than delete.retention.ms, unless it is its
+// producer's last batch or a segment's; committed and undecided
+// transactional data stay whole.
 func TestPassTransactions(t *testing.T) {
 	const now, old = 1_000_000, 1_000_000 - 5000
 	const pid = 4
@@ -45,9 +46,9 @@ func TestPassTransactions(t *testing.T) {
 		{"aborted data removed, its marker kept while the data was there",
 			[][]byte{txnData(0, pid, now, rec("a", "1")), plain(1, -1, now, rec("b", "1")), marker(2, pid, old, false), plain(3, pid, now, rec("c", "1"))},
 			[]string{"gone", "same", "same", "same"}},
-		{"abort marker without data left removed once old",
+		{"abort marker without data left kept (the aborted index still names it)",
 			[][]byte{plain(1, -1, now, rec("b", "1")), marker(2, pid, old, false), plain(3, pid, now, rec("c", "1"))},
-			[]string{"same", "gone", "same"}},
+			[]string{"same", "same", "same"}},
 		{"young abort marker kept",
 			[][]byte{plain(1, -1, now, rec("b", "1")), marker(2, pid, now, false), plain(3, pid, now, rec("c", "1"))},
 			[]string{"same", "same", "same"}},
@@ -57,11 +58,11 @@ func TestPassTransactions(t *testing.T) {
 		{"commit marker without data left removed once old",
 			[][]byte{marker(1, pid, old, true), plain(2, pid, now, rec("c", "1"))},
 			[]string{"gone", "same"}},
-		{"marker kept as its producer's last batch",
-			[][]byte{txnData(0, pid, now, rec("a", "1")), marker(1, pid, old, false), plain(2, -1, now, rec("c", "1"))},
-			[]string{"gone", "same", "same"}},
-		{"marker kept at a segment's end",
-			[][]byte{plain(0, pid, now, rec("a", "1")), marker(1, pid, old, false)},
+		{"commit marker kept as its producer's last batch",
+			[][]byte{plain(0, -1, now, rec("a", "1")), marker(1, pid, old, true), plain(2, -1, now, rec("c", "1"))},
+			[]string{"same", "same", "same"}},
+		{"commit marker kept at a segment's end",
+			[][]byte{plain(0, pid, now, rec("a", "1")), marker(1, pid, old, true)},
 			[]string{"same", "same"}},
 		{"aborted data does not protect a later tombstone",
 			[][]byte{txnData(0, pid, now, rec("z", "1")), marker(1, pid, old, false), plain(2, -1, old, tomb("z"), rec("y", "1")), plain(3, pid, now, rec("c", "1"))},
@@ -196,7 +197,7 @@ func TestPassPropertyAbortedTxns(t *testing.T) {
 		firstDirty := int64(0)
 		mapBytes := int64(1+r.IntN(8)) * 5 * EntryBytes
 		// Passes until the log is clean, then one more over all of it (it
-		// removes the markers whose data the earlier passes removed).
+		// sees the markers whose data the earlier passes removed).
 		for final := false; ; {
 			p := &Pass{Map: NewKeyMap(mapBytes), MapEnd: end, Horizon: now - 1000}
 			for _, b := range log {
