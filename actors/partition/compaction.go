@@ -100,8 +100,12 @@ func (a *Actor) onCompacted(m compacted) {
 		at = float64(m.at.UnixNano()) / 1e9
 	}
 	quiet := m.err == nil || errors.Is(m.err, storage.ErrClosed) || errors.Is(m.err, disklog.ErrSuperseded)
-	if !quiet {
+	switch {
+	case !quiet:
 		a.log.Error().Err(m.err).Msg("log compaction")
+	case m.err != nil:
+		// A handoff or a newer leader ended the pass: expected, nothing swapped.
+		a.log.Info().Err(m.err).Msg("log compaction pass abandoned")
 	}
 	if m.log != a.core.Log() || !a.core.Leading() {
 		metrics.CleanerForget(a.id.Topic, a.id.Partition)

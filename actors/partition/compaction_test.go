@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"testing"
@@ -74,6 +75,118 @@ func TestProducerStateSurvivesCompaction(t *testing.T) {
 		lh, _ := batch.Validate(last)
 		if r := prods.Check(lh); r.Duplicate == nil {
 			t.Fatalf("%T: retry of the last batch not seen as a duplicate: %+v", l, r)
+		}
+		_ = l.Close()
+	}
+}
+
+// TestTransactionStateSurvivesCompaction: the cleaner removes the records
+// of an aborted transaction and keeps its marker; the
+// transaction state rebuilt from the cleaned log (a new leader's open)
+// still lists the aborted transaction, still holds the last stable offset
+// at the transaction left open, and the committed transaction's records
+// are all there, on both log engines.
+func TestTransactionStateSurvivesCompaction(t *testing.T) {
+	do, err := disklog.NewOpener(t.TempDir(), zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = do.Close() })
+	for _, o := range []storage.Opener{memlog.NewOpener(), do} {
+		l, err := o.Open(storage.PartitionID{Topic: "t", TopicID: "00000000-0000-4000-8000-00000000000a"}, storage.LogConfig{SegmentBytes: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		old := now.UnixMilli() - 10_000
+		seq := map[int64]int32{}
+		add := func(b []byte) int64 {
+			t.Helper()
+			off := l.NextOffset()
+			batch.SetBaseOffset(b, off)
+			h, err := batch.Validate(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Append(b, h); err != nil {
+				t.Fatal(err)
+			}
+			return off
+		}
+		data := func(pid int64, kvs ...string) int64 {
+			s := batch.Spec{ProducerID: pid, BaseSequence: seq[pid], Timestamp: old}
+			for i := 0; i < len(kvs); i += 2 {
+				s.Keys, s.Values = append(s.Keys, []byte(kvs[i])), append(s.Values, []byte(kvs[i+1]))
+			}
+			seq[pid] += int32(len(s.Values))
+			b := batch.Build(s)
+			binary.BigEndian.PutUint16(b[21:], uint16(batch.AttrTransactional))
+			binary.BigEndian.PutUint32(b[17:], batch.Checksum(b))
+			return add(b)
+		}
+		plain := func(k, v string) {
+			add(batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Timestamp: now.UnixMilli(),
+				Keys: [][]byte{[]byte(k)}, Values: [][]byte{[]byte(v)}}))
+		}
+		abortedFirst := data(20, "a", "aborted", "b", "aborted")
+		data(20, "e", "aborted")
+		abortMarker := add(batch.Marker(20, 0, false, 0, old))
+		data(21, "c", "committed")
+		add(batch.Marker(21, 0, true, 0, old))
+		openFirst := data(20, "d", "open")
+		for i := 0; i < 12; i++ {
+			plain(fmt.Sprint("filler", i), string(make([]byte, 80)))
+		}
+		if _, err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		res, err := l.(storage.Compactor).Compact(storage.CompactRequest{Now: now, Config: compaction.Config{DeleteRetention: 1000}, MapBytes: 1 << 20})
+		if err != nil || !res.Cleaned || res.Segments == 0 {
+			t.Fatalf("%T: compact %+v %v", l, res, err)
+		}
+		values := map[string]int{}
+		markers := 0
+		abortedLeft := false // an (emptied) batch of the aborted transaction
+		err = l.ScanHeaders(0, func(h batch.Header) error {
+			abortedLeft = abortedLeft || (h.ProducerID == 20 && h.IsTransactional() && !h.IsControl() && h.BaseOffset < abortMarker)
+			if h.IsControl() {
+				markers++
+				return nil
+			}
+			recs, err := l.Read(h.BaseOffset, h.Size(), h.NextOffset())
+			if err != nil {
+				return err
+			}
+			b, err := recs.AppendTo(nil)
+			recs.Close()
+			if err != nil {
+				return err
+			}
+			rs, err := compaction.Records(b[:h.Size()], h)
+			for _, r := range rs {
+				values[string(r.Value)]++
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if values["aborted"] != 0 || values["committed"] != 1 || values["open"] != 1 || markers != 2 {
+			t.Fatalf("%T: after cleaning: values %v, %d markers", l, values, markers)
+		}
+		prods, _, err := recoverProducers(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The index lists the aborted transaction while a batch of it is
+		// left (a reader must skip it); never anything else.
+		got := prods.Aborted(0, l.NextOffset())
+		if len(got) > 1 || abortedLeft && len(got) == 0 ||
+			len(got) == 1 && (got[0].ProducerID != 20 || got[0].LastOffset != abortMarker || got[0].FirstOffset < abortedFirst) {
+			t.Fatalf("%T: aborted index after cleaning %+v (a batch left: %v), want producer 20's transaction ending at %d", l, got, abortedLeft, abortMarker)
+		}
+		if lso := prods.LastStable(l.NextOffset()); lso != openFirst {
+			t.Fatalf("%T: last stable offset %d, want %d (the open transaction)", l, lso, openFirst)
 		}
 		_ = l.Close()
 	}

@@ -286,28 +286,18 @@ func TestPassProperty(t *testing.T) {
 		firstDirty := int64(0)
 		mapBytes := int64(1+r.IntN(8)) * 5 * EntryBytes
 		for firstDirty < end {
-			p := &Pass{Map: NewKeyMap(mapBytes), MapEnd: end, Horizon: now - 1000, LastOfProducer: map[int64]int64{}}
+			p := &Pass{Map: NewKeyMap(mapBytes), MapEnd: end, Horizon: now - 1000}
 			for _, b := range log {
 				h, _ := batch.ParseHeader(b)
-				if h.NextOffset() <= firstDirty {
-					if h.HasProducer() {
-						p.LastOfProducer[h.ProducerID] = h.BaseOffset
-					}
-					continue
-				}
 				if h.BaseOffset >= p.MapEnd {
 					break
 				}
-				ok, err := p.Map.AddBatch(b, h)
+				ok, err := p.Scan(b, h, firstDirty)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if !ok {
-					p.MapEnd = h.BaseOffset
 					break
-				}
-				if h.HasProducer() {
-					p.LastOfProducer[h.ProducerID] = h.BaseOffset
 				}
 			}
 			if p.MapEnd <= firstDirty {

@@ -68,21 +68,92 @@ func (k *KeyMap) AddBatch(b []byte, h batch.Header) (bool, error) {
 }
 
 // Pass is one cleaning pass: a key map built over the dirty range
-// [first dirty offset, MapEnd), applied to every batch from the log start
-// up to MapEnd, oldest first (Batch must see them in offset order).
+// [first dirty offset, MapEnd) by Scan, applied by Batch to every batch from
+// the log start up to MapEnd, oldest first (both must see the batches in
+// offset order).
 type Pass struct {
 	Map *KeyMap
 	// MapEnd is the first offset the map does not cover: batches at or
 	// above it are kept as they are.
 	MapEnd int64
-	// Horizon (Unix ms): a tombstone in a batch whose max timestamp is
-	// below it has outlived delete.retention.ms and is removed.
+	// Horizon (Unix ms): a tombstone or a commit marker in a batch whose
+	// max timestamp is below it has outlived delete.retention.ms and may be
+	// removed.
 	Horizon int64
 	// LastOfProducer is the base offset of each producer id's last batch
 	// in the range the pass rewrites: that batch is kept, empty if need be.
 	LastOfProducer map[int64]int64
 
+	// open: producer id -> first offset of its transaction open at the
+	// point Scan has reached; aborted: producer id -> the aborted
+	// transactions Scan found, each [first offset, abort marker offset].
+	open    map[int64]int64
+	aborted map[int64][][2]int64
+	// txnSeen: producers with a transactional data batch since their last
+	// marker, as Batch walks the log.
+	txnSeen    map[int64]bool
 	opaqueSeen bool
+}
+
+// Scan feeds the pass's first walk one batch (offset order, from the log
+// start up to MapEnd): a batch whose records reach the dirty range (its
+// next offset is above firstDirty) goes into the key map; every batch
+// records its producer's last batch and the transactions that end in the
+// walk. It returns false when the map cannot take the batch: the pass then
+// ends there (MapEnd moves to its base offset).
+func (p *Pass) Scan(b []byte, h batch.Header, firstDirty int64) (bool, error) {
+	if h.NextOffset() > firstDirty {
+		ok, err := p.Map.AddBatch(b, h)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			p.MapEnd = h.BaseOffset
+			return false, nil
+		}
+	}
+	if !h.HasProducer() {
+		return true, nil
+	}
+	if p.LastOfProducer == nil {
+		p.LastOfProducer = map[int64]int64{}
+	}
+	p.LastOfProducer[h.ProducerID] = h.BaseOffset
+	switch {
+	case Opaque(h):
+		if p.open == nil {
+			p.open = map[int64]int64{}
+		}
+		if _, ok := p.open[h.ProducerID]; !ok {
+			p.open[h.ProducerID] = h.BaseOffset
+		}
+	case h.IsControl():
+		first, ok := p.open[h.ProducerID]
+		if !ok {
+			break
+		}
+		delete(p.open, h.ProducerID)
+		// An unreadable marker resolves nothing: the transaction's data
+		// stays as it is.
+		if typ, err := batch.ControlType(b); err == nil && typ == batch.ControlAbort {
+			if p.aborted == nil {
+				p.aborted = map[int64][][2]int64{}
+			}
+			p.aborted[h.ProducerID] = append(p.aborted[h.ProducerID], [2]int64{first, h.BaseOffset})
+		}
+	}
+	return true, nil
+}
+
+// isAborted reports whether the transactional data batch h belongs to a
+// transaction Scan saw aborted.
+func (p *Pass) isAborted(h batch.Header) bool {
+	for _, span := range p.aborted[h.ProducerID] {
+		if h.BaseOffset >= span[0] && h.BaseOffset < span[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // Keep decides one record of a batch with max timestamp maxTS.
@@ -104,12 +175,29 @@ func (p *Pass) Keep(r Record, maxTS int64) bool {
 // keeps at least an empty batch (the engine's own rule, e.g. a segment's
 // last batch, which holds the segment's end offset).
 func (p *Pass) Batch(b []byte, h batch.Header, keepHeader bool) ([]byte, error) {
-	if h.BaseOffset >= p.MapEnd || h.IsControl() {
+	if h.BaseOffset >= p.MapEnd {
 		return b, nil
 	}
+	retain := keepHeader || (h.HasProducer() && p.LastOfProducer[h.ProducerID] == h.BaseOffset)
+	if h.IsControl() {
+		return p.marker(b, h, retain), nil
+	}
 	if Opaque(h) {
-		p.opaqueSeen = true
-		return b, nil
+		if p.txnSeen == nil {
+			p.txnSeen = map[int64]bool{}
+		}
+		p.txnSeen[h.ProducerID] = true
+		if !p.isAborted(h) {
+			p.opaqueSeen = true
+			return b, nil
+		}
+		switch {
+		case !retain:
+			return nil, nil
+		case h.NumRecords == 0:
+			return b, nil
+		}
+		return Rebuild(b, h, nil), nil
 	}
 	recs, err := Records(b, h)
 	if err != nil {
@@ -121,7 +209,6 @@ func (p *Pass) Batch(b []byte, h batch.Header, keepHeader bool) ([]byte, error) 
 			kept = append(kept, r)
 		}
 	}
-	retain := keepHeader || (h.HasProducer() && p.LastOfProducer[h.ProducerID] == h.BaseOffset)
 	switch {
 	case len(kept) == len(recs) && (len(recs) > 0 || retain):
 		return b, nil
@@ -129,4 +216,25 @@ func (p *Pass) Batch(b []byte, h batch.Header, keepHeader bool) ([]byte, error) 
 		return nil, nil
 	}
 	return Rebuild(b, h, kept), nil
+}
+
+// marker decides a control batch: a commit marker goes once no data batch
+// of its transaction is left before it (none seen since the producer's
+// previous marker) and it has outlived delete.retention.ms, as Kafka's
+// cleaner removes it; otherwise it stays whole (an emptied marker would no
+// longer say what it ends). An abort marker always stays: the partition's
+// aborted-transaction index (kept with the producer state, which a pass
+// does not rewrite) goes on listing its transaction to read_committed
+// fetches, and a client skips that producer's records from the
+// transaction's first offset until it reads the marker.
+func (p *Pass) marker(b []byte, h batch.Header, retain bool) []byte {
+	seen := p.txnSeen[h.ProducerID]
+	delete(p.txnSeen, h.ProducerID)
+	if retain || seen || h.MaxTimestamp >= p.Horizon {
+		return b
+	}
+	if typ, err := batch.ControlType(b); err != nil || typ != batch.ControlCommit {
+		return b
+	}
+	return nil
 }

@@ -9,18 +9,24 @@
 //   - a tombstone (null value) is kept until delete.retention.ms after its
 //     batch's timestamp, then removed;
 //   - a record without a key is removed (Kafka refuses them on compacted topics);
-//   - control batches (transaction markers) are kept as they are;
+//   - records of aborted transactions are removed (a transaction is aborted
+//     when the pass's first walk, Pass.Scan, reaches its abort marker); abort
+//     markers are kept (the aborted-transaction index still names them);
+//   - a commit marker is removed once no batch of its transaction is left
+//     before it and it is older than delete.retention.ms; until then it is
+//     kept as it is;
 //   - the last batch of each producer id is kept, as an empty batch if all its
 //     records go, so the producer's sequence and epoch survive;
 //   - a rewritten batch keeps its base offset, last offset delta, producer
 //     fields and timestamps; its length, record count and CRC are recomputed.
 //
 // A compressed batch is decompressed, decided record by record, and
-// recompressed with its own codec. Transactional data batches are opaque to
-// the cleaner (their fate depends on a commit or abort marker): they are kept
-// whole and do not enter the key map, so they may keep superseded values,
-// never lose a latest one, and while one lies below a tombstone that
-// tombstone is kept (removing it could bring back a value hidden inside).
+// recompressed with its own codec. Data batches of committed transactions,
+// and of transactions whose marker lies beyond the pass, are opaque to the
+// cleaner: they are kept whole and do not enter the key map, so they may keep
+// superseded values, never lose a latest one, and while one lies below a
+// tombstone that tombstone is kept (removing it could bring back a value
+// hidden inside).
 package compaction
 
 import (
@@ -36,6 +42,7 @@ type Record struct {
 	Key       []byte
 	NullKey   bool
 	Tombstone bool   // null value
+	Value     []byte // nil for a tombstone
 	Raw       []byte // the record's bytes in the batch: length varint and body
 }
 
@@ -76,7 +83,7 @@ func Records(b []byte, h batch.Header) ([]Record, error) {
 		if r.Key, r.NullKey, rec, err = field(rec); err != nil {
 			return nil, fmt.Errorf("%w: record %d key", batch.ErrCorrupt, i)
 		}
-		if _, r.Tombstone, _, err = field(rec); err != nil {
+		if r.Value, r.Tombstone, _, err = field(rec); err != nil {
 			return nil, fmt.Errorf("%w: record %d value", batch.ErrCorrupt, i)
 		}
 		out = append(out, r)

@@ -26,7 +26,8 @@ const cleanedSuffix = ".cleaned" + tmpSuffix
 var ErrSuperseded = errors.New("disklog: a newer leader claimed the partition")
 
 // errCleanAborted: the log is closing (a handoff); the pass swaps nothing.
-var errCleanAborted = errors.New("disklog: log closing, compaction abandoned")
+// It is a storage.ErrClosed: the owner is giving the log up.
+var errCleanAborted = fmt.Errorf("%w: disklog: log closing, compaction abandoned", storage.ErrClosed)
 
 // cleanHook, when set (crash tests), runs at each step of a segment swap;
 // an error stops the swap there, leaving the files as a crash would.
@@ -179,9 +180,10 @@ func (l *Log) eachBatch(s *segment, from int64, th *compaction.Throttle, read *i
 	return nil
 }
 
-// buildKeyMap fills the pass's key map from firstDirty up to where it is
-// full (moving pass.MapEnd there) and records each producer's last batch
-// below pass.MapEnd.
+// buildKeyMap runs the pass's first walk (compaction.Pass.Scan) from the
+// log start: it fills the key map from firstDirty up to where it is full
+// (moving pass.MapEnd there), and notes each producer's last batch and the
+// transactions that end below pass.MapEnd.
 func (l *Log) buildKeyMap(segs []*segment, start, firstDirty int64, pass *compaction.Pass, th *compaction.Throttle, res *storage.CompactResult) error {
 	for _, s := range segs {
 		if s.base >= pass.MapEnd {
@@ -193,20 +195,12 @@ func (l *Log) buildKeyMap(segs []*segment, start, firstDirty int64, pass *compac
 				done = true
 				return false, nil
 			}
-			if h.BaseOffset >= firstDirty || h.NextOffset() > firstDirty {
-				ok, err := pass.Map.AddBatch(b, h)
-				if err != nil {
-					return false, fmt.Errorf("disklog: compaction of %s: %w", s.name, err)
-				}
-				if !ok {
-					pass.MapEnd, done = h.BaseOffset, true
-					return false, nil
-				}
+			ok, err := pass.Scan(b, h, firstDirty)
+			if err != nil {
+				return false, fmt.Errorf("disklog: compaction of %s: %w", s.name, err)
 			}
-			if h.HasProducer() {
-				pass.LastOfProducer[h.ProducerID] = h.BaseOffset
-			}
-			return true, nil
+			done = !ok
+			return ok, nil
 		})
 		if err != nil || done {
 			return err

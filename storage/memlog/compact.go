@@ -58,18 +58,12 @@ fill:
 			}
 			req.Throttle.Wait(int64(len(e.b)))
 			res.BytesRead += int64(len(e.b))
-			if e.next > firstDirty {
-				ok, err := pass.Map.AddBatch(e.b, h)
-				if err != nil {
-					return res, err
-				}
-				if !ok {
-					pass.MapEnd = e.base
-					break fill
-				}
+			ok, err := pass.Scan(e.b, h, firstDirty)
+			if err != nil {
+				return res, err
 			}
-			if h.HasProducer() {
-				pass.LastOfProducer[h.ProducerID] = h.BaseOffset
+			if !ok {
+				break fill
 			}
 		}
 	}
