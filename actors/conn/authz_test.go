@@ -14,7 +14,7 @@ import (
 // groupKeys are the consumer-group APIs actors/group serves on this server.
 var groupKeys = []kmsg.Key{kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.Heartbeat,
 	kmsg.LeaveGroup, kmsg.SyncGroup, kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups, kmsg.OffsetDelete,
-	kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe}
+	kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe, kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe}
 
 func TestEveryAPIHasAnAuthRule(t *testing.T) {
 	for key := range coreAPIs {

@@ -86,7 +86,8 @@ func (g *Members) List() []*Member {
 }
 
 // Expire removes members whose session timed out and returns their ids.
-func (g *Members) Expire(now time.Time, topics Topics) []string {
+// The others' assignments are recomputed at their next heartbeat.
+func (g *Members) Expire(now time.Time) []string {
 	var gone []string
 	for id, m := range g.members {
 		if !now.Before(m.expires) {
@@ -97,7 +98,6 @@ func (g *Members) Expire(now time.Time, topics Topics) []string {
 	if len(gone) > 0 {
 		slices.Sort(gone)
 		g.epoch++
-		g.assign(topics)
 	}
 	return gone
 }
@@ -135,7 +135,7 @@ func (g *Members) Heartbeat(now time.Time, clientID, host string, req *kmsg.Shar
 	case req.MemberEpoch == 0 && len(req.SubscribedTopicNames) == 0:
 		return fail(kerr.InvalidRequest.Code, "SubscribedTopicNames must be set in first request."), ""
 	}
-	g.Expire(now, topics)
+	g.Expire(now)
 	m := g.members[req.MemberID]
 	switch req.MemberEpoch {
 	case -1:
@@ -249,7 +249,8 @@ func sortedIDs(a map[[16]byte][]int32) [][16]byte {
 
 // Describe fills a ShareGroupDescribe group from the membership.
 func (g *Members) Describe(now time.Time, topics Topics, names func([16]byte) string) kmsg.ShareGroupDescribeResponseGroup {
-	g.Expire(now, topics)
+	g.Expire(now)
+	g.assign(topics)
 	d := kmsg.NewShareGroupDescribeResponseGroup()
 	d.GroupState = "Empty"
 	if len(g.members) > 0 {
