@@ -183,8 +183,8 @@ var authRules = map[int16]authRule{
 	kmsg.ShareGroupDescribe.Int16():  authShareGroupDescribe,
 	kmsg.ShareFetch.Int16():          authShareFetch,
 	kmsg.ShareAcknowledge.Int16():    authShareAcknowledge,
-	kmsg.AddPartitionsToTxn.Int16():         authAddPartitionsToTxn,
-	kmsg.TxnOffsetCommit.Int16():            authTxnOffsetCommit,
+	kmsg.AddPartitionsToTxn.Int16():  authAddPartitionsToTxn,
+	kmsg.TxnOffsetCommit.Int16():     authTxnOffsetCommit,
 	kmsg.EndTxn.Int16(): func(z authz, api API, req kmsg.Request) authDecision {
 		if z.txn(opWrite, req.(*kmsg.EndTxnRequest).TransactionalID) {
 			return allow

@@ -99,7 +99,7 @@ func TestMembersErrorsAndLeave(t *testing.T) {
 	if r.ErrorCode != 0 || r.MemberEpoch != -1 || left != "a" || g.Len() != 1 {
 		t.Fatalf("leave: code %d epoch %d left %q members %d", r.ErrorCode, r.MemberEpoch, left, g.Len())
 	}
-	if gone := g.Expire(now.Add(10*time.Second)); len(gone) != 1 || gone[0] != "b" {
+	if gone := g.Expire(now.Add(10 * time.Second)); len(gone) != 1 || gone[0] != "b" {
 		t.Fatalf("expired %v, want [b]", gone)
 	}
 	d := g.Describe(now.Add(10*time.Second), topics, func([16]byte) string { return "t" })
