@@ -31,6 +31,9 @@ func (k *Keeper) handleShareAcknowledge(r *conn.Request) conn.Pending {
 	began := call(k, r, func(reply func(beginResult)) any { b.reply = reply; return b })
 	return func() kmsg.Response {
 		br := began()
+		if br.durable != nil {
+			br.durable()
+		}
 		if br.code != 0 {
 			resp.ErrorCode = br.code
 			return resp

@@ -10,6 +10,7 @@ import (
 	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/sharestate"
 )
 
 // Register serves ShareFetch (key 78) and ShareAcknowledge (key 79) on
@@ -159,13 +160,18 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 		acq := &acquire{group: group, member: member, maxRecords: maxRecords}
 		for _, rd := range reads {
 			first, last := bounds(rd.recs)
-			acq.reads = append(acq.reads, Read{TP: rd.part.TP, Topic: rd.part.Topic, Code: rd.res.ErrorCode,
-				LogStart: rd.res.LogStartOffset, HighWatermark: rd.res.HighWatermark, First: first, Last: last})
+			read := Read{TP: rd.part.TP, Topic: rd.part.Topic, Code: rd.res.ErrorCode,
+				LogStart: rd.res.LogStartOffset, HighWatermark: rd.res.HighWatermark, First: first, Last: last}
+			if rd.part.Offset < 0 {
+				read.Stored = k.loadStored(group, rd.part)
+			}
+			acq.reads = append(acq.reads, read)
 			if c := rd.res.ErrorCode; c != 0 && c != kerr.OffsetOutOfRange.Code {
 				errs[rd.part.TP] = c
 			}
 		}
 		res := call(k, r, func(reply func(acquireResult)) any { acq.reply = reply; return acq })()
+		res.durable()
 		got := 0
 		for _, rd := range reads {
 			if rg := res.ranges[rd.part.TP]; len(rg) > 0 {
@@ -223,4 +229,23 @@ func (k *Keeper) waitForData(r *conn.Request, reads []*partRead, deadline time.T
 	case <-expired:
 		return false
 	}
+}
+
+// loadStored reads a share-partition's persisted state for its first use
+// on this broker (here, in the request's handler, not in the keeper's
+// Receive); nil when there is none, or none readable (logged: the
+// share-partition starts afresh).
+func (k *Keeper) loadStored(group string, p PartResult) *sharestate.Snapshot {
+	if k.opts.Store == nil {
+		return nil
+	}
+	snap, ok, err := k.opts.Store.Load(group, p.Topic, p.Partition)
+	if err != nil {
+		k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("share-partition state unreadable; starting afresh")
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	return &snap
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/sharestate"
 )
 
 // Options configure the Keeper.
@@ -25,6 +26,9 @@ type Options struct {
 	// MaxRecords is the most records one ShareFetch acquires when the
 	// request does not say (v0), Kafka's share.max.fetch.records (500).
 	MaxRecords int
+	// Store persists share-partition state on the shared volume (nil:
+	// memory only).
+	Store *sharestate.Store
 }
 
 // Keeper is this broker's share-partition leader: one actor that holds
@@ -46,7 +50,7 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 	}
 	k := &Keeper{opts: &opts}
 	ref, err := system.Spawn(name, func() actor.Actor {
-		return &keeper{opts: &opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}}
+		return &keeper{opts: &opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{}}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start share-partition keeper: %w", err)
@@ -136,6 +140,8 @@ type PartResult struct {
 type beginResult struct {
 	code  int16
 	parts []PartResult
+	// durable waits until the changes the step made are persisted.
+	durable func()
 }
 
 // Read is what a read of one partition found.
@@ -146,6 +152,9 @@ type Read struct {
 	LogStart, HighWatermark int64
 	// First and Last bound the batches read (Last < First: none).
 	First, Last int64
+	// Stored is the share-partition's persisted state, read for a
+	// share-partition not initialized here (nil: none).
+	Stored *sharestate.Snapshot
 }
 
 // acquire is the second step of a ShareFetch: acquire what the reads
@@ -162,6 +171,8 @@ type acquireResult struct {
 	// again: a share-partition was initialized or moved by a read; read
 	// again at once.
 	again bool
+	// durable waits until the acquisitions are persisted.
+	durable func()
 }
 
 // keeper is the Keeper's actor. Every operation is plain computation on
@@ -170,14 +181,30 @@ type keeper struct {
 	opts     *Options
 	parts    map[pkey]*Partition
 	sessions map[skey]*session
+	// dirty are the share-partitions changed while serving the current
+	// message; their snapshots go to the writer after it.
+	dirty  map[pkey]bool
+	writer *writer
 }
 
 func (k *keeper) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		if k.opts.Store != nil {
+			k.writer = startWriter(k.opts.Store, k.opts.Log)
+		}
+	case *actor.Stopping, *actor.Restarting:
+		if k.writer != nil {
+			k.writer.stop()
+		}
 	case *begin:
-		m.reply(k.begin(m))
+		res := k.begin(m)
+		res.durable = k.flushDirty()
+		m.reply(res)
 	case *acquire:
-		m.reply(k.acquire(m))
+		res := k.acquire(m)
+		res.durable = k.flushDirty()
+		m.reply(res)
 	case *where:
 		m.reply(k.where(m))
 	}
@@ -308,6 +335,7 @@ func (k *keeper) applyAcks(now time.Time, group, member string, tp routing.TP, a
 		if code := p.Acknowledge(now, member, a.First, a.Last, a.Types); code != 0 {
 			return code
 		}
+		k.dirty[pkey{group, tp}] = true
 	}
 	return 0
 }
@@ -320,8 +348,9 @@ func (k *keeper) releaseSession(group, member string, s *session, v *routing.Vie
 		if !ok {
 			continue
 		}
-		if p, ok := k.parts[pkey{group, routing.TP{Topic: t.Name, Partition: tp.Partition}}]; ok {
-			p.ReleaseMember(member)
+		key := pkey{group, routing.TP{Topic: t.Name, Partition: tp.Partition}}
+		if p, ok := k.parts[key]; ok && p.ReleaseMember(member) {
+			k.dirty[key] = true
 		}
 	}
 }
@@ -331,23 +360,38 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 	res := acquireResult{ranges: map[TP][]Range{}}
 	left := m.maxRecords
 	for _, r := range m.reads {
-		p, ok := k.parts[pkey{m.group, routing.TP{Topic: r.Topic, Partition: r.Partition}}]
+		key := pkey{m.group, routing.TP{Topic: r.Topic, Partition: r.Partition}}
+		p, ok := k.parts[key]
 		if !ok || (r.Code != 0 && r.Code != kerr.OffsetOutOfRange.Code) {
 			continue
 		}
 		if !p.Initialized() {
-			p.Initialize(r.LogStart, r.HighWatermark)
+			if r.Stored != nil {
+				states := make([]State, len(r.Stored.States))
+				for i, s := range r.Stored.States {
+					states[i] = State(s)
+				}
+				p.Restore(r.Stored.Start, states, r.Stored.Counts)
+				p.Truncate(r.LogStart)
+			} else {
+				p.Initialize(r.LogStart, r.HighWatermark)
+			}
+			k.dirty[key] = true
 			res.again = true
 			continue
 		}
 		if r.LogStart > p.Start() {
 			p.Truncate(r.LogStart)
+			k.dirty[key] = true
 			res.again = true
 		}
 		if r.Last < r.First || left <= 0 {
 			continue
 		}
 		got := p.Acquire(now, m.member, r.First, r.Last, left)
+		if len(got) > 0 {
+			k.dirty[key] = true
+		}
 		for _, g := range got {
 			left -= int(g.Last - g.First + 1)
 		}
@@ -385,4 +429,30 @@ func (k *keeper) where(m *where) []PartResult {
 		out = append(out, r)
 	}
 	return out
+}
+
+// flushDirty hands the snapshots of the share-partitions the last message
+// changed to the writer and returns a wait for them to be written (the
+// request's answer waits: acknowledgements and delivery counts are on the
+// volume before the client hears of them).
+func (k *keeper) flushDirty() func() {
+	var written []<-chan struct{}
+	defer clear(k.dirty)
+	if k.writer != nil {
+		for key := range k.dirty {
+			if p, ok := k.parts[key]; ok && p.Initialized() {
+				start, states, counts := p.Snapshot()
+				snap := sharestate.Snapshot{Start: start, States: make([]uint8, len(states)), Counts: counts}
+				for i, s := range states {
+					snap.States[i] = uint8(s)
+				}
+				written = append(written, k.writer.put(key, snap))
+			}
+		}
+	}
+	return func() {
+		for _, ch := range written {
+			<-ch
+		}
+	}
 }

@@ -215,3 +215,66 @@ func TestShareGroupDeliveryLimitArchivesPoison(t *testing.T) {
 		t.Fatalf("accepted %d other records, want 9", len(accepted))
 	}
 }
+
+// TestShareGroupStateSurvivesRestart: share-partition state is on the
+// volume: after a restart on the same --data-dir a share consumer gets
+// only the records not accepted before, released ones with their delivery
+// count carried over, although the group reads from the earliest offset.
+func TestShareGroupStateSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--share-auto-offset-reset", "earliest"}
+	_, addr, stop := startTestBroker(t, args...)
+	const topic, group, n = "share-durable", "sg-durable", 10
+	createTopic(t, addr, topic, 1, nil)
+	produceKeys(t, addr, topic, 0, n)
+
+	// Accept keys 0-4, release keys 5-9 (each seen at least once).
+	cl := shareConsumer(t, addr, group, topic)
+	ctx := ctxT(t, 60*time.Second)
+	seen := map[string]bool{}
+	for len(seen) < n {
+		fs := cl.PollRecords(ctx, 100)
+		if ctx.Err() != nil {
+			t.Fatalf("saw %d of %d records before the restart: %v", len(seen), n, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			k, _ := strconv.Atoi(string(r.Key))
+			seen[string(r.Key)] = true
+			if k < 5 {
+				r.Ack(kgo.AckAccept)
+			} else {
+				r.Ack(kgo.AckRelease)
+			}
+		})
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	stop()
+
+	_, addr2, _ := startTestBroker(t, args...)
+	cl2 := shareConsumer(t, addr2, group, topic)
+	ctx2 := ctxT(t, 60*time.Second)
+	after := map[string]int32{}
+	for len(after) < 5 {
+		fs := cl2.PollRecords(ctx2, 100)
+		if ctx2.Err() != nil {
+			t.Fatalf("after the restart got %v: %v", after, ctx2.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if _, dup := after[string(r.Key)]; !dup {
+				after[string(r.Key)] = r.DeliveryCount()
+			}
+		})
+		cl2.MarkAcks(kgo.AckAccept)
+	}
+	for k, c := range after {
+		if i, _ := strconv.Atoi(k); i < 5 {
+			t.Fatalf("record %s, accepted before the restart, delivered again (got %v)", k, after)
+		}
+		if c < 2 {
+			t.Fatalf("record %s released before the restart came with delivery count %d, want at least 2", k, c)
+		}
+	}
+}
