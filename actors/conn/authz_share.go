@@ -103,3 +103,58 @@ func authShareAcknowledge(z authz, api API, body kmsg.Request) authDecision {
 		}
 	})
 }
+
+// authDescribeShareGroupOffsets: DESCRIBE on each group
+// (GROUP_AUTHORIZATION_FAILED for the group) and on each topic named
+// (TOPIC_AUTHORIZATION_FAILED per partition).
+func authDescribeShareGroupOffsets(z authz, _ API, body kmsg.Request) authDecision {
+	req := body.(*kmsg.DescribeShareGroupOffsetsRequest)
+	keep, refused := split(req.Groups, func(g kmsg.DescribeShareGroupOffsetsRequestGroup) bool { return z.group(opDescribe, g.GroupID) })
+	var refusedTopics []kmsg.DescribeShareGroupOffsetsResponseGroup
+	for i := range keep {
+		g := &keep[i]
+		var out []kmsg.DescribeShareGroupOffsetsRequestGroupTopic
+		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+		rg.GroupID = g.GroupID
+		for _, t := range g.Topics {
+			if z.topic(opDescribe, t.Topic) {
+				out = append(out, t)
+				continue
+			}
+			rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.StartOffset, rp.LeaderEpoch, rp.Lag = p, codeTopicAuth, -1, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rg.Topics = append(rg.Topics, rt)
+		}
+		if g.Topics != nil && out == nil {
+			out = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{}
+		}
+		g.Topics = out
+		if len(rg.Topics) > 0 {
+			refusedTopics = append(refusedTopics, rg)
+		}
+	}
+	if len(refused) == 0 && len(refusedTopics) == 0 {
+		return allow
+	}
+	req.Groups = keep
+	return narrowed(len(keep) == 0, req, func(r kmsg.Response) {
+		resp := r.(*kmsg.DescribeShareGroupOffsetsResponse)
+		for _, rg := range refusedTopics {
+			for i := range resp.Groups {
+				if resp.Groups[i].GroupID == rg.GroupID {
+					resp.Groups[i].Topics = append(resp.Groups[i].Topics, rg.Topics...)
+				}
+			}
+		}
+		for _, g := range refused {
+			rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+			rg.GroupID, rg.ErrorCode = g.GroupID, codeGroupAuth
+			resp.Groups = append(resp.Groups, rg)
+		}
+	})
+}

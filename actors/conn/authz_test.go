@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,13 +17,16 @@ var groupKeys = []kmsg.Key{kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.FindCoordin
 	kmsg.LeaveGroup, kmsg.SyncGroup, kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups, kmsg.OffsetDelete,
 	kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe, kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe}
 
+// shareKeys are the share-group APIs actors/share serves on this server.
+var shareKeys = []kmsg.Key{kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.DescribeShareGroupOffsets}
+
 func TestEveryAPIHasAnAuthRule(t *testing.T) {
 	for key := range coreAPIs {
 		if _, ok := authRules[key]; !ok {
 			t.Errorf("%s has no authorization rule", kmsg.NameForKey(key))
 		}
 	}
-	for _, k := range groupKeys {
+	for _, k := range append(slices.Clone(groupKeys), shareKeys...) {
 		if _, ok := authRules[k.Int16()]; !ok {
 			t.Errorf("%s has no authorization rule", kmsg.NameForKey(k.Int16()))
 		}

@@ -13,12 +13,13 @@ import (
 	"github.com/kaas-project/kaas/storage/sharestate"
 )
 
-// Register serves ShareFetch (key 78) and ShareAcknowledge (key 79) on
-// srv. The share-group heartbeat and describe (keys 76, 77) are the group
+// Register serves ShareFetch (key 78), ShareAcknowledge (key 79) and
+// DescribeShareGroupOffsets (key 90) on srv. The share-group heartbeat and describe (keys 76, 77) are the group
 // coordinator's (actors/group).
 func (k *Keeper) Register(srv *conn.Server) {
 	srv.Register(conn.API{Key: kmsg.ShareFetch.Int16(), MinVersion: 0, MaxVersion: 2, Handle: k.handleShareFetch})
 	srv.Register(conn.API{Key: kmsg.ShareAcknowledge.Int16(), MinVersion: 0, MaxVersion: 2, Handle: k.handleShareAcknowledge})
+	k.registerDescribeOffsets(srv)
 }
 
 // call sends msg to the keeper and returns a wait for the reply.

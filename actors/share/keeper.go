@@ -207,6 +207,8 @@ func (k *keeper) Receive(ctx actor.Context) {
 		m.reply(res)
 	case *where:
 		m.reply(k.where(m))
+	case *starts:
+		m.reply(k.starts(m))
 	}
 }
 

@@ -117,6 +117,21 @@ func TestShareGroupTwoConsumersEachRecordOnce(t *testing.T) {
 	if err != nil || d[group].GroupState != "Stable" || len(d[group].Members) != 2 {
 		t.Fatalf("describe: %v %+v", err, d[group])
 	}
+	// In memory, the keeper answers the start offsets: every record is
+	// accepted, so each share-partition starts at its high watermark.
+	offs, err := adm.DescribeShareGroupOffsets(ctxT(t, 10*time.Second), group)
+	if err != nil || offs.Error() != nil {
+		t.Fatalf("describe share group offsets: %v %v", err, offs.Error())
+	}
+	ends, err := adm.ListEndOffsets(ctxT(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		if o := offs[group].Offsets[topic][e.Partition]; o.StartOffset != e.Offset {
+			t.Errorf("partition %d: share start %d, high watermark %d", e.Partition, o.StartOffset, e.Offset)
+		}
+	})
 	groups, err := adm.ListGroups(ctxT(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +269,15 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 	stop()
 
 	_, addr2, _ := startTestBroker(t, args...)
+	// DescribeShareGroupOffsets reads the start offset from the volume:
+	// keys 0-4 (offsets 0-4) were accepted, 5 is the first not done.
+	offs, err := newAdmin(t, addr2).DescribeShareGroupOffsets(ctxT(t, 10*time.Second), group)
+	if err != nil || offs.Error() != nil {
+		t.Fatalf("describe share group offsets: %v %v", err, offs.Error())
+	}
+	if o := offs[group].Offsets[topic][0]; o.StartOffset != 5 || o.Err != nil {
+		t.Fatalf("share-partition start %d (%v), want 5", o.StartOffset, o.Err)
+	}
 	cl2 := shareConsumer(t, addr2, group, topic)
 	ctx2 := ctxT(t, 60*time.Second)
 	after := map[string]int32{}

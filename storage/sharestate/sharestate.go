@@ -13,7 +13,9 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/kaas-project/kaas/storage/atomicfile"
 	"github.com/kaas-project/kaas/storage/groupstore"
@@ -125,4 +127,36 @@ func Decode(b []byte) (Snapshot, error) {
 		}
 	}
 	return snap, nil
+}
+
+// Partitions lists the partitions a share group has state for, by topic.
+func (s *Store) Partitions(group string) (map[string][]int32, error) {
+	dir := filepath.Join(s.dir, groupstore.DirName(group))
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list share state of %q: %w", group, err)
+	}
+	out := map[string][]int32{}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".state")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(name, '-')
+		if i <= 0 {
+			continue
+		}
+		p, err := strconv.ParseInt(name[i+1:], 10, 32)
+		if err != nil || p < 0 {
+			continue
+		}
+		out[name[:i]] = append(out[name[:i]], int32(p))
+	}
+	for _, ps := range out {
+		slices.Sort(ps)
+	}
+	return out, nil
 }

@@ -29,6 +29,16 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if _, ok, _ := s.Load("other", "t", 0); ok {
 		t.Fatal("another group has the snapshot")
 	}
+	if err := s.Save("g", "my-topic", 12, want); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := s.Partitions("g")
+	if err != nil || !reflect.DeepEqual(parts, map[string][]int32{"t": {0}, "my-topic": {12}}) {
+		t.Fatalf("partitions: %v %v", parts, err)
+	}
+	if parts, err := s.Partitions("none"); err != nil || len(parts) != 0 {
+		t.Fatalf("partitions of a group without state: %v %v", parts, err)
+	}
 }
 
 func TestDecodeRefusesDamage(t *testing.T) {
