@@ -53,6 +53,9 @@ type GroupDelete struct{}
 // GroupDescribeConsumer is one group's part of ConsumerGroupDescribe.
 type GroupDescribeConsumer struct{}
 
+// GroupDescribeShare is one group's part of ShareGroupDescribe.
+type GroupDescribeShare struct{}
+
 // GroupRow is one ListGroups row.
 type GroupRow struct {
 	Group        string

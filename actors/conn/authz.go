@@ -176,8 +176,16 @@ var authRules = map[int16]authRule{
 	kmsg.DescribeProducers.Int16():          authDescribeProducers,
 	kmsg.ConsumerGroupHeartbeat.Int16():     needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
 	kmsg.ConsumerGroupDescribe.Int16():      authConsumerGroupDescribe,
-	kmsg.AddPartitionsToTxn.Int16():         authAddPartitionsToTxn,
-	kmsg.TxnOffsetCommit.Int16():            authTxnOffsetCommit,
+	// Share groups (KIP-932): READ on the group; ShareFetch and
+	// ShareAcknowledge also READ on each topic, whose partitions are
+	// refused one by one.
+	kmsg.ShareGroupHeartbeat.Int16():       authShareGroupHeartbeat,
+	kmsg.ShareGroupDescribe.Int16():        authShareGroupDescribe,
+	kmsg.ShareFetch.Int16():                authShareFetch,
+	kmsg.ShareAcknowledge.Int16():          authShareAcknowledge,
+	kmsg.DescribeShareGroupOffsets.Int16(): authDescribeShareGroupOffsets,
+	kmsg.AddPartitionsToTxn.Int16():        authAddPartitionsToTxn,
+	kmsg.TxnOffsetCommit.Int16():           authTxnOffsetCommit,
 	kmsg.EndTxn.Int16(): func(z authz, api API, req kmsg.Request) authDecision {
 		if z.txn(opWrite, req.(*kmsg.EndTxnRequest).TransactionalID) {
 			return allow
@@ -201,6 +209,7 @@ var authRules = map[int16]authRule{
 var kip430Keys = map[int16]bool{
 	kmsg.Metadata.Int16(): true, kmsg.DescribeGroups.Int16(): true,
 	kmsg.DescribeCluster.Int16(): true, kmsg.ConsumerGroupDescribe.Int16(): true,
+	kmsg.ShareGroupDescribe.Int16(): true,
 }
 
 // authorize runs the rule of req's API key.

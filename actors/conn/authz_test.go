@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,7 +15,10 @@ import (
 // groupKeys are the consumer-group APIs actors/group serves on this server.
 var groupKeys = []kmsg.Key{kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.Heartbeat,
 	kmsg.LeaveGroup, kmsg.SyncGroup, kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups, kmsg.OffsetDelete,
-	kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe}
+	kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe, kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe}
+
+// shareKeys are the share-group APIs actors/share serves on this server.
+var shareKeys = []kmsg.Key{kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.DescribeShareGroupOffsets}
 
 func TestEveryAPIHasAnAuthRule(t *testing.T) {
 	for key := range coreAPIs {
@@ -22,7 +26,7 @@ func TestEveryAPIHasAnAuthRule(t *testing.T) {
 			t.Errorf("%s has no authorization rule", kmsg.NameForKey(key))
 		}
 	}
-	for _, k := range groupKeys {
+	for _, k := range append(slices.Clone(groupKeys), shareKeys...) {
 		if _, ok := authRules[k.Int16()]; !ok {
 			t.Errorf("%s has no authorization rule", kmsg.NameForKey(k.Int16()))
 		}
@@ -98,7 +102,22 @@ func groupRequests() []kmsg.Request {
 	tt.Topic = "t"
 	tt.Partitions = append(tt.Partitions, kmsg.NewTxnOffsetCommitRequestTopicPartition())
 	toc.Topics = append(toc.Topics, tt)
-	return []kmsg.Request{join, commit, del, desc, find, apt, toc}
+	return append([]kmsg.Request{join, commit, del, desc, find, apt, toc}, shareRequests()...)
+}
+
+func shareRequests() []kmsg.Request {
+	g, m := "g", "m"
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = g, m, []string{"t"}
+	sgd := kmsg.NewPtrShareGroupDescribeRequest()
+	sgd.GroupIDs = []string{"g1", "g2"}
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.GroupID, sf.MemberID = &g, &m
+	sa := kmsg.NewPtrShareAcknowledgeRequest()
+	sa.GroupID, sa.MemberID = &g, &m
+	dso := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	dso.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g1"}, {GroupID: "g2", Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}}}
+	return []kmsg.Request{hb, sgd, sf, sa, dso}
 }
 
 // TestAuthRulesRefuseEveryItem: with no ACL, every item of every request
@@ -201,5 +220,47 @@ func TestAuthAddPartitionsToTxn(t *testing.T) {
 	req.Topics = req.Topics[:1]
 	if d := authorize(z, apiFor(req.Key()), req); d.deny != nil {
 		t.Fatalf("allowed topic and transactional id refused: %+v", d.deny)
+	}
+}
+
+// TestAuthShareFetchNarrows: READ on the group and on topic a only: a
+// ShareFetch of a and b reaches the handler with a alone, b's partitions
+// answer TOPIC_AUTHORIZATION_FAILED; without READ on the group the whole
+// request is refused GROUP_AUTHORIZATION_FAILED.
+func TestAuthShareFetchNarrows(t *testing.T) {
+	a := acl.New(acl.Config{})
+	lit, allowP := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLPermissionTypeAllow
+	a.Set([]acl.Binding{
+		{ResourceType: rtTopic, ResourceName: "a", PatternType: lit, Principal: acl.Anonymous, Host: "*", Operation: opRead, Permission: allowP},
+		{ResourceType: rtGroup, ResourceName: "g", PatternType: lit, Principal: acl.Anonymous, Host: "*", Operation: opRead, Permission: allowP},
+	})
+	ta := &routing.Topic{Name: "a", ID: [16]byte{1}}
+	tb := &routing.Topic{Name: "b", ID: [16]byte{2}}
+	z := authz{a: a, s: newSession("127.0.0.1"), view: &routing.View{TopicIDs: map[[16]byte]*routing.Topic{ta.ID: ta, tb.ID: tb}}}
+	fetch := func(group string) *kmsg.ShareFetchRequest {
+		m := "m"
+		req := kmsg.NewPtrShareFetchRequest()
+		req.GroupID, req.MemberID = &group, &m
+		for _, id := range [][16]byte{ta.ID, tb.ID} {
+			rt := kmsg.NewShareFetchRequestTopic()
+			rt.TopicID = id
+			rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+			req.Topics = append(req.Topics, rt)
+		}
+		return req
+	}
+	req := fetch("g")
+	d := authorize(z, apiFor(req.Key()), req)
+	if d.deny != nil || d.patch == nil || len(req.Topics) != 1 || req.Topics[0].TopicID != ta.ID {
+		t.Fatalf("want a narrowed share fetch of topic a, got %+v, topics %+v", d, req.Topics)
+	}
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	d.patch(resp)
+	if len(resp.Topics) != 1 || resp.Topics[0].TopicID != tb.ID || resp.Topics[0].Partitions[0].ErrorCode != codeTopicAuth {
+		t.Fatalf("patched answer %+v", resp.Topics)
+	}
+	other := fetch("other")
+	if r, ok := answer(t, z, other).(*kmsg.ShareFetchResponse); !ok || r.ErrorCode != codeGroupAuth {
+		t.Fatalf("share fetch of a group without READ: %+v", r)
 	}
 }

@@ -343,6 +343,8 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 		gc.Reply(a.g.LeaveGroup(now, op))
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		gc.Reply(a.g.ConsumerHeartbeat(now, client, op, topics))
+	case *kmsg.ShareGroupHeartbeatRequest:
+		gc.Reply(a.g.ShareHeartbeat(now, client, op, topics))
 	case *kmsg.OffsetCommitRequest:
 		pc := a.g.OffsetCommit(now, op, topics)
 		if len(pc.Records) == 0 {
@@ -387,6 +389,8 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 		gc.Reply(a.g.DescribeGroup(now, op.Version))
 	case *messages.GroupDescribeConsumer:
 		gc.Reply(a.g.DescribeConsumerGroup(now, topics))
+	case *messages.GroupDescribeShare:
+		gc.Reply(a.g.DescribeShareGroup(now, topics))
 	case *messages.GroupDelete:
 		r := kmsg.NewDeleteGroupsResponseGroup()
 		r.Group = a.id

@@ -31,6 +31,8 @@ var groupVersions = map[int16][2]int16{
 	kmsg.ConsumerGroupHeartbeat.Int16(): {0, 1},
 	kmsg.ConsumerGroupDescribe.Int16():  {0, 1},
 	kmsg.TxnOffsetCommit.Int16():        {0, 4},
+	kmsg.ShareGroupHeartbeat.Int16():    {0, 1},
+	kmsg.ShareGroupDescribe.Int16():     {0, 1},
 }
 
 // TestGroupAPITable pins the versions of the group APIs. None sets an
@@ -123,6 +125,12 @@ func groupOps() []groupOp {
 			return req
 		}, 1},
 		{kmsg.ConsumerGroupDescribe.Int16(), func(int16) any { return &messages.GroupDescribeConsumer{} }, 1},
+		{kmsg.ShareGroupHeartbeat.Int16(), func(v int16) any {
+			req := kmsg.NewPtrShareGroupHeartbeatRequest()
+			req.Version, req.GroupID, req.MemberID, req.MemberEpoch = v, "g", "m", 2
+			return req
+		}, 1},
+		{kmsg.ShareGroupDescribe.Int16(), func(int16) any { return &messages.GroupDescribeShare{} }, 1},
 		{kmsg.TxnOffsetCommit.Int16(), func(v int16) any {
 			req := kmsg.NewPtrTxnOffsetCommitRequest()
 			req.Version, req.Group, req.MemberID = v, "g", "m"
@@ -184,6 +192,10 @@ func TestGroupErrorReplies(t *testing.T) {
 				if x.ErrorMessage != nil {
 					t.Errorf("%s v%d: message %q", name, v, *x.ErrorMessage)
 				}
+			case *kmsg.ShareGroupHeartbeatResponse:
+				if x.ErrorMessage != nil || x.MemberID != nil {
+					t.Errorf("%s v%d: message %v member %v", name, v, x.ErrorMessage, x.MemberID)
+				}
 			case kmsg.OffsetFetchResponseGroup:
 				if x.Group != "g" || x.Topics != nil {
 					t.Errorf("%s v%d: %+v", name, v, x)
@@ -194,6 +206,10 @@ func TestGroupErrorReplies(t *testing.T) {
 				}
 			case kmsg.DeleteGroupsResponseGroup:
 				if x.Group != "g" {
+					t.Errorf("%s v%d: %+v", name, v, x)
+				}
+			case kmsg.ShareGroupDescribeResponseGroup:
+				if x.GroupID != "g" || x.Members != nil {
 					t.Errorf("%s v%d: %+v", name, v, x)
 				}
 			case kmsg.ConsumerGroupDescribeResponseGroup:

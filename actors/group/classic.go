@@ -77,9 +77,9 @@ func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, r
 		reply(joinError(req, kerr.CoordinatorNotAvailable.Code))
 		return
 	}
-	if g.kind == KindConsumer && len(g.cons.members) > 0 {
+	if (g.kind == KindConsumer && len(g.cons.members) > 0) || g.kind == KindShare {
 		// A classic member cannot join a KIP-848 group that has members
-		// (kaas does not serve mixed groups).
+		// (kaas does not serve mixed groups), nor a share group.
 		reply(joinError(req, kerr.InconsistentGroupProtocol.Code))
 		return
 	}

@@ -155,7 +155,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 	if req.MemberEpoch == epochLeave || req.MemberEpoch == epochStaticLeave {
 		return g.consumerLeave(now, req)
 	}
-	if g.kind == KindClassic && g.HasMembers() {
+	if (g.kind == KindClassic && g.HasMembers()) || g.kind == KindShare {
 		return cgError(kerr.GroupIDNotFound.Code, "Group "+g.ID+" is not a consumer group.")
 	}
 	if g.kind != KindConsumer {

@@ -37,6 +37,10 @@ func errorReply(group string, op any, code int16) any {
 		return consumerGroupHeartbeatError(code)
 	case *messages.GroupDescribeConsumer:
 		return consumerGroupDescribeError(group, code)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		return shareHeartbeatError(code)
+	case *messages.GroupDescribeShare:
+		return shareGroupDescribeError(group, code)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/share"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
@@ -52,6 +53,10 @@ type Config struct {
 	ConsumerSessionTimeout time.Duration
 	// DefaultAssignor is the first of group.consumer.assignors ("uniform").
 	DefaultAssignor string
+	// Share holds the share-group membership settings
+	// (group.share.heartbeat.interval.ms, group.share.session.timeout.ms,
+	// group.share.max.size).
+	Share share.GroupConfig
 	// NewID returns a fresh UUID-like string for member ids (tests may
 	// make it deterministic).
 	NewID func() string
@@ -113,6 +118,8 @@ const (
 	KindClassic
 	// KindConsumer is a KIP-848 consumer group.
 	KindConsumer
+	// KindShare is a KIP-932 share group (share.go).
+	KindShare
 )
 
 // String is the ListGroups group type.
@@ -122,6 +129,8 @@ func (k Kind) String() string {
 		return "classic"
 	case KindConsumer:
 		return "consumer"
+	case KindShare:
+		return "share"
 	}
 	return ""
 }
@@ -209,6 +218,9 @@ type Group struct {
 	// KIP-848 consumer protocol
 	cons consumerState
 
+	// share is the KIP-932 membership of a share group (nil otherwise).
+	share *share.Members
+
 	// offsets
 	offsets    map[groupstore.TP]groupstore.Commit
 	inflight   map[groupstore.TP]int
@@ -240,6 +252,7 @@ func (g *Group) reset() {
 	g.pendingSync = nil
 	g.subscribed = nil
 	g.cons = consumerState{members: map[string]*cmember{}, owners: map[tpid]string{}}
+	g.share = nil
 	g.offsets = map[groupstore.TP]groupstore.Commit{}
 	g.offsetsVersion++
 	g.inflight = map[groupstore.TP]int{}
@@ -294,7 +307,7 @@ func (g *Group) Exists() bool { return g.kind != KindNone || len(g.offsets) > 0 
 
 // HasMembers reports whether any member (or pending member) is present.
 func (g *Group) HasMembers() bool {
-	return len(g.members) > 0 || len(g.pending) > 0 || len(g.cons.members) > 0
+	return len(g.members) > 0 || len(g.pending) > 0 || len(g.cons.members) > 0 || g.shareMembers() > 0
 }
 
 // Idle reports whether the group holds nothing worth keeping an actor for:
@@ -352,6 +365,9 @@ func (g *Group) NextDeadline() time.Time {
 		at(m.sessionDeadline)
 		at(m.revokeDeadline)
 	}
+	if g.share != nil {
+		at(g.share.NextDeadline())
+	}
 	return next
 }
 
@@ -359,6 +375,7 @@ func (g *Group) NextDeadline() time.Time {
 func (g *Group) Tick(now time.Time) {
 	g.classicTick(now)
 	g.consumerTick(now)
+	g.shareTick(now)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

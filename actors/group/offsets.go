@@ -93,6 +93,10 @@ func (g *Group) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topic
 		}
 	case g.kind == KindClassic:
 		code = g.validateClassicCommit(now, generation, req.MemberID, req.InstanceID)
+	case g.kind == KindShare:
+		// A share group's progress is its share-partitions' state, not
+		// committed offsets.
+		code = kerr.GroupIDNotFound.Code
 	default:
 		code, perPartition = g.validateConsumerCommit(now, req.Version, generation, req.MemberID)
 	}
@@ -475,7 +479,7 @@ func (g *Group) DescribeGroup(now time.Time, version int16) kmsg.DescribeGroupsR
 	switch {
 	case g.state == Dead || !g.Exists():
 		return notFound("Group " + g.ID + " not found.")
-	case g.kind == KindConsumer:
+	case g.kind == KindConsumer, g.kind == KindShare:
 		return notFound("Group " + g.ID + " is not a classic group.")
 	}
 	d.State = g.state.String()

@@ -65,6 +65,9 @@ type serveConfig struct {
 	GroupMaxSessionTimeout         time.Duration
 	GroupConsumerHeartbeatInterval time.Duration
 	GroupConsumerSessionTimeout    time.Duration
+	ShareRecordLockDuration        time.Duration
+	ShareDeliveryCountLimit        int
+	ShareAutoOffsetReset           string
 	OffsetsRetentionMinutes        int
 
 	// listeners, TLS, SASL, debug endpoints (security.go)
@@ -121,6 +124,9 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "consumer groups: longest session timeout a classic group member may ask for (Kafka's group.max.session.timeout.ms)")
 	fs.DurationVar(&cfg.GroupConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "consumer groups: heartbeat interval given to KIP-848 consumer-protocol members (Kafka's group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&cfg.GroupConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second, "consumer groups: a KIP-848 consumer-protocol member silent this long is removed; must exceed --group-consumer-heartbeat-interval (Kafka's group.consumer.session.timeout.ms)")
+	fs.DurationVar(&cfg.ShareRecordLockDuration, "share-record-lock-duration", 30*time.Second, "share groups: how long a record acquired by a share consumer stays locked to it before it can be delivered again (Kafka's share.record.lock.duration.ms)")
+	fs.IntVar(&cfg.ShareDeliveryCountLimit, "share-delivery-count-limit", 5, "share groups: deliveries after which a record not accepted is archived, 2 to 10 (Kafka's group.share.delivery.count.limit)")
+	fs.StringVar(&cfg.ShareAutoOffsetReset, "share-auto-offset-reset", "latest", "share groups: where a share group starts reading a partition it has not read before: latest or earliest (Kafka's share.auto.offset.reset)")
 	fs.IntVar(&cfg.OffsetsRetentionMinutes, "offsets-retention-minutes", 7*24*60, "consumer groups: minutes a committed offset is kept once no member uses it, counted from when its group became empty (Kafka's offsets.retention.minutes)")
 	fs.StringVar(&cfg.HeartbeatAddr, "heartbeat-addr", ":9094", "cluster mode: address the heartbeat gRPC listener binds, host:port")
 	fs.StringVar(&cfg.AdvertisedHeartbeatAddr, "advertised-heartbeat-addr", "", "cluster mode: heartbeat address other brokers dial (default <pod>.<service>.<namespace>.svc:<heartbeat port>)")
@@ -214,6 +220,12 @@ func (c *serveConfig) validate() error {
 	}
 	if c.GroupConsumerHeartbeatInterval <= 0 || c.GroupConsumerSessionTimeout <= c.GroupConsumerHeartbeatInterval {
 		return fmt.Errorf("--group-consumer-session-timeout %s must exceed --group-consumer-heartbeat-interval %s", c.GroupConsumerSessionTimeout, c.GroupConsumerHeartbeatInterval)
+	}
+	if c.ShareRecordLockDuration < time.Millisecond || c.ShareDeliveryCountLimit < 2 || c.ShareDeliveryCountLimit > 10 {
+		return fmt.Errorf("--share-record-lock-duration %s / --share-delivery-count-limit %d: want a lock of at least 1ms and a limit of 2 to 10", c.ShareRecordLockDuration, c.ShareDeliveryCountLimit)
+	}
+	if c.ShareAutoOffsetReset != "latest" && c.ShareAutoOffsetReset != "earliest" {
+		return fmt.Errorf("--share-auto-offset-reset %q: want latest or earliest", c.ShareAutoOffsetReset)
 	}
 	if c.OffsetsRetentionMinutes < 1 {
 		return fmt.Errorf("--offsets-retention-minutes %d must be at least 1", c.OffsetsRetentionMinutes)

@@ -146,6 +146,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.SASLFailures = b.sec.limiter
 	registerGroups(b)
 	registerTransactions(b)
+	registerShare(b)
 	b.watchEssential("supervisor", b.sup)
 	if b.groups != nil {
 		b.watchEssential("group coordinator", b.groups.Ref())

@@ -1,0 +1,252 @@
+package share
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/actors/tracing"
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/sharestate"
+)
+
+// Register serves ShareFetch (key 78), ShareAcknowledge (key 79) and
+// DescribeShareGroupOffsets (key 90) on srv. The share-group heartbeat and describe (keys 76, 77) are the group
+// coordinator's (actors/group).
+func (k *Keeper) Register(srv *conn.Server) {
+	srv.Register(conn.API{Key: kmsg.ShareFetch.Int16(), MinVersion: 0, MaxVersion: 2, Handle: k.handleShareFetch})
+	srv.Register(conn.API{Key: kmsg.ShareAcknowledge.Int16(), MinVersion: 0, MaxVersion: 2, Handle: k.handleShareAcknowledge})
+	k.registerDescribeOffsets(srv)
+}
+
+// call sends msg to the keeper and returns a wait for the reply.
+func call[T any](k *Keeper, r *conn.Request, build func(reply func(T)) any) func() T {
+	ch := make(chan T, 1)
+	k.ref.Send(tracing.Wrap(r.Ctx, build(func(x T) { ch <- x })))
+	return func() T { return <-ch }
+}
+
+// validMember is Kafka's check of a share request's member id: 1 to 36
+// characters (membership itself is not checked here: the partition leader
+// does not know it).
+func validMember(group, member *string) bool {
+	return group != nil && *group != "" && member != nil && *member != "" && len(*member) <= 36
+}
+
+func toAcks[B any](batches []B, get func(B) (int64, int64, []int8)) []AckBatch {
+	out := make([]AckBatch, 0, len(batches))
+	for _, b := range batches {
+		first, last, types := get(b)
+		a := AckBatch{First: first, Last: last}
+		for _, t := range types {
+			a.Types = append(a.Types, AckType(t))
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func (k *Keeper) lockMillis() int32 { return int32(k.opts.Partition.LockDuration.Milliseconds()) }
+
+// partRead is one partition's read in flight.
+type partRead struct {
+	part PartResult
+	res  messages.FetchResult
+	recs []byte
+}
+
+// readAll reads every partition of parts through its partition actor's
+// normal read path and returns what each found (the batches' bytes,
+// copied: the response carries them with the acquired ranges).
+func readAll(r *conn.Request, parts []PartResult, maxBytes int32) []*partRead {
+	v := r.CurrentView()
+	reads := make([]*partRead, 0, len(parts))
+	done := make(chan struct{}, len(parts))
+	sent := 0
+	for _, p := range parts {
+		pr := &partRead{part: p}
+		reads = append(reads, pr)
+		t := v.Topics[p.Topic]
+		ref, ok := v.Local[tpOf(p)]
+		if t == nil || !ok {
+			pr.res.ErrorCode = kerr.NotLeaderForPartition.Code
+			continue
+		}
+		sent++
+		off := p.Offset
+		if off < 0 {
+			off = -1 // out of range: the answer carries the log's bounds
+		}
+		ref.Send(tracing.Wrap(r.Ctx, &messages.Fetch{
+			Offset: off, MaxBytes: maxBytes, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1,
+			Reply: func(res messages.FetchResult) {
+				pr.res = res
+				if res.Records != nil {
+					if b, err := res.Records.AppendTo(nil); err == nil {
+						pr.recs = b
+					} else {
+						pr.res.ErrorCode = kerr.KafkaStorageError.Code
+					}
+					_ = res.Records.Close()
+					pr.res.Records = nil
+				}
+				done <- struct{}{}
+			},
+		}))
+	}
+	for range sent {
+		<-done
+	}
+	return reads
+}
+
+// bounds is the first and last offset of the whole batches in b.
+func bounds(b []byte) (first, last int64) {
+	first, last = 0, -1
+	batches, _, err := batch.Split(b)
+	if err != nil || len(batches) == 0 {
+		return
+	}
+	for i, x := range batches {
+		h, err := batch.ParseHeader(x)
+		if err != nil {
+			break
+		}
+		if i == 0 {
+			first = h.BaseOffset
+		}
+		last = h.LastOffset()
+	}
+	return
+}
+
+// acquiredBatches keeps the batches of b that hold an acquired offset.
+func acquiredBatches(b []byte, ranges []Range) []byte {
+	batches, _, _ := batch.Split(b)
+	var out []byte
+	for _, x := range batches {
+		h, err := batch.ParseHeader(x)
+		if err != nil {
+			break
+		}
+		for _, rg := range ranges {
+			if rg.First <= h.LastOffset() && rg.Last >= h.BaseOffset {
+				out = append(out, x...)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// fetched is one partition's records and acquired ranges so far.
+type fetched struct {
+	recs   []byte
+	ranges []Range
+}
+
+// fetchRecords reads and acquires records for the member: rounds of reads
+// and acquisitions until something is acquired, or, when nothing is, a
+// wait (up to maxWait) for any partition's high watermark to move.
+func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []PartResult, maxRecords int, maxBytes int32, maxWait time.Duration, out map[TP]*fetched, errs map[TP]int16) {
+	var deadline time.Time
+	if maxWait > 0 {
+		deadline = k.opts.Clock.Now().Add(maxWait)
+	}
+	for round := 0; len(parts) > 0; round++ {
+		reads := readAll(r, parts, maxBytes)
+		acq := &acquire{group: group, member: member, maxRecords: maxRecords}
+		for _, rd := range reads {
+			first, last := bounds(rd.recs)
+			read := Read{TP: rd.part.TP, Topic: rd.part.Topic, Code: rd.res.ErrorCode,
+				LogStart: rd.res.LogStartOffset, HighWatermark: rd.res.HighWatermark, First: first, Last: last}
+			if rd.part.Offset < 0 {
+				read.Stored = k.loadStored(group, rd.part)
+			}
+			acq.reads = append(acq.reads, read)
+			if c := rd.res.ErrorCode; c != 0 && c != kerr.OffsetOutOfRange.Code {
+				errs[rd.part.TP] = c
+			}
+		}
+		res := call(k, r, func(reply func(acquireResult)) any { acq.reply = reply; return acq })()
+		res.durable()
+		got := 0
+		for _, rd := range reads {
+			if rg := res.ranges[rd.part.TP]; len(rg) > 0 {
+				f := out[rd.part.TP]
+				if f == nil {
+					f = &fetched{}
+					out[rd.part.TP] = f
+				}
+				f.recs = append(f.recs, acquiredBatches(rd.recs, rg)...)
+				f.ranges = append(f.ranges, rg...)
+				got++
+			}
+		}
+		if got > 0 || len(errs) > 0 {
+			return
+		}
+		if !res.again || round >= 3 {
+			if deadline.IsZero() || !k.waitForData(r, reads, deadline) {
+				return
+			}
+		}
+		parts = call(k, r, func(reply func([]PartResult)) any {
+			return &where{group: group, parts: parts, reply: reply}
+		})()
+	}
+}
+
+// waitForData waits until a partition's high watermark moves past where
+// it was read, or the deadline; false once the deadline passed.
+func (k *Keeper) waitForData(r *conn.Request, reads []*partRead, deadline time.Time) bool {
+	wait := deadline.Sub(k.opts.Clock.Now())
+	if wait <= 0 {
+		return false
+	}
+	v := r.CurrentView()
+	woken := make(chan struct{}, 1)
+	for _, rd := range reads {
+		ref, ok := v.Local[tpOf(rd.part)]
+		if !ok {
+			continue
+		}
+		ref.Send(tracing.Wrap(r.Ctx, &messages.WatchHighWatermark{Offset: max(rd.res.HighWatermark, rd.part.Offset), Notify: func() {
+			select {
+			case woken <- struct{}{}:
+			default:
+			}
+		}}))
+	}
+	expired := make(chan struct{})
+	t := k.opts.Clock.AfterFunc(wait, func() { close(expired) })
+	defer t.Stop()
+	select {
+	case <-woken:
+		return true
+	case <-expired:
+		return false
+	}
+}
+
+// loadStored reads a share-partition's persisted state for its first use
+// on this broker (here, in the request's handler, not in the keeper's
+// Receive); nil when there is none, or none readable (logged: the
+// share-partition starts afresh).
+func (k *Keeper) loadStored(group string, p PartResult) *sharestate.Snapshot {
+	if k.opts.Store == nil {
+		return nil
+	}
+	snap, ok, err := k.opts.Store.Load(group, p.Topic, p.Partition)
+	if err != nil {
+		k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("share-partition state unreadable; starting afresh")
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	return &snap
+}

@@ -1,0 +1,460 @@
+package share
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/sharestate"
+)
+
+// Options configure the Keeper.
+type Options struct {
+	Views *routing.Store
+	Log   zerolog.Logger
+	Clock clock.Clock
+	// Partition holds the share-partition settings (record lock
+	// duration, delivery count limit, auto offset reset).
+	Partition Config
+	// MaxRecords is the most records one ShareFetch acquires when the
+	// request does not say (v0), Kafka's share.max.fetch.records (500).
+	MaxRecords int
+	// Store persists share-partition state on the shared volume (nil:
+	// memory only).
+	Store *sharestate.Store
+}
+
+// Keeper is this broker's share-partition leader: one actor that holds
+// the share-partitions of the partitions led here, for every share group,
+// and the share sessions clients open with this broker. It serves
+// ShareFetch and ShareAcknowledge (78_share_fetch.go,
+// 79_share_acknowledge.go).
+type Keeper struct {
+	ref  actorsys.Ref
+	opts *Options
+}
+
+// Start spawns the Keeper under system.
+func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) {
+	opts.Clock = clock.OrReal(opts.Clock)
+	opts.Partition.Defaults()
+	if opts.MaxRecords <= 0 {
+		opts.MaxRecords = 500
+	}
+	k := &Keeper{opts: &opts}
+	ref, err := system.Spawn(name, func() actor.Actor {
+		return &keeper{opts: &opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{}}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start share-partition keeper: %w", err)
+	}
+	k.ref = ref
+	return k, nil
+}
+
+// Ref is the keeper actor.
+func (k *Keeper) Ref() actorsys.Ref { return k.ref }
+
+// TP is a partition by topic id, as the share APIs name it.
+type TP struct {
+	TopicID   [16]byte
+	Partition int32
+}
+
+type pkey struct {
+	group string
+	tp    routing.TP
+}
+
+type skey struct{ group, member string }
+
+// session is a KIP-932 share session: the partitions a member fetches
+// from this broker, and the epoch its next request must carry.
+type session struct {
+	epoch int32
+	parts map[TP]bool
+}
+
+func (s *session) bump() {
+	if s.epoch == math.MaxInt32 {
+		s.epoch = 1
+		return
+	}
+	s.epoch++
+}
+
+// AckBatch is one acknowledgement batch of a request.
+type AckBatch struct {
+	First, Last int64
+	Types       []AckType
+}
+
+// PartReq is one partition of a ShareFetch or ShareAcknowledge: the
+// acknowledgements it carries (may be none).
+type PartReq struct {
+	TP
+	Acks []AckBatch
+}
+
+// Session operations a request asks for.
+const (
+	opFetch = iota // ShareFetch: open (epoch 0), continue (>0) or close (-1)
+	opAck          // ShareAcknowledge: continue (>0) or close (-1)
+)
+
+// begin is the first step of a ShareFetch or ShareAcknowledge: validate and
+// advance the share session, apply the acknowledgements and (ShareFetch)
+// say where to read each partition of the session.
+type begin struct {
+	op            int
+	group, member string
+	epoch         int32
+	parts         []PartReq
+	forgotten     []TP
+	renew         bool
+	view          *routing.View
+	reply         func(beginResult)
+}
+
+// PartResult is one partition's part of a response.
+type PartResult struct {
+	TP
+	Topic string
+	// AckCode answers the partition's acknowledgements.
+	AckCode int16
+	// Code is the partition's fetch error.
+	Code int16
+	// Read: read from Offset (-1: the share-partition is not initialized,
+	// any read reports the log's bounds).
+	Read   bool
+	Offset int64
+}
+
+type beginResult struct {
+	code  int16
+	parts []PartResult
+	// durable waits until the changes the step made are persisted.
+	durable func()
+}
+
+// Read is what a read of one partition found.
+type Read struct {
+	TP
+	Topic                   string
+	Code                    int16
+	LogStart, HighWatermark int64
+	// First and Last bound the batches read (Last < First: none).
+	First, Last int64
+	// Stored is the share-partition's persisted state, read for a
+	// share-partition not initialized here (nil: none).
+	Stored *sharestate.Snapshot
+}
+
+// acquire is the second step of a ShareFetch: acquire what the reads
+// returned for the member.
+type acquire struct {
+	group, member string
+	maxRecords    int
+	reads         []Read
+	reply         func(acquireResult)
+}
+
+type acquireResult struct {
+	ranges map[TP][]Range
+	// again: a share-partition was initialized or moved by a read; read
+	// again at once.
+	again bool
+	// durable waits until the acquisitions are persisted.
+	durable func()
+}
+
+// keeper is the Keeper's actor. Every operation is plain computation on
+// Partition values; the reads happen in the connection's request handler.
+type keeper struct {
+	opts     *Options
+	parts    map[pkey]*Partition
+	sessions map[skey]*session
+	// dirty are the share-partitions changed while serving the current
+	// message; their snapshots go to the writer after it.
+	dirty  map[pkey]bool
+	writer *writer
+}
+
+func (k *keeper) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		if k.opts.Store != nil {
+			k.writer = startWriter(k.opts.Store, k.opts.Log)
+		}
+	case *actor.Stopping, *actor.Restarting:
+		if k.writer != nil {
+			k.writer.stop()
+		}
+	case *begin:
+		res := k.begin(m)
+		res.durable = k.flushDirty()
+		m.reply(res)
+	case *acquire:
+		res := k.acquire(m)
+		res.durable = k.flushDirty()
+		m.reply(res)
+	case *where:
+		m.reply(k.where(m))
+	case *starts:
+		m.reply(k.starts(m))
+	}
+}
+
+func (k *keeper) partition(group string, tp routing.TP) *Partition {
+	key := pkey{group, tp}
+	p, ok := k.parts[key]
+	if !ok {
+		p = NewPartition(k.opts.Partition)
+		k.parts[key] = p
+	}
+	return p
+}
+
+// resolve maps a partition to its name, or to the error a client sees:
+// UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER
+// (whose share-partition state is dropped: the partition's new leader
+// keeps it).
+func (k *keeper) resolve(v *routing.View, group string, tp TP) (routing.TP, string, int16) {
+	t, ok := v.TopicIDs[tp.TopicID]
+	if !ok {
+		return routing.TP{}, "", kerr.UnknownTopicID.Code
+	}
+	if tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		return routing.TP{}, t.Name, kerr.UnknownTopicOrPartition.Code
+	}
+	rtp := routing.TP{Topic: t.Name, Partition: tp.Partition}
+	if _, led := v.Local[rtp]; !led {
+		delete(k.parts, pkey{group, rtp})
+		return rtp, t.Name, kerr.NotLeaderForPartition.Code
+	}
+	return rtp, t.Name, 0
+}
+
+func (k *keeper) begin(m *begin) beginResult {
+	now := k.opts.Clock.Now()
+	key := skey{m.group, m.member}
+	s := k.sessions[key]
+	hasAcks := false
+	for _, p := range m.parts {
+		hasAcks = hasAcks || len(p.Acks) > 0
+	}
+	switch {
+	case m.epoch == 0 && m.op == opAck:
+		return beginResult{code: kerr.InvalidShareSessionEpoch.Code}
+	case m.epoch == 0 && hasAcks:
+		return beginResult{code: kerr.InvalidRequest.Code}
+	case m.epoch == 0:
+		// A new session replaces the member's old one here, whose
+		// records go back to the others.
+		if s != nil {
+			k.releaseSession(m.group, m.member, s, m.view)
+		}
+		s = &session{parts: map[TP]bool{}}
+		k.sessions[key] = s
+	case s == nil:
+		return beginResult{code: kerr.ShareSessionNotFound.Code}
+	case m.epoch > 0 && m.epoch != s.epoch:
+		return beginResult{code: kerr.InvalidShareSessionEpoch.Code}
+	}
+	var out []PartResult
+	seen := map[TP]int{}
+	add := func(r PartResult) *PartResult {
+		if i, ok := seen[r.TP]; ok {
+			return &out[i]
+		}
+		seen[r.TP] = len(out)
+		out = append(out, r)
+		return &out[len(out)-1]
+	}
+	for _, pr := range m.parts {
+		rtp, name, code := k.resolve(m.view, m.group, pr.TP)
+		r := add(PartResult{TP: pr.TP, Topic: name, Code: code})
+		if len(pr.Acks) > 0 {
+			r.AckCode = code
+			if code == 0 {
+				r.AckCode = k.applyAcks(now, m.group, m.member, rtp, pr.Acks, m.renew)
+			}
+		}
+		if m.op == opFetch && m.epoch >= 0 {
+			s.parts[pr.TP] = true
+		}
+	}
+	for _, tp := range m.forgotten {
+		delete(s.parts, tp)
+	}
+	if m.epoch == -1 {
+		k.releaseSession(m.group, m.member, s, m.view)
+		delete(k.sessions, key)
+		return beginResult{parts: out}
+	}
+	s.bump()
+	if m.op == opAck || m.renew {
+		return beginResult{parts: out}
+	}
+	for tp := range s.parts {
+		rtp, name, code := k.resolve(m.view, m.group, tp)
+		r := add(PartResult{TP: tp, Topic: name, Code: code})
+		if code != 0 {
+			continue
+		}
+		p := k.partition(m.group, rtp)
+		r.Offset = -1
+		if p.Initialized() {
+			off, ok := p.FetchOffset(now)
+			if !ok {
+				continue // the in-flight window is full
+			}
+			r.Offset = off
+		}
+		r.Read = true
+	}
+	return beginResult{parts: out}
+}
+
+func (k *keeper) applyAcks(now time.Time, group, member string, tp routing.TP, acks []AckBatch, renew bool) int16 {
+	p, ok := k.parts[pkey{group, tp}]
+	if !ok {
+		return kerr.InvalidRecordState.Code
+	}
+	for _, a := range acks {
+		for _, t := range a.Types {
+			if t == AckRenew && !renew {
+				return kerr.InvalidRequest.Code
+			}
+		}
+		if code := p.Acknowledge(now, member, a.First, a.Last, a.Types); code != 0 {
+			return code
+		}
+		k.dirty[pkey{group, tp}] = true
+	}
+	return 0
+}
+
+// releaseSession makes the records member acquired in the session's
+// partitions available to the others.
+func (k *keeper) releaseSession(group, member string, s *session, v *routing.View) {
+	for tp := range s.parts {
+		t, ok := v.TopicIDs[tp.TopicID]
+		if !ok {
+			continue
+		}
+		key := pkey{group, routing.TP{Topic: t.Name, Partition: tp.Partition}}
+		if p, ok := k.parts[key]; ok && p.ReleaseMember(member) {
+			k.dirty[key] = true
+		}
+	}
+}
+
+func (k *keeper) acquire(m *acquire) acquireResult {
+	now := k.opts.Clock.Now()
+	res := acquireResult{ranges: map[TP][]Range{}}
+	left := m.maxRecords
+	for _, r := range m.reads {
+		key := pkey{m.group, routing.TP{Topic: r.Topic, Partition: r.Partition}}
+		p, ok := k.parts[key]
+		if !ok || (r.Code != 0 && r.Code != kerr.OffsetOutOfRange.Code) {
+			continue
+		}
+		if !p.Initialized() {
+			if r.Stored != nil {
+				states := make([]State, len(r.Stored.States))
+				for i, s := range r.Stored.States {
+					states[i] = State(s)
+				}
+				p.Restore(r.Stored.Start, states, r.Stored.Counts)
+				p.Truncate(r.LogStart)
+			} else {
+				p.Initialize(r.LogStart, r.HighWatermark)
+			}
+			k.dirty[key] = true
+			res.again = true
+			continue
+		}
+		if r.LogStart > p.Start() {
+			p.Truncate(r.LogStart)
+			k.dirty[key] = true
+			res.again = true
+		}
+		if r.Last < r.First || left <= 0 {
+			continue
+		}
+		got := p.Acquire(now, m.member, r.First, r.Last, left)
+		if len(got) > 0 {
+			k.dirty[key] = true
+		}
+		for _, g := range got {
+			left -= int(g.Last - g.First + 1)
+		}
+		if len(got) > 0 {
+			res.ranges[r.TP] = got
+		}
+	}
+	return res
+}
+
+// where says again where to read partitions (after a wait, or after a
+// read initialized or moved a share-partition).
+type where struct {
+	group string
+	parts []PartResult
+	reply func([]PartResult)
+}
+
+func (k *keeper) where(m *where) []PartResult {
+	now := k.opts.Clock.Now()
+	out := make([]PartResult, 0, len(m.parts))
+	for _, r := range m.parts {
+		p, ok := k.parts[pkey{m.group, routing.TP{Topic: r.Topic, Partition: r.Partition}}]
+		if !ok {
+			continue
+		}
+		r.Read, r.Offset = true, -1
+		if p.Initialized() {
+			off, ok := p.FetchOffset(now)
+			if !ok {
+				continue
+			}
+			r.Offset = off
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// flushDirty hands the snapshots of the share-partitions the last message
+// changed to the writer and returns a wait for them to be written (the
+// request's answer waits: acknowledgements and delivery counts are on the
+// volume before the client hears of them).
+func (k *keeper) flushDirty() func() {
+	var written []<-chan struct{}
+	defer clear(k.dirty)
+	if k.writer != nil {
+		for key := range k.dirty {
+			if p, ok := k.parts[key]; ok && p.Initialized() {
+				start, states, counts := p.Snapshot()
+				snap := sharestate.Snapshot{Start: start, States: make([]uint8, len(states)), Counts: counts}
+				for i, s := range states {
+					snap.States[i] = uint8(s)
+				}
+				written = append(written, k.writer.put(key, snap))
+			}
+		}
+	}
+	return func() {
+		for _, ch := range written {
+			<-ch
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package share
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/routing"
+)
+
+// testKeeper is a keeper over a view with topic "t" (2 partitions, both
+// led here) and topic "away" (led elsewhere), driven in virtual time.
+func testKeeper() (*keeper, *routing.View, *clock.Fake) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	opts := &Options{Clock: clk, Partition: Config{LockDuration: 10 * time.Second}}
+	opts.Partition.Defaults()
+	t := &routing.Topic{Name: "t", ID: [16]byte{1}, Partitions: make([]routing.Partition, 2)}
+	away := &routing.Topic{Name: "away", ID: [16]byte{2}, Partitions: make([]routing.Partition, 1)}
+	v := &routing.View{
+		Topics:   map[string]*routing.Topic{"t": t, "away": away},
+		TopicIDs: map[[16]byte]*routing.Topic{t.ID: t, away.ID: away},
+		Local:    map[routing.TP]actorsys.Ref{{Topic: "t", Partition: 0}: {}, {Topic: "t", Partition: 1}: {}},
+	}
+	return &keeper{opts: opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{}}, v, clk
+}
+
+var (
+	t0   = TP{TopicID: [16]byte{1}, Partition: 0}
+	t1   = TP{TopicID: [16]byte{1}, Partition: 1}
+	away = TP{TopicID: [16]byte{2}, Partition: 0}
+	gone = TP{TopicID: [16]byte{9}, Partition: 0}
+)
+
+func TestKeeperSessions(t *testing.T) {
+	k, v, _ := testKeeper()
+	step := func(op int, member string, epoch int32, parts ...PartReq) beginResult {
+		return k.begin(&begin{op: op, group: "g", member: member, epoch: epoch, parts: parts, view: v})
+	}
+	acks := []AckBatch{{First: 0, Last: 0, Types: []AckType{AckAccept}}}
+	cases := []struct {
+		name string
+		res  beginResult
+		want int16
+	}{
+		{"acknowledge without a session", step(opAck, "m", 1), kerr.ShareSessionNotFound.Code},
+		{"acknowledge at epoch 0", step(opAck, "m", 0), kerr.InvalidShareSessionEpoch.Code},
+		{"fetch continuing no session", step(opFetch, "m", 1), kerr.ShareSessionNotFound.Code},
+		{"open with acknowledgements", step(opFetch, "m", 0, PartReq{TP: t0, Acks: acks}), kerr.InvalidRequest.Code},
+		{"open", step(opFetch, "m", 0, PartReq{TP: t0}), 0},
+		{"stale epoch", step(opFetch, "m", 0+3), kerr.InvalidShareSessionEpoch.Code},
+		{"next epoch", step(opFetch, "m", 1, PartReq{TP: t1}), 0},
+		{"acknowledge at the next epoch", step(opAck, "m", 2), 0},
+		{"the same epoch again", step(opFetch, "m", 2), kerr.InvalidShareSessionEpoch.Code},
+		{"close", step(opAck, "m", -1), 0},
+		{"after close", step(opFetch, "m", 3), kerr.ShareSessionNotFound.Code},
+	}
+	for _, c := range cases {
+		if c.res.code != c.want {
+			t.Errorf("%s: code %d, want %d", c.name, c.res.code, c.want)
+		}
+	}
+}
+
+func TestKeeperPartitionsReadAndErrors(t *testing.T) {
+	k, v, _ := testKeeper()
+	res := k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v,
+		parts: []PartReq{{TP: t0}, {TP: away}, {TP: gone}}})
+	got := map[TP]PartResult{}
+	for _, p := range res.parts {
+		got[p.TP] = p
+	}
+	if p := got[t0]; p.Code != 0 || !p.Read || p.Offset != -1 {
+		t.Fatalf("led partition: %+v, want a read of an uninitialized share-partition", p)
+	}
+	if p := got[away]; p.Code != kerr.NotLeaderForPartition.Code || p.Read {
+		t.Fatalf("partition led elsewhere: %+v", p)
+	}
+	if p := got[gone]; p.Code != kerr.UnknownTopicID.Code {
+		t.Fatalf("unknown topic: %+v", p)
+	}
+}
+
+// TestKeeperAcquireAcknowledgeRelease walks one share-partition through a
+// fetch, an acknowledgement in the session, and the session's close.
+func TestKeeperAcquireAcknowledgeRelease(t *testing.T) {
+	k, v, clk := testKeeper()
+	k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	// The first read reports the log's bounds: the share-partition starts.
+	res := k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, LogStart: 0, HighWatermark: 10, First: 0, Last: -1}}})
+	if !res.again {
+		t.Fatal("initializing read did not ask for another")
+	}
+	res = k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9}}})
+	if rg := res.ranges[t0]; len(rg) != 1 || rg[0] != (Range{First: 0, Last: 9, DeliveryCount: 1}) {
+		t.Fatalf("acquired %+v", res.ranges)
+	}
+	ack := k.begin(&begin{op: opAck, group: "g", member: "m", epoch: 1, view: v,
+		parts: []PartReq{{TP: t0, Acks: []AckBatch{{First: 0, Last: 4, Types: []AckType{AckAccept}}}}}})
+	if ack.code != 0 || len(ack.parts) != 1 || ack.parts[0].AckCode != 0 {
+		t.Fatalf("acknowledge: %+v", ack)
+	}
+	other := k.begin(&begin{op: opFetch, group: "g", member: "o", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	if p := other.parts[0]; !p.Read || p.Offset != 10 {
+		t.Fatalf("another member reads from %+v, want 10 (5-9 are held)", p)
+	}
+	k.begin(&begin{op: opAck, group: "g", member: "m", epoch: -1, view: v})
+	clk.Advance(time.Second)
+	w := k.where(&where{group: "g", parts: []PartResult{{TP: t0, Topic: "t"}}})
+	if len(w) != 1 || w[0].Offset != 5 {
+		t.Fatalf("after the session closed, read from %+v, want 5", w)
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestClusterShareGroup: in a 3-broker cluster two share consumers fetch
+// from every partition's leader and get each record once; after a broker
+// is killed and its partitions move, the new leaders read the
+// share-partition state from the volume: accepted records are not
+// delivered again, and the records produced after the move are.
+func TestClusterShareGroup(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, append(clusterFlags, "--share-auto-offset-reset", "earliest")...)
+	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		c.start(n)
+	}
+	adm := kadm.NewClient(c.client())
+	ctx := ctxFor(t, 30*time.Second)
+	const topic, group = "share-cluster", "sg-cluster"
+	waitUntil(t, 30*time.Second, "topic created", func() bool {
+		resp, err := adm.CreateTopic(ctx, 6, 1, nil, topic)
+		return err == nil && resp.Err == nil
+	})
+	waitUntil(t, 30*time.Second, "6 partitions led, 2 per broker", func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"] == 2 && led["kaas-1"] == 2 && led["kaas-2"] == 2
+	})
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	acked := 0 // records whose acceptance the broker answered
+	consume := func(ctx context.Context, cl *kgo.Client) {
+		for ctx.Err() == nil {
+			fs := cl.PollRecords(ctx, 100)
+			fs.EachRecord(func(r *kgo.Record) {
+				mu.Lock()
+				seen[string(r.Key)]++
+				mu.Unlock()
+			})
+			cl.MarkAcks(kgo.AckAccept)
+			if err := cl.FlushAcks(ctx); err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("flush acks: %v", err)
+				}
+				continue
+			}
+			mu.Lock()
+			acked += fs.NumRecords()
+			mu.Unlock()
+		}
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var wg sync.WaitGroup
+	for range 2 {
+		cl := c.client(kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Second))
+		wg.Add(1)
+		go func() { defer wg.Done(); consume(runCtx, cl) }()
+	}
+	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	produce := func(from, to int) {
+		var recs []*kgo.Record
+		for i := from; i < to; i++ {
+			recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(strconv.Itoa(i))})
+		}
+		if err := prod.ProduceSync(ctxFor(t, 60*time.Second), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := func(n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(seen) == n && acked >= n
+		}
+	}
+	produce(0, 300)
+	// Every acceptance is answered (so on the volume) before the kill.
+	waitUntil(t, 60*time.Second, "300 records consumed and accepted", all(300))
+
+	c.brokers["kaas-2"].kill()
+	waitUntil(t, 60*time.Second, "every partition led by kaas-0 and kaas-1", func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"]+led["kaas-1"] == 6
+	})
+	produce(300, 400)
+	waitUntil(t, 90*time.Second, "400 records consumed", all(400))
+	stop()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("record %s delivered %d times, want once", k, n)
+		}
+	}
+}

@@ -1,0 +1,162 @@
+// Package sharestate persists share-partition state (KIP-932) on the
+// shared volume: one file per share group and partition,
+// <data-dir>/__share/<group dir>/<topic>-<partition>.state, holding one
+// CRC-32C framed snapshot (start offset, then each in-flight record's
+// state and delivery count), replaced atomically (tmp file, fsync,
+// rename, fsync dir). The partition's next leader reads it.
+package sharestate
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kaas-project/kaas/storage/atomicfile"
+	"github.com/kaas-project/kaas/storage/groupstore"
+)
+
+// Snapshot is one share-partition's state: the start offset and, from it
+// on, each record's state and delivery count.
+type Snapshot struct {
+	Start  int64
+	States []uint8
+	Counts []int16
+}
+
+// Store reads and writes snapshots under a data directory.
+type Store struct{ dir string }
+
+// New returns the store under dataDir, creating its directory.
+func New(dataDir string) (*Store, error) {
+	dir := filepath.Join(dataDir, "__share")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("share state dir: %w", err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+func (s *Store) path(group, topic string, partition int32) (dir, name string) {
+	return filepath.Join(s.dir, groupstore.DirName(group)), topic + "-" + strconv.Itoa(int(partition)) + ".state"
+}
+
+// Load reads a share-partition's snapshot; ok is false when none was
+// written. A corrupt file is an error (the caller starts afresh and says so).
+func (s *Store) Load(group, topic string, partition int32) (snap Snapshot, ok bool, err error) {
+	dir, name := s.path(group, topic, partition)
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return Snapshot{}, false, nil
+	}
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("read share state %s/%s: %w", dir, name, err)
+	}
+	snap, err = Decode(b)
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("share state %s/%s: %w", dir, name, err)
+	}
+	return snap, true, nil
+}
+
+// Save replaces a share-partition's snapshot.
+func (s *Store) Save(group, topic string, partition int32, snap Snapshot) error {
+	dir, name := s.path(group, topic, partition)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("share state dir: %w", err)
+	}
+	if err := atomicfile.Write(dir, name, Encode(snap), 0o644); err != nil {
+		return fmt.Errorf("write share state %s/%s: %w", dir, name, err)
+	}
+	return nil
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+const version = 1
+
+// Encode frames snap: payload length, CRC-32C of the payload, payload
+// (version, start, record count, then state and count per record).
+func Encode(snap Snapshot) []byte {
+	p := make([]byte, 0, 13+3*len(snap.States))
+	p = append(p, version)
+	p = binary.BigEndian.AppendUint64(p, uint64(snap.Start))
+	p = binary.BigEndian.AppendUint32(p, uint32(len(snap.States)))
+	for i, st := range snap.States {
+		p = append(p, st)
+		p = binary.BigEndian.AppendUint16(p, uint16(snap.Counts[i]))
+	}
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(p)))
+	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(p, castagnoli))
+	return append(out, p...)
+}
+
+// ErrCorrupt is a snapshot whose frame or payload does not check out.
+var ErrCorrupt = errors.New("corrupt share-partition snapshot")
+
+// Decode reads a snapshot Encode wrote.
+func Decode(b []byte) (Snapshot, error) {
+	if len(b) < 8 {
+		return Snapshot{}, ErrCorrupt
+	}
+	n := binary.BigEndian.Uint32(b)
+	p := b[8:]
+	if uint32(len(p)) != n || crc32.Checksum(p, castagnoli) != binary.BigEndian.Uint32(b[4:]) {
+		return Snapshot{}, ErrCorrupt
+	}
+	if len(p) < 13 || p[0] != version {
+		return Snapshot{}, ErrCorrupt
+	}
+	snap := Snapshot{Start: int64(binary.BigEndian.Uint64(p[1:]))}
+	count := binary.BigEndian.Uint32(p[9:])
+	p = p[13:]
+	if uint64(len(p)) != 3*uint64(count) {
+		return Snapshot{}, ErrCorrupt
+	}
+	snap.States = make([]uint8, count)
+	snap.Counts = make([]int16, count)
+	for i := range snap.States {
+		snap.States[i] = p[3*i]
+		snap.Counts[i] = int16(binary.BigEndian.Uint16(p[3*i+1:]))
+		if snap.States[i] > 3 || snap.Counts[i] < 0 {
+			return Snapshot{}, ErrCorrupt
+		}
+	}
+	return snap, nil
+}
+
+// Partitions lists the partitions a share group has state for, by topic.
+func (s *Store) Partitions(group string) (map[string][]int32, error) {
+	dir := filepath.Join(s.dir, groupstore.DirName(group))
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list share state of %q: %w", group, err)
+	}
+	out := map[string][]int32{}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".state")
+		if !ok {
+			continue
+		}
+		i := strings.LastIndexByte(name, '-')
+		if i <= 0 {
+			continue
+		}
+		p, err := strconv.ParseInt(name[i+1:], 10, 32)
+		if err != nil || p < 0 {
+			continue
+		}
+		out[name[:i]] = append(out[name[:i]], int32(p))
+	}
+	for _, ps := range out {
+		slices.Sort(ps)
+	}
+	return out, nil
+}
