@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -177,6 +178,19 @@ func (q *Quotas) Record(kind Kind, user, client string, n int, now time.Time) ti
 	m.record(q.window, now, float64(n))
 	total, elapsed := m.measure(q.window, now)
 	return Throttle(total, elapsed, bound, time.Duration(q.window.Samples)*q.window.Size)
+}
+
+// MaxInWindow is the most bytes of kind a connection of user and client
+// may receive in one response: the quota over the shortest span a rate is
+// measured over (Samples-1 windows), as Kafka caps a fetch under quota, so
+// that one answer alone never exceeds the quota; ok is false when no
+// quota applies.
+func (q *Quotas) MaxInWindow(kind Kind, user, client string) (n int, ok bool) {
+	bound, _, ok := q.Config().Resolve(kind.Key(), user, client)
+	if !ok {
+		return 0, false
+	}
+	return int(math.Min(bound*(time.Duration(q.window.Samples-1)*q.window.Size).Seconds(), math.MaxInt32)), true
 }
 
 // Unrecord takes back n bytes recorded at now (a throttled Fetch is
