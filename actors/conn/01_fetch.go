@@ -156,7 +156,7 @@ func handleFetch(r *Request) Pending {
 		}
 		out := fill(resp, slots, maxBytes)
 		r.Server.noteRefusal(hintFetch(r.CurrentView(), resp))
-		return throttleFetch(r, out.(*fetchResponse))
+		return throttleFetch(r, slots, out.(*fetchResponse))
 	}
 }
 
@@ -242,7 +242,6 @@ func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) kmsg.Respo
 		if n > 0 && (used == 0 || used+n <= maxBytes) {
 			out.recs[[2]int{s.ti, s.pi}] = res.Records
 			used += n
-			s.topic.Fetched(n)
 			continue
 		}
 		_ = res.Records.Close()
@@ -259,18 +258,27 @@ var _ storage.Records = storage.BytesRecords(nil)
 // than the quota allows in a window (one record batch bigger than that
 // cap) goes out whole with its throttle time instead, so the consumer is
 // slowed, never stalled.
-func throttleFetch(r *Request, out *fetchResponse) kmsg.Response {
+func throttleFetch(r *Request, slots []*fetchSlot, out *fetchResponse) kmsg.Response {
 	n := 0
 	for _, rec := range out.recs {
 		n += rec.Len()
 	}
+	// kaas_fetched_bytes_total counts the records an answer carries.
+	sent := func() kmsg.Response {
+		for _, s := range slots {
+			if rec, ok := out.recs[[2]int{s.ti, s.pi}]; ok {
+				s.topic.Fetched(rec.Len())
+			}
+		}
+		return out
+	}
 	d := r.recordQuota(quota.Fetch, n)
 	if d == 0 {
-		return out
+		return sent()
 	}
 	out.ThrottleMillis = throttleMillis(d)
 	if limit, _ := r.Server.Quotas.MaxInWindow(quota.Fetch, r.quotaUser(), r.Header.ClientIDString()); n > limit {
-		return out
+		return sent()
 	}
 	r.unrecordQuota(quota.Fetch, n)
 	out.release()
