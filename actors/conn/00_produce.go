@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
@@ -14,7 +15,8 @@ import (
 // UNSUPPORTED_VERSION. The partition actor (actors/partition) validates and
 // appends each batch, after a topic's compression.type has been applied
 // here (recompress.go); NOT_LEADER_OR_FOLLOWER answers carry a leader hint
-// (leader_hints.go).
+// (leader_hints.go). A producer_byte_rate quota meters the request's size
+// and throttles (quotas.go).
 func init() {
 	serve(API{Key: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: 11, AdvertiseV0: true,
 		Handle: handleProduce, ErrorResponse: produceError})
@@ -22,10 +24,15 @@ func init() {
 
 // handleProduce fans a produce request out to partition actors (in request
 // order, so pipelined idempotent batches arrive in sequence) and gathers
-// their answers. acks=0 sends no response, as Kafka.
+// their answers. acks=0 sends no response, as Kafka (a throttle still
+// mutes the connection).
 func handleProduce(r *Request) Pending {
 	req := r.Body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	// The request is metered as it arrives and appended whatever its
+	// throttle, as Kafka does; the throttle goes in the answer and mutes
+	// the connection after it.
+	resp.ThrottleMillis = throttleMillis(r.recordQuota(quota.Produce, r.Size))
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	var fail int16
 	if req.Acks != 0 && req.Acks != 1 && req.Acks != -1 {

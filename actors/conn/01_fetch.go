@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
@@ -16,7 +17,8 @@ import (
 // Fetch (key 1): v4-16, long polling, KIP-74 size limits, leader-epoch
 // checks and diverging epochs (answered by the partition actor), KIP-951
 // leader hints (leader_hints.go). Records go out without a copy
-// (zerocopy.go). Fetch sessions (KIP-227) are not offered.
+// (zerocopy.go). A consumer_byte_rate quota meters the records answered
+// and throttles (throttleFetch). Fetch sessions (KIP-227) are not offered.
 func init() {
 	serve(API{Key: kmsg.Fetch.Int16(), MinVersion: 4, MaxVersion: 16, Handle: handleFetch, ErrorResponse: fetchError})
 }
@@ -98,6 +100,15 @@ func handleFetch(r *Request) Pending {
 	if maxBytes <= 0 {
 		maxBytes = 1 << 30
 	}
+	// Under a consumer_byte_rate quota one answer holds at most what the
+	// quota allows in its window, as Kafka caps it, so that an answer
+	// can fit the quota at all.
+	if n, ok := r.Server.Quotas.MaxInWindow(quota.Fetch, r.quotaUser(), r.Header.ClientIDString()); ok {
+		maxBytes = max(min(maxBytes, n), 1)
+		for _, s := range slots {
+			s.req.PartitionMaxBytes = int32(min(int(s.req.PartitionMaxBytes), maxBytes))
+		}
+	}
 	minBytes := int(req.MinBytes)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	// The first read is sent now, from Receive, so it observes every produce
@@ -145,7 +156,7 @@ func handleFetch(r *Request) Pending {
 		}
 		out := fill(resp, slots, maxBytes)
 		r.Server.noteRefusal(hintFetch(r.CurrentView(), resp))
-		return out
+		return throttleFetch(r, slots, out.(*fetchResponse))
 	}
 }
 
@@ -231,7 +242,6 @@ func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) kmsg.Respo
 		if n > 0 && (used == 0 || used+n <= maxBytes) {
 			out.recs[[2]int{s.ti, s.pi}] = res.Records
 			used += n
-			s.topic.Fetched(n)
 			continue
 		}
 		_ = res.Records.Close()
@@ -240,6 +250,42 @@ func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) kmsg.Respo
 }
 
 var _ storage.Records = storage.BytesRecords(nil)
+
+// throttleFetch meters a Fetch answer's record bytes against the
+// connection's consumer_byte_rate quota. Over quota, the answer is sent
+// empty with the throttle time and the bytes are taken back, as Kafka
+// does: the consumer fetches them again once unmuted. An answer larger
+// than the quota allows in a window (one record batch bigger than that
+// cap) goes out whole with its throttle time instead, so the consumer is
+// slowed, never stalled.
+func throttleFetch(r *Request, slots []*fetchSlot, out *fetchResponse) kmsg.Response {
+	n := 0
+	for _, rec := range out.recs {
+		n += rec.Len()
+	}
+	// kaas_fetched_bytes_total counts the records an answer carries.
+	sent := func() kmsg.Response {
+		for _, s := range slots {
+			if rec, ok := out.recs[[2]int{s.ti, s.pi}]; ok {
+				s.topic.Fetched(rec.Len())
+			}
+		}
+		return out
+	}
+	d := r.recordQuota(quota.Fetch, n)
+	if d == 0 {
+		return sent()
+	}
+	out.ThrottleMillis = throttleMillis(d)
+	if limit, _ := r.Server.Quotas.MaxInWindow(quota.Fetch, r.quotaUser(), r.Header.ClientIDString()); n > limit {
+		return sent()
+	}
+	r.unrecordQuota(quota.Fetch, n)
+	out.release()
+	resp := out.FetchResponse
+	resp.Topics = nil
+	return resp
+}
 
 // isolation is the Fetch isolation level of a slot.
 func isolation(committed bool) int8 {

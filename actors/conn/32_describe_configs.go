@@ -79,7 +79,7 @@ func wanted(names []string, name string) bool {
 	return names == nil || slices.Contains(names, name)
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -47,6 +47,8 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.ListPartitionReassignments.Int16(): {0, 0},
 		kmsg.DescribeTopicPartitions.Int16():    {0, 0},
 		kmsg.UpdateFeatures.Int16():             {0, 2},
+		kmsg.DescribeClientQuotas.Int16():       {0, 1},
+		kmsg.AlterClientQuotas.Int16():          {0, 1},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))

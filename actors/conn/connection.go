@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -37,6 +38,9 @@ type answered struct {
 	version int16
 	read    time.Time
 	span    trace.Span // the request's span; nil while tracing is off
+	// throttle mutes the connection once this answer is written (a
+	// quota's throttle time, KIP-219).
+	throttle time.Duration
 }
 
 // readerDone reports the reader goroutine's end.
@@ -55,6 +59,11 @@ type connActor struct {
 	credits  chan struct{}
 	closing  bool
 	writerOK chan struct{}
+
+	// mutedUntil (unix ns on the server's clock) is when the reader may
+	// read the next request: a throttled client's connection is muted
+	// after its answer, as Kafka mutes the channel (KIP-219).
+	mutedUntil atomic.Int64
 
 	lst *Listener
 	// session is the client's principal, listener and host (the
@@ -140,6 +149,7 @@ func (a *connActor) read(send func(any)) {
 	r := bufio.NewReaderSize(a.c, 64<<10)
 	for {
 		a.credits <- struct{}{}
+		a.waitUnmuted()
 		_ = a.c.SetReadDeadline(time.Now().Add(a.srv.cfg.IdleTimeout))
 		frame, err := wire.ReadFrame(r, a.srv.cfg.MaxRequestSize)
 		if err != nil {
@@ -155,6 +165,31 @@ func (a *connActor) read(send func(any)) {
 			return
 		}
 		send(&inbound{hdr: hdr, body: body, read: time.Now()})
+	}
+}
+
+// mute keeps the reader from reading the next request for d from now
+// (a later mute may extend it, never shorten it).
+func (a *connActor) mute(d time.Duration) {
+	until := a.srv.Clock.Now().Add(d).UnixNano()
+	for {
+		cur := a.mutedUntil.Load()
+		if cur >= until || a.mutedUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// waitUnmuted blocks the reader goroutine while the connection is muted.
+func (a *connActor) waitUnmuted() {
+	for {
+		d := time.Duration(a.mutedUntil.Load() - a.srv.Clock.Now().UnixNano())
+		if d <= 0 {
+			return
+		}
+		woken := make(chan struct{})
+		a.srv.Clock.AfterFunc(d, func() { close(woken) })
+		<-woken
 	}
 }
 
@@ -206,8 +241,8 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	read := in.read
 	var span trace.Span // started once the request is known to be served
 	var spanCtx context.Context
-	reply := func(resp kmsg.Response) {
-		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read, span: span})
+	reply := func(resp kmsg.Response, throttle time.Duration) {
+		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read, span: span, throttle: throttle})
 	}
 	if a.gate(seq, hdr) {
 		return
@@ -248,10 +283,11 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	if tracing.On() {
 		spanCtx, span = tracing.StartRequest(hdr.Key, hdr.Version, hdr.ClientIDString(), a.host, read)
 	}
-	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst, Ctx: spanCtx}
+	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst, Ctx: spanCtx, Size: len(in.body)}
 	pending := a.safeAuthorizeAndHandle(api, req)
 	go func() {
-		reply(a.safeRun(api, pending, req))
+		resp := a.safeRun(api, pending, req)
+		reply(resp, req.throttle)
 	}()
 }
 
@@ -286,6 +322,9 @@ func (a *connActor) flush() {
 		}
 		delete(a.done, a.sendSeq)
 		a.sendSeq++
+		if d.throttle > 0 {
+			a.mute(d.throttle)
+		}
 		if d.resp != nil {
 			if d.version >= 0 {
 				d.resp.SetVersion(d.version)

@@ -13,7 +13,8 @@ import (
 // recompressProduced applies a topic's compression.type to one partition's
 // produced records, as Kafka's broker does: with a codec named (not
 // producer), a batch produced with another codec is rewritten with the
-// topic's (storage/batch.Recompress). It runs here, on the connection that
+// topic's, at the topic's compression.<codec>.level when one is set
+// (storage/batch.RecompressLevel). It runs here, on the connection that
 // received the request, so the partition actor's mailbox never waits on a
 // codec. It runs before the request's Produce messages are sent, inside the
 // connection's Receive, on purpose: a connection's produce requests must reach
@@ -33,7 +34,11 @@ func recompressProduced(t *routing.Topic, records []byte) (out []byte, code int1
 	if err != nil || len(rest) > 0 || len(batches) != 1 {
 		return records, 0, ""
 	}
-	out, err = batch.Recompress(batches[0], codec)
+	level := batch.DefaultLevel
+	if l, set := topicconfig.CompressionLevel(t.Config, codec); set {
+		level = l
+	}
+	out, err = batch.RecompressLevel(batches[0], codec, level)
 	switch {
 	case err == nil:
 		return out, 0, ""

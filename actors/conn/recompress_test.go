@@ -41,3 +41,28 @@ func TestRecompressProduced(t *testing.T) {
 		t.Fatalf("corrupt batch: code %d msg %q", code, msg)
 	}
 }
+
+// TestRecompressProducedLevel: a topic's compression.zstd.level is the
+// level its batches are recompressed at.
+func TestRecompressProducedLevel(t *testing.T) {
+	var vals [][]byte
+	for i := range 300 {
+		vals = append(vals, bytes.Repeat([]byte{byte('a' + i%7), byte(i), 'x', 'y'}, 40))
+	}
+	plain := batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Values: vals})
+	size := func(level string) int {
+		cfg := map[string]string{"compression.type": "zstd"}
+		if level != "" {
+			cfg["compression.zstd.level"] = level
+		}
+		out, code, msg := recompressProduced(&routing.Topic{Name: "z", Config: cfg}, plain)
+		if h, err := batch.ValidateProduce(out); code != 0 || err != nil || h.Codec() != batch.CodecZstd {
+			t.Fatalf("level %q: code %d %s, err %v", level, code, msg, err)
+		}
+		return len(out)
+	}
+	if low, high := size("1"), size("19"); high >= low {
+		t.Fatalf("zstd level 1: %d bytes, level 19: %d bytes; want level 19 smaller", low, high)
+	}
+	size("")
+}

@@ -26,6 +26,8 @@ import (
 
 	"github.com/kaas-project/kaas/actors/acl"
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/wire"
 	"github.com/kaas-project/kaas/wire/sasl"
@@ -53,6 +55,13 @@ type Request struct {
 	Ctx context.Context
 	// listener is the listener the request came in on.
 	listener *Listener
+	// Size is the request's encoded size in bytes (what the produce quota
+	// meters, as Kafka does).
+	Size int
+	// throttle mutes the connection after this request's answer (a quota's
+	// throttle time); set by the handler or its Pending, read once the
+	// Pending has returned.
+	throttle time.Duration
 }
 
 // CurrentView is the newest published View as this request's listener
@@ -100,6 +109,14 @@ type Server struct {
 	// ACLs is where CreateAcls and DeleteAcls write (KafkaAcl objects in
 	// cluster mode, the local ACL store otherwise); nil refuses them.
 	ACLs acl.Store
+	// Quotas is the client-quota state Produce and Fetch record into and
+	// DescribeClientQuotas answers from; QuotaStore is where
+	// AlterClientQuotas writes (KafkaQuota objects in cluster mode, the
+	// local quota file otherwise). NewServer sets both to memory only.
+	Quotas     *quota.Quotas
+	QuotaStore quota.Store
+	// Clock measures quota rates and throttles (set before Serve).
+	Clock clock.Clock
 
 	producerIDs atomic.Int64
 	connSeq     atomic.Int64
@@ -127,6 +144,9 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	s := &Server{cfg: cfg, views: views, system: system, sup: supervisor, apis: map[int16]API{}, started: time.Now()}
 	// Producer ids: unique across restarts of this broker (time-based base).
 	s.producerIDs.Store(time.Now().UnixMilli() << 8)
+	s.Quotas = quota.New(quota.DefaultWindow)
+	s.QuotaStore, _ = quota.OpenLocal("", s.Quotas) // memory only: cannot fail
+	s.Clock = clock.Real()
 	registerCore(s)
 	return s
 }

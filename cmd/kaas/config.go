@@ -39,6 +39,10 @@ type serveConfig struct {
 	BrokerID          int
 	DebugChaos        bool
 
+	// client quotas
+	QuotaWindowNum  int
+	QuotaWindowSize time.Duration
+
 	// authorization (ACLs)
 	Authorizer           string
 	SuperUsers           string
@@ -144,6 +148,8 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.Int64Var(&cfg.CleanerIORate, "cleaner-io-rate", 64<<20, "log cleaner (cleanup.policy=compact): bytes per second every compaction pass of the broker reads and writes, together; 0 is unthrottled (Kafka's log.cleaner.io.max.bytes.per.second)")
 	fs.Int64Var(&cfg.CleanerBufferSize, "cleaner-dedupe-buffer-size", 128<<20, "log cleaner: memory bound of one pass's key map, in bytes (about 48 bytes a distinct key); a partition with more distinct dirty keys cleans in several passes (Kafka's log.cleaner.dedupe.buffer.size)")
 	fs.DurationVar(&cfg.CleanerInterval, "cleaner-interval", 15*time.Second, "log cleaner: how often a compacted partition checks whether it is dirty enough to clean (Kafka's log.cleaner.backoff.ms)")
+	fs.IntVar(&cfg.QuotaWindowNum, "quota-window-num", 11, "client quotas: samples a byte rate is measured over (Kafka's quota.window.num)")
+	fs.DurationVar(&cfg.QuotaWindowSize, "quota-window-size", time.Second, "client quotas: length of one rate sample (Kafka's quota.window.size.seconds)")
 	addSecurityFlags(fs, &cfg.securityConfig)
 	return fs
 }
@@ -208,6 +214,9 @@ func (c *serveConfig) validate() error {
 	if c.CleanerIORate < 0 || c.CleanerBufferSize < 1<<20 || c.CleanerInterval <= 0 {
 		return fmt.Errorf("--cleaner-io-rate %d, --cleaner-dedupe-buffer-size %d, --cleaner-interval %s: want a rate >= 0, a buffer >= 1 MiB and a positive interval",
 			c.CleanerIORate, c.CleanerBufferSize, c.CleanerInterval)
+	}
+	if c.QuotaWindowNum < 2 || c.QuotaWindowSize <= 0 {
+		return fmt.Errorf("--quota-window-num %d, --quota-window-size %s: want at least 2 samples of a positive length", c.QuotaWindowNum, c.QuotaWindowSize)
 	}
 	if c.MaxRequestSize < 1024 || c.MaxRequestSize > 1<<30 {
 		return fmt.Errorf("--max-request-size %d: want 1024 .. 1073741824 bytes", c.MaxRequestSize)

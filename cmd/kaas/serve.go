@@ -26,6 +26,7 @@ import (
 	"github.com/kaas-project/kaas/actors/group"
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/partition"
+	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/actors/tracing"
@@ -120,6 +121,13 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	if err == nil && aclErr != nil {
 		err = fmt.Errorf("authorizer: %w", aclErr)
 	}
+	var quotas *quota.Quotas
+	var quotaStore quota.Store
+	if err == nil {
+		if quotas, quotaStore, err = b.startQuotas(ctx, cfg, b.dyn); err != nil {
+			err = fmt.Errorf("client quotas: %w", err)
+		}
+	}
 	if err != nil {
 		b.closeKafkaListeners()
 		if b.httpLn != nil {
@@ -135,6 +143,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
 	b.srv.DataDir = cfg.DataDir
 	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
+	b.srv.Quotas, b.srv.QuotaStore = quotas, quotaStore
 	b.srv.BrokerConfigs = map[string]string{
 		"broker.id":                 strconv.Itoa(cfg.BrokerID),
 		"advertised.listeners":      cfg.advertisedListenersString(),

@@ -3,8 +3,10 @@ package batch
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"sync"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -24,7 +26,7 @@ var (
 	decompressor = kgo.DefaultDecompressor()
 
 	compressorsMu sync.Mutex
-	compressors   = map[int16]kgo.Compressor{}
+	compressors   = map[compressorKey]kgo.Compressor{}
 )
 
 // Codec is the compression codec of a batch header.
@@ -50,11 +52,24 @@ func Payload(b []byte, h Header) ([]byte, error) {
 	return out, nil
 }
 
-// Compress compresses a records section with codec c; ok is false when
-// that codec is not available.
+// DefaultLevel asks for a codec's default level (franz-go's: gzip's
+// default, lz4's fastest, zstd's default).
+const DefaultLevel = math.MinInt
+
+// Compress compresses a records section with codec c at its default
+// level; ok is false when that codec is not available.
 func Compress(c int16, records []byte) ([]byte, bool) {
+	return CompressLevel(c, DefaultLevel, records)
+}
+
+// CompressLevel compresses a records section with codec c at level, a
+// Kafka topic's compression.<codec>.level (gzip -1..9, lz4 1..17, zstd
+// -131072..22; DefaultLevel for the codec's default); ok is false when
+// the codec is not available.
+func CompressLevel(c int16, level int, records []byte) ([]byte, bool) {
+	key := compressorKey{c, kgoLevel(c, level)}
 	compressorsMu.Lock()
-	cp, found := compressors[c]
+	cp, found := compressors[key]
 	if !found {
 		var codec kgo.CompressionCodec
 		switch c {
@@ -68,9 +83,9 @@ func Compress(c int16, records []byte) ([]byte, bool) {
 			codec = kgo.ZstdCompression()
 		}
 		if c >= CodecGzip && c <= CodecZstd {
-			cp, _ = kgo.DefaultCompressor(codec)
+			cp, _ = kgo.DefaultCompressor(codec.WithLevel(key.level))
 		}
-		compressors[c] = cp
+		compressors[key] = cp
 	}
 	compressorsMu.Unlock()
 	if cp == nil {
@@ -82,4 +97,32 @@ func Compress(c int16, records []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return append([]byte(nil), out...), true
+}
+
+// compressorKey is a codec at a franz-go level (0: its default).
+type compressorKey struct {
+	codec int16
+	level int
+}
+
+// kgoLevel maps a Kafka compression level to franz-go's for codec c:
+// gzip levels are gzip's; Kafka's lz4 levels 1-17 are lz4 HC levels, of
+// which the lz4 library franz-go uses has 1-9 (higher ones are its 9);
+// zstd levels go through zstd's own level mapping. 0 is the default.
+func kgoLevel(c int16, level int) int {
+	if level == DefaultLevel {
+		return 0
+	}
+	switch c {
+	case CodecGzip:
+		if level == -1 {
+			return 0
+		}
+		return level
+	case CodecLz4:
+		return 1 << (7 + min(max(level, 1), 9))
+	case CodecZstd:
+		return int(zstd.EncoderLevelFromZstd(level))
+	}
+	return 0
 }

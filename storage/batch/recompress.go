@@ -16,6 +16,11 @@ import (
 // given a fresh checksum; the records section must frame exactly
 // NumRecords records.
 func Recompress(b []byte, c int16) ([]byte, error) {
+	return RecompressLevel(b, c, DefaultLevel)
+}
+
+// RecompressLevel is Recompress at a codec level (CompressLevel).
+func RecompressLevel(b []byte, c int16, level int) ([]byte, error) {
 	if c < CodecNone || c > CodecZstd {
 		return nil, fmt.Errorf("%w: unknown target compression codec %d", ErrInvalid, c)
 	}
@@ -34,7 +39,7 @@ func Recompress(b []byte, c int16) ([]byte, error) {
 		return nil, err
 	}
 	if c != CodecNone {
-		z, ok := Compress(c, recs)
+		z, ok := CompressLevel(c, level, recs)
 		if !ok {
 			return nil, fmt.Errorf("compress records with codec %d: codec unavailable", c)
 		}

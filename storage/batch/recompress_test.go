@@ -204,3 +204,42 @@ func BenchmarkProduceCheck(b *testing.B) {
 		})
 	}
 }
+
+// TestRecompressLevel: a topic's compression level reaches the codec (a
+// higher level compresses compressible records smaller than the lowest)
+// and the result decodes with franz-go's decoders; an unset level is the
+// codec's default.
+func TestRecompressLevel(t *testing.T) {
+	plain := txnBatch(t, 400)
+	for _, tc := range []struct {
+		codec     int16
+		low, high int
+	}{
+		{CodecGzip, 1, 9},
+		{CodecLz4, 1, 9},
+		{CodecZstd, 1, 19},
+	} {
+		t.Run(codecNames[tc.codec], func(t *testing.T) {
+			low, err := RecompressLevel(plain, tc.codec, tc.low)
+			if err != nil {
+				t.Fatal(err)
+			}
+			high, err := RecompressLevel(plain, tc.codec, tc.high)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(high) >= len(low) {
+				t.Fatalf("level %d: %d bytes, level %d: %d bytes; want the higher level smaller", tc.low, len(low), tc.high, len(high))
+			}
+			def, err := RecompressLevel(plain, tc.codec, DefaultLevel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range [][]byte{low, high, def} {
+				if got := decodeRecords(t, b); len(got) != 400 {
+					t.Fatalf("decoded %d records, want 400", len(got))
+				}
+			}
+		})
+	}
+}

@@ -172,11 +172,11 @@ func init() {
 			Doc:   "The final compression type for a topic: producer keeps each batch's codec as produced; gzip, snappy, lz4, zstd or uncompressed make the broker recompress batches produced with another codec.",
 			Check: compressionType},
 		{Name: "compression.gzip.level", Type: TypeInt, Default: "-1", Synonym: "compression.gzip.level",
-			Doc: "The compression level for gzip when compression.type is gzip." + noEffect, Check: gzipLevel},
+			Doc: "The compression level for gzip when compression.type is gzip: the level batches produced with another codec are recompressed at (unset: kaas's default level for gzip).", Check: gzipLevel},
 		{Name: "compression.lz4.level", Type: TypeInt, Default: "9", Synonym: "compression.lz4.level",
-			Doc: "The compression level for lz4 when compression.type is lz4." + noEffect, Check: between(1, 17)},
+			Doc: "The compression level for lz4 when compression.type is lz4: the level batches produced with another codec are recompressed at (unset: kaas's default level for lz4).", Check: between(1, 17)},
 		{Name: "compression.zstd.level", Type: TypeInt, Default: "3", Synonym: "compression.zstd.level",
-			Doc: "The compression level for zstd when compression.type is zstd." + noEffect, Check: between(-131072, 22)},
+			Doc: "The compression level for zstd when compression.type is zstd: the level batches produced with another codec are recompressed at (unset: kaas's default level for zstd).", Check: between(-131072, 22)},
 		{Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", Synonym: "log.cleaner.delete.retention.ms",
 			Doc: "How long delete tombstones are retained for compacted topics.", Check: atLeast(0)},
 		{Name: "file.delete.delay.ms", Type: TypeLong, Default: "60000", Synonym: "log.segment.delete.delay.ms",
@@ -324,6 +324,19 @@ func MaxMessageBytes(cfg map[string]string) int { return int(int64Value(cfg, "ma
 func Recompression(cfg map[string]string) (codec int16, ok bool) {
 	codec, ok = compressionCodecs[Value(cfg, "compression.type")]
 	return codec, ok
+}
+
+// CompressionLevel is the compression.<codec>.level set on a topic for
+// the codec recompression uses (gzip, lz4, zstd); ok is false when it is
+// not set (or the codec has no level).
+func CompressionLevel(cfg map[string]string, codec int16) (level int, ok bool) {
+	name := map[int16]string{1: "compression.gzip.level", 3: "compression.lz4.level", 4: "compression.zstd.level"}[codec]
+	v, set := cfg[name]
+	if name == "" || !set {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
 }
 
 // LogAppendTime reports message.timestamp.type=LogAppendTime.

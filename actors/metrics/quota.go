@@ -1,0 +1,28 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The client-quota series: how often and how long connections were
+// throttled for exceeding their byte-rate quota, by kind (produce, fetch).
+var (
+	quotaThrottled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "quota_throttled_requests_total",
+		Help: "Produce and Fetch requests answered with a throttle time because the client exceeded its byte-rate quota, by kind (produce, fetch).",
+	}, []string{"kind"})
+	quotaThrottleSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "quota_throttle_seconds_total",
+		Help: "Time connections were muted for exceeding their byte-rate quota, by kind (produce, fetch).",
+	}, []string{"kind"})
+)
+
+func init() { shared = append(shared, quotaThrottled, quotaThrottleSeconds) }
+
+// QuotaThrottled counts one request of kind throttled for d.
+func QuotaThrottled(kind string, d time.Duration) {
+	quotaThrottled.WithLabelValues(kind).Inc()
+	quotaThrottleSeconds.WithLabelValues(kind).Add(d.Seconds())
+}

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func strp(s string) *string { return &s }
+
+// randomBytes is n incompressible bytes: quotas meter the bytes on the
+// wire, after the producer's compression.
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// quotaEntity builds a kadm entity: pairs of type and name, "" for the
+// default.
+func quotaEntity(kv ...string) kadm.ClientQuotaEntity {
+	var e kadm.ClientQuotaEntity
+	for i := 0; i < len(kv); i += 2 {
+		c := kadm.ClientQuotaEntityComponent{Type: kv[i]}
+		if kv[i+1] != "" {
+			c.Name = strp(kv[i+1])
+		}
+		e = append(e, c)
+	}
+	return e
+}
+
+func alterQuotas(t *testing.T, adm *kadm.Client, entries ...kadm.AlterClientQuotaEntry) kadm.AlteredClientQuotas {
+	t.Helper()
+	res, err := adm.AlterClientQuotas(ctxT(t, 30*time.Second), entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != len(entries) {
+		t.Fatalf("AlterClientQuotas answered %d entries for %d", len(res), len(entries))
+	}
+	return res
+}
+
+func mustAlterQuotas(t *testing.T, adm *kadm.Client, entries ...kadm.AlterClientQuotaEntry) {
+	t.Helper()
+	for _, r := range alterQuotas(t, adm, entries...) {
+		if r.Err != nil {
+			t.Fatalf("AlterClientQuotas %s: %v %s", r.Entity, r.Err, r.ErrMessage)
+		}
+	}
+}
+
+// describedQuotas renders DescribeClientQuotas' answer as "entity: k=v ..."
+// lines, in the broker's order.
+func describedQuotas(t *testing.T, adm *kadm.Client, strict bool, cs ...kadm.DescribeClientQuotaComponent) []string {
+	t.Helper()
+	res, err := adm.DescribeClientQuotas(ctxT(t, 10*time.Second), strict, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, q := range res {
+		var vs []string
+		for _, v := range q.Values {
+			vs = append(vs, v.String())
+		}
+		out = append(out, q.Entity.String()+": "+strings.Join(vs, " "))
+	}
+	return out
+}
+
+func sameLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("%s:\n got %q\nwant %q", what, got, want)
+	}
+}
+
+// TestClientQuotasAdmin: AlterClientQuotas and DescribeClientQuotas with
+// franz-go's kadm: Kafka's entities (user, client id, both, defaults) and
+// keys, validateOnly, Kafka's refusals, exact/default/any and strict
+// filters, and the local quota file across a restart.
+func TestClientQuotasAdmin(t *testing.T) {
+	dir := t.TempDir()
+	_, addr, stop := startTestBroker(t, "--data-dir", dir)
+	adm := newAdmin(t, addr)
+
+	mustAlterQuotas(t, adm,
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "alice"), Ops: []kadm.AlterClientQuotaOp{
+			{Key: "producer_byte_rate", Value: 1048576}, {Key: "request_percentage", Value: 12.5}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", ""), Ops: []kadm.AlterClientQuotaOp{
+			{Key: "consumer_byte_rate", Value: 2048}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "", "client-id", "c1"), Ops: []kadm.AlterClientQuotaOp{
+			{Key: "producer_byte_rate", Value: 4096}}},
+	)
+	// Refused as Kafka refuses them, each with INVALID_REQUEST; the valid
+	// entry of the same request is applied.
+	res := alterQuotas(t, adm,
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("ip", "10.0.0.1"), Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 5}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "no_such_quota", Value: 5}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10.5}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob", "user", "carol"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: -1}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "c2"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: 777}}},
+	)
+	for i, r := range res[:5] {
+		if !errors.Is(r.Err, kerr.InvalidRequest) || r.ErrMessage == "" {
+			t.Errorf("invalid entry %d (%s): %v %q; want INVALID_REQUEST with a reason", i, r.Entity, r.Err, r.ErrMessage)
+		}
+	}
+	if res[5].Err != nil {
+		t.Fatalf("valid entry beside invalid ones: %v %s", res[5].Err, res[5].ErrMessage)
+	}
+	// validateOnly checks and stores nothing.
+	vres, err := adm.ValidateAlterClientQuotas(ctxT(t, 10*time.Second), []kadm.AlterClientQuotaEntry{
+		{Entity: quotaEntity("user", "dave"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 100}}},
+		{Entity: quotaEntity("user", "dave"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 0}}},
+	})
+	if err != nil || vres[0].Err != nil || !errors.Is(vres[1].Err, kerr.InvalidRequest) {
+		t.Fatalf("ValidateAlterClientQuotas = %v, %v; want ok, INVALID_REQUEST", vres, err)
+	}
+
+	all := []string{
+		"{user=alice}: producer_byte_rate=1048576.000000 request_percentage=12.500000",
+		"{user=<default>, client-id=c1}: producer_byte_rate=4096.000000",
+		"{client-id=c2}: consumer_byte_rate=777.000000",
+		"{client-id=<default>}: consumer_byte_rate=2048.000000",
+	}
+	sameLines(t, "describe everything", describedQuotas(t, adm, false), all)
+	sameLines(t, "strict user=alice", describedQuotas(t, adm, true,
+		kadm.DescribeClientQuotaComponent{Type: "user", MatchName: strp("alice"), MatchType: 0}), all[:1])
+	sameLines(t, "any user", describedQuotas(t, adm, false,
+		kadm.DescribeClientQuotaComponent{Type: "user", MatchType: 2}), all[:2])
+	sameLines(t, "any user, strict", describedQuotas(t, adm, true,
+		kadm.DescribeClientQuotaComponent{Type: "user", MatchType: 2}), all[:1])
+	sameLines(t, "default client-id", describedQuotas(t, adm, false,
+		kadm.DescribeClientQuotaComponent{Type: "client-id", MatchType: 1}), all[3:])
+	sameLines(t, "client-id c1 with any user", describedQuotas(t, adm, true,
+		kadm.DescribeClientQuotaComponent{Type: "user", MatchType: 2},
+		kadm.DescribeClientQuotaComponent{Type: "client-id", MatchName: strp("c1")}), all[1:2])
+	if _, err := adm.DescribeClientQuotas(ctxT(t, 10*time.Second), false, []kadm.DescribeClientQuotaComponent{
+		{Type: "user", MatchType: 2}, {Type: "user", MatchType: 1}}); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("filter naming user twice: %v; want INVALID_REQUEST", err)
+	}
+
+	// The quotas live in <data-dir>/quotas.json: a restarted broker has them.
+	stop()
+	_, addr = testBroker(t, "--data-dir", dir)
+	adm = newAdmin(t, addr)
+	sameLines(t, "after restart", describedQuotas(t, adm, false), all)
+	// Removing every key of an entity removes it.
+	mustAlterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "alice"), Ops: []kadm.AlterClientQuotaOp{
+		{Key: "producer_byte_rate", Remove: true}, {Key: "request_percentage", Remove: true}}})
+	sameLines(t, "after removal", describedQuotas(t, adm, false), all[1:])
+}
+
+// TestClientQuotasSarama: sarama's ClusterAdmin alters and describes
+// client quotas.
+func TestClientQuotasSarama(t *testing.T) {
+	_, addr := testBroker(t)
+	admin, err := sarama.NewClusterAdmin([]string{addr}, saramaConfig(sarama.V2_8_0_0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	entity := []sarama.QuotaEntityComponent{{EntityType: sarama.QuotaEntityUser, MatchType: sarama.QuotaMatchExact, Name: "sam"},
+		{EntityType: sarama.QuotaEntityClientID, MatchType: sarama.QuotaMatchDefault}}
+	if err := admin.AlterClientQuotas(entity, sarama.ClientQuotasOp{Key: "consumer_byte_rate", Value: 65536}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.AlterClientQuotas(entity, sarama.ClientQuotasOp{Key: "bogus", Value: 1}, false); err == nil ||
+		!strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("unknown key: %v; want an error naming it", err)
+	}
+	got, err := admin.DescribeClientQuotas([]sarama.QuotaFilterComponent{{EntityType: sarama.QuotaEntityUser, MatchType: sarama.QuotaMatchExact, Match: "sam"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Values["consumer_byte_rate"] != 65536 || len(got[0].Entity) != 2 ||
+		got[0].Entity[1].EntityType != sarama.QuotaEntityClientID || got[0].Entity[1].MatchType != sarama.QuotaMatchDefault {
+		t.Fatalf("DescribeClientQuotas = %+v; want {user=sam, client-id=<default>} consumer_byte_rate=65536", got)
+	}
+}
+
+// throttleHook records the throttle times kgo reads from responses.
+type throttleHook struct {
+	n     atomic.Int64
+	total atomic.Int64 // ns
+}
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	if d > 0 {
+		h.n.Add(1)
+		h.total.Add(int64(d))
+	}
+}
+
+// Quota windows short enough for a test: 5 samples of 200ms.
+var quotaTestWindow = []string{"--quota-window-num", "5", "--quota-window-size", "200ms"}
+
+const quotaTestWindowSpan = time.Second
+
+// produceFor produces 1 KiB records as fast as cl takes them for d and
+// returns the bytes acknowledged within it.
+func produceFor(t *testing.T, cl *kgo.Client, topic string, d time.Duration) (int64, time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var acked atomic.Int64
+	var failed atomic.Value
+	start := time.Now()
+	stopAt := start.Add(d)
+	var wg sync.WaitGroup
+	for time.Now().Before(stopAt) {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: randomBytes(1024)}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				if !errors.Is(err, context.Canceled) {
+					failed.Store(err)
+				}
+				return
+			}
+			if time.Now().Before(stopAt) {
+				acked.Add(int64(len(r.Value)))
+			}
+		})
+	}
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return acked.Load(), elapsed
+}
+
+// TestProduceQuotaThrottles: a franz-go producer sending as fast as it can
+// under a producer_byte_rate quota gets throttle_time_ms in its Produce
+// answers, and what the broker accepts over the run stays within the
+// quota (plus the measuring window's allowance and one request); a client
+// id without a quota is never throttled.
+func TestProduceQuotaThrottles(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, addr := testBroker(t, append([]string{"--http-addr", httpAddr}, quotaTestWindow...)...)
+	adm := newAdmin(t, addr)
+	if _, err := adm.CreateTopic(ctxT(t, 10*time.Second), 1, 1, nil, "quota-produce"); err != nil {
+		t.Fatal(err)
+	}
+	const bound = 100_000 // bytes per second
+	mustAlterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "limited"),
+		Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: bound}}})
+
+	free := &throttleHook{}
+	cl := newClient(t, addr, kgo.ClientID("free"), kgo.WithHooks(free), kgo.DefaultProduceTopic("quota-produce"))
+	for i := 0; i < 200; i++ {
+		if err := cl.ProduceSync(ctxT(t, 10*time.Second), &kgo.Record{Value: make([]byte, 1024)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if free.n.Load() != 0 {
+		t.Fatalf("client without a quota throttled %d times", free.n.Load())
+	}
+
+	limited := &throttleHook{}
+	const maxBatch = 16 << 10
+	pl := newClient(t, addr, kgo.ClientID("limited"), kgo.WithHooks(limited), kgo.ProducerBatchMaxBytes(maxBatch),
+		kgo.ProducerLinger(0), kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	acked, elapsed := produceFor(t, pl, "quota-produce", 3*time.Second)
+	max := float64(bound)*(elapsed.Seconds()+quotaTestWindowSpan.Seconds())*1.2 + maxBatch
+	t.Logf("limited producer: %d bytes acknowledged in %s (quota %d B/s, bound %.0f), %d throttled answers totalling %s",
+		acked, elapsed, bound, max, limited.n.Load(), time.Duration(limited.total.Load()))
+	if limited.n.Load() == 0 {
+		t.Fatal("no Produce answer carried a throttle time")
+	}
+	if acked == 0 || float64(acked) > max {
+		t.Fatalf("%d bytes acknowledged in %s under a %d B/s quota; want between 1 and %.0f", acked, elapsed, bound, max)
+	}
+	checkThrottleMetrics(t, httpAddr, "produce")
+}
+
+// checkThrottleMetrics: /metrics counts throttled answers of kind.
+func checkThrottleMetrics(t *testing.T, httpAddr, kind string) {
+	t.Helper()
+	_, fams := scrape(t, httpAddr)
+	if v := sample(fams, "kaas_quota_throttled_requests_total", "kind", kind); v <= 0 {
+		t.Errorf("kaas_quota_throttled_requests_total{kind=%q} = %v; want > 0", kind, v)
+	}
+	if v := sample(fams, "kaas_quota_throttle_seconds_total", "kind", kind); v <= 0 {
+		t.Errorf("kaas_quota_throttle_seconds_total{kind=%q} = %v; want > 0", kind, v)
+	}
+}
+
+// TestFetchQuotaThrottles: a franz-go consumer under a consumer_byte_rate
+// quota gets throttle_time_ms in its Fetch answers and receives no more
+// than the quota allows over the run, yet makes progress.
+func TestFetchQuotaThrottles(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, addr := testBroker(t, append([]string{"--http-addr", httpAddr}, quotaTestWindow...)...)
+	adm := newAdmin(t, addr)
+	if _, err := adm.CreateTopic(ctxT(t, 10*time.Second), 1, 1, nil, "quota-fetch"); err != nil {
+		t.Fatal(err)
+	}
+	const bound = 100_000
+	mustAlterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "slowreader"),
+		Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: bound}}})
+	// Batches well under what the quota allows in one window (the cap of
+	// one Fetch answer under quota).
+	pl := newClient(t, addr, kgo.DefaultProduceTopic("quota-fetch"), kgo.ProducerBatchMaxBytes(16<<10))
+	rs := make([]*kgo.Record, 1000)
+	for i := range rs {
+		rs[i] = &kgo.Record{Value: randomBytes(1024)}
+	}
+	if err := pl.ProduceSync(ctxT(t, 30*time.Second), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	hook := &throttleHook{}
+	cl := newClient(t, addr, kgo.ClientID("slowreader"), kgo.WithHooks(hook), kgo.ConsumeTopics("quota-fetch"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	start := time.Now()
+	var got int64
+	for time.Since(start) < 2500*time.Millisecond {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { got += int64(len(r.Value)) })
+	}
+	elapsed := time.Since(start)
+	// One answer may hold the quota's whole window (the cap the broker
+	// applies to a fetch under quota).
+	max := float64(bound)*(elapsed.Seconds()+quotaTestWindowSpan.Seconds())*1.2 + bound*quotaTestWindowSpan.Seconds()
+	t.Logf("slow reader: %d bytes in %s (quota %d B/s, bound %.0f), %d throttled answers totalling %s",
+		got, elapsed, bound, max, hook.n.Load(), time.Duration(hook.total.Load()))
+	if hook.n.Load() == 0 {
+		t.Fatal("no Fetch answer carried a throttle time")
+	}
+	if got == 0 || float64(got) > max {
+		t.Fatalf("%d bytes consumed in %s under a %d B/s quota; want between 1 and %.0f", got, elapsed, bound, max)
+	}
+	checkThrottleMetrics(t, httpAddr, "fetch")
+}
