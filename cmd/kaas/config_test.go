@@ -59,6 +59,13 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			}},
 		{"lease timings ordered", []string{"--data-dir", "/tmp", "--renew-deadline", "20s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--lease-duration", nil},
+		{"inter-broker user without password file", []string{"--inter-broker-sasl-user", "kaas-broker"}, nil, "--inter-broker-sasl-password-file", nil},
+		{"inter-broker mechanism unknown", []string{"--inter-broker-sasl-mechanism", "GSSAPI"}, nil, "--inter-broker-sasl-mechanism", nil},
+		{"inter-broker mechanism not enabled", []string{"--inter-broker-sasl-mechanism", "PLAIN", "--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"},
+			nil, "not in --sasl-enabled-mechanisms", nil},
+		{"inter-broker credentials", []string{"--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"}, nil, "", func(c *serveConfig) bool {
+			return c.InterBrokerMech == "SCRAM-SHA-512" && c.InterBrokerUser == "b"
+		}},
 		{"fence-after covers two pings", []string{"--data-dir", "/tmp", "--heartbeat-interval", "3s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--fence-after", nil},
 	}

@@ -1,16 +1,23 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+	ksasl "github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -37,6 +44,9 @@ type securityConfig struct {
 	SASLFailureWindow   time.Duration
 	HeartbeatTLS        bool
 	DebugPprof          bool
+	InterBrokerMech     string
+	InterBrokerUser     string
+	InterBrokerPassFile string
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
 	saslMechanisms      []string
@@ -67,6 +77,9 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.DurationVar(&c.SASLFailureWindow, "sasl-failure-window", time.Minute, "window of --sasl-max-failures")
 	fs.BoolVar(&c.HeartbeatTLS, "heartbeat-tls", false, "cluster mode: mutual TLS on the heartbeat gRPC port with --tls-dir (peers must present a certificate signed by ca.crt)")
 	fs.BoolVar(&c.DebugPprof, "debug-pprof", false, "serve Go's profiler at /debug/pprof/ on --http-addr")
+	fs.StringVar(&c.InterBrokerMech, "inter-broker-sasl-mechanism", sasl.ScramSHA512, "SASL mechanism of the Kafka requests one broker sends another (transaction markers) when the first listener is SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN (Kafka's sasl.mechanism.inter.broker.protocol)")
+	fs.StringVar(&c.InterBrokerUser, "inter-broker-sasl-user", "", "SASL user of the Kafka requests one broker sends another when the first listener is SASL; make its principal a super user (or grant it ClusterAction on the cluster)")
+	fs.StringVar(&c.InterBrokerPassFile, "inter-broker-sasl-password-file", "", "file holding the password of --inter-broker-sasl-user, read at each authentication (a mounted Secret can be rotated)")
 }
 
 // validateSecurity parses the listeners; it sets the primary listener's
@@ -135,8 +148,27 @@ func (c *serveConfig) validateSecurity() error {
 			}
 		}
 	}
+	if err := s.validateInterBroker(); err != nil {
+		return err
+	}
 	if s.MaxReauth < 0 || s.SASLMaxFailures < 0 || s.SASLFailureWindow <= 0 {
 		return errors.New("--connections-max-reauth and --sasl-max-failures must not be negative, --sasl-failure-window must be positive")
+	}
+	return nil
+}
+
+// validateInterBroker checks the credentials brokers use towards each other.
+func (s *securityConfig) validateInterBroker() error {
+	switch s.InterBrokerMech {
+	case sasl.ScramSHA256, sasl.ScramSHA512, sasl.Plain:
+	default:
+		return fmt.Errorf("--inter-broker-sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN", s.InterBrokerMech)
+	}
+	if (s.InterBrokerUser == "") != (s.InterBrokerPassFile == "") {
+		return errors.New("--inter-broker-sasl-user and --inter-broker-sasl-password-file go together")
+	}
+	if s.InterBrokerUser != "" && !slices.Contains(s.saslMechanisms, s.InterBrokerMech) {
+		return fmt.Errorf("--inter-broker-sasl-mechanism %s is not in --sasl-enabled-mechanisms", s.InterBrokerMech)
 	}
 	return nil
 }
@@ -319,6 +351,58 @@ func (s *security) heartbeatDialOptions(cfg *serveConfig) []grpc.DialOption {
 		return nil
 	}
 	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(s.tlsDir.ClientConfig("")))}
+}
+
+// interBrokerClientOpts configure the Kafka clients a broker opens to
+// another broker's published address (the first listener): TLS verified
+// against ca.crt, presenting this broker's certificate, and SASL with the
+// inter-broker user. Without that user on a SASL listener the requests go
+// unauthenticated and the peer closes them.
+func (s *security) interBrokerClientOpts(cfg *serveConfig) []kgo.Opt {
+	if len(cfg.listenerSpecs) == 0 {
+		return nil
+	}
+	var opts []kgo.Opt
+	switch cfg.listenerSpecs[0].Protocol {
+	case conn.ProtocolSSL, conn.ProtocolSASLSSL:
+		opts = append(opts, kgo.DialTLSConfig(s.tlsDir.ClientConfig("")))
+	}
+	switch cfg.listenerSpecs[0].Protocol {
+	case conn.ProtocolSASLPlaintext, conn.ProtocolSASLSSL:
+		if cfg.InterBrokerUser != "" {
+			opts = append(opts, kgo.SASL(interBrokerMechanism(cfg.InterBrokerMech, cfg.InterBrokerUser, cfg.InterBrokerPassFile)))
+		}
+	}
+	return opts
+}
+
+// interBrokerMechanism authenticates as user with the password read from
+// passFile at each authentication.
+func interBrokerMechanism(mech, user, passFile string) ksasl.Mechanism {
+	password := func() (string, error) {
+		b, err := os.ReadFile(passFile)
+		if err != nil {
+			return "", fmt.Errorf("--inter-broker-sasl-password-file: %w", err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	switch mech {
+	case sasl.Plain:
+		return plain.Plain(func(context.Context) (plain.Auth, error) {
+			p, err := password()
+			return plain.Auth{User: user, Pass: p}, err
+		})
+	case sasl.ScramSHA256:
+		return scram.Sha256(func(context.Context) (scram.Auth, error) {
+			p, err := password()
+			return scram.Auth{User: user, Pass: p}, err
+		})
+	default:
+		return scram.Sha512(func(context.Context) (scram.Auth, error) {
+			p, err := password()
+			return scram.Auth{User: user, Pass: p}, err
+		})
+	}
 }
 
 // advertisedListenersString is the advertised.listeners DescribeConfigs reports.
