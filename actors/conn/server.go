@@ -100,6 +100,10 @@ type Server struct {
 	// ACLs is where CreateAcls and DeleteAcls write (KafkaAcl objects in
 	// cluster mode, the local ACL store otherwise); nil refuses them.
 	ACLs acl.Store
+	// ScramUsers is where DescribeUserScramCredentials and
+	// AlterUserScramCredentials read and write (KafkaUser objects in
+	// cluster mode, the credentials file otherwise); nil refuses them.
+	ScramUsers sasl.UserStore
 
 	producerIDs atomic.Int64
 	connSeq     atomic.Int64

@@ -68,7 +68,8 @@ func startAPIServer(t testing.TB) *apiserver {
 	}
 	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkatopics.yaml"))
 	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkaacls.yaml"))
-	a.kubectl(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/kafkatopics.kaas.dev", "crd/kafkaacls.kaas.dev")
+	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkausers.yaml"))
+	a.kubectl(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/kafkatopics.kaas.dev", "crd/kafkaacls.kaas.dev", "crd/kafkausers.kaas.dev")
 	return a
 }
 

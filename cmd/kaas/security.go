@@ -20,7 +20,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/wire/sasl"
 	"github.com/kaas-project/kaas/wire/tlsfiles"
@@ -143,7 +145,8 @@ func (c *serveConfig) validateSecurity() error {
 			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" {
 				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file")
 			}
-			if m != sasl.OAuthBearer && s.SASLCredentialsFile == "" {
+			// In cluster mode SCRAM users can come from KafkaUser objects alone.
+			if m != sasl.OAuthBearer && s.SASLCredentialsFile == "" && (m == sasl.Plain || !c.clusterMode()) {
 				return fmt.Errorf("%s needs --sasl-credentials-file", m)
 			}
 		}
@@ -269,6 +272,7 @@ func parseListeners(listeners, advertised, protoMap, defaultHost string) ([]list
 type security struct {
 	tlsDir   *tlsfiles.Dir
 	sasl     *sasl.Server
+	creds    *sasl.FileStore // --sasl-credentials-file
 	limiter  *sasl.Limiter
 	settings []*conn.Listener
 }
@@ -306,7 +310,7 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 				}
 				log.Info().Msg("SASL credentials reloaded")
 			}
-			srv.Credentials = f
+			srv.Credentials, out.creds = f, f
 		}
 		if s.OAuthJWKSFile != "" {
 			v, err := sasl.NewTokenValidator(s.OAuthJWKSFile, s.OAuthIssuer, s.OAuthAudience, time.Now)
@@ -334,6 +338,35 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		out.settings = append(out.settings, cl)
 	}
 	return out, nil
+}
+
+// startScramUsers picks the store of SCRAM credentials that SASL logins
+// read and the credential APIs (keys 50, 51) write: in cluster mode with a
+// SASL listener, KafkaUser objects (watched until ctx ends; it returns once
+// the first list is in) over the credentials file; otherwise the
+// credentials file. Nil (no SASL in the cluster, no file) leaves the APIs
+// answering SECURITY_DISABLED.
+func (b *broker) startScramUsers(ctx context.Context, cfg *serveConfig, dyn dynamic.Interface) (sasl.UserStore, error) {
+	var store sasl.UserStore
+	switch {
+	case cfg.clusterMode() && cfg.needSASL:
+		users := &cluster.Users{Dyn: dyn, Namespace: cfg.podNamespace, Log: b.log.With().Str("component", "scram-users").Logger()}
+		if err := users.Watch(ctx); err != nil {
+			return nil, err
+		}
+		store = users
+		if b.sec.creds != nil {
+			store = &sasl.Overlay{Store: users, Base: b.sec.creds, BaseContent: b.sec.creds.Content}
+		}
+	case b.sec.creds != nil:
+		store = b.sec.creds
+	default:
+		return nil, nil
+	}
+	if b.sec.sasl != nil {
+		b.sec.sasl.Credentials = store
+	}
+	return store, nil
 }
 
 // heartbeatServerOptions are the heartbeat gRPC server's credentials.

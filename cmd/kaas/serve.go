@@ -34,6 +34,7 @@ import (
 	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/faultlog"
 	"github.com/kaas-project/kaas/storage/memlog"
+	"github.com/kaas-project/kaas/wire/sasl"
 )
 
 func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
@@ -112,6 +113,12 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	if err == nil && aclErr != nil {
 		err = fmt.Errorf("authorizer: %w", aclErr)
 	}
+	var scramUsers sasl.UserStore
+	if err == nil {
+		if scramUsers, err = b.startScramUsers(ctx, cfg, b.dyn); err != nil {
+			err = fmt.Errorf("SCRAM users: %w", err)
+		}
+	}
 	if err != nil {
 		b.closeKafkaListeners()
 		if b.httpLn != nil {
@@ -127,6 +134,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
 	b.srv.DataDir = cfg.DataDir
 	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
+	b.srv.ScramUsers = scramUsers
 	b.srv.BrokerConfigs = map[string]string{
 		"broker.id":                 strconv.Itoa(cfg.BrokerID),
 		"advertised.listeners":      cfg.advertisedListenersString(),

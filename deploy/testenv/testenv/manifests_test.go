@@ -33,6 +33,7 @@ func TestBaseManifests(t *testing.T) {
 	for _, want := range []string{
 		"customresourcedefinition.apiextensions.k8s.io/kafkatopics.kaas.dev",
 		"customresourcedefinition.apiextensions.k8s.io/kafkaacls.kaas.dev",
+		"customresourcedefinition.apiextensions.k8s.io/kafkausers.kaas.dev",
 		"serviceaccount/kaas", "role.rbac.authorization.k8s.io/kaas", "rolebinding.rbac.authorization.k8s.io/kaas",
 		"service/kaas", "service/kaas-bootstrap", "persistentvolumeclaim/kaas-data",
 		"statefulset.apps/kaas", "poddisruptionbudget.policy/kaas",
@@ -207,6 +208,9 @@ func TestBrokerRBAC(t *testing.T) {
 	for _, v := range []string{"get", "list", "watch", "create", "delete"} {
 		checks = append(checks, check{"kaas.dev", "kafkaacls", "", v, ns, true})
 	}
+	for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
+		checks = append(checks, check{"kaas.dev", "kafkausers", "", v, ns, true})
+	}
 	for _, v := range []string{"get", "list", "watch"} {
 		checks = append(checks, check{"discovery.k8s.io", "endpointslices", "", v, ns, true})
 	}
@@ -219,6 +223,7 @@ func TestBrokerRBAC(t *testing.T) {
 		check{"kaas.dev", "kafkatopics", "status", "create", ns, false},
 		check{"kaas.dev", "kafkaacls", "", "update", ns, false},
 		check{"kaas.dev", "kafkaacls", "", "deletecollection", ns, false},
+		check{"kaas.dev", "kafkausers", "", "deletecollection", ns, false},
 		check{"discovery.k8s.io", "endpointslices", "", "create", ns, false},
 		check{"", "pods", "", "list", ns, false},
 		check{"", "pods", "", "delete", ns, false},
