@@ -49,8 +49,10 @@ type securityConfig struct {
 	InterBrokerMech     string
 	InterBrokerUser     string
 	InterBrokerPassFile string
+	SSLPrincipalRules   string
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
+	principalMapping    *tlsfiles.PrincipalMapper
 	saslMechanisms      []string
 	needTLS, needSASL   bool
 }
@@ -68,6 +70,7 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.ListenerProtocolMap, "listener-security-protocol-map", "", "security protocol of each listener, NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; a listener named after a protocol speaks it by default")
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "directory holding tls.crt, tls.key and ca.crt (a mounted kubernetes.io/tls Secret, e.g. from cert-manager), re-read when they change; needed by SSL and SASL_SSL listeners and --heartbeat-tls")
 	fs.StringVar(&c.SSLClientAuth, "ssl-client-auth", "none", "client certificates on SSL listeners: none, requested (verified if given) or required (Kafka's ssl.client.auth); verified against ca.crt; the principal is User:<subject DN>")
+	fs.StringVar(&c.SSLPrincipalRules, "ssl-principal-mapping-rules", "DEFAULT", "principal names of client certificates on SSL listeners from their subject DN (Kafka's ssl.principal.mapping.rules): RULE:pattern/replacement/[LU],...,DEFAULT; a certificate no rule applies to is refused")
 	fs.StringVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
 	fs.StringVar(&c.SASLCredentialsFile, "sasl-credentials-file", "", "JSON file of salted SCRAM credentials (kaas scram-credential prints entries) for SCRAM and PLAIN, re-read when it changes")
 	fs.BoolVar(&c.SASLPlainWithoutTLS, "sasl-plain-without-tls", false, "also offer PLAIN (a clear-text password) on SASL_PLAINTEXT listeners")
@@ -114,6 +117,14 @@ func (c *serveConfig) validateSecurity() error {
 		s.clientAuth = tls.RequireAndVerifyClientCert
 	default:
 		return fmt.Errorf("--ssl-client-auth %q: want none, requested or required", s.SSLClientAuth)
+	}
+	s.principalMapping = nil
+	if strings.TrimSpace(s.SSLPrincipalRules) != "DEFAULT" {
+		m, err := tlsfiles.ParsePrincipalMappingRules(s.SSLPrincipalRules)
+		if err != nil {
+			return fmt.Errorf("--ssl-principal-mapping-rules: %w", err)
+		}
+		s.principalMapping = m
 	}
 	for _, l := range s.listenerSpecs {
 		s.needTLS = s.needTLS || l.Protocol == conn.ProtocolSSL || l.Protocol == conn.ProtocolSASLSSL
@@ -329,6 +340,7 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		switch l.Protocol {
 		case conn.ProtocolSSL:
 			cl.TLS = out.tlsDir.ServerConfig(s.clientAuth)
+			cl.PrincipalMapping = s.principalMapping
 		case conn.ProtocolSASLSSL:
 			cl.TLS = out.tlsDir.ServerConfig(tls.NoClientCert)
 		}
