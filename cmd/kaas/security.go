@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -50,10 +51,12 @@ type securityConfig struct {
 	InterBrokerUser     string
 	InterBrokerPassFile string
 	SSLPrincipalRules   string
+	ListenerMechanisms  string
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
 	principalMapping    *tlsfiles.PrincipalMapper
 	saslMechanisms      []string
+	listenerMechs       map[string][]string // listener -> its own SASL mechanisms
 	needTLS, needSASL   bool
 }
 
@@ -72,6 +75,7 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.SSLClientAuth, "ssl-client-auth", "none", "client certificates on SSL listeners: none, requested (verified if given) or required (Kafka's ssl.client.auth); verified against ca.crt; the principal is User:<subject DN>")
 	fs.StringVar(&c.SSLPrincipalRules, "ssl-principal-mapping-rules", "DEFAULT", "principal names of client certificates on SSL listeners from their subject DN (Kafka's ssl.principal.mapping.rules): RULE:pattern/replacement/[LU],...,DEFAULT; a certificate no rule applies to is refused")
 	fs.StringVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
+	fs.StringVar(&c.ListenerMechanisms, "listener-sasl-enabled-mechanisms", "", "SASL mechanisms of single listeners instead of --sasl-enabled-mechanisms, NAME=MECH,MECH;NAME=... (Kafka's listener.name.<name>.sasl.enabled.mechanisms)")
 	fs.StringVar(&c.SASLCredentialsFile, "sasl-credentials-file", "", "JSON file of salted SCRAM credentials (kaas scram-credential prints entries) for SCRAM and PLAIN, re-read when it changes")
 	fs.BoolVar(&c.SASLPlainWithoutTLS, "sasl-plain-without-tls", false, "also offer PLAIN (a clear-text password) on SASL_PLAINTEXT listeners")
 	fs.StringVar(&c.OAuthJWKSFile, "sasl-oauthbearer-jwks-file", "", "OAUTHBEARER: JWKS file of the keys that sign tokens, re-read when it changes")
@@ -133,26 +137,31 @@ func (c *serveConfig) validateSecurity() error {
 	if (s.needTLS || s.HeartbeatTLS) && s.TLSDir == "" {
 		return errors.New("SSL and SASL_SSL listeners and --heartbeat-tls need --tls-dir")
 	}
-	s.saslMechanisms = nil
-	for _, m := range strings.Split(s.SASLMechanisms, ",") {
-		m = strings.TrimSpace(m)
-		if m == "" {
-			continue
-		}
-		known := false
-		for _, k := range sasl.Supported() {
-			known = known || k == m
-		}
-		if !known {
-			return fmt.Errorf("--sasl-enabled-mechanisms: unknown mechanism %q (served: %s)", m, strings.Join(sasl.Supported(), ", "))
-		}
-		s.saslMechanisms = append(s.saslMechanisms, m)
+	var err error
+	if s.saslMechanisms, err = parseMechanisms("--sasl-enabled-mechanisms", s.SASLMechanisms); err != nil {
+		return err
+	}
+	if s.listenerMechs, err = parseListenerMechanisms(s.ListenerMechanisms, s.listenerSpecs); err != nil {
+		return err
 	}
 	if s.needSASL {
-		if len(s.saslMechanisms) == 0 {
-			return errors.New("SASL listeners need --sasl-enabled-mechanisms")
+		used := map[string]bool{}
+		for _, l := range s.listenerSpecs {
+			if l.Protocol != conn.ProtocolSASLPlaintext && l.Protocol != conn.ProtocolSASLSSL {
+				continue
+			}
+			mechs, ok := s.listenerMechs[l.Name]
+			if !ok {
+				mechs = s.saslMechanisms
+			}
+			if len(mechs) == 0 {
+				return fmt.Errorf("SASL listener %s has no mechanism: set --sasl-enabled-mechanisms", l.Name)
+			}
+			for _, m := range mechs {
+				used[m] = true
+			}
 		}
-		for _, m := range s.saslMechanisms {
+		for _, m := range slices.Sorted(maps.Keys(used)) {
 			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" {
 				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file")
 			}
@@ -181,10 +190,64 @@ func (s *securityConfig) validateInterBroker() error {
 	if (s.InterBrokerUser == "") != (s.InterBrokerPassFile == "") {
 		return errors.New("--inter-broker-sasl-user and --inter-broker-sasl-password-file go together")
 	}
-	if s.InterBrokerUser != "" && !slices.Contains(s.saslMechanisms, s.InterBrokerMech) {
-		return fmt.Errorf("--inter-broker-sasl-mechanism %s is not in --sasl-enabled-mechanisms", s.InterBrokerMech)
+	if s.InterBrokerUser != "" && len(s.listenerSpecs) > 0 {
+		mechs, ok := s.listenerMechs[s.listenerSpecs[0].Name]
+		if !ok {
+			mechs = s.saslMechanisms
+		}
+		if !slices.Contains(mechs, s.InterBrokerMech) {
+			return fmt.Errorf("--inter-broker-sasl-mechanism %s is not in --sasl-enabled-mechanisms (of the first listener)", s.InterBrokerMech)
+		}
 	}
 	return nil
+}
+
+// parseMechanisms parses a comma-separated list of SASL mechanisms.
+func parseMechanisms(flagName, v string) ([]string, error) {
+	var out []string
+	for _, m := range strings.Split(v, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		if !slices.Contains(sasl.Supported(), m) {
+			return nil, fmt.Errorf("%s: unknown mechanism %q (served: %s)", flagName, m, strings.Join(sasl.Supported(), ", "))
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// parseListenerMechanisms parses NAME=MECH,MECH;NAME=...; each name must be
+// a SASL listener.
+func parseListenerMechanisms(v string, listeners []listenerSpec) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, item := range strings.Split(v, ";") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		name, list, ok := strings.Cut(item, "=")
+		name = strings.ToUpper(strings.TrimSpace(name))
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: %q is not NAME=MECH,MECH", item)
+		}
+		i := slices.IndexFunc(listeners, func(l listenerSpec) bool { return l.Name == name })
+		if i < 0 || (listeners[i].Protocol != conn.ProtocolSASLPlaintext && listeners[i].Protocol != conn.ProtocolSASLSSL) {
+			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: %s is not a SASL listener of --listeners", name)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: listener %s given twice", name)
+		}
+		mechs, err := parseMechanisms("--listener-sasl-enabled-mechanisms "+name, list)
+		if err != nil {
+			return nil, err
+		}
+		if len(mechs) == 0 {
+			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: listener %s has no mechanism", name)
+		}
+		out[name] = mechs
+	}
+	return out, nil
 }
 
 // defaultAdvertisedHost is the host a listener without an advertised
@@ -308,7 +371,7 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		out.tlsDir = d
 	}
 	if s.needSASL {
-		srv := &sasl.Server{Mechanisms: s.saslMechanisms, Now: time.Now}
+		srv := &sasl.Server{Mechanisms: s.saslMechanisms, Now: time.Now} // listeners with their own list get a copy
 		if s.SASLCredentialsFile != "" {
 			f, err := sasl.OpenFile(s.SASLCredentialsFile, time.Now)
 			if err != nil {
@@ -346,6 +409,11 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		}
 		if l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL {
 			cl.SASL = out.sasl
+			if mechs, ok := s.listenerMechs[l.Name]; ok {
+				own := *out.sasl
+				own.Mechanisms = mechs
+				cl.SASL = &own
+			}
 		}
 		out.settings = append(out.settings, cl)
 	}
@@ -375,8 +443,10 @@ func (b *broker) startScramUsers(ctx context.Context, cfg *serveConfig, dyn dyna
 	default:
 		return nil, nil
 	}
-	if b.sec.sasl != nil {
-		b.sec.sasl.Credentials = store
+	for _, l := range b.sec.settings {
+		if l.SASL != nil {
+			l.SASL.Credentials = store
+		}
 	}
 	return store, nil
 }
