@@ -76,6 +76,8 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			"--listener-sasl-enabled-mechanisms", "sasl_plaintext=SCRAM-SHA-512"}, nil, "", func(c *serveConfig) bool {
 			return len(c.listenerMechs) == 1 && len(c.listenerMechs["SASL_PLAINTEXT"]) == 1 && c.listenerMechs["SASL_PLAINTEXT"][0] == "SCRAM-SHA-512"
 		}},
+		{"jwks file and url", []string{"--sasl-oauthbearer-jwks-file", "/j", "--sasl-oauthbearer-jwks-url", "https://idp/jwks"}, nil, "give one", nil},
+		{"jwks url not https", []string{"--sasl-oauthbearer-jwks-url", "http://idp/jwks"}, nil, "https://", nil},
 		{"bad principal mapping rules", []string{"--ssl-principal-mapping-rules", "RULE:x"}, nil, "--ssl-principal-mapping-rules", nil},
 		{"fence-after covers two pings", []string{"--data-dir", "/tmp", "--heartbeat-interval", "3s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--fence-after", nil},

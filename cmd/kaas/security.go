@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -40,6 +42,9 @@ type securityConfig struct {
 	SASLCredentialsFile string
 	SASLPlainWithoutTLS bool
 	OAuthJWKSFile       string
+	OAuthJWKSURL        string
+	OAuthJWKSRefresh    time.Duration
+	OAuthJWKSCAFile     string
 	OAuthIssuer         string
 	OAuthAudience       string
 	MaxReauth           time.Duration
@@ -79,6 +84,9 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.SASLCredentialsFile, "sasl-credentials-file", "", "JSON file of salted SCRAM credentials (kaas scram-credential prints entries) for SCRAM and PLAIN, re-read when it changes")
 	fs.BoolVar(&c.SASLPlainWithoutTLS, "sasl-plain-without-tls", false, "also offer PLAIN (a clear-text password) on SASL_PLAINTEXT listeners")
 	fs.StringVar(&c.OAuthJWKSFile, "sasl-oauthbearer-jwks-file", "", "OAUTHBEARER: JWKS file of the keys that sign tokens, re-read when it changes")
+	fs.StringVar(&c.OAuthJWKSURL, "sasl-oauthbearer-jwks-url", "", "OAUTHBEARER: https URL of the JWKS (instead of --sasl-oauthbearer-jwks-file), fetched at start and every --sasl-oauthbearer-jwks-refresh (Kafka's sasl.oauthbearer.jwks.endpoint.url)")
+	fs.DurationVar(&c.OAuthJWKSRefresh, "sasl-oauthbearer-jwks-refresh", time.Hour, "OAUTHBEARER: interval between fetches of --sasl-oauthbearer-jwks-url; a failed fetch keeps the last good keys")
+	fs.StringVar(&c.OAuthJWKSCAFile, "sasl-oauthbearer-jwks-ca-file", "", "OAUTHBEARER: PEM file of the CAs trusted for --sasl-oauthbearer-jwks-url (empty: the system's)")
 	fs.StringVar(&c.OAuthIssuer, "sasl-oauthbearer-issuer", "", "OAUTHBEARER: required iss claim (empty: any)")
 	fs.StringVar(&c.OAuthAudience, "sasl-oauthbearer-audience", "", "OAUTHBEARER: required aud claim (empty: any)")
 	fs.DurationVar(&c.MaxReauth, "connections-max-reauth", 0, "longest SASL session before the client must re-authenticate on its connection, else it is closed (KIP-368, Kafka's connections.max.reauth.ms); 0: only token expiry ends a session")
@@ -162,14 +170,20 @@ func (c *serveConfig) validateSecurity() error {
 			}
 		}
 		for _, m := range slices.Sorted(maps.Keys(used)) {
-			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" {
-				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file")
+			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" && s.OAuthJWKSURL == "" {
+				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file or --sasl-oauthbearer-jwks-url")
 			}
 			// In cluster mode SCRAM users can come from KafkaUser objects alone.
 			if m != sasl.OAuthBearer && s.SASLCredentialsFile == "" && (m == sasl.Plain || !c.clusterMode()) {
 				return fmt.Errorf("%s needs --sasl-credentials-file", m)
 			}
 		}
+	}
+	if s.OAuthJWKSFile != "" && s.OAuthJWKSURL != "" {
+		return errors.New("--sasl-oauthbearer-jwks-file and --sasl-oauthbearer-jwks-url: give one")
+	}
+	if s.OAuthJWKSURL != "" && (!strings.HasPrefix(s.OAuthJWKSURL, "https://") || s.OAuthJWKSRefresh <= 0) {
+		return errors.New("--sasl-oauthbearer-jwks-url must be https:// and --sasl-oauthbearer-jwks-refresh positive")
 	}
 	if err := s.validateInterBroker(); err != nil {
 		return err
@@ -393,6 +407,19 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 			}
 			srv.Tokens = v
 		}
+		if s.OAuthJWKSURL != "" {
+			client, err := jwksClient(s.OAuthJWKSCAFile)
+			if err != nil {
+				return nil, err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			v, err := sasl.NewURLTokenValidator(ctx, s.OAuthJWKSURL, client, s.OAuthIssuer, s.OAuthAudience, time.Now)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("--sasl-oauthbearer-jwks-url: %w", err)
+			}
+			srv.Tokens = v
+		}
 		out.sasl = srv
 	}
 	for _, l := range s.listenerSpecs {
@@ -449,6 +476,44 @@ func (b *broker) startScramUsers(ctx context.Context, cfg *serveConfig, dyn dyna
 		}
 	}
 	return store, nil
+}
+
+// jwksClient is the HTTP client of the JWKS URL: the CAs of caFile, or
+// the system's.
+func jwksClient(caFile string) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile != "" {
+		b, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--sasl-oauthbearer-jwks-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("--sasl-oauthbearer-jwks-ca-file %s: no PEM certificate", caFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
+}
+
+// refreshJWKS fetches the OAUTHBEARER JWKS URL every interval until ctx
+// ends (nothing without a URL); failures are logged, the last keys kept.
+func (s *security) refreshJWKS(ctx context.Context, cfg *serveConfig, log zerolog.Logger) {
+	if s.sasl == nil || s.sasl.Tokens == nil || cfg.OAuthJWKSURL == "" {
+		return
+	}
+	t := time.NewTicker(cfg.OAuthJWKSRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.sasl.Tokens.Refresh(ctx); err != nil {
+			log.Error().Err(err).Msg("JWKS refresh failed; keeping the previous keys")
+		}
+	}
 }
 
 // heartbeatServerOptions are the heartbeat gRPC server's credentials.

@@ -92,6 +92,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	if b.sec, err = openSecurity(cfg, b.log); err != nil {
 		return nil, err
 	}
+	go b.sec.refreshJWKS(ctx, cfg, b.log)
 	if err := b.listen(cfg); err != nil {
 		return nil, err
 	}
