@@ -179,13 +179,15 @@ var authRules = map[int16]authRule{
 	// Share groups (KIP-932): READ on the group; ShareFetch and
 	// ShareAcknowledge also READ on each topic, whose partitions are
 	// refused one by one.
-	kmsg.ShareGroupHeartbeat.Int16():       authShareGroupHeartbeat,
-	kmsg.ShareGroupDescribe.Int16():        authShareGroupDescribe,
-	kmsg.ShareFetch.Int16():                authShareFetch,
-	kmsg.ShareAcknowledge.Int16():          authShareAcknowledge,
-	kmsg.DescribeShareGroupOffsets.Int16(): authDescribeShareGroupOffsets,
-	kmsg.AddPartitionsToTxn.Int16():        authAddPartitionsToTxn,
-	kmsg.TxnOffsetCommit.Int16():           authTxnOffsetCommit,
+	kmsg.ShareGroupHeartbeat.Int16():          authShareGroupHeartbeat,
+	kmsg.ShareGroupDescribe.Int16():           authShareGroupDescribe,
+	kmsg.ShareFetch.Int16():                   authShareFetch,
+	kmsg.ShareAcknowledge.Int16():             authShareAcknowledge,
+	kmsg.DescribeShareGroupOffsets.Int16():    authDescribeShareGroupOffsets,
+	kmsg.AddPartitionsToTxn.Int16():           authAddPartitionsToTxn,
+	kmsg.TxnOffsetCommit.Int16():              authTxnOffsetCommit,
+	kmsg.DescribeUserSCRAMCredentials.Int16(): needCluster(opDescribe),
+	kmsg.AlterUserSCRAMCredentials.Int16():    needCluster(opAlter),
 	kmsg.EndTxn.Int16(): func(z authz, api API, req kmsg.Request) authDecision {
 		if z.txn(opWrite, req.(*kmsg.EndTxnRequest).TransactionalID) {
 			return allow

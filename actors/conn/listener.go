@@ -7,6 +7,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/wire/sasl"
+	"github.com/kaas-project/kaas/wire/tlsfiles"
 )
 
 // Listener is one named Kafka listener: its security protocol, the address
@@ -34,6 +35,10 @@ type Listener struct {
 	// AllowPlainWithoutTLS lets SASL PLAIN (a clear-text password) run on a
 	// SASL_PLAINTEXT listener.
 	AllowPlainWithoutTLS bool
+	// PrincipalMapping names the principal of a client certificate from its
+	// subject DN (ssl.principal.mapping.rules); nil keeps the DN. A DN no
+	// rule applies to fails the handshake.
+	PrincipalMapping *tlsfiles.PrincipalMapper
 
 	views viewCache
 }

@@ -39,6 +39,13 @@ func (a *connActor) handshake(tc *tls.Conn) (string, error) {
 		return "", fmt.Errorf("tls handshake: %w", err)
 	}
 	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
+		if m := a.lst.PrincipalMapping; m != nil {
+			name, err := m.Map(certs[0].Subject.String())
+			if err != nil {
+				return "", fmt.Errorf("client certificate: %w", err)
+			}
+			return "User:" + name, nil
+		}
 		return tlsfiles.Principal(certs[0]), nil
 	}
 	return "", nil

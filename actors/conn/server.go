@@ -117,6 +117,10 @@ type Server struct {
 	QuotaStore quota.Store
 	// Clock measures quota rates and throttles (set before Serve).
 	Clock clock.Clock
+	// ScramUsers is where DescribeUserScramCredentials and
+	// AlterUserScramCredentials read and write (KafkaUser objects in
+	// cluster mode, the credentials file otherwise); nil refuses them.
+	ScramUsers sasl.UserStore
 
 	producerIDs atomic.Int64
 	connSeq     atomic.Int64

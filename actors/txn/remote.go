@@ -20,6 +20,9 @@ import (
 type Remote struct {
 	// Timeout bounds one request.
 	Timeout time.Duration
+	// ClientOpts configure each client beyond its seed broker: TLS and SASL
+	// when the published listener needs them.
+	ClientOpts []kgo.Opt
 
 	mu      sync.Mutex
 	clients map[string]*kgo.Client
@@ -99,7 +102,7 @@ func (r *Remote) client(addr string) (*kgo.Client, error) {
 	if cl, ok := r.clients[addr]; ok {
 		return cl, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, r.ClientOpts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,8 @@ func startAPIServer(t testing.TB) *apiserver {
 	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkatopics.yaml"))
 	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkaacls.yaml"))
 	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkaquotas.yaml"))
-	a.kubectl(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/kafkatopics.kaas.dev", "crd/kafkaacls.kaas.dev", "crd/kafkaquotas.kaas.dev")
+	a.kubectl(t, "apply", "-f", filepath.Join(root, "deploy", "base", "crd-kafkausers.yaml"))
+	a.kubectl(t, "wait", "--for=condition=Established", "--timeout=30s", "crd/kafkatopics.kaas.dev", "crd/kafkaacls.kaas.dev", "crd/kafkaquotas.kaas.dev", "crd/kafkausers.kaas.dev")
 	return a
 }
 
@@ -127,6 +128,9 @@ type kaasCluster struct {
 	// netns, when set, runs each broker in a network namespace of its own
 	// (netns_harness_test.go) instead of on loopback.
 	netns *netLab
+	// listener, when set, is the protocol of each broker's only listener
+	// (e.g. SASL_SSL), given with --listeners instead of --kafka-addr.
+	listener string
 }
 
 func newKaasCluster(t testing.TB, api *apiserver, flags ...string) *kaasCluster {
@@ -184,12 +188,15 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 		fmt.Fprintf(b.log.f, "--- %s restarted ---\n", name)
 	}
 	b.exited = make(chan struct{})
-	args := append([]string{
-		"--kafka-addr", b.kafka, "--advertised-addr", b.kafka,
+	kafkaArgs := []string{"--kafka-addr", b.kafka, "--advertised-addr", b.kafka}
+	if c.listener != "" {
+		kafkaArgs = []string{"--listeners", c.listener + "://" + b.kafka, "--advertised-listeners", c.listener + "://" + b.kafka}
+	}
+	args := append(append(kafkaArgs,
 		"--http-addr", b.http,
 		"--heartbeat-addr", b.heartbeat, "--advertised-heartbeat-addr", b.heartbeat,
 		"--data-dir", c.dataDir, "--log-format", "json", "--log-level", "info",
-	}, c.flags...)
+	), c.flags...)
 	if lvl := os.Getenv("KAAS_TEST_LOG_LEVEL"); lvl != "" { // e.g. debug, for a timeline of every move
 		args = append(args, "--log-level", lvl)
 	}

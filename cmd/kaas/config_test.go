@@ -65,6 +65,26 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "before another broker can take its Lease", nil},
 		{"fence-after just within the Lease", []string{"--data-dir", "/tmp", "--lease-duration", "6s", "--renew-deadline", "3s", "--fence-after", "5s", "--dead-after", "8s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "", func(c *serveConfig) bool { return c.FenceAfter == 5*time.Second }},
+		{"inter-broker user without password file", []string{"--inter-broker-sasl-user", "kaas-broker"}, nil, "--inter-broker-sasl-password-file", nil},
+		{"inter-broker mechanism unknown", []string{"--inter-broker-sasl-mechanism", "GSSAPI"}, nil, "--inter-broker-sasl-mechanism", nil},
+		{"inter-broker mechanism not enabled", []string{"--inter-broker-sasl-mechanism", "PLAIN", "--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"},
+			nil, "not in --sasl-enabled-mechanisms", nil},
+		{"inter-broker credentials", []string{"--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"}, nil, "", func(c *serveConfig) bool {
+			return c.InterBrokerMech == "SCRAM-SHA-512" && c.InterBrokerUser == "b"
+		}},
+		{"listener mechanisms of an unknown listener", []string{"--listeners", "SASL_SSL://:9093", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
+			"--listener-sasl-enabled-mechanisms", "OTHER=PLAIN"}, nil, "not a SASL listener", nil},
+		{"listener mechanisms unknown mechanism", []string{"--listeners", "SASL_SSL://:9093", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
+			"--listener-sasl-enabled-mechanisms", "SASL_SSL=GSSAPI"}, nil, "unknown mechanism", nil},
+		{"listener mechanisms need their files", []string{"--listeners", "SASL_SSL://:9093", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
+			"--listener-sasl-enabled-mechanisms", "SASL_SSL=OAUTHBEARER"}, nil, "--sasl-oauthbearer-jwks-file", nil},
+		{"listener mechanisms", []string{"--listeners", "SASL_SSL://:9093,SASL_PLAINTEXT://:9094", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
+			"--listener-sasl-enabled-mechanisms", "sasl_plaintext=SCRAM-SHA-512"}, nil, "", func(c *serveConfig) bool {
+			return len(c.listenerMechs) == 1 && len(c.listenerMechs["SASL_PLAINTEXT"]) == 1 && c.listenerMechs["SASL_PLAINTEXT"][0] == "SCRAM-SHA-512"
+		}},
+		{"jwks file and url", []string{"--sasl-oauthbearer-jwks-file", "/j", "--sasl-oauthbearer-jwks-url", "https://idp/jwks"}, nil, "give one", nil},
+		{"jwks url not https", []string{"--sasl-oauthbearer-jwks-url", "http://idp/jwks"}, nil, "https://", nil},
+		{"bad principal mapping rules", []string{"--ssl-principal-mapping-rules", "RULE:x"}, nil, "--ssl-principal-mapping-rules", nil},
 		{"fence-after covers two pings", []string{"--data-dir", "/tmp", "--heartbeat-interval", "3s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--fence-after", nil},
 	}

@@ -63,7 +63,7 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 		kmsg.DescribeLogDirs: {0, 4}, kmsg.ElectLeaders: {0, 2}, kmsg.DescribeProducers: {0, 0},
 		kmsg.InitProducerID: {0, 4}, kmsg.AddPartitionsToTxn: {0, 4}, kmsg.AddOffsetsToTxn: {0, 3}, kmsg.EndTxn: {0, 4},
 		kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2}, kmsg.TxnOffsetCommit: {0, 4},
-		kmsg.WriteTxnMarkers: {0, 1},
+		kmsg.WriteTxnMarkers: {0, 1}, kmsg.DescribeUserSCRAMCredentials: {0, 0}, kmsg.AlterUserSCRAMCredentials: {0, 0},
 	} {
 		if got[key.Int16()] != want {
 			t.Errorf("%s: versions %v, want %v", kmsg.NameForKey(key.Int16()), got[key.Int16()], want)

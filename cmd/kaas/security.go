@@ -1,19 +1,31 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
+	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+	ksasl "github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/wire/sasl"
 	"github.com/kaas-project/kaas/wire/tlsfiles"
@@ -30,6 +42,9 @@ type securityConfig struct {
 	SASLCredentialsFile string
 	SASLPlainWithoutTLS bool
 	OAuthJWKSFile       string
+	OAuthJWKSURL        string
+	OAuthJWKSRefresh    time.Duration
+	OAuthJWKSCAFile     string
 	OAuthIssuer         string
 	OAuthAudience       string
 	MaxReauth           time.Duration
@@ -37,9 +52,16 @@ type securityConfig struct {
 	SASLFailureWindow   time.Duration
 	HeartbeatTLS        bool
 	DebugPprof          bool
+	InterBrokerMech     string
+	InterBrokerUser     string
+	InterBrokerPassFile string
+	SSLPrincipalRules   string
+	ListenerMechanisms  string
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
+	principalMapping    *tlsfiles.PrincipalMapper
 	saslMechanisms      []string
+	listenerMechs       map[string][]string // listener -> its own SASL mechanisms
 	needTLS, needSASL   bool
 }
 
@@ -56,10 +78,15 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.ListenerProtocolMap, "listener-security-protocol-map", "", "security protocol of each listener, NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; a listener named after a protocol speaks it by default")
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "directory holding tls.crt, tls.key and ca.crt (a mounted kubernetes.io/tls Secret, e.g. from cert-manager), re-read when they change; needed by SSL and SASL_SSL listeners and --heartbeat-tls")
 	fs.StringVar(&c.SSLClientAuth, "ssl-client-auth", "none", "client certificates on SSL listeners: none, requested (verified if given) or required (Kafka's ssl.client.auth); verified against ca.crt; the principal is User:<subject DN>")
+	fs.StringVar(&c.SSLPrincipalRules, "ssl-principal-mapping-rules", "DEFAULT", "principal names of client certificates on SSL listeners from their subject DN (Kafka's ssl.principal.mapping.rules): RULE:pattern/replacement/[LU],...,DEFAULT; a certificate no rule applies to is refused")
 	fs.StringVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
+	fs.StringVar(&c.ListenerMechanisms, "listener-sasl-enabled-mechanisms", "", "SASL mechanisms of single listeners instead of --sasl-enabled-mechanisms, NAME=MECH,MECH;NAME=... (Kafka's listener.name.<name>.sasl.enabled.mechanisms)")
 	fs.StringVar(&c.SASLCredentialsFile, "sasl-credentials-file", "", "JSON file of salted SCRAM credentials (kaas scram-credential prints entries) for SCRAM and PLAIN, re-read when it changes")
 	fs.BoolVar(&c.SASLPlainWithoutTLS, "sasl-plain-without-tls", false, "also offer PLAIN (a clear-text password) on SASL_PLAINTEXT listeners")
 	fs.StringVar(&c.OAuthJWKSFile, "sasl-oauthbearer-jwks-file", "", "OAUTHBEARER: JWKS file of the keys that sign tokens, re-read when it changes")
+	fs.StringVar(&c.OAuthJWKSURL, "sasl-oauthbearer-jwks-url", "", "OAUTHBEARER: https URL of the JWKS (instead of --sasl-oauthbearer-jwks-file), fetched at start and every --sasl-oauthbearer-jwks-refresh (Kafka's sasl.oauthbearer.jwks.endpoint.url)")
+	fs.DurationVar(&c.OAuthJWKSRefresh, "sasl-oauthbearer-jwks-refresh", time.Hour, "OAUTHBEARER: interval between fetches of --sasl-oauthbearer-jwks-url; a failed fetch keeps the last good keys")
+	fs.StringVar(&c.OAuthJWKSCAFile, "sasl-oauthbearer-jwks-ca-file", "", "OAUTHBEARER: PEM file of the CAs trusted for --sasl-oauthbearer-jwks-url (empty: the system's)")
 	fs.StringVar(&c.OAuthIssuer, "sasl-oauthbearer-issuer", "", "OAUTHBEARER: required iss claim (empty: any)")
 	fs.StringVar(&c.OAuthAudience, "sasl-oauthbearer-audience", "", "OAUTHBEARER: required aud claim (empty: any)")
 	fs.DurationVar(&c.MaxReauth, "connections-max-reauth", 0, "longest SASL session before the client must re-authenticate on its connection, else it is closed (KIP-368, Kafka's connections.max.reauth.ms); 0: only token expiry ends a session")
@@ -67,6 +94,9 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.DurationVar(&c.SASLFailureWindow, "sasl-failure-window", time.Minute, "window of --sasl-max-failures")
 	fs.BoolVar(&c.HeartbeatTLS, "heartbeat-tls", false, "cluster mode: mutual TLS on the heartbeat gRPC port with --tls-dir (peers must present a certificate signed by ca.crt)")
 	fs.BoolVar(&c.DebugPprof, "debug-pprof", false, "serve Go's profiler at /debug/pprof/ on --http-addr")
+	fs.StringVar(&c.InterBrokerMech, "inter-broker-sasl-mechanism", sasl.ScramSHA512, "SASL mechanism of the Kafka requests one broker sends another (transaction markers) when the first listener is SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN (Kafka's sasl.mechanism.inter.broker.protocol)")
+	fs.StringVar(&c.InterBrokerUser, "inter-broker-sasl-user", "", "SASL user of the Kafka requests one broker sends another when the first listener is SASL; make its principal a super user (or grant it ClusterAction on the cluster)")
+	fs.StringVar(&c.InterBrokerPassFile, "inter-broker-sasl-password-file", "", "file holding the password of --inter-broker-sasl-user, read at each authentication (a mounted Secret can be rotated)")
 }
 
 // validateSecurity parses the listeners; it sets the primary listener's
@@ -100,6 +130,14 @@ func (c *serveConfig) validateSecurity() error {
 	default:
 		return fmt.Errorf("--ssl-client-auth %q: want none, requested or required", s.SSLClientAuth)
 	}
+	s.principalMapping = nil
+	if strings.TrimSpace(s.SSLPrincipalRules) != "DEFAULT" {
+		m, err := tlsfiles.ParsePrincipalMappingRules(s.SSLPrincipalRules)
+		if err != nil {
+			return fmt.Errorf("--ssl-principal-mapping-rules: %w", err)
+		}
+		s.principalMapping = m
+	}
 	for _, l := range s.listenerSpecs {
 		s.needTLS = s.needTLS || l.Protocol == conn.ProtocolSSL || l.Protocol == conn.ProtocolSASLSSL
 		s.needSASL = s.needSASL || l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL
@@ -107,38 +145,123 @@ func (c *serveConfig) validateSecurity() error {
 	if (s.needTLS || s.HeartbeatTLS) && s.TLSDir == "" {
 		return errors.New("SSL and SASL_SSL listeners and --heartbeat-tls need --tls-dir")
 	}
-	s.saslMechanisms = nil
-	for _, m := range strings.Split(s.SASLMechanisms, ",") {
-		m = strings.TrimSpace(m)
-		if m == "" {
-			continue
-		}
-		known := false
-		for _, k := range sasl.Supported() {
-			known = known || k == m
-		}
-		if !known {
-			return fmt.Errorf("--sasl-enabled-mechanisms: unknown mechanism %q (served: %s)", m, strings.Join(sasl.Supported(), ", "))
-		}
-		s.saslMechanisms = append(s.saslMechanisms, m)
+	var err error
+	if s.saslMechanisms, err = parseMechanisms("--sasl-enabled-mechanisms", s.SASLMechanisms); err != nil {
+		return err
+	}
+	if s.listenerMechs, err = parseListenerMechanisms(s.ListenerMechanisms, s.listenerSpecs); err != nil {
+		return err
 	}
 	if s.needSASL {
-		if len(s.saslMechanisms) == 0 {
-			return errors.New("SASL listeners need --sasl-enabled-mechanisms")
-		}
-		for _, m := range s.saslMechanisms {
-			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" {
-				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file")
+		used := map[string]bool{}
+		for _, l := range s.listenerSpecs {
+			if l.Protocol != conn.ProtocolSASLPlaintext && l.Protocol != conn.ProtocolSASLSSL {
+				continue
 			}
-			if m != sasl.OAuthBearer && s.SASLCredentialsFile == "" {
+			mechs, ok := s.listenerMechs[l.Name]
+			if !ok {
+				mechs = s.saslMechanisms
+			}
+			if len(mechs) == 0 {
+				return fmt.Errorf("SASL listener %s has no mechanism: set --sasl-enabled-mechanisms", l.Name)
+			}
+			for _, m := range mechs {
+				used[m] = true
+			}
+		}
+		for _, m := range slices.Sorted(maps.Keys(used)) {
+			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" && s.OAuthJWKSURL == "" {
+				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file or --sasl-oauthbearer-jwks-url")
+			}
+			// In cluster mode SCRAM users can come from KafkaUser objects alone.
+			if m != sasl.OAuthBearer && s.SASLCredentialsFile == "" && (m == sasl.Plain || !c.clusterMode()) {
 				return fmt.Errorf("%s needs --sasl-credentials-file", m)
 			}
 		}
+	}
+	if s.OAuthJWKSFile != "" && s.OAuthJWKSURL != "" {
+		return errors.New("--sasl-oauthbearer-jwks-file and --sasl-oauthbearer-jwks-url: give one")
+	}
+	if s.OAuthJWKSURL != "" && (!strings.HasPrefix(s.OAuthJWKSURL, "https://") || s.OAuthJWKSRefresh <= 0) {
+		return errors.New("--sasl-oauthbearer-jwks-url must be https:// and --sasl-oauthbearer-jwks-refresh positive")
+	}
+	if err := s.validateInterBroker(); err != nil {
+		return err
 	}
 	if s.MaxReauth < 0 || s.SASLMaxFailures < 0 || s.SASLFailureWindow <= 0 {
 		return errors.New("--connections-max-reauth and --sasl-max-failures must not be negative, --sasl-failure-window must be positive")
 	}
 	return nil
+}
+
+// validateInterBroker checks the credentials brokers use towards each other.
+func (s *securityConfig) validateInterBroker() error {
+	switch s.InterBrokerMech {
+	case sasl.ScramSHA256, sasl.ScramSHA512, sasl.Plain:
+	default:
+		return fmt.Errorf("--inter-broker-sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN", s.InterBrokerMech)
+	}
+	if (s.InterBrokerUser == "") != (s.InterBrokerPassFile == "") {
+		return errors.New("--inter-broker-sasl-user and --inter-broker-sasl-password-file go together")
+	}
+	if s.InterBrokerUser != "" && len(s.listenerSpecs) > 0 {
+		mechs, ok := s.listenerMechs[s.listenerSpecs[0].Name]
+		if !ok {
+			mechs = s.saslMechanisms
+		}
+		if !slices.Contains(mechs, s.InterBrokerMech) {
+			return fmt.Errorf("--inter-broker-sasl-mechanism %s is not in --sasl-enabled-mechanisms (of the first listener)", s.InterBrokerMech)
+		}
+	}
+	return nil
+}
+
+// parseMechanisms parses a comma-separated list of SASL mechanisms.
+func parseMechanisms(flagName, v string) ([]string, error) {
+	var out []string
+	for _, m := range strings.Split(v, ",") {
+		m = strings.TrimSpace(m)
+		if m == "" {
+			continue
+		}
+		if !slices.Contains(sasl.Supported(), m) {
+			return nil, fmt.Errorf("%s: unknown mechanism %q (served: %s)", flagName, m, strings.Join(sasl.Supported(), ", "))
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// parseListenerMechanisms parses NAME=MECH,MECH;NAME=...; each name must be
+// a SASL listener.
+func parseListenerMechanisms(v string, listeners []listenerSpec) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, item := range strings.Split(v, ";") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		name, list, ok := strings.Cut(item, "=")
+		name = strings.ToUpper(strings.TrimSpace(name))
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: %q is not NAME=MECH,MECH", item)
+		}
+		i := slices.IndexFunc(listeners, func(l listenerSpec) bool { return l.Name == name })
+		if i < 0 || (listeners[i].Protocol != conn.ProtocolSASLPlaintext && listeners[i].Protocol != conn.ProtocolSASLSSL) {
+			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: %s is not a SASL listener of --listeners", name)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: listener %s given twice", name)
+		}
+		mechs, err := parseMechanisms("--listener-sasl-enabled-mechanisms "+name, list)
+		if err != nil {
+			return nil, err
+		}
+		if len(mechs) == 0 {
+			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: listener %s has no mechanism", name)
+		}
+		out[name] = mechs
+	}
+	return out, nil
 }
 
 // defaultAdvertisedHost is the host a listener without an advertised
@@ -237,6 +360,7 @@ func parseListeners(listeners, advertised, protoMap, defaultHost string) ([]list
 type security struct {
 	tlsDir   *tlsfiles.Dir
 	sasl     *sasl.Server
+	creds    *sasl.FileStore // --sasl-credentials-file
 	limiter  *sasl.Limiter
 	settings []*conn.Listener
 }
@@ -261,7 +385,7 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		out.tlsDir = d
 	}
 	if s.needSASL {
-		srv := &sasl.Server{Mechanisms: s.saslMechanisms, Now: time.Now}
+		srv := &sasl.Server{Mechanisms: s.saslMechanisms, Now: time.Now} // listeners with their own list get a copy
 		if s.SASLCredentialsFile != "" {
 			f, err := sasl.OpenFile(s.SASLCredentialsFile, time.Now)
 			if err != nil {
@@ -274,12 +398,25 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 				}
 				log.Info().Msg("SASL credentials reloaded")
 			}
-			srv.Credentials = f
+			srv.Credentials, out.creds = f, f
 		}
 		if s.OAuthJWKSFile != "" {
 			v, err := sasl.NewTokenValidator(s.OAuthJWKSFile, s.OAuthIssuer, s.OAuthAudience, time.Now)
 			if err != nil {
 				return nil, fmt.Errorf("--sasl-oauthbearer-jwks-file: %w", err)
+			}
+			srv.Tokens = v
+		}
+		if s.OAuthJWKSURL != "" {
+			client, err := jwksClient(s.OAuthJWKSCAFile)
+			if err != nil {
+				return nil, err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			v, err := sasl.NewURLTokenValidator(ctx, s.OAuthJWKSURL, client, s.OAuthIssuer, s.OAuthAudience, time.Now)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("--sasl-oauthbearer-jwks-url: %w", err)
 			}
 			srv.Tokens = v
 		}
@@ -293,15 +430,90 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		switch l.Protocol {
 		case conn.ProtocolSSL:
 			cl.TLS = out.tlsDir.ServerConfig(s.clientAuth)
+			cl.PrincipalMapping = s.principalMapping
 		case conn.ProtocolSASLSSL:
 			cl.TLS = out.tlsDir.ServerConfig(tls.NoClientCert)
 		}
 		if l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL {
 			cl.SASL = out.sasl
+			if mechs, ok := s.listenerMechs[l.Name]; ok {
+				own := *out.sasl
+				own.Mechanisms = mechs
+				cl.SASL = &own
+			}
 		}
 		out.settings = append(out.settings, cl)
 	}
 	return out, nil
+}
+
+// startScramUsers picks the store of SCRAM credentials that SASL logins
+// read and the credential APIs (keys 50, 51) write: in cluster mode with a
+// SASL listener, KafkaUser objects (watched until ctx ends; it returns once
+// the first list is in) over the credentials file; otherwise the
+// credentials file. Nil (no SASL in the cluster, no file) leaves the APIs
+// answering SECURITY_DISABLED.
+func (b *broker) startScramUsers(ctx context.Context, cfg *serveConfig, dyn dynamic.Interface) (sasl.UserStore, error) {
+	var store sasl.UserStore
+	switch {
+	case cfg.clusterMode() && cfg.needSASL:
+		users := &cluster.Users{Dyn: dyn, Namespace: cfg.podNamespace, Log: b.log.With().Str("component", "scram-users").Logger()}
+		if err := users.Watch(ctx); err != nil {
+			return nil, err
+		}
+		store = users
+		if b.sec.creds != nil {
+			store = &sasl.Overlay{Store: users, Base: b.sec.creds, BaseContent: b.sec.creds.Content}
+		}
+	case b.sec.creds != nil:
+		store = b.sec.creds
+	default:
+		return nil, nil
+	}
+	for _, l := range b.sec.settings {
+		if l.SASL != nil {
+			l.SASL.Credentials = store
+		}
+	}
+	return store, nil
+}
+
+// jwksClient is the HTTP client of the JWKS URL: the CAs of caFile, or
+// the system's.
+func jwksClient(caFile string) (*http.Client, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile != "" {
+		b, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--sasl-oauthbearer-jwks-ca-file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("--sasl-oauthbearer-jwks-ca-file %s: no PEM certificate", caFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, nil
+}
+
+// refreshJWKS fetches the OAUTHBEARER JWKS URL every interval until ctx
+// ends (nothing without a URL); failures are logged, the last keys kept.
+func (s *security) refreshJWKS(ctx context.Context, cfg *serveConfig, log zerolog.Logger) {
+	if s.sasl == nil || s.sasl.Tokens == nil || cfg.OAuthJWKSURL == "" {
+		return
+	}
+	t := time.NewTicker(cfg.OAuthJWKSRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.sasl.Tokens.Refresh(ctx); err != nil {
+			log.Error().Err(err).Msg("JWKS refresh failed; keeping the previous keys")
+		}
+	}
 }
 
 // heartbeatServerOptions are the heartbeat gRPC server's credentials.
@@ -319,6 +531,58 @@ func (s *security) heartbeatDialOptions(cfg *serveConfig) []grpc.DialOption {
 		return nil
 	}
 	return []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(s.tlsDir.ClientConfig("")))}
+}
+
+// interBrokerClientOpts configure the Kafka clients a broker opens to
+// another broker's published address (the first listener): TLS verified
+// against ca.crt, presenting this broker's certificate, and SASL with the
+// inter-broker user. Without that user on a SASL listener the requests go
+// unauthenticated and the peer closes them.
+func (s *security) interBrokerClientOpts(cfg *serveConfig) []kgo.Opt {
+	if len(cfg.listenerSpecs) == 0 {
+		return nil
+	}
+	var opts []kgo.Opt
+	switch cfg.listenerSpecs[0].Protocol {
+	case conn.ProtocolSSL, conn.ProtocolSASLSSL:
+		opts = append(opts, kgo.DialTLSConfig(s.tlsDir.ClientConfig("")))
+	}
+	switch cfg.listenerSpecs[0].Protocol {
+	case conn.ProtocolSASLPlaintext, conn.ProtocolSASLSSL:
+		if cfg.InterBrokerUser != "" {
+			opts = append(opts, kgo.SASL(interBrokerMechanism(cfg.InterBrokerMech, cfg.InterBrokerUser, cfg.InterBrokerPassFile)))
+		}
+	}
+	return opts
+}
+
+// interBrokerMechanism authenticates as user with the password read from
+// passFile at each authentication.
+func interBrokerMechanism(mech, user, passFile string) ksasl.Mechanism {
+	password := func() (string, error) {
+		b, err := os.ReadFile(passFile)
+		if err != nil {
+			return "", fmt.Errorf("--inter-broker-sasl-password-file: %w", err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	}
+	switch mech {
+	case sasl.Plain:
+		return plain.Plain(func(context.Context) (plain.Auth, error) {
+			p, err := password()
+			return plain.Auth{User: user, Pass: p}, err
+		})
+	case sasl.ScramSHA256:
+		return scram.Sha256(func(context.Context) (scram.Auth, error) {
+			p, err := password()
+			return scram.Auth{User: user, Pass: p}, err
+		})
+	default:
+		return scram.Sha512(func(context.Context) (scram.Auth, error) {
+			p, err := password()
+			return scram.Auth{User: user, Pass: p}, err
+		})
+	}
 }
 
 // advertisedListenersString is the advertised.listeners DescribeConfigs reports.

@@ -35,6 +35,7 @@ import (
 	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/faultlog"
 	"github.com/kaas-project/kaas/storage/memlog"
+	"github.com/kaas-project/kaas/wire/sasl"
 )
 
 func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
@@ -100,6 +101,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	if b.sec, err = openSecurity(cfg, b.log); err != nil {
 		return nil, err
 	}
+	go b.sec.refreshJWKS(ctx, cfg, b.log)
 	if err := b.listen(cfg); err != nil {
 		return nil, err
 	}
@@ -128,6 +130,12 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 			err = fmt.Errorf("client quotas: %w", err)
 		}
 	}
+	var scramUsers sasl.UserStore
+	if err == nil {
+		if scramUsers, err = b.startScramUsers(ctx, cfg, b.dyn); err != nil {
+			err = fmt.Errorf("SCRAM users: %w", err)
+		}
+	}
 	if err != nil {
 		b.closeKafkaListeners()
 		if b.httpLn != nil {
@@ -144,6 +152,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.DataDir = cfg.DataDir
 	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
 	b.srv.Quotas, b.srv.QuotaStore = quotas, quotaStore
+	b.srv.ScramUsers = scramUsers
 	b.srv.BrokerConfigs = map[string]string{
 		"broker.id":                 strconv.Itoa(cfg.BrokerID),
 		"advertised.listeners":      cfg.advertisedListenersString(),

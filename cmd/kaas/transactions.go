@@ -47,8 +47,8 @@ func registerTransactions(b *broker) {
 		}
 	}
 	// Markers for partitions led by other brokers go to their leaders as
-	// WriteTxnMarkers requests.
-	remote := &txn.Remote{}
+	// WriteTxnMarkers requests, over the first listener's protocol.
+	remote := &txn.Remote{ClientOpts: b.sec.interBrokerClientOpts(b.cfg)}
 	opts.Remote = remote.Write
 	c, err := txn.Start(b.system, "transactions", opts)
 	if err != nil {

@@ -71,6 +71,15 @@ func (f *Files[T]) fingerprint() (string, error) {
 	return b.String(), nil
 }
 
+// Refresh is Get without waiting for CheckEvery: for a writer of the files
+// that reads its own change back.
+func (f *Files[T]) Refresh() T {
+	f.mu.Lock()
+	f.checked = time.Time{}
+	f.mu.Unlock()
+	return f.Get()
+}
+
 // Get returns the current value, re-parsing the files first if they
 // changed since the last check (at most once per CheckEvery).
 func (f *Files[T]) Get() T {

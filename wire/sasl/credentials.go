@@ -1,6 +1,7 @@
 package sasl
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/pbkdf2"
 	"crypto/rand"
@@ -11,6 +12,8 @@ import (
 	"fmt"
 	"hash"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/kaas-project/kaas/wire/reload"
@@ -25,8 +28,12 @@ type ScramCredential struct {
 	ServerKey  []byte `json:"server_key"`
 }
 
-// MinIterations is the least iteration count accepted (Kafka's minimum).
-const MinIterations = 4096
+// MinIterations and MaxIterations bound the iteration count accepted
+// (Kafka's limits).
+const (
+	MinIterations = 4096
+	MaxIterations = 16384
+)
 
 func hashFor(mech string) (func() hash.Hash, error) {
 	switch mech {
@@ -56,7 +63,35 @@ func keysFor(h func() hash.Hash, password string, salt []byte, iterations int) (
 	if err != nil {
 		return nil, nil, err
 	}
-	return hashOf(h, hmacOf(h, salted, "Client Key")), hmacOf(h, salted, "Server Key"), nil
+	stored, server = keysOfSalted(h, salted)
+	return stored, server, nil
+}
+
+// keysOfSalted derives the stored and server keys of a salted password
+// (RFC 5802 section 3).
+func keysOfSalted(h func() hash.Hash, salted []byte) (stored, server []byte) {
+	return hashOf(h, hmacOf(h, salted, "Client Key")), hmacOf(h, salted, "Server Key")
+}
+
+// ScramCredentialFromSalted is the credential of a password the client
+// salted itself (AlterUserScramCredentials sends SaltedPassword, never the
+// password).
+func ScramCredentialFromSalted(mech string, salted, salt []byte, iterations int) (ScramCredential, error) {
+	h, err := hashFor(mech)
+	if err != nil {
+		return ScramCredential{}, err
+	}
+	if len(salted) != h().Size() {
+		return ScramCredential{}, fmt.Errorf("salted password of %d bytes, want %d for %s", len(salted), h().Size(), mech)
+	}
+	if len(salt) == 0 {
+		return ScramCredential{}, errors.New("empty salt")
+	}
+	if iterations < MinIterations || iterations > MaxIterations {
+		return ScramCredential{}, fmt.Errorf("%d iterations: want %d to %d", iterations, MinIterations, MaxIterations)
+	}
+	stored, server := keysOfSalted(h, salted)
+	return ScramCredential{Salt: append([]byte(nil), salt...), Iterations: iterations, StoredKey: stored, ServerKey: server}, nil
 }
 
 // NewScramCredential salts password for mech with a fresh random salt.
@@ -131,12 +166,14 @@ type FileStore struct {
 	// OnReload is told about every reload and failed reload.
 	OnReload func(err error)
 
-	file *reload.Files[*Credentials]
+	file    *reload.Files[*Credentials]
+	path    string
+	writeMu sync.Mutex
 }
 
 // OpenFile loads path; a missing or invalid file is an error.
 func OpenFile(path string, now func() time.Time) (*FileStore, error) {
-	fs := &FileStore{}
+	fs := &FileStore{path: path}
 	parse := func() (*Credentials, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -169,5 +206,40 @@ func (f *FileStore) Lookup(user, mech string) (ScramCredential, bool) {
 	return f.file.Get().Lookup(user, mech)
 }
 
-// Content returns the current credentials (DescribeUserScramCredentials).
+// Content implements UserStore.
 func (f *FileStore) Content() *Credentials { return f.file.Get() }
+
+// Alter implements UserStore: the file is rewritten atomically (a
+// temporary file renamed over it) and read back.
+func (f *FileStore) Alter(_ context.Context, alts []Alteration) error {
+	f.writeMu.Lock()
+	defer f.writeMu.Unlock()
+	next := Apply(f.file.Refresh(), alts)
+	b, err := json.MarshalIndent(next, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".users-*.json")
+	if err != nil {
+		return fmt.Errorf("credentials file: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err == nil {
+		_, err = tmp.Write(b)
+		if err == nil {
+			err = tmp.Sync()
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), f.path)
+		}
+	}
+	if err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("credentials file %s: %w", f.path, err)
+	}
+	f.file.Refresh()
+	return nil
+}

@@ -2,10 +2,14 @@ package sasl
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -15,19 +19,36 @@ import (
 )
 
 // TokenValidator checks OAUTHBEARER tokens: JWTs signed by a key of a JWKS
-// file (re-read when it changes), optionally with a required issuer and
-// audience. The principal is "User:" and the token's sub claim.
+// (a file re-read when it changes, or an https URL fetched again by
+// Refresh), optionally with a required issuer and audience. The principal
+// is "User:" and the token's sub claim.
 type TokenValidator struct {
-	path     string
 	Issuer   string // required iss, empty: any
 	Audience string // required in aud, empty: any
 	now      func() time.Time
 
-	keys *reload.Files[*jose.JSONWebKeySet]
+	keys func() *jose.JSONWebKeySet
+	// url, client and fetched serve a JWKS from a URL.
+	url     string
+	client  *http.Client
+	mu      sync.Mutex
+	fetched *jose.JSONWebKeySet
 }
 
 // signatureAlgorithms accepted in tokens.
 var signatureAlgorithms = []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512, jose.ES256, jose.ES384, jose.ES512, jose.EdDSA}
+
+// parseJWKS reads a JWKS document; src names it in errors.
+func parseJWKS(b []byte, src string) (*jose.JSONWebKeySet, error) {
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(b, &set); err != nil {
+		return nil, fmt.Errorf("jwks %s: %w", src, err)
+	}
+	if len(set.Keys) == 0 {
+		return nil, fmt.Errorf("jwks %s holds no key", src)
+	}
+	return &set, nil
+}
 
 // NewTokenValidator loads the JWKS at path; it is re-read when it changes,
 // and a broken file keeps the last good keys.
@@ -37,23 +58,66 @@ func NewTokenValidator(path, issuer, audience string, now func() time.Time) (*To
 		if err != nil {
 			return nil, fmt.Errorf("jwks file: %w", err)
 		}
-		var set jose.JSONWebKeySet
-		if err := json.Unmarshal(b, &set); err != nil {
-			return nil, fmt.Errorf("jwks file %s: %w", path, err)
-		}
-		if len(set.Keys) == 0 {
-			return nil, fmt.Errorf("jwks file %s holds no key", path)
-		}
-		return &set, nil
+		return parseJWKS(b, "file "+path)
 	}
 	keys, err := reload.Open([]string{path}, nil, parse, now)
 	if err != nil {
 		return nil, fmt.Errorf("jwks file: %w", err)
 	}
-	return &TokenValidator{path: path, Issuer: issuer, Audience: audience, now: now, keys: keys}, nil
+	return &TokenValidator{Issuer: issuer, Audience: audience, now: now, keys: keys.Get}, nil
 }
 
-func (v *TokenValidator) keySet() *jose.JSONWebKeySet { return v.keys.Get() }
+// NewURLTokenValidator fetches the JWKS at url (https) with client; the
+// first fetch must succeed. Refresh fetches it again.
+func NewURLTokenValidator(ctx context.Context, url string, client *http.Client, issuer, audience string, now func() time.Time) (*TokenValidator, error) {
+	if !strings.HasPrefix(url, "https://") {
+		return nil, fmt.Errorf("jwks url %q: want https://", url)
+	}
+	v := &TokenValidator{Issuer: issuer, Audience: audience, now: now, url: url, client: client}
+	v.keys = func() *jose.JSONWebKeySet {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return v.fetched
+	}
+	if err := v.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Refresh fetches the JWKS from its URL again; on an error the last good
+// keys stay in use.
+func (v *TokenValidator) Refresh(ctx context.Context) error {
+	if v.url == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, v.url, nil)
+	if err != nil {
+		return fmt.Errorf("jwks url: %w", err)
+	}
+	resp, err := v.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("jwks url: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("jwks url %s: HTTP %s", v.url, resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("jwks url %s: %w", v.url, err)
+	}
+	set, err := parseJWKS(b, "url "+v.url)
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	v.fetched = set
+	v.mu.Unlock()
+	return nil
+}
+
+func (v *TokenValidator) keySet() *jose.JSONWebKeySet { return v.keys() }
 
 // Validate checks a compact JWT and returns its subject and expiry.
 func (v *TokenValidator) Validate(token string) (sub string, exp time.Time, err error) {

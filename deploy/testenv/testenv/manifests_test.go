@@ -34,6 +34,7 @@ func TestBaseManifests(t *testing.T) {
 		"customresourcedefinition.apiextensions.k8s.io/kafkatopics.kaas.dev",
 		"customresourcedefinition.apiextensions.k8s.io/kafkaacls.kaas.dev",
 		"customresourcedefinition.apiextensions.k8s.io/kafkaquotas.kaas.dev",
+		"customresourcedefinition.apiextensions.k8s.io/kafkausers.kaas.dev",
 		"serviceaccount/kaas", "role.rbac.authorization.k8s.io/kaas", "rolebinding.rbac.authorization.k8s.io/kaas",
 		"service/kaas", "service/kaas-bootstrap", "persistentvolumeclaim/kaas-data",
 		"statefulset.apps/kaas", "poddisruptionbudget.policy/kaas",
@@ -210,6 +211,7 @@ func TestBrokerRBAC(t *testing.T) {
 	}
 	for _, v := range []string{"get", "list", "watch", "create", "update", "delete"} {
 		checks = append(checks, check{"kaas.dev", "kafkaquotas", "", v, ns, true})
+		checks = append(checks, check{"kaas.dev", "kafkausers", "", v, ns, true})
 	}
 	for _, v := range []string{"get", "list", "watch"} {
 		checks = append(checks, check{"discovery.k8s.io", "endpointslices", "", v, ns, true})
@@ -225,6 +227,7 @@ func TestBrokerRBAC(t *testing.T) {
 		check{"kaas.dev", "kafkaacls", "", "deletecollection", ns, false},
 		check{"kaas.dev", "kafkaquotas", "", "patch", ns, false},
 		check{"kaas.dev", "kafkaquotas", "", "deletecollection", ns, false},
+		check{"kaas.dev", "kafkausers", "", "deletecollection", ns, false},
 		check{"discovery.k8s.io", "endpointslices", "", "create", ns, false},
 		check{"", "pods", "", "list", ns, false},
 		check{"", "pods", "", "delete", ns, false},
