@@ -17,7 +17,9 @@ func entry(topic string, p int32, offset int64) Entry {
 }
 
 // quiet is an answer with nothing new against hw.
-func quiet(hw int64) Outcome { return Outcome{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: 0} }
+func quiet(hw int64) Outcome {
+	return Outcome{HighWatermark: hw, LastStableOffset: hw, LogStartOffset: 0}
+}
 
 // ids hands out session ids 1, 2, 3, ...
 func ids() func() int32 {
