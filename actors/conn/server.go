@@ -155,6 +155,13 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	return s
 }
 
+// FetchSessionStats reports the fetch sessions this broker keeps, the
+// partitions they hold and the sessions evicted so far (metrics).
+func (s *Server) FetchSessionStats() (sessions, partitions int, evictions int64) {
+	st := s.fetchSessions.Stats()
+	return st.Sessions, st.Partitions, st.Evictions
+}
+
 // Register adds or replaces an API. Call before Serve.
 func (s *Server) Register(a API) {
 	s.mu.Lock()

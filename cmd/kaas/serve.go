@@ -384,6 +384,7 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		DiskFsyncs:        disklog.Fsyncs,
 		CommittedOffsets:  func() []metrics.CommittedOffset { return committedOffsets(b) },
 		HighWatermarks:    func() map[metrics.TopicPartition]int64 { return ledHighWatermarks(b.views.Load(), hwmScrapeTimeout) },
+		FetchSessions:     b.srv.FetchSessionStats,
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: promLog{b.log}}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
