@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -38,6 +39,8 @@ type fetchSlot struct {
 	req    fetchsession.Params
 	res    messages.FetchResult
 	done   bool
+	// woke: the partition's high-watermark watch fired during the long poll.
+	woke atomic.Bool
 	// committed: read_committed (IsolationLevel 1).
 	committed bool
 }
@@ -167,21 +170,26 @@ func handleFetch(r *Request) Pending {
 		if total < minBytes && wait > 0 && !refusedHere && !anyError(slots) && len(slots) > 0 {
 			waitCtx, waitSpan := tracing.StartWait(r.Ctx, "conn Fetch wait", wait)
 			deadline := time.NewTimer(wait)
+			// A partition whose watch fires marks its slot and wakes the
+			// poll, which reads again only the partitions that woke: the
+			// others' watches stay in place.
 			woken := make(chan struct{}, 1)
-			watch := func() {
-				for _, s := range slots {
-					if recordsLen(s) > 0 {
-						continue
+			var answered atomic.Bool
+			abandoned := answered.Load
+			watch := func(s *fetchSlot) {
+				s.target.ref.Send(tracing.Wrap(waitCtx, &messages.WatchHighWatermark{Offset: s.req.FetchOffset, Committed: s.committed, Abandoned: abandoned, Notify: func() {
+					s.woke.Store(true)
+					select {
+					case woken <- struct{}{}:
+					default:
 					}
-					s.target.ref.Send(tracing.Wrap(waitCtx, &messages.WatchHighWatermark{Offset: s.req.FetchOffset, Committed: s.committed, Notify: func() {
-						select {
-						case woken <- struct{}{}:
-						default:
-						}
-					}}))
+				}}))
+			}
+			for _, s := range slots {
+				if recordsLen(s) == 0 {
+					watch(s)
 				}
 			}
-			watch()
 		loop:
 			for total < minBytes {
 				select {
@@ -189,15 +197,20 @@ func handleFetch(r *Request) Pending {
 					break loop
 				case <-woken:
 					tracing.Event(waitSpan, "woken")
-					again := sendFetches(waitCtx, slots, func(s *fetchSlot) bool { return recordsLen(s) == 0 })
+					again := sendFetches(waitCtx, slots, func(s *fetchSlot) bool { return s.woke.Swap(false) && recordsLen(s) == 0 })
 					again.Wait()
 					total = fetchedBytes(slots)
 					if anyError(slots) {
 						break loop
 					}
-					watch()
+					for _, s := range again.slots {
+						if recordsLen(s) == 0 {
+							watch(s)
+						}
+					}
 				}
 			}
+			answered.Store(true)
 			deadline.Stop()
 			tracing.EndWait(waitSpan, total)
 		}
@@ -261,10 +274,20 @@ func recordsLen(s *fetchSlot) int {
 	return s.res.Records.Len()
 }
 
+// fetchRound is the reads of one round of a fetch: the slots read and
+// the wait for their replies.
+type fetchRound struct {
+	wg    waitGroup
+	slots []*fetchSlot
+}
+
+// Wait waits for every reply of the round.
+func (r *fetchRound) Wait() { r.wg.Wait() }
+
 // sendFetches sends a Fetch to every slot (that want selects) and returns
-// the wait group for the replies.
-func sendFetches(ctx context.Context, slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
-	wg := new(waitGroup)
+// the round.
+func sendFetches(ctx context.Context, slots []*fetchSlot, want func(*fetchSlot) bool) *fetchRound {
+	round := new(fetchRound)
 	for _, s := range slots {
 		if want != nil && !want(s) {
 			continue
@@ -273,7 +296,8 @@ func sendFetches(ctx context.Context, slots []*fetchSlot, want func(*fetchSlot) 
 			_ = s.res.Records.Close()
 		}
 		s := s
-		wg.Add(1)
+		round.slots = append(round.slots, s)
+		round.wg.Add(1)
 		s.target.ref.Send(tracing.Wrap(ctx, &messages.Fetch{
 			Offset:             s.req.FetchOffset,
 			MaxBytes:           s.req.MaxBytes,
@@ -282,11 +306,11 @@ func sendFetches(ctx context.Context, slots []*fetchSlot, want func(*fetchSlot) 
 			IsolationLevel:     isolation(s.committed),
 			Reply: func(res messages.FetchResult) {
 				s.res, s.done = res, true
-				wg.Done()
+				round.wg.Done()
 			},
 		}))
 	}
-	return wg
+	return round
 }
 
 func fetchedBytes(slots []*fetchSlot) int {
