@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -36,7 +39,9 @@ func (c *fetchCounter) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.Broker
 // partition, so the consumer's fetches return a few partitions each; one op
 // is a window of KAAS_FETCH_SESSION_BENCH_SECONDS (default 10) of each
 // mode in turn. Reported per Fetch: the broker's CPU (user+system from
-// /proc), the response and request bytes.
+// /proc), the response and request bytes. KAAS_FETCH_SESSION_BENCH_PROFILE
+// names a directory for a CPU profile of the broker in each mode
+// (full-fetches.cpu, sessions.cpu).
 //
 //	go test ./cmd/kaas -run '^$' -bench BenchmarkFetchSessions -benchtime 1x -count 3
 func BenchmarkFetchSessions(b *testing.B) {
@@ -45,7 +50,12 @@ func BenchmarkFetchSessions(b *testing.B) {
 	if s, err := strconv.Atoi(os.Getenv("KAAS_FETCH_SESSION_BENCH_SECONDS")); err == nil && s > 0 {
 		window = time.Duration(s) * time.Second
 	}
-	k := startKaas(b)
+	profile := os.Getenv("KAAS_FETCH_SESSION_BENCH_PROFILE") // a directory: a broker CPU profile of each mode's window
+	var args []string
+	if profile != "" {
+		args = append(args, "--debug-pprof")
+	}
+	k := startKaas(b, args...)
 	adm := kadm.NewClient(newClient(b, k.Addr))
 	if _, err := adm.CreateTopic(context.Background(), partitions, 1, nil, topic); err != nil {
 		b.Fatal(err)
@@ -101,6 +111,14 @@ func BenchmarkFetchSessions(b *testing.B) {
 			f0, s0, r0 := counter.fetches.Load(), counter.sent.Load(), counter.received.Load()
 			c0, _ := procCPU(k.cmd.Process.Pid)
 			start := time.Now()
+			profiled := make(chan struct{})
+			go func() {
+				defer close(profiled)
+				if profile != "" {
+					saveProfile(b, "http://"+k.HTTPAddr+"/debug/pprof/profile?seconds="+strconv.Itoa(int(window.Seconds())-1),
+						filepath.Join(profile, mode.name+".cpu"))
+				}
+			}()
 			ctx, cancel := context.WithTimeout(context.Background(), window)
 			for ctx.Err() == nil {
 				fs := cons.PollFetches(ctx)
@@ -110,6 +128,7 @@ func BenchmarkFetchSessions(b *testing.B) {
 			}
 			cancel()
 			c1, _ := procCPU(k.cmd.Process.Pid)
+			<-profiled
 			t := &totals[m]
 			t.elapsed += time.Since(start)
 			t.cpu += time.Duration(c1-c0) * jiffy
@@ -134,5 +153,24 @@ func BenchmarkFetchSessions(b *testing.B) {
 		b.ReportMetric(float64(t.received)/n, mode.name+"-resp-B/fetch")
 		b.ReportMetric(float64(t.sent)/n, mode.name+"-req-B/fetch")
 		b.ReportMetric(100*t.cpu.Seconds()/t.elapsed.Seconds(), mode.name+"-broker-cpu-%")
+	}
+}
+
+// saveProfile writes what url answers to path.
+func saveProfile(b *testing.B, url, path string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Error(err)
 	}
 }
