@@ -131,7 +131,7 @@ func TestFetchSessionOverHandleFetch(t *testing.T) {
 	} {
 		resp := sessionFetch(t, srv, moved, tc.id, tc.epoch, nil)
 		if resp.ErrorCode != tc.want || resp.SessionID != 0 {
-			t.Errorf("%s: code %d, session %d; want code %d, session 0", tc.name, resp.ErrorCode, resp.SessionID, tc.want)
+			t.Errorf("%s: code %d, session id %d; want code %d, no session id", tc.name, resp.ErrorCode, resp.SessionID, tc.want)
 		}
 	}
 	// The session is still usable at its epoch after the refused requests.
