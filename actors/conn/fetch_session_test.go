@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/acl"
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
 )
@@ -137,5 +138,69 @@ func TestFetchSessionOverHandleFetch(t *testing.T) {
 	// The session is still usable at its epoch after the refused requests.
 	if resp := sessionFetch(t, srv, moved, id, 4, nil); resp.ErrorCode != 0 || resp.SessionID != id {
 		t.Fatalf("epoch 4: code %d, session %d", resp.ErrorCode, resp.SessionID)
+	}
+}
+
+// TestFetchSessionPartitionsAreAuthorizedEveryFetch: a session's partitions
+// are checked against the ACLs on every fetch, not only when named: once
+// reading the topic is no longer allowed, the incremental fetch answers its
+// partitions TOPIC_AUTHORIZATION_FAILED.
+func TestFetchSessionPartitionsAreAuthorizedEveryFetch(t *testing.T) {
+	system := actorsys.NewSystem()
+	defer system.Shutdown()
+	ref, err := system.Spawn("idle", func() actor.Actor { return idlePartition{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &routing.View{
+		Self:    1,
+		Brokers: []routing.Broker{{ID: 1, Host: "h1", Port: 9001, Alive: true}},
+		Topics:  map[string]*routing.Topic{"t": {Name: "t", ID: [16]byte{7}, Partitions: []routing.Partition{{Leader: 1, LeaderEpoch: 3}}}},
+		Local:   map[routing.TP]actorsys.Ref{{Topic: "t", Partition: 0}: ref},
+	}
+	v.TopicIDs = map[[16]byte]*routing.Topic{{7}: v.Topics["t"]}
+	store := &routing.Store{}
+	store.Publish(v)
+	srv := NewServer(Config{}, system, store, actorsys.Ref{})
+	a := acl.New(acl.Config{})
+	allow := func(topic string) {
+		a.Set([]acl.Binding{{ResourceType: rtTopic, ResourceName: topic, PatternType: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: acl.WildcardPrincipal, Host: "*", Operation: kmsg.ACLOperationAll, Permission: kmsg.ACLPermissionTypeAllow}})
+	}
+	allow("t")
+	srv.Authorizer = a
+	fetch := func(id, epoch int32, partitions map[int32]int64) *kmsg.FetchResponse {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 12
+		req.SessionID, req.SessionEpoch = id, epoch
+		if len(partitions) > 0 {
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = "t"
+			for p, off := range partitions {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.CurrentLeaderEpoch, rp.PartitionMaxBytes = p, off, -1, 1<<20
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		r := &Request{Body: req, View: v, Server: srv, Session: newSession("127.0.0.1")}
+		d := authorize(authz{a: a, s: r.Session, view: v}, apiFor(req.Key()), req)
+		if d.deny != nil {
+			t.Fatalf("epoch %d: refused before the handler", epoch)
+		}
+		return handleFetch(r)().(*fetchResponse).FetchResponse
+	}
+	resp := fetch(0, 0, map[int32]int64{0: 5})
+	id := resp.SessionID
+	if id == 0 || partitionsOf(resp)[0] != 0 {
+		t.Fatalf("full fetch: session %d, %v", id, partitionsOf(resp))
+	}
+	if resp = fetch(id, 1, nil); len(resp.Topics) != 0 {
+		t.Fatalf("allowed, idle: %v", partitionsOf(resp))
+	}
+	allow("other")
+	resp = fetch(id, 2, nil)
+	if got := partitionsOf(resp); len(got) != 1 || got[0] != codeTopicAuth {
+		t.Fatalf("after the ACL went: %v, want partition 0 TOPIC_AUTHORIZATION_FAILED", got)
 	}
 }
