@@ -127,6 +127,11 @@ type WatchHighWatermark struct {
 	// Committed watches the last stable offset instead (read_committed).
 	Committed bool
 	Notify    func()
+	// Abandoned reports that the watcher no longer needs the call (its
+	// fetch was answered); the partition drops such watchers, so a
+	// partition nobody writes to does not collect one per long poll.
+	// Nil: never abandoned.
+	Abandoned func() bool
 }
 
 // ListOffsets resolves a timestamp (or -1 latest, -2 earliest, -3 max

@@ -2,11 +2,13 @@ package conn
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/conn/fetchsession"
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/tracing"
@@ -16,9 +18,10 @@ import (
 
 // Fetch (key 1): v4-16, long polling, KIP-74 size limits, leader-epoch
 // checks and diverging epochs (answered by the partition actor), KIP-951
-// leader hints (leader_hints.go). Records go out without a copy
-// (zerocopy.go). A consumer_byte_rate quota meters the records answered
-// and throttles (throttleFetch). Fetch sessions (KIP-227) are not offered.
+// leader hints (leader_hints.go), incremental fetch sessions (KIP-227,
+// fetchsession). Records go out without a copy (zerocopy.go). A
+// consumer_byte_rate quota meters the records answered and throttles
+// (throttleFetch).
 func init() {
 	serve(API{Key: kmsg.Fetch.Int16(), MinVersion: 4, MaxVersion: 16, Handle: handleFetch, ErrorResponse: fetchError})
 }
@@ -36,65 +39,124 @@ type fetchSlot struct {
 	topic  *metrics.Topic
 	rp     *kmsg.FetchResponseTopicPartition
 	target partitionRef
-	req    *kmsg.FetchRequestTopicPartition
+	req    fetchsession.Params
 	res    messages.FetchResult
 	done   bool
+	// woke: the partition's high-watermark watch fired during the long poll.
+	woke atomic.Bool
 	// committed: read_committed (IsolationLevel 1).
 	committed bool
 }
 
+// sessionRequest is the session part of a Fetch request. Fetch v4-6 have
+// no session fields: they are full fetches without a session.
+func sessionRequest(req *kmsg.FetchRequest) fetchsession.Request {
+	sr := fetchsession.Request{SessionID: req.SessionID, Epoch: req.SessionEpoch, UsesTopicIDs: req.Version >= 13}
+	if req.Version < 7 {
+		sr.SessionID, sr.Epoch = 0, fetchsession.FinalEpoch
+	}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			sr.Partitions = append(sr.Partitions, fetchsession.Entry{
+				Key: sessionKey(sr.UsesTopicIDs, t.Topic, t.TopicID, p.Partition),
+				Params: fetchsession.Params{FetchOffset: p.FetchOffset, LogStartOffset: p.LogStartOffset, MaxBytes: p.PartitionMaxBytes,
+					CurrentLeaderEpoch: p.CurrentLeaderEpoch, LastFetchedEpoch: p.LastFetchedEpoch},
+			})
+		}
+	}
+	if req.Version >= 7 {
+		for _, t := range req.ForgottenTopics {
+			for _, p := range t.Partitions {
+				sr.Forgotten = append(sr.Forgotten, sessionKey(sr.UsesTopicIDs, t.Topic, t.TopicID, p))
+			}
+		}
+	}
+	return sr
+}
+
+// sessionKey names a partition by topic id (v13+) or by name, never both,
+// so a session's keys do not change when a topic's name resolves.
+func sessionKey(usesIDs bool, topic string, id [16]byte, p int32) fetchsession.Key {
+	if usesIDs {
+		return fetchsession.Key{TopicID: id, Partition: p}
+	}
+	return fetchsession.Key{Topic: topic, Partition: p}
+}
+
 // handleFetch serves Fetch with long polling: if fewer than MinBytes are
 // available it waits (up to MaxWaitMillis) for any partition's high
-// watermark to move, then reads again. Fetch sessions (KIP-227) are not
-// offered: the response's session id is 0, so clients send full fetches.
+// watermark to move, then reads again. A fetch in a session reads every
+// partition of its session and answers only those with something new.
 func handleFetch(r *Request) Pending {
 	req := r.Body.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	if req.SessionID != 0 {
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+	sessions, clk := r.Server.fetchSessions, r.Server.cfg.Clock
+	fs, code := sessions.Begin(clk.Now(), sessionRequest(req))
+	if code != 0 {
+		resp.ErrorCode = code
 		return Ready(resp)
 	}
 	v := r.View
+	var z *authz
+	if fs.Incremental() && r.Server.Authorizer != nil {
+		// Partitions the session holds from earlier requests are checked
+		// again on every fetch, as Kafka does.
+		z = &authz{a: r.Server.Authorizer, s: r.Session, view: v}
+	}
 	var slots []*fetchSlot
 	// A partition refused at routing (not led here) answers the whole fetch
 	// at once, as Kafka does for a partition in error, not after the long
 	// poll of the others: the consumer needs the error (and its hint) now.
 	refusedHere := false
-	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
-	for i := range req.Topics {
-		t := &req.Topics[i]
-		rt := &resp.Topics[i]
-		*rt = kmsg.NewFetchResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		name, known := t.Topic, true
-		if req.Version >= 13 {
-			name, known = topicName(v, "", t.TopicID)
+	// at is where each of fs.Partitions sits in the response: consecutive
+	// partitions of one topic share a response topic.
+	at := make([][2]int, len(fs.Partitions))
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
+	var rt *kmsg.FetchResponseTopic
+	var name string
+	var known bool
+	var tm *metrics.Topic // resolved once per topic, on its first served partition
+	for i, e := range fs.Partitions {
+		if rt == nil || e.Topic != rt.Topic || e.TopicID != rt.TopicID {
+			resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
+			rt = &resp.Topics[len(resp.Topics)-1]
+			rt.Topic, rt.TopicID = e.Topic, e.TopicID
+			name, known, tm = e.Topic, true, nil
+			if req.Version >= 13 {
+				name, known = topicName(v, "", e.TopicID)
+			}
 		}
-		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
-		var tm *metrics.Topic // resolved once per topic, on its first served partition
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			rp := &rt.Partitions[j]
-			*rp = kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = p.Partition
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-			// Empty, not null: librdkafka rejects a null record set.
-			rp.RecordBatches = []byte{}
-			if !known {
-				rp.ErrorCode = kerr.UnknownTopicID.Code
-				continue
-			}
-			target, code := partitionTarget(v, name, p.Partition)
-			if code != 0 {
-				rp.ErrorCode = code
-				refusedHere = true
-				continue
-			}
-			if tm == nil {
-				tm = metrics.ForTopic(name)
-			}
-			slots = append(slots, &fetchSlot{ti: i, pi: j, topic: tm, rp: rp, target: target, req: p, committed: req.IsolationLevel == 1})
+		ti := len(resp.Topics) - 1
+		rt.Partitions = append(rt.Partitions, kmsg.NewFetchResponseTopicPartition())
+		at[i] = [2]int{ti, len(rt.Partitions) - 1}
+		rp := &rt.Partitions[len(rt.Partitions)-1]
+		rp.Partition = e.Partition
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+		// Empty, not null: librdkafka rejects a null record set.
+		rp.RecordBatches = []byte{}
+		if !known {
+			rp.ErrorCode = kerr.UnknownTopicID.Code
+			continue
 		}
+		if z != nil && !z.topic(opRead, name) {
+			rp.ErrorCode = codeTopicAuth
+			continue
+		}
+		target, code := partitionTarget(v, name, e.Partition)
+		if code != 0 {
+			rp.ErrorCode = code
+			refusedHere = true
+			continue
+		}
+		if tm == nil {
+			tm = metrics.ForTopic(name)
+		}
+		slots = append(slots, &fetchSlot{ti: ti, pi: at[i][1], topic: tm, target: target, req: e.Params, committed: req.IsolationLevel == 1})
+	}
+	// Response partitions are appended above, so their addresses are taken
+	// once every topic is complete.
+	for _, s := range slots {
+		s.rp = &resp.Topics[s.ti].Partitions[s.pi]
 	}
 	maxBytes := int(req.MaxBytes)
 	if maxBytes <= 0 {
@@ -120,21 +182,26 @@ func handleFetch(r *Request) Pending {
 		if total < minBytes && wait > 0 && !refusedHere && !anyError(slots) && len(slots) > 0 {
 			waitCtx, waitSpan := tracing.StartWait(r.Ctx, "conn Fetch wait", wait)
 			deadline := time.NewTimer(wait)
+			// A partition whose watch fires marks its slot and wakes the
+			// poll, which reads again only the partitions that woke: the
+			// others' watches stay in place.
 			woken := make(chan struct{}, 1)
-			watch := func() {
-				for _, s := range slots {
-					if recordsLen(s) > 0 {
-						continue
+			var answered atomic.Bool
+			abandoned := answered.Load
+			watch := func(s *fetchSlot) {
+				s.target.ref.Send(tracing.Wrap(waitCtx, &messages.WatchHighWatermark{Offset: s.req.FetchOffset, Committed: s.committed, Abandoned: abandoned, Notify: func() {
+					s.woke.Store(true)
+					select {
+					case woken <- struct{}{}:
+					default:
 					}
-					s.target.ref.Send(tracing.Wrap(waitCtx, &messages.WatchHighWatermark{Offset: s.req.FetchOffset, Committed: s.committed, Notify: func() {
-						select {
-						case woken <- struct{}{}:
-						default:
-						}
-					}}))
+				}}))
+			}
+			for _, s := range slots {
+				if recordsLen(s) == 0 {
+					watch(s)
 				}
 			}
-			watch()
 		loop:
 			for total < minBytes {
 				select {
@@ -142,22 +209,74 @@ func handleFetch(r *Request) Pending {
 					break loop
 				case <-woken:
 					tracing.Event(waitSpan, "woken")
-					again := sendFetches(waitCtx, slots, func(s *fetchSlot) bool { return recordsLen(s) == 0 })
+					again := sendFetches(waitCtx, slots, func(s *fetchSlot) bool { return s.woke.Swap(false) && recordsLen(s) == 0 })
 					again.Wait()
 					total = fetchedBytes(slots)
 					if anyError(slots) {
 						break loop
 					}
-					watch()
+					for _, s := range again.slots {
+						if recordsLen(s) == 0 {
+							watch(s)
+						}
+					}
 				}
 			}
+			answered.Store(true)
 			deadline.Stop()
 			tracing.EndWait(waitSpan, total)
 		}
 		out := fill(resp, slots, maxBytes)
+		outcomes := make([]fetchsession.Outcome, len(fs.Partitions))
+		for i, a := range at {
+			rp := &resp.Topics[a[0]].Partitions[a[1]]
+			_, recs := out.recs[a]
+			outcomes[i] = fetchsession.Outcome{ErrorCode: rp.ErrorCode, HighWatermark: rp.HighWatermark, LastStableOffset: rp.LastStableOffset,
+				LogStartOffset: rp.LogStartOffset, Records: recs, Diverging: rp.DivergingEpoch.Epoch >= 0}
+		}
+		id, include := sessions.Finish(clk.Now(), fs, outcomes)
+		resp.SessionID = id
+		if fs.Incremental() {
+			omitUnchanged(out, at, include)
+		}
 		r.Server.noteRefusal(hintFetch(r.CurrentView(), resp))
 		return throttleFetch(r, slots, out.(*fetchResponse))
 	}
+}
+
+// omitUnchanged drops from an incremental answer the partitions include
+// leaves out, and the topics left without partitions. Records stay with
+// their partitions (the answer's record map is re-keyed).
+func omitUnchanged(out *fetchResponse, at [][2]int, include []bool) {
+	resp := out.FetchResponse
+	keep := make(map[[2]int]bool, len(at))
+	for i, a := range at {
+		if include[i] {
+			keep[a] = true
+		}
+	}
+	recs := make(map[[2]int]storage.Records, len(out.recs))
+	topics := resp.Topics[:0]
+	for ti := range resp.Topics {
+		t := resp.Topics[ti]
+		parts := t.Partitions[:0]
+		for pi := range t.Partitions {
+			if !keep[[2]int{ti, pi}] {
+				continue
+			}
+			if rec, ok := out.recs[[2]int{ti, pi}]; ok {
+				recs[[2]int{len(topics), len(parts)}] = rec
+			}
+			parts = append(parts, t.Partitions[pi])
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		t.Partitions = parts
+		topics = append(topics, t)
+	}
+	resp.Topics = topics
+	out.recs = recs
 }
 
 func recordsLen(s *fetchSlot) int {
@@ -167,10 +286,20 @@ func recordsLen(s *fetchSlot) int {
 	return s.res.Records.Len()
 }
 
+// fetchRound is the reads of one round of a fetch: the slots read and
+// the wait for their replies.
+type fetchRound struct {
+	wg    waitGroup
+	slots []*fetchSlot
+}
+
+// Wait waits for every reply of the round.
+func (r *fetchRound) Wait() { r.wg.Wait() }
+
 // sendFetches sends a Fetch to every slot (that want selects) and returns
-// the wait group for the replies.
-func sendFetches(ctx context.Context, slots []*fetchSlot, want func(*fetchSlot) bool) *waitGroup {
-	wg := new(waitGroup)
+// the round.
+func sendFetches(ctx context.Context, slots []*fetchSlot, want func(*fetchSlot) bool) *fetchRound {
+	round := new(fetchRound)
 	for _, s := range slots {
 		if want != nil && !want(s) {
 			continue
@@ -179,20 +308,21 @@ func sendFetches(ctx context.Context, slots []*fetchSlot, want func(*fetchSlot) 
 			_ = s.res.Records.Close()
 		}
 		s := s
-		wg.Add(1)
+		round.slots = append(round.slots, s)
+		round.wg.Add(1)
 		s.target.ref.Send(tracing.Wrap(ctx, &messages.Fetch{
 			Offset:             s.req.FetchOffset,
-			MaxBytes:           s.req.PartitionMaxBytes,
+			MaxBytes:           s.req.MaxBytes,
 			CurrentLeaderEpoch: s.req.CurrentLeaderEpoch,
 			LastFetchedEpoch:   s.req.LastFetchedEpoch,
 			IsolationLevel:     isolation(s.committed),
 			Reply: func(res messages.FetchResult) {
 				s.res, s.done = res, true
-				wg.Done()
+				round.wg.Done()
 			},
 		}))
 	}
-	return wg
+	return round
 }
 
 func fetchedBytes(slots []*fetchSlot) int {
@@ -217,7 +347,7 @@ func anyError(slots []*fetchSlot) bool {
 // later ones only while they fit. Records are not copied: the response
 // carries them to the connection's writer, which sends them (sendfile for
 // file-backed records) and closes them.
-func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) kmsg.Response {
+func fill(resp *kmsg.FetchResponse, slots []*fetchSlot, maxBytes int) *fetchResponse {
 	out := &fetchResponse{FetchResponse: resp, recs: map[[2]int]storage.Records{}}
 	used := 0
 	for _, s := range slots {

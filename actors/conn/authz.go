@@ -283,7 +283,10 @@ func authFetch(z authz, api API, body kmsg.Request) authDecision {
 		return allow
 	}
 	req.Topics = keep
-	return narrowed(len(keep) == 0, req, func(r kmsg.Response) {
+	// An incremental fetch (session epoch above 0) always reaches the
+	// handler: its session holds partitions the request does not name,
+	// and its epoch must advance.
+	return narrowed(len(keep) == 0 && req.SessionEpoch <= 0, req, func(r kmsg.Response) {
 		resp := fetchOf(r)
 		for _, t := range refused {
 			rt := kmsg.NewFetchResponseTopic()

@@ -27,6 +27,7 @@ import (
 	"github.com/kaas-project/kaas/actors/acl"
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/conn/fetchsession"
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/wire"
@@ -84,6 +85,16 @@ type Config struct {
 	// IdleTimeout closes connections idle that long (connections.max.idle.ms).
 	IdleTimeout time.Duration
 	Log         zerolog.Logger
+	// FetchSessionSlots bounds the incremental fetch sessions (KIP-227)
+	// this broker keeps (max.incremental.fetch.session.cache.slots): 0 is
+	// the default of 1000, negative offers none.
+	FetchSessionSlots int
+	// FetchSessionEvictAfter is how long a fetch session goes unused before
+	// any new session may take its slot (default 2 minutes, Kafka's
+	// min.incremental.fetch.session.eviction.ms).
+	FetchSessionEvictAfter time.Duration
+	// Clock tells the time fetch sessions are used at (nil: the wall clock).
+	Clock clock.Clock
 }
 
 // Server is the Kafka listener plus the API table.
@@ -132,6 +143,8 @@ type Server struct {
 	// SASLFailures limits failed SASL authentications per client address
 	// (set before Serve; nil: no limit).
 	SASLFailures *sasl.Limiter
+
+	fetchSessions *fetchsession.Cache
 }
 
 // NewServer returns a server with the core APIs registered.
@@ -145,7 +158,17 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, views: views, system: system, sup: supervisor, apis: map[int16]API{}, started: time.Now()}
+	if cfg.FetchSessionSlots == 0 {
+		cfg.FetchSessionSlots = 1000
+	}
+	if cfg.FetchSessionEvictAfter <= 0 {
+		cfg.FetchSessionEvictAfter = 2 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
+	s := &Server{cfg: cfg, views: views, system: system, sup: supervisor, apis: map[int16]API{}, started: time.Now(),
+		fetchSessions: fetchsession.New(fetchsession.Config{Slots: max(cfg.FetchSessionSlots, 0), EvictAfter: cfg.FetchSessionEvictAfter})}
 	// Producer ids: unique across restarts of this broker (time-based base).
 	s.producerIDs.Store(time.Now().UnixMilli() << 8)
 	s.Quotas = quota.New(quota.DefaultWindow)
@@ -153,6 +176,13 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	s.Clock = clock.Real()
 	registerCore(s)
 	return s
+}
+
+// FetchSessionStats reports the fetch sessions this broker keeps, the
+// partitions they hold and the sessions evicted so far (metrics).
+func (s *Server) FetchSessionStats() (sessions, partitions int, evictions int64) {
+	st := s.fetchSessions.Stats()
+	return st.Sessions, st.Partitions, st.Evictions
 }
 
 // Register adds or replaces an API. Call before Serve.

@@ -23,7 +23,7 @@ import (
 // under load a write can still be creating its temporary file when the
 // test ends; the removal is retried for a second instead of failing the
 // test ("directory not empty", seen in CI under -race).
-func dataDir(t *testing.T) string {
+func dataDir(t testing.TB) string {
 	dir, err := os.MkdirTemp("", "controller")
 	if err != nil {
 		t.Fatal(err)

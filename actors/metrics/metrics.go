@@ -89,6 +89,9 @@ type View struct {
 	// broker leads that answer in time (nil: none). It must return
 	// promptly: it runs inside the scrape.
 	HighWatermarks func() map[TopicPartition]int64
+	// FetchSessions reports the incremental fetch sessions (KIP-227) open,
+	// the partitions they hold and the sessions evicted so far (nil: none).
+	FetchSessions func() (sessions, partitions int, evictions int64)
 }
 
 // NewRegistry returns a registry with the shared series, v's gauges and the
@@ -111,6 +114,13 @@ func NewRegistry(v View) *prometheus.Registry {
 	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "disk_fsyncs_total",
 		Help: "Device flushes (fdatasync or syncfs) issued by the disk log in this process."},
 		func() float64 { return float64(v.DiskFsyncs()) }))
+	if v.FetchSessions != nil {
+		gauge("fetch_sessions", "Incremental fetch sessions (KIP-227) this broker keeps.", func() float64 { s, _, _ := v.FetchSessions(); return float64(s) })
+		gauge("fetch_session_partitions", "Partitions held by this broker's fetch sessions.", func() float64 { _, p, _ := v.FetchSessions(); return float64(p) })
+		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "fetch_session_evictions_total",
+			Help: "Fetch sessions evicted to make room for new ones."},
+			func() float64 { _, _, e := v.FetchSessions(); return float64(e) }))
+	}
 	return r
 }
 

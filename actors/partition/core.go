@@ -428,7 +428,22 @@ func (c *Core) request(m any) {
 		c.emit(Notify{Watch: *w})
 		return
 	}
+	c.dropAbandoned()
 	c.watchers = append(c.watchers, *w)
+}
+
+// dropAbandoned forgets the watchers whose fetches were answered.
+func (c *Core) dropAbandoned() {
+	n := 0
+	for _, w := range c.watchers {
+		if w.Abandoned != nil && w.Abandoned() {
+			continue
+		}
+		c.watchers[n] = w
+		n++
+	}
+	clear(c.watchers[n:])
+	c.watchers = c.watchers[:n]
 }
 
 // --- group commit ------------------------------------------------------------

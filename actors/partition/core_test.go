@@ -29,6 +29,7 @@ import (
 //	opened gN L [end=N] [durable=N] | open-failed gN
 //	produce P [acks=1]           acks=all unless said; one record, appended at the log end
 //	fetch F | watch W OFFSET     served from the core's state (fetch: "F: hw=N")
+//	abandon W                    W's fetch was answered: the watch is no longer needed
 //	synced #N [failed|superseded] | closed [failed]
 //	advance DURATION | fence | unfence | revoke | stop
 //
@@ -214,6 +215,17 @@ var coreScenarios = []struct {
 		"closed -> release: ok",
 		"relinquish delete -> remove; release: ok", // again, idle: the files only
 	}},
+	{"watchers of answered fetches are dropped when another watches", []string{
+		"take 3 -> open g1 e3",
+		"opened g1 L1 -> take3: opened",
+		"watch w1 0",
+		"watch w2 0",
+		"abandon w1",
+		"watch w3 0", // drops w1
+		"abandon w3", // still held: nobody watched since
+		"produce p1 acks=1 -> p1: ok@0; sync #1 L1; watchdog #1",
+		"synced #1 -> notify w2; notify w3",
+	}},
 	{"stop answers everything and closes the log", []string{
 		"take 3 -> open g1 e3",
 		"opened g1 L1 -> take3: opened",
@@ -257,6 +269,8 @@ type harness struct {
 	fenced   bool
 	revoked  bool
 	out      []string
+	// abandoned: watchers whose fetch was answered ("abandon W").
+	abandoned map[string]bool
 }
 
 func newHarness(t *testing.T) *harness {
@@ -267,6 +281,8 @@ func newHarness(t *testing.T) *harness {
 		logs:  map[string]*fakeLog{},
 		opens: map[uint64]Open{},
 		syncs: map[uint64]Sync{},
+
+		abandoned: map[string]bool{},
 	}
 }
 
@@ -349,7 +365,10 @@ func (h *harness) run(f []string) []string {
 		}}})
 	case "watch":
 		name := f[1]
-		h.step(Request{Msg: &messages.WatchHighWatermark{Offset: int64(h.atoi(f[2])), Notify: func() { h.record("notify %s", name) }}})
+		h.step(Request{Msg: &messages.WatchHighWatermark{Offset: int64(h.atoi(f[2])), Notify: func() { h.record("notify %s", name) },
+			Abandoned: func() bool { return h.abandoned[name] }}})
+	case "abandon":
+		h.abandoned[f[1]] = true
 	case "synced":
 		seq := uint64(h.atoi(strings.TrimPrefix(f[1], "#")))
 		s, ok := h.syncs[seq]

@@ -29,6 +29,8 @@ type serveConfig struct {
 	LogLevel       string
 	LogFormat      string
 	MaxRequestSize int
+	// FetchSessionSlots bounds the incremental fetch sessions (KIP-227).
+	FetchSessionSlots int
 	// log cleaner (cleanup.policy=compact)
 	CleanerIORate     int64
 	CleanerBufferSize int64
@@ -115,6 +117,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "least severe log level written: trace, debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "console", "log format: json (one object per line) or console (human-readable)")
 	fs.IntVar(&cfg.MaxRequestSize, "max-request-size", 100<<20, "largest request frame accepted, in bytes (Kafka's socket.request.max.bytes)")
+	fs.IntVar(&cfg.FetchSessionSlots, "fetch-session-cache-slots", 1000, "incremental fetch sessions (KIP-227) this broker keeps; 0 offers none, so consumers send full fetches (Kafka's max.incremental.fetch.session.cache.slots)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create a topic a Metadata request names but that does not exist (Kafka's auto.create.topics.enable)")
 	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")
@@ -220,6 +223,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.MaxRequestSize < 1024 || c.MaxRequestSize > 1<<30 {
 		return fmt.Errorf("--max-request-size %d: want 1024 .. 1073741824 bytes", c.MaxRequestSize)
+	}
+	if c.FetchSessionSlots < 0 {
+		return fmt.Errorf("--fetch-session-cache-slots %d: want 0 or more", c.FetchSessionSlots)
 	}
 	if c.DefaultPartitions < 1 {
 		return fmt.Errorf("--default-partitions %d: must be at least 1", c.DefaultPartitions)

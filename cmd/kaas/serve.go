@@ -147,7 +147,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	for b.views.Load() == nil {
 		time.Sleep(time.Millisecond)
 	}
-	b.srv = conn.NewServer(conn.Config{MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.log}, b.system, b.views, b.sup)
+	b.srv = conn.NewServer(conn.Config{MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.log, FetchSessionSlots: fetchSessionSlots(cfg.FetchSessionSlots)}, b.system, b.views, b.sup)
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
 	b.srv.DataDir = cfg.DataDir
 	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
@@ -411,6 +411,7 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		DiskFsyncs:        disklog.Fsyncs,
 		CommittedOffsets:  func() []metrics.CommittedOffset { return committedOffsets(b) },
 		HighWatermarks:    func() map[metrics.TopicPartition]int64 { return ledHighWatermarks(b.views.Load(), hwmScrapeTimeout) },
+		FetchSessions:     b.srv.FetchSessionStats,
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: promLog{b.log}}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -429,3 +430,12 @@ type promLog struct{ log zerolog.Logger }
 func (l promLog) Println(v ...any) { l.log.Error().Msg(fmt.Sprint(v...)) }
 
 var _ = os.Stderr
+
+// fetchSessionSlots turns --fetch-session-cache-slots into conn.Config's
+// form, where 0 is the default and a negative count offers none.
+func fetchSessionSlots(flag int) int {
+	if flag == 0 {
+		return -1
+	}
+	return flag
+}
