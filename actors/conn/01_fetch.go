@@ -168,7 +168,7 @@ func handleFetch(r *Request) Pending {
 	if n, ok := r.Server.Quotas.MaxInWindow(quota.Fetch, r.quotaUser(), r.Header.ClientIDString()); ok {
 		maxBytes = max(min(maxBytes, n), 1)
 		for _, s := range slots {
-			s.req.PartitionMaxBytes = int32(min(int(s.req.PartitionMaxBytes), maxBytes))
+			s.req.MaxBytes = int32(min(int(s.req.MaxBytes), maxBytes))
 		}
 	}
 	minBytes := int(req.MinBytes)
@@ -227,6 +227,11 @@ func handleFetch(r *Request) Pending {
 			tracing.EndWait(waitSpan, total)
 		}
 		out := fill(resp, slots, maxBytes)
+		if throttled, emptied := throttleFetch(r, slots, out); emptied {
+			throttled.(*kmsg.FetchResponse).SessionID = sessions.Throttled(clk.Now(), fs)
+			r.Server.noteRefusal(hintFetch(r.CurrentView(), resp))
+			return throttled
+		}
 		outcomes := make([]fetchsession.Outcome, len(fs.Partitions))
 		for i, a := range at {
 			rp := &resp.Topics[a[0]].Partitions[a[1]]
@@ -240,7 +245,7 @@ func handleFetch(r *Request) Pending {
 			omitUnchanged(out, at, include)
 		}
 		r.Server.noteRefusal(hintFetch(r.CurrentView(), resp))
-		return throttleFetch(r, slots, out.(*fetchResponse))
+		return out
 	}
 }
 
@@ -388,7 +393,7 @@ var _ storage.Records = storage.BytesRecords(nil)
 // than the quota allows in a window (one record batch bigger than that
 // cap) goes out whole with its throttle time instead, so the consumer is
 // slowed, never stalled.
-func throttleFetch(r *Request, slots []*fetchSlot, out *fetchResponse) kmsg.Response {
+func throttleFetch(r *Request, slots []*fetchSlot, out *fetchResponse) (resp kmsg.Response, emptied bool) {
 	n := 0
 	for _, rec := range out.recs {
 		n += rec.Len()
@@ -404,17 +409,17 @@ func throttleFetch(r *Request, slots []*fetchSlot, out *fetchResponse) kmsg.Resp
 	}
 	d := r.recordQuota(quota.Fetch, n)
 	if d == 0 {
-		return sent()
+		return sent(), false
 	}
 	out.ThrottleMillis = throttleMillis(d)
 	if limit, _ := r.Server.Quotas.MaxInWindow(quota.Fetch, r.quotaUser(), r.Header.ClientIDString()); n > limit {
-		return sent()
+		return sent(), false
 	}
 	r.unrecordQuota(quota.Fetch, n)
 	out.release()
-	resp := out.FetchResponse
-	resp.Topics = nil
-	return resp
+	empty := out.FetchResponse
+	empty.Topics = nil
+	return empty, true
 }
 
 // isolation is the Fetch isolation level of a slot.

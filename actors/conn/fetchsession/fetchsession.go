@@ -219,6 +219,20 @@ func (c *Cache) Begin(now time.Time, r Request) (*Fetch, int16) {
 	return f, 0
 }
 
+// Throttled answers a fetch whose answer a quota throttle emptied, as
+// Kafka's throttled responses do: a full fetch opens no session (0), and
+// an incremental one keeps its session with nothing remembered, so every
+// change it did not carry is still reported next time.
+func (c *Cache) Throttled(now time.Time, f *Fetch) (sessionID int32) {
+	if f.kind != incremental {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f.s.lastUsed = now
+	return f.s.id
+}
+
 // Finish takes the answers of f.Partitions (same order) and returns the
 // session id the response carries (0 for none) and which partitions it
 // includes: all of a full fetch's, and of an incremental fetch's those with

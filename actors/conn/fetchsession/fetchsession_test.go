@@ -316,3 +316,32 @@ func TestNextEpoch(t *testing.T) {
 		}
 	}
 }
+
+// TestThrottledAnswerRemembersNothing: an answer a quota emptied leaves the
+// session as it was, so the change it would have carried is reported by
+// the next fetch; a throttled full fetch opens no session.
+func TestThrottledAnswerRemembersNothing(t *testing.T) {
+	c := New(Config{Slots: 10, EvictAfter: time.Minute, NewID: ids()})
+	full, code := c.Begin(t0, Request{Epoch: InitialEpoch, Partitions: []Entry{entry("a", 0, 0)}})
+	if code != 0 {
+		t.Fatalf("full fetch: code %d", code)
+	}
+	if id := c.Throttled(t0, full); id != 0 {
+		t.Fatalf("throttled full fetch opened session %d", id)
+	}
+	id := open(t, c, t0, entry("a", 0, 0))
+	f, code := c.Begin(t0, Request{SessionID: id, Epoch: 1})
+	if code != 0 {
+		t.Fatalf("code %d", code)
+	}
+	if got := c.Throttled(t0, f); got != id {
+		t.Fatalf("throttled incremental fetch answered session %d, want %d", got, id)
+	}
+	f, code = c.Begin(t0, Request{SessionID: id, Epoch: 2})
+	if code != 0 {
+		t.Fatalf("code %d", code)
+	}
+	if _, inc := c.Finish(t0, f, []Outcome{quiet(11)}); !slices.Equal(inc, []bool{true}) {
+		t.Fatalf("the high watermark change the throttled answer dropped is not reported: include %v", inc)
+	}
+}
