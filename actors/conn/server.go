@@ -27,6 +27,7 @@ import (
 	"github.com/kaas-project/kaas/actors/acl"
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/wire"
 	"github.com/kaas-project/kaas/wire/sasl"
 )
@@ -111,6 +112,10 @@ type Server struct {
 	// SASLFailures limits failed SASL authentications per client address
 	// (set before Serve; nil: no limit).
 	SASLFailures *sasl.Limiter
+	// VerifyTxn checks a transactional produce's partitions with the
+	// transaction coordinator (KIP-890; set before Serve; nil: not
+	// checked).
+	VerifyTxn func(messages.VerifyTxn)
 }
 
 // NewServer returns a server with the core APIs registered.

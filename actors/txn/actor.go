@@ -30,6 +30,10 @@ type Options struct {
 	// Remote writes markers to partitions led by other brokers (nil:
 	// such markers fail and are retried until the partition is led here).
 	Remote func(b routing.Broker, m WriteMarkers, tps []TP, done func(failed []TP, err error))
+	// RemoteVerify asks the coordinator broker b to verify a partition of
+	// a transaction coordinated there (nil: such verifications answer
+	// COORDINATOR_NOT_AVAILABLE).
+	RemoteVerify func(b routing.Broker, v messages.VerifyTxn)
 	// TickInterval is how often timeouts are checked and ownership
 	// re-read (default 1 s).
 	TickInterval time.Duration
@@ -40,10 +44,12 @@ type Options struct {
 
 // Coordinator is the running transaction coordinator.
 type Coordinator struct {
-	ref   actorsys.Ref
-	clock clock.Clock
-	done  chan struct{}
-	once  sync.Once
+	ref          actorsys.Ref
+	clock        clock.Clock
+	views        *routing.Store
+	remoteVerify func(routing.Broker, messages.VerifyTxn)
+	done         chan struct{}
+	once         sync.Once
 }
 
 // Start spawns the coordinator actor under system.
@@ -52,7 +58,7 @@ func Start(system *actorsys.System, name string, opts Options) (*Coordinator, er
 	if opts.TickInterval <= 0 {
 		opts.TickInterval = time.Second
 	}
-	c := &Coordinator{done: make(chan struct{}), clock: opts.Clock}
+	c := &Coordinator{done: make(chan struct{}), clock: opts.Clock, views: opts.Views, remoteVerify: opts.RemoteVerify}
 	ref, err := system.Spawn(name, func() actor.Actor {
 		return &manager{opts: &opts, c: c, core: NewCore(opts.Core), loading: map[string][]any{}}
 	})
@@ -61,6 +67,30 @@ func Start(system *actorsys.System, name string, opts Options) (*Coordinator, er
 	}
 	c.ref = ref
 	return c, nil
+}
+
+// Verify answers a partition leader's check of a transactional batch
+// (messages.Produce.Verify): in-process when this broker coordinates the
+// transactional id, else through RemoteVerify to its coordinator.
+func (c *Coordinator) Verify(v messages.VerifyTxn) {
+	view := c.views.Load()
+	if view == nil {
+		v.Reply(kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	b, ours := view.CoordinatorFor(v.TransactionalID)
+	if ours {
+		c.ref.Send(&call{id: v.TransactionalID, ev: AddPartitions{ID: v.TransactionalID, ProducerID: v.ProducerID, Epoch: v.Epoch,
+			Partitions: []TP{{Topic: v.Topic, Partition: v.Partition}}, VerifyOnly: true,
+			Reply: func(r Result) { v.Reply(r.ErrorCode) }}})
+		return
+	}
+	if c.remoteVerify == nil || b.Port == 0 {
+		// No coordinator (its slot is held between brokers): retriable.
+		v.Reply(kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	c.remoteVerify(b, v)
 }
 
 // Done is closed once the coordinator stopped.

@@ -51,7 +51,7 @@ type (
 	}
 	// AddPartitions adds partitions to the transaction (AddPartitionsToTxn).
 	// VerifyOnly answers whether they are all part of the ongoing
-	// transaction, changing nothing (KIP-890).
+	// transaction in the durable state, changing nothing (KIP-890).
 	AddPartitions struct {
 		ID         string
 		ProducerID int64
@@ -153,9 +153,14 @@ type CoreConfig struct {
 // While busy, requests are answered CONCURRENT_TRANSACTIONS (retriable), as
 // Kafka answers them during a pending state transition.
 type entry struct {
-	st   txnlog.State
-	busy bool
-	seq  uint64
+	st txnlog.State
+	// durable is the last state known to be in the log; saving is the
+	// state of the persist in flight. Verification (KIP-890) answers from
+	// durable: a partition is part of a transaction once its add is
+	// durable, whatever transition is in flight.
+	durable, saving txnlog.State
+	busy            bool
+	seq             uint64
 	// then continues the transition once the persist or the markers of
 	// seq succeeded.
 	then func()
@@ -259,10 +264,11 @@ func (c *Core) loaded(e Loaded) {
 		return
 	}
 	if !e.Found {
-		c.txns[e.State.ID] = &entry{st: txnlog.State{ID: e.State.ID, ProducerID: -1, LastProducerID: -1, LastEpoch: -1}}
+		none := txnlog.State{ID: e.State.ID, ProducerID: -1, LastProducerID: -1, LastEpoch: -1}
+		c.txns[e.State.ID] = &entry{st: none, durable: none}
 		return
 	}
-	t := &entry{st: e.State.Clone()}
+	t := &entry{st: e.State.Clone(), durable: e.State.Clone()}
 	c.txns[e.State.ID] = t
 	// A coordinator that crashed or moved between a prepare and its
 	// completion resumes by writing the markers again (a marker written
@@ -278,7 +284,8 @@ func (c *Core) persist(t *entry, then func(), failed func()) {
 	c.seq++
 	t.busy, t.seq, t.then, t.failed = true, c.seq, then, failed
 	t.st.UpdateMs = c.now.UnixMilli()
-	c.emit(Persist{Seq: c.seq, State: t.st.Clone()})
+	t.saving = t.st.Clone()
+	c.emit(Persist{Seq: c.seq, State: t.saving})
 }
 
 func (c *Core) persisted(e Persisted) {
@@ -297,6 +304,7 @@ func (c *Core) persisted(e Persisted) {
 		return
 	}
 	t.busy = false
+	t.durable = t.saving
 	if then := t.then; then != nil {
 		t.then, t.failed = nil, nil
 		then()
@@ -431,7 +439,42 @@ func (c *Core) begin(t *entry) {
 	}
 }
 
+// verify answers a VerifyOnly AddPartitions (a partition leader checking a
+// transactional batch, KIP-890) from the durable state, changing nothing:
+// INVALID_TXN_STATE unless every partition is part of the producer's
+// ongoing transaction.
+func (c *Core) verify(e AddPartitions) {
+	t, ok := c.txns[e.ID]
+	if !ok {
+		c.fail(e.Reply, kerr.CoordinatorLoadInProgress.Code)
+		return
+	}
+	d := &t.durable
+	switch {
+	case d.ProducerID < 0 || d.ProducerID != e.ProducerID:
+		c.fail(e.Reply, kerr.InvalidProducerIDMapping.Code)
+		return
+	case e.Epoch != d.Epoch:
+		c.fail(e.Reply, kerr.ProducerFenced.Code)
+		return
+	case d.Status != txnlog.Ongoing:
+		c.fail(e.Reply, kerr.InvalidTxnState.Code)
+		return
+	}
+	for _, tp := range e.Partitions {
+		if !slices.Contains(d.Partitions, tp) {
+			c.fail(e.Reply, kerr.InvalidTxnState.Code)
+			return
+		}
+	}
+	c.reply(e.Reply, Result{ProducerID: d.ProducerID, Epoch: d.Epoch})
+}
+
 func (c *Core) addPartitions(e AddPartitions) {
+	if e.VerifyOnly {
+		c.verify(e)
+		return
+	}
 	t, code := c.check(e.ID, e.ProducerID, e.Epoch)
 	if code != 0 {
 		c.fail(e.Reply, code)
@@ -444,16 +487,7 @@ func (c *Core) addPartitions(e AddPartitions) {
 			break
 		}
 	}
-	ongoing := t.st.Status == txnlog.Ongoing
-	if e.VerifyOnly {
-		if missing || !ongoing {
-			c.fail(e.Reply, kerr.InvalidTxnState.Code)
-			return
-		}
-		c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
-		return
-	}
-	if ongoing && !missing {
+	if t.st.Status == txnlog.Ongoing && !missing {
 		c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
 		return
 	}

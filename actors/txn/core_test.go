@@ -267,3 +267,75 @@ func TestPersistFailureReloads(t *testing.T) {
 		t.Fatalf("reply %+v, still loaded %v", r, h.c.Has("x"))
 	}
 }
+
+// TestVerifyAnswersFromTheDurableState: a partition leader's VerifyOnly
+// check (KIP-890) passes only for partitions whose add is in the log, for
+// the producer's current id and epoch, while the transaction is ongoing.
+func TestVerifyAnswersFromTheDurableState(t *testing.T) {
+	tp1 := TP{Topic: "t", Partition: 1}
+	verify := func(h *harness, pid int64, epoch int16, tp TP) int16 {
+		h.step(AddPartitions{ID: "x", ProducerID: pid, Epoch: epoch, Partitions: []TP{tp}, VerifyOnly: true, Reply: h.record})
+		return h.last().ErrorCode
+	}
+	cases := []struct {
+		name string
+		// setup runs after InitProducerId 100/0; it leaves what it does
+		// not flush in flight.
+		setup func(h *harness)
+		pid   int64
+		epoch int16
+		tp    TP
+		code  int16
+	}{
+		{"added and durable", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+		}, 100, 0, tp0, 0},
+		{"add still persisting", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+		}, 100, 0, tp0, kerr.InvalidTxnState.Code},
+		{"another partition of the transaction", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+		}, 100, 0, tp1, kerr.InvalidTxnState.Code},
+		{"commit preparing (durable state still ongoing)", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+			h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+		}, 100, 0, tp0, 0},
+		{"committed", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+			h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+			h.flush()
+		}, 100, 0, tp0, kerr.InvalidTxnState.Code},
+		{"nothing ongoing", func(h *harness) {}, 100, 0, tp0, kerr.InvalidTxnState.Code},
+		{"older epoch", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+		}, 100, -1, tp0, kerr.ProducerFenced.Code},
+		{"other producer id", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+		}, 7, 0, tp0, kerr.InvalidProducerIDMapping.Code},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.step(Loaded{State: txnlog.State{ID: "x"}})
+			h.init("x", -1, -1)
+			tc.setup(h)
+			h.replies = nil
+			if code := verify(h, tc.pid, tc.epoch, tc.tp); code != tc.code {
+				t.Fatalf("verify = %d (%v), want %d", code, kerr.ErrorForCode(code), tc.code)
+			}
+		})
+	}
+	// A loaded ongoing transaction verifies its partitions at once.
+	h := newHarness(t)
+	h.step(Loaded{Found: true, State: txnlog.State{ID: "x", ProducerID: 100, Epoch: 3, Status: txnlog.Ongoing,
+		Partitions: []TP{tp0}, TimeoutMs: 60000, StartMs: h.now.UnixMilli(), LastProducerID: -1, LastEpoch: -1}})
+	if code := verify(h, 100, 3, tp0); code != 0 {
+		t.Fatalf("verify after load = %d", code)
+	}
+}

@@ -50,12 +50,15 @@ func registerTransactions(b *broker) {
 	// WriteTxnMarkers requests.
 	remote := &txn.Remote{}
 	opts.Remote = remote.Write
+	opts.RemoteVerify = remote.Verify
 	c, err := txn.Start(b.system, "transactions", opts)
 	if err != nil {
 		b.log.Error().Err(err).Msg("start transaction coordinator")
 		return
 	}
 	c.Register(b.srv)
+	// Transactional batches are verified with the coordinator (KIP-890).
+	b.srv.VerifyTxn = c.Verify
 	go func() {
 		<-c.Done()
 		remote.Close()
