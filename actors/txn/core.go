@@ -94,8 +94,15 @@ type (
 		ID  string
 		Seq uint64
 	}
-	// Tick aborts the transactions that outlived their timeout.
+	// Tick aborts the transactions that outlived their timeout and
+	// expires idle ids.
 	Tick struct{}
+	// Removed reports the Remove of Seq.
+	Removed struct {
+		ID  string
+		Seq uint64
+		Err error
+	}
 	// Unload forgets an id (it moved to another coordinator); a
 	// transition in flight finishes first (Unload reports false then).
 	Unload struct {
@@ -123,6 +130,11 @@ type (
 		Partitions []TP
 		Groups     []string
 	}
+	// Remove deletes an expired id's state; Removed{Seq} reports it.
+	Remove struct {
+		ID  string
+		Seq uint64
+	}
 	// Reply answers a request.
 	Reply struct {
 		To     func(Result)
@@ -146,6 +158,11 @@ type CoreConfig struct {
 	MaxTimeout time.Duration
 	// MarkerRetry spaces marker attempts that failed.
 	MarkerRetry time.Duration
+	// IDExpiration is transactional.id.expiration.ms: an id with no
+	// transaction in progress and no transition for that long is
+	// forgotten (its log removed); its producer's next request gets
+	// INVALID_PRODUCER_ID_MAPPING and a new InitProducerId starts afresh.
+	IDExpiration time.Duration
 }
 
 // entry is one transactional id: its state (applied at once; durable once
@@ -186,6 +203,9 @@ func NewCore(cfg CoreConfig) *Core {
 	if cfg.MarkerRetry <= 0 {
 		cfg.MarkerRetry = 100 * time.Millisecond
 	}
+	if cfg.IDExpiration <= 0 {
+		cfg.IDExpiration = 7 * 24 * time.Hour // Kafka's default
+	}
 	return &Core{cfg: cfg, txns: map[string]*entry{}}
 }
 
@@ -200,6 +220,12 @@ func (c *Core) State(id string) (txnlog.State, bool) {
 	}
 	return e.st.Clone(), true
 }
+
+// Loaded lists every loaded id, sorted: the ids this coordinator holds
+// (it answers for them, or finishes a transition of one that moved). The
+// supervisor reports them with the groups, so that the slot of an id is
+// not granted to another broker while this one still holds it.
+func (c *Core) Loaded() []string { return c.sortedIDs() }
 
 // IDs lists the loaded ids that have a producer id.
 func (c *Core) IDs() []string {
@@ -237,6 +263,8 @@ func (c *Core) Step(ev any, now time.Time) []any {
 		}
 	case Tick:
 		c.tick()
+	case Removed:
+		c.removed(e)
 	case Unload:
 		t, ok := c.txns[e.ID]
 		if ok && t.busy {
@@ -565,6 +593,44 @@ func (c *Core) tick() {
 			c.abortOngoing(t, -1) // the last epoch, MaxInt16, still fences
 		}
 	}
+	c.expire(now)
+}
+
+// expire removes the ids idle for IDExpiration: nothing in progress
+// (Empty, CompleteCommit, CompleteAbort) and no transition since. An id
+// loaded without a stored state and never initialized is only forgotten. While the remove runs the id is busy, so a request
+// for it waits (CONCURRENT_TRANSACTIONS) rather than racing the delete.
+func (c *Core) expire(now int64) {
+	for _, id := range c.sortedIDs() {
+		t := c.txns[id]
+		if !t.busy && t.st.ProducerID < 0 {
+			delete(c.txns, id) // loaded, never initialized: nothing stored
+			continue
+		}
+		if t.busy || !idle(t.st.Status) || now-t.st.UpdateMs <= c.cfg.IDExpiration.Milliseconds() {
+			continue
+		}
+		c.seq++
+		t.busy, t.seq, t.then, t.failed = true, c.seq, nil, nil
+		c.emit(Remove{ID: id, Seq: c.seq})
+	}
+}
+
+// idle reports whether status has no transaction in progress.
+func idle(s txnlog.Status) bool {
+	return s == txnlog.Empty || s == txnlog.CompleteCommit || s == txnlog.CompleteAbort
+}
+
+func (c *Core) removed(e Removed) {
+	t, ok := c.txns[e.ID]
+	if !ok || !t.busy || t.seq != e.Seq {
+		return
+	}
+	if e.Err != nil {
+		t.busy = false // kept; the next tick tries again
+		return
+	}
+	delete(c.txns, e.ID)
 }
 
 func (c *Core) sortedIDs() []string {

@@ -67,6 +67,9 @@ type serveConfig struct {
 	GroupConsumerSessionTimeout    time.Duration
 	OffsetsRetentionMinutes        int
 
+	// transactions
+	TransactionalIDExpiration time.Duration
+
 	// listeners, TLS, SASL, debug endpoints (security.go)
 	securityConfig
 
@@ -122,6 +125,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.GroupConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "consumer groups: heartbeat interval given to KIP-848 consumer-protocol members (Kafka's group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&cfg.GroupConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second, "consumer groups: a KIP-848 consumer-protocol member silent this long is removed; must exceed --group-consumer-heartbeat-interval (Kafka's group.consumer.session.timeout.ms)")
 	fs.IntVar(&cfg.OffsetsRetentionMinutes, "offsets-retention-minutes", 7*24*60, "consumer groups: minutes a committed offset is kept once no member uses it, counted from when its group became empty (Kafka's offsets.retention.minutes)")
+	fs.DurationVar(&cfg.TransactionalIDExpiration, "transactional-id-expiration", 7*24*time.Hour, "transactions: a transactional id with no transaction in progress and no change for this long is forgotten, its log removed (Kafka's transactional.id.expiration.ms)")
 	fs.StringVar(&cfg.HeartbeatAddr, "heartbeat-addr", ":9094", "cluster mode: address the heartbeat gRPC listener binds, host:port")
 	fs.StringVar(&cfg.AdvertisedHeartbeatAddr, "advertised-heartbeat-addr", "", "cluster mode: heartbeat address other brokers dial (default <pod>.<service>.<namespace>.svc:<heartbeat port>)")
 	fs.StringVar(&cfg.Service, "service", "kaas", "cluster mode: name of the headless Service that gives each broker pod its DNS name")
@@ -217,6 +221,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.OffsetsRetentionMinutes < 1 {
 		return fmt.Errorf("--offsets-retention-minutes %d must be at least 1", c.OffsetsRetentionMinutes)
+	}
+	if c.TransactionalIDExpiration <= 0 {
+		return fmt.Errorf("--transactional-id-expiration %s must be positive", c.TransactionalIDExpiration)
 	}
 	if err := c.validateAuthorizer(); err != nil {
 		return err
