@@ -46,6 +46,25 @@ type Produce struct {
 	Batch []byte
 	Acks  int16
 	Reply func(ProduceResult)
+	// TransactionalID is the request's transactional id ("" for none).
+	TransactionalID string
+	// Verify asks the transaction coordinator whether a transactional
+	// batch's partition is part of its producer's ongoing transaction
+	// (KIP-890 verification); nil when no coordinator runs.
+	Verify func(VerifyTxn)
+}
+
+// VerifyTxn asks the transaction coordinator of TransactionalID whether
+// Topic/Partition is part of the ongoing transaction of ProducerID at
+// Epoch (AddPartitionsToTxn with VerifyOnly). Reply is called exactly once,
+// from any goroutine, with 0 or the coordinator's error code.
+type VerifyTxn struct {
+	TransactionalID string
+	ProducerID      int64
+	Epoch           int16
+	Topic           string
+	Partition       int32
+	Reply           func(errorCode int16)
 }
 
 // ProduceResult answers Produce.

@@ -14,9 +14,11 @@ import (
 // gzip/snappy/lz4 when the range reaches v0; v0-2 are answered
 // UNSUPPORTED_VERSION. The partition actor (actors/partition) validates and
 // appends each batch, after a topic's compression.type has been applied
-// here (recompress.go); NOT_LEADER_OR_FOLLOWER answers carry a leader hint
-// (leader_hints.go). A producer_byte_rate quota meters the request's size
-// and throttles (quotas.go).
+// here (recompress.go), and verifies a transactional batch that starts a
+// transaction on its partition with the transaction coordinator (KIP-890);
+// NOT_LEADER_OR_FOLLOWER answers carry a leader hint (leader_hints.go). A
+// producer_byte_rate quota meters the request's size and throttles
+// (quotas.go).
 func init() {
 	serve(API{Key: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: 11, AdvertiseV0: true,
 		Handle: handleProduce, ErrorResponse: produceError})
@@ -39,6 +41,11 @@ func handleProduce(r *Request) Pending {
 		fail = kerr.InvalidRequiredAcks.Code
 	}
 	fan := newFanOut(r)
+	var txnID string
+	var verify func(messages.VerifyTxn)
+	if req.TransactionID != nil && *req.TransactionID != "" {
+		txnID, verify = *req.TransactionID, r.Server.VerifyTxn
+	}
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		rt := &resp.Topics[i]
@@ -67,7 +74,7 @@ func handleProduce(r *Request) Pending {
 				continue
 			}
 			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {
-				return &messages.Produce{Batch: records, Acks: req.Acks, Reply: func(res messages.ProduceResult) {
+				return &messages.Produce{Batch: records, Acks: req.Acks, TransactionalID: txnID, Verify: verify, Reply: func(res messages.ProduceResult) {
 					rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					rp.ErrorMessage = optString(res.ErrorMessage)
 					done()

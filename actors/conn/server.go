@@ -30,6 +30,7 @@ import (
 	"github.com/kaas-project/kaas/actors/conn/fetchsession"
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/wire"
 	"github.com/kaas-project/kaas/wire/sasl"
 )
@@ -145,6 +146,10 @@ type Server struct {
 	SASLFailures *sasl.Limiter
 
 	fetchSessions *fetchsession.Cache
+	// VerifyTxn checks a transactional produce's partitions with the
+	// transaction coordinator (KIP-890; set before Serve; nil: not
+	// checked).
+	VerifyTxn func(messages.VerifyTxn)
 }
 
 // NewServer returns a server with the core APIs registered.

@@ -362,7 +362,7 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 			gc.Reply(pc.Response)
 		}})
 	case *kmsg.TxnOffsetCommitRequest:
-		a.txnOffsetCommit(gc, op, a.g.OffsetCommit(now, asOffsetCommit(op), topics))
+		a.txnOffsetCommit(gc, op, a.g.TxnOffsetCommit(now, asOffsetCommit(op), topics))
 	case *messages.TxnOffsetsEnd:
 		a.txnOffsetsEnd(gc, op)
 	case *kmsg.OffsetDeleteRequest:

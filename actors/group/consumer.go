@@ -673,7 +673,7 @@ func (g *Group) consumerTick(now time.Time) {
 // validateConsumerCommit checks an OffsetCommit against a consumer group.
 // It returns a group-wide code, or a per-partition check (KIP-1251: a
 // member may commit with an older epoch for partitions it has held since).
-func (g *Group) validateConsumerCommit(now time.Time, version int16, epoch int32, memberID string) (int16, func(t [16]byte, p int32) int16) {
+func (g *Group) validateConsumerCommit(now time.Time, version int16, txn bool, epoch int32, memberID string) (int16, func(t [16]byte, p int32) int16) {
 	active := 0
 	for _, m := range g.cons.members {
 		if m.epoch != epochStaticLeave {
@@ -687,7 +687,7 @@ func (g *Group) validateConsumerCommit(now time.Time, version int16, epoch int32
 	if m == nil {
 		return kerr.UnknownMemberID.Code, nil
 	}
-	if version < 9 {
+	if version < 9 && !txn {
 		return kerr.UnsupportedVersion.Code, nil
 	}
 	if epoch > m.epoch {

@@ -387,6 +387,18 @@ func TestConsumerCommitEpochs(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.name, code(c), code(tc.want))
 		}
 	}
+	// A transactional commit (TxnOffsetCommit, expressed at v7) of an 848
+	// member is accepted at any version; its epoch is checked the same.
+	txn := func(epoch int32) int16 {
+		r := commitReq(7, epoch, "a", map[string]map[int32]int64{"t": {pa: 2}})
+		return g.TxnOffsetCommit(t0, r, fakeTopics{"t": 6}).Response.Topics[0].Partitions[0].ErrorCode
+	}
+	if c := txn(a.epoch); c != 0 {
+		t.Errorf("transactional commit of an 848 member: %s", code(c))
+	}
+	if c := txn(a.epoch + 1); c != kerr.StaleMemberEpoch.Code {
+		t.Errorf("transactional commit from the future: %s", code(c))
+	}
 	// OffsetFetch by a member checks its epoch strictly.
 	f := g.FetchOffsets(t0, fetchAs("a", a.epoch-1), fakeTopics{"t": 6})
 	if f.ErrorCode != kerr.StaleMemberEpoch.Code {

@@ -25,6 +25,18 @@ type PendingCommit struct {
 // group's verdict. The returned commit's Records are empty when nothing was
 // accepted.
 func (g *Group) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topics Topics) *PendingCommit {
+	return g.offsetCommit(now, req, topics, false)
+}
+
+// TxnOffsetCommit validates a TxnOffsetCommit expressed as an OffsetCommit
+// (asOffsetCommit) like OffsetCommit, except that a KIP-848 member may use
+// it at any version (Kafka requires OffsetCommit v9+ of such members, not
+// TxnOffsetCommit v5+).
+func (g *Group) TxnOffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topics Topics) *PendingCommit {
+	return g.offsetCommit(now, req, topics, true)
+}
+
+func (g *Group) offsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topics Topics, txn bool) *PendingCommit {
 	g.Tick(now)
 	defer g.Tick(now)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
@@ -98,7 +110,7 @@ func (g *Group) OffsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topic
 		// committed offsets.
 		code = kerr.GroupIDNotFound.Code
 	default:
-		code, perPartition = g.validateConsumerCommit(now, req.Version, generation, req.MemberID)
+		code, perPartition = g.validateConsumerCommit(now, req.Version, txn, generation, req.MemberID)
 	}
 
 	commitTime, expire := now.UnixMilli(), int64(-1)

@@ -103,6 +103,10 @@ type Actor struct {
 	// keysRequired: the topic is compacted, so every record needs a key.
 	keysRequired bool
 	traced       traced
+	// verifying: each producer's transactional batch waiting for the
+	// transaction coordinator (verify.go).
+	verifying map[int64]*verification
+	verifySeq uint64
 }
 
 // New returns a producer for the partition actor of id.
@@ -131,11 +135,13 @@ func (a *Actor) Receive(ctx actor.Context) {
 	}
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping:
+		a.dropVerifications()
 		a.step(Stop{})
 		a.countPhase(phaseIdle) // a stopped actor leads nothing
 	case *actor.Restarting:
 		// Restarted in place by a parent's strategy: the next instance
 		// starts idle, so nothing may stay open behind it.
+		a.dropVerifications()
 		a.step(Stop{})
 		a.countPhase(phaseIdle) // the next incarnation counts itself
 	case *messages.TakeLeadership:
@@ -175,6 +181,8 @@ func (a *Actor) Receive(ctx actor.Context) {
 			r = messages.DescribeProducersResult{Producers: p.States()}
 		}
 		m.Reply(r)
+	case verified:
+		a.onVerified(m)
 	case cleanerTick:
 		a.onCleanerTick()
 	case compacted:

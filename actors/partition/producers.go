@@ -56,6 +56,7 @@ type Producers struct {
 	// Transactions (txns.go).
 	ongoing map[int64]int64
 	aborted []AbortedTxn
+	marks   map[int64]uint64
 }
 
 // LastBatch identifies the batch that ends where a snapshot begins. A

@@ -18,7 +18,7 @@ import (
 func (a *Actor) serve(m any) {
 	switch m := m.(type) {
 	case *messages.Produce:
-		a.produce(m)
+		a.produceBatch(m, false)
 	case *messages.Fetch:
 		a.fetch(m)
 	case *messages.ListOffsets:
@@ -35,10 +35,10 @@ func (a *Actor) serve(m any) {
 func (a *Actor) fenced() bool  { return a.cfg.Fence != nil && a.cfg.Fence.Fenced() }
 func (a *Actor) revoked() bool { return a.cfg.Revoked != nil && a.cfg.Revoked.Load() }
 
-func (a *Actor) produce(m *messages.Produce) {
-	reply := func(code int16, msg string) {
-		m.Reply(messages.ProduceResult{ErrorCode: code, ErrorMessage: msg, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1})
-	}
+// produceBatch appends m's batch; verified: the transaction coordinator
+// confirmed the batch's partition is part of its transaction (verify.go).
+func (a *Actor) produceBatch(m *messages.Produce, verified bool) {
+	reply := func(code int16, msg string) { refuseProduce(m, code, msg) }
 	if code, msg := a.core.Admit(a.fenced(), a.revoked()); code != 0 {
 		reply(code, msg)
 		return
@@ -61,6 +61,9 @@ func (a *Actor) produce(m *messages.Produce) {
 			return
 		}
 	}
+	if !verified && a.queueBehindVerify(m, h) {
+		return
+	}
 	l, prods := a.core.Log(), a.core.Producers()
 	check := prods.Check(h)
 	if check.ErrorCode != 0 {
@@ -71,6 +74,10 @@ func (a *Actor) produce(m *messages.Produce) {
 	if d := check.Duplicate; d != nil {
 		res.BaseOffset = d.FirstOffset
 		a.step(Produced{AcksAll: m.Acks == -1, End: d.LastOffset + 1, Result: res, Reply: m.Reply})
+		return
+	}
+	if !verified && needsVerify(h, prods, m) {
+		a.startVerify(m, h, prods)
 		return
 	}
 	epoch := a.core.LeaderEpoch()

@@ -48,6 +48,11 @@ func (p *Producers) RecordMarker(h batch.Header, commit bool, nowMs int64) {
 	}
 }
 
+// Marks counts the markers of producer id this table saw, written or not
+// (fence); not saved: a transaction verification compares two counts of
+// one table.
+func (p *Producers) Marks(id int64) uint64 { return p.marks[id] }
+
 // InTxn reports whether producer id has a transaction open on this
 // partition.
 func (p *Producers) InTxn(id int64) bool {
@@ -95,10 +100,15 @@ func (p *Producers) TrimTxns(start int64) {
 	p.aborted = p.aborted[:n]
 }
 
-// fence raises producer id's epoch to epoch (a marker's): batches of
+// fence raises producer id's epoch to epoch (a marker's, every marker
+// passes here, counted in marks): batches of
 // older epochs are refused from then on, and the next epoch starts its
 // sequences afresh.
 func (p *Producers) fence(id int64, epoch int16, nowMs int64) {
+	if p.marks == nil {
+		p.marks = map[int64]uint64{}
+	}
+	p.marks[id]++
 	e, ok := p.m[id]
 	if !ok {
 		p.m[id] = &ProducerEntry{ID: id, Epoch: epoch, FencedAt: nowMs}

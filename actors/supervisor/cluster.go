@@ -178,6 +178,11 @@ const retireAfter = 5 * time.Second
 // group left its old coordinator before naming the next one.
 type GroupsLed struct{ Names []string }
 
+// TxnIDsLed reports the transactional ids this broker's transaction
+// coordinator holds; they ride the heartbeat with the groups (same slots,
+// same held-slot rules).
+type TxnIDsLed struct{ Names []string }
+
 // OpenPartitions asks how many partition actors still hold files (leading,
 // opening or closing). When none do, the ping is rebuilt and sent at once,
 // and reportFrom is the time from which every ping sent reports that: a
@@ -247,6 +252,8 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		m.Reply()
 	case *GroupsLed:
 		s.step(ctx, GroupsReported{Names: m.Names})
+	case *TxnIDsLed:
+		s.step(ctx, TxnIDsReported{Names: m.Names})
 	case *OpenPartitions:
 		var from time.Time
 		if len(s.core.parts) == 0 {

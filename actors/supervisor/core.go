@@ -64,6 +64,7 @@ type Core struct {
 	lastCtrl  uint64
 	ctrlEpoch int64
 	groups    []string // consumer groups this broker coordinates (GroupsLed)
+	txnIDs    []string // transactional ids this broker coordinates (TxnIDsLed)
 	gens      uint64   // partition actors spawned (unique names)
 	healTrackers
 }
@@ -119,6 +120,8 @@ type (
 	ControllerFailed struct{ Seq uint64 }
 	// GroupsReported: the consumer groups this broker coordinates now.
 	GroupsReported struct{ Names []string }
+	// TxnIDsReported: the transactional ids this broker coordinates now.
+	TxnIDsReported struct{ Names []string }
 )
 
 func (Applied) isEvent()             {}
@@ -131,6 +134,7 @@ func (Deposed) isEvent()             {}
 func (ControllerLostLease) isEvent() {}
 func (ControllerFailed) isEvent()    {}
 func (GroupsReported) isEvent()      {}
+func (TxnIDsReported) isEvent()      {}
 
 // Effects.
 type (
@@ -250,6 +254,9 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 		}
 	case GroupsReported:
 		c.groups = e.Names
+		return []Effect{UpdatePing{}, Kick{}}
+	case TxnIDsReported:
+		c.txnIDs = e.Names
 		return []Effect{UpdatePing{}, Kick{}}
 	default:
 		return c.stepHeal(ev, now)
@@ -463,7 +470,13 @@ func (c *Core) Ping(p *heartbeatpb.Ping) *heartbeatpb.Ping {
 	if c.current != nil {
 		p.ControllerEpoch, p.AssignmentVersion = c.current.ControllerEpoch, c.current.AssignmentVersion
 	}
+	// Transactional ids are placed on the group-coordinator slots too:
+	// the controller holds a slot while a broker other than its next
+	// owner reports any name of it, group or transactional id.
 	p.Groups = c.groups
+	if len(c.txnIDs) > 0 {
+		p.Groups = append(slices.Clone(c.groups), c.txnIDs...)
+	}
 	// Every partition with an actor counts, including ones still closing:
 	// only a finished close is a release.
 	for tp, lp := range c.parts {

@@ -29,6 +29,7 @@ import (
 //	elected E | elected-ended E | deposed             Lease changes
 //	lease-lost E | controller-failed N                controller reports
 //	groups NAME...                                    the groups coordinated
+//	txn-ids NAME...                                   the transactional ids coordinated
 //	advance DURATION                                  virtual time passes
 //	ping                                              shows the heartbeat's ping
 var coreScenarios = []struct {
@@ -168,6 +169,15 @@ var coreScenarios = []struct {
 		"groups -> update-ping; kick",
 		"ping -> ping",
 	}},
+	{"transactional ids ride the ping with the groups", []string{
+		"groups a -> update-ping; kick",
+		"txn-ids x y -> update-ping; kick",
+		"ping -> ping groups=a,x,y",
+		"groups -> update-ping; kick",
+		"ping -> ping groups=x,y",
+		"txn-ids -> update-ping; kick",
+		"ping -> ping",
+	}},
 	{"a kept partition gets its topic's new config", []string{
 		"file 1 1 t:a:1@0:retention.ms=1 -> spawn t/0 g1 e0 retention.ms=1; applied 1.1; publish broker local=t/0; kick",
 		"file 1 2 t:a:1@0:retention.ms=2 -> config g1 retention.ms=2; applied 1.2; publish broker local=t/0; kick",
@@ -243,6 +253,8 @@ func (h *coreHarness) run(args []string) []string {
 		h.step(ControllerFailed{Seq: uint64(h.atoi(args[1]))})
 	case "groups":
 		h.step(GroupsReported{Names: args[1:]})
+	case "txn-ids":
+		h.step(TxnIDsReported{Names: args[1:]})
 	case "advance":
 		d, err := time.ParseDuration(args[1])
 		if err != nil {

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +31,14 @@ type Options struct {
 	// Remote writes markers to partitions led by other brokers (nil:
 	// such markers fail and are retried until the partition is led here).
 	Remote func(b routing.Broker, m WriteMarkers, tps []TP, done func(failed []TP, err error))
+	// RemoteVerify asks the coordinator broker b to verify a partition of
+	// a transaction coordinated there (nil: such verifications answer
+	// COORDINATOR_NOT_AVAILABLE).
+	RemoteVerify func(b routing.Broker, v messages.VerifyTxn)
+	// OnIDsChanged, when set, is told the ids this coordinator holds
+	// (loaded or loading) whenever they change: the held-slot rules of
+	// the controller wait for them as for a consumer group's.
+	OnIDsChanged func(ids []string)
 	// TickInterval is how often timeouts are checked and ownership
 	// re-read (default 1 s).
 	TickInterval time.Duration
@@ -40,10 +49,12 @@ type Options struct {
 
 // Coordinator is the running transaction coordinator.
 type Coordinator struct {
-	ref   actorsys.Ref
-	clock clock.Clock
-	done  chan struct{}
-	once  sync.Once
+	ref          actorsys.Ref
+	clock        clock.Clock
+	views        *routing.Store
+	remoteVerify func(routing.Broker, messages.VerifyTxn)
+	done         chan struct{}
+	once         sync.Once
 }
 
 // Start spawns the coordinator actor under system.
@@ -52,7 +63,7 @@ func Start(system *actorsys.System, name string, opts Options) (*Coordinator, er
 	if opts.TickInterval <= 0 {
 		opts.TickInterval = time.Second
 	}
-	c := &Coordinator{done: make(chan struct{}), clock: opts.Clock}
+	c := &Coordinator{done: make(chan struct{}), clock: opts.Clock, views: opts.Views, remoteVerify: opts.RemoteVerify}
 	ref, err := system.Spawn(name, func() actor.Actor {
 		return &manager{opts: &opts, c: c, core: NewCore(opts.Core), loading: map[string][]any{}}
 	})
@@ -60,7 +71,36 @@ func Start(system *actorsys.System, name string, opts Options) (*Coordinator, er
 		return nil, fmt.Errorf("start transaction coordinator: %w", err)
 	}
 	c.ref = ref
+	if opts.Views != nil {
+		// A moved id is let go at once, not at the next tick: the
+		// controller holds its slot until this broker stops reporting it.
+		opts.Views.OnPublish(func() { ref.Send(&viewChanged{}) })
+	}
 	return c, nil
+}
+
+// Verify answers a partition leader's check of a transactional batch
+// (messages.Produce.Verify): in-process when this broker coordinates the
+// transactional id, else through RemoteVerify to its coordinator.
+func (c *Coordinator) Verify(v messages.VerifyTxn) {
+	view := c.views.Load()
+	if view == nil {
+		v.Reply(kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	b, ours := view.CoordinatorFor(v.TransactionalID)
+	if ours {
+		c.ref.Send(&call{id: v.TransactionalID, ev: AddPartitions{ID: v.TransactionalID, ProducerID: v.ProducerID, Epoch: v.Epoch,
+			Partitions: []TP{{Topic: v.Topic, Partition: v.Partition}}, VerifyOnly: true,
+			Reply: func(r Result) { v.Reply(r.ErrorCode) }}})
+		return
+	}
+	if c.remoteVerify == nil || b.Port == 0 {
+		// No coordinator (its slot is held between brokers): retriable.
+		v.Reply(kerr.CoordinatorNotAvailable.Code)
+		return
+	}
+	c.remoteVerify(b, v)
 }
 
 // Done is closed once the coordinator stopped.
@@ -85,10 +125,12 @@ type (
 		found bool
 		err   error
 	}
-	tickMsg   struct{}
-	scanned   struct{ ids []string }
-	eventMsg  struct{ ev any }
-	stopCoord struct{}
+	tickMsg struct{}
+	// viewChanged: a new routing view was published.
+	viewChanged struct{}
+	scanned     struct{ ids []string }
+	eventMsg    struct{ ev any }
+	stopCoord   struct{}
 )
 
 // manager is the thin shell around Core: it loads ids from the store before
@@ -102,11 +144,40 @@ type manager struct {
 	self    *actor.PID
 	system  *actor.ActorSystem
 	tick    clock.Timer
+	// reported: the ids last given to OnIDsChanged.
+	reported []string
 }
 
 func (m *manager) send(msg any) { m.system.Root.Send(m.self, msg) }
 
 func (m *manager) Receive(ctx actor.Context) {
+	m.receive(ctx)
+	switch ctx.Message().(type) {
+	case *call, *loadedMsg, *scanned, *eventMsg, *tickMsg, *viewChanged:
+		m.reportIDs()
+	}
+}
+
+// reportIDs tells OnIDsChanged the ids held, when they changed.
+func (m *manager) reportIDs() {
+	if m.opts.OnIDsChanged == nil {
+		return
+	}
+	ids := m.core.Loaded()
+	for id := range m.loading {
+		if !m.core.Has(id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	if slices.Equal(ids, m.reported) {
+		return
+	}
+	m.reported = ids
+	m.opts.OnIDsChanged(slices.Clone(ids))
+}
+
+func (m *manager) receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		m.self, m.system = ctx.Self(), ctx.ActorSystem()
@@ -156,13 +227,11 @@ func (m *manager) Receive(ctx actor.Context) {
 		m.step(msg.ev)
 	case *tickMsg:
 		m.step(Tick{})
-		for _, id := range m.core.IDs() {
-			if !m.ours(id) {
-				m.step(Unload{ID: id, Done: func(bool) {}})
-			}
-		}
+		m.unloadMoved()
 		m.scan()
 		m.armTick()
+	case *viewChanged:
+		m.unloadMoved()
 	case *describe:
 		var out []txnlog.State
 		ids := msg.ids
@@ -183,6 +252,16 @@ func (m *manager) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopped:
 		m.c.once.Do(func() { close(m.c.done) })
+	}
+}
+
+// unloadMoved unloads the ids this broker no longer coordinates (one with
+// a transition in flight stays until a later tick or view finds it idle).
+func (m *manager) unloadMoved() {
+	for _, id := range m.core.Loaded() {
+		if !m.ours(id) {
+			m.step(Unload{ID: id, Done: func(bool) {}})
+		}
 	}
 }
 
@@ -248,6 +327,17 @@ func (m *manager) exec(e any) {
 		m.opts.Clock.AfterFunc(e.D, func() { m.send(&eventMsg{ev: e.Event}) })
 	case WriteMarkers:
 		m.writeMarkers(e)
+	case Remove:
+		store, log := m.opts.Store, m.opts.Log
+		go func() {
+			err := store.Remove(e.ID)
+			if err != nil {
+				log.Error().Err(err).Str("transactional_id", e.ID).Msg("remove expired transactional id")
+			} else {
+				log.Info().Str("transactional_id", e.ID).Msg("transactional id expired")
+			}
+			m.send(&eventMsg{ev: Removed{ID: e.ID, Seq: e.Seq, Err: err}})
+		}()
 	}
 }
 

@@ -51,7 +51,7 @@ type (
 	}
 	// AddPartitions adds partitions to the transaction (AddPartitionsToTxn).
 	// VerifyOnly answers whether they are all part of the ongoing
-	// transaction, changing nothing (KIP-890).
+	// transaction in the durable state, changing nothing (KIP-890).
 	AddPartitions struct {
 		ID         string
 		ProducerID int64
@@ -94,8 +94,15 @@ type (
 		ID  string
 		Seq uint64
 	}
-	// Tick aborts the transactions that outlived their timeout.
+	// Tick aborts the transactions that outlived their timeout and
+	// expires idle ids.
 	Tick struct{}
+	// Removed reports the Remove of Seq.
+	Removed struct {
+		ID  string
+		Seq uint64
+		Err error
+	}
 	// Unload forgets an id (it moved to another coordinator); a
 	// transition in flight finishes first (Unload reports false then).
 	Unload struct {
@@ -123,6 +130,11 @@ type (
 		Partitions []TP
 		Groups     []string
 	}
+	// Remove deletes an expired id's state; Removed{Seq} reports it.
+	Remove struct {
+		ID  string
+		Seq uint64
+	}
 	// Reply answers a request.
 	Reply struct {
 		To     func(Result)
@@ -146,6 +158,11 @@ type CoreConfig struct {
 	MaxTimeout time.Duration
 	// MarkerRetry spaces marker attempts that failed.
 	MarkerRetry time.Duration
+	// IDExpiration is transactional.id.expiration.ms: an id with no
+	// transaction in progress and no transition for that long is
+	// forgotten (its log removed); its producer's next request gets
+	// INVALID_PRODUCER_ID_MAPPING and a new InitProducerId starts afresh.
+	IDExpiration time.Duration
 }
 
 // entry is one transactional id: its state (applied at once; durable once
@@ -153,9 +170,14 @@ type CoreConfig struct {
 // While busy, requests are answered CONCURRENT_TRANSACTIONS (retriable), as
 // Kafka answers them during a pending state transition.
 type entry struct {
-	st   txnlog.State
-	busy bool
-	seq  uint64
+	st txnlog.State
+	// durable is the last state known to be in the log; saving is the
+	// state of the persist in flight. Verification (KIP-890) answers from
+	// durable: a partition is part of a transaction once its add is
+	// durable, whatever transition is in flight.
+	durable, saving txnlog.State
+	busy            bool
+	seq             uint64
 	// then continues the transition once the persist or the markers of
 	// seq succeeded.
 	then func()
@@ -181,6 +203,9 @@ func NewCore(cfg CoreConfig) *Core {
 	if cfg.MarkerRetry <= 0 {
 		cfg.MarkerRetry = 100 * time.Millisecond
 	}
+	if cfg.IDExpiration <= 0 {
+		cfg.IDExpiration = 7 * 24 * time.Hour // Kafka's default
+	}
 	return &Core{cfg: cfg, txns: map[string]*entry{}}
 }
 
@@ -195,6 +220,12 @@ func (c *Core) State(id string) (txnlog.State, bool) {
 	}
 	return e.st.Clone(), true
 }
+
+// Loaded lists every loaded id, sorted: the ids this coordinator holds
+// (it answers for them, or finishes a transition of one that moved). The
+// supervisor reports them with the groups, so that the slot of an id is
+// not granted to another broker while this one still holds it.
+func (c *Core) Loaded() []string { return c.sortedIDs() }
 
 // IDs lists the loaded ids that have a producer id.
 func (c *Core) IDs() []string {
@@ -232,6 +263,8 @@ func (c *Core) Step(ev any, now time.Time) []any {
 		}
 	case Tick:
 		c.tick()
+	case Removed:
+		c.removed(e)
 	case Unload:
 		t, ok := c.txns[e.ID]
 		if ok && t.busy {
@@ -259,10 +292,11 @@ func (c *Core) loaded(e Loaded) {
 		return
 	}
 	if !e.Found {
-		c.txns[e.State.ID] = &entry{st: txnlog.State{ID: e.State.ID, ProducerID: -1, LastProducerID: -1, LastEpoch: -1}}
+		none := txnlog.State{ID: e.State.ID, ProducerID: -1, LastProducerID: -1, LastEpoch: -1}
+		c.txns[e.State.ID] = &entry{st: none, durable: none}
 		return
 	}
-	t := &entry{st: e.State.Clone()}
+	t := &entry{st: e.State.Clone(), durable: e.State.Clone()}
 	c.txns[e.State.ID] = t
 	// A coordinator that crashed or moved between a prepare and its
 	// completion resumes by writing the markers again (a marker written
@@ -278,7 +312,8 @@ func (c *Core) persist(t *entry, then func(), failed func()) {
 	c.seq++
 	t.busy, t.seq, t.then, t.failed = true, c.seq, then, failed
 	t.st.UpdateMs = c.now.UnixMilli()
-	c.emit(Persist{Seq: c.seq, State: t.st.Clone()})
+	t.saving = t.st.Clone()
+	c.emit(Persist{Seq: c.seq, State: t.saving})
 }
 
 func (c *Core) persisted(e Persisted) {
@@ -297,6 +332,7 @@ func (c *Core) persisted(e Persisted) {
 		return
 	}
 	t.busy = false
+	t.durable = t.saving
 	if then := t.then; then != nil {
 		t.then, t.failed = nil, nil
 		then()
@@ -431,7 +467,42 @@ func (c *Core) begin(t *entry) {
 	}
 }
 
+// verify answers a VerifyOnly AddPartitions (a partition leader checking a
+// transactional batch, KIP-890) from the durable state, changing nothing:
+// INVALID_TXN_STATE unless every partition is part of the producer's
+// ongoing transaction.
+func (c *Core) verify(e AddPartitions) {
+	t, ok := c.txns[e.ID]
+	if !ok {
+		c.fail(e.Reply, kerr.CoordinatorLoadInProgress.Code)
+		return
+	}
+	d := &t.durable
+	switch {
+	case d.ProducerID < 0 || d.ProducerID != e.ProducerID:
+		c.fail(e.Reply, kerr.InvalidProducerIDMapping.Code)
+		return
+	case e.Epoch != d.Epoch:
+		c.fail(e.Reply, kerr.ProducerFenced.Code)
+		return
+	case d.Status != txnlog.Ongoing:
+		c.fail(e.Reply, kerr.InvalidTxnState.Code)
+		return
+	}
+	for _, tp := range e.Partitions {
+		if !slices.Contains(d.Partitions, tp) {
+			c.fail(e.Reply, kerr.InvalidTxnState.Code)
+			return
+		}
+	}
+	c.reply(e.Reply, Result{ProducerID: d.ProducerID, Epoch: d.Epoch})
+}
+
 func (c *Core) addPartitions(e AddPartitions) {
+	if e.VerifyOnly {
+		c.verify(e)
+		return
+	}
 	t, code := c.check(e.ID, e.ProducerID, e.Epoch)
 	if code != 0 {
 		c.fail(e.Reply, code)
@@ -444,16 +515,7 @@ func (c *Core) addPartitions(e AddPartitions) {
 			break
 		}
 	}
-	ongoing := t.st.Status == txnlog.Ongoing
-	if e.VerifyOnly {
-		if missing || !ongoing {
-			c.fail(e.Reply, kerr.InvalidTxnState.Code)
-			return
-		}
-		c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
-		return
-	}
-	if ongoing && !missing {
+	if t.st.Status == txnlog.Ongoing && !missing {
 		c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
 		return
 	}
@@ -531,6 +593,44 @@ func (c *Core) tick() {
 			c.abortOngoing(t, -1) // the last epoch, MaxInt16, still fences
 		}
 	}
+	c.expire(now)
+}
+
+// expire removes the ids idle for IDExpiration: nothing in progress
+// (Empty, CompleteCommit, CompleteAbort) and no transition since. An id
+// loaded without a stored state and never initialized is only forgotten. While the remove runs the id is busy, so a request
+// for it waits (CONCURRENT_TRANSACTIONS) rather than racing the delete.
+func (c *Core) expire(now int64) {
+	for _, id := range c.sortedIDs() {
+		t := c.txns[id]
+		if !t.busy && t.st.ProducerID < 0 {
+			delete(c.txns, id) // loaded, never initialized: nothing stored
+			continue
+		}
+		if t.busy || !idle(t.st.Status) || now-t.st.UpdateMs <= c.cfg.IDExpiration.Milliseconds() {
+			continue
+		}
+		c.seq++
+		t.busy, t.seq, t.then, t.failed = true, c.seq, nil, nil
+		c.emit(Remove{ID: id, Seq: c.seq})
+	}
+}
+
+// idle reports whether status has no transaction in progress.
+func idle(s txnlog.Status) bool {
+	return s == txnlog.Empty || s == txnlog.CompleteCommit || s == txnlog.CompleteAbort
+}
+
+func (c *Core) removed(e Removed) {
+	t, ok := c.txns[e.ID]
+	if !ok || !t.busy || t.seq != e.Seq {
+		return
+	}
+	if e.Err != nil {
+		t.busy = false // kept; the next tick tries again
+		return
+	}
+	delete(c.txns, e.ID)
 }
 
 func (c *Core) sortedIDs() []string {

@@ -267,3 +267,166 @@ func TestPersistFailureReloads(t *testing.T) {
 		t.Fatalf("reply %+v, still loaded %v", r, h.c.Has("x"))
 	}
 }
+
+// TestVerifyAnswersFromTheDurableState: a partition leader's VerifyOnly
+// check (KIP-890) passes only for partitions whose add is in the log, for
+// the producer's current id and epoch, while the transaction is ongoing.
+func TestVerifyAnswersFromTheDurableState(t *testing.T) {
+	tp1 := TP{Topic: "t", Partition: 1}
+	verify := func(h *harness, pid int64, epoch int16, tp TP) int16 {
+		h.step(AddPartitions{ID: "x", ProducerID: pid, Epoch: epoch, Partitions: []TP{tp}, VerifyOnly: true, Reply: h.record})
+		return h.last().ErrorCode
+	}
+	cases := []struct {
+		name string
+		// setup runs after InitProducerId 100/0; it leaves what it does
+		// not flush in flight.
+		setup func(h *harness)
+		pid   int64
+		epoch int16
+		tp    TP
+		code  int16
+	}{
+		{"added and durable", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+		}, 100, 0, tp0, 0},
+		{"add still persisting", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+		}, 100, 0, tp0, kerr.InvalidTxnState.Code},
+		{"another partition of the transaction", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+		}, 100, 0, tp1, kerr.InvalidTxnState.Code},
+		{"commit preparing (durable state still ongoing)", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+			h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+		}, 100, 0, tp0, 0},
+		{"committed", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+			h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+			h.flush()
+		}, 100, 0, tp0, kerr.InvalidTxnState.Code},
+		{"nothing ongoing", func(h *harness) {}, 100, 0, tp0, kerr.InvalidTxnState.Code},
+		{"older epoch", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+		}, 100, -1, tp0, kerr.ProducerFenced.Code},
+		{"other producer id", func(h *harness) {
+			h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+			h.flush()
+		}, 7, 0, tp0, kerr.InvalidProducerIDMapping.Code},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.step(Loaded{State: txnlog.State{ID: "x"}})
+			h.init("x", -1, -1)
+			tc.setup(h)
+			h.replies = nil
+			if code := verify(h, tc.pid, tc.epoch, tc.tp); code != tc.code {
+				t.Fatalf("verify = %d (%v), want %d", code, kerr.ErrorForCode(code), tc.code)
+			}
+		})
+	}
+	// A loaded ongoing transaction verifies its partitions at once.
+	h := newHarness(t)
+	h.step(Loaded{Found: true, State: txnlog.State{ID: "x", ProducerID: 100, Epoch: 3, Status: txnlog.Ongoing,
+		Partitions: []TP{tp0}, TimeoutMs: 60000, StartMs: h.now.UnixMilli(), LastProducerID: -1, LastEpoch: -1}})
+	if code := verify(h, 100, 3, tp0); code != 0 {
+		t.Fatalf("verify after load = %d", code)
+	}
+}
+
+// TestLoadedHoldsAnIDUntilItsTransitionEnds: the ids a coordinator holds
+// (reported to the controller's held-slot rules) include one whose slot
+// moved while a transition of it was in flight, until that transition
+// ends and the id is unloaded.
+func TestLoadedHoldsAnIDUntilItsTransitionEnds(t *testing.T) {
+	h := newHarness(t)
+	for _, id := range []string{"x", "y"} {
+		h.step(Loaded{State: txnlog.State{ID: id}})
+		h.init(id, -1, -1)
+	}
+	h.step(AddPartitions{ID: "y", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	unloaded := map[string]bool{}
+	for _, id := range []string{"x", "y"} {
+		h.step(Unload{ID: id, Done: func(ok bool) { unloaded[id] = ok }})
+	}
+	if !unloaded["x"] || unloaded["y"] {
+		t.Fatalf("unloaded %v, want x only (y is persisting)", unloaded)
+	}
+	if got := h.c.Loaded(); len(got) != 1 || got[0] != "y" {
+		t.Fatalf("held %v, want [y]", got)
+	}
+	h.flush()
+	h.step(Unload{ID: "y", Done: func(ok bool) { unloaded["y"] = ok }})
+	if got := h.c.Loaded(); !unloaded["y"] || len(got) != 0 {
+		t.Fatalf("held %v after the transition ended", got)
+	}
+}
+
+// TestIdleIDsExpireInVirtualTime: transactional.id.expiration.ms removes an
+// id whose last transition is older than the expiration and that has no
+// transaction in progress; an ongoing one is never expired; a request
+// during the remove is told to retry; a failed remove keeps the id.
+func TestIdleIDsExpireInVirtualTime(t *testing.T) {
+	h := newHarness(t)
+	h.c = NewCore(CoreConfig{IDExpiration: time.Hour, MaxTimeout: 2 * time.Hour})
+	removes := func() []Remove {
+		var out []Remove
+		for _, e := range h.c.Step(Tick{}, h.now) {
+			switch e := e.(type) {
+			case Remove:
+				out = append(out, e)
+			case Persist:
+				h.persist = append(h.persist, e)
+			}
+		}
+		return out
+	}
+	for _, id := range []string{"idle", "open"} {
+		h.step(Loaded{State: txnlog.State{ID: id}})
+		h.step(InitProducerID{ID: id, TimeoutMs: int32((90 * time.Minute).Milliseconds()), ProducerID: -1, Epoch: -1, NewPID: 100, Reply: h.record})
+		h.flush()
+	}
+	h.step(AddPartitions{ID: "open", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	h.flush()
+	h.replies = nil
+
+	h.now = h.now.Add(time.Hour)
+	if r := removes(); len(r) != 0 {
+		t.Fatalf("expired at exactly the expiration: %+v", r)
+	}
+	h.now = h.now.Add(time.Millisecond)
+	r := removes()
+	if len(r) != 1 || r[0].ID != "idle" {
+		t.Fatalf("removes %+v, want idle only (open has a transaction in progress)", r)
+	}
+	h.step(InitProducerID{ID: "idle", TimeoutMs: 1000, ProducerID: -1, Epoch: -1, NewPID: 200, Reply: h.record})
+	if got := h.last(); got.ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("request during the remove = %+v", got)
+	}
+	h.step(Removed{ID: "idle", Seq: r[0].Seq, Err: errors.New("disk full")})
+	if !h.c.Has("idle") {
+		t.Fatal("a failed remove dropped the id")
+	}
+	r = removes()
+	if len(r) != 1 {
+		t.Fatalf("no retry of the failed remove: %+v", r)
+	}
+	h.step(Removed{ID: "idle", Seq: r[0].Seq})
+	if h.c.Has("idle") || !h.c.Has("open") {
+		t.Fatalf("after the remove: idle %v open %v", h.c.Has("idle"), h.c.Has("open"))
+	}
+	// The id starts afresh: its next InitProducerId (after a load that
+	// finds nothing) gets the new producer id at epoch 0.
+	h.step(Loaded{State: txnlog.State{ID: "idle"}})
+	h.step(InitProducerID{ID: "idle", TimeoutMs: 1000, ProducerID: -1, Epoch: -1, NewPID: 200, Reply: h.record})
+	h.flush()
+	if got := h.last(); got.ErrorCode != 0 || got.ProducerID != 200 || got.Epoch != 0 {
+		t.Fatalf("init after expiry = %+v", got)
+	}
+}

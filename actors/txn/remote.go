@@ -8,10 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/messages"
 )
 
 // Remote sends markers for partitions led by other brokers as a Kafka
@@ -54,10 +56,7 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 		m.Topics[i].Partitions = append(m.Topics[i].Partitions, tp.Partition)
 	}
 	req.Markers = append(req.Markers, m)
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
+	timeout := r.timeout()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -94,6 +93,73 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 		}
 		done(failed, ferr)
 	}()
+}
+
+// Verify implements Options.RemoteVerify: an AddPartitionsToTxn v4
+// request with VerifyOnly to the coordinator broker b, answered with the
+// partition's error code (NETWORK_EXCEPTION when the request failed).
+func (r *Remote) Verify(b routing.Broker, v messages.VerifyTxn) {
+	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	cl, err := r.client(addr)
+	if err != nil {
+		v.Reply(kerr.NetworkException.Code)
+		return
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 4
+	x := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = v.TransactionalID, v.ProducerID, v.Epoch, true
+	t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	t.Topic, t.Partitions = v.Topic, []int32{v.Partition}
+	x.Topics = append(x.Topics, t)
+	req.Transactions = append(req.Transactions, x)
+	timeout := r.timeout()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		seeds := cl.SeedBrokers()
+		if len(seeds) == 0 {
+			v.Reply(kerr.NetworkException.Code)
+			return
+		}
+		kr, err := seeds[0].Request(ctx, req)
+		if err != nil {
+			v.Reply(kerr.NetworkException.Code)
+			return
+		}
+		v.Reply(verifyCode(kr.(*kmsg.AddPartitionsToTxnResponse), v))
+	}()
+}
+
+// verifyCode is the answer to v in resp: the request's error, else its
+// partition's (INVALID_TXN_STATE when the partition is missing from it).
+func verifyCode(resp *kmsg.AddPartitionsToTxnResponse, v messages.VerifyTxn) int16 {
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	for _, x := range resp.Transactions {
+		if x.TransactionalID != v.TransactionalID {
+			continue
+		}
+		for _, t := range x.Topics {
+			if t.Topic != v.Topic {
+				continue
+			}
+			for _, p := range t.Partitions {
+				if p.Partition == v.Partition {
+					return p.ErrorCode
+				}
+			}
+		}
+	}
+	return kerr.InvalidTxnState.Code
+}
+
+func (r *Remote) timeout() time.Duration {
+	if r.Timeout <= 0 {
+		return 10 * time.Second
+	}
+	return r.Timeout
 }
 
 func (r *Remote) client(addr string) (*kgo.Client, error) {

@@ -76,6 +76,9 @@ type serveConfig struct {
 	ShareAutoOffsetReset           string
 	OffsetsRetentionMinutes        int
 
+	// transactions
+	TransactionalIDExpiration time.Duration
+
 	// listeners, TLS, SASL, debug endpoints (security.go)
 	securityConfig
 
@@ -135,6 +138,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.ShareDeliveryCountLimit, "share-delivery-count-limit", 5, "share groups: deliveries after which a record not accepted is archived, 2 to 10 (Kafka's group.share.delivery.count.limit)")
 	fs.StringVar(&cfg.ShareAutoOffsetReset, "share-auto-offset-reset", "latest", "share groups: where a share group starts reading a partition it has not read before: latest or earliest (Kafka's share.auto.offset.reset)")
 	fs.IntVar(&cfg.OffsetsRetentionMinutes, "offsets-retention-minutes", 7*24*60, "consumer groups: minutes a committed offset is kept once no member uses it, counted from when its group became empty (Kafka's offsets.retention.minutes)")
+	fs.DurationVar(&cfg.TransactionalIDExpiration, "transactional-id-expiration", 7*24*time.Hour, "transactions: a transactional id with no transaction in progress and no change for this long is forgotten, its log removed (Kafka's transactional.id.expiration.ms)")
 	fs.StringVar(&cfg.HeartbeatAddr, "heartbeat-addr", ":9094", "cluster mode: address the heartbeat gRPC listener binds, host:port")
 	fs.StringVar(&cfg.AdvertisedHeartbeatAddr, "advertised-heartbeat-addr", "", "cluster mode: heartbeat address other brokers dial (default <pod>.<service>.<namespace>.svc:<heartbeat port>)")
 	fs.StringVar(&cfg.Service, "service", "kaas", "cluster mode: name of the headless Service that gives each broker pod its DNS name")
@@ -244,6 +248,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.OffsetsRetentionMinutes < 1 {
 		return fmt.Errorf("--offsets-retention-minutes %d must be at least 1", c.OffsetsRetentionMinutes)
+	}
+	if c.TransactionalIDExpiration <= 0 {
+		return fmt.Errorf("--transactional-id-expiration %s must be positive", c.TransactionalIDExpiration)
 	}
 	if err := c.validateAuthorizer(); err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/actors/txn"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/txnlog"
@@ -21,6 +22,15 @@ func registerTransactions(b *broker) {
 	opts.Log = b.log.With().Str("actor", "transactions").Logger()
 	opts.NewProducerID = b.srv.NextProducerID
 	opts.Watch = b.sup.PID()
+	if opts.Core.IDExpiration == 0 {
+		opts.Core.IDExpiration = b.cfg.TransactionalIDExpiration
+	}
+	if b.fence != nil {
+		// Cluster mode: the ids held ride the heartbeat with the groups,
+		// so a moving id's slot is granted only once this broker let go.
+		sup := b.sup
+		opts.OnIDsChanged = func(ids []string) { sup.Send(&supervisor.TxnIDsLed{Names: ids}) }
+	}
 	if b.cfg.DataDir != "" {
 		st, err := txnlog.NewFile(b.cfg.DataDir)
 		if err != nil {
@@ -50,12 +60,15 @@ func registerTransactions(b *broker) {
 	// WriteTxnMarkers requests, over the first listener's protocol.
 	remote := &txn.Remote{ClientOpts: b.sec.interBrokerClientOpts(b.cfg)}
 	opts.Remote = remote.Write
+	opts.RemoteVerify = remote.Verify
 	c, err := txn.Start(b.system, "transactions", opts)
 	if err != nil {
 		b.log.Error().Err(err).Msg("start transaction coordinator")
 		return
 	}
 	c.Register(b.srv)
+	// Transactional batches are verified with the coordinator (KIP-890).
+	b.srv.VerifyTxn = c.Verify
 	go func() {
 		<-c.Done()
 		remote.Close()

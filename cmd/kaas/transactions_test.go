@@ -11,6 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/storage/batch"
 )
 
 // txnProduce runs one transaction of cl writing values to topic and ends
@@ -342,5 +345,97 @@ func TestTransactionsConsumeTransformProduce(t *testing.T) {
 	offs.Each(func(o kadm.OffsetResponse) { total += o.At })
 	if total != n {
 		t.Fatalf("group committed %d offsets in total, want %d", total, n)
+	}
+}
+
+// TestTransactionalProduceIsVerified: a transactional batch sent without
+// AddPartitionsToTxn (KIP-890's hanging transaction) is refused with
+// INVALID_TXN_STATE and nothing is written, so the last stable offset never
+// sticks; the same batch after AddPartitionsToTxn is written; after the
+// commit the producer must add the partition again.
+func TestTransactionalProduceIsVerified(t *testing.T) {
+	_, addr := testBroker(t)
+	createTopic(t, addr, "verified", 2, nil)
+	id := "raw-tx"
+	ipr := kmsg.NewPtrInitProducerIDRequest()
+	ipr.TransactionalID, ipr.TransactionTimeoutMillis = &id, 60000
+	var init *kmsg.InitProducerIDResponse
+	for {
+		// The first request for an id may find it loading; retry.
+		init = rawRequest(t, addr, ipr, 4).(*kmsg.InitProducerIDResponse)
+		if init.ErrorCode != kerr.CoordinatorLoadInProgress.Code && init.ErrorCode != kerr.ConcurrentTransactions.Code {
+			break
+		}
+	}
+	if init.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(init.ErrorCode))
+	}
+	pid, epoch := init.ProducerID, init.ProducerEpoch
+	produce := func(partition int32, seq int32) kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrProduceRequest()
+		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "verified"
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = partition
+		rp.Records = batch.Build(batch.Spec{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, Transactional: true,
+			Values: [][]byte{[]byte(fmt.Sprint("v", seq))}})
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return rawRequest(t, addr, req, 9).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}
+	ends := func() (latest, stable int64) {
+		t.Helper()
+		adm := newAdmin(t, addr)
+		l, err := adm.ListEndOffsets(ctxT(t, 10*time.Second), "verified")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := adm.ListCommittedOffsets(ctxT(t, 10*time.Second), "verified")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sumOffsets(l), sumOffsets(s)
+	}
+
+	if r := produce(0, 0); r.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("transactional batch without AddPartitionsToTxn: %v %v", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	if l, s := ends(); l != 0 || s != 0 {
+		t.Fatalf("after the refused batch: end %d, stable %d; want nothing written", l, s)
+	}
+
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
+	at := kmsg.NewAddPartitionsToTxnRequestTopic()
+	at.Topic, at.Partitions = "verified", []int32{0}
+	add.Topics = append(add.Topics, at)
+	if r := rawRequest(t, addr, add, 3).(*kmsg.AddPartitionsToTxnResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("AddPartitionsToTxn: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	if r := produce(0, 0); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("batch of an added partition: %v %+v", kerr.ErrorForCode(r.ErrorCode), r)
+	}
+	if r := produce(1, 0); r.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch of a partition not added: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if l, s := ends(); l != 1 || s != 0 {
+		t.Fatalf("open transaction: end %d, stable %d; want 1, 0", l, s)
+	}
+
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
+	if r := rawRequest(t, addr, end, 3).(*kmsg.EndTxnResponse); r.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if l, s := ends(); l != 2 || s != 2 {
+		t.Fatalf("committed: end %d, stable %d; want 2, 2 (record and marker)", l, s)
+	}
+	if r := produce(0, 1); r.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch after the commit without a new AddPartitionsToTxn: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if l, s := ends(); l != 2 || s != 2 {
+		t.Fatalf("after the refused batch: end %d, stable %d; want 2, 2", l, s)
 	}
 }

@@ -15,6 +15,7 @@ type Spec struct {
 	Timestamp     int64 // first timestamp; record i gets Timestamp+i
 	Values        [][]byte
 	Keys          [][]byte // optional, same length as Values
+	Transactional bool     // sets the transactional attribute
 }
 
 // Build encodes an uncompressed v2 record batch with a correct CRC.
@@ -30,7 +31,12 @@ func Build(s Spec) []byte {
 		recs = append(recs, body...)
 	}
 	n := int32(len(s.Values))
+	var attrs int16
+	if s.Transactional {
+		attrs = AttrTransactional
+	}
 	b := kmsg.RecordBatch{
+		Attributes:           attrs,
 		FirstOffset:          s.BaseOffset,
 		PartitionLeaderEpoch: -1,
 		Magic:                2,

@@ -99,6 +99,9 @@ type Store interface {
 	Load(id string) (st State, ok bool, err error)
 	// Save durably records st as its id's state.
 	Save(st State) error
+	// Remove deletes id's state (an expired transactional id); none
+	// stored is not an error.
+	Remove(id string) error
 	// Persistent reports whether states survive a restart.
 	Persistent() bool
 }
@@ -137,6 +140,14 @@ func (s *Memory) Save(st State) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[st.ID] = st.Clone()
+	return nil
+}
+
+// Remove implements Store.
+func (s *Memory) Remove(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
 	return nil
 }
 
@@ -266,6 +277,22 @@ func (s *File) Save(st State) error {
 	}
 	s.counts[st.ID]++
 	return nil
+}
+
+// Remove implements Store: the log goes, and its directory entry is
+// synced so that a crash does not bring it back.
+func (s *File) Remove(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := os.Remove(filepath.Join(s.Root, s.name(id)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove transaction log of %q: %w", id, err)
+	}
+	delete(s.counts, id)
+	return syncDir(s.Root)
 }
 
 // rewrite replaces id's log with the single record st (s.mu held).

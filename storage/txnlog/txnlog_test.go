@@ -113,3 +113,29 @@ func TestFileIDsOfLongAndShortIDs(t *testing.T) {
 		t.Fatalf("IDs = %q %v", ids, err)
 	}
 }
+
+func TestRemove(t *testing.T) {
+	file, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]Store{"file": file, "memory": NewMemory()} {
+		t.Run(name, func(t *testing.T) {
+			if err := s.Save(State{ID: "a", ProducerID: 7, Status: CompleteCommit}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Remove("a"); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := s.Load("a"); ok || err != nil {
+				t.Fatalf("after Remove: ok=%v err=%v", ok, err)
+			}
+			if ids, err := s.IDs(); len(ids) != 0 || err != nil {
+				t.Fatalf("ids %v err %v", ids, err)
+			}
+			if err := s.Remove("never"); err != nil {
+				t.Fatalf("removing an id with no state: %v", err)
+			}
+		})
+	}
+}
