@@ -149,7 +149,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
   "cniVersion": "1.0.0",
   "name": "kaas-node",
   "plugins": [{
-    "type": "bridge", "bridge": %q, "isGateway": true, "hairpinMode": true,
+    "type": "bridge", "bridge": %q, "isGateway": true, "isDefaultGateway": true, "hairpinMode": true,
     "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q, "gateway": %q}]]}
   }]
 }
@@ -170,6 +170,13 @@ state = %q
     sandbox = %q
 
 [plugins.'io.containerd.cri.v1.runtime']
+  # Both add sysctls to every sandbox's spec; the pods here need neither.
+  enable_unprivileged_ports = false
+  enable_unprivileged_icmp = false
+  # Sandboxes ask for oom_score_adj -998; lowering it needs CAP_SYS_RESOURCE, which the test
+  # machines lack (runc: "can't get final child's PID from pipe: EOF"). This clamps every
+  # container's score at containerd's own.
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = 'runc'
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
@@ -293,7 +300,8 @@ imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
 maxPods: 30
 volumePluginDir: %s
-`, n.sock, ports[0], ports[1], NodeIP, ClusterDomain, filepath.Join(d, "volume-plugins"))
+podLogsDir: %s
+`, n.sock, ports[0], ports[1], NodeIP, ClusterDomain, filepath.Join(d, "volume-plugins"), filepath.Join(d, "pod-logs"))
 	p := filepath.Join(d, "config.yaml")
 	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
 		return err
