@@ -41,6 +41,13 @@ if ! command -v iptables >/dev/null; then
   apt_install iptables
 fi
 
+# The CNI plugins (bridge, host-local, loopback) give the one-node cluster's pods their
+# network (deploy/testenv/node, go tool task node-e2e); unshare (util-linux) gives the
+# node its own network namespace.
+if [ ! -x /usr/lib/cni/bridge ] || [ ! -x /usr/lib/cni/host-local ] || [ ! -x /usr/lib/cni/loopback ]; then
+  apt_install containernetworking-plugins
+fi
+
 # prometheus and promtool check and scrape /metrics in cmd/kaas's metrics tests.
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   apt_install prometheus

@@ -237,3 +237,7 @@ func lastLines(s string, n int) string {
 }
 
 var errNotBuilt = errors.New("testenv binaries not built: run `bash deploy/testenv/build.sh` or call testenv.Build")
+
+// LDFlags are the linker flags of the Kubernetes binaries (the version stamps, no symbols),
+// for packages that build more of them.
+func LDFlags() string { return ldflags() }

@@ -83,6 +83,22 @@ func (e *Env) Exited() <-chan struct{} {
 // has no deadline); the processes run until Stop. It also writes dir/kubeconfig and dir/env.
 // The binaries must exist (see Build); a missing binary is an error.
 func Start(ctx context.Context, dir string) (*Env, error) {
+	return StartWith(ctx, dir, Options{})
+}
+
+// Options change how Start runs the apiserver.
+type Options struct {
+	// BindAddress is the apiserver's listening address (default 127.0.0.1). A one-node
+	// cluster in its own network namespace binds 0.0.0.0 so that pods reach it through
+	// the node's bridge; clients on the node still use 127.0.0.1.
+	BindAddress string
+}
+
+// StartWith is Start with Options.
+func StartWith(ctx context.Context, dir string, o Options) (*Env, error) {
+	if o.BindAddress == "" {
+		o.BindAddress = "127.0.0.1"
+	}
 	bin, err := BinDir()
 	if err != nil {
 		return nil, err
@@ -119,7 +135,7 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 	// retry with fresh ports when a child fails because its address is in use.
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		e, err := start(ctx, dir, p, apiserverBin, etcdBin)
+		e, err := start(ctx, dir, p, apiserverBin, etcdBin, o)
 		if err == nil {
 			e.tempDir = temp
 			return e, nil
@@ -137,7 +153,7 @@ func Start(ctx context.Context, dir string) (*Env, error) {
 
 var errAddrInUse = errors.New("address already in use")
 
-func start(ctx context.Context, dir string, p *pki, apiserverBin, etcdBin string) (_ *Env, err error) {
+func start(ctx context.Context, dir string, p *pki, apiserverBin, etcdBin string, o Options) (_ *Env, err error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
@@ -172,7 +188,7 @@ func start(ctx context.Context, dir string, p *pki, apiserverBin, etcdBin string
 
 	e.apiserver, err = startChild(apiserverBin, filepath.Join(dir, "kube-apiserver.log"),
 		"--etcd-servers="+e.EtcdURL,
-		"--bind-address=127.0.0.1",
+		"--bind-address="+o.BindAddress,
 		"--advertise-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(ports[2]),
 		"--cert-dir="+filepath.Join(dir, "apiserver-certs"),

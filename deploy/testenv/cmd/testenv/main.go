@@ -1,6 +1,7 @@
 // Command testenv builds and runs a real kube-apiserver + etcd on loopback for tests.
 //
-//	testenv build                 build bin/kube-apiserver and bin/etcd if missing or stale
+//	testenv build [--node]        build bin/kube-apiserver and bin/etcd if missing or stale;
+//	                              --node also the one-node cluster's binaries (package node)
 //	testenv up --dir DIR          start both, write DIR/kubeconfig and DIR/env, stay in the
 //	                              foreground until SIGTERM/SIGINT, then stop both
 //	testenv down --dir DIR        stop the environment an `up` started in DIR
@@ -22,12 +23,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kaas-project/kaas/deploy/testenv/node"
 	"github.com/kaas-project/kaas/deploy/testenv/testenv"
 )
 
 func usage() {
 	fmt.Fprintf(os.Stderr, `usage:
-  testenv build
+  testenv build [--node]
   testenv up   --dir DIR [--timeout 2m]
   testenv down --dir DIR [--timeout 30s]
 `)
@@ -57,11 +59,16 @@ func main() {
 
 func build(args []string) error {
 	fs := flag.NewFlagSet("build", flag.ExitOnError)
+	withNode := fs.Bool("node", false, "also build the one-node cluster's binaries (kubelet, kube-controller-manager, kube-scheduler, containerd, CoreDNS, pause)")
 	fs.Parse(args) //nolint:errcheck // ExitOnError
 	start := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := testenv.Build(ctx); err != nil {
+	build := testenv.Build
+	if *withNode {
+		build = node.Build
+	}
+	if err := build(ctx); err != nil {
 		return err
 	}
 	bin, _ := testenv.BinDir()
