@@ -249,7 +249,7 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 	fmt.Fprintf(&rep, "  committer: %d commits acknowledged, last %d, committed offset moved backwards %d times, final %d\n",
 		commitStats.acked, commitStats.last, commitStats.backwards, commitStats.final)
 	fmt.Fprintf(&rep, "  kills after which a partition never served again: %d\n", never)
-	fmt.Fprintf(&rep, "  recovery (a kill, or the end of an fsync fault window, to serving again), by kind: ")
+	var recoveryByKind []string
 	for _, kind := range slices.Sorted(func(yield func(string) bool) {
 		for k := range recovery {
 			if !yield(k) {
@@ -259,9 +259,10 @@ func TestChaosHealsUnderLoad(t *testing.T) {
 	}) {
 		ds := recovery[kind]
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		fmt.Fprintf(&rep, "%s n=%d p50 %s p99 %s max %s; ", kind, len(ds), pct(ds, .5).Round(time.Millisecond),
-			pct(ds, .99).Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+		recoveryByKind = append(recoveryByKind, fmt.Sprintf("%s n=%d p50 %s p99 %s max %s", kind, len(ds), pct(ds, .5).Round(time.Millisecond),
+			pct(ds, .99).Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond)))
 	}
+	fmt.Fprintf(&rep, "  recovery (a kill, or the end of an fsync fault window, to serving again), by kind: %s", strings.Join(recoveryByKind, "; "))
 	fmt.Fprintf(&rep, "\n  slowest acknowledgements: %s\n", strings.Join(slowest, "; "))
 	fmt.Fprintf(&rep, "  controller at the end: %s\n", ctrl)
 	t.Log(rep.String())
