@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kaas-project/kaas/actors/acl"
 )
@@ -76,33 +73,7 @@ func (s *ACLs) Watch(ctx context.Context) error {
 		s.changed = make(chan struct{})
 	}
 	s.mu.Unlock()
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(s.Dyn, 30*time.Second, s.Namespace, nil)
-	inf := factory.ForResource(KafkaACLGVR).Informer()
-	poke := make(chan struct{}, 1)
-	notify := func(any) {
-		select {
-		case poke <- struct{}{}:
-		default:
-		}
-	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: notify, UpdateFunc: func(_, n any) { notify(n) }, DeleteFunc: notify})
-	go inf.Run(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("KafkaAcl informer: %w", ctx.Err())
-	}
-	s.reload(inf.GetStore().List(), map[string]string{})
-	go func() {
-		bad := map[string]string{}
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-poke:
-			}
-			s.reload(inf.GetStore().List(), bad)
-		}
-	}()
-	return nil
+	return watchObjects(ctx, s.Dyn, KafkaACLGVR, s.Namespace, "KafkaAcl", s.reload)
 }
 
 // reload rebuilds the cache from the informer's objects; bad remembers
