@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -129,4 +130,183 @@ func TestClusterTransactions(t *testing.T) {
 	if got := consumeIsolated(t, seed, "txc", kgo.ReadCommitted(), len(committed), 500*time.Millisecond); fmt.Sprint(got) != fmt.Sprint(committed) {
 		t.Fatalf("read_committed = %v\nwant %v", got, committed)
 	}
+}
+
+// txnOutcomes are the values of a transactional producer's transactions by
+// how they ended: committed (EndTxn commit answered), aborted (ended with
+// abort, or never asked to commit) and unknown (a commit that failed: it
+// may or may not have gone through, but only wholly).
+type txnOutcomes struct {
+	committed []string
+	aborted   []string
+	unknown   [][]string
+}
+
+// check is the exactly-once checker: read_committed (got) holds every
+// committed value exactly once, no aborted one, each unknown transaction
+// wholly or not at all, and nothing else.
+func (o txnOutcomes) check(t *testing.T, got []string) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	for _, v := range o.committed {
+		if seen[v] != 1 {
+			t.Errorf("committed %s read %d times, want once", v, seen[v])
+		}
+		delete(seen, v)
+	}
+	for _, v := range o.aborted {
+		if seen[v] != 0 {
+			t.Errorf("aborted %s read %d times, want never", v, seen[v])
+		}
+		delete(seen, v)
+	}
+	for _, txn := range o.unknown {
+		present := 0
+		for _, v := range txn {
+			if seen[v] > 1 {
+				t.Errorf("%s read %d times", v, seen[v])
+			}
+			if seen[v] > 0 {
+				present++
+			}
+			delete(seen, v)
+		}
+		if present != 0 && present != len(txn) {
+			t.Errorf("transaction %v read in part (%d of %d records)", txn, present, len(txn))
+		}
+	}
+	for v := range seen {
+		t.Errorf("%s read but never produced", v)
+	}
+}
+
+// TestClusterTransactionsDrain commits transactions over six partitions led
+// by three brokers in a loop (every third one aborted) while a broker
+// leading two of them, not the transaction coordinator, is drained with
+// SIGTERM: its partitions move with their open transactions and take the
+// markers at their new leaders. The checker finds every committed record
+// exactly once in read_committed and nothing of an aborted transaction.
+func TestClusterTransactionsDrain(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, clusterFlags...)
+	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		c.start(n)
+	}
+	adm := kadm.NewClient(c.client())
+	ctx := ctxFor(t, 180*time.Second)
+	waitUntil(t, 30*time.Second, "a controller elected", func() bool {
+		_, ctrl, _ := c.ledBy()
+		return ctrl != ""
+	})
+	if resp, err := adm.CreateTopic(ctx, 6, 1, nil, "txd"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	waitUntil(t, 30*time.Second, "6 partitions led, 2 per broker", func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"] == 2 && led["kaas-1"] == 2 && led["kaas-2"] == 2
+	})
+	const id = "drain-1"
+	prod := c.client(kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second))
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = 1
+	req.CoordinatorKey, req.CoordinatorKeys = id, []string{id}
+	var coordinator string
+	waitUntil(t, 30*time.Second, "a coordinator for "+id, func() bool {
+		resp, err := req.RequestWith(ctx, c.client())
+		if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+			return false
+		}
+		coordinator = fmt.Sprintf("kaas-%d", resp.Coordinators[0].NodeID)
+		return true
+	})
+	// The victim leads partitions and is not the coordinator; not the
+	// controller either when there is a choice.
+	_, ctrl, _ := c.ledBy()
+	var victim string
+	for _, n := range c.namesBut(coordinator) {
+		if victim == "" || victim == ctrl {
+			victim = n
+		}
+	}
+	t.Logf("coordinator %s, controller %s, draining %s", coordinator, ctrl, victim)
+
+	var out txnOutcomes
+	failed := 0
+	drainAt, afterExit := 3, 0
+	for round := 0; afterExit < 6; round++ {
+		if round > 300 || ctx.Err() != nil {
+			t.Fatalf("%d rounds without %d commits after %s exited", round, 6, victim)
+		}
+		exited := false
+		select {
+		case <-c.brokers[victim].exited:
+			exited = round > drainAt
+			if exited && afterExit == 0 {
+				t.Logf("round %d: %s has exited", round, victim)
+			}
+		default:
+		}
+		commit := round%3 != 2
+		tag := "c"
+		if !commit {
+			tag = "a"
+		}
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatalf("round %d: begin: %v", round, err)
+		}
+		var vals []string
+		produceErr := make(chan error, 6)
+		for p := int32(0); p < 6; p++ {
+			v := fmt.Sprintf("%s%03d-%d", tag, round, p)
+			vals = append(vals, v)
+			prod.Produce(ctx, &kgo.Record{Topic: "txd", Partition: p, Value: []byte(v)}, func(_ *kgo.Record, err error) { produceErr <- err })
+		}
+		var firstErr error
+		for range vals {
+			if err := <-produceErr; err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+		if firstErr != nil {
+			t.Logf("round %d: produce: %v; aborting", round, firstErr)
+			commit = false
+		}
+		if round == drainAt {
+			// The drain starts with the transaction open on the
+			// victim's partitions; the commit's markers meet them moving.
+			t.Logf("round %d: SIGTERM to %s", round, victim)
+			_ = c.brokers[victim].cmd.Process.Signal(syscall.SIGTERM)
+		}
+		err := prod.EndTransaction(ctxFor(t, 30*time.Second), kgo.TransactionEndTry(commit))
+		switch {
+		case !commit:
+			out.aborted = append(out.aborted, vals...)
+		case err != nil:
+			out.unknown = append(out.unknown, vals)
+		default:
+			out.committed = append(out.committed, vals...)
+			if exited {
+				afterExit++
+			}
+		}
+		if err != nil || firstErr != nil {
+			failed++
+			t.Logf("round %d: end (commit=%v): %v", round, commit, err)
+		}
+	}
+	c.waitExit(t, victim)
+	waitUntil(t, 30*time.Second, "the drained broker's partitions led by the other two", func() bool {
+		led, _, _ := c.ledBy()
+		return len(led) == 2 && led[c.namesBut(victim)[0]]+led[c.namesBut(victim)[1]] == 6
+	})
+	t.Logf("%d committed records, %d aborted, %d transactions of unknown outcome, %d rounds failed",
+		len(out.committed), len(out.aborted), len(out.unknown), failed)
+	if failed > 0 {
+		t.Errorf("%d transactions failed during the drain; a drain lets every one through", failed)
+	}
+	got := consumeIsolated(t, c.seeds()[0], "txd", kgo.ReadCommitted(), len(out.committed), time.Second)
+	out.check(t, got)
 }
