@@ -274,7 +274,9 @@ cgroupDriver: cgroupfs
 cgroupsPerQOS: false
 enforceNodeAllocatable: []
 containerRuntimeEndpoint: unix://%s
-address: 127.0.0.1
+# The apiserver reaches the kubelet (logs, exec) at the node's address, anonymously:
+# the node lives in the test's own network namespace.
+address: %s
 port: %d
 healthzBindAddress: 127.0.0.1
 healthzPort: %d
@@ -301,7 +303,7 @@ imageGCLowThresholdPercent: 98
 maxPods: 30
 volumePluginDir: %s
 podLogsDir: %s
-`, n.sock, ports[0], ports[1], NodeIP, ClusterDomain, filepath.Join(d, "volume-plugins"), filepath.Join(d, "pod-logs"))
+`, n.sock, NodeIP, ports[0], ports[1], NodeIP, ClusterDomain, filepath.Join(d, "volume-plugins"), filepath.Join(d, "pod-logs"))
 	p := filepath.Join(d, "config.yaml")
 	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
 		return err

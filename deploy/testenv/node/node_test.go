@@ -97,7 +97,9 @@ func kubectl(t *testing.T, ctx context.Context, n *Node, args ...string) string 
 
 // TestNodeRunsKaas applies the e2e overlay on the one-node cluster, waits for three
 // Ready kaas pods, then produces (idempotent, acks=all) and consumes through them,
-// before and after the controller's pod is deleted.
+// before and after the controller's pod is deleted; then, on the same cluster and each
+// followed by the record check: a rolling restart, scaling to four brokers and back,
+// KafkaTopic objects both ways, and the broker ServiceAccount's RBAC with its own token.
 func TestNodeRunsKaas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
@@ -132,11 +134,12 @@ func TestNodeRunsKaas(t *testing.T) {
 	cl := newClient(t)
 	adm := kadm.NewClient(cl)
 	const topic = "node-e2e"
-	// Ready pods may still be electing the controller or writing the assignment: topic
-	// creation answers retriable errors until then.
+	// Twelve partitions: three brokers lead four each, four brokers three each, so a
+	// fourth broker takes some over. Ready pods may still be electing the controller or
+	// writing the assignment: topic creation answers retriable errors until then.
 	var createErr error
 	waitUntil(t, ctx, "topic "+topic+" created", func() bool {
-		_, createErr = adm.CreateTopic(ctx, 3, -1, nil, topic)
+		_, createErr = adm.CreateTopic(ctx, 12, -1, nil, topic)
 		if createErr != nil && !kerr.IsRetriable(createErr) && !errors.Is(createErr, kerr.TopicAlreadyExists) {
 			t.Fatalf("create topic: %v", createErr)
 		}
@@ -163,7 +166,23 @@ func TestNodeRunsKaas(t *testing.T) {
 	waitPodsReady(t, ctx, n, 3)
 	acked = append(acked, produce(t, ctx, cl, topic, "c", 300)...)
 	checkRecords(t, ctx, topic, acked)
-	cl.Close()
+
+	e := &e2e{ctx: ctx, n: n, cl: cl, adm: adm, topic: topic, acked: acked}
+	defer cl.Close()
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"RolloutRestart", e.rolloutRestart},
+		{"ScaleToFourAndBack", e.scale},
+		{"KafkaTopicsBothWays", e.kafkaTopics},
+		{"ServiceAccountRBAC", e.rbac},
+	} {
+		if !t.Run(step.name, step.run) {
+			// The cluster may be left mid-operation; what follows would fail for that reason.
+			break
+		}
+	}
 }
 
 // waitPodsReady waits until want kaas pods exist and all are Ready.

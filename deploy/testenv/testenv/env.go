@@ -203,6 +203,9 @@ func start(ctx context.Context, dir string, p *pki, apiserverBin, etcdBin string
 		// The default reconciler refuses a loopback advertise address.
 		"--endpoint-reconciler-type=none",
 		"--authorization-mode=Node,RBAC",
+		// A node's name resolves nowhere the apiserver looks; its InternalIP answers
+		// (kubectl logs and exec go through the kubelet at that address).
+		"--kubelet-preferred-address-types=InternalIP",
 		"--profiling=false",
 	)
 	if err != nil {
