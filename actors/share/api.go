@@ -165,6 +165,7 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 				LogStart: rd.res.LogStartOffset, HighWatermark: rd.res.HighWatermark, First: first, Last: last}
 			if rd.part.Offset < 0 {
 				read.Stored = k.loadStored(group, rd.part)
+				read.Config = k.groupConfig(group)
 			}
 			acq.reads = append(acq.reads, read)
 			if c := rd.res.ErrorCode; c != 0 && c != kerr.OffsetOutOfRange.Code {
@@ -249,4 +250,24 @@ func (k *Keeper) loadStored(group string, p PartResult) *sharestate.Snapshot {
 		return nil
 	}
 	return &snap
+}
+
+// groupConfig is the share-partition settings with group's config
+// overrides, read (here, in the request's handler) for a share-partition's
+// first use on this broker; nil when the group has none, or they are
+// unreadable (logged: the broker's settings apply).
+func (k *Keeper) groupConfig(group string) *Config {
+	if k.opts.GroupConfigs == nil {
+		return nil
+	}
+	set, err := k.opts.GroupConfigs.Load(group)
+	if err != nil {
+		k.opts.Log.Error().Err(err).Str("group", group).Msg("group configs unreadable; the broker's share settings apply")
+		return nil
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	cfg := WithGroupConfigs(k.opts.Partition, set)
+	return &cfg
 }

@@ -102,6 +102,13 @@ func NewPartition(cfg Config) *Partition {
 // Initialized reports whether the start offset is set.
 func (p *Partition) Initialized() bool { return p.initialized }
 
+// SetConfig replaces the share-partition's settings (a group's configs,
+// read when the share-partition is first used here).
+func (p *Partition) SetConfig(cfg Config) {
+	cfg.Defaults()
+	p.cfg = cfg
+}
+
 // Initialize sets the start offset from the log's bounds as
 // share.auto.offset.reset says; it does nothing once initialized.
 func (p *Partition) Initialize(logStart, highWatermark int64) {
