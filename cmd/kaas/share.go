@@ -46,9 +46,9 @@ func registerShare(b *broker) {
 // defaults of the configs they correspond to.
 func groupConfigStore(cfg *serveConfig) *groupconfig.Store {
 	defaults := map[string]string{
-		"share.record.lock.duration.ms": strconv.FormatInt(cfg.ShareRecordLockDuration.Milliseconds(), 10),
-		"share.delivery.count.limit":    strconv.Itoa(cfg.ShareDeliveryCountLimit),
-		"share.auto.offset.reset":       cfg.ShareAutoOffsetReset,
+		"share.record.lock.duration.ms":  strconv.FormatInt(cfg.ShareRecordLockDuration.Milliseconds(), 10),
+		"share.delivery.count.limit":     strconv.Itoa(cfg.ShareDeliveryCountLimit),
+		"share.auto.offset.reset":        cfg.ShareAutoOffsetReset,
 		"consumer.heartbeat.interval.ms": strconv.FormatInt(cfg.GroupConsumerHeartbeatInterval.Milliseconds(), 10),
 		"consumer.session.timeout.ms":    strconv.FormatInt(cfg.GroupConsumerSessionTimeout.Milliseconds(), 10),
 	}
