@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -111,5 +112,42 @@ func TestShareGroupConfigsAppliedAndDurable(t *testing.T) {
 	got = describeGroupConfigs(t, newClient(t, addr2), group)
 	if c := got["share.auto.offset.reset"]; c.Value == nil || *c.Value != "earliest" || c.Source != 8 {
 		t.Fatalf("after a restart share.auto.offset.reset is %+v, want earliest from GROUP_CONFIG", c)
+	}
+}
+
+// TestGroupConfigsNeedGroupACLs: with --authorizer=acl, describing a
+// group's configs needs DESCRIBE_CONFIGS on the group (implied by
+// ALTER_CONFIGS), altering them ALTER_CONFIGS; a refusal is
+// GROUP_AUTHORIZATION_FAILED.
+func TestGroupConfigsNeedGroupACLs(t *testing.T) {
+	addr, _ := aclBroker(t)
+	adm := newAdmin(t, addr)
+	cl := newClient(t, addr)
+	describe := func() int16 {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "sg-acl"
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Resources[0].ErrorCode
+	}
+	if code := describe(); code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describe without an ACL: code %d, want GROUP_AUTHORIZATION_FAILED", code)
+	}
+	if code, _ := alterGroupConfigs(t, cl, "sg-acl", "share.auto.offset.reset", "earliest"); code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("alter without an ACL: code %d, want GROUP_AUTHORIZATION_FAILED", code)
+	}
+	mustCreateACLs(t, adm, kadm.NewACLs().Groups("sg-acl").Allow(anon).Operations(kadm.OpAlterConfigs))
+	if code, msg := alterGroupConfigs(t, cl, "sg-acl", "share.auto.offset.reset", "earliest"); code != 0 {
+		t.Fatalf("alter with ALTER_CONFIGS: code %d %q", code, msg)
+	}
+	if code := describe(); code != 0 {
+		t.Fatalf("describe with ALTER_CONFIGS: code %d", code)
+	}
+	if code, _ := alterGroupConfigs(t, cl, "sg-other", "share.auto.offset.reset", "earliest"); code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("alter another group: code %d, want GROUP_AUTHORIZATION_FAILED", code)
 	}
 }
