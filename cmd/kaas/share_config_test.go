@@ -109,9 +109,30 @@ func TestShareGroupConfigsAppliedAndDurable(t *testing.T) {
 	stop()
 
 	_, addr2, _ := startTestBroker(t, args...)
-	got = describeGroupConfigs(t, newClient(t, addr2), group)
+	cl2 := newClient(t, addr2)
+	got = describeGroupConfigs(t, cl2, group)
 	if c := got["share.auto.offset.reset"]; c.Value == nil || *c.Value != "earliest" || c.Source != 8 {
 		t.Fatalf("after a restart share.auto.offset.reset is %+v, want earliest from GROUP_CONFIG", c)
+	}
+
+	// The legacy AlterConfigs replaces the group's whole set.
+	req := kmsg.NewPtrAlterConfigsRequest()
+	res := kmsg.NewAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.delivery.count.limit", kmsg.StringPtr("3")
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl2)
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("AlterConfigs: %v %+v", err, resp)
+	}
+	got = describeGroupConfigs(t, cl2, group)
+	if c := got["share.delivery.count.limit"]; c.Value == nil || *c.Value != "3" || c.Source != 8 {
+		t.Fatalf("after AlterConfigs share.delivery.count.limit is %+v, want 3", c)
+	}
+	if c := got["share.auto.offset.reset"]; c.Value == nil || *c.Value != "latest" || c.Source != 5 {
+		t.Fatalf("after AlterConfigs share.auto.offset.reset is %+v, want the broker's latest", c)
 	}
 }
 
