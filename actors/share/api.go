@@ -150,8 +150,9 @@ type fetched struct {
 
 // fetchRecords reads and acquires records for the member: rounds of reads
 // and acquisitions until something is acquired, or, when nothing is, a
-// wait (up to maxWait) for any partition's high watermark to move.
-func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []PartResult, maxRecords int, maxBytes int32, maxWait time.Duration, out map[TP]*fetched, errs map[TP]int16) {
+// wait (up to maxWait) for any partition's high watermark to move. It
+// returns the lock of the records acquired (0: none).
+func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []PartResult, maxRecords int, maxBytes int32, maxWait time.Duration, out map[TP]*fetched, errs map[TP]int16) (lock time.Duration) {
 	var deadline time.Time
 	if maxWait > 0 {
 		deadline = k.opts.Clock.Now().Add(maxWait)
@@ -174,6 +175,7 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 		}
 		res := call(k, r, func(reply func(acquireResult)) any { acq.reply = reply; return acq })()
 		res.durable()
+		lock = max(lock, res.lock)
 		got := 0
 		for _, rd := range reads {
 			if rg := res.ranges[rd.part.TP]; len(rg) > 0 {
@@ -199,6 +201,7 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 			return &where{group: group, parts: parts, reply: reply}
 		})()
 	}
+	return lock
 }
 
 // waitForData waits until a partition's high watermark moves past where

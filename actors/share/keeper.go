@@ -180,6 +180,9 @@ type acquireResult struct {
 	again bool
 	// durable waits until the acquisitions are persisted.
 	durable func()
+	// lock is the longest lock of the records acquired (their group's
+	// share.record.lock.duration.ms); 0 when none were.
+	lock time.Duration
 }
 
 // keeper is the Keeper's actor. Every operation is plain computation on
@@ -409,6 +412,7 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 		}
 		if len(got) > 0 {
 			res.ranges[r.TP] = got
+			res.lock = max(res.lock, p.LockDuration())
 		}
 	}
 	return res

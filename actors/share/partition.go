@@ -109,6 +109,9 @@ func (p *Partition) SetConfig(cfg Config) {
 	p.cfg = cfg
 }
 
+// LockDuration is how long this share-partition's acquisitions last.
+func (p *Partition) LockDuration() time.Duration { return p.cfg.LockDuration }
+
 // Initialize sets the start offset from the log's bounds as
 // share.auto.offset.reset says; it does nothing once initialized.
 func (p *Partition) Initialize(logStart, highWatermark int64) {
