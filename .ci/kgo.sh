@@ -4,7 +4,10 @@
 #   TestTxnEtl                  GroupTransactSession consume-transform-produce over
 #                               classic and KIP-848 groups, checked exactly once;
 #   TestSCRAMAuth               the suite's SCRAM mode (KGO_TEST_SCRAM, KGO_TEST_SCRAM_SEEDS),
-#   TestSCRAMAuthBadCredentials with SCRAM-SHA-256 and again with SCRAM-SHA-512.
+#   TestSCRAMAuthBadCredentials with SCRAM-SHA-256 and again with SCRAM-SHA-512;
+#   TestShareGroup, TestShareGroupETL, TestShareGroupAckOnClose
+#                               KIP-932 share groups, their GROUP configs set through
+#                               IncrementalAlterConfigs.
 # A skipped test fails the run. The franz-go version is the one go.mod requires;
 # its module (with its tests) comes from the module cache.
 # KGO_TEST_RECORDS bounds the records per run (default 20000).
@@ -40,18 +43,23 @@ for p in "$port" "$sasl_port"; do
 done
 cd "$work/franz-go/pkg/kgo"
 rc=0
-for alg in 256 512; do
-	tests='^(TestSCRAMAuth|TestSCRAMAuthBadCredentials)$'
-	if [ "$alg" = 256 ]; then tests='^(TestTxnEtl|TestSCRAMAuth|TestSCRAMAuthBadCredentials)$'; fi
-	echo "== SCRAM-SHA-$alg: $tests"
-	KGO_SEEDS="127.0.0.1:$port" KGO_TEST_SCRAM_SEEDS="127.0.0.1:$sasl_port" KGO_TEST_SCRAM="kgo:kgo-secret:$alg" \
-		KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-20000}" \
+run_kgo() { # label, test regexp, then env assignments
+	local label=$1 tests=$2
+	shift 2
+	echo "== $label: $tests"
+	env "$@" KGO_SEEDS="127.0.0.1:$port" KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-20000}" \
 		go test . -run "$tests" -count=1 -timeout 15m -v >"$work/kgo.log" 2>&1 || rc=$?
 	grep -E '^\s*--- |^(ok|FAIL|PASS)|_test\.go:[0-9]+: ' "$work/kgo.log" | grep -v 'completed in\|deleting\|DELETING' || true
 	if grep -q -- '--- SKIP' "$work/kgo.log"; then
 		echo "kgo.sh: a test was skipped" >&2
 		rc=1
 	fi
+}
+run_kgo "share groups" '^(TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose)$'
+for alg in 256 512; do
+	tests='^(TestSCRAMAuth|TestSCRAMAuthBadCredentials)$'
+	if [ "$alg" = 256 ]; then tests='^(TestTxnEtl|TestSCRAMAuth|TestSCRAMAuthBadCredentials)$'; fi
+	run_kgo "SCRAM-SHA-$alg" "$tests" KGO_TEST_SCRAM_SEEDS="127.0.0.1:$sasl_port" KGO_TEST_SCRAM="kgo:kgo-secret:$alg"
 done
 if [ "$rc" != 0 ]; then
 	echo "--- kaas log (tail) ---" >&2

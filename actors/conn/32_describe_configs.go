@@ -9,21 +9,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
 // DescribeConfigs (key 32): v0-4, topics and this broker, from the routing
-// view and the broker's static configs.
+// view and the broker's static configs, and groups, from the group config
+// store.
 func init() {
 	serve(API{Key: kmsg.DescribeConfigs.Int16(), MinVersion: 0, MaxVersion: 4, Handle: handleDescribeConfigs, ErrorResponse: describeConfigsError})
 }
 
 // handleDescribeConfigs describes topic configs (with synonyms and
-// documentation when asked) and this broker's static configs.
+// documentation when asked), this broker's static configs and group
+// configs (read from the store off the connection actor).
 func handleDescribeConfigs(r *Request) Pending {
 	req := r.Body.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	v := r.View
+	var groups []int // indexes in resp.Resources described when answering
 	for _, res := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
@@ -65,14 +69,77 @@ func handleDescribeConfigs(r *Request) Pending {
 				}
 				rr.Configs = append(rr.Configs, c)
 			}
+		case resourceGroup:
+			groups = append(groups, len(resp.Resources))
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
-			m := "kaas describes topic and broker configs only"
+			m := "kaas describes topic, broker and group configs only"
 			rr.ErrorMessage = &m
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}
-	return Ready(resp)
+	if len(groups) == 0 {
+		return Ready(resp)
+	}
+	return func() kmsg.Response {
+		for _, i := range groups {
+			describeGroupConfigs(req, r.Server.GroupConfigs, req.Resources[i].ConfigNames, &resp.Resources[i])
+		}
+		return resp
+	}
+}
+
+// describeGroupConfigs fills rr with the group's configs: each override
+// (source GROUP_CONFIG) or the default this broker applies.
+func describeGroupConfigs(req *kmsg.DescribeConfigsRequest, store *groupconfig.Store, names []string, rr *kmsg.DescribeConfigsResponseResource) {
+	if rr.ResourceName == "" {
+		rr.ErrorCode = kerr.InvalidRequest.Code
+		m := "a group config resource needs a group name"
+		rr.ErrorMessage = &m
+		return
+	}
+	set, err := store.Load(rr.ResourceName)
+	if err != nil {
+		rr.ErrorCode = kerr.KafkaStorageError.Code
+		m := err.Error()
+		rr.ErrorMessage = &m
+		return
+	}
+	for _, name := range groupconfig.Names() {
+		if !wanted(names, name) {
+			continue
+		}
+		k := groupconfig.Keys[name]
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		def := store.Default(name)
+		val, isSet := set[name]
+		c.Name, c.Source, c.IsDefault = name, sourceDefault, !isSet
+		if isSet {
+			c.Source = sourceGroup
+		} else {
+			val = def
+		}
+		c.Value = &val
+		c.ConfigType = kmsg.ConfigType(k.Type)
+		if req.IncludeDocumentation {
+			doc := k.Doc
+			c.Documentation = &doc
+		}
+		if req.IncludeSynonyms {
+			if isSet {
+				sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				ov := val
+				sy.Name, sy.Value, sy.Source = name, &ov, sourceGroup
+				c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
+			}
+			if k.Type == topicconfig.TypeInt { // the broker default group.<name>
+				sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				sy.Name, sy.Value, sy.Source = "group."+name, &def, sourceDefault
+				c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
+			}
+		}
+		rr.Configs = append(rr.Configs, c)
+	}
 }
 
 func wanted(names []string, name string) bool {

@@ -18,7 +18,7 @@ func handleAlterConfigs(r *Request) Pending {
 		func(i int) (kmsg.ConfigResourceType, string) {
 			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		},
-		func(i int, _ map[string]string) (map[string]string, alterResult) {
+		func(i int, _ kmsg.ConfigResourceType, _ map[string]string) (map[string]string, alterResult) {
 			cfg := map[string]string{}
 			for _, c := range req.Resources[i].Configs {
 				if c.Value != nil {

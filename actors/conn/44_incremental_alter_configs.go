@@ -8,11 +8,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
 // IncrementalAlterConfigs (key 44): v0-1, SET / DELETE / APPEND / SUBTRACT
-// on topics, sent to the supervisor as a full replacement.
+// on topics (sent to the supervisor as a full replacement) and groups (kept
+// in the group config store).
 func init() {
 	serve(API{Key: kmsg.IncrementalAlterConfigs.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs, ErrorResponse: incrementalAlterConfigsError})
 }
@@ -26,12 +28,15 @@ func handleIncrementalAlterConfigs(r *Request) Pending {
 		func(i int) (kmsg.ConfigResourceType, string) {
 			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		},
-		func(i int, current map[string]string) (map[string]string, alterResult) {
+		func(i int, typ kmsg.ConfigResourceType, current map[string]string) (map[string]string, alterResult) {
 			cfg := maps.Clone(current)
 			if cfg == nil {
 				cfg = map[string]string{}
 			}
-			return cfg, applyIncremental(cfg, req.Resources[i].Configs)
+			if typ == resourceGroup {
+				return cfg, applyIncremental(cfg, req.Resources[i].Configs, "group", groupConfigType)
+			}
+			return cfg, applyIncremental(cfg, req.Resources[i].Configs, "topic", topicConfigType)
 		})
 	return func() kmsg.Response {
 		wait()
@@ -45,11 +50,23 @@ func handleIncrementalAlterConfigs(r *Request) Pending {
 	}
 }
 
-func applyIncremental(cfg map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig) alterResult {
+func topicConfigType(name string) (topicconfig.Type, bool) {
+	k, ok := topicconfig.Keys[name]
+	return k.Type, ok
+}
+
+func groupConfigType(name string) (topicconfig.Type, bool) {
+	k, ok := groupconfig.Keys[name]
+	return k.Type, ok
+}
+
+// applyIncremental applies ops to cfg, each name looked up by keyType
+// (kind names the resource in the refusal of an unknown name).
+func applyIncremental(cfg map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, kind string, keyType func(string) (topicconfig.Type, bool)) alterResult {
 	for _, op := range ops {
-		k, known := topicconfig.Keys[op.Name]
+		typ, known := keyType(op.Name)
 		if !known {
-			return alterResult{code: kerr.InvalidConfig.Code, msg: "unknown topic config " + op.Name}
+			return alterResult{code: kerr.InvalidConfig.Code, msg: "unknown " + kind + " config " + op.Name}
 		}
 		val := ""
 		if op.Value != nil {
@@ -61,7 +78,7 @@ func applyIncremental(cfg map[string]string, ops []kmsg.IncrementalAlterConfigsR
 		case 1: // DELETE
 			delete(cfg, op.Name)
 		case 2, 3: // APPEND, SUBTRACT (list types only)
-			if k.Type != topicconfig.TypeList {
+			if typ != topicconfig.TypeList {
 				return alterResult{code: kerr.InvalidConfig.Code, msg: op.Name + " is not a list config"}
 			}
 			cur := topicconfig.Value(cfg, op.Name)

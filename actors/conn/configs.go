@@ -1,11 +1,14 @@
 package conn
 
 import (
+	"errors"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/groupconfig"
 )
 
 // Kafka's ConfigResource types and config sources (DescribeConfigs,
@@ -13,10 +16,12 @@ import (
 const (
 	resourceTopic  = 2
 	resourceBroker = 4
+	resourceGroup  = 32
 
 	sourceDynamicTopic = 1
 	sourceStaticBroker = 4
 	sourceDefault      = 5
+	sourceGroup        = 8
 )
 
 // alterResult is one resource's answer to AlterConfigs or
@@ -27,12 +32,14 @@ type alterResult struct {
 }
 
 // alterResources runs AlterConfigs or IncrementalAlterConfigs: for each of
-// n resources, kind(i) names it and, for a topic that exists, topicConfig(i,
-// current) gives the full config it asks for (or the answer that refuses
-// it); the supervisor applies each as a full replacement. Broker configs are
-// refused. The returned wait blocks until every reply is in results.
+// n resources, kind(i) names it and, for a topic that exists or a group,
+// newConfig(i, type, current) gives the full config it asks for (or the
+// answer that refuses it); the supervisor applies a topic's as a full
+// replacement, the group config store validates and keeps a group's (off
+// the connection actor). Broker configs are refused. The returned wait
+// blocks until every reply is in results.
 func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (resourceType kmsg.ConfigResourceType, name string),
-	topicConfig func(i int, current map[string]string) (map[string]string, alterResult)) (results []alterResult, wait func()) {
+	newConfig func(i int, typ kmsg.ConfigResourceType, current map[string]string) (map[string]string, alterResult)) (results []alterResult, wait func()) {
 	results = make([]alterResult, n)
 	wg := new(waitGroup)
 	for i := range n {
@@ -49,7 +56,7 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 				results[i] = alterResult{code: kerr.UnknownTopicOrPartition.Code}
 				continue
 			}
-			cfg, bad := topicConfig(i, t.Config)
+			cfg, bad := newConfig(i, typ, t.Config)
 			if bad.code != 0 {
 				results[i] = bad
 				continue
@@ -63,6 +70,18 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 				}})
 		case resourceBroker:
 			results[i] = brokerAlterRefused()
+		case resourceGroup:
+			if name == "" {
+				results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "a group config resource needs a group name"}
+				continue
+			}
+			wg.Add(1)
+			go func(i int, out *alterResult) {
+				defer wg.Done()
+				*out = alterGroupConfig(r.Server.GroupConfigs, name, validateOnly, func(cur map[string]string) (map[string]string, alterResult) {
+					return newConfig(i, resourceGroup, cur)
+				})
+			}(i, &results[i])
 		default:
 			results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "unsupported resource type"}
 		}
@@ -74,3 +93,31 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 func brokerAlterRefused() alterResult {
 	return alterResult{code: kerr.InvalidRequest.Code, msg: "kaas broker configs are static (flags and KAAS_* variables); they cannot be altered at runtime"}
 }
+
+// alterGroupConfig applies change to group's config overrides in store:
+// INVALID_CONFIG with the reason for a value the group configs refuse,
+// KAFKA_STORAGE_ERROR when the store cannot be read or written.
+func alterGroupConfig(store *groupconfig.Store, group string, validateOnly bool, change func(map[string]string) (map[string]string, alterResult)) alterResult {
+	var refused alterResult
+	err := store.Update(group, validateOnly, func(cur map[string]string) (map[string]string, error) {
+		next, bad := change(cur)
+		if bad.code != 0 {
+			refused = bad
+			return nil, errRefused
+		}
+		return next, nil
+	})
+	var invalid *groupconfig.InvalidError
+	switch {
+	case err == nil:
+		return alterResult{}
+	case errors.Is(err, errRefused):
+		return refused
+	case errors.As(err, &invalid):
+		return alterResult{code: kerr.InvalidConfig.Code, msg: invalid.Error()}
+	default:
+		return alterResult{code: kerr.KafkaStorageError.Code, msg: err.Error()}
+	}
+}
+
+var errRefused = errors.New("refused")

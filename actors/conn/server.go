@@ -31,6 +31,7 @@ import (
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/wire"
 	"github.com/kaas-project/kaas/wire/sasl"
 )
@@ -133,6 +134,9 @@ type Server struct {
 	// AlterUserScramCredentials read and write (KafkaUser objects in
 	// cluster mode, the credentials file otherwise); nil refuses them.
 	ScramUsers sasl.UserStore
+	// GroupConfigs holds the GROUP config resources DescribeConfigs and
+	// IncrementalAlterConfigs serve. NewServer sets it to memory only.
+	GroupConfigs *groupconfig.Store
 
 	producerIDs atomic.Int64
 	connSeq     atomic.Int64
@@ -178,6 +182,7 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	s.producerIDs.Store(time.Now().UnixMilli() << 8)
 	s.Quotas = quota.New(quota.DefaultWindow)
 	s.QuotaStore, _ = quota.OpenLocal("", s.Quotas) // memory only: cannot fail
+	s.GroupConfigs = groupconfig.NewMemory(nil)
 	s.Clock = clock.Real()
 	registerCore(s)
 	return s

@@ -71,7 +71,11 @@ func (k *Keeper) handleShareFetch(r *conn.Request) conn.Pending {
 			maxBytes = 1 << 30
 		}
 		if len(reads) > 0 {
-			k.fetchRecords(r, group, member, reads, maxRecords, maxBytes, time.Duration(req.MaxWaitMillis)*time.Millisecond, got, errs)
+			// The client times its locks from this: the group's lock
+			// duration when its configs set one.
+			if lock := k.fetchRecords(r, group, member, reads, maxRecords, maxBytes, time.Duration(req.MaxWaitMillis)*time.Millisecond, got, errs); lock > 0 {
+				resp.AcquisitionLockTimeoutMillis = int32(lock.Milliseconds())
+			}
 		}
 		requested := map[TP]bool{}
 		for _, p := range b.parts {

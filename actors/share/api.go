@@ -150,8 +150,9 @@ type fetched struct {
 
 // fetchRecords reads and acquires records for the member: rounds of reads
 // and acquisitions until something is acquired, or, when nothing is, a
-// wait (up to maxWait) for any partition's high watermark to move.
-func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []PartResult, maxRecords int, maxBytes int32, maxWait time.Duration, out map[TP]*fetched, errs map[TP]int16) {
+// wait (up to maxWait) for any partition's high watermark to move. It
+// returns the lock of the records acquired (0: none).
+func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []PartResult, maxRecords int, maxBytes int32, maxWait time.Duration, out map[TP]*fetched, errs map[TP]int16) (lock time.Duration) {
 	var deadline time.Time
 	if maxWait > 0 {
 		deadline = k.opts.Clock.Now().Add(maxWait)
@@ -165,6 +166,7 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 				LogStart: rd.res.LogStartOffset, HighWatermark: rd.res.HighWatermark, First: first, Last: last}
 			if rd.part.Offset < 0 {
 				read.Stored = k.loadStored(group, rd.part)
+				read.Config = k.groupConfig(group)
 			}
 			acq.reads = append(acq.reads, read)
 			if c := rd.res.ErrorCode; c != 0 && c != kerr.OffsetOutOfRange.Code {
@@ -173,6 +175,7 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 		}
 		res := call(k, r, func(reply func(acquireResult)) any { acq.reply = reply; return acq })()
 		res.durable()
+		lock = max(lock, res.lock)
 		got := 0
 		for _, rd := range reads {
 			if rg := res.ranges[rd.part.TP]; len(rg) > 0 {
@@ -198,6 +201,7 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 			return &where{group: group, parts: parts, reply: reply}
 		})()
 	}
+	return lock
 }
 
 // waitForData waits until a partition's high watermark moves past where
@@ -249,4 +253,24 @@ func (k *Keeper) loadStored(group string, p PartResult) *sharestate.Snapshot {
 		return nil
 	}
 	return &snap
+}
+
+// groupConfig is the share-partition settings with group's config
+// overrides, read (here, in the request's handler) for a share-partition's
+// first use on this broker; nil when the group has none, or they are
+// unreadable (logged: the broker's settings apply).
+func (k *Keeper) groupConfig(group string) *Config {
+	if k.opts.GroupConfigs == nil {
+		return nil
+	}
+	set, err := k.opts.GroupConfigs.Load(group)
+	if err != nil {
+		k.opts.Log.Error().Err(err).Str("group", group).Msg("group configs unreadable; the broker's share settings apply")
+		return nil
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	cfg := WithGroupConfigs(k.opts.Partition, set)
+	return &cfg
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/sharestate"
 )
 
@@ -29,6 +30,9 @@ type Options struct {
 	// Store persists share-partition state on the shared volume (nil:
 	// memory only).
 	Store *sharestate.Store
+	// GroupConfigs holds the share groups' config overrides (nil: every
+	// group has Partition's settings).
+	GroupConfigs *groupconfig.Store
 }
 
 // Keeper is this broker's share-partition leader: one actor that holds
@@ -155,6 +159,9 @@ type Read struct {
 	// Stored is the share-partition's persisted state, read for a
 	// share-partition not initialized here (nil: none).
 	Stored *sharestate.Snapshot
+	// Config is the share-partition's settings with its group's config
+	// overrides, read with Stored (nil: the broker's).
+	Config *Config
 }
 
 // acquire is the second step of a ShareFetch: acquire what the reads
@@ -173,6 +180,9 @@ type acquireResult struct {
 	again bool
 	// durable waits until the acquisitions are persisted.
 	durable func()
+	// lock is the longest lock of the records acquired (their group's
+	// share.record.lock.duration.ms); 0 when none were.
+	lock time.Duration
 }
 
 // keeper is the Keeper's actor. Every operation is plain computation on
@@ -368,6 +378,9 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 			continue
 		}
 		if !p.Initialized() {
+			if r.Config != nil {
+				p.SetConfig(*r.Config)
+			}
 			if r.Stored != nil {
 				states := make([]State, len(r.Stored.States))
 				for i, s := range r.Stored.States {
@@ -399,6 +412,7 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 		}
 		if len(got) > 0 {
 			res.ranges[r.TP] = got
+			res.lock = max(res.lock, p.LockDuration())
 		}
 	}
 	return res

@@ -113,3 +113,21 @@ func TestKeeperAcquireAcknowledgeRelease(t *testing.T) {
 		t.Fatalf("after the session closed, read from %+v, want 5", w)
 	}
 }
+
+// TestKeeperGroupConfigOnFirstUse: the group's configs read with a
+// share-partition's initializing read set where it starts (earliest over
+// the broker's latest) and the lock its acquisitions report.
+func TestKeeperGroupConfigOnFirstUse(t *testing.T) {
+	k, v, _ := testKeeper()
+	k.opts.Partition.ResetLatest = true // the broker's setting: latest
+	k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	cfg := WithGroupConfigs(k.opts.Partition, map[string]string{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "15000"})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, LogStart: 2, HighWatermark: 10, First: 0, Last: -1, Config: &cfg}}})
+	res := k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", LogStart: 2, HighWatermark: 10, First: 2, Last: 9}}})
+	if rg := res.ranges[t0]; len(rg) != 1 || rg[0].First != 2 {
+		t.Fatalf("acquired %+v, want from the log start 2", res.ranges)
+	}
+	if res.lock != 15*time.Second {
+		t.Fatalf("lock %s, want the group's 15s", res.lock)
+	}
+}

@@ -102,6 +102,16 @@ func NewPartition(cfg Config) *Partition {
 // Initialized reports whether the start offset is set.
 func (p *Partition) Initialized() bool { return p.initialized }
 
+// SetConfig replaces the share-partition's settings (a group's configs,
+// read when the share-partition is first used here).
+func (p *Partition) SetConfig(cfg Config) {
+	cfg.Defaults()
+	p.cfg = cfg
+}
+
+// LockDuration is how long this share-partition's acquisitions last.
+func (p *Partition) LockDuration() time.Duration { return p.cfg.LockDuration }
+
 // Initialize sets the start offset from the log's bounds as
 // share.auto.offset.reset says; it does nothing once initialized.
 func (p *Partition) Initialize(logStart, highWatermark int64) {

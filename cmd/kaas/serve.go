@@ -162,6 +162,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		"log.dirs":                  cfg.DataDir,
 	}
 	b.srv.SASLFailures = b.sec.limiter
+	b.srv.GroupConfigs = groupConfigStore(cfg)
 	registerGroups(b)
 	registerTransactions(b)
 	registerShare(b)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"strconv"
+
 	"github.com/kaas-project/kaas/actors/share"
+	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/sharestate"
 )
 
@@ -18,6 +21,7 @@ func registerShare(b *broker) {
 			DeliveryLimit: int16(b.cfg.ShareDeliveryCountLimit),
 			ResetLatest:   b.cfg.ShareAutoOffsetReset != "earliest",
 		},
+		GroupConfigs: b.srv.GroupConfigs,
 	}
 	if b.cfg.DataDir != "" {
 		st, err := sharestate.New(b.cfg.DataDir)
@@ -35,4 +39,21 @@ func registerShare(b *broker) {
 		return
 	}
 	k.Register(b.srv)
+}
+
+// groupConfigStore keeps the GROUP config resources (in <data-dir>/__groups
+// with --data-dir, in memory otherwise); the share-group flags are the
+// defaults of the configs they correspond to.
+func groupConfigStore(cfg *serveConfig) *groupconfig.Store {
+	defaults := map[string]string{
+		"share.record.lock.duration.ms":  strconv.FormatInt(cfg.ShareRecordLockDuration.Milliseconds(), 10),
+		"share.delivery.count.limit":     strconv.Itoa(cfg.ShareDeliveryCountLimit),
+		"share.auto.offset.reset":        cfg.ShareAutoOffsetReset,
+		"consumer.heartbeat.interval.ms": strconv.FormatInt(cfg.GroupConsumerHeartbeatInterval.Milliseconds(), 10),
+		"consumer.session.timeout.ms":    strconv.FormatInt(cfg.GroupConsumerSessionTimeout.Milliseconds(), 10),
+	}
+	if cfg.DataDir == "" {
+		return groupconfig.NewMemory(defaults)
+	}
+	return groupconfig.NewFile(cfg.DataDir, defaults)
 }

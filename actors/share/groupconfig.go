@@ -1,0 +1,29 @@
+package share
+
+import (
+	"time"
+
+	"github.com/kaas-project/kaas/storage/groupconfig"
+)
+
+// WithGroupConfigs is base with a share group's config overrides applied:
+// share.record.lock.duration.ms, share.delivery.count.limit,
+// share.partition.max.record.locks and share.auto.offset.reset (the
+// others are the coordinator's or fixed). Values are the validated ones
+// the group config store keeps.
+func WithGroupConfigs(base Config, set map[string]string) Config {
+	cfg := base
+	if n, ok := groupconfig.Int(set, "share.record.lock.duration.ms"); ok {
+		cfg.LockDuration = time.Duration(n) * time.Millisecond
+	}
+	if n, ok := groupconfig.Int(set, "share.delivery.count.limit"); ok {
+		cfg.DeliveryLimit = int16(n)
+	}
+	if n, ok := groupconfig.Int(set, "share.partition.max.record.locks"); ok {
+		cfg.MaxInFlight = n
+	}
+	if v, ok := set["share.auto.offset.reset"]; ok {
+		cfg.ResetLatest = v != "earliest"
+	}
+	return cfg
+}

@@ -1,0 +1,133 @@
+package groupconfig
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kaas-project/kaas/storage/groupstore"
+)
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  map[string]string
+		want string // "" valid, else a fragment of the error
+	}{
+		{"none", nil, ""},
+		{"share settings", map[string]string{"share.auto.offset.reset": "earliest", "share.record.lock.duration.ms": "15000"}, ""},
+		{"consumer settings", map[string]string{"consumer.session.timeout.ms": "60000", "consumer.heartbeat.interval.ms": "15000"}, ""},
+		{"unknown name", map[string]string{"share.bogus": "1"}, "unknown group config share.bogus"},
+		{"topic config", map[string]string{"retention.ms": "1"}, "unknown group config"},
+		{"not an int", map[string]string{"share.delivery.count.limit": "five"}, "is not an int"},
+		{"below min", map[string]string{"share.record.lock.duration.ms": "1000"}, "outside [15000, 60000]"},
+		{"above max", map[string]string{"share.session.timeout.ms": "60001"}, "outside [45000, 60000]"},
+		{"overflow", map[string]string{"share.partition.max.record.locks": "99999999999"}, "is not an int"},
+		{"bad reset", map[string]string{"share.auto.offset.reset": "by_duration:PT1H"}, "not one of [latest earliest]"},
+		{"read committed", map[string]string{"share.isolation.level": "read_committed"}, "not one of [read_uncommitted]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Validate(tc.cfg)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func set(name, value string) func(map[string]string) (map[string]string, error) {
+	return func(cur map[string]string) (map[string]string, error) {
+		cur[name] = value
+		return cur, nil
+	}
+}
+
+// A store's overrides are read back by another store on the same data
+// dir (another broker on the shared volume); refused and validate-only
+// updates write nothing.
+func TestFileStoreSharedAndDurable(t *testing.T) {
+	dir := t.TempDir()
+	a := NewFile(dir, nil)
+	b := NewFile(dir, map[string]string{"share.auto.offset.reset": "earliest"})
+	if err := a.Update("g1", false, set("share.record.lock.duration.ms", "20000")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update("g1", false, set("share.auto.offset.reset", "earliest")); err != nil {
+		t.Fatal(err)
+	}
+	var invalid *InvalidError
+	if err := a.Update("g1", false, set("share.delivery.count.limit", "11")); !errors.As(err, &invalid) {
+		t.Fatalf("out of range update: %v, want an InvalidError", err)
+	}
+	if err := a.Update("g1", true, set("share.delivery.count.limit", "7")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Load("g1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"share.record.lock.duration.ms": "20000", "share.auto.offset.reset": "earliest"}
+	if len(got) != len(want) || got["share.record.lock.duration.ms"] != "20000" || got["share.auto.offset.reset"] != "earliest" {
+		t.Fatalf("other store read %v, want %v", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "__groups", groupstore.DirName("g1"), "configs.json")); err != nil {
+		t.Fatalf("configs not next to the group's log: %v", err)
+	}
+	if got, _ := b.Load("g2"); len(got) != 0 {
+		t.Fatalf("group without overrides read %v", got)
+	}
+	if d := b.Default("share.auto.offset.reset"); d != "earliest" {
+		t.Fatalf("default from the broker's settings %q, want earliest", d)
+	}
+	if d := b.Default("share.delivery.count.limit"); d != "5" {
+		t.Fatalf("Kafka's default %q, want 5", d)
+	}
+	// DELETE through change: the override goes.
+	if err := b.Update("g1", false, func(cur map[string]string) (map[string]string, error) {
+		delete(cur, "share.auto.offset.reset")
+		return cur, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := a.Load("g1"); len(got) != 1 {
+		t.Fatalf("after delete read %v, want only the lock duration", got)
+	}
+}
+
+func TestFileStoreCorruptIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	s := NewFile(dir, nil)
+	gdir := filepath.Join(dir, "__groups", groupstore.DirName("g"))
+	if err := os.MkdirAll(gdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gdir, "configs.json"), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load("g"); err == nil {
+		t.Fatal("corrupt configs read without an error")
+	}
+	if err := s.Update("g", false, set("share.auto.offset.reset", "earliest")); err == nil {
+		t.Fatal("update over corrupt configs succeeded")
+	}
+}
+
+func TestMemoryStore(t *testing.T) {
+	s := NewMemory(nil)
+	if err := s.Update("g", false, set("consumer.session.timeout.ms", "50000")); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Load("g")
+	got["consumer.session.timeout.ms"] = "1" // a copy: the store is unchanged
+	if again, _ := s.Load("g"); again["consumer.session.timeout.ms"] != "50000" {
+		t.Fatalf("read %v", again)
+	}
+}
