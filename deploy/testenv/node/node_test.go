@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,12 +150,32 @@ func TestNodeRunsKaas(t *testing.T) {
 	acked = append(acked, produce(t, ctx, cl, topic, "a", 300)...)
 	checkRecords(t, ctx, topic, acked)
 
-	// The controller's pod goes away: a new controller takes the Lease, the StatefulSet
-	// recreates the pod, and nothing acknowledged is lost.
+	// The controller's pod goes away: a new controller takes the Lease at a new epoch, the
+	// StatefulSet recreates the pod, it rejoins and leads partitions again, and nothing
+	// acknowledged is lost.
 	// The holder identity is <pod name>_<pod uid>_<suffix>.
 	holder, _, _ := strings.Cut(strings.TrimSpace(kubectl(t, ctx, n, "-n", e2eNamespace, "get", "lease", "kaas-controller", "-o", "jsonpath={.spec.holderIdentity}")), "_")
 	if !strings.HasPrefix(holder, "kaas-") {
 		t.Fatalf("controller lease holder %q is not a kaas pod", holder)
+	}
+	epoch := func() int {
+		out, err := n.Kubectl(ctx, "-n", e2eNamespace, "get", "lease", "kaas-controller", "-o", "jsonpath={.spec.leaseTransitions}")
+		if err != nil {
+			return -1
+		}
+		v, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			return -1
+		}
+		return v
+	}
+	oldEpoch := epoch()
+	if oldEpoch < 0 {
+		t.Fatal("cannot read the controller Lease's leaseTransitions")
+	}
+	holderID, err := strconv.Atoi(strings.TrimPrefix(holder, "kaas-"))
+	if err != nil {
+		t.Fatalf("controller lease holder %q: %v", holder, err)
 	}
 	oldUID := strings.TrimSpace(kubectl(t, ctx, n, "-n", e2eNamespace, "get", "pod", holder, "-o", "jsonpath={.metadata.uid}"))
 	kubectl(t, ctx, n, "-n", e2eNamespace, "delete", "pod", holder, "--wait=false")
@@ -164,6 +185,10 @@ func TestNodeRunsKaas(t *testing.T) {
 		return err == nil && strings.TrimSpace(uid) != "" && strings.TrimSpace(uid) != oldUID
 	})
 	waitPodsReady(t, ctx, n, 3)
+	waitUntil(t, ctx, "a new controller epoch", func() bool { return epoch() > oldEpoch })
+	waitUntil(t, ctx, "the recreated "+holder+" leads partitions of "+topic, func() bool {
+		return len(ledBy(ctx, adm, topic, int32(holderID))) > 0
+	})
 	acked = append(acked, produce(t, ctx, cl, topic, "c", 300)...)
 	checkRecords(t, ctx, topic, acked)
 
