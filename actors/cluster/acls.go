@@ -78,14 +78,10 @@ func (s *ACLs) Watch(ctx context.Context) error {
 
 // reload rebuilds the cache from the informer's objects; bad remembers
 // the invalid objects already logged.
-func (s *ACLs) reload(objs []any, bad map[string]string) {
+func (s *ACLs) reload(us []*unstructured.Unstructured, bad map[string]string) {
 	objects := map[acl.Binding][]string{}
 	var bs []acl.Binding
-	for _, obj := range objs {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
+	for _, u := range us {
 		b, err := ACLFromObject(u)
 		if err != nil {
 			if bad[u.GetName()] != err.Error() {

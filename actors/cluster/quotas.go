@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -115,14 +114,7 @@ func (s *Quotas) Watch(ctx context.Context) error {
 // reload rebuilds the cache from the informer's objects; bad remembers the
 // invalid objects already logged. Two objects for one entity: the first by
 // name wins, the other is logged.
-func (s *Quotas) reload(objs []any, bad map[string]string) {
-	var us []*unstructured.Unstructured
-	for _, obj := range objs {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			us = append(us, u)
-		}
-	}
-	sort.Slice(us, func(i, j int) bool { return us[i].GetName() < us[j].GetName() })
+func (s *Quotas) reload(us []*unstructured.Unstructured, bad map[string]string) {
 	cfg, names := quota.Config{}, map[quota.Entity]string{}
 	for _, u := range us {
 		e, vs, err := QuotaFromObject(u)

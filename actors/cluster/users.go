@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"sort"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -119,14 +118,7 @@ func (s *Users) Watch(ctx context.Context) error {
 // reload rebuilds the cache from the informer's objects; bad remembers
 // the invalid objects already logged. Two objects naming one user: the
 // first by object name wins.
-func (s *Users) reload(objs []any, bad map[string]string) {
-	var us []*unstructured.Unstructured
-	for _, obj := range objs {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			us = append(us, u)
-		}
-	}
-	sort.Slice(us, func(i, j int) bool { return us[i].GetName() < us[j].GetName() })
+func (s *Users) reload(us []*unstructured.Unstructured, bad map[string]string) {
 	content := &sasl.Credentials{Users: map[string]map[string]sasl.ScramCredential{}}
 	objects := map[string]string{}
 	for _, u := range us {
