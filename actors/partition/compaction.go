@@ -123,6 +123,9 @@ func (a *Actor) onCompacted(m compacted) {
 // topic, as Kafka does (INVALID_RECORD): the cleaner could only drop it.
 func checkKeys(b []byte, h batch.Header) (int16, string) {
 	recs, err := compaction.Records(b, h)
+	if errors.Is(err, batch.ErrInvalid) {
+		return kerr.InvalidRecord.Code, err.Error()
+	}
 	if err != nil {
 		return kerr.CorruptMessage.Code, err.Error()
 	}

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -19,12 +20,11 @@ const (
 	CodecZstd   int16 = 4
 )
 
-// The codecs of Kafka's attribute bits (gzip, snappy, lz4, zstd), as
-// franz-go implements them. They are the broker's one home for
+// The compressors of Kafka's attribute bits (gzip, snappy, lz4, zstd), as
+// franz-go implements them, by codec and level; decompression, bounded, is
+// in decompress.go. Together they are the broker's one home for
 // (de)compression: log compaction and topic-level recompression use them.
 var (
-	decompressor = kgo.DefaultDecompressor()
-
 	compressorsMu sync.Mutex
 	compressors   = map[compressorKey]kgo.Compressor{}
 )
@@ -32,8 +32,14 @@ var (
 // Codec is the compression codec of a batch header.
 func (h Header) Codec() int16 { return h.Attributes & AttrCompressionMask }
 
-// Payload returns the records section of b (header h), decompressed.
+// Payload returns the records section of b (header h), decompressed; a
+// section that decompresses to more than MaxDecompressed is ErrInvalid
+// (ErrTooLarge).
 func Payload(b []byte, h Header) ([]byte, error) {
+	return payload(b, h, MaxDecompressed)
+}
+
+func payload(b []byte, h Header, limit int) ([]byte, error) {
 	if h.Size() > len(b) {
 		return nil, fmt.Errorf("%w: batch truncated", ErrCorrupt)
 	}
@@ -45,7 +51,10 @@ func Payload(b []byte, h Header) ([]byte, error) {
 	if c > CodecZstd {
 		return nil, fmt.Errorf("%w: unknown compression codec %d", ErrCorrupt, c)
 	}
-	out, err := decompressor.Decompress(p, kgo.CompressionCodecType(c))
+	out, err := decompress(c, p, limit)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: decompress (codec %d): %v", ErrCorrupt, c, err)
 	}
