@@ -26,7 +26,11 @@ var KafkaQuotaGVR = schema.GroupVersionResource{Group: "kaas.dev", Version: "v1a
 // by hand may have any name.
 func QuotaObjectName(e quota.Entity) string {
 	sp := quota.ToSpec(e, nil)
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%t\x00%s\x00%t\x00%s", e.User.Set, sp.User, e.ClientID.Set, sp.ClientID)))
+	key := fmt.Sprintf("%t\x00%s\x00%t\x00%s", e.User.Set, sp.User, e.ClientID.Set, sp.ClientID)
+	if e.IP.Set {
+		key += "\x00ip\x00" + sp.IP
+	}
+	sum := sha256.Sum256([]byte(key))
 	return "quota-" + hex.EncodeToString(sum[:10])
 }
 
@@ -36,6 +40,9 @@ func QuotaFromObject(u *unstructured.Unstructured) (quota.Entity, quota.Values, 
 	var err error
 	if sp.User, _, err = unstructured.NestedString(u.Object, "spec", "user"); err == nil {
 		sp.ClientID, _, err = unstructured.NestedString(u.Object, "spec", "clientId")
+	}
+	if err == nil {
+		sp.IP, _, err = unstructured.NestedString(u.Object, "spec", "ip")
 	}
 	var raw map[string]any
 	if err == nil {
@@ -75,6 +82,9 @@ func quotaSpec(e quota.Entity, vs quota.Values) map[string]any {
 	}
 	if sp.ClientID != "" {
 		out["clientId"] = sp.ClientID
+	}
+	if sp.IP != "" {
+		out["ip"] = sp.IP
 	}
 	return out
 }
@@ -195,7 +205,7 @@ func (s *Quotas) alter(ctx context.Context, c quota.Change) (quota.Values, error
 		}
 		cur = vs
 	}
-	next, err := quota.Apply(cur, c.Ops)
+	next, err := quota.Apply(c.Entity, cur, c.Ops)
 	if err != nil {
 		return nil, err
 	}

@@ -13,8 +13,8 @@ import (
 
 // AlterClientQuotas (key 49): v0-1. Each entry's entity and operations are
 // validated as Kafka does (INVALID_REQUEST with the reason: unknown entity
-// type or key, ip entities, a byte rate that is not a positive whole
-// number) and, unless validateOnly, written to the quota store: a
+// type or key, an ip entity with a user or client id or a key other than
+// connection_creation_rate, a rate that is not a positive whole number) and, unless validateOnly, written to the quota store: a
 // KafkaQuota object per entity in cluster mode, the local quota file
 // otherwise. Removing every key of an entity removes it.
 func init() {
@@ -41,7 +41,7 @@ func handleAlterClientQuotas(r *Request) Pending {
 			ops = append(ops, quota.Op{Key: o.Key, Value: o.Value, Remove: o.Remove})
 		}
 		if err == nil {
-			_, err = quota.Apply(cur[ent], ops)
+			_, err = quota.Apply(ent, cur[ent], ops)
 		}
 		if err != nil {
 			resp.Entries[i].ErrorCode = kerr.InvalidRequest.Code

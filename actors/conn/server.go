@@ -28,6 +28,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/conn/fetchsession"
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
@@ -268,6 +269,9 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l *Listener
 			}
 			return err
 		}
+		if s.throttleConnection(c, l) {
+			continue
+		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
@@ -279,6 +283,24 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l *Listener
 			s.conns.Done()
 		}
 	}
+}
+
+// throttleConnection applies the connection_creation_rate quota of c's
+// address (KIP-612): over it, c is closed unserved once the throttle time
+// has passed, as Kafka's acceptor does, and true is returned.
+func (s *Server) throttleConnection(c net.Conn, l *Listener) bool {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return false
+	}
+	d := s.Quotas.RecordConnection(host, s.Clock.Now())
+	if d <= 0 {
+		return false
+	}
+	metrics.QuotaThrottled(quota.Connection.String(), d)
+	s.cfg.Log.Debug().Str("peer", host).Str("listener", l.Name).Dur("throttle", d).Msg("connection over its ip's connection_creation_rate: closed")
+	s.Clock.AfterFunc(d, func() { _ = c.Close() })
+	return true
 }
 
 // CloseConnections closes every open client connection (shutdown).

@@ -89,26 +89,33 @@ func Throttle(total float64, elapsed time.Duration, bound float64, max time.Dura
 	return d
 }
 
-// Kind is what a byte-rate quota meters.
+// Kind is what a quota meters.
 type Kind int
 
 // The enforced quota kinds.
 const (
-	Produce Kind = iota // bytes of Produce requests (producer_byte_rate)
-	Fetch               // bytes of Fetch responses (consumer_byte_rate)
+	Produce    Kind = iota // bytes of Produce requests (producer_byte_rate)
+	Fetch                  // bytes of Fetch responses (consumer_byte_rate)
+	Connection             // connections accepted from an address (connection_creation_rate)
 )
 
 // Key is the quota key that bounds k.
 func (k Kind) Key() string {
-	if k == Fetch {
+	switch k {
+	case Fetch:
 		return ConsumerByteRate
+	case Connection:
+		return ConnectionCreationRate
 	}
 	return ProducerByteRate
 }
 
 func (k Kind) String() string {
-	if k == Fetch {
+	switch k {
+	case Fetch:
 		return "fetch"
+	case Connection:
+		return "connection"
 	}
 	return "produce"
 }
@@ -178,6 +185,35 @@ func (q *Quotas) Record(kind Kind, user, client string, n int, now time.Time) ti
 	m.record(q.window, now, float64(n))
 	total, elapsed := m.measure(q.window, now)
 	return Throttle(total, elapsed, bound, time.Duration(q.window.Samples)*q.window.Size)
+}
+
+// RecordConnection counts a connection accepted from addr at now and
+// returns how long to hold it before closing it unserved (0: within the
+// address's connection_creation_rate, or none applies). A throttled
+// connection is taken back out of the rate, as Kafka does, so a client
+// retrying during its throttle does not extend it; the throttle is at
+// most one sample window (Kafka's bound for connection throttles).
+func (q *Quotas) RecordConnection(addr string, now time.Time) time.Duration {
+	bound, e, ok := q.Config().ResolveIP(addr)
+	if !ok {
+		return 0
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sweep(now)
+	k := meterKey{Connection, e}
+	m := q.meters[k]
+	if m == nil {
+		m = &meter{}
+		q.meters[k] = m
+	}
+	m.record(q.window, now, 1)
+	total, elapsed := m.measure(q.window, now)
+	d := Throttle(total, elapsed, bound, q.window.Size)
+	if d > 0 {
+		m.record(q.window, now, -1)
+	}
+	return d
 }
 
 // MaxInWindow is the most bytes of kind a connection of user and client

@@ -1,9 +1,10 @@
 // Package quota is the broker's client quotas, with Apache Kafka's
-// semantics (KIP-13, KIP-55, KIP-219, KIP-546): quota entities (a user, a
-// client id, both, and the default of each), their configured values, the
-// filters DescribeClientQuotas matches them with, the resolution of the
-// quota that applies to one connection's (user, client id), and the
-// byte-rate meters whose overshoot becomes a throttle time.
+// semantics (KIP-13, KIP-55, KIP-219, KIP-546, KIP-612): quota entities (a
+// user, a client id, both, an ip address, and the default of each), their
+// configured values, the filters DescribeClientQuotas matches them with,
+// the resolution of the quota that applies to one connection's (user,
+// client id) or address, and the rate meters whose overshoot becomes a
+// throttle time.
 //
 // The package is pure apart from the local-dev file store: a Quotas holds
 // an immutable snapshot of the configuration that whoever watches the store
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"sort"
 	"strings"
 )
@@ -29,6 +31,7 @@ const (
 	ConsumerByteRate       = "consumer_byte_rate"
 	RequestPercentage      = "request_percentage"
 	ControllerMutationRate = "controller_mutation_rate"
+	ConnectionCreationRate = "connection_creation_rate"
 
 	// DefaultName is how a default entity is written in the KafkaQuota
 	// objects and the local file (Kafka's own notation, as in
@@ -44,6 +47,9 @@ var keys = map[string]bool{
 	RequestPercentage:      false,
 	ControllerMutationRate: false,
 }
+
+// ipKeys are the quota keys of ip entities (KIP-612).
+var ipKeys = map[string]bool{ConnectionCreationRate: true}
 
 // ErrInvalid marks an entity, a filter or a value Kafka refuses with
 // INVALID_REQUEST.
@@ -74,10 +80,11 @@ func (p Part) String() string {
 }
 
 // Entity is what a quota is configured for: a user, a client id, or both,
-// each a name or the default.
+// or an ip address (never with the others), each a name or the default.
 type Entity struct {
 	User     Part
 	ClientID Part
+	IP       Part
 }
 
 func (e Entity) String() string {
@@ -88,7 +95,33 @@ func (e Entity) String() string {
 	if e.ClientID.Set {
 		parts = append(parts, TypeClientID+"="+e.ClientID.String())
 	}
+	if e.IP.Set {
+		parts = append(parts, TypeIP+"="+e.IP.String())
+	}
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// check refuses entities Kafka refuses: no component, an ip with a user
+// or client id, an ip name that is not an address.
+func (e Entity) check() error {
+	switch {
+	case !e.User.Set && !e.ClientID.Set && !e.IP.Set:
+		return fmt.Errorf("%w: empty entity", ErrInvalid)
+	case e.IP.Set && (e.User.Set || e.ClientID.Set):
+		return fmt.Errorf("%w: an ip entity cannot be combined with a user or client-id", ErrInvalid)
+	case e.IP.Set && !e.IP.Default && net.ParseIP(e.IP.Name) == nil:
+		return fmt.Errorf("%w: ip entity %q is not an IP address", ErrInvalid, e.IP.Name)
+	}
+	return nil
+}
+
+// canonicalIP is addr as net.IP prints it, so that an entity named "::01"
+// and a connection from ::1 meet.
+func canonicalIP(addr string) string {
+	if ip := net.ParseIP(addr); ip != nil {
+		return ip.String()
+	}
+	return addr
 }
 
 // Component is one (type, name) pair of an entity as the Kafka protocol
@@ -98,14 +131,10 @@ type Component struct {
 	Name *string
 }
 
-// EntityOf builds an entity from the protocol's components: each of user
-// and client-id at most once, nothing else (ip entities are refused: this
-// broker has no connection-rate quotas).
+// EntityOf builds an entity from the protocol's components: each of user,
+// client-id and ip at most once, an ip alone and naming an address.
 func EntityOf(cs []Component) (Entity, error) {
 	var e Entity
-	if len(cs) == 0 {
-		return e, fmt.Errorf("%w: empty entity", ErrInvalid)
-	}
 	for _, c := range cs {
 		p := Default()
 		if c.Name != nil {
@@ -118,16 +147,19 @@ func EntityOf(cs []Component) (Entity, error) {
 		case TypeClientID:
 			slot = &e.ClientID
 		case TypeIP:
-			return e, fmt.Errorf("%w: ip quotas (connection_creation_rate) are not supported by this broker", ErrInvalid)
+			slot = &e.IP
+			if !p.Default {
+				p.Name = canonicalIP(p.Name)
+			}
 		default:
-			return e, fmt.Errorf("%w: unknown entity type %q (want user or client-id)", ErrInvalid, c.Type)
+			return e, fmt.Errorf("%w: unknown entity type %q (want user, client-id or ip)", ErrInvalid, c.Type)
 		}
 		if slot.Set {
 			return e, fmt.Errorf("%w: duplicate entity type %q", ErrInvalid, c.Type)
 		}
 		*slot = p
 	}
-	return e, nil
+	return e, e.check()
 }
 
 // Components is e in the protocol's form: user first, then client-id.
@@ -146,19 +178,28 @@ func (e Entity) Components() []Component {
 	}
 	add(TypeUser, e.User)
 	add(TypeClientID, e.ClientID)
+	add(TypeIP, e.IP)
 	return out
 }
 
 // Values are an entity's configured quotas, by key.
 type Values map[string]float64
 
-// ValidateValue checks one quota key and value as Kafka does: a known key,
-// a positive finite value, whole for the byte rates.
-func ValidateValue(key string, v float64) error {
+// ValidateValue checks one quota key and value of entity e as Kafka does:
+// a key of e's kind (connection_creation_rate for ip entities, the others
+// for users and client ids), a positive finite value, whole for the byte
+// and connection rates.
+func ValidateValue(e Entity, key string, v float64) error {
 	whole, ok := keys[key]
-	if !ok {
-		return fmt.Errorf("%w: unknown quota key %q (want %s, %s, %s or %s)", ErrInvalid, key,
-			ProducerByteRate, ConsumerByteRate, RequestPercentage, ControllerMutationRate)
+	if e.IP.Set {
+		whole, ok = ipKeys[key]
+	}
+	switch {
+	case !ok && e.IP.Set:
+		return fmt.Errorf("%w: quota key %q does not apply to an ip entity (want %s)", ErrInvalid, key, ConnectionCreationRate)
+	case !ok:
+		return fmt.Errorf("%w: unknown quota key %q (want %s, %s, %s or %s; %s is for ip entities)", ErrInvalid, key,
+			ProducerByteRate, ConsumerByteRate, RequestPercentage, ControllerMutationRate, ConnectionCreationRate)
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
 		return fmt.Errorf("%w: %s must be a positive number, not %v", ErrInvalid, key, v)
@@ -176,9 +217,9 @@ type Op struct {
 	Remove bool
 }
 
-// Apply validates ops and returns cur with them applied (cur is not
-// changed). An op naming a key twice is refused, as Kafka does.
-func Apply(cur Values, ops []Op) (Values, error) {
+// Apply validates ops on entity e and returns cur with them applied (cur
+// is not changed). An op naming a key twice is refused, as Kafka does.
+func Apply(e Entity, cur Values, ops []Op) (Values, error) {
 	seen := map[string]bool{}
 	next := Values{}
 	for k, v := range cur {
@@ -190,13 +231,13 @@ func Apply(cur Values, ops []Op) (Values, error) {
 		}
 		seen[op.Key] = true
 		if op.Remove {
-			if _, ok := keys[op.Key]; !ok {
-				return nil, fmt.Errorf("%w: unknown quota key %q", ErrInvalid, op.Key)
+			if err := ValidateValue(e, op.Key, 1); err != nil {
+				return nil, err
 			}
 			delete(next, op.Key)
 			continue
 		}
-		if err := ValidateValue(op.Key, op.Value); err != nil {
+		if err := ValidateValue(e, op.Key, op.Value); err != nil {
 			return nil, err
 		}
 		next[op.Key] = op.Value
@@ -237,9 +278,7 @@ func (f Filter) Validate() error {
 	seen := map[string]bool{}
 	for _, c := range f.Components {
 		switch c.Type {
-		case TypeUser, TypeClientID:
-		case TypeIP:
-			return fmt.Errorf("%w: ip quotas are not supported by this broker", ErrInvalid)
+		case TypeUser, TypeClientID, TypeIP:
 		default:
 			return fmt.Errorf("%w: unknown entity type %q in filter", ErrInvalid, c.Type)
 		}
@@ -259,15 +298,18 @@ func (f Filter) Matches(e Entity) bool {
 	want := 0
 	for _, c := range f.Components {
 		p := e.User
-		if c.Type == TypeClientID {
+		switch c.Type {
+		case TypeClientID:
 			p = e.ClientID
+		case TypeIP:
+			p = e.IP
 		}
 		if !p.Set {
 			return false
 		}
 		switch c.Match {
 		case MatchExact:
-			if p.Default || p.Name != c.Name {
+			if p.Default || p.Name != c.Name && (c.Type != TypeIP || p.Name != canonicalIP(c.Name)) {
 				return false
 			}
 		case MatchDefault:
@@ -285,13 +327,16 @@ func (f Filter) Matches(e Entity) bool {
 		if e.ClientID.Set {
 			have++
 		}
+		if e.IP.Set {
+			have++
+		}
 		return have == want
 	}
 	return true
 }
 
 // Describe returns the entities of c that f selects, sorted (user, then
-// client id; names, then the default, then absent).
+// client id, then ip; names, then the default, then absent).
 func (c Config) Describe(f Filter) []Entity {
 	var out []Entity
 	for e, vs := range c {
@@ -303,13 +348,16 @@ func (c Config) Describe(f Filter) []Entity {
 	return out
 }
 
-// less orders entities by user, then client id: names (sorted), then the
-// default, then absent.
+// less orders entities by user, then client id, then ip: names (sorted),
+// then the default, then absent.
 func (e Entity) less(o Entity) bool {
 	if e.User != o.User {
 		return e.User.less(o.User)
 	}
-	return e.ClientID.less(o.ClientID)
+	if e.ClientID != o.ClientID {
+		return e.ClientID.less(o.ClientID)
+	}
+	return e.IP.less(o.IP)
 }
 
 func (p Part) rank() int {
@@ -364,6 +412,19 @@ func (c Config) Resolve(key, user, client string) (bound float64, meter Entity, 
 			m.ClientID = Named(client)
 		}
 		return v, m, true
+	}
+	return 0, Entity{}, false
+}
+
+// ResolveIP finds the connection_creation_rate that applies to connections
+// from addr: the address's own quota, else the default ip quota (Kafka's
+// order). Every address is metered on its own, under either.
+func (c Config) ResolveIP(addr string) (bound float64, meter Entity, ok bool) {
+	meter = Entity{IP: Named(canonicalIP(addr))}
+	for _, e := range []Entity{meter, {IP: Default()}} {
+		if v, set := c[e][ConnectionCreationRate]; set {
+			return v, meter, true
+		}
 	}
 	return 0, Entity{}, false
 }

@@ -23,7 +23,12 @@ func TestEntityOf(t *testing.T) {
 		{"both", []Component{{TypeClientID, str("c")}, {TypeUser, nil}}, Entity{User: Default(), ClientID: Named("c")}, false},
 		{"empty", nil, Entity{}, true},
 		{"duplicate", []Component{{TypeUser, str("a")}, {TypeUser, str("b")}}, Entity{}, true},
-		{"ip", []Component{{TypeIP, str("10.0.0.1")}}, Entity{}, true},
+		{"ip", []Component{{TypeIP, str("10.0.0.1")}}, Entity{IP: Named("10.0.0.1")}, false},
+		{"ipv6 canonical", []Component{{TypeIP, str("0:0::01")}}, Entity{IP: Named("::1")}, false},
+		{"default ip", []Component{{TypeIP, nil}}, Entity{IP: Default()}, false},
+		{"ip with user", []Component{{TypeIP, str("10.0.0.1")}, {TypeUser, str("a")}}, Entity{}, true},
+		{"ip with client", []Component{{TypeClientID, nil}, {TypeIP, nil}}, Entity{}, true},
+		{"ip not an address", []Component{{TypeIP, str("broker-0.example")}}, Entity{}, true},
 		{"unknown type", []Component{{"group", str("g")}}, Entity{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,12 +65,12 @@ func TestApply(t *testing.T) {
 		{"fractional byte rate", []Op{{Key: ProducerByteRate, Value: 1.5}}, nil, true},
 		{"zero", []Op{{Key: ConsumerByteRate, Value: 0}}, nil, true},
 		{"negative", []Op{{Key: ConsumerByteRate, Value: -1}}, nil, true},
-		{"unknown key", []Op{{Key: "connection_creation_rate", Value: 10}}, nil, true},
+		{"ip key on a user", []Op{{Key: ConnectionCreationRate, Value: 10}}, nil, true},
 		{"unknown key removed", []Op{{Key: "bogus", Remove: true}}, nil, true},
 		{"duplicate key", []Op{{Key: ProducerByteRate, Value: 1}, {Key: ProducerByteRate, Remove: true}}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Apply(cur, tc.ops)
+			got, err := Apply(Entity{User: Named("u")}, cur, tc.ops)
 			if tc.invalid {
 				if !errors.Is(err, ErrInvalid) {
 					t.Fatalf("Apply = %v, %v; want ErrInvalid", got, err)
@@ -84,6 +89,94 @@ func TestApply(t *testing.T) {
 				t.Fatalf("Apply changed its input: %v", cur)
 			}
 		})
+	}
+}
+
+func TestApplyIP(t *testing.T) {
+	ip := Entity{IP: Named("10.0.0.1")}
+	for _, tc := range []struct {
+		name string
+		ops  []Op
+		ok   bool
+	}{
+		{"connection rate", []Op{{Key: ConnectionCreationRate, Value: 10}}, true},
+		{"removed", []Op{{Key: ConnectionCreationRate, Remove: true}}, true},
+		{"fractional", []Op{{Key: ConnectionCreationRate, Value: 2.5}}, false},
+		{"zero", []Op{{Key: ConnectionCreationRate, Value: 0}}, false},
+		{"byte rate on an ip", []Op{{Key: ProducerByteRate, Value: 10}}, false},
+		{"byte rate removed from an ip", []Op{{Key: ConsumerByteRate, Remove: true}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := Apply(ip, nil, tc.ops); (err == nil) != tc.ok || err != nil && !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Apply = %v; want ok=%v", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestFilterIP(t *testing.T) {
+	one, other, def := Entity{IP: Named("10.0.0.1")}, Entity{IP: Named("::1")}, Entity{IP: Default()}
+	user := Entity{User: Named("alice")}
+	cfg := Config{one: {ConnectionCreationRate: 1}, other: {ConnectionCreationRate: 2}, def: {ConnectionCreationRate: 3}, user: {ProducerByteRate: 4}}
+	for _, tc := range []struct {
+		name string
+		f    Filter
+		want []Entity
+	}{
+		{"everything", Filter{}, []Entity{user, one, other, def}},
+		{"any ip", Filter{Components: []FilterComponent{{Type: TypeIP, Match: MatchAny}}}, []Entity{one, other, def}},
+		{"default ip", Filter{Components: []FilterComponent{{Type: TypeIP, Match: MatchDefault}}}, []Entity{def}},
+		{"exact ipv6, another spelling", Filter{Components: []FilterComponent{{Type: TypeIP, Name: "0::1"}}}, []Entity{other}},
+		{"any user strict", Filter{Components: []FilterComponent{{Type: TypeUser, Match: MatchAny}}, Strict: true}, []Entity{user}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := cfg.Describe(tc.f)
+			if len(got) != len(tc.want) {
+				t.Fatalf("Describe = %v; want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("Describe = %v; want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestRecordConnection: an address's own quota wins over the default ip
+// quota; each address is metered on its own; a throttled connection is
+// not counted, so the rate recovers while a client keeps retrying.
+func TestRecordConnection(t *testing.T) {
+	w := Window{Samples: 3, Size: time.Second}
+	q := New(w)
+	q.Set(Config{{IP: Named("10.0.0.1")}: {ConnectionCreationRate: 1}, {IP: Default()}: {ConnectionCreationRate: 2}})
+	t0 := time.Unix(1000, 0)
+	// 10.0.0.1 may open 1 a second measured over at least 2 s: 2 at once.
+	for i, want := range []bool{false, false, true, true} {
+		if d := q.RecordConnection("10.0.0.1", t0); (d > 0) != want || d > w.Size {
+			t.Fatalf("10.0.0.1 connection %d: throttle %v, want throttled=%v (at most %v)", i, d, want, w.Size)
+		}
+	}
+	// Another address falls under the default (2 a second: 4 at once),
+	// metered apart from 10.0.0.1 and from a third address.
+	for _, addr := range []string{"10.0.0.2", "10.0.0.3"} {
+		for i := range 4 {
+			if d := q.RecordConnection(addr, t0); d > 0 {
+				t.Fatalf("%s connection %d throttled %v under the default quota", addr, i, d)
+			}
+		}
+		if d := q.RecordConnection(addr, t0); d == 0 {
+			t.Fatalf("%s: fifth connection at once not throttled", addr)
+		}
+	}
+	// The throttled attempts were not counted: 2.5 s later 10.0.0.2's
+	// four connections and one more are 2 a second, within the default;
+	// counting its throttled fifth would make it 2.4.
+	if d := q.RecordConnection("10.0.0.2", t0.Add(2500*time.Millisecond)); d > 0 {
+		t.Fatalf("10.0.0.2 after 2.5 s: throttled %v; the throttled attempt was counted", d)
+	}
+	if d := New(w).RecordConnection("10.0.0.1", t0); d != 0 {
+		t.Fatalf("no ip quota: throttle %v", d)
 	}
 }
 
@@ -133,7 +226,7 @@ func TestFilterValidate(t *testing.T) {
 		{"empty", Filter{}, true},
 		{"user and client", Filter{Components: []FilterComponent{{Type: TypeUser}, {Type: TypeClientID, Match: MatchAny}}}, true},
 		{"duplicate", Filter{Components: []FilterComponent{{Type: TypeUser}, {Type: TypeUser, Match: MatchAny}}}, false},
-		{"ip", Filter{Components: []FilterComponent{{Type: TypeIP, Match: MatchAny}}}, false},
+		{"ip", Filter{Components: []FilterComponent{{Type: TypeIP, Match: MatchAny}}}, true},
 		{"unknown type", Filter{Components: []FilterComponent{{Type: "topic"}}}, false},
 		{"unknown match", Filter{Components: []FilterComponent{{Type: TypeUser, Match: 7}}}, false},
 	} {

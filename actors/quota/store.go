@@ -13,12 +13,13 @@ import (
 )
 
 // Spec is one entity's quotas in the text form the KafkaQuota objects and
-// the local quota file share: user and clientId name the entity's
+// the local quota file share: user and clientId, or ip, name the entity's
 // components (absent: not part of it; "<default>": the default entity),
 // quotas holds Kafka's keys.
 type Spec struct {
 	User     string             `json:"user,omitempty"`
 	ClientID string             `json:"clientId,omitempty"`
+	IP       string             `json:"ip,omitempty"`
 	Quotas   map[string]float64 `json:"quotas"`
 }
 
@@ -45,13 +46,19 @@ func specName(p Part) string {
 
 // FromSpec validates a spec and returns its entity and values.
 func FromSpec(s Spec) (Entity, Values, error) {
-	e := Entity{User: partOf(s.User), ClientID: partOf(s.ClientID)}
-	if !e.User.Set && !e.ClientID.Set {
-		return e, nil, fmt.Errorf("%w: neither user nor clientId is set", ErrInvalid)
+	e := Entity{User: partOf(s.User), ClientID: partOf(s.ClientID), IP: partOf(s.IP)}
+	if e.IP.Set && !e.IP.Default {
+		e.IP.Name = canonicalIP(e.IP.Name)
+	}
+	if !e.User.Set && !e.ClientID.Set && !e.IP.Set {
+		return e, nil, fmt.Errorf("%w: none of user, clientId and ip is set", ErrInvalid)
+	}
+	if err := e.check(); err != nil {
+		return e, nil, err
 	}
 	vs := Values{}
 	for k, v := range s.Quotas {
-		if err := ValidateValue(k, v); err != nil {
+		if err := ValidateValue(e, k, v); err != nil {
 			return e, nil, err
 		}
 		vs[k] = v
@@ -65,7 +72,7 @@ func ToSpec(e Entity, vs Values) Spec {
 	for k, v := range vs {
 		q[k] = v
 	}
-	return Spec{User: specName(e.User), ClientID: specName(e.ClientID), Quotas: q}
+	return Spec{User: specName(e.User), ClientID: specName(e.ClientID), IP: specName(e.IP), Quotas: q}
 }
 
 // Change is one entity's alteration (AlterClientQuotas).
@@ -136,7 +143,7 @@ func (s *LocalStore) Alter(_ context.Context, cs []Change) []error {
 	}
 	applied := false
 	for i, c := range cs {
-		vs, err := Apply(next[c.Entity], c.Ops)
+		vs, err := Apply(c.Entity, next[c.Entity], c.Ops)
 		if err != nil {
 			errs[i] = err
 			continue

@@ -30,6 +30,7 @@ func TestKafkaQuotaObjects(t *testing.T) {
 		return f
 	}
 	api.kubectl(t, "-n", c.ns, "apply", "-f", manifest("every-user", "  user: \"<default>\"\n  quotas:\n    producer_byte_rate: 1048576\n"))
+	api.kubectl(t, "-n", c.ns, "apply", "-f", manifest("one-ip", "  ip: \"10.1.2.3\"\n  quotas:\n    connection_creation_rate: 20\n"))
 
 	cl := c.client()
 	describe := func(id int) []string {
@@ -63,7 +64,9 @@ func TestKafkaQuotaObjects(t *testing.T) {
 			})
 		}
 	}
-	waitDescribed("the applied KafkaQuota", "user=<default> producer_byte_rate=1048576")
+	waitDescribed("the applied KafkaQuotas", "user=<default> producer_byte_rate=1048576", "ip=10.1.2.3 connection_creation_rate=20")
+	api.kubectl(t, "-n", c.ns, "delete", "kafkaquota", "one-ip")
+	waitDescribed("after deleting the ip quota", "user=<default> producer_byte_rate=1048576")
 
 	// AlterClientQuotas on broker 1 writes a KafkaQuota; broker 0 sees it.
 	alter := kmsg.NewPtrAlterClientQuotasRequest()
@@ -104,9 +107,10 @@ func TestKafkaQuotaObjects(t *testing.T) {
 
 	// The CRD refuses what Kafka would.
 	for name, body := range map[string]string{
-		"no-entity":  "  quotas:\n    producer_byte_rate: 10\n",
-		"zero-rate":  "  user: bob\n  quotas:\n    producer_byte_rate: 0\n",
-		"fractional": "  user: bob\n  quotas:\n    consumer_byte_rate: 1.5\n",
+		"no-entity":   "  quotas:\n    producer_byte_rate: 10\n",
+		"zero-rate":   "  user: bob\n  quotas:\n    producer_byte_rate: 0\n",
+		"fractional":  "  user: bob\n  quotas:\n    consumer_byte_rate: 1.5\n",
+		"ip-and-user": "  user: bob\n  ip: \"10.1.2.3\"\n  quotas:\n    connection_creation_rate: 5\n",
 	} {
 		if out, err := kubectlErr(api, "-n", c.ns, "apply", "-f", manifest(name, body)); err == nil {
 			t.Errorf("kubectl accepted KafkaQuota %s:\n%s", name, out)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func strp(s string) *string { return &s }
@@ -107,7 +110,7 @@ func TestClientQuotasAdmin(t *testing.T) {
 	// Refused as Kafka refuses them, each with INVALID_REQUEST; the valid
 	// entry of the same request is applied.
 	res := alterQuotas(t, adm,
-		kadm.AlterClientQuotaEntry{Entity: quotaEntity("ip", "10.0.0.1"), Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 5}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("ip", "10.0.0.1", "user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 5}}},
 		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "no_such_quota", Value: 5}}},
 		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10.5}}},
 		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob", "user", "carol"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10}}},
@@ -350,4 +353,72 @@ func TestFetchQuotaThrottles(t *testing.T) {
 		t.Fatalf("%d bytes consumed in %s under a %d B/s quota; want between 1 and %.0f", got, elapsed, bound, max)
 	}
 	checkThrottleMetrics(t, httpAddr, "fetch")
+}
+
+// apiVersionsOver opens a connection from local (nil: any) to addr, asks
+// ApiVersions and reports whether an answer came back before the broker
+// closed the connection.
+func apiVersionsOver(t *testing.T, local net.Addr, addr string) bool {
+	t.Helper()
+	d := net.Dialer{LocalAddr: local, Timeout: 10 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrApiVersionsRequest()
+	if _, err := c.Write(kmsg.NewRequestFormatter(kmsg.FormatterClientID("conn-quota")).AppendRequest(nil, req, 1)); err != nil {
+		return false
+	}
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var size [4]byte
+	_, err = io.ReadFull(c, size[:])
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("no answer and no close within 30 s")
+	}
+	return err == nil
+}
+
+// TestConnectionCreationRateQuota: an ip quota (KIP-612) set with kadm is
+// described back; connections from that address over its
+// connection_creation_rate are closed unanswered, while another address
+// (no default ip quota) is served; removing the quota serves every
+// connection again.
+func TestConnectionCreationRateQuota(t *testing.T) {
+	_, addr, _ := startTestBroker(t, "--quota-window-num", "2", "--quota-window-size", "1s")
+	adm := newAdmin(t, addr)
+	mustAlterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("ip", "127.0.0.1"),
+		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 1}}})
+	sameLines(t, "describe ip", describedQuotas(t, adm, false, kadm.DescribeClientQuotaComponent{Type: "ip", MatchType: 2}),
+		[]string{"{ip=127.0.0.1}: connection_creation_rate=1.000000"})
+
+	one := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}
+	served, closed := 0, 0
+	for range 8 {
+		if apiVersionsOver(t, one, addr) {
+			served++
+		} else {
+			closed++
+		}
+	}
+	// One a second measured over at least one second: of 8 connections
+	// opened back to back, the first is served and most are closed.
+	if served == 0 || closed == 0 {
+		t.Fatalf("8 connections from 127.0.0.1 at 1/s: %d served, %d closed; want both", served, closed)
+	}
+	other := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}
+	for i := range 8 {
+		if !apiVersionsOver(t, other, addr) {
+			t.Fatalf("connection %d from 127.0.0.2, which has no quota, was closed", i)
+		}
+	}
+
+	mustAlterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("ip", "127.0.0.1"),
+		Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Remove: true}}})
+	for i := range 8 {
+		if !apiVersionsOver(t, one, addr) {
+			t.Fatalf("connection %d from 127.0.0.1 after its quota was removed: closed", i)
+		}
+	}
 }
