@@ -6,6 +6,8 @@
 package messages
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/storage"
@@ -125,6 +127,21 @@ type TxnOffsetsEnd struct {
 }
 
 func (m *TxnOffsetsEnd) Undelivered() { m.Reply(kerr.CoordinatorNotAvailable.Code) }
+
+// groupMarkerPrefix starts the topic name that carries a consumer group in
+// a WriteTxnMarkers request between brokers (Kafka writes such markers to
+// the group's __consumer_offsets partition; here each group has its own
+// log). ':' is not allowed in topic names, so no topic has such a name.
+const groupMarkerPrefix = "__consumer_offsets:"
+
+// GroupMarkerTopic is the WriteTxnMarkers topic name of group's marker.
+func GroupMarkerTopic(group string) string { return groupMarkerPrefix + group }
+
+// GroupOfMarkerTopic returns the group a WriteTxnMarkers topic name
+// carries, if it is a GroupMarkerTopic.
+func GroupOfMarkerTopic(topic string) (string, bool) {
+	return strings.CutPrefix(topic, groupMarkerPrefix)
+}
 
 // WriteTxnMarker asks a partition's leader to append a transaction's commit
 // or abort marker and make it durable (the transaction coordinator, after

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/messages"
@@ -10,7 +11,10 @@ import (
 // broker asks this broker to write commit or abort markers to the
 // partitions it leads (actors/txn); each partition actor appends the
 // marker and answers once it is durable. A partition not led here answers
-// NOT_LEADER_OR_FOLLOWER and the coordinator retries.
+// NOT_LEADER_OR_FOLLOWER and the coordinator retries. A topic named
+// messages.GroupMarkerTopic(group) is the marker of the group's pending
+// transactional offsets, handed to the group coordinator (NOT_COORDINATOR
+// when the group is not coordinated here; the coordinator retries).
 func init() {
 	serve(API{Key: kmsg.WriteTxnMarkers.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleWriteTxnMarkers, ErrorResponse: writeTxnMarkersError})
 }
@@ -32,10 +36,16 @@ func handleWriteTxnMarkers(r *Request) Pending {
 			*rt = kmsg.NewWriteTxnMarkersResponseMarkerTopic()
 			rt.Topic = t.Topic
 			rt.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(t.Partitions))
+			group, isGroup := messages.GroupOfMarkerTopic(t.Topic)
 			for k, p := range t.Partitions {
 				rp := &rt.Partitions[k]
 				*rp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = p
+				if isGroup {
+					groupMarker(r.Server, fan, &messages.TxnOffsetsEnd{Group: group, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+						Commit: m.Committed}, &rp.ErrorCode)
+					continue
+				}
 				fan.send(t.Topic, p, &rp.ErrorCode, func(done func()) any {
 					return &messages.WriteTxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Committed,
 						CoordinatorEpoch: m.CoordinatorEpoch, Reply: func(code int16) {
@@ -47,6 +57,21 @@ func handleWriteTxnMarkers(r *Request) Pending {
 		}
 	}
 	return fan.answer(resp)
+}
+
+// groupMarker hands a group's marker to the group coordinator; its answer
+// goes to *code.
+func groupMarker(srv *Server, fan *fanOut, m *messages.TxnOffsetsEnd, code *int16) {
+	if srv == nil || srv.TxnOffsetsEnd == nil {
+		*code = kerr.CoordinatorNotAvailable.Code
+		return
+	}
+	fan.wg.Add(1)
+	m.Reply = func(c int16) {
+		*code = c
+		fan.wg.Done()
+	}
+	srv.TxnOffsetsEnd(m)
 }
 
 // writeTxnMarkersError answers every partition of every marker with code.

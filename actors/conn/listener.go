@@ -99,5 +99,11 @@ func advertiseOn(v *routing.View, host string, port int32) *routing.View {
 			return move(b), local
 		}
 	}
+	if c := v.NextCoordinator; c != nil {
+		out.NextCoordinator = func(group string) (routing.Broker, bool) {
+			b, local := c(group)
+			return move(b), local
+		}
+	}
 	return &out
 }

@@ -155,6 +155,10 @@ type Server struct {
 	// transaction coordinator (KIP-890; set before Serve; nil: not
 	// checked).
 	VerifyTxn func(messages.VerifyTxn)
+	// TxnOffsetsEnd hands a group's transaction marker from another
+	// broker's transaction coordinator to this broker's group coordinator
+	// (set before Serve; nil: answered COORDINATOR_NOT_AVAILABLE).
+	TxnOffsetsEnd func(*messages.TxnOffsetsEnd)
 }
 
 // NewServer returns a server with the core APIs registered.

@@ -15,8 +15,12 @@ func init() {
 }
 
 // handleFindCoordinator answers from the routing view. Transactional ids
-// (key type 1) are placed like groups (actors/txn); share groups are refused
-// with INVALID_REQUEST.
+// (key type 1) are placed like groups (actors/txn), but while an id's slot
+// is held between coordinators the answer is the broker it goes to, not
+// COORDINATOR_NOT_AVAILABLE: franz-go fails a produce whose
+// AddPartitionsToTxn finds no coordinator, yet retries the NOT_COORDINATOR
+// that broker answers until it holds the slot (then it loads the id). Share
+// groups are refused with INVALID_REQUEST.
 func (*Coordinator) handleFindCoordinator(r *conn.Request) conn.Pending {
 	req := r.Body.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
@@ -30,6 +34,9 @@ func (*Coordinator) handleFindCoordinator(r *conn.Request) conn.Pending {
 		switch req.CoordinatorType {
 		case 0, 1:
 			b, _ := r.View.CoordinatorFor(key)
+			if req.CoordinatorType == 1 {
+				b, _ = r.View.NextCoordinatorFor(key)
+			}
 			if b.Host == "" || b.Fenced || !b.Alive {
 				c.ErrorCode = kerr.CoordinatorNotAvailable.Code
 				break

@@ -11,11 +11,14 @@ import (
 
 // TxnOffsetCommit (key 28): v0-4 (v5+ is KIP-890 transaction protocol v2,
 // not served). The group actor validates the commit like an OffsetCommit
-// (generation and member id from v3, KIP-447) and holds the offsets
-// pending, per producer, until the transaction coordinator ends the
-// transaction (messages.TxnOffsetsEnd): on commit they are persisted and
-// become the group's offsets; on abort they are dropped. While pending,
-// OffsetFetch with RequireStable answers UNSTABLE_OFFSET_COMMIT for them.
+// (generation and member id from v3, KIP-447) and stores the offsets
+// pending, tagged with the producer id and epoch, in the group's log before
+// it answers. The transaction coordinator's marker (messages.TxnOffsetsEnd)
+// is stored too: on commit the pending offsets become the group's offsets,
+// on abort they are dropped (groupstore's replay rules). A coordinator that
+// loads the group resumes its pending offsets, so a marker that arrives
+// after a crash or a move still finds them. While pending, OffsetFetch
+// with RequireStable answers UNSTABLE_OFFSET_COMMIT for them.
 func init() {
 	serve(groupAPI{key: kmsg.TxnOffsetCommit.Int16(), min: 0, max: 4, handle: (*Coordinator).handleTxnOffsetCommit})
 }
@@ -82,7 +85,19 @@ func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) *kmsg.Tx
 	return txnOffsetCommitResponse(req, offsetCommitError(asOffsetCommit(req), code))
 }
 
-// txnOffsetCommit validates a transactional commit and holds it pending.
+// remove takes pc out of p's commits; false when it was not there.
+func (p *txnPending) remove(pc *PendingCommit) bool {
+	for i, x := range p.commits {
+		if x == pc {
+			p.commits = append(p.commits[:i], p.commits[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// txnOffsetCommit validates a transactional commit, stores it pending and
+// answers once it is durable.
 func (a *groupActor) txnOffsetCommit(gc *messages.GroupCall, op *kmsg.TxnOffsetCommitRequest, pc *PendingCommit) {
 	if len(pc.Records) == 0 {
 		gc.Reply(txnOffsetCommitResponse(op, pc.Response))
@@ -98,7 +113,8 @@ func (a *groupActor) txnOffsetCommit(gc *messages.GroupCall, op *kmsg.TxnOffsetC
 		gc.Reply(txnOffsetCommitResponse(op, pc.Response))
 		return
 	case p != nil && op.ProducerEpoch > p.epoch:
-		// A new epoch: whatever the fenced one left is dropped.
+		// A new epoch: whatever the fenced one left is dropped (the
+		// store's replay drops it at the first record of the new epoch).
 		for _, old := range p.commits {
 			a.g.Fail(old, 0)
 		}
@@ -109,11 +125,44 @@ func (a *groupActor) txnOffsetCommit(gc *messages.GroupCall, op *kmsg.TxnOffsetC
 		a.txnOffsets[op.ProducerID] = p
 	}
 	p.commits = append(p.commits, pc)
-	gc.Reply(txnOffsetCommitResponse(op, pc.Response))
+	recs := make([]groupstore.Record, len(pc.Records))
+	for i, r := range pc.Records {
+		r.Txn = &groupstore.TxnProducer{ProducerID: op.ProducerID, Epoch: op.ProducerEpoch}
+		recs[i] = r
+	}
+	a.ensureMeta()
+	a.enqueue(write{recs: recs, done: func(err error) {
+		if err != nil {
+			a.log.Error().Err(err).Msg("persisting transactional offsets failed")
+			if p.remove(pc) {
+				a.g.Fail(pc, kerr.CoordinatorNotAvailable.Code)
+			} else {
+				failSlots(pc, kerr.CoordinatorNotAvailable.Code)
+			}
+		}
+		gc.Reply(txnOffsetCommitResponse(op, pc.Response))
+	}})
 }
 
-// txnOffsetsEnd completes (persists and applies) or drops a producer's
-// pending transactional offsets; it answers once they are durable.
+// restorePending holds the pending transactional offsets a load found in
+// the store, as if their TxnOffsetCommit had just been answered.
+func (a *groupActor) restorePending(st groupstore.State) {
+	for pid, pend := range st.Pending {
+		recs := make([]groupstore.Record, 0, len(pend.Offsets))
+		for tp, c := range pend.Offsets {
+			recs = append(recs, groupstore.Record{TP: tp, Commit: &c})
+		}
+		if a.txnOffsets == nil {
+			a.txnOffsets = map[int64]*txnPending{}
+		}
+		a.txnOffsets[pid] = &txnPending{epoch: pend.Epoch, commits: []*PendingCommit{a.g.Pending(recs)}}
+	}
+}
+
+// txnOffsetsEnd stores a transaction's marker and then completes (applies)
+// or drops its producer's pending offsets; it answers once the marker is
+// durable. A marker with nothing pending (delivered again) is answered at
+// once.
 func (a *groupActor) txnOffsetsEnd(gc *messages.GroupCall, m *messages.TxnOffsetsEnd) {
 	p := a.txnOffsets[m.ProducerID]
 	if p == nil {
@@ -121,28 +170,25 @@ func (a *groupActor) txnOffsetsEnd(gc *messages.GroupCall, m *messages.TxnOffset
 		return
 	}
 	delete(a.txnOffsets, m.ProducerID)
-	if !m.Commit || m.ProducerEpoch < p.epoch {
-		for _, pc := range p.commits {
-			a.g.Fail(pc, 0)
-		}
-		gc.Reply(int16(0))
-		return
-	}
-	var recs []groupstore.Record
-	for _, pc := range p.commits {
-		recs = append(recs, pc.Records...)
-	}
-	a.ensureMeta()
-	a.enqueue(write{recs: recs, done: func(err error) {
+	commit := m.Commit && m.ProducerEpoch >= p.epoch
+	end := &groupstore.TxnEnd{TxnProducer: groupstore.TxnProducer{ProducerID: m.ProducerID, Epoch: m.ProducerEpoch}, Commit: m.Commit}
+	a.enqueue(write{recs: []groupstore.Record{{TxnEnd: end}}, done: func(err error) {
 		if err != nil {
-			a.log.Error().Err(err).Msg("persisting transactional offsets failed")
+			a.log.Error().Err(err).Msg("persisting a transaction marker failed")
 			// Pending again: the coordinator retries the marker.
+			if q := a.txnOffsets[m.ProducerID]; q != nil {
+				p.commits = append(p.commits, q.commits...)
+			}
 			a.txnOffsets[m.ProducerID] = p
 			gc.Reply(kerr.CoordinatorNotAvailable.Code)
 			return
 		}
 		for _, pc := range p.commits {
-			a.g.Apply(pc)
+			if commit {
+				a.g.Apply(pc)
+			} else {
+				a.g.Fail(pc, 0)
+			}
 		}
 		gc.Reply(int16(0))
 	}})

@@ -290,6 +290,7 @@ func (a *groupActor) onLoaded(m *loaded) {
 	a.glog = m.log
 	a.persisted = m.st.Meta
 	a.g.Load(a.opts.Clock.Now(), m.st)
+	a.restorePending(m.st)
 	a.phase = phaseReady
 	if recs := a.stampTopicIDs(); len(recs) > 0 {
 		a.enqueue(write{recs: recs})

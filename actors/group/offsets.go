@@ -163,10 +163,30 @@ func (g *Group) Apply(pc *PendingCommit) {
 
 // Fail answers a commit that could not be persisted with code.
 func (g *Group) Fail(pc *PendingCommit, code int16) {
-	for i, r := range pc.Records {
+	for _, r := range pc.Records {
 		g.done(r.TP)
-		pc.slots[i].ErrorCode = code
 	}
+	failSlots(pc, code)
+}
+
+// failSlots sets the answer of every partition of pc to code.
+func failSlots(pc *PendingCommit, code int16) {
+	for _, s := range pc.slots {
+		s.ErrorCode = code
+	}
+}
+
+// Pending holds stored offsets that are not applied yet (transactional
+// offsets whose transaction has not ended, found by a load) as a commit in
+// flight, to be applied or failed like one.
+func (g *Group) Pending(recs []groupstore.Record) *PendingCommit {
+	pc := &PendingCommit{Response: kmsg.NewPtrOffsetCommitResponse()}
+	for _, r := range recs {
+		pc.Records = append(pc.Records, groupstore.Record{TP: r.TP, Commit: r.Commit})
+		pc.slots = append(pc.slots, &kmsg.OffsetCommitResponseTopicPartition{})
+		g.inflight[r.TP]++
+	}
+	return pc
 }
 
 func (g *Group) done(tp groupstore.TP) {

@@ -70,6 +70,10 @@ type View struct {
 	// whether it is this broker's job; nil means this broker coordinates
 	// every group (local-dev mode).
 	Coordinator func(group string) (Broker, bool)
+	// NextCoordinator is Coordinator, except that a slot held between
+	// coordinators answers the broker it goes to once granted (nil:
+	// Coordinator).
+	NextCoordinator func(group string) (Broker, bool)
 	// GroupSlots is the broker id serving each group-coordinator slot (-1
 	// while held between coordinators or when no broker is alive); nil
 	// means this broker coordinates every group (local-dev mode).
@@ -97,6 +101,15 @@ func (v *View) CoordinatorFor(group string) (Broker, bool) {
 		return v.SelfBroker(), true
 	}
 	return v.Coordinator(group)
+}
+
+// NextCoordinatorFor returns the coordinator of a group, or the broker it
+// goes to while its slot is held between coordinators.
+func (v *View) NextCoordinatorFor(group string) (Broker, bool) {
+	if v.NextCoordinator == nil {
+		return v.CoordinatorFor(group)
+	}
+	return v.NextCoordinator(group)
 }
 
 // HeldFromBroker counts the partitions held leaderless on their way from

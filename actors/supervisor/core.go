@@ -453,6 +453,13 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 			}
 			return routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port, Alive: true}, b.ID == selfID
 		}
+		v.NextCoordinator = func(group string) (routing.Broker, bool) {
+			b, ok := assignment.NextCoordinatorFor(group, a)
+			if !ok {
+				return routing.Broker{}, false
+			}
+			return routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port, Alive: true}, b.ID == selfID
+		}
 		v.GroupSlots = groupSlots(a)
 	}
 	sortBrokers(v.Brokers)

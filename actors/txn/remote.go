@@ -95,6 +95,51 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 	}()
 }
 
+// WriteGroup sends a group's transaction marker to the group's coordinator
+// broker b: a WriteTxnMarkers request whose topic is
+// messages.GroupMarkerTopic(group). m.Reply gets its error code
+// (NETWORK_EXCEPTION when the request failed).
+func (r *Remote) WriteGroup(b routing.Broker, m *messages.TxnOffsetsEnd) {
+	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	cl, err := r.client(addr)
+	if err != nil {
+		m.Reply(kerr.NetworkException.Code)
+		return
+	}
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Version = 1
+	x := kmsg.NewWriteTxnMarkersRequestMarker()
+	x.ProducerID, x.ProducerEpoch, x.Committed = m.ProducerID, m.ProducerEpoch, m.Commit
+	t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	t.Topic, t.Partitions = messages.GroupMarkerTopic(m.Group), []int32{0}
+	x.Topics = append(x.Topics, t)
+	req.Markers = append(req.Markers, x)
+	timeout := r.timeout()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		seeds := cl.SeedBrokers()
+		if len(seeds) == 0 {
+			m.Reply(kerr.NetworkException.Code)
+			return
+		}
+		kr, err := seeds[0].Request(ctx, req)
+		if err != nil {
+			m.Reply(kerr.NetworkException.Code)
+			return
+		}
+		for _, rm := range kr.(*kmsg.WriteTxnMarkersResponse).Markers {
+			for _, rt := range rm.Topics {
+				for _, rp := range rt.Partitions {
+					m.Reply(rp.ErrorCode)
+					return
+				}
+			}
+		}
+		m.Reply(kerr.UnknownServerError.Code)
+	}()
+}
+
 // Verify implements Options.RemoteVerify: an AddPartitionsToTxn v4
 // request with VerifyOnly to the coordinator broker b, answered with the
 // partition's error code (NETWORK_EXCEPTION when the request failed).

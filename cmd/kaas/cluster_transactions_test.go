@@ -96,7 +96,8 @@ func TestClusterTransactions(t *testing.T) {
 	})
 	// The restarted broker takes its group-coordinator slot back: the slot
 	// is held until the broker that coordinated ctx-1 meanwhile lets the
-	// id go (FindCoordinator answers COORDINATOR_NOT_AVAILABLE until then).
+	// id go (FindCoordinator answers the restarted broker, which answers
+	// NOT_COORDINATOR until then).
 	waitUntil(t, 30*time.Second, "a coordinator for ctx-1", func() bool {
 		resp, err = req.RequestWith(ctx, c.client())
 		return err == nil && len(resp.Coordinators) == 1 && resp.Coordinators[0].ErrorCode == 0

@@ -44,9 +44,14 @@ func registerTransactions(b *broker) {
 	} else {
 		opts.Store = txnlog.NewMemory()
 	}
+	// Markers for partitions led by other brokers go to their leaders as
+	// WriteTxnMarkers requests, over the first listener's protocol.
+	remote := &txn.Remote{ClientOpts: b.sec.interBrokerClientOpts(b.cfg)}
+	opts.Remote = remote.Write
+	opts.RemoteVerify = remote.Verify
 	if b.groups != nil {
 		groups := b.groups.Ref()
-		opts.Groups = func(m *messages.TxnOffsetsEnd) {
+		local := func(m *messages.TxnOffsetsEnd) {
 			groups.Send(&messages.GroupCall{Group: m.Group, Op: m, Reply: func(x any) {
 				code, ok := x.(int16)
 				if !ok {
@@ -55,12 +60,29 @@ func registerTransactions(b *broker) {
 				m.Reply(code)
 			}})
 		}
+		// A group's marker goes to the group's coordinator: this broker's
+		// group coordinator, or another broker's as a WriteTxnMarkers
+		// request (answered through srv.TxnOffsetsEnd there). Failures
+		// are retried with the transaction's other markers.
+		views := b.views
+		opts.Groups = func(m *messages.TxnOffsetsEnd) {
+			v := views.Load()
+			if v == nil {
+				m.Reply(kerr.CoordinatorNotAvailable.Code)
+				return
+			}
+			cb, ours := v.CoordinatorFor(m.Group)
+			switch {
+			case ours:
+				local(m)
+			case cb.Port == 0:
+				m.Reply(kerr.CoordinatorNotAvailable.Code) // slot held between coordinators
+			default:
+				remote.WriteGroup(cb, m)
+			}
+		}
+		b.srv.TxnOffsetsEnd = local
 	}
-	// Markers for partitions led by other brokers go to their leaders as
-	// WriteTxnMarkers requests, over the first listener's protocol.
-	remote := &txn.Remote{ClientOpts: b.sec.interBrokerClientOpts(b.cfg)}
-	opts.Remote = remote.Write
-	opts.RemoteVerify = remote.Verify
 	c, err := txn.Start(b.system, "transactions", opts)
 	if err != nil {
 		b.log.Error().Err(err).Msg("start transaction coordinator")

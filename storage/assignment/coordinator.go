@@ -66,6 +66,17 @@ func CoordinatorFor(group string, a *Assignment) (Broker, bool) {
 	return slotOwner(a, i)
 }
 
+// NextCoordinatorFor is CoordinatorFor, except that a slot held between
+// coordinators answers the broker it goes to once granted: the broker a
+// client may already be sent to, which refuses with a retriable error
+// until it holds the slot.
+func NextCoordinatorFor(group string, a *Assignment) (Broker, bool) {
+	if a == nil {
+		return Broker{}, false
+	}
+	return slotOwner(a, SlotFor(group, len(a.ConsumerGroups.Slots)))
+}
+
 // slotOwner walks the ring from slot i to the first slot with an alive broker.
 func slotOwner(a *Assignment, i int) (Broker, bool) {
 	n := len(a.ConsumerGroups.Slots)

@@ -138,3 +138,34 @@ func TestHeldSlotHasNoCoordinator(t *testing.T) {
 		t.Fatal("out-of-range held slot accepted")
 	}
 }
+
+func TestNextCoordinatorForAHeldSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		a     *Assignment
+		held  []int
+		slot  int
+		want  int32
+		found bool
+	}{
+		{"not held", ring(Alive, Alive, Alive), nil, 1, 1, true},
+		{"held: the slot's broker", ring(Alive, Alive, Alive), []int{1}, 1, 1, true},
+		{"held, its broker dead: the next alive", ring(Alive, Dead, Alive), []int{1}, 1, 2, true},
+		{"no alive broker", ring(Dead, Dead), []int{0}, 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.a.ConsumerGroups.Held = tc.held
+			g := groupForSlot(t, tc.slot, len(tc.a.ConsumerGroups.Slots))
+			b, ok := NextCoordinatorFor(g, tc.a)
+			if ok != tc.found || (ok && b.ID != tc.want) {
+				t.Fatalf("NextCoordinatorFor = %d %v, want %d %v", b.ID, ok, tc.want, tc.found)
+			}
+			if _, ok := CoordinatorFor(g, tc.a); ok && len(tc.held) > 0 {
+				t.Fatal("CoordinatorFor answers a held slot")
+			}
+		})
+	}
+	if _, ok := NextCoordinatorFor("g", nil); ok {
+		t.Error("nil assignment, yet a coordinator")
+	}
+}

@@ -206,6 +206,9 @@ func (l *fileLog) live() int {
 	if l.state.Meta != nil {
 		n++
 	}
+	for _, p := range l.state.Pending {
+		n += len(p.Offsets)
+	}
 	return n
 }
 
@@ -294,19 +297,13 @@ func (l *fileLog) compact() error {
 		buf = appendFrame(buf, encodeRecord(Record{Meta: l.state.Meta}))
 		n++
 	}
-	tps := make([]TP, 0, len(l.state.Offsets))
-	for tp := range l.state.Offsets {
-		tps = append(tps, tp)
-	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
-	for _, tp := range tps {
+	for _, tp := range sortedTPs(l.state.Offsets) {
 		c := l.state.Offsets[tp]
 		buf = appendFrame(buf, encodeRecord(Record{TP: tp, Commit: &c}))
+		n++
+	}
+	for _, r := range l.state.pendingRecords() {
+		buf = appendFrame(buf, encodeRecord(r))
 		n++
 	}
 	renamed := false
@@ -381,6 +378,8 @@ func syncDir(dir string) error {
 //           metadata string, commit time int64, expire time int64
 //   delete: topic string, partition int32
 //   meta:   kind string, protocol type string, empty since int64
+//   txn commit: producer id int64, epoch int16, then a commit's fields
+//   txn end:    producer id int64, epoch int16, commit byte (1 = commit)
 // strings are a uvarint length and the bytes; integers are big endian.
 
 const (
@@ -388,6 +387,8 @@ const (
 	kindCommit byte = 2
 	kindDelete byte = 3
 	kindMeta   byte = 4
+	kindTxn    byte = 5
+	kindTxnEnd byte = 6
 
 	maxPayload = 16 << 20
 )
@@ -433,6 +434,13 @@ func encodeHeader(group string) []byte {
 
 func encodeRecord(r Record) []byte {
 	switch {
+	case r.TxnEnd != nil:
+		b := binary.BigEndian.AppendUint64([]byte{kindTxnEnd}, uint64(r.TxnEnd.ProducerID))
+		b = binary.BigEndian.AppendUint16(b, uint16(r.TxnEnd.Epoch))
+		if r.TxnEnd.Commit {
+			return append(b, 1)
+		}
+		return append(b, 0)
 	case r.Meta != nil:
 		b := []byte{kindMeta}
 		b = appendStr(b, r.Meta.Kind)
@@ -443,7 +451,12 @@ func encodeRecord(r Record) []byte {
 		return binary.BigEndian.AppendUint32(b, uint32(r.TP.Partition))
 	default:
 		c := r.Commit
-		b := appendStr([]byte{kindCommit}, r.TP.Topic)
+		b := []byte{kindCommit}
+		if r.Txn != nil {
+			b = binary.BigEndian.AppendUint64([]byte{kindTxn}, uint64(r.Txn.ProducerID))
+			b = binary.BigEndian.AppendUint16(b, uint16(r.Txn.Epoch))
+		}
+		b = appendStr(b, r.TP.Topic)
 		b = binary.BigEndian.AppendUint32(b, uint32(r.TP.Partition))
 		b = binary.BigEndian.AppendUint64(b, uint64(c.Offset))
 		b = binary.BigEndian.AppendUint32(b, uint32(c.LeaderEpoch))
@@ -460,8 +473,17 @@ func encodeRecord(r Record) []byte {
 func decodeRecord(payload []byte) (Record, bool) {
 	d := decoder{b: payload}
 	var r Record
-	switch d.byte() {
-	case kindCommit:
+	switch kind := d.byte(); kind {
+	case kindTxnEnd:
+		e := TxnEnd{}
+		e.ProducerID = int64(d.u64())
+		e.Epoch = int16(d.u16())
+		e.Commit = d.byte() == 1
+		r.TxnEnd = &e
+	case kindCommit, kindTxn:
+		if kind == kindTxn {
+			r.Txn = &TxnProducer{ProducerID: int64(d.u64()), Epoch: int16(d.u16())}
+		}
 		r.TP.Topic = d.str()
 		r.TP.Partition = int32(d.u32())
 		c := Commit{}
@@ -510,6 +532,15 @@ func (d *decoder) byte() byte {
 	}
 	v := d.b[0]
 	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) u16() uint16 {
+	if !d.need(2) {
+		return 0
+	}
+	v := binary.BigEndian.Uint16(d.b)
+	d.b = d.b[2:]
 	return v
 }
 

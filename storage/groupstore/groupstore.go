@@ -50,20 +50,50 @@ type Meta struct {
 }
 
 // Record is one change to a group's stored state: exactly one of Commit,
-// Delete (a tombstone for TP) or Meta.
+// Delete (a tombstone for TP), Meta or TxnEnd. A Commit with Txn set is a
+// transactional offset (TxnOffsetCommit) pending until its TxnEnd.
 type Record struct {
 	TP     TP
 	Commit *Commit
+	Txn    *TxnProducer
 	Delete bool
 	Meta   *Meta
+	TxnEnd *TxnEnd
+}
+
+// TxnProducer is the producer whose transaction a pending offset belongs to.
+type TxnProducer struct {
+	ProducerID int64
+	Epoch      int16
+}
+
+// TxnEnd is a transaction's marker as the group stores it: its producer's
+// pending offsets become committed offsets (Commit) or are dropped.
+type TxnEnd struct {
+	TxnProducer
+	Commit bool
+}
+
+// Pending is one producer's transactional offsets awaiting its marker.
+type Pending struct {
+	Epoch   int16
+	Offsets map[TP]Commit
 }
 
 // State is a group's stored state after replaying its log.
 type State struct {
 	Offsets map[TP]Commit
 	Meta    *Meta
+	// Pending are the transactional offsets whose transaction has not
+	// ended, by producer id.
+	Pending map[int64]Pending
 }
 
+// apply is the one home of the replay rules, Kafka's for transactional
+// offsets: a pending offset of an older epoch than its producer's pending
+// ones is fenced (dropped), one of a newer epoch drops the older epoch's;
+// a commit marker of the pending epoch or newer makes the pending offsets
+// committed offsets, any other marker drops them.
 func (s *State) apply(r Record) {
 	switch {
 	case r.Meta != nil:
@@ -71,12 +101,69 @@ func (s *State) apply(r Record) {
 		s.Meta = &m
 	case r.Delete:
 		delete(s.Offsets, r.TP)
+	case r.TxnEnd != nil:
+		p, ok := s.Pending[r.TxnEnd.ProducerID]
+		if !ok {
+			return
+		}
+		delete(s.Pending, r.TxnEnd.ProducerID)
+		if r.TxnEnd.Commit && r.TxnEnd.Epoch >= p.Epoch {
+			if s.Offsets == nil {
+				s.Offsets = map[TP]Commit{}
+			}
+			maps.Copy(s.Offsets, p.Offsets)
+		}
+	case r.Commit != nil && r.Txn != nil:
+		if s.Pending == nil {
+			s.Pending = map[int64]Pending{}
+		}
+		p, ok := s.Pending[r.Txn.ProducerID]
+		switch {
+		case ok && r.Txn.Epoch < p.Epoch:
+			return
+		case !ok || r.Txn.Epoch > p.Epoch:
+			p = Pending{Epoch: r.Txn.Epoch, Offsets: map[TP]Commit{}}
+			s.Pending[r.Txn.ProducerID] = p
+		}
+		p.Offsets[r.TP] = *r.Commit
 	case r.Commit != nil:
 		if s.Offsets == nil {
 			s.Offsets = map[TP]Commit{}
 		}
 		s.Offsets[r.TP] = *r.Commit
 	}
+}
+
+// pendingRecords are the records that restore s.Pending, in a stable order.
+func (s *State) pendingRecords() []Record {
+	pids := make([]int64, 0, len(s.Pending))
+	for pid := range s.Pending {
+		pids = append(pids, pid)
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	var out []Record
+	for _, pid := range pids {
+		p := s.Pending[pid]
+		for _, tp := range sortedTPs(p.Offsets) {
+			c := p.Offsets[tp]
+			out = append(out, Record{TP: tp, Commit: &c, Txn: &TxnProducer{ProducerID: pid, Epoch: p.Epoch}})
+		}
+	}
+	return out
+}
+
+func sortedTPs(m map[TP]Commit) []TP {
+	tps := make([]TP, 0, len(m))
+	for tp := range m {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	return tps
 }
 
 func (s *State) clone() State {
@@ -87,6 +174,12 @@ func (s *State) clone() State {
 	if s.Meta != nil {
 		m := *s.Meta
 		out.Meta = &m
+	}
+	for pid, p := range s.Pending {
+		if out.Pending == nil {
+			out.Pending = map[int64]Pending{}
+		}
+		out.Pending[pid] = Pending{Epoch: p.Epoch, Offsets: maps.Clone(p.Offsets)}
 	}
 	return out
 }
@@ -135,7 +228,7 @@ func (m *Memory) Groups() ([]string, error) {
 	defer m.mu.Unlock()
 	out := make([]string, 0, len(m.groups))
 	for g, s := range m.groups {
-		if len(s.Offsets) > 0 {
+		if len(s.Offsets) > 0 || len(s.Pending) > 0 {
 			out = append(out, g)
 		}
 	}

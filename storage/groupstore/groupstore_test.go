@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -256,6 +257,10 @@ func TestRecordCodec(t *testing.T) {
 		{TP: TP{"i", 1}, Commit: &Commit{Offset: 3, LeaderEpoch: 2, CommitTime: 9, ExpireTime: -1, TopicID: [16]byte{1, 2, 3}}},
 		{TP: TP{"d", 2}, Delete: true},
 		{Meta: &Meta{Kind: "consumer", ProtocolType: "consumer", EmptySince: 7}},
+		{TP: TP{"t", 4}, Commit: commit(8), Txn: &TxnProducer{ProducerID: 1 << 40, Epoch: -2}},
+		{TP: TP{"t", 4}, Commit: &Commit{Offset: 1, TopicID: [16]byte{9}}, Txn: &TxnProducer{ProducerID: 3, Epoch: 7}},
+		{TxnEnd: &TxnEnd{TxnProducer: TxnProducer{ProducerID: 5, Epoch: 300}, Commit: true}},
+		{TxnEnd: &TxnEnd{TxnProducer: TxnProducer{ProducerID: 5, Epoch: 0}}},
 	} {
 		got, ok := decodeRecord(encodeRecord(r))
 		if !ok || !reflect.DeepEqual(got, r) {
@@ -272,5 +277,146 @@ func TestRecordCodec(t *testing.T) {
 	}
 	if _, ok := decodeRecord([]byte{99}); ok {
 		t.Error("unknown kind decoded")
+	}
+}
+
+func txnRec(pid int64, epoch int16, topic string, p int32, off int64) Record {
+	return Record{TP: TP{topic, p}, Commit: commit(off), Txn: &TxnProducer{ProducerID: pid, Epoch: epoch}}
+}
+
+func txnEnd(pid int64, epoch int16, commit bool) Record {
+	return Record{TxnEnd: &TxnEnd{TxnProducer: TxnProducer{ProducerID: pid, Epoch: epoch}, Commit: commit}}
+}
+
+// offsetsOf flattens a state for comparison: committed offsets, and each
+// producer's pending ones keyed "pid/epoch".
+func offsetsOf(st State) (map[TP]int64, map[string]map[TP]int64) {
+	c := map[TP]int64{}
+	for tp, x := range st.Offsets {
+		c[tp] = x.Offset
+	}
+	p := map[string]map[TP]int64{}
+	for pid, x := range st.Pending {
+		m := map[TP]int64{}
+		for tp, o := range x.Offsets {
+			m[tp] = o.Offset
+		}
+		p[strconv.FormatInt(pid, 10)+"/"+strconv.Itoa(int(x.Epoch))] = m
+	}
+	return c, p
+}
+
+func TestTransactionalOffsetsReplay(t *testing.T) {
+	a0, a1, b0 := TP{"a", 0}, TP{"a", 1}, TP{"b", 0}
+	for _, tc := range []struct {
+		name      string
+		recs      []Record
+		committed map[TP]int64
+		pending   map[string]map[TP]int64
+	}{
+		{"pending is not committed", []Record{rec("a", 0, 1), txnRec(7, 0, "a", 0, 5)},
+			map[TP]int64{a0: 1}, map[string]map[TP]int64{"7/0": {a0: 5}}},
+		{"commit marker commits", []Record{rec("a", 0, 1), txnRec(7, 0, "a", 0, 5), txnRec(7, 0, "a", 1, 6), txnEnd(7, 0, true)},
+			map[TP]int64{a0: 5, a1: 6}, map[string]map[TP]int64{}},
+		{"abort marker drops", []Record{rec("a", 0, 1), txnRec(7, 0, "a", 0, 5), txnEnd(7, 0, false)},
+			map[TP]int64{a0: 1}, map[string]map[TP]int64{}},
+		{"marker of another producer leaves them", []Record{txnRec(7, 0, "a", 0, 5), txnEnd(8, 0, true)},
+			map[TP]int64{}, map[string]map[TP]int64{"7/0": {a0: 5}}},
+		{"commit marker of an older epoch drops", []Record{txnRec(7, 2, "a", 0, 5), txnEnd(7, 1, true)},
+			map[TP]int64{}, map[string]map[TP]int64{}},
+		{"commit marker of a newer epoch commits", []Record{txnRec(7, 2, "a", 0, 5), txnEnd(7, 3, true)},
+			map[TP]int64{a0: 5}, map[string]map[TP]int64{}},
+		{"a newer epoch drops the older one's", []Record{txnRec(7, 1, "a", 0, 5), txnRec(7, 2, "b", 0, 9)},
+			map[TP]int64{}, map[string]map[TP]int64{"7/2": {b0: 9}}},
+		{"an older epoch is fenced", []Record{txnRec(7, 2, "a", 0, 5), txnRec(7, 1, "b", 0, 9), txnEnd(7, 2, true)},
+			map[TP]int64{a0: 5}, map[string]map[TP]int64{}},
+		{"later pending offset of a partition wins", []Record{txnRec(7, 0, "a", 0, 5), txnRec(7, 0, "a", 0, 6), txnEnd(7, 0, true)},
+			map[TP]int64{a0: 6}, map[string]map[TP]int64{}},
+		{"producers end apart", []Record{txnRec(7, 0, "a", 0, 5), txnRec(8, 0, "a", 1, 6), txnEnd(8, 0, true)},
+			map[TP]int64{a1: 6}, map[string]map[TP]int64{"7/0": {a0: 5}}},
+		{"a repeated marker changes nothing", []Record{txnRec(7, 0, "a", 0, 5), txnEnd(7, 0, true), rec("a", 0, 8), txnEnd(7, 0, true)},
+			map[TP]int64{a0: 8}, map[string]map[TP]int64{}},
+		{"a tombstone leaves pending offsets", []Record{rec("a", 0, 1), txnRec(7, 0, "a", 0, 5), {TP: a0, Delete: true}, txnEnd(7, 0, true)},
+			map[TP]int64{a0: 5}, map[string]map[TP]int64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for name, s := range stores(t) {
+				l, _, err := s.Open("g")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Append(tc.recs); err != nil {
+					t.Fatal(err)
+				}
+				_ = l.Close()
+				_, st, err := s.Open("g") // replayed from the store
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, p := offsetsOf(st)
+				if !reflect.DeepEqual(c, tc.committed) || !reflect.DeepEqual(p, tc.pending) {
+					t.Errorf("%s: committed %v pending %v, want %v %v", name, c, p, tc.committed, tc.pending)
+				}
+			}
+		})
+	}
+}
+
+func TestPendingOffsetsSurviveCompaction(t *testing.T) {
+	s, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.CompactMin = 4
+	l, _, err := s.Open("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(20) {
+		if err := l.Append([]Record{rec("a", 0, i)}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			if err := l.Append([]Record{txnRec(7, 1, "a", 1, 100)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_ = l.Close()
+	l, st, err := s.Open("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, p := offsetsOf(st)
+	if c[TP{"a", 0}] != 19 || !reflect.DeepEqual(p, map[string]map[TP]int64{"7/1": {{"a", 1}: 100}}) {
+		t.Fatalf("after compaction: committed %v pending %v", c, p)
+	}
+	if err := l.Append([]Record{txnEnd(7, 1, true)}); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	if _, st, err = s.Open("g"); err != nil {
+		t.Fatal(err)
+	}
+	if c, p = offsetsOf(st); c[TP{"a", 1}] != 100 || len(p) != 0 {
+		t.Fatalf("after the marker: committed %v pending %v", c, p)
+	}
+	if gs, _ := s.Groups(); !reflect.DeepEqual(gs, []string{"g"}) {
+		t.Fatalf("groups %v", gs)
+	}
+}
+
+func TestGroupWithOnlyPendingOffsetsIsListed(t *testing.T) {
+	for name, s := range stores(t) {
+		l, _, err := s.Open("g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append([]Record{txnRec(7, 0, "a", 0, 5)}); err != nil {
+			t.Fatal(err)
+		}
+		if gs, _ := s.Groups(); !reflect.DeepEqual(gs, []string{"g"}) {
+			t.Errorf("%s: groups %v", name, gs)
+		}
 	}
 }

@@ -1,0 +1,112 @@
+package group
+
+import (
+	"time"
+
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/groupstore"
+)
+
+func txnCommitReq(pid int64, epoch int16, p int32, off int64) *kmsg.TxnOffsetCommitRequest {
+	r := kmsg.NewPtrTxnOffsetCommitRequest()
+	r.Version, r.Group, r.TransactionalID, r.ProducerID, r.ProducerEpoch = 3, "g", "tx", pid, epoch
+	r.Generation = -1 // a simple group
+	rt := kmsg.NewTxnOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = p, off
+	rt.Partitions = append(rt.Partitions, rp)
+	r.Topics = append(r.Topics, rt)
+	return r
+}
+
+func txnCommitCode(t *testing.T, x any) int16 {
+	t.Helper()
+	return x.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+func txnEnd(c *Coordinator, pid int64, epoch int16, commit bool) <-chan any {
+	ch := make(chan any, 1)
+	c.Ref().Send(&messages.GroupCall{Group: "g", Op: &messages.TxnOffsetsEnd{Group: "g", ProducerID: pid, ProducerEpoch: epoch, Commit: commit,
+		Reply: func(code int16) { ch <- code }}, Reply: func(x any) { ch <- x }})
+	return ch
+}
+
+// fetchStable is an OffsetFetch of t-0 with require_stable: its offset and
+// partition error.
+func fetchStable(t *testing.T, c *Coordinator) (int64, int16) {
+	t.Helper()
+	f := await(t, callGroup(c, "g", &messages.GroupFetchOffsets{Version: 8, MemberEpoch: -1, RequireStable: true,
+		Topics: []messages.GroupTopic{{Topic: "t", Partitions: []int32{0}}}})).(kmsg.OffsetFetchResponseGroup)
+	return offsetOf(f, "t", 0)
+}
+
+// TestTxnOffsetsSurviveCoordinatorMoves: a TxnOffsetCommit answered by one
+// coordinator is durable; the coordinator that loads the group next (after
+// a crash or a move) holds it pending and applies the marker that arrives
+// there; the coordinator after that finds the marker's outcome.
+func TestTxnOffsetsSurviveCoordinatorMoves(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		markerEpoch int16
+		commit      bool
+		want        int64
+	}{
+		{"commit", 5, true, 7},
+		{"abort", 5, false, 3},
+		{"commit of an older epoch", 4, true, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			views := &routing.Store{}
+			views.Publish(view(nil))
+			open := func() *Coordinator {
+				st, err := groupstore.NewFile(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, _ := startCoordinator(t, st, views)
+				return c
+			}
+			c := open()
+			if r := await(t, callGroup(c, "g", commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 3}}))).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("commit: %s", code(r.Topics[0].Partitions[0].ErrorCode))
+			}
+			if got := txnCommitCode(t, await(t, callGroup(c, "g", txnCommitReq(42, 5, 0, 7)))); got != 0 {
+				t.Fatalf("TxnOffsetCommit: %s", code(got))
+			}
+			c.Stop(5 * time.Second)
+
+			c = open()
+			if o, e := fetchStable(t, c); e != kerr.UnstableOffsetCommit.Code {
+				t.Fatalf("pending offset after a reload: offset %d code %s, want UNSTABLE_OFFSET_COMMIT", o, code(e))
+			}
+			if got := txnCommitCode(t, await(t, callGroup(c, "g", txnCommitReq(42, 4, 0, 9)))); got != kerr.ProducerFenced.Code {
+				t.Fatalf("TxnOffsetCommit of a fenced epoch after a reload: %s", code(got))
+			}
+			if got := await(t, txnEnd(c, 42, tc.markerEpoch, tc.commit)); got != int16(0) {
+				t.Fatalf("marker: %v", got)
+			}
+			if o, e := fetchStable(t, c); e != 0 || o != tc.want {
+				t.Fatalf("after the marker: offset %d code %s, want %d", o, code(e), tc.want)
+			}
+			// The marker delivered again (the transaction coordinator
+			// retrying) changes nothing.
+			if got := await(t, txnEnd(c, 42, tc.markerEpoch, true)); got != int16(0) {
+				t.Fatalf("repeated marker: %v", got)
+			}
+			c.Stop(5 * time.Second)
+
+			c = open()
+			if o, e := fetchStable(t, c); e != 0 || o != tc.want {
+				t.Fatalf("after a reload: offset %d code %s, want %d", o, code(e), tc.want)
+			}
+		})
+	}
+}

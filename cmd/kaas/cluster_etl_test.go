@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// killOnEndTxn is a franz-go hook that SIGKILLs the broker an EndTxn is
+// written to, once, when armed: the transaction's offsets are then pending
+// at the group coordinator and the commit marker has yet to reach them.
+type killOnEndTxn struct {
+	armed   atomic.Bool
+	brokers map[int32]*clusterBroker
+	victim  atomic.Int32
+	killed  chan struct{}
+}
+
+func (h *killOnEndTxn) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key != kmsg.EndTxn.Int16() || err != nil || !h.armed.CompareAndSwap(true, false) {
+		return
+	}
+	if b := h.brokers[meta.NodeID]; b != nil {
+		b.kill()
+		h.victim.Store(meta.NodeID)
+		close(h.killed)
+	}
+}
+
+// findCoordinator is the node FindCoordinator answers for key (keyType 0:
+// a group, 1: a transactional id), or -1.
+func findCoordinator(ctx context.Context, cl *kgo.Client, keyType int8, key string) int32 {
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = keyType
+	req.CoordinatorKey, req.CoordinatorKeys = key, []string{key}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+		return -1
+	}
+	return resp.Coordinators[0].NodeID
+}
+
+// TestClusterTransactionalETLThroughKills is the exactly-once checker over
+// three brokers: two franz-go GroupTransactSession workers transform a
+// pre-filled input topic into an output topic (every fourth round of each
+// deliberately aborted, its outputs tagged "aborted-"). The first worker's
+// transactional id is coordinated by the group's coordinator, and that
+// broker is SIGKILLed as the worker's EndTxn (commit) is written: the
+// transaction's offsets are pending there, and both the transaction and
+// the group resume at other brokers from the shared volume. Later a broker
+// leading output partitions is SIGKILLed mid-run. Each killed broker is
+// restarted (the workers wait at three quarters of the inputs until the
+// second kill). read_committed then holds every input's output exactly once
+// and nothing of an aborted round.
+func TestClusterTransactionalETLThroughKills(t *testing.T) {
+	const (
+		n     = 2000
+		group = "etlk"
+		in    = "etlk-in"
+		out   = "etlk-out"
+	)
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, append([]string{"--group-initial-rebalance-delay", "0s"}, clusterFlags...)...)
+	for _, name := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		c.start(name)
+	}
+	ctx := ctxFor(t, 240*time.Second)
+	admCl := c.client()
+	adm := kadm.NewClient(admCl)
+	waitUntil(t, 30*time.Second, "a controller elected", func() bool {
+		_, ctrl, _ := c.ledBy()
+		return ctrl != ""
+	})
+	for _, topic := range []string{in, out} {
+		if resp, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || resp.Err != nil {
+			t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
+		}
+	}
+	waitUntil(t, 30*time.Second, "12 partitions led, 4 per broker", func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"] == 4 && led["kaas-1"] == 4 && led["kaas-2"] == 4
+	})
+	prod := c.client(kgo.ProducerLinger(0))
+	for i := range n {
+		v := fmt.Sprintf("in-%05d", i)
+		prod.Produce(ctx, &kgo.Record{Topic: in, Key: []byte(v), Value: []byte(v)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce %s: %v", v, err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first worker's id is one the group's coordinator coordinates.
+	var groupCoord int32 = -1
+	waitUntil(t, 30*time.Second, "a coordinator for the group", func() bool {
+		groupCoord = findCoordinator(ctx, admCl, 0, group)
+		return groupCoord >= 0
+	})
+	id1 := ""
+	for i := 0; i < 200 && id1 == ""; i++ {
+		if cand := fmt.Sprintf("etlk-1-%d", i); findCoordinator(ctx, admCl, 1, cand) == groupCoord {
+			id1 = cand
+		}
+	}
+	if id1 == "" {
+		t.Fatalf("no transactional id coordinated by kaas-%d", groupCoord)
+	}
+	hook := &killOnEndTxn{brokers: map[int32]*clusterBroker{}, killed: make(chan struct{})}
+	for _, name := range c.names() {
+		var id int32
+		fmt.Sscanf(name, "kaas-%d", &id)
+		hook.brokers[id] = c.brokers[name]
+	}
+	t.Logf("group %s and transactional id %s coordinated by kaas-%d", group, id1, groupCoord)
+
+	var (
+		done    atomic.Int64 // inputs of the rounds End reported committed
+		aborted atomic.Int64 // deliberately aborted rounds
+		wg      sync.WaitGroup
+		// gate holds the workers at 3/4 of the inputs until a partition
+		// leader has been killed, so that the kill falls mid-run.
+		gate = make(chan struct{})
+	)
+	wctx, stop := context.WithCancel(ctx)
+	worker := func(id string, opts ...kgo.Opt) {
+		defer wg.Done()
+		s, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.TransactionalID(id),
+			kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond),
+			kgo.RequireStableFetchOffsets(), kgo.RetryTimeout(60 * time.Second), kgo.FetchMaxPartitionBytes(1500),
+			kgo.TransactionTimeout(30 * time.Second), kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer s.Close()
+		for round := 0; wctx.Err() == nil; round++ {
+			if done.Load() >= 3*n/4 {
+				select {
+				case <-gate:
+				case <-wctx.Done():
+					return
+				}
+			}
+			pctx, cancel := context.WithTimeout(wctx, time.Second)
+			fs := s.PollFetches(pctx)
+			cancel()
+			var recs []*kgo.Record
+			fs.EachRecord(func(r *kgo.Record) { recs = append(recs, r) })
+			if len(recs) == 0 {
+				continue
+			}
+			if err := s.Begin(); err != nil {
+				t.Logf("%s round %d: begin: %v", id, round, err)
+				continue
+			}
+			abort := round%4 == 3
+			var failed atomic.Bool
+			for _, r := range recs {
+				v := "out-" + string(r.Value)
+				if abort {
+					v = "aborted-" + string(r.Value)
+				}
+				s.Produce(wctx, &kgo.Record{Topic: out, Key: r.Key, Value: []byte(v)}, func(_ *kgo.Record, err error) {
+					if err != nil {
+						failed.Store(true)
+					}
+				})
+			}
+			// Flushed before End so a failed produce turns the round
+			// into an abort.
+			_ = s.Client().Flush(wctx)
+			try := kgo.TryCommit
+			if abort || failed.Load() {
+				try = kgo.TryAbort
+			} else if id == id1 && done.Load() >= n/6 && !hook.fired() {
+				hook.armed.Store(true)
+			}
+			committed, err := s.End(wctx, try)
+			hook.armed.Store(false)
+			// An End that failed (its coordinator died under it) leaves
+			// the transaction open in the client: it is ended again, as
+			// an application must (a commit that did go through is
+			// answered as committed again).
+			for tries := 1; err != nil && wctx.Err() == nil && tries <= 10; tries++ {
+				t.Logf("%s round %d: end (%d records, commit=%v): %v; ending again", id, round, len(recs), try == kgo.TryCommit, err)
+				committed, err = s.End(wctx, try)
+			}
+			switch {
+			case err != nil:
+				t.Logf("%s round %d: end (%d records, commit=%v): %v", id, round, len(recs), try == kgo.TryCommit, err)
+			case committed:
+				done.Add(int64(len(recs)))
+			case abort:
+				aborted.Add(1)
+			}
+		}
+	}
+	wg.Add(2)
+	go worker(id1, kgo.WithHooks(hook))
+	go worker("etlk-2")
+	defer func() {
+		stop()
+		wg.Wait()
+	}()
+
+	// Kill 1: the coordinator of id1 and of the group, at id1's EndTxn.
+	select {
+	case <-hook.killed:
+	case <-ctx.Done():
+		t.Fatalf("the coordinator was never killed (%d inputs done)", done.Load())
+	}
+	victim := fmt.Sprintf("kaas-%d", hook.victim.Load())
+	t.Logf("killed %s at an EndTxn of %s (%d inputs done)", victim, id1, done.Load())
+	waitUntil(t, 60*time.Second, "the killed broker's partitions led by the other two", func() bool {
+		led, _, _ := c.ledBy()
+		return len(led) == 2 && led[c.namesBut(victim)[0]]+led[c.namesBut(victim)[1]] == 12
+	})
+	c.start(victim)
+	waitUntil(t, 60*time.Second, "12 partitions led by 3 brokers", func() bool {
+		led, _, _ := c.ledBy()
+		return len(led) == 3 && led["kaas-0"]+led["kaas-1"]+led["kaas-2"] == 12
+	})
+
+	// Kill 2: a broker leading output partitions, mid-run, preferably not
+	// a coordinator.
+	mark := done.Load()
+	waitUntil(t, 60*time.Second, "more inputs transformed", func() bool { return done.Load() >= min(mark+100, 3*n/4) })
+	var leader string
+	coords := map[int32]bool{findCoordinator(ctx, admCl, 0, group): true, findCoordinator(ctx, admCl, 1, id1): true, findCoordinator(ctx, admCl, 1, "etlk-2"): true}
+	md, err := adm.Metadata(ctx, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range md.Topics[out].Partitions {
+		if p.Leader >= 0 && (leader == "" || !coords[p.Leader]) {
+			leader = fmt.Sprintf("kaas-%d", p.Leader)
+		}
+	}
+	if leader == "" {
+		t.Fatalf("no leader of %s: %+v", out, md.Topics[out])
+	}
+	c.brokers[leader].kill()
+	t.Logf("killed %s, leading partitions of %s (%d inputs done)", leader, out, done.Load())
+	close(gate)
+	waitUntil(t, 60*time.Second, "the killed leader's partitions led by the other two", func() bool {
+		led, _, _ := c.ledBy()
+		return len(led) == 2 && led[c.namesBut(leader)[0]]+led[c.namesBut(leader)[1]] == 12
+	})
+	c.start(leader)
+
+	// Done once the group's committed offsets cover every input.
+	waitUntil(t, 90*time.Second, "the group's offsets covering every input", func() bool {
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false
+		}
+		var total int64
+		offs.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == in {
+				total += o.At
+			}
+		})
+		return total == n
+	})
+	stop()
+	wg.Wait()
+	if aborted.Load() == 0 {
+		t.Fatal("no round was aborted")
+	}
+	got := consumeIsolated(t, c.seeds()[0], out, kgo.ReadCommitted(), n, time.Second)
+	seen := map[string]int{}
+	for _, v := range got {
+		seen[v]++
+		if strings.HasPrefix(v, "aborted-") {
+			t.Errorf("read_committed holds %s, of an aborted round", v)
+		}
+	}
+	for i := range n {
+		if k := seen[fmt.Sprintf("out-in-%05d", i)]; k != 1 {
+			t.Errorf("output of in-%05d read %d times, want once", i, k)
+		}
+	}
+	t.Logf("%d outputs read_committed, %d rounds deliberately aborted", len(got), aborted.Load())
+}
+
+// fired reports whether the hook has killed its broker.
+func (h *killOnEndTxn) fired() bool {
+	select {
+	case <-h.killed:
+		return true
+	default:
+		return false
+	}
+}
