@@ -391,6 +391,8 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 		gc.Reply(a.g.DescribeConsumerGroup(now, topics))
 	case *messages.GroupDescribeShare:
 		gc.Reply(a.g.DescribeShareGroup(now, topics))
+	case *messages.GroupShareAdmin:
+		gc.Reply(a.g.ShareAdmin(now, op.Create))
 	case *messages.GroupDelete:
 		r := kmsg.NewDeleteGroupsResponseGroup()
 		r.Group = a.id

@@ -31,6 +31,11 @@ type Coordinator struct {
 	// offsets holds each coordinated group's committed offsets as its
 	// actor last published them (CommittedOffsets).
 	offsets sync.Map
+
+	// shares changes share-partition state for the share-group admin
+	// APIs (keys 91, 92); set by SetShareStates before requests are
+	// served (nil: they answer UNSUPPORTED_VERSION).
+	shares ShareStates
 }
 
 // Start spawns the group manager under system. It stops when opts.Watch
