@@ -140,6 +140,10 @@ func (m *manager) Receive(ctx actor.Context) {
 		m.list(ctx, msg)
 	case *messages.GroupsViewChanged:
 		m.checkView(ctx)
+	case *messages.GroupConfigsChanged:
+		if e := m.groups[msg.Group]; e != nil && !e.releasing {
+			ctx.Send(e.pid, &readConfigs{})
+		}
 	case *viewPoll:
 		m.checkView(ctx)
 		m.armPoll(ctx)
