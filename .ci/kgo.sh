@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Runs tests of franz-go's own pkg/kgo suite against one kaas broker on a data
-# dir, with a PLAINTEXT and a SASL_PLAINTEXT (SCRAM) listener:
-#   TestTxnEtl                  GroupTransactSession consume-transform-produce over
-#                               classic and KIP-848 groups, checked exactly once;
-#   TestSCRAMAuth               the suite's SCRAM mode (KGO_TEST_SCRAM, KGO_TEST_SCRAM_SEEDS),
-#   TestSCRAMAuthBadCredentials with SCRAM-SHA-256 and again with SCRAM-SHA-512;
-#   TestShareGroup, TestShareGroupETL, TestShareGroupAckOnClose
-#                               KIP-932 share groups, their GROUP configs set through
-#                               IncrementalAlterConfigs.
+# Runs franz-go's own pkg/kgo test suite against one kaas broker on a data
+# dir, with a PLAINTEXT and a SASL_PLAINTEXT (SCRAM) listener: every test of
+# the suite (unit tests and integration tests: produce and consume, classic
+# and KIP-848 groups, transactions with TestTxnEtl, KIP-932 share groups
+# with TestShareGroup* and their admin APIs in TestShareGroupOffsetsAdmin,
+# the suite's SCRAM mode with SCRAM-SHA-256) but the ones listed in
+# $excluded, whose reasons docs/compatibility.md gives; then TestSCRAMAuth
+# and TestSCRAMAuthBadCredentials again with SCRAM-SHA-512.
 # A skipped test fails the run. The franz-go version is the one go.mod requires;
 # its module (with its tests) comes from the module cache.
 # KGO_TEST_RECORDS bounds the records per run (default 20000).
@@ -43,24 +42,35 @@ for p in "$port" "$sasl_port"; do
 done
 cd "$work/franz-go/pkg/kgo"
 rc=0
-run_kgo() { # label, test regexp, then env assignments
-	local label=$1 tests=$2
+run_kgo() { # label, test regexp, extra go test flags, --, env assignments
+	local label=$1 tests=$2 flags=()
 	shift 2
-	echo "== $label: $tests"
-	env "$@" KGO_SEEDS="127.0.0.1:$port" KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-20000}" \
-		go test . -run "$tests" -count=1 -timeout 15m -v >"$work/kgo.log" 2>&1 || rc=$?
-	grep -E '^\s*--- |^(ok|FAIL|PASS)|_test\.go:[0-9]+: ' "$work/kgo.log" | grep -v 'completed in\|deleting\|DELETING' || true
+	while [ "$1" != -- ]; do flags+=("$1"); shift; done
+	shift
+	echo "== $label: $tests ${flags[*]}"
+	local t0=$SECONDS
+	env "$@" KGO_SEEDS="127.0.0.1:$port" KGO_TEST_RF=1 KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-20000}" \
+		go test . -run "$tests" "${flags[@]}" -count=1 -timeout 15m -v >"$work/kgo.log" 2>&1 || rc=$?
+	echo "== $label: $((SECONDS - t0)) s"
+	# Top-level results, failed or skipped subtests and the tests' own
+	# messages (the client logs stay in the log).
+	grep -E '^--- |^\s+--- (FAIL|SKIP)|^(ok|FAIL|PASS)|_test\.go:[0-9]+: ' "$work/kgo.log" | grep -v 'completed in\|deleting\|DELETING' || true
 	if grep -q -- '--- SKIP' "$work/kgo.log"; then
 		echo "kgo.sh: a test was skipped" >&2
 		rc=1
 	fi
 }
-run_kgo "share groups" '^(TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose)$'
-for alg in 256 512; do
-	tests='^(TestSCRAMAuth|TestSCRAMAuthBadCredentials)$'
-	if [ "$alg" = 256 ]; then tests='^(TestTxnEtl|TestSCRAMAuth|TestSCRAMAuthBadCredentials)$'; fi
-	run_kgo "SCRAM-SHA-$alg" "$tests" KGO_TEST_SCRAM_SEEDS="127.0.0.1:$sasl_port" KGO_TEST_SCRAM="kgo:kgo-secret:$alg"
-done
+# Test848RegexBrokerResolves: kaas leaves internal topics out of KIP-848
+# regex subscriptions and serves no reads of __consumer_offsets.
+# TestOAuthAuth: its token is signed with alg none, which kaas refuses.
+# TestIssueProduceBrokerTooOldFailsRecords: skips itself, as against Kafka 4
+# (ApiVersions lists Produce from v0, KAFKA-18659).
+excluded='^(Test848RegexBrokerResolves|TestOAuthAuth|TestIssueProduceBrokerTooOldFailsRecords)$'
+scram() { echo KGO_TEST_SCRAM_SEEDS="127.0.0.1:$sasl_port" KGO_TEST_SCRAM="kgo:kgo-secret:$1"; }
+# shellcheck disable=SC2046
+run_kgo "the suite, SCRAM-SHA-256" '.' -skip "$excluded" -- $(scram 256)
+# shellcheck disable=SC2046
+run_kgo "SCRAM-SHA-512" '^(TestSCRAMAuth|TestSCRAMAuthBadCredentials)$' -- $(scram 512)
 if [ "$rc" != 0 ]; then
 	echo "--- kaas log (tail) ---" >&2
 	tail -n 40 "$work/kaas.log" >&2 || true

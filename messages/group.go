@@ -56,6 +56,17 @@ type GroupDescribeConsumer struct{}
 // GroupDescribeShare is one group's part of ShareGroupDescribe.
 type GroupDescribeShare struct{}
 
+// GroupConfigsChanged tells the group coordinator that a group's GROUP
+// configs changed on this broker: its actor, when it has one, reads them
+// again.
+type GroupConfigsChanged struct{ Group string }
+
+// GroupShareAdmin asks a group whether an admin may change its
+// share-partition state (AlterShareGroupOffsets, DeleteShareGroupOffsets):
+// the reply is an error code (0: yes). Create makes an absent group an
+// empty share group.
+type GroupShareAdmin struct{ Create bool }
+
 // GroupRow is one ListGroups row.
 type GroupRow struct {
 	Group        string

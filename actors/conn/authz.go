@@ -184,6 +184,8 @@ var authRules = map[int16]authRule{
 	kmsg.ShareFetch.Int16():                   authShareFetch,
 	kmsg.ShareAcknowledge.Int16():             authShareAcknowledge,
 	kmsg.DescribeShareGroupOffsets.Int16():    authDescribeShareGroupOffsets,
+	kmsg.AlterShareGroupOffsets.Int16():       authAlterShareGroupOffsets,
+	kmsg.DeleteShareGroupOffsets.Int16():      authDeleteShareGroupOffsets,
 	kmsg.AddPartitionsToTxn.Int16():           authAddPartitionsToTxn,
 	kmsg.TxnOffsetCommit.Int16():              authTxnOffsetCommit,
 	kmsg.DescribeUserSCRAMCredentials.Int16(): needCluster(opDescribe),

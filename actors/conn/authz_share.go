@@ -158,3 +158,53 @@ func authDescribeShareGroupOffsets(z authz, _ API, body kmsg.Request) authDecisi
 		}
 	})
 }
+
+// authAlterShareGroupOffsets: READ on the group (Kafka asks READ, as for
+// committing a consumer group's offsets), READ on each topic, refused
+// partition by partition.
+func authAlterShareGroupOffsets(z authz, api API, body kmsg.Request) authDecision {
+	req := body.(*kmsg.AlterShareGroupOffsetsRequest)
+	if !z.group(opRead, req.GroupID) {
+		return refuse(api, req, codeGroupAuth)
+	}
+	keep, refused := split(req.Topics, func(t kmsg.AlterShareGroupOffsetsRequestTopic) bool { return z.topic(opRead, t.Topic) })
+	if len(refused) == 0 {
+		return allow
+	}
+	req.Topics = keep
+	return narrowed(len(keep) == 0, req, func(r kmsg.Response) {
+		resp := r.(*kmsg.AlterShareGroupOffsetsResponse)
+		for _, t := range refused {
+			rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, codeTopicAuth
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	})
+}
+
+// authDeleteShareGroupOffsets: DELETE on the group, READ on each topic,
+// refused topic by topic (as OffsetDelete).
+func authDeleteShareGroupOffsets(z authz, api API, body kmsg.Request) authDecision {
+	req := body.(*kmsg.DeleteShareGroupOffsetsRequest)
+	if !z.group(opDelete, req.GroupID) {
+		return refuse(api, req, codeGroupAuth)
+	}
+	keep, refused := split(req.Topics, func(t kmsg.DeleteShareGroupOffsetsRequestTopic) bool { return z.topic(opRead, t.Topic) })
+	if len(refused) == 0 {
+		return allow
+	}
+	req.Topics = keep
+	return narrowed(len(keep) == 0, req, func(r kmsg.Response) {
+		resp := r.(*kmsg.DeleteShareGroupOffsetsResponse)
+		for _, t := range refused {
+			rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+			rt.Topic, rt.ErrorCode = t.Topic, codeTopicAuth
+			resp.Topics = append(resp.Topics, rt)
+		}
+	})
+}

@@ -15,7 +15,8 @@ import (
 // groupKeys are the consumer-group APIs actors/group serves on this server.
 var groupKeys = []kmsg.Key{kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.Heartbeat,
 	kmsg.LeaveGroup, kmsg.SyncGroup, kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups, kmsg.OffsetDelete,
-	kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe, kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe}
+	kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe, kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe,
+	kmsg.AlterShareGroupOffsets, kmsg.DeleteShareGroupOffsets}
 
 // shareKeys are the share-group APIs actors/share serves on this server.
 var shareKeys = []kmsg.Key{kmsg.ShareFetch, kmsg.ShareAcknowledge, kmsg.DescribeShareGroupOffsets}
@@ -117,7 +118,71 @@ func shareRequests() []kmsg.Request {
 	sa.GroupID, sa.MemberID = &g, &m
 	dso := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
 	dso.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g1"}, {GroupID: "g2", Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}}}
-	return []kmsg.Request{hb, sgd, sf, sa, dso}
+	asgo, dsgo := shareAdminRequests()
+	return []kmsg.Request{hb, sgd, sf, sa, dso, asgo, dsgo}
+}
+
+// shareAdminRequests are an AlterShareGroupOffsets and a
+// DeleteShareGroupOffsets of group g naming topics a and b.
+func shareAdminRequests() (*kmsg.AlterShareGroupOffsetsRequest, *kmsg.DeleteShareGroupOffsetsRequest) {
+	alter := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	alter.GroupID = "g"
+	del := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	del.GroupID = "g"
+	for _, n := range []string{"a", "b"} {
+		at := kmsg.NewAlterShareGroupOffsetsRequestTopic()
+		at.Topic = n
+		ap := kmsg.NewAlterShareGroupOffsetsRequestTopicPartition()
+		ap.Partition, ap.StartOffset = 1, 5
+		at.Partitions = append(at.Partitions, ap)
+		alter.Topics = append(alter.Topics, at)
+		dt := kmsg.NewDeleteShareGroupOffsetsRequestTopic()
+		dt.Topic = n
+		del.Topics = append(del.Topics, dt)
+	}
+	return alter, del
+}
+
+// TestAuthShareGroupOffsetsAdmin: AlterShareGroupOffsets needs READ on
+// the group, DeleteShareGroupOffsets DELETE on it (else
+// GROUP_AUTHORIZATION_FAILED); both READ on each topic, a refused topic
+// answered TOPIC_AUTHORIZATION_FAILED while the handler gets the others.
+func TestAuthShareGroupOffsetsAdmin(t *testing.T) {
+	lit, allowP := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLPermissionTypeAllow
+	bind := func(ops ...kmsg.ACLOperation) authz {
+		a := acl.New(acl.Config{})
+		bs := []acl.Binding{{ResourceType: rtTopic, ResourceName: "a", PatternType: lit, Principal: acl.Anonymous, Host: "*", Operation: opRead, Permission: allowP}}
+		for _, op := range ops {
+			bs = append(bs, acl.Binding{ResourceType: rtGroup, ResourceName: "g", PatternType: lit, Principal: acl.Anonymous, Host: "*", Operation: op, Permission: allowP})
+		}
+		a.Set(bs)
+		return authz{a: a, s: newSession("127.0.0.1"), view: &routing.View{}}
+	}
+	alter, del := shareAdminRequests()
+	if d := authorize(bind(opDelete), apiFor(alter.Key()), alter); d.deny == nil || kmsgtest.ErrorCodes(d.deny)[0] != codeGroupAuth {
+		t.Fatalf("alter without READ on the group: %+v", d.deny)
+	}
+	if d := authorize(bind(opRead), apiFor(del.Key()), del); d.deny == nil || kmsgtest.ErrorCodes(d.deny)[0] != codeGroupAuth {
+		t.Fatalf("delete without DELETE on the group: %+v", d.deny)
+	}
+	d := authorize(bind(opRead), apiFor(alter.Key()), alter)
+	if d.deny != nil || len(alter.Topics) != 1 || alter.Topics[0].Topic != "a" {
+		t.Fatalf("alter reaches the handler with %+v (%+v), want topic a", alter.Topics, d.deny)
+	}
+	ar := alter.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	d.patch(ar)
+	if len(ar.Topics) != 1 || ar.Topics[0].Topic != "b" || ar.Topics[0].Partitions[0].Partition != 1 || ar.Topics[0].Partitions[0].ErrorCode != codeTopicAuth {
+		t.Fatalf("alter's refused topic answered %+v", ar.Topics)
+	}
+	d = authorize(bind(opDelete), apiFor(del.Key()), del)
+	if d.deny != nil || len(del.Topics) != 1 || del.Topics[0].Topic != "a" {
+		t.Fatalf("delete reaches the handler with %+v (%+v), want topic a", del.Topics, d.deny)
+	}
+	dr := del.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	d.patch(dr)
+	if len(dr.Topics) != 1 || dr.Topics[0].Topic != "b" || dr.Topics[0].ErrorCode != codeTopicAuth {
+		t.Fatalf("delete's refused topic answered %+v", dr.Topics)
+	}
 }
 
 // TestAuthRulesRefuseEveryItem: with no ACL, every item of every request

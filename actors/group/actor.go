@@ -12,6 +12,7 @@ import (
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
@@ -45,6 +46,15 @@ type Options struct {
 	// NOT_COORDINATOR while the broker has no recent heartbeat exchange
 	// (cluster-mode self-fencing: the group may be moving elsewhere).
 	Fence interface{ Fenced() bool }
+	// Configs holds the groups' GROUP configs (nil: none), which override
+	// Group's session and heartbeat settings per group (configs.go). A
+	// group reads them when it loads, when they change on this broker
+	// (messages.GroupConfigsChanged) and every ConfigPoll while it has
+	// members (a change made through another broker).
+	Configs *groupconfig.Store
+	// ConfigPoll is how often a group with members reads its configs
+	// again (10 s).
+	ConfigPoll time.Duration
 
 	// offsets is the coordinator's board of published committed offsets
 	// (group id → *publishedOffsets), set by Start.
@@ -64,6 +74,9 @@ func (o *Options) defaults() {
 	}
 	if o.ViewPoll <= 0 {
 		o.ViewPoll = time.Second
+	}
+	if o.ConfigPoll <= 0 {
+		o.ConfigPoll = 10 * time.Second
 	}
 	o.Clock = clock.OrReal(o.Clock)
 }
@@ -85,8 +98,16 @@ type (
 		gc *messages.GroupCall
 	}
 	loaded struct {
-		log groupstore.Log
-		st  groupstore.State
+		log     groupstore.Log
+		st      groupstore.State
+		err     error
+		configs configsRead
+	}
+	// readConfigs: read the group's configs again (configs.go).
+	readConfigs struct{}
+	configTick  struct{}
+	configsRead struct {
+		set map[string]string
 		err error
 	}
 	loadRetry    struct{}
@@ -156,6 +177,8 @@ type groupActor struct {
 	timerAt time.Time
 	cleanup clock.Timer
 	grace   clock.Timer
+	// configPoll rereads the group's configs while it has members.
+	configPoll clock.Timer
 
 	// counted and countedState are where trackState last counted the group.
 	counted      bool
@@ -189,6 +212,7 @@ func (a *groupActor) Receive(ctx actor.Context) {
 		a.load()
 		a.grace = a.after(a.opts.LoadGrace, &graceExpired{})
 		a.cleanup = a.after(a.opts.CleanupInterval, &cleanupTick{})
+		a.configPoll = a.after(a.opts.ConfigPoll, &configTick{})
 		return
 	case *actor.Restarting:
 		// A panic: the next incarnation reloads from the store. Nothing
@@ -237,6 +261,17 @@ func (a *groupActor) Receive(ctx actor.Context) {
 	case *cleanupTick:
 		a.cleanup = a.after(a.opts.CleanupInterval, &cleanupTick{})
 		a.runCleanup()
+	case *configTick:
+		a.configPoll = a.after(a.opts.ConfigPoll, &configTick{})
+		if a.phase == phaseReady && a.g.HasMembers() {
+			a.readConfigs()
+		}
+		return
+	case *readConfigs:
+		a.readConfigs()
+		return
+	case *configsRead:
+		a.applyConfigs(*m)
 	case *written:
 		a.onWritten(m)
 	case *relinquish:
@@ -251,7 +286,7 @@ func (a *groupActor) Receive(ctx actor.Context) {
 }
 
 func (a *groupActor) stopTimers() {
-	for _, t := range []clock.Timer{a.timer, a.cleanup, a.grace} {
+	for _, t := range []clock.Timer{a.timer, a.cleanup, a.grace, a.configPoll} {
 		if t != nil {
 			t.Stop()
 		}
@@ -261,9 +296,14 @@ func (a *groupActor) stopTimers() {
 func (a *groupActor) load() {
 	store, id := a.opts.Store, a.id
 	self, system := a.self, a.system
+	configs := a.opts.Configs
 	go func() {
 		l, st, err := store.Open(id)
-		system.Root.Send(self, &loaded{log: l, st: st, err: err})
+		m := &loaded{log: l, st: st, err: err}
+		if configs != nil {
+			m.configs.set, m.configs.err = configs.Load(id)
+		}
+		system.Root.Send(self, m)
 	}()
 }
 
@@ -291,6 +331,7 @@ func (a *groupActor) onLoaded(m *loaded) {
 	a.persisted = m.st.Meta
 	a.g.Load(a.opts.Clock.Now(), m.st)
 	a.restorePending(m.st)
+	a.applyConfigs(m.configs)
 	a.phase = phaseReady
 	if recs := a.stampTopicIDs(); len(recs) > 0 {
 		a.enqueue(write{recs: recs})
@@ -392,6 +433,8 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 		gc.Reply(a.g.DescribeConsumerGroup(now, topics))
 	case *messages.GroupDescribeShare:
 		gc.Reply(a.g.DescribeShareGroup(now, topics))
+	case *messages.GroupShareAdmin:
+		gc.Reply(a.g.ShareAdmin(now, op.Create))
 	case *messages.GroupDelete:
 		r := kmsg.NewDeleteGroupsResponseGroup()
 		r.Group = a.id

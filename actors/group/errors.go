@@ -15,7 +15,7 @@ func errorReply(group string, op any, code int16) any {
 		return offsetCommitError(req, code)
 	case *kmsg.TxnOffsetCommitRequest:
 		return txnOffsetCommitError(req, code)
-	case *messages.TxnOffsetsEnd:
+	case *messages.TxnOffsetsEnd, *messages.GroupShareAdmin:
 		return code
 	case *messages.GroupFetchOffsets:
 		return offsetFetchError(group, code)

@@ -193,6 +193,9 @@ type Summary struct {
 type Group struct {
 	ID  string
 	cfg Config
+	// base is the broker's settings, which the group's configs override
+	// (SetGroupConfigs).
+	base Config
 
 	kind  Kind
 	state State
@@ -234,7 +237,7 @@ type Group struct {
 // New returns a group that does not exist yet (KindNone).
 func New(id string, cfg Config) *Group {
 	cfg.Defaults()
-	g := &Group{ID: id, cfg: cfg}
+	g := &Group{ID: id, cfg: cfg, base: cfg}
 	g.reset()
 	return g
 }

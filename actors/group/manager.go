@@ -31,6 +31,11 @@ type Coordinator struct {
 	// offsets holds each coordinated group's committed offsets as its
 	// actor last published them (CommittedOffsets).
 	offsets sync.Map
+
+	// shares changes share-partition state for the share-group admin
+	// APIs (keys 91, 92); set by SetShareStates before requests are
+	// served (nil: they answer UNSUPPORTED_VERSION).
+	shares ShareStates
 }
 
 // Start spawns the group manager under system. It stops when opts.Watch
@@ -135,6 +140,10 @@ func (m *manager) Receive(ctx actor.Context) {
 		m.list(ctx, msg)
 	case *messages.GroupsViewChanged:
 		m.checkView(ctx)
+	case *messages.GroupConfigsChanged:
+		if e := m.groups[msg.Group]; e != nil && !e.releasing {
+			ctx.Send(e.pid, &readConfigs{})
+		}
 	case *viewPoll:
 		m.checkView(ctx)
 		m.armPoll(ctx)

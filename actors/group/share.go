@@ -74,6 +74,32 @@ func (g *Group) DescribeShareGroup(now time.Time, topics Topics) kmsg.ShareGroup
 	return d
 }
 
+// ShareAdmin says whether an admin may change the group's share-partition
+// state (AlterShareGroupOffsets, DeleteShareGroupOffsets), as Kafka: a
+// share group without members (else NON_EMPTY_GROUP); a group of another
+// kind, or none, is GROUP_ID_NOT_FOUND, except that with create an absent
+// group becomes an empty share group (Kafka's AlterShareGroupOffsets
+// creates it).
+func (g *Group) ShareAdmin(now time.Time, create bool) int16 {
+	g.Tick(now)
+	if g.state == Dead {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if g.kind != KindShare {
+		if (g.kind != KindNone && (g.HasMembers() || len(g.offsets) > 0)) || !create {
+			return kerr.GroupIDNotFound.Code
+		}
+		g.kind = KindShare
+		g.protocolType = ""
+		g.share = share.NewMembers(g.cfg.Share)
+		g.updateShareState(now)
+	}
+	if g.share.Len() > 0 {
+		return kerr.NonEmptyGroup.Code
+	}
+	return 0
+}
+
 func (g *Group) shareTick(now time.Time) {
 	if g.share == nil {
 		return

@@ -55,6 +55,9 @@ func (k *Keeper) handleShareFetch(r *conn.Request) conn.Pending {
 			resp.ErrorCode = br.code
 			return resp
 		}
+		if req.ShareSessionEpoch == 0 {
+			k.recheckMarks(r.Ctx, group, br.parts)
+		}
 		var reads []PartResult
 		for _, p := range br.parts {
 			if p.Read {

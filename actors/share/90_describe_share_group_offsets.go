@@ -33,6 +33,11 @@ func (k *keeper) starts(m *starts) map[routing.TP]int64 {
 			out[key.tp] = p.Start()
 		}
 	}
+	for key, snap := range k.memStored {
+		if _, ok := out[key.tp]; key.group == m.group && !ok {
+			out[key.tp] = snap.Start
+		}
+	}
 	return out
 }
 

@@ -54,13 +54,18 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 	}
 	k := &Keeper{opts: &opts}
 	ref, err := system.Spawn(name, func() actor.Actor {
-		return &keeper{opts: &opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{}}
+		return newKeeper(&opts)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start share-partition keeper: %w", err)
 	}
 	k.ref = ref
 	return k, nil
+}
+
+func newKeeper(opts *Options) *keeper {
+	return &keeper{opts: opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{},
+		marks: map[pkey]uint64{}, memStored: map[pkey]sharestate.Snapshot{}}
 }
 
 // Ref is the keeper actor.
@@ -162,6 +167,8 @@ type Read struct {
 	// Config is the share-partition's settings with its group's config
 	// overrides, read with Stored (nil: the broker's).
 	Config *Config
+	// Mark is the share-partition's admin mark, read with Stored.
+	Mark uint64
 }
 
 // acquire is the second step of a ShareFetch: acquire what the reads
@@ -195,6 +202,12 @@ type keeper struct {
 	// message; their snapshots go to the writer after it.
 	dirty  map[pkey]bool
 	writer *writer
+	// marks are the admin marks the share-partitions were loaded with
+	// (admin.go).
+	marks map[pkey]uint64
+	// memStored is the state admins set without a store, taken by the
+	// share-partition's next initialization.
+	memStored map[pkey]sharestate.Snapshot
 }
 
 func (k *keeper) Receive(ctx actor.Context) {
@@ -219,6 +232,10 @@ func (k *keeper) Receive(ctx actor.Context) {
 		m.reply(k.where(m))
 	case *starts:
 		m.reply(k.starts(m))
+	case *adminSet:
+		m.reply(k.adminSet(m))
+	case *recheck:
+		m.reply(k.recheck(m))
 	}
 }
 
@@ -381,6 +398,11 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 			if r.Config != nil {
 				p.SetConfig(*r.Config)
 			}
+			k.marks[key] = r.Mark
+			if snap, ok := k.memStored[key]; ok && r.Stored == nil {
+				r.Stored = &snap
+				delete(k.memStored, key)
+			}
 			if r.Stored != nil {
 				states := make([]State, len(r.Stored.States))
 				for i, s := range r.Stored.States {
@@ -452,7 +474,7 @@ func (k *keeper) where(m *where) []PartResult {
 // request's answer waits: acknowledgements and delivery counts are on the
 // volume before the client hears of them).
 func (k *keeper) flushDirty() func() {
-	var written []<-chan struct{}
+	var written []<-chan error
 	defer clear(k.dirty)
 	if k.writer != nil {
 		for key := range k.dirty {

@@ -9,6 +9,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/sharestate"
 )
 
 // testKeeper is a keeper over a view with topic "t" (2 partitions, both
@@ -24,7 +25,7 @@ func testKeeper() (*keeper, *routing.View, *clock.Fake) {
 		TopicIDs: map[[16]byte]*routing.Topic{t.ID: t, away.ID: away},
 		Local:    map[routing.TP]actorsys.Ref{{Topic: "t", Partition: 0}: {}, {Topic: "t", Partition: 1}: {}},
 	}
-	return &keeper{opts: opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{}}, v, clk
+	return newKeeper(opts), v, clk
 }
 
 var (
@@ -129,5 +130,55 @@ func TestKeeperGroupConfigOnFirstUse(t *testing.T) {
 	}
 	if res.lock != 15*time.Second {
 		t.Fatalf("lock %s, want the group's 15s", res.lock)
+	}
+}
+
+// TestKeeperAdminChanges: an admin's new start replaces the share-partition
+// held in memory (without a store, the keeper keeps it for the next
+// initialization); a leader holding a share-partition whose admin mark on
+// the volume changed drops it, once, and loads the new state.
+func TestKeeperAdminChanges(t *testing.T) {
+	k, v, _ := testKeeper()
+	tp := routing.TP{Topic: "t", Partition: 0}
+	initialize := func(stored *sharestate.Snapshot, mark uint64) {
+		t.Helper()
+		k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+		k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code,
+			LogStart: 0, HighWatermark: 10, First: 0, Last: -1, Stored: stored, Mark: mark}}})
+	}
+	initialize(nil, 0)
+	if s := k.starts(&starts{group: "g"})[tp]; s != 0 {
+		t.Fatalf("start %d, want 0 (earliest)", s)
+	}
+	wait := k.adminSet(&adminSet{group: "g", tps: []routing.TP{tp}, snaps: []*sharestate.Snapshot{{Start: 4}}})
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if s := k.starts(&starts{group: "g"})[tp]; s != 4 {
+		t.Fatalf("start after the admin's change %d, want 4", s)
+	}
+	initialize(nil, 0)
+	if p := k.parts[pkey{"g", tp}]; !p.Initialized() || p.Start() != 4 {
+		t.Fatalf("share-partition after initializing: start %d, want 4", p.Start())
+	}
+
+	// Another broker's admin change: the mark on the volume moved.
+	if d := k.recheck(&recheck{group: "g", marks: map[routing.TP]uint64{tp: 0}}); len(d) != 0 {
+		t.Fatalf("same mark dropped %v", d)
+	}
+	if d := k.recheck(&recheck{group: "g", marks: map[routing.TP]uint64{tp: 9}}); !d[tp] {
+		t.Fatal("a changed mark did not drop the share-partition")
+	}
+	initialize(&sharestate.Snapshot{Start: 7}, 9)
+	if p := k.parts[pkey{"g", tp}]; p.Start() != 7 {
+		t.Fatalf("share-partition reloaded at %d, want 7", p.Start())
+	}
+	if d := k.recheck(&recheck{group: "g", marks: map[routing.TP]uint64{tp: 9}}); len(d) != 0 {
+		t.Fatalf("the loaded mark dropped %v again", d)
+	}
+	// Removed: the next use starts at the reset position.
+	_ = k.adminSet(&adminSet{group: "g", tps: []routing.TP{tp}, snaps: []*sharestate.Snapshot{nil}})()
+	if _, ok := k.starts(&starts{group: "g"})[tp]; ok {
+		t.Fatal("state left after the admin removed it")
 	}
 }

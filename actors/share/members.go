@@ -66,6 +66,14 @@ type Members struct {
 	sig     string // the topic metadata the assignment was computed from
 }
 
+// SetConfig replaces the settings (the group's configs changed): a new
+// heartbeat interval goes out with the next heartbeats, a new session
+// timeout counts from each member's next heartbeat.
+func (g *Members) SetConfig(cfg GroupConfig) {
+	cfg.Defaults()
+	g.cfg = cfg
+}
+
 // NewMembers returns an empty share group.
 func NewMembers(cfg GroupConfig) *Members {
 	cfg.Defaults()

@@ -22,8 +22,13 @@ type writer struct {
 }
 
 type pendingSnap struct {
-	snap    sharestate.Snapshot
-	written []chan struct{}
+	snap sharestate.Snapshot
+	// remove: delete the snapshot instead (DeleteShareGroupOffsets).
+	remove bool
+	// mark, when not 0, is an admin change's mark, written after the
+	// snapshot (sharestate.Store.SaveMark).
+	mark    uint64
+	written []chan error
 }
 
 func startWriter(store *sharestate.Store, log zerolog.Logger) *writer {
@@ -32,17 +37,33 @@ func startWriter(store *sharestate.Store, log zerolog.Logger) *writer {
 	return w
 }
 
-// put queues snap and returns a channel closed once it (or a later
-// snapshot of the same share-partition) is written, or failed to be.
-func (w *writer) put(key pkey, snap sharestate.Snapshot) <-chan struct{} {
-	ch := make(chan struct{})
+// put queues snap and returns a channel that gets the outcome once it (or
+// a later snapshot of the same share-partition) is written, or failed to be.
+func (w *writer) put(key pkey, snap sharestate.Snapshot) <-chan error {
+	return w.queue(key, pendingSnap{snap: snap})
+}
+
+// putAdmin queues an admin change of a share-partition: its new snapshot
+// (nil: none) and mark, after whatever the keeper queued for it before.
+func (w *writer) putAdmin(key pkey, snap *sharestate.Snapshot, mark uint64) <-chan error {
+	if snap == nil {
+		return w.queue(key, pendingSnap{remove: true, mark: mark})
+	}
+	return w.queue(key, pendingSnap{snap: *snap, mark: mark})
+}
+
+func (w *writer) queue(key pkey, op pendingSnap) <-chan error {
+	ch := make(chan error, 1)
 	w.mu.Lock()
 	p := w.pending[key]
 	if p == nil {
 		p = &pendingSnap{}
 		w.pending[key] = p
 	}
-	p.snap = snap
+	p.snap, p.remove = op.snap, op.remove
+	if op.mark != 0 {
+		p.mark = op.mark
+	}
 	p.written = append(p.written, ch)
 	w.mu.Unlock()
 	select {
@@ -73,8 +94,17 @@ func (w *writer) flush() {
 	w.pending = map[pkey]*pendingSnap{}
 	w.mu.Unlock()
 	for key, p := range batch {
-		err := w.store.Save(key.group, key.tp.Topic, key.tp.Partition, p.snap)
+		var err error
+		if p.remove {
+			err = w.store.Delete(key.group, key.tp.Topic, key.tp.Partition)
+		} else {
+			err = w.store.Save(key.group, key.tp.Topic, key.tp.Partition, p.snap)
+		}
+		if err == nil && p.mark != 0 {
+			err = w.store.SaveMark(key.group, key.tp.Topic, key.tp.Partition, p.mark)
+		}
 		for _, ch := range p.written {
+			ch <- err
 			close(ch)
 		}
 		if err != nil {

@@ -51,6 +51,7 @@ func registerGroups(b *broker) {
 		opts.Group.OffsetsRetention = time.Duration(b.cfg.OffsetsRetentionMinutes) * time.Minute
 	}
 	opts.Views = b.views
+	opts.Configs = b.srv.GroupConfigs
 	opts.Log = b.log.With().Str("actor", "groups").Logger()
 	opts.Watch = b.sup.PID()
 	if b.fence != nil {
@@ -83,6 +84,11 @@ func registerGroups(b *broker) {
 	// without waiting for the manager's poll).
 	ref := c.Ref()
 	b.views.OnPublish(func() { ref.Send(&messages.GroupsViewChanged{}) })
+	// A group's GROUP configs altered through this broker apply at once
+	// (through another broker: at the group's next config poll).
+	if b.srv.GroupConfigs != nil {
+		b.srv.GroupConfigs.OnChange = func(group string) { ref.Send(&messages.GroupConfigsChanged{Group: group}) }
+	}
 }
 
 // groupsLed is the number of consumer groups this broker coordinates.

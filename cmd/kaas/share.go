@@ -10,8 +10,9 @@ import (
 
 // registerShare starts this broker's share-partition keeper and serves
 // ShareFetch and ShareAcknowledge; the share-group heartbeat and describe
-// are the group coordinator's. With --data-dir, share-partition state is
-// kept in <data-dir>/__share on the shared volume.
+// and the share-group admin keys 91 and 92 are the group coordinator's.
+// With --data-dir, share-partition state is kept in <data-dir>/__share on
+// the shared volume.
 func registerShare(b *broker) {
 	opts := share.Options{
 		Views: b.views,
@@ -39,6 +40,11 @@ func registerShare(b *broker) {
 		return
 	}
 	k.Register(b.srv)
+	if b.groups != nil {
+		// AlterShareGroupOffsets and DeleteShareGroupOffsets: the group
+		// coordinator checks the group, the keeper writes the state.
+		b.groups.SetShareStates(k)
+	}
 }
 
 // groupConfigStore keeps the GROUP config resources (in <data-dir>/__groups

@@ -15,7 +15,11 @@ import (
 // from every partition's leader and get each record once; after a broker
 // is killed and its partitions move, the new leaders read the
 // share-partition state from the volume: accepted records are not
-// delivered again, and the records produced after the move are.
+// delivered again, and the records produced after the move are. Then,
+// the group empty, AlterShareGroupOffsets moves every partition's start
+// back to 0 through the group's coordinator: the leaders, on either
+// broker, drop the state they hold for the one on the volume, and every
+// record is delivered again.
 func TestClusterShareGroup(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, append(clusterFlags, "--share-auto-offset-reset", "earliest")...)
@@ -60,8 +64,10 @@ func TestClusterShareGroup(t *testing.T) {
 	runCtx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var wg sync.WaitGroup
+	var consumers []*kgo.Client
 	for range 2 {
 		cl := c.client(kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Second))
+		consumers = append(consumers, cl)
 		wg.Add(1)
 		go func() { defer wg.Done(); consume(runCtx, cl) }()
 	}
@@ -96,10 +102,37 @@ func TestClusterShareGroup(t *testing.T) {
 	stop()
 	wg.Wait()
 	mu.Lock()
-	defer mu.Unlock()
 	for k, n := range seen {
 		if n != 1 {
 			t.Errorf("record %s delivered %d times, want once", k, n)
 		}
 	}
+	seen, acked = map[string]int{}, 0
+	mu.Unlock()
+
+	for _, cl := range consumers {
+		cl.Close() // leaves the group, closes its share sessions
+	}
+	waitUntil(t, 60*time.Second, "the share group empty", func() bool {
+		d, err := adm.DescribeShareGroups(ctx, group)
+		return err == nil && d[group].Err == nil && len(d[group].Members) == 0
+	})
+	var starts kadm.Offsets
+	for p := range int32(6) {
+		starts.AddOffset(topic, p, 0, -1)
+	}
+	waitUntil(t, 30*time.Second, "share-partition starts set to 0", func() bool {
+		r, err := adm.AlterShareGroupOffsets(ctx, group, starts)
+		return err == nil && r.Error() == nil
+	})
+	again, stopAgain := context.WithCancel(context.Background())
+	defer stopAgain()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		consume(again, c.client(kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Second)))
+	}()
+	waitUntil(t, 90*time.Second, "400 records consumed again", all(400))
+	stopAgain()
+	wg.Wait()
 }

@@ -133,6 +133,10 @@ type Store struct {
 	// Defaults replace Keys' defaults with this broker's settings (the
 	// share-group flags).
 	Defaults map[string]string
+	// OnChange, when set, is told the group whose overrides this store
+	// changed (its coordinator applies them); set before use, must not
+	// block.
+	OnChange func(group string)
 
 	root string // <data-dir>/__groups; "" keeps overrides in memory
 	mu   sync.Mutex
@@ -213,6 +217,7 @@ func (s *Store) Update(group string, validateOnly bool, change func(map[string]s
 	}
 	if s.root == "" {
 		s.mem[group] = next
+		s.changed(group)
 		return nil
 	}
 	dir := filepath.Join(s.root, groupstore.DirName(group))
@@ -226,7 +231,14 @@ func (s *Store) Update(group string, validateOnly bool, change func(map[string]s
 	if err := atomicfile.Write(dir, fileName, b, 0o644); err != nil {
 		return fmt.Errorf("write group configs %s: %w", dir, err)
 	}
+	s.changed(group)
 	return nil
+}
+
+func (s *Store) changed(group string) {
+	if s.OnChange != nil {
+		s.OnChange(group)
+	}
 }
 
 // InvalidError is a refused config value (Kafka's INVALID_CONFIG).

@@ -160,3 +160,59 @@ func (s *Store) Partitions(group string) (map[string][]int32, error) {
 	}
 	return out, nil
 }
+
+// Delete removes a share-partition's snapshot (DeleteShareGroupOffsets);
+// none is not an error.
+func (s *Store) Delete(group, topic string, partition int32) error {
+	dir, name := s.path(group, topic, partition)
+	err := os.Remove(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove share state %s/%s: %w", dir, name, err)
+	}
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return fmt.Errorf("remove share state %s/%s: %w", dir, name, err)
+	}
+	return nil
+}
+
+// markName is the file holding a share-partition's admin mark: a token an
+// admin change (AlterShareGroupOffsets, DeleteShareGroupOffsets) replaces,
+// so the partition's leader, wherever it runs, sees that the snapshot it
+// holds in memory is no longer the share-partition's state.
+func markName(topic string, partition int32) string {
+	return topic + "-" + strconv.Itoa(int(partition)) + ".mark"
+}
+
+// SaveMark replaces a share-partition's admin mark.
+func (s *Store) SaveMark(group, topic string, partition int32, mark uint64) error {
+	dir, _ := s.path(group, topic, partition)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("share state dir: %w", err)
+	}
+	name := markName(topic, partition)
+	if err := atomicfile.Write(dir, name, binary.BigEndian.AppendUint64(nil, mark), 0o644); err != nil {
+		return fmt.Errorf("write share state mark %s/%s: %w", dir, name, err)
+	}
+	return nil
+}
+
+// LoadMark reads a share-partition's admin mark; 0 when no admin changed
+// it.
+func (s *Store) LoadMark(group, topic string, partition int32) (uint64, error) {
+	dir, _ := s.path(group, topic, partition)
+	name := markName(topic, partition)
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read share state mark %s/%s: %w", dir, name, err)
+	}
+	if len(b) != 8 {
+		return 0, fmt.Errorf("share state mark %s/%s: %w", dir, name, ErrCorrupt)
+	}
+	return binary.BigEndian.Uint64(b), nil
+}

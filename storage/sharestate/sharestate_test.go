@@ -76,3 +76,38 @@ func TestCorruptFileIsAnError(t *testing.T) {
 		t.Fatalf("corrupt file: ok %v err %v", ok, err)
 	}
 }
+
+func TestDeleteAndMarks(t *testing.T) {
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete("g", "t", 0); err != nil {
+		t.Fatalf("delete of nothing: %v", err)
+	}
+	if m, err := s.LoadMark("g", "t", 0); m != 0 || err != nil {
+		t.Fatalf("mark before any: %d %v", m, err)
+	}
+	if err := s.Save("g", "t", 0, Snapshot{Start: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveMark("g", "t", 0, 77); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.LoadMark("g", "t", 0); m != 77 || err != nil {
+		t.Fatalf("mark: %d %v", m, err)
+	}
+	parts, err := s.Partitions("g")
+	if err != nil || !reflect.DeepEqual(parts, map[string][]int32{"t": {0}}) {
+		t.Fatalf("partitions with a mark: %v %v", parts, err)
+	}
+	if err := s.Delete("g", "t", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Load("g", "t", 0); ok || err != nil {
+		t.Fatalf("load after delete: ok %v err %v", ok, err)
+	}
+	if parts, _ := s.Partitions("g"); len(parts) != 0 {
+		t.Fatalf("partitions after delete: %v", parts)
+	}
+}

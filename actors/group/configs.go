@@ -1,0 +1,76 @@
+package group
+
+import (
+	"time"
+
+	"github.com/kaas-project/kaas/storage/groupconfig"
+)
+
+// WithGroupConfigs is base with a group's GROUP config overrides applied:
+// consumer.session.timeout.ms and consumer.heartbeat.interval.ms (KIP-848
+// consumer groups), share.session.timeout.ms and
+// share.heartbeat.interval.ms (share groups), each bounded by the broker's
+// limits for it (Kafka's group.consumer.min/max.* and group.share.min/max.*
+// defaults, the ranges groupconfig validates against). The other configs
+// are the share-partitions' (share.WithGroupConfigs).
+func WithGroupConfigs(base Config, set map[string]string) Config {
+	cfg := base
+	if d, ok := boundedMillis(set, "consumer.session.timeout.ms"); ok {
+		cfg.ConsumerSessionTimeout = d
+	}
+	if d, ok := boundedMillis(set, "consumer.heartbeat.interval.ms"); ok {
+		cfg.ConsumerHeartbeatInterval = d
+	}
+	if d, ok := boundedMillis(set, "share.session.timeout.ms"); ok {
+		cfg.Share.SessionTimeout = d
+	}
+	if d, ok := boundedMillis(set, "share.heartbeat.interval.ms"); ok {
+		cfg.Share.HeartbeatInterval = d
+	}
+	return cfg
+}
+
+// boundedMillis is the config name of set as a duration, within the
+// broker's bounds for it.
+func boundedMillis(set map[string]string, name string) (time.Duration, bool) {
+	n, ok := groupconfig.Int(set, name)
+	if !ok {
+		return 0, false
+	}
+	k := groupconfig.Keys[name]
+	return time.Duration(min(max(n, k.Min), k.Max)) * time.Millisecond, true
+}
+
+// SetGroupConfigs applies the group's configs over the broker's settings;
+// members take them at their next heartbeat (the interval it answers, the
+// session deadline it sets).
+func (g *Group) SetGroupConfigs(set map[string]string) {
+	g.cfg = WithGroupConfigs(g.base, set)
+	if g.share != nil {
+		g.share.SetConfig(g.cfg.Share)
+	}
+}
+
+// readConfigs reads the group's configs on a goroutine; configsRead
+// brings them back.
+func (a *groupActor) readConfigs() {
+	configs, id := a.opts.Configs, a.id
+	if configs == nil {
+		return
+	}
+	self, system := a.self, a.system
+	go func() {
+		set, err := configs.Load(id)
+		system.Root.Send(self, &configsRead{set: set, err: err})
+	}()
+}
+
+// applyConfigs applies configs read; unreadable ones are logged and the
+// group keeps what it had.
+func (a *groupActor) applyConfigs(m configsRead) {
+	if m.err != nil {
+		a.log.Error().Err(m.err).Msg("group configs unreadable; the group keeps its settings")
+		return
+	}
+	a.g.SetGroupConfigs(m.set)
+}

@@ -1,0 +1,178 @@
+package share
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/tracing"
+	"github.com/kaas-project/kaas/storage/sharestate"
+)
+
+// The share-group admin changes (AlterShareGroupOffsets, key 91;
+// DeleteShareGroupOffsets, key 92) are served by the group coordinator,
+// which checks that the group is an empty share group, then asks its
+// broker's keeper to replace or remove the share-partitions' state.
+//
+// With --data-dir the state is the snapshot file on the shared volume,
+// written through this keeper's writer (after whatever it queued for the
+// share-partition before), followed by a new mark (sharestate.SaveMark).
+// The partition's leader may be another broker holding the old state in
+// memory: when a member opens a share session there, the leader compares
+// the mark with the one it loaded and, when they differ, drops what it
+// holds and reads the new state. Without --data-dir (one broker), the
+// keeper holds the new state until the share-partition is next used.
+
+// ErrStateNotWritten is an admin change that did not reach the volume.
+var ErrStateNotWritten = errors.New("share-partition state not written")
+
+// adminSet replaces (snap) or removes (snap nil) share-partition states.
+type adminSet struct {
+	group string
+	tps   []routing.TP
+	snaps []*sharestate.Snapshot
+	reply func(func() error)
+}
+
+// SetStarts sets the start offset of each of group's share-partitions in
+// starts: every record from it on is available, with no deliveries.
+func (k *Keeper) SetStarts(ctx context.Context, group string, starts map[routing.TP]int64) error {
+	m := &adminSet{group: group}
+	for tp, start := range starts {
+		m.tps = append(m.tps, tp)
+		m.snaps = append(m.snaps, &sharestate.Snapshot{Start: start})
+	}
+	return k.admin(ctx, m)
+}
+
+// DeleteStates removes group's share-partition state of each of tps (a
+// share-partition used again starts at share.auto.offset.reset).
+func (k *Keeper) DeleteStates(ctx context.Context, group string, tps []routing.TP) error {
+	m := &adminSet{group: group, tps: tps, snaps: make([]*sharestate.Snapshot, len(tps))}
+	return k.admin(ctx, m)
+}
+
+func (k *Keeper) admin(ctx context.Context, m *adminSet) error {
+	ch := make(chan func() error, 1)
+	m.reply = func(wait func() error) { ch <- wait }
+	k.ref.Send(tracing.Wrap(ctx, m))
+	return (<-ch)()
+}
+
+// adminSet drops the in-memory share-partitions and queues their new
+// state; the reply waits for the writes.
+func (k *keeper) adminSet(m *adminSet) func() error {
+	var written []<-chan error
+	for i, tp := range m.tps {
+		key := pkey{m.group, tp}
+		delete(k.parts, key)
+		delete(k.marks, key)
+		delete(k.dirty, key)
+		if k.writer != nil {
+			written = append(written, k.writer.putAdmin(key, m.snaps[i], rand.Uint64()|1))
+			continue
+		}
+		if m.snaps[i] == nil {
+			delete(k.memStored, key)
+		} else {
+			k.memStored[key] = *m.snaps[i]
+		}
+	}
+	return func() error {
+		var errs []error
+		for _, ch := range written {
+			if err := <-ch; err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) > 0 {
+			return errors.Join(append([]error{ErrStateNotWritten}, errs...)...)
+		}
+		return nil
+	}
+}
+
+// recheck asks the keeper to drop the share-partitions whose admin mark on
+// the volume is not the one it loaded (an admin changed their state
+// since); it replies with those dropped.
+type recheck struct {
+	group string
+	marks map[routing.TP]uint64
+	reply func(map[routing.TP]bool)
+}
+
+func (k *keeper) recheck(m *recheck) map[routing.TP]bool {
+	dropped := map[routing.TP]bool{}
+	for tp, mark := range m.marks {
+		key := pkey{m.group, tp}
+		if p, ok := k.parts[key]; ok && p.Initialized() && k.marks[key] != mark {
+			k.parts[key] = NewPartition(k.opts.Partition)
+			delete(k.marks, key)
+			delete(k.dirty, key)
+			dropped[tp] = true
+		}
+	}
+	return dropped
+}
+
+// recheckMarks reads the admin marks of the initialized share-partitions a
+// new share session reads (here, in the request's handler) and has the
+// keeper drop those an admin changed; their reads restart from the
+// volume (Offset -1).
+func (k *Keeper) recheckMarks(ctx context.Context, group string, parts []PartResult) {
+	if k.opts.Store == nil {
+		return
+	}
+	marks := map[routing.TP]uint64{}
+	for _, p := range parts {
+		if !p.Read || p.Offset < 0 {
+			continue
+		}
+		mark, err := k.opts.Store.LoadMark(group, p.Topic, p.Partition)
+		if err != nil {
+			k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("share-partition mark unreadable")
+			continue
+		}
+		marks[tpOf(p)] = mark
+	}
+	if len(marks) == 0 {
+		return
+	}
+	ch := make(chan map[routing.TP]bool, 1)
+	k.ref.Send(tracing.Wrap(ctx, &recheck{group: group, marks: marks, reply: func(d map[routing.TP]bool) { ch <- d }}))
+	dropped := <-ch
+	for i := range parts {
+		if dropped[tpOf(parts[i])] {
+			parts[i].Offset = -1
+		}
+	}
+}
+
+// loadMark is a share-partition's admin mark, read with its snapshot for
+// its first use here (0: none, or unreadable, logged).
+func (k *Keeper) loadMark(group string, p PartResult) uint64 {
+	if k.opts.Store == nil {
+		return 0
+	}
+	mark, err := k.opts.Store.LoadMark(group, p.Topic, p.Partition)
+	if err != nil {
+		k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("share-partition mark unreadable")
+	}
+	return mark
+}
+
+// HasState reports whether group has share-partition state (on the
+// volume; without a store, in this keeper).
+func (k *Keeper) HasState(ctx context.Context, group string) bool {
+	if k.opts.Store != nil {
+		parts, err := k.opts.Store.Partitions(group)
+		if err != nil {
+			k.opts.Log.Error().Err(err).Str("group", group).Msg("listing share-partition state failed")
+		}
+		return len(parts) > 0
+	}
+	ch := make(chan map[routing.TP]int64, 1)
+	k.ref.Send(tracing.Wrap(ctx, &starts{group: group, reply: func(x map[routing.TP]int64) { ch <- x }}))
+	return len(<-ch) > 0
+}

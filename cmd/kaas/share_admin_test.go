@@ -1,0 +1,180 @@
+package main
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// shareStart is the share-partition start offset DescribeShareGroupOffsets
+// reports for topic's partition 0 (-1: no state).
+func shareStart(t *testing.T, adm *kadm.Client, group, topic string) int64 {
+	t.Helper()
+	offs, err := adm.DescribeShareGroupOffsets(ctxT(t, 10*time.Second), group)
+	if err != nil {
+		t.Fatalf("describe share group offsets: %v", err)
+	}
+	o, ok := offs[group].Offsets[topic][0]
+	if !ok {
+		return -1
+	}
+	if o.Err != nil {
+		t.Fatalf("describe share group offsets: %v", o.Err)
+	}
+	return o.StartOffset
+}
+
+// waitShareEmpty waits until the share group has no members.
+func waitShareEmpty(t *testing.T, adm *kadm.Client, group string) {
+	t.Helper()
+	ctx := ctxT(t, 60*time.Second)
+	for {
+		d, err := adm.DescribeShareGroups(ctx, group)
+		if err == nil && d[group].Err == nil && len(d[group].Members) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("share group %s kept members: %v", group, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// consumeOffsets reads with a new share consumer until it got want
+// records, accepting them, and returns their offsets, sorted.
+func consumeOffsets(t *testing.T, addr, group, topic string, want int) []int64 {
+	t.Helper()
+	cl := shareConsumer(t, addr, group, topic)
+	defer cl.Close()
+	ctx := ctxT(t, 60*time.Second)
+	var got []int64
+	for len(got) < want {
+		fs := cl.PollRecords(ctx, 100)
+		if ctx.Err() != nil {
+			t.Fatalf("got offsets %v, want %d records: %v", got, want, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, r.Offset) })
+		cl.MarkAcks(kgo.AckAccept)
+	}
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	return got
+}
+
+func offsetsFrom(from, to int64) []int64 {
+	var out []int64
+	for o := from; o < to; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// TestShareGroupOffsetsAdminKadm: kadm's AlterShareGroupOffsets and
+// DeleteShareGroupOffsets (keys 91, 92) with Kafka's rules: an absent
+// group is created empty, a group with members is NON_EMPTY_GROUP, another
+// kind of group or none GROUP_ID_NOT_FOUND, an unknown topic or partition
+// UNKNOWN_TOPIC_OR_PARTITION; the start offset set is where consumers
+// start (the leader's in-memory state replaced), a deleted state starts
+// again at share.auto.offset.reset, and both outlive a restart.
+func TestShareGroupOffsetsAdminKadm(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--share-auto-offset-reset", "earliest"}
+	_, addr, stop := startTestBroker(t, args...)
+	const topic, group, n = "share-admin", "sg-admin", 10
+	createTopic(t, addr, topic, 1, nil)
+	produceKeys(t, addr, topic, 0, n)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 60*time.Second)
+
+	alter := func(group, topic string, p int32, at int64) (kadm.AlterShareGroupOffsetsResponses, error) {
+		var os kadm.Offsets
+		os.AddOffset(topic, p, at, -1)
+		return adm.AlterShareGroupOffsets(ctx, group, os)
+	}
+	// The group does not exist yet: Alter creates it.
+	if r, err := alter(group, topic, 0, 6); err != nil || r.Error() != nil {
+		t.Fatalf("alter on a new group: %v %v", err, r.Error())
+	}
+	if s := shareStart(t, adm, group, topic); s != 6 {
+		t.Fatalf("start after alter %d, want 6", s)
+	}
+	if r, err := alter(group, "no-such-topic", 0, 1); err != nil || !errors.Is(r.Error(), kerr.UnknownTopicOrPartition) {
+		t.Fatalf("alter of an unknown topic: %v %v", err, r.Error())
+	}
+	if r, err := alter(group, topic, 3, 1); err != nil || !errors.Is(r.Error(), kerr.UnknownTopicOrPartition) {
+		t.Fatalf("alter of an unknown partition: %v %v", err, r.Error())
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, "sg-none", topic); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("delete on a group that does not exist: %v", err)
+	}
+	// A consumer group's id is not a share group's.
+	cg := newClient(t, addr, kgo.ConsumerGroup("cg-admin"), kgo.ConsumeTopics(topic))
+	if err := cg.CommitRecords(ctx, &kgo.Record{Topic: topic, Partition: 0, Offset: 1, LeaderEpoch: -1}); err != nil {
+		t.Fatal(err)
+	}
+	cg.Close()
+	if _, err := alter("cg-admin", topic, 0, 1); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Fatalf("alter of a consumer group: %v", err)
+	}
+
+	// Consumers start at the start offset set.
+	if got := consumeOffsets(t, addr, group, topic, n-6); !slices.Equal(got, offsetsFrom(6, n)) {
+		t.Fatalf("after alter to 6 consumed %v", got)
+	}
+	// While a member is in the group, both are refused.
+	member := shareConsumer(t, addr, group, topic)
+	waitShareStable(t, adm, group, 1)
+	if _, err := alter(group, topic, 0, 0); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("alter of a group with a member: %v", err)
+	}
+	if _, err := adm.DeleteShareGroupOffsets(ctx, group, topic); !errors.Is(err, kerr.NonEmptyGroup) {
+		t.Fatalf("delete of a group with a member: %v", err)
+	}
+	member.Close()
+	waitShareEmpty(t, adm, group)
+
+	// Moving the start back makes the accepted records available again:
+	// the partition leader's in-memory state is replaced.
+	if r, err := alter(group, topic, 0, 2); err != nil || r.Error() != nil {
+		t.Fatalf("alter to 2: %v %v", err, r.Error())
+	}
+	if got := consumeOffsets(t, addr, group, topic, n-2); !slices.Equal(got, offsetsFrom(2, n)) {
+		t.Fatalf("after alter to 2 consumed %v", got)
+	}
+	waitShareEmpty(t, adm, group)
+
+	// Delete: no state; the next consumer starts at the reset position
+	// (earliest).
+	if r, err := adm.DeleteShareGroupOffsets(ctx, group, topic, "no-such-topic"); err != nil ||
+		r["no-such-topic"] == nil || !errors.Is(r["no-such-topic"], kerr.UnknownTopicOrPartition) || r[topic] != nil {
+		t.Fatalf("delete: %v %v", err, r)
+	}
+	if s := shareStart(t, adm, group, topic); s != -1 {
+		t.Fatalf("start after delete %d, want none", s)
+	}
+	if got := consumeOffsets(t, addr, group, topic, n); !slices.Equal(got, offsetsFrom(0, n)) {
+		t.Fatalf("after delete consumed %v", got)
+	}
+	waitShareEmpty(t, adm, group)
+
+	// An altered start is on the volume: it outlives a restart.
+	if r, err := alter(group, topic, 0, 7); err != nil || r.Error() != nil {
+		t.Fatalf("alter to 7: %v %v", err, r.Error())
+	}
+	stop()
+	_, addr2, _ := startTestBroker(t, args...)
+	if s := shareStart(t, newAdmin(t, addr2), group, topic); s != 7 {
+		t.Fatalf("start after a restart %d, want 7", s)
+	}
+	if got := consumeOffsets(t, addr2, group, topic, n-7); !slices.Equal(got, offsetsFrom(7, n)) {
+		t.Fatalf("after the restart consumed %v", got)
+	}
+}
