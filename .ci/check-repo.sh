@@ -116,7 +116,7 @@ tidy_check() {
   fi
 }
 
-for mod in . deploy/testenv deploy/testenv/jaeger deploy/testenv/containerd deploy/testenv/coredns; do
+for mod in . deploy/testenv deploy/testenv/jaeger deploy/testenv/toxiproxy deploy/testenv/containerd deploy/testenv/coredns; do
   if [ -f "$mod/go.mod" ]; then
     tidy_check "$mod"
   fi

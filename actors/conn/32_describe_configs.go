@@ -59,9 +59,14 @@ func handleDescribeConfigs(r *Request) Pending {
 					continue
 				}
 				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				val := r.Server.BrokerConfigs[name]
+				bc := r.Server.BrokerConfigs[name]
+				val := bc.Value
 				c.Name, c.Value, c.ReadOnly, c.Source = name, &val, true, sourceStaticBroker
-				c.ConfigType = kmsg.ConfigType(topicconfig.TypeString)
+				c.ConfigType = kmsg.ConfigType(bc.Type)
+				if req.IncludeDocumentation {
+					doc := bc.Doc
+					c.Documentation = &doc
+				}
 				if req.IncludeSynonyms {
 					s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
 					s.Name, s.Value, s.Source = name, &val, sourceStaticBroker
@@ -161,7 +166,8 @@ func describeTopicConfig(req *kmsg.DescribeConfigsRequest, s *Server, t *routing
 	c.Name = name
 	override, isSet := t.Config[name]
 	val := k.Default
-	brokerVal, brokerSet := s.BrokerConfigs[k.Synonym]
+	bc, brokerSet := s.BrokerConfigs[k.Synonym]
+	brokerVal := bc.Value
 	if brokerSet {
 		val = brokerVal
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/groupconfig"
+	"github.com/kaas-project/kaas/storage/topicconfig"
 	"github.com/kaas-project/kaas/wire"
 	"github.com/kaas-project/kaas/wire/sasl"
 )
@@ -112,8 +113,9 @@ type Server struct {
 
 	// AutoCreateTopics lets Metadata create unknown topics (set before Serve).
 	AutoCreateTopics bool
-	// BrokerConfigs are the read-only broker configs DescribeConfigs reports.
-	BrokerConfigs map[string]string
+	// BrokerConfigs are the read-only broker configs DescribeConfigs reports,
+	// by Kafka name.
+	BrokerConfigs map[string]BrokerConfig
 	// DataDir is the shared volume DescribeLogDirs reports as this broker's
 	// one log dir; empty when partitions are kept in memory.
 	DataDir string
@@ -159,6 +161,14 @@ type Server struct {
 	// broker's transaction coordinator to this broker's group coordinator
 	// (set before Serve; nil: answered COORDINATOR_NOT_AVAILABLE).
 	TxnOffsetsEnd func(*messages.TxnOffsetsEnd)
+}
+
+// BrokerConfig is one read-only broker config: its value, Kafka's type for
+// it and its documentation (DescribeConfigs v3+).
+type BrokerConfig struct {
+	Value string
+	Type  topicconfig.Type
+	Doc   string
 }
 
 // NewServer returns a server with the core APIs registered.

@@ -757,8 +757,12 @@ func (g *Group) classicTick(now time.Time) {
 	}
 }
 
-// validateClassicCommit checks an OffsetCommit against a classic group.
-func (g *Group) validateClassicCommit(now time.Time, generation int32, memberID string, instanceID *string) int16 {
+// validateClassicCommit checks an OffsetCommit (txn: a TxnOffsetCommit)
+// against a classic group. As in Kafka, a TxnOffsetCommit without member and
+// generation (v0-2, or a producer that sends only the group id) is accepted
+// whatever the group's state, and no transactional commit waits out a
+// rebalance: the transaction, not the group, decides whether it lands.
+func (g *Group) validateClassicCommit(now time.Time, txn bool, generation int32, memberID string, instanceID *string) int16 {
 	if g.state == Dead {
 		return kerr.CoordinatorNotAvailable.Code
 	}
@@ -772,10 +776,10 @@ func (g *Group) validateClassicCommit(now time.Time, generation int32, memberID 
 		if generation != g.generation {
 			return kerr.IllegalGeneration.Code
 		}
-	} else if g.state != Empty {
+	} else if !txn && g.state != Empty {
 		return kerr.UnknownMemberID.Code
 	}
-	if g.state == CompletingRebalance {
+	if !txn && g.state == CompletingRebalance {
 		return kerr.RebalanceInProgress.Code
 	}
 	if m := g.members[memberID]; m != nil {

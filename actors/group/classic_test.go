@@ -349,6 +349,12 @@ func TestClassicFencingTable(t *testing.T) {
 		{"commit unknown member", func() int16 { return commitCode(g, now, 8, 1, "ghost") }, kerr.UnknownMemberID.Code},
 		{"commit without generation to a live group", func() int16 { return commitCode(g, now, 8, -1, "") }, kerr.UnknownMemberID.Code},
 		{"commit ok", func() int16 { return commitCode(g, now, 8, 1, ids[1]) }, 0},
+		// A transactional commit names a member only from TxnOffsetCommit v3
+		// on; without one (sarama's AddMessageToTxn) a live group accepts it.
+		{"txn commit without generation to a live group", func() int16 { return txnCommitCode(g, now, -1, "") }, 0},
+		{"txn commit unknown member", func() int16 { return txnCommitCode(g, now, 1, "ghost") }, kerr.UnknownMemberID.Code},
+		{"txn commit old generation", func() int16 { return txnCommitCode(g, now, 0, ids[0]) }, kerr.IllegalGeneration.Code},
+		{"txn commit ok", func() int16 { return txnCommitCode(g, now, 1, ids[1]) }, 0},
 	} {
 		if c := tc.do(); c != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, code(c), code(tc.want))
@@ -364,6 +370,10 @@ func TestClassicFencingTable(t *testing.T) {
 	}
 	if c := commitCode(g, now, 8, 2, ids[0]); c != kerr.RebalanceInProgress.Code {
 		t.Fatalf("commit while completing: %s", code(c))
+	}
+	// A transactional commit does not wait for the rebalance, as in Kafka.
+	if c := txnCommitCode(g, now, 2, ids[0]); c != 0 {
+		t.Fatalf("txn commit while completing: %s", code(c))
 	}
 }
 

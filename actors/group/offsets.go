@@ -104,7 +104,7 @@ func (g *Group) offsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topic
 			code = kerr.IllegalGeneration.Code
 		}
 	case g.kind == KindClassic:
-		code = g.validateClassicCommit(now, generation, req.MemberID, req.InstanceID)
+		code = g.validateClassicCommit(now, txn, generation, req.MemberID, req.InstanceID)
 	case g.kind == KindShare:
 		// A share group's progress is its share-partitions' state, not
 		// committed offsets.

@@ -43,6 +43,12 @@ func commitCode(g *Group, now time.Time, version int16, gen int32, member string
 	return r.Topics[0].Partitions[0].ErrorCode
 }
 
+// txnCommitCode is commitCode for a TxnOffsetCommit (its OffsetCommit v7 form).
+func txnCommitCode(g *Group, now time.Time, gen int32, member string) int16 {
+	pc := g.TxnOffsetCommit(now, commitReq(7, gen, member, map[string]map[int32]int64{"t": {0: 5}}), topics)
+	return pc.Response.Topics[0].Partitions[0].ErrorCode
+}
+
 func fetch(g *Group, now time.Time, topicsReq []messages.GroupTopic) kmsg.OffsetFetchResponseGroup {
 	return g.FetchOffsets(now, &messages.GroupFetchOffsets{Version: 8, Topics: topicsReq, MemberEpoch: -1}, topics)
 }

@@ -692,6 +692,7 @@ func testSaramaAdmin(t *testing.T, addr string) {
 	if len(brokers) != 1 || brokers[0].ID() != 0 || brokers[0].Addr() != addr || controller != 0 {
 		t.Errorf("DescribeCluster = %v, controller %d; want broker 0 at %s, controller 0", brokers, controller, addr)
 	}
+	testSaramaBrokerConfigs(t, adm)
 	if err := adm.DeleteTopic(topic); err != nil {
 		t.Fatalf("DeleteTopic: %v", err)
 	}
@@ -704,6 +705,46 @@ func testSaramaAdmin(t *testing.T, addr string) {
 	}
 	if err := adm.DeleteTopic(topic); !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 		t.Errorf("DeleteTopic again: %v, want %v", err, sarama.ErrUnknownTopicOrPartition)
+	}
+}
+
+// testSaramaBrokerConfigs: broker 0's configs are described with Kafka's
+// names, types and documentation (DescribeConfigs v4, as sarama's
+// TestFuncAdminDescribeConfig asks), and are read-only.
+func testSaramaBrokerConfigs(t *testing.T, adm sarama.ClusterAdmin) {
+	res, err := adm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: "0"}},
+		sarama.DescribeConfigsOptions{IncludeSynonyms: true, IncludeDocumentation: true})
+	if err != nil || len(res) != 1 || res[0].ErrorCode != sarama.ErrNoError {
+		t.Fatalf("DescribeConfigs broker 0: %v %+v", err, res)
+	}
+	got := map[string]sarama.ConfigEntry{}
+	for _, c := range res[0].Configs {
+		got[c.Name] = c
+		if c.Documentation == nil || *c.Documentation == "" || c.Type == sarama.UnknownConfigType || !c.ReadOnly {
+			t.Errorf("broker config %s: type %v, read-only %v, documentation %v", c.Name, c.Type, c.ReadOnly, c.Documentation)
+		}
+	}
+	for name, want := range map[string]struct {
+		value string
+		typ   sarama.ConfigType
+	}{
+		"log.cleaner.backoff.ms":           {"15000", sarama.LongConfigType},
+		"num.partitions":                   {"1", sarama.IntConfigType},
+		"auto.create.topics.enable":        {"true", sarama.BooleanConfigType},
+		"group.initial.rebalance.delay.ms": {"3000", sarama.IntConfigType},
+	} {
+		c, ok := got[name]
+		if !ok || c.Value != want.value || c.Type != want.typ {
+			t.Errorf("broker config %s = %+v, want %s of type %v", name, c, want.value, want.typ)
+		}
+	}
+	// Broker configs are flags: a change is Kafka's refusal of a read-only one.
+	v := "16000"
+	err = adm.IncrementalAlterConfig(sarama.BrokerResource, "0", map[string]sarama.IncrementalAlterConfigsEntry{
+		"log.cleaner.backoff.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v},
+	}, false)
+	if !errors.Is(err, sarama.ErrInvalidRequest) {
+		t.Errorf("IncrementalAlterConfig broker 0: %v, want %v", err, sarama.ErrInvalidRequest)
 	}
 }
 

@@ -153,14 +153,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
 	b.srv.Quotas, b.srv.QuotaStore = quotas, quotaStore
 	b.srv.ScramUsers = scramUsers
-	b.srv.BrokerConfigs = map[string]string{
-		"broker.id":                 strconv.Itoa(cfg.BrokerID),
-		"advertised.listeners":      cfg.advertisedListenersString(),
-		"socket.request.max.bytes":  strconv.Itoa(cfg.MaxRequestSize),
-		"auto.create.topics.enable": strconv.FormatBool(cfg.AutoCreateTopics),
-		"num.partitions":            strconv.Itoa(cfg.DefaultPartitions),
-		"log.dirs":                  cfg.DataDir,
-	}
+	b.srv.BrokerConfigs = brokerConfigs(cfg)
 	b.srv.SASLFailures = b.sec.limiter
 	b.srv.GroupConfigs = groupConfigStore(cfg)
 	registerGroups(b)
