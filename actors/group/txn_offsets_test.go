@@ -26,7 +26,7 @@ func txnCommitReq(pid int64, epoch int16, p int32, off int64) *kmsg.TxnOffsetCom
 	return r
 }
 
-func txnCommitCode(t *testing.T, x any) int16 {
+func txnResponseCode(t *testing.T, x any) int16 {
 	t.Helper()
 	return x.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 }
@@ -78,7 +78,7 @@ func TestTxnOffsetsSurviveCoordinatorMoves(t *testing.T) {
 			if r := await(t, callGroup(c, "g", commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 3}}))).(*kmsg.OffsetCommitResponse); r.Topics[0].Partitions[0].ErrorCode != 0 {
 				t.Fatalf("commit: %s", code(r.Topics[0].Partitions[0].ErrorCode))
 			}
-			if got := txnCommitCode(t, await(t, callGroup(c, "g", txnCommitReq(42, 5, 0, 7)))); got != 0 {
+			if got := txnResponseCode(t, await(t, callGroup(c, "g", txnCommitReq(42, 5, 0, 7)))); got != 0 {
 				t.Fatalf("TxnOffsetCommit: %s", code(got))
 			}
 			c.Stop(5 * time.Second)
@@ -87,7 +87,7 @@ func TestTxnOffsetsSurviveCoordinatorMoves(t *testing.T) {
 			if o, e := fetchStable(t, c); e != kerr.UnstableOffsetCommit.Code {
 				t.Fatalf("pending offset after a reload: offset %d code %s, want UNSTABLE_OFFSET_COMMIT", o, code(e))
 			}
-			if got := txnCommitCode(t, await(t, callGroup(c, "g", txnCommitReq(42, 4, 0, 9)))); got != kerr.ProducerFenced.Code {
+			if got := txnResponseCode(t, await(t, callGroup(c, "g", txnCommitReq(42, 4, 0, 9)))); got != kerr.ProducerFenced.Code {
 				t.Fatalf("TxnOffsetCommit of a fenced epoch after a reload: %s", code(got))
 			}
 			if got := await(t, txnEnd(c, 42, tc.markerEpoch, tc.commit)); got != int16(0) {
