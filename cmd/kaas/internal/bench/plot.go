@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -99,7 +100,7 @@ func WriteThroughputPNG(w io.Writer, rows []CompareRow, title string) error {
 	p.Title.Text = title
 	p.X.Label.Text = "record size (bytes)"
 	p.Y.Label.Text = "MB/s of record values"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, sizeTicks(rows)
 	p.Y.Min = 0
 	p.Legend.Top, p.Legend.Left = true, true
 	colors := colorByTarget(rows)
@@ -167,7 +168,7 @@ func WriteLatencyCDFPNG(w io.Writer, rows []CompareRow, recordSize int, title st
 	p.Title.Text = title
 	p.X.Label.Text = "latency (ms)"
 	p.Y.Label.Text = "fraction of records at or below"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.TickerFunc(logTicks125)
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Legend.Top, p.Legend.Left = true, true
 	colors := colorByTarget(rows)
@@ -182,6 +183,35 @@ func WriteLatencyCDFPNG(w io.Writer, rows []CompareRow, recordSize int, title st
 		p.Legend.Add(s.Target, l)
 	}
 	return writePNG(w, p)
+}
+
+// sizeTicks labels the record sizes measured.
+func sizeTicks(rows []CompareRow) plot.ConstantTicks {
+	var ticks plot.ConstantTicks
+	for _, group := range bySizeAscending(rows) {
+		ticks = append(ticks, plot.Tick{Value: float64(group[0].RecordSize), Label: SizeLabel(group[0].RecordSize)})
+	}
+	return ticks
+}
+
+// logTicks125 are the ticks of a log axis from lo to hi: labelled at 1, 2
+// and 5 times each power of ten, unlabelled at the other multiples.
+func logTicks125(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for decade := math.Pow10(int(math.Floor(math.Log10(lo)))); decade <= hi; decade *= 10 {
+		for m := 1; m <= 9; m++ {
+			v := decade * float64(m)
+			if v < lo || v > hi {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
 }
 
 func colorByTarget(rows []CompareRow) map[string]color.Color {

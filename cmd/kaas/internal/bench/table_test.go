@@ -199,3 +199,22 @@ func TestWriteReport(t *testing.T) {
 		t.Error("a report of no rows: want an error")
 	}
 }
+
+func TestLogTicks125(t *testing.T) {
+	var labels []string
+	minor := 0
+	for _, tk := range logTicks125(0.3, 60) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		} else {
+			minor++
+		}
+	}
+	if want := []string{"0.5", "1", "2", "5", "10", "20", "50"}; !reflect.DeepEqual(labels, want) {
+		t.Fatalf("labels %v, want %v", labels, want)
+	}
+	// 0.3, 0.4, 0.6-0.9, 3, 4, 6-9, 30, 40, 60.
+	if minor != 2+4+2+4+3 {
+		t.Fatalf("%d unlabelled ticks, want 15", minor)
+	}
+}
