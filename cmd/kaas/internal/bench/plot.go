@@ -103,6 +103,14 @@ func WriteThroughputPNG(w io.Writer, rows []CompareRow, title string) error {
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, sizeTicks(rows)
 	p.Y.Min = 0
 	p.Legend.Top, p.Legend.Left = true, true
+	// Headroom above the highest point for the legend (top left).
+	top := 0.0
+	for _, s := range series {
+		for _, pt := range s.Points {
+			top = max(top, pt.Y)
+		}
+	}
+	p.Y.Max = top * (1 + 0.07*float64(len(series)))
 	colors := colorByTarget(rows)
 	for _, s := range series {
 		l, err := plotter.NewLine(s.Points)
