@@ -129,7 +129,9 @@ func TestBenchCompare(t *testing.T) {
 		if r.CPUSeconds <= 0 || res.Latency == nil || res.Latency.P50 > res.Latency.P99 {
 			t.Errorf("%s, %d B: broker CPU %g s, latency %+v", r.Target, size, r.CPUSeconds, res.Latency)
 		}
-		if cons == nil || cons.Mode != bench.ModeConsume || cons.Consumed != res.Acked || cons.Bytes != res.Bytes || r.ConsumeCPUSeconds <= 0 {
+		// A consume run of a few thousand records may take less than the
+		// 10 ms tick /proc counts CPU in: its CPU may read 0, never less.
+		if cons == nil || cons.Mode != bench.ModeConsume || cons.Consumed != res.Acked || cons.Bytes != res.Bytes || r.ConsumeCPUSeconds < 0 {
 			t.Errorf("%s, %d B: consume run %+v (broker CPU %g s); want the %d records, %d bytes produced",
 				r.Target, size, cons, r.ConsumeCPUSeconds, res.Acked, res.Bytes)
 		}
