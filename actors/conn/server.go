@@ -18,6 +18,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -270,19 +271,27 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l *Listener
 		<-ctx.Done()
 		_ = ln.Close()
 	}()
+	var backoff time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(10 * time.Millisecond)
-				continue
+			if !transientAcceptError(err) {
+				return err
 			}
-			return err
+			if backoff == 0 {
+				s.cfg.Log.Warn().Err(err).Str("listener", l.Name).Msg("accept failed; retrying with backoff until it succeeds")
+			}
+			backoff = acceptBackoff(backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
 		}
+		backoff = 0
 		if s.throttleConnection(c, l) {
 			continue
 		}
@@ -315,6 +324,32 @@ func (s *Server) throttleConnection(c net.Conn, l *Listener) bool {
 	s.cfg.Log.Debug().Str("peer", host).Str("listener", l.Name).Dur("throttle", d).Msg("connection over its ip's connection_creation_rate: closed")
 	s.Clock.AfterFunc(d, func() { _ = c.Close() })
 	return true
+}
+
+// transientAcceptError: the listener itself is fine and a later Accept
+// may succeed. Out of descriptors (EMFILE, ENFILE) is the case that
+// matters: a broker at its open-file limit must keep its listener and
+// accept again once connections or partitions free some.
+func transientAcceptError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED, syscall.EINTR} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// acceptBackoff is the wait after a failed Accept that followed a wait of
+// prev (0: the first failure): 5 ms, doubling up to a second.
+func acceptBackoff(prev time.Duration) time.Duration {
+	if prev <= 0 {
+		return 5 * time.Millisecond
+	}
+	return min(2*prev, time.Second)
 }
 
 // CloseConnections closes every open client connection (shutdown).

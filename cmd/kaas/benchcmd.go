@@ -20,11 +20,13 @@ const benchUsage = `usage: kaas bench [flags]
   produce, consume or measure end-to-end latency against any Kafka-compatible
   cluster; a progress line every second on stderr, the result on stdout
   (text, or JSON with --json)
-usage: kaas bench compare [flags]
+usage: kaas bench compare [flags] [--record-sizes 100,1024,...] [--out DIR]
   the same load (produce or e2e) against franz-go's kfake, kaas in memory and
-  kaas on a temporary --data-dir, each a child process started one after
-  another; prints a markdown table with ratios against kfake, including the
-  broker process's CPU seconds per GB (from /proc/<pid>/stat); --brokers is
+  kaas on a temporary --data-dir, each a fresh child process per record size,
+  then a consume run of what was acknowledged; prints markdown tables with
+  ratios against kfake, including the broker process's CPU seconds per GB
+  produced and consumed (from /proc/<pid>/stat); --out also writes the tables
+  and PNG plots (throughput by record size, latency CDF) to DIR; --brokers is
   ignored
 `
 
@@ -62,10 +64,52 @@ func newBenchFlags(cfg *bench.Config, brokers *string, asJSON, quiet *bool, stde
 
 // parseBench parses the flags of "kaas bench".
 func parseBench(args []string, stderr io.Writer) (cfg bench.Config, asJSON bool, err error) {
+	return parseBenchWith(args, stderr, nil)
+}
+
+// compareOpts are the flags only "kaas bench compare" has.
+type compareOpts struct {
+	sizes  string
+	outDir string
+}
+
+// parseBenchCompare parses the flags of "kaas bench compare": those of
+// "kaas bench" plus --record-sizes and --out. sizes is nil without
+// --record-sizes (then --record-size is the one size).
+func parseBenchCompare(args []string, stderr io.Writer) (cfg bench.Config, sizes []int, outDir string, asJSON bool, err error) {
+	var opts compareOpts
+	cfg, asJSON, err = parseBenchWith(args, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&opts.sizes, "record-sizes", "", "compare: comma-separated record sizes to sweep, in bytes (a k or KiB suffix is ×1024), e.g. 100,1024,16k; overrides --record-size")
+		fs.StringVar(&opts.outDir, "out", "", "compare: also write the markdown tables and PNG plots into this directory")
+	})
+	if err != nil {
+		return cfg, nil, "", false, err
+	}
+	if opts.sizes != "" {
+		minSize := 0
+		if cfg.Mode == bench.ModeE2E {
+			minSize = 16
+		}
+		if sizes, err = bench.ParseRecordSizes(opts.sizes, minSize); err != nil {
+			return cfg, nil, "", false, fmt.Errorf("bench compare: %w", err)
+		}
+		cfg.RecordSize = sizes[0]
+	}
+	if cfg.Mode == bench.ModeConsume {
+		return cfg, nil, "", false, errors.New("bench compare: --mode consume: compare runs produce or e2e, then consumes what they wrote")
+	}
+	return cfg, sizes, opts.outDir, asJSON, nil
+}
+
+// parseBenchWith parses the flags of "kaas bench", and those extra adds.
+func parseBenchWith(args []string, stderr io.Writer, extra func(*flag.FlagSet)) (cfg bench.Config, asJSON bool, err error) {
 	cfg.Partitions = 6
 	var brokers string
 	var quiet bool
 	fs := newBenchFlags(&cfg, &brokers, &asJSON, &quiet, stderr)
+	if extra != nil {
+		extra(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return cfg, false, err
 	}
@@ -140,7 +184,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 
 // runBenchCompare implements "kaas bench compare ...".
 func runBenchCompare(args []string, stdout, stderr io.Writer) error {
-	cfg, asJSON, err := parseBench(args, stderr)
+	cfg, sizes, outDir, asJSON, err := parseBenchCompare(args, stderr)
 	if err != nil {
 		return err
 	}
@@ -155,19 +199,41 @@ func runBenchCompare(args []string, stdout, stderr io.Writer) error {
 	defer os.RemoveAll(dataDir)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	rows, err := bench.Compare(ctx, cfg, exe, bench.CompareTargets(dataDir), stderr)
+	rows, err := bench.Compare(ctx, cfg, exe, dataDir, bench.CompareTargets(), sizes, stderr)
 	if err != nil {
 		return fmt.Errorf("bench compare: %w", err)
+	}
+	heading := compareHeading(cfg)
+	if outDir != "" {
+		files, err := bench.WriteReport(outDir, heading, rows)
+		if err != nil {
+			return fmt.Errorf("bench compare: %w", err)
+		}
+		fmt.Fprintf(stderr, "wrote %s\n", strings.Join(files, ", "))
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	}
-	fmt.Fprintf(stdout, "mode %s, %d-byte records, acks %s, idempotent %t, compression %s, %d partitions, target rate %g/s\n\n",
-		cfg.Mode, cfg.RecordSize, cfg.Acks, cfg.Idempotent, cfg.Compression, cfg.Partitions, cfg.Rate)
-	fmt.Fprint(stdout, bench.CompareTable(rows))
+	fmt.Fprint(stdout, heading+"\n\n"+bench.CompareTables(rows))
 	return nil
+}
+
+// compareHeading names the load every row of a comparison ran.
+func compareHeading(cfg bench.Config) string {
+	run := fmt.Sprintf("%d records", cfg.Count)
+	if cfg.Count == 0 {
+		run = cfg.Duration.String()
+	} else if cfg.Duration > 0 {
+		run += " or " + cfg.Duration.String()
+	}
+	rate := "unlimited rate"
+	if cfg.Rate > 0 {
+		rate = fmt.Sprintf("%g records/s", cfg.Rate)
+	}
+	return fmt.Sprintf("mode %s, acks %s, idempotent %t, compression %s, %d partitions, %s, %s per run, then a consume run from the start of what was acknowledged",
+		cfg.Mode, cfg.Acks, cfg.Idempotent, cfg.Compression, cfg.Partitions, rate, run)
 }
 
 // runBenchKfake implements "kaas bench kfake --kafka-addr ADDR": franz-go's

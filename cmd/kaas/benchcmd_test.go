@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"image/png"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,11 +97,14 @@ func TestBenchCommandRejectsBadFlags(t *testing.T) {
 }
 
 // TestBenchCompare runs the built binary's "kaas bench compare" for a
-// second per broker and checks it ran all three child brokers, counted
-// their CPU and printed sane results.
+// second per broker at two record sizes and checks it ran all three child
+// brokers at each, counted their CPU, consumed every acknowledged record
+// back, and wrote the tables and plots --out asks for.
 func TestBenchCompare(t *testing.T) {
 	bin := kaasBinary(t)
-	cmd := exec.Command(bin, "bench", "compare", "--duration", "1s", "--rate", "3000", "--record-size", "512", "--json", "--quiet")
+	out := filepath.Join(t.TempDir(), "report")
+	cmd := exec.Command(bin, "bench", "compare", "--duration", "1s", "--rate", "3000", "--record-sizes", "100,512",
+		"--out", out, "--json", "--quiet")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -108,18 +114,64 @@ func TestBenchCompare(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &rows); err != nil {
 		t.Fatalf("kaas bench compare --json printed %q: %v", stdout.String(), err)
 	}
-	want := []string{"kfake", "kaas in memory", "kaas --data-dir"}
-	if len(rows) != len(want) {
-		t.Fatalf("%d rows, want %d: %s", len(rows), len(want), stdout.String())
+	targets := []string{"kfake", "kaas in memory", "kaas --data-dir"}
+	sizes := []int{100, 512}
+	if len(rows) != len(targets)*len(sizes) {
+		t.Fatalf("%d rows, want %d: %s", len(rows), len(targets)*len(sizes), stdout.String())
 	}
 	for i, r := range rows {
-		res := r.Result
-		if r.Target != want[i] || res == nil || res.Sent == 0 || res.Acked != res.Sent || res.Failed != 0 {
-			t.Errorf("row %d: %+v, result %+v; want %s with every record acknowledged", i, r, res, want[i])
+		target, size := targets[i%len(targets)], sizes[i/len(targets)]
+		res, cons := r.Result, r.Consume
+		if r.Target != target || r.RecordSize != size || res == nil || res.RecordSize != size || res.Sent == 0 || res.Acked != res.Sent || res.Failed != 0 {
+			t.Errorf("row %d: %+v, result %+v; want %s at %d bytes with every record acknowledged", i, r, res, target, size)
 			continue
 		}
 		if r.CPUSeconds <= 0 || res.Latency == nil || res.Latency.P50 > res.Latency.P99 {
-			t.Errorf("%s: broker CPU %g s, latency %+v", r.Target, r.CPUSeconds, res.Latency)
+			t.Errorf("%s, %d B: broker CPU %g s, latency %+v", r.Target, size, r.CPUSeconds, res.Latency)
+		}
+		// A consume run of a few thousand records may take less than the
+		// 10 ms tick /proc counts CPU in: its CPU may read 0, never less.
+		if cons == nil || cons.Mode != bench.ModeConsume || cons.Consumed != res.Acked || cons.Bytes != res.Bytes || r.ConsumeCPUSeconds < 0 {
+			t.Errorf("%s, %d B: consume run %+v (broker CPU %g s); want the %d records, %d bytes produced",
+				r.Target, size, cons, r.ConsumeCPUSeconds, res.Acked, res.Bytes)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(out, bench.ReportTables))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| 100 B records | produce MB/s", "| 512 B records | produce MB/s", "| kfake (baseline) |", "| kaas --data-dir |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("%s lacks %q:\n%s", bench.ReportTables, want, md)
+		}
+	}
+	for _, name := range []string{bench.ReportThroughput, bench.ReportLatencyCDF(100), bench.ReportLatencyCDF(512)} {
+		raw, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.Decode(bytes.NewReader(raw)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestBenchCompareRejectsBadFlags checks the flags only compare has get a
+// clear error before any broker is started.
+func TestBenchCompareRejectsBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--record-sizes", "100,abc"}, "not a number"},
+		{[]string{"--record-sizes", "100,100"}, "given twice"},
+		{[]string{"--mode", "e2e", "--record-sizes", "8,1024"}, "at least 16"},
+		{[]string{"--mode", "consume"}, "compare runs produce or e2e"},
+	} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"bench", "compare"}, tc.args...)
+		if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("kaas %s: exit %d, stderr %q; want 2 and %q", strings.Join(args, " "), code, stderr.String(), tc.want)
 		}
 	}
 }

@@ -706,7 +706,7 @@ func (l *Log) finishClose() {
 		}
 	}
 	if l.claim != nil {
-		l.claim.close()
+		l.o.releaseClaim(l.claim)
 	}
 	l.o.forget(l.name)
 }

@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -48,6 +49,7 @@ type Option func(*options)
 
 type options struct {
 	maxOpenFiles int
+	keptClaims   int // -1: from the open-file limit
 	deleteDelay  time.Duration
 	now          func() time.Time
 	sync         SyncMode
@@ -72,6 +74,18 @@ func WithFsyncHook(h FsyncHook) Option { return func(o *options) { o.fsyncHook =
 // MaxOpenFiles bounds the descriptors kept open for reads of sealed segments
 // across every log of the Opener (LRU). Active segments are not counted.
 func MaxOpenFiles(n int) Option { return func(o *options) { o.maxOpenFiles = n } }
+
+// MaxKeptClaims bounds the leader-claim files held open across every log of
+// the Opener (0: none; each claim check then opens the file). By default
+// it is a quarter of the process's open-file limit (keptClaimsShare), so a
+// broker leading many partitions keeps descriptors for its active segments
+// and its connections.
+func MaxKeptClaims(n int) Option { return func(o *options) { o.keptClaims = max(n, 0) } }
+
+// keptClaimsShare is the part of the open-file limit the kept claims may
+// use by default: the active segments take one descriptor per partition,
+// the sealed-segment LRU and the connections the rest.
+const keptClaimsShare = 4
 
 // DeleteDelay is how long a file renamed aside (".deleted") is kept before
 // it is unlinked (Kafka's file.delete.delay.ms): long enough that no broker
@@ -116,6 +130,9 @@ type Opener struct {
 	// localFS: the data directory is on a filesystem with one page cache
 	// for every reader, so a log may hold its claim file open.
 	localFS bool
+	// keptClaims counts the claim files held open (at most
+	// opts.keptClaims).
+	keptClaims atomic.Int64
 	// sparePace spaces the creation of spare sets (SpareRate).
 	sparePace pacer
 
@@ -131,7 +148,7 @@ type Opener struct {
 // delete delay.
 func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) {
 	o := &Opener{dir: dir, log: log, open: map[string]*Log{}, timers: map[*time.Timer]struct{}{}}
-	o.opts = options{maxOpenFiles: 512, deleteDelay: time.Minute, now: time.Now, spareDelay: 5 * time.Second, spareRate: 100, unreadDelay: 5 * time.Second}
+	o.opts = options{maxOpenFiles: 512, keptClaims: -1, deleteDelay: time.Minute, now: time.Now, spareDelay: 5 * time.Second, spareRate: 100, unreadDelay: 5 * time.Second}
 	for _, fn := range opts {
 		fn(&o.opts)
 	}
@@ -142,6 +159,9 @@ func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) 
 		o.opts.maxOpenFiles = 1
 	}
 	o.cache = &fdCache{max: o.opts.maxOpenFiles}
+	if o.opts.keptClaims < 0 {
+		o.opts.keptClaims = int(openFileLimit() / keptClaimsShare)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("disklog: create data dir: %w", err)
 	}
@@ -426,4 +446,26 @@ func (p *pacer) reserve(now time.Time) time.Duration {
 	}
 	p.next = at.Add(p.every)
 	return at.Sub(now)
+}
+
+// keepClaim opens the claim file at path to be held open, when the
+// Opener's budget of kept claims allows; nil otherwise (the log then reads
+// the claim by path). releaseClaim gives the budget back.
+func (o *Opener) keepClaim(path string) *keptFile {
+	if o.keptClaims.Add(1) > int64(o.opts.keptClaims) {
+		o.keptClaims.Add(-1)
+		return nil
+	}
+	k, err := openKept(path)
+	if err != nil {
+		o.keptClaims.Add(-1)
+		return nil
+	}
+	return k
+}
+
+// releaseClaim closes a claim keepClaim opened.
+func (o *Opener) releaseClaim(k *keptFile) {
+	k.close()
+	o.keptClaims.Add(-1)
 }

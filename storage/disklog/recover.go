@@ -40,15 +40,16 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 		}
 		if o.localFS {
 			// Superseded reads it after every group commit: one pread
-			// instead of open, read and close. On failure it reads by path.
-			l.claim, _ = openKept(filepath.Join(dir, claimFile))
+			// instead of open, read and close. Past the Opener's budget of
+			// kept claims, or on failure, it reads by path.
+			l.claim = o.keepClaim(filepath.Join(dir, claimFile))
 		}
 	}
 	start := time.Now()
 	stats, err := l.recover()
 	if err != nil {
 		if l.claim != nil {
-			l.claim.close()
+			o.releaseClaim(l.claim)
 		}
 		l.stopTimers()
 		for _, s := range l.segments {

@@ -1052,6 +1052,62 @@ func TestClaimReplacedByRename(t *testing.T) {
 	}
 }
 
+// TestKeptClaimsBounded: past the Opener's budget of kept claim files a
+// log reads its claim by path, and still sees a newer claim; closing a log
+// gives its place back to the next one opened.
+func TestKeptClaimsBounded(t *testing.T) {
+	root := t.TempDir()
+	if !localFilesystem(root) {
+		t.Fatalf("%s is not a local filesystem: claims are never held open there", root)
+	}
+	o := testOpener(t, root, MaxKeptClaims(2))
+	open := func(p int32) *Log {
+		id := testID
+		id.Partition = p
+		sl, err := o.Open(id, storage.LogConfig{Claim: true, ClaimEpoch: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sl.(*Log)
+	}
+	logs := []*Log{open(0), open(1), open(2), open(3)}
+	for i, l := range logs {
+		if kept := l.claim != nil; kept != (i < 2) {
+			t.Fatalf("log %d: claim held open %t; want only the first 2 of a budget of 2", i, kept)
+		}
+	}
+	if got := o.keptClaims.Load(); got != 2 {
+		t.Fatalf("%d claims counted as kept, want 2", got)
+	}
+	for i, l := range logs {
+		if l.Superseded(5) {
+			t.Fatalf("log %d: superseded by its own claim", i)
+		}
+		if err := overwriteFile(filepath.Join(l.Dir(), claimFile), encodeClaim(6), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if !l.Superseded(5) {
+			t.Fatalf("log %d (claim kept open %t): a newer claim is not seen", i, l.claim != nil)
+		}
+	}
+	if err := logs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.keptClaims.Load(); got != 1 {
+		t.Fatalf("after a close %d claims counted as kept, want 1", got)
+	}
+	if l := open(4); l.claim == nil {
+		t.Fatal("a log opened after a close does not get the freed place")
+	}
+	if d := testOpener(t, t.TempDir()); d.opts.keptClaims != int(openFileLimit()/keptClaimsShare) || d.opts.keptClaims < 1 {
+		t.Fatalf("default budget %d kept claims, want a quarter of the open-file limit %d", d.opts.keptClaims, openFileLimit())
+	}
+	none := testOpener(t, t.TempDir(), MaxKeptClaims(0))
+	if l := openLogT(t, none, storage.LogConfig{Claim: true, ClaimEpoch: 1}); l.claim != nil || l.Superseded(1) {
+		t.Fatalf("budget 0: claim held open %t, or superseded by its own claim", l.claim != nil)
+	}
+}
+
 // TestFailoverRecoveryDefersSync: after a kill, the next leader opens
 // every partition of the dead broker at once, each with a tail that may
 // never have reached the disk. Opening costs no flush: Durable stays below

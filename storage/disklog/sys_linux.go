@@ -341,3 +341,13 @@ func overwriteRaw(path string, data []byte, mode os.FileMode) error {
 	}
 	return err
 }
+
+// openFileLimit is the process's soft open-file limit (RLIMIT_NOFILE; Go
+// raises it to the hard limit at start), or 1024 if it cannot be read.
+func openFileLimit() uint64 {
+	var rl unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 {
+		return 1024
+	}
+	return rl.Cur
+}

@@ -226,22 +226,3 @@ func TestParseProcStatCPU(t *testing.T) {
 		})
 	}
 }
-
-func TestCompareTableRatios(t *testing.T) {
-	rows := []CompareRow{
-		{Target: "kfake", CPUSeconds: 2, Result: &Result{RecordsPerSec: 1000, MBPerSec: 1, Bytes: 1e9, Latency: &Latency{P50: 4, P99: 10}}},
-		{Target: "kaas", CPUSeconds: 1, Result: &Result{RecordsPerSec: 3000, MBPerSec: 3, Bytes: 2e9, Latency: &Latency{P50: 1, P99: 5}}},
-	}
-	if got := rows[1].CPUSecondsPerGB(); got != 0.5 {
-		t.Fatalf("CPU s per GB = %g, want 0.5", got)
-	}
-	table := CompareTable(rows)
-	for _, want := range []string{
-		"| kfake (baseline) | 1000 (×1.00) | 1.00 (×1.00) | 4.00 (×1.00) | 10.00 (×1.00) | 2.00 (×1.00) |",
-		"| kaas | 3000 (×3.00) | 3.00 (×3.00) | 1.00 (×0.25) | 5.00 (×0.50) | 0.50 (×0.25) |",
-	} {
-		if !strings.Contains(table, want) {
-			t.Errorf("table lacks %q:\n%s", want, table)
-		}
-	}
-}

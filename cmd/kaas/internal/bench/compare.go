@@ -18,64 +18,113 @@ import (
 
 // Target is one broker a comparison runs the load against: a child process
 // of the kaas binary started with Args, listening on the address the
-// {addr} argument is replaced with.
+// {addr} argument is replaced with ({datadir}: see dataDirArg).
 type Target struct {
 	Name string
 	Args []string
 }
 
+// dataDirArg in a target's arguments is replaced with a fresh, empty
+// directory for each broker process, removed after its runs.
+const dataDirArg = "{datadir}"
+
 // CompareTargets are kfake (the baseline, first), kaas in memory and kaas
-// on a data directory under dataDir, each a child process of exe.
-func CompareTargets(dataDir string) []Target {
+// on a fresh data directory, each a child process of exe.
+func CompareTargets() []Target {
 	return []Target{
 		{"kfake", []string{"bench", "kfake", "--kafka-addr", "{addr}"}},
 		{"kaas in memory", []string{"serve", "--kafka-addr", "{addr}", "--http-addr", "", "--log-level", "warn"}},
-		{"kaas --data-dir", []string{"serve", "--kafka-addr", "{addr}", "--http-addr", "", "--log-level", "warn", "--data-dir", dataDir}},
+		{"kaas --data-dir", []string{"serve", "--kafka-addr", "{addr}", "--http-addr", "", "--log-level", "warn", "--data-dir", dataDirArg}},
 	}
 }
 
-// CompareRow is one target's run and what its broker process spent on CPU.
+// CompareRow is one target's runs at one record size, each against a
+// fresh broker process: the produce (or e2e) run, then a consume run
+// reading from the start the records it acknowledged, and what the broker
+// process spent on CPU during each.
 type CompareRow struct {
 	Target     string  `json:"target"`
-	Result     *Result `json:"result"`
-	CPUSeconds float64 `json:"broker_cpu_seconds"` // user+system of the broker process over the run
+	RecordSize int     `json:"record_size"`
+	Result     *Result `json:"result"`             // the produce or e2e run
+	CPUSeconds float64 `json:"broker_cpu_seconds"` // user+system of the broker process over Result's run
+
+	Consume           *Result `json:"consume,omitempty"`
+	ConsumeCPUSeconds float64 `json:"consume_broker_cpu_seconds"`
 }
 
-// CPUSecondsPerGB is the broker's CPU time per 10^9 bytes the run counted;
-// 0 when nothing was counted.
-func (r CompareRow) CPUSecondsPerGB() float64 {
-	if r.Result == nil || r.Result.Bytes == 0 {
+// CPUSecondsPerGB is the broker's CPU time per 10^9 bytes the produce (or
+// e2e) run counted; 0 when nothing was counted.
+func (r CompareRow) CPUSecondsPerGB() float64 { return perGB(r.CPUSeconds, r.Result) }
+
+// ConsumeCPUSecondsPerGB is the broker's CPU time per 10^9 bytes consumed;
+// 0 when nothing was.
+func (r CompareRow) ConsumeCPUSecondsPerGB() float64 { return perGB(r.ConsumeCPUSeconds, r.Consume) }
+
+func perGB(cpuSeconds float64, res *Result) float64 {
+	if res == nil || res.Bytes == 0 {
 		return 0
 	}
-	return r.CPUSeconds / (float64(r.Result.Bytes) / 1e9)
+	return cpuSeconds / (float64(res.Bytes) / 1e9)
 }
 
-// Compare runs cfg against every target in turn, each a fresh child
-// process of exe, and measures the child's CPU time from /proc/<pid>/stat
-// (Linux) around the run, so the load generator's own CPU is not counted.
-func Compare(ctx context.Context, cfg Config, exe string, targets []Target, log io.Writer) ([]CompareRow, error) {
+// Compare runs cfg at each record size against every target in turn, each
+// time a fresh child process of exe: first cfg's produce or e2e run, then
+// a consume run of the records it acknowledged. It measures the child's CPU
+// time from /proc/<pid>/stat (Linux) around each run, so the load
+// generator's own CPU is not counted. The rows come by record size, then
+// by target in the order given (the first is the baseline).
+// Data directories are made under dataRoot.
+func Compare(ctx context.Context, cfg Config, exe, dataRoot string, targets []Target, sizes []int, log io.Writer) ([]CompareRow, error) {
 	if cfg.Mode == ModeConsume {
-		return nil, errors.New("compare runs produce or e2e (a fresh broker has nothing to consume)")
+		return nil, errors.New("compare runs produce or e2e, then consumes what they wrote (a fresh broker has nothing to consume)")
+	}
+	if len(sizes) == 0 {
+		sizes = []int{cfg.RecordSize}
 	}
 	var rows []CompareRow
-	for _, tg := range targets {
-		row, err := compareOne(ctx, cfg, exe, tg, log)
-		if err != nil {
-			return rows, fmt.Errorf("%s: %w", tg.Name, err)
+	for _, size := range sizes {
+		c := cfg
+		c.RecordSize = size
+		if err := c.Validate(); err != nil {
+			return rows, err
 		}
-		rows = append(rows, row)
+		for _, tg := range targets {
+			row, err := compareOne(ctx, c, exe, dataRoot, tg, log)
+			if err != nil {
+				return rows, fmt.Errorf("%s, %s records: %w", tg.Name, SizeLabel(size), err)
+			}
+			rows = append(rows, row)
+		}
 	}
 	return rows, nil
 }
 
-func compareOne(ctx context.Context, cfg Config, exe string, tg Target, log io.Writer) (CompareRow, error) {
+// consumeConfig is the consume run that follows prod: it reads the acked
+// records from the start, and gives up after a bound well past what the
+// produce run took, so a broker that loses records cannot hang the
+// comparison (the shortfall shows in the consumed count).
+func consumeConfig(cfg Config, prod *Result) Config {
+	c := cfg
+	c.Mode = ModeConsume
+	c.Count = prod.Acked
+	c.Duration = max(time.Minute, 4*time.Duration(prod.Seconds*float64(time.Second)))
+	c.Rate = 0
+	return c
+}
+
+func compareOne(ctx context.Context, cfg Config, exe, dataRoot string, tg Target, log io.Writer) (CompareRow, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return CompareRow{}, err
 	}
+	dataDir, err := os.MkdirTemp(dataRoot, "broker-")
+	if err != nil {
+		return CompareRow{}, fmt.Errorf("data directory: %w", err)
+	}
+	defer os.RemoveAll(dataDir)
 	args := make([]string, len(tg.Args))
 	for i, a := range tg.Args {
-		args[i] = strings.ReplaceAll(a, "{addr}", addr)
+		args[i] = strings.NewReplacer("{addr}", addr, dataDirArg, dataDir).Replace(a)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -98,21 +147,38 @@ func compareOne(ctx context.Context, cfg Config, exe string, tg Target, log io.W
 	if err := waitListening(ctx, addr, 15*time.Second); err != nil {
 		return CompareRow{}, err
 	}
-	fmt.Fprintf(log, "== %s (pid %d, %s)\n", tg.Name, cmd.Process.Pid, addr)
+	fmt.Fprintf(log, "== %s, %s records (pid %d, %s)\n", tg.Name, SizeLabel(cfg.RecordSize), cmd.Process.Pid, addr)
 	cfg.Brokers = []string{addr}
-	before, err := ProcCPU(cmd.Process.Pid)
-	if err != nil {
+	row := CompareRow{Target: tg.Name, RecordSize: cfg.RecordSize}
+	pid := cmd.Process.Pid
+	if row.Result, row.CPUSeconds, err = runMeasured(ctx, cfg, pid); err != nil {
 		return CompareRow{}, err
+	}
+	if row.Result.Acked == 0 {
+		return row, nil
+	}
+	if row.Consume, row.ConsumeCPUSeconds, err = runMeasured(ctx, consumeConfig(cfg, row.Result), pid); err != nil {
+		return CompareRow{}, fmt.Errorf("consume: %w", err)
+	}
+	return row, nil
+}
+
+// runMeasured runs cfg and reports the CPU seconds process pid spent
+// meanwhile.
+func runMeasured(ctx context.Context, cfg Config, pid int) (*Result, float64, error) {
+	before, err := ProcCPU(pid)
+	if err != nil {
+		return nil, 0, err
 	}
 	res, err := Run(ctx, cfg)
 	if err != nil {
-		return CompareRow{}, err
+		return nil, 0, err
 	}
-	after, err := ProcCPU(cmd.Process.Pid)
+	after, err := ProcCPU(pid)
 	if err != nil {
-		return CompareRow{}, err
+		return nil, 0, err
 	}
-	return CompareRow{Target: tg.Name, Result: res, CPUSeconds: (after - before).Seconds()}, nil
+	return res, (after - before).Seconds(), nil
 }
 
 func freeLoopbackAddr() (string, error) {
@@ -169,51 +235,6 @@ func parseProcStatCPU(stat string) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc stat: %w", err)
 	}
 	return time.Duration(u+s) * clockTick, nil
-}
-
-// CompareTable is rows as a markdown table, each figure also as a ratio
-// against the first row (the baseline): throughput ratios above 1 and CPU
-// ratios below 1 favour the row.
-func CompareTable(rows []CompareRow) string {
-	var b strings.Builder
-	b.WriteString("| broker | records/s | MB/s | p50 ms | p99 ms | broker CPU s per GB |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
-	if len(rows) == 0 {
-		return b.String()
-	}
-	base := rows[0]
-	ratio := func(v, baseV float64) string {
-		if baseV == 0 {
-			return ""
-		}
-		return fmt.Sprintf(" (×%.2f)", v/baseV)
-	}
-	for i, r := range rows {
-		res := r.Result
-		p50, p99, bp50, bp99 := 0.0, 0.0, 0.0, 0.0
-		if res.Latency != nil {
-			p50, p99 = res.Latency.P50, res.Latency.P99
-		}
-		if base.Result.Latency != nil {
-			bp50, bp99 = base.Result.Latency.P50, base.Result.Latency.P99
-		}
-		name := r.Target
-		if i == 0 {
-			name += " (baseline)"
-		}
-		lat := func(v, baseV float64) string {
-			if res.Latency == nil {
-				return "–"
-			}
-			return fmt.Sprintf("%.2f", v) + ratio(v, baseV)
-		}
-		fmt.Fprintf(&b, "| %s | %.0f%s | %.2f%s | %s | %s | %.2f%s |\n", name,
-			res.RecordsPerSec, ratio(res.RecordsPerSec, base.Result.RecordsPerSec),
-			res.MBPerSec, ratio(res.MBPerSec, base.Result.MBPerSec),
-			lat(p50, bp50), lat(p99, bp99),
-			r.CPUSecondsPerGB(), ratio(r.CPUSecondsPerGB(), base.CPUSecondsPerGB()))
-	}
-	return b.String()
 }
 
 // ServeKfake runs franz-go's kfake cluster (one broker) on addr until ctx

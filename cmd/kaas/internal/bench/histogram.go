@@ -137,3 +137,33 @@ func ExactQuantile(sorted []time.Duration, q float64) time.Duration {
 	}
 	return sorted[nearestRank(q, uint64(len(sorted)))-1]
 }
+
+// CDFPoint is one step of a cumulative distribution: Fraction of all
+// values are at or below Value.
+type CDFPoint struct {
+	Value    time.Duration
+	Fraction float64
+}
+
+// CDF is h's cumulative distribution, one point per non-empty bucket (its
+// upper end, clamped to the exact min and max), ending at (Max, 1); nil
+// if nothing was recorded.
+func (h *Histogram) CDF() []CDFPoint {
+	if h.n == 0 {
+		return nil
+	}
+	var pts []CDFPoint
+	var seen uint64
+	for i, c := range h.counts {
+		if c == 0 {
+			continue
+		}
+		seen += c
+		v := min(max(bucketHigh(i), h.min), h.max)
+		pts = append(pts, CDFPoint{Value: time.Duration(v), Fraction: float64(seen) / float64(h.n)})
+		if seen == h.n {
+			break
+		}
+	}
+	return pts
+}

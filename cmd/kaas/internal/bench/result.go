@@ -70,6 +70,18 @@ type Result struct {
 	AckLatency *Latency `json:"ack_latency_ms,omitempty"`
 
 	FirstError string `json:"first_error,omitempty"`
+
+	// latency is the histogram Latency summarises, for plots.
+	latency *Histogram
+}
+
+// LatencyCDF is the cumulative distribution of the mode's latency (what
+// Latency summarises); nil for consume runs and results read from JSON.
+func (r *Result) LatencyCDF() []CDFPoint {
+	if r.latency == nil {
+		return nil
+	}
+	return r.latency.CDF()
 }
 
 // finish fills the throughput fields from Records, Bytes and elapsed.

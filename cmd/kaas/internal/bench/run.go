@@ -235,7 +235,7 @@ func (r *run) produceOnly(ctx context.Context) error {
 	<-done
 	r.fillProducer()
 	r.res.Records, r.res.Bytes = r.res.Acked, r.ackedBytes.Load()
-	r.res.Latency = Summarize(&r.ack)
+	r.res.Latency, r.res.latency = Summarize(&r.ack), &r.ack
 	r.res.finish(elapsed)
 	return nil
 }
@@ -374,7 +374,7 @@ func (r *run) endToEnd(ctx context.Context) error {
 	r.fillProducer()
 	r.res.Consumed = r.consumed.Load()
 	r.res.Records, r.res.Bytes = r.res.Consumed, r.consumedBytes.Load()
-	r.res.Latency = Summarize(&r.e2e)
+	r.res.Latency, r.res.latency = Summarize(&r.e2e), &r.e2e
 	r.res.AckLatency = Summarize(&r.ack)
 	r.res.finish(elapsed)
 	return nil
