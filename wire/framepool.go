@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math/bits"
@@ -111,17 +113,23 @@ func (p *FramePool) Stats() (reused, released int64) {
 }
 
 // ReadFrame reads one size-prefixed frame into a buffer from the pool; the
-// size is checked against max before any buffer is taken. The caller Puts
+// size is checked against max before any buffer is taken. The body's bytes
+// beyond what r holds buffered are read straight into the frame when the
+// rest is at least r's size (bufio.Reader.Read does so). The caller Puts
 // the frame back once nothing refers to its bytes, or drops it.
-func (p *FramePool) ReadFrame(r io.Reader, max int32) ([]byte, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r, sz[:]); err != nil {
+func (p *FramePool) ReadFrame(r *bufio.Reader, max int32) ([]byte, error) {
+	prefix, err := r.Peek(4) // no scratch array to escape to the heap per frame
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(prefix) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, err
 	}
-	n, err := frameSize(sz, max)
+	n, err := frameSize([4]byte(prefix), max)
 	if err != nil {
 		return nil, err
 	}
+	_, _ = r.Discard(4)
 	buf := p.Get(int(n))
 	if _, err := io.ReadFull(r, buf); err != nil {
 		p.Put(buf)

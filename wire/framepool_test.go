@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 )
 
@@ -79,22 +81,28 @@ func TestFramePoolKeepsWithinBudget(t *testing.T) {
 
 func TestFramePoolReadFrame(t *testing.T) {
 	p := NewFramePool(1 << 20)
-	if _, err := p.ReadFrame(bytes.NewReader([]byte{0x10, 0, 0, 0}), 1024); !errors.Is(err, ErrFrameTooLarge) {
+	if _, err := p.ReadFrame(bufio.NewReader(bytes.NewReader(nil)), 1024); err != io.EOF {
+		t.Fatalf("end of stream between frames: %v, want io.EOF", err)
+	}
+	if _, err := p.ReadFrame(bufio.NewReader(bytes.NewReader([]byte{0, 0})), 1024); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("torn size prefix: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if _, err := p.ReadFrame(bufio.NewReader(bytes.NewReader([]byte{0x10, 0, 0, 0})), 1024); !errors.Is(err, ErrFrameTooLarge) {
 		t.Fatalf("oversize frame: %v", err)
 	}
-	if _, err := p.ReadFrame(bytes.NewReader([]byte{0xff, 0xff, 0xff, 0xff}), 1024); !errors.Is(err, ErrMalformed) {
+	if _, err := p.ReadFrame(bufio.NewReader(bytes.NewReader([]byte{0xff, 0xff, 0xff, 0xff})), 1024); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("negative size: %v", err)
 	}
 	if _, released := p.Stats(); released != 0 {
 		t.Fatalf("a refused size took a buffer (%d released)", released)
 	}
-	if _, err := p.ReadFrame(bytes.NewReader([]byte{0, 0, 0, 5, 1}), 1024); err == nil {
+	if _, err := p.ReadFrame(bufio.NewReader(bytes.NewReader([]byte{0, 0, 0, 5, 1})), 1024); err == nil {
 		t.Fatal("truncated body read")
 	}
 	if _, released := p.Stats(); released != 1 {
 		t.Fatalf("a truncated body's buffer was not given back (%d released)", released)
 	}
-	b, err := p.ReadFrame(bytes.NewReader([]byte{0, 0, 0, 2, 7, 8}), 1024)
+	b, err := p.ReadFrame(bufio.NewReader(bytes.NewReader([]byte{0, 0, 0, 2, 7, 8})), 1024)
 	if err != nil || !bytes.Equal(b, []byte{7, 8}) {
 		t.Fatalf("frame %v, %v", b, err)
 	}
@@ -107,12 +115,14 @@ func BenchmarkReadFrame(b *testing.B) {
 	const size = 1 << 20
 	frame := append([]byte{0, 0x10, 0, 0}, make([]byte, size)...)
 	r := bytes.NewReader(frame)
+	br := bufio.NewReaderSize(r, 64<<10)
 	b.Run("make", func(b *testing.B) {
 		b.SetBytes(size)
 		b.ReportAllocs()
 		for b.Loop() {
 			r.Reset(frame)
-			if _, err := ReadFrame(r, DefaultMaxRequestSize); err != nil {
+			br.Reset(r)
+			if _, err := ReadFrame(br, DefaultMaxRequestSize); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -123,7 +133,8 @@ func BenchmarkReadFrame(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			r.Reset(frame)
-			f, err := p.ReadFrame(r, DefaultMaxRequestSize)
+			br.Reset(r)
+			f, err := p.ReadFrame(br, DefaultMaxRequestSize)
 			if err != nil {
 				b.Fatal(err)
 			}
