@@ -31,12 +31,9 @@ func ReadFrame(r io.Reader, max int32) ([]byte, error) {
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(sz[:]))
-	if n < 0 {
-		return nil, fmt.Errorf("%w: negative frame size %d", ErrMalformed, n)
-	}
-	if n > max {
-		return nil, fmt.Errorf("%w: %d bytes > %d", ErrFrameTooLarge, n, max)
+	n, err := frameSize(sz, max)
+	if err != nil {
+		return nil, err
 	}
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {

@@ -990,6 +990,7 @@ func (a *connActor) safeAuthorizeAndHandle(api API, req *Request) (p Pending) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("authorization panic")
+			req.panicked = true
 			p = Ready(errorResponse(api, req.Body, kerr.UnknownServerError.Code))
 		}
 	}()

@@ -26,7 +26,10 @@ import (
 type inbound struct {
 	hdr  wire.RequestHeader
 	body []byte
-	read time.Time // when the frame was read (request latency starts here)
+	// frame is the pooled buffer body lies in (frames.go says when it
+	// goes back to the pool).
+	frame []byte
+	read  time.Time // when the frame was read (request latency starts here)
 }
 
 // answered is a finished response from a Pending goroutine.
@@ -151,7 +154,7 @@ func (a *connActor) read(send func(any)) {
 		a.credits <- struct{}{}
 		a.waitUnmuted()
 		_ = a.c.SetReadDeadline(time.Now().Add(a.srv.cfg.IdleTimeout))
-		frame, err := wire.ReadFrame(r, a.srv.cfg.MaxRequestSize)
+		frame, err := a.srv.frames.ReadFrame(r, a.srv.cfg.MaxRequestSize)
 		if err != nil {
 			if errors.Is(err, wire.ErrFrameTooLarge) {
 				err = fmt.Errorf("refused frame: %w", err)
@@ -164,7 +167,7 @@ func (a *connActor) read(send func(any)) {
 			send(&readerDone{err: fmt.Errorf("request header: %w", err)})
 			return
 		}
-		send(&inbound{hdr: hdr, body: body, read: time.Now()})
+		send(&inbound{hdr: hdr, body: body, frame: frame, read: time.Now()})
 	}
 }
 
@@ -285,8 +288,12 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	}
 	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst, Ctx: spanCtx, Size: len(in.body)}
 	pending := a.safeAuthorizeAndHandle(api, req)
+	frame := reusableFrame(hdr, in.frame)
 	go func() {
 		resp := a.safeRun(api, pending, req)
+		if frame != nil && !req.panicked {
+			a.srv.frames.Put(frame)
+		}
 		reply(resp, req.throttle)
 	}()
 }
@@ -297,6 +304,7 @@ func (a *connActor) safeHandle(api API, req *Request) (p Pending) {
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("handler panic")
+			req.panicked = true
 			p = Ready(errorResponse(api, req.Body, kerr.UnknownServerError.Code))
 		}
 	}()
@@ -307,6 +315,7 @@ func (a *connActor) safeRun(api API, p Pending, req *Request) (resp kmsg.Respons
 	defer func() {
 		if r := recover(); r != nil {
 			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("handler panic")
+			req.panicked = true
 			resp = errorResponse(api, req.Body, kerr.UnknownServerError.Code)
 		}
 	}()

@@ -68,6 +68,10 @@ type Request struct {
 	// throttle time); set by the handler or its Pending, read once the
 	// Pending has returned.
 	throttle time.Duration
+	// panicked: the handler, its authorization or its Pending panicked,
+	// so an actor may still hold the request's bytes (the frame is not
+	// reused).
+	panicked bool
 }
 
 // CurrentView is the newest published View as this request's listener
@@ -105,6 +109,7 @@ type Config struct {
 // Server is the Kafka listener plus the API table.
 type Server struct {
 	cfg    Config
+	frames *wire.FramePool
 	views  *routing.Store
 	system *actorsys.System
 	sup    actorsys.Ref
@@ -192,7 +197,7 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real()
 	}
-	s := &Server{cfg: cfg, views: views, system: system, sup: supervisor, apis: map[int16]API{}, started: time.Now(),
+	s := &Server{cfg: cfg, frames: wire.NewFramePool(framePoolBudget), views: views, system: system, sup: supervisor, apis: map[int16]API{}, started: time.Now(),
 		fetchSessions: fetchsession.New(fetchsession.Config{Slots: max(cfg.FetchSessionSlots, 0), EvictAfter: cfg.FetchSessionEvictAfter})}
 	// Producer ids: unique across restarts of this broker (time-based base).
 	s.producerIDs.Store(time.Now().UnixMilli() << 8)

@@ -116,14 +116,18 @@ func validateProduce(records []byte, maxMessage int) ([]byte, batch.Header, int1
 	if len(records) > maxMessage {
 		return nil, batch.Header{}, kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds max.message.bytes %d", len(records), maxMessage)
 	}
-	batches, rest, err := batch.Split(records)
-	if err != nil || len(rest) > 0 || len(batches) == 0 {
-		return nil, batch.Header{}, kerr.CorruptMessage.Code, "records are not a whole number of record batches"
+	if h, err := batch.ParseHeader(records); err != nil || h.Size() != len(records) {
+		// Not exactly one batch (the common case needs no Split and its
+		// allocation): tell a torn batch from several.
+		batches, rest, err := batch.Split(records)
+		if err != nil || len(rest) > 0 || len(batches) == 0 {
+			return nil, batch.Header{}, kerr.CorruptMessage.Code, "records are not a whole number of record batches"
+		}
+		if len(batches) != 1 {
+			return nil, batch.Header{}, kerr.InvalidRecord.Code, "produce requests v3+ must carry exactly one record batch per partition"
+		}
 	}
-	if len(batches) != 1 {
-		return nil, batch.Header{}, kerr.InvalidRecord.Code, "produce requests v3+ must carry exactly one record batch per partition"
-	}
-	b := batches[0]
+	b := records[:len(records):len(records)]
 	h, err := batch.ValidateProduce(b)
 	switch {
 	case errors.Is(err, batch.ErrUnsupportedMagic):
