@@ -159,7 +159,10 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		"socket.request.max.bytes":  strconv.Itoa(cfg.MaxRequestSize),
 		"auto.create.topics.enable": strconv.FormatBool(cfg.AutoCreateTopics),
 		"num.partitions":            strconv.Itoa(cfg.DefaultPartitions),
-		"log.dirs":                  cfg.DataDir,
+		// One copy per partition on the shared volume: what CreateTopics
+		// with replication factor -1 gets, for tools that read it first.
+		"default.replication.factor": "1",
+		"log.dirs":                   cfg.DataDir,
 	}
 	b.srv.SASLFailures = b.sec.limiter
 	b.srv.GroupConfigs = groupConfigStore(cfg)
