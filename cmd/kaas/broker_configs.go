@@ -26,6 +26,10 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"auto.create.topics.enable": c("auto-create-topics", topicconfig.TypeBoolean, strconv.FormatBool(cfg.AutoCreateTopics)),
 		"num.partitions":            c("default-partitions", topicconfig.TypeInt, strconv.Itoa(cfg.DefaultPartitions)),
 		"log.dirs":                  c("data-dir", topicconfig.TypeString, cfg.DataDir),
+		// One copy per partition on the shared volume: what CreateTopics
+		// with replication factor -1 gets, for tools that read it first.
+		"default.replication.factor": {Value: "1", Type: topicconfig.TypeShort,
+			Doc: "one copy per partition on the shared volume: the replication factor of CreateTopics with -1"},
 
 		"log.cleaner.backoff.ms":              c("cleaner-interval", topicconfig.TypeLong, ms(cfg.CleanerInterval)),
 		"log.cleaner.io.max.bytes.per.second": c("cleaner-io-rate", topicconfig.TypeDouble, strconv.FormatInt(cfg.CleanerIORate, 10)),

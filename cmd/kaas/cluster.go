@@ -23,6 +23,10 @@ import (
 	"github.com/kaas-project/kaas/storage"
 )
 
+// kubeQPS and kubeBurst bound the broker's requests to the apiserver, per
+// client (core and dynamic).
+const kubeQPS, kubeBurst = 50, 100
+
 // kubeConfig is the in-cluster config inside a pod, else $KUBECONFIG.
 func kubeConfig() (*rest.Config, error) {
 	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
@@ -42,6 +46,11 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 	if err != nil {
 		return err
 	}
+	// client-go's default client-side limit (5 requests a second, bursts of
+	// 10) is shared by every KafkaTopic create and status write: a burst of
+	// CreateTopics (a test suite, a provisioning tool) would queue past the
+	// admin timeout. The apiserver's priority and fairness guards it instead.
+	rc.QPS, rc.Burst = kubeQPS, kubeBurst
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)

@@ -921,3 +921,57 @@ func TestExternalKafkajsConsumerGroup(t *testing.T) {
 	}
 	checkConsumed(t, want, got, 0)
 }
+
+// TestExternalKafkajsAdminConfigs: the broker and topic configs kafkajs's
+// own suite relies on. describeConfigs of the broker gives
+// default.replication.factor (1: one copy) and num.partitions, and a topic
+// created without either gets them; message.timestamp.difference.max.ms,
+// removed in Kafka 4 but still set by kafkajs users, is accepted, described
+// and enforced as Kafka 3.x did (both timestamp bounds): old records are
+// refused with INVALID_TIMESTAMP and nothing of them is appended.
+func TestExternalKafkajsAdminConfigs(t *testing.T) {
+	dir := kafkajsDir(t)
+	k := startKaas(t, "--data-dir", t.TempDir(), "--default-partitions", "2")
+	const n, topic = 5, "kafkajs-configs"
+	res := runKafkajs(t, dir, 40*time.Second, "admin-configs.js", k.Addr, topic, strconv.Itoa(n))
+	var out struct {
+		BrokerConfigs map[string]string `json:"brokerConfigs"`
+		Defaults      struct {
+			Partitions int   `json:"partitions"`
+			Replicas   []int `json:"replicas"`
+		} `json:"defaults"`
+		TopicConfig *string `json:"topicConfig"`
+		Old         *struct {
+			Error string `json:"error"`
+			Type  string `json:"type"`
+		} `json:"old"`
+		Current []kafkajsMeta `json:"current"`
+		Offsets []struct {
+			Partition int32  `json:"partition"`
+			High      string `json:"high"`
+			Low       string `json:"low"`
+		} `json:"offsets"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+		t.Fatalf("admin-configs.js output: %v\n%s", err, res.Stdout)
+	}
+	if got := out.BrokerConfigs; got["default.replication.factor"] != "1" || got["num.partitions"] != "2" {
+		t.Errorf("broker configs %v, want default.replication.factor 1 and num.partitions 2", got)
+	}
+	if out.Defaults.Partitions != 2 || len(out.Defaults.Replicas) != 2 || out.Defaults.Replicas[0] != 1 || out.Defaults.Replicas[1] != 1 {
+		t.Errorf("topic created with the defaults: %+v, want 2 partitions of 1 replica", out.Defaults)
+	}
+	if out.TopicConfig == nil || *out.TopicConfig != "3600000" {
+		t.Errorf("described message.timestamp.difference.max.ms = %v, want 3600000", out.TopicConfig)
+	}
+	if out.Old == nil || out.Old.Type != "INVALID_TIMESTAMP" {
+		t.Errorf("records 90 minutes old: %+v, want INVALID_TIMESTAMP", out.Old)
+	}
+	checkKafkajsProduced(t, topic, true, out.Current)
+	if len(out.Current) != 1 || out.Current[0].BaseOffset != "0" {
+		t.Errorf("current records %+v, want them at offset 0 (the refused ones not appended)", out.Current)
+	}
+	if len(out.Offsets) != 1 || out.Offsets[0].Low != "0" || out.Offsets[0].High != strconv.Itoa(n) {
+		t.Errorf("offsets %+v, want 0 to %d", out.Offsets, n)
+	}
+}

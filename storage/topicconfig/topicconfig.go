@@ -207,6 +207,9 @@ func init() {
 		{Name: "message.timestamp.before.max.ms", Type: TypeLong, Default: maxLong, Synonym: "log.message.timestamp.before.max.ms",
 			Doc:   "The maximum allowed difference between the broker's time and an earlier record timestamp, with message.timestamp.type CreateTime; a batch beyond it is refused with INVALID_TIMESTAMP.",
 			Check: atLeast(0)},
+		{Name: "message.timestamp.difference.max.ms", Type: TypeLong, Default: maxLong, Synonym: "log.message.timestamp.difference.max.ms",
+			Doc:   "Deprecated: removed in Kafka 4.0. Accepted for older clients (kafkajs sets it), as Kafka 3.x: the bound of message.timestamp.before.max.ms and message.timestamp.after.max.ms when the topic does not set them.",
+			Check: atLeast(0)},
 		{Name: "message.timestamp.type", Type: TypeString, Default: "CreateTime", Synonym: "log.message.timestamp.type",
 			Doc: "Whether the timestamp in the message is the create time or the log append time.", Check: oneOf("CreateTime", "LogAppendTime")},
 		{Name: "min.cleanable.dirty.ratio", Type: TypeDouble, Default: "0.5", Synonym: "log.cleaner.min.cleanable.ratio",
@@ -345,10 +348,17 @@ func LogAppendTime(cfg map[string]string) bool {
 }
 
 // TimestampBounds returns the effective message.timestamp.before.max.ms and
-// message.timestamp.after.max.ms; MaxTimestampBound means no bound. It does
-// not parse defaults, so it is cheap enough to call per produce.
+// message.timestamp.after.max.ms; MaxTimestampBound means no bound. The
+// deprecated message.timestamp.difference.max.ms stands in for either one
+// the topic does not set, as in Kafka 3.x. It does not parse defaults, so it
+// is cheap enough to call per produce.
 func TimestampBounds(cfg map[string]string) (before, after int64) {
 	before, after = MaxTimestampBound, defaultAfterMaxMs
+	if v, ok := cfg["message.timestamp.difference.max.ms"]; ok {
+		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+			before, after = i, i
+		}
+	}
 	if v, ok := cfg["message.timestamp.before.max.ms"]; ok {
 		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
 			before = i

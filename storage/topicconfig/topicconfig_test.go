@@ -41,6 +41,8 @@ func TestValidateOne(t *testing.T) {
 		{"preallocate", "1", "true or false"},
 		{"unclean.leader.election.enable", "false", ""},
 		{"message.downconversion.enable", "true", ""},
+		{"message.timestamp.difference.max.ms", "604800000", ""},
+		{"message.timestamp.difference.max.ms", "-1", "at least 0"},
 		{"remote.log.copy.disable", "true", ""},
 		{"remote.log.delete.on.disable", "maybe", "true or false"},
 		{"remote.storage.enable", "false", ""},
@@ -138,6 +140,19 @@ func TestTimestampBounds(t *testing.T) {
 	b, a := TimestampBounds(map[string]string{"message.timestamp.before.max.ms": "1000", "message.timestamp.after.max.ms": "9223372036854775807"})
 	if b != 1000 || a != MaxTimestampBound {
 		t.Fatalf("overrides: before %d after %d", b, a)
+	}
+	// The deprecated difference bound fills in whichever bound is not set.
+	for _, tc := range []struct {
+		cfg           map[string]string
+		before, after int64
+	}{
+		{map[string]string{"message.timestamp.difference.max.ms": "5000"}, 5000, 5000},
+		{map[string]string{"message.timestamp.difference.max.ms": "5000", "message.timestamp.before.max.ms": "1000"}, 1000, 5000},
+		{map[string]string{"message.timestamp.difference.max.ms": "5000", "message.timestamp.after.max.ms": "2000"}, 5000, 2000},
+	} {
+		if b, a := TimestampBounds(tc.cfg); b != tc.before || a != tc.after {
+			t.Errorf("%v: before %d after %d, want %d and %d", tc.cfg, b, a, tc.before, tc.after)
+		}
 	}
 }
 

@@ -10,7 +10,8 @@ function stderrLogCreator () {
   }
 }
 
-function newKafka (broker) {
+// newKafka is a client of broker; opts override the settings below.
+function newKafka (broker, opts = {}) {
   return new Kafka({
     clientId: 'kaas-kafkajs-test',
     brokers: [broker],
@@ -18,7 +19,8 @@ function newKafka (broker) {
     logCreator: stderrLogCreator,
     connectionTimeout: 3000,
     requestTimeout: 10000,
-    retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2000 }
+    retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 2000 },
+    ...opts
   })
 }
 
