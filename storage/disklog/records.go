@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/sendfile"
 )
 
 // recRef is the descriptor reference a fileRecords holds; it is released
@@ -66,7 +67,7 @@ func (r *fileRecords) WriteTo(w io.Writer) (int64, error) {
 		return 0, storage.ErrClosed
 	}
 	if tc, ok := w.(*net.TCPConn); ok {
-		if n, err, handled := sendfile(tc, r.ref.h.f, r.off, int64(r.n)); handled {
+		if n, err, handled := sendfile.Range(tc, r.ref.h.f, r.off, int64(r.n)); handled {
 			return n, err
 		}
 	}

@@ -25,18 +25,30 @@ func (l *Log) Compact(req storage.CompactRequest) (storage.CompactResult, error)
 	var segs []*segment
 	var snap [][]entry
 	var stats []compaction.Segment
+	var held []*chunk
 	for _, s := range l.segments[:max(len(l.segments)-1, 0)] {
 		es := s.entries
-		if len(es) == 0 || es[len(es)-1].next <= start {
+		if len(es) == 0 || es[len(es)-1].next() <= start {
 			continue
 		}
-		st := compaction.Segment{Base: es[0].base, Next: es[len(es)-1].next, Size: s.size, MaxTS: -1}
-		for _, e := range es {
-			st.MaxTS = max(st.MaxTS, e.maxTS)
+		st := compaction.Segment{Base: es[0].base(), Next: es[len(es)-1].next(), Size: s.size, MaxTS: -1}
+		for i := range es {
+			st.MaxTS = max(st.MaxTS, es[i].maxTS())
 		}
 		segs, snap, stats = append(segs, s), append(snap, es), append(stats, st)
+		// The pass reads these batches unlocked: retention may drop the
+		// segments meanwhile, but their chunks stay until the pass is done.
+		for _, c := range s.chunks {
+			c.acquire()
+			held = append(held, c)
+		}
 	}
 	l.mu.RUnlock()
+	defer func() {
+		for _, c := range held {
+			c.release()
+		}
+	}()
 	firstDirty := max(l.cleanedTo, start)
 	res.CleanedTo = firstDirty
 	nowMs := req.Now.UnixMilli()
@@ -48,17 +60,18 @@ func (l *Log) Compact(req storage.CompactRequest) (storage.CompactResult, error)
 		Horizon: nowMs - req.Config.DeleteRetention, LastOfProducer: map[int64]int64{}}
 fill:
 	for _, es := range snap {
-		for _, e := range es {
-			if e.base >= pass.MapEnd {
+		for i := range es {
+			e := &es[i]
+			if e.base() >= pass.MapEnd {
 				break fill
 			}
-			h, err := batch.ParseHeader(e.b)
+			b, err := e.bytes(l.ar)
 			if err != nil {
 				return res, err
 			}
-			req.Throttle.Wait(int64(len(e.b)))
-			res.BytesRead += int64(len(e.b))
-			ok, err := pass.Scan(e.b, h, firstDirty)
+			req.Throttle.Wait(int64(e.n))
+			res.BytesRead += int64(e.n)
+			ok, err := pass.Scan(b, e.h, firstDirty)
 			if err != nil {
 				return res, err
 			}
@@ -70,41 +83,75 @@ fill:
 	if pass.MapEnd <= firstDirty {
 		return res, nil
 	}
-	out := make([][]entry, len(snap))
+	// Rewritten segments go into chunks of their own, so the chunks of the
+	// batches they replace are freed once nothing else holds them.
+	app := appender{ar: l.ar}
+	defer app.close()
+	out := make([]*segment, len(snap))
 	for i, es := range snap {
-		if es[0].base >= pass.MapEnd {
+		if es[0].base() >= pass.MapEnd {
 			snap, out = snap[:i], out[:i]
 			break
 		}
-		for j, e := range es {
-			h, err := batch.ParseHeader(e.b)
+		var kept [][]byte
+		changed := false
+		for j := range es {
+			e := &es[j]
+			b, err := e.bytes(l.ar)
 			if err != nil {
 				return res, err
 			}
-			nb, err := pass.Batch(e.b, h, j == len(es)-1)
+			nb, err := pass.Batch(b, e.h, j == len(es)-1)
 			if err != nil {
 				return res, err
 			}
+			changed = changed || len(nb) != len(b) || len(nb) > 0 && &nb[0] != &b[0]
 			if nb != nil {
-				out[i] = append(out[i], entry{base: e.base, next: e.next, maxTS: e.maxTS, b: nb})
+				kept = append(kept, nb)
 			}
 		}
+		if !changed {
+			res.BytesWritten += segs[i].size
+			continue
+		}
+		ns := &segment{}
+		for _, nb := range kept {
+			h, err := batch.ParseHeader(nb)
+			if err == nil {
+				var e entry
+				if e, err = store(&app, nb, h); err == nil {
+					ns.add(e)
+					continue
+				}
+			}
+			ns.drop()
+			for _, o := range out[:i] {
+				if o != nil {
+					o.drop()
+				}
+			}
+			return res, err
+		}
+		out[i] = ns
 	}
 	l.mu.Lock()
 	for i, s := range segs[:len(out)] {
-		if len(s.entries) == 0 || &s.entries[0] != &snap[i][0] {
-			continue // retention changed it meanwhile
+		ns := out[i]
+		if ns == nil {
+			continue
 		}
-		var size int64
-		for _, e := range out[i] {
-			size += int64(len(e.b))
+		if s.gone || len(s.entries) == 0 || &s.entries[0] != &snap[i][0] {
+			ns.drop() // retention changed it meanwhile
+			continue
 		}
-		res.BytesWritten += size
-		if size != s.size {
-			res.Segments++
+		res.BytesWritten += ns.size
+		res.Segments++
+		l.size += ns.size - s.size
+		old := s.chunks
+		s.entries, s.chunks, s.size = ns.entries, ns.chunks, ns.size
+		for _, c := range old {
+			c.release()
 		}
-		l.size += size - s.size
-		s.entries, s.size = out[i], size
 	}
 	l.mu.Unlock()
 	res.Cleaned, res.CleanedTo = true, pass.MapEnd

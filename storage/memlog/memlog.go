@@ -1,6 +1,7 @@
 // Package memlog is the in-memory log engine of local-dev mode. It keeps
-// batches in memory, honours retention (so a long dev run does not grow
-// without bound) and loses everything when the process exits.
+// batches in memory (an arena of chunks in an in-memory file, arena.go),
+// honours retention (so a long dev run does not grow without bound) and
+// loses everything when the process exits.
 package memlog
 
 import (
@@ -19,16 +20,59 @@ const DefaultRetentionBytes = 256 << 20
 
 const defaultSegmentBytes = 8 << 20
 
+// entry is one stored batch: a range of the arena's file (c set), or bytes
+// on the Go heap (a batch larger than a chunk, or no arena).
 type entry struct {
-	base, next int64
-	maxTS      int64
-	b          []byte
+	h   batch.Header // parsed from the stored bytes
+	c   *chunk
+	off int64
+	n   int
+	b   []byte
 }
 
+func (e *entry) base() int64  { return e.h.BaseOffset }
+func (e *entry) next() int64  { return e.h.NextOffset() }
+func (e *entry) maxTS() int64 { return e.h.MaxTimestamp }
+
+// bytes returns the batch: the heap bytes, or a copy read from the arena.
+// The caller holds the log's lock or a reference on e.c.
+func (e *entry) bytes(ar *arena) ([]byte, error) {
+	if e.c == nil {
+		return e.b, nil
+	}
+	b := make([]byte, e.n)
+	if _, err := ar.io.ReadAt(b, e.off); err != nil {
+		return nil, fmt.Errorf("memlog: read batch at offset %d: %w", e.base(), err)
+	}
+	return b, nil
+}
+
+// segment is a run of batches dropped together by retention. It holds a
+// reference on every chunk its batches are in.
 type segment struct {
 	entries []entry
+	chunks  []*chunk
 	size    int64
 	created time.Time
+	gone    bool // dropped from its log
+}
+
+// add appends e, taking a reference on its chunk the first time.
+func (s *segment) add(e entry) {
+	if e.c != nil && (len(s.chunks) == 0 || s.chunks[len(s.chunks)-1] != e.c) {
+		e.c.acquire()
+		s.chunks = append(s.chunks, e.c)
+	}
+	s.entries = append(s.entries, e)
+	s.size += int64(e.n)
+}
+
+// drop releases the segment's chunks.
+func (s *segment) drop() {
+	for _, c := range s.chunks {
+		c.release()
+	}
+	s.chunks, s.gone = nil, true
 }
 
 // Log is an in-memory storage.Log.
@@ -42,7 +86,11 @@ type Log struct {
 	epochs   []storage.EpochEntry
 	snaps    map[string][]byte
 	closed   bool
-	now      func() time.Time
+	// ar holds the batches (nil: the Go heap); app is the owner's cursor in
+	// it, under mu.
+	ar  *arena
+	app appender
+	now func() time.Time
 	// defaultCap applies when the topic sets no retention.bytes.
 	defaultCap int64
 	// cleanMu: one compaction pass at a time; cleanedTo: the first dirty
@@ -51,20 +99,27 @@ type Log struct {
 	cleanedTo int64
 }
 
+// sharedArena holds the logs made by New.
+var sharedArena = sync.OnceValue(newArena)
+
 // New returns an empty log.
-func New(cfg storage.LogConfig) *Log {
-	return &Log{cfg: cfg, snaps: map[string][]byte{}, now: time.Now, defaultCap: DefaultRetentionBytes}
+func New(cfg storage.LogConfig) *Log { return newLog(cfg, sharedArena()) }
+
+func newLog(cfg storage.LogConfig, ar *arena) *Log {
+	return &Log{cfg: cfg, snaps: map[string][]byte{}, now: time.Now, defaultCap: DefaultRetentionBytes,
+		ar: ar, app: appender{ar: ar}}
 }
 
 // Opener opens in-memory logs; a partition re-opened in the same process
-// (a leadership bounce) finds its data again.
+// (a leadership bounce) finds its data again. Its logs share one arena.
 type Opener struct {
 	mu   sync.Mutex
 	logs map[storage.PartitionID]*Log
+	ar   *arena
 }
 
 // NewOpener returns an Opener with no logs.
-func NewOpener() *Opener { return &Opener{logs: map[storage.PartitionID]*Log{}} }
+func NewOpener() *Opener { return &Opener{logs: map[storage.PartitionID]*Log{}, ar: newArena()} }
 
 // Open implements storage.Opener.
 func (o *Opener) Open(id storage.PartitionID, cfg storage.LogConfig) (storage.Log, error) {
@@ -72,7 +127,7 @@ func (o *Opener) Open(id storage.PartitionID, cfg storage.LogConfig) (storage.Lo
 	defer o.mu.Unlock()
 	l, ok := o.logs[id]
 	if !ok {
-		l = New(cfg)
+		l = newLog(cfg, o.ar)
 		o.logs[id] = l
 	}
 	l.mu.Lock()
@@ -82,12 +137,27 @@ func (o *Opener) Open(id storage.PartitionID, cfg storage.LogConfig) (storage.Lo
 	return l, nil
 }
 
-// Remove implements storage.Opener.
+// Remove implements storage.Opener: the log's memory goes back to the
+// arena once no Records read from it is open.
 func (o *Opener) Remove(id storage.PartitionID) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.logs, id)
+	if l, ok := o.logs[id]; ok {
+		l.free()
+		delete(o.logs, id)
+	}
 	return nil
+}
+
+// free closes the log and releases every chunk it holds.
+func (l *Log) free() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.segments {
+		s.drop()
+	}
+	l.segments, l.size, l.closed = nil, 0, true
+	l.app.close()
 }
 
 // Persistent implements storage.Opener.
@@ -100,7 +170,8 @@ func (l *Log) segmentBytes() int64 {
 	return defaultSegmentBytes
 }
 
-// Append implements storage.Log. The log keeps its own copy of b.
+// Append implements storage.Log. The log keeps its own copy of b: one copy
+// of the whole batch into the arena, no work per record.
 func (l *Log) Append(b []byte, h batch.Header) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -110,6 +181,15 @@ func (l *Log) Append(b []byte, h batch.Header) error {
 	if h.BaseOffset != l.next {
 		return fmt.Errorf("append at offset %d, log end is %d", h.BaseOffset, l.next)
 	}
+	// The header as stored: the caller may have stamped b since validating.
+	sh, err := batch.ParseHeader(b)
+	if err != nil {
+		return fmt.Errorf("memlog: append at offset %d: %w", h.BaseOffset, err)
+	}
+	e, err := store(&l.app, b, sh)
+	if err != nil {
+		return err
+	}
 	var seg *segment
 	if n := len(l.segments); n > 0 && l.segments[n-1].size < l.segmentBytes() {
 		seg = l.segments[n-1]
@@ -117,12 +197,28 @@ func (l *Log) Append(b []byte, h batch.Header) error {
 		seg = &segment{created: l.now()}
 		l.segments = append(l.segments, seg)
 	}
-	cp := append([]byte(nil), b...)
-	seg.entries = append(seg.entries, entry{base: h.BaseOffset, next: h.NextOffset(), maxTS: h.MaxTimestamp, b: cp})
-	seg.size += int64(len(cp))
-	l.size += int64(len(cp))
+	seg.add(e)
+	l.size += int64(e.n)
 	l.next = h.NextOffset()
 	return nil
+}
+
+// store copies b into p's arena (onto the heap when there is none or b is
+// larger than a chunk).
+func store(p *appender, b []byte, h batch.Header) (entry, error) {
+	e := entry{h: h, n: len(b)}
+	if p.ar != nil {
+		c, off, err := p.put(b)
+		if err != nil {
+			return e, err
+		}
+		if c != nil {
+			e.c, e.off = c, off
+			return e, nil
+		}
+	}
+	e.b = append([]byte(nil), b...)
+	return e, nil
 }
 
 // NextOffset implements storage.Log.
@@ -149,17 +245,18 @@ func (l *Log) Durable() int64 { return l.NextOffset() }
 func (l *Log) locate(off int64) (int, int, bool) {
 	si := sort.Search(len(l.segments), func(i int) bool {
 		s := l.segments[i]
-		return s.entries[len(s.entries)-1].next > off
+		return s.entries[len(s.entries)-1].next() > off
 	})
 	if si == len(l.segments) {
 		return 0, 0, false
 	}
 	es := l.segments[si].entries
-	ei := sort.Search(len(es), func(i int) bool { return es[i].next > off })
+	ei := sort.Search(len(es), func(i int) bool { return es[i].next() > off })
 	return si, ei, true
 }
 
-// Read implements storage.Log.
+// Read implements storage.Log. The records are the stored batches, not a
+// copy: they hold a reference on their chunks until closed.
 func (l *Log) Read(offset int64, maxBytes int, limit int64) (storage.Records, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -173,29 +270,52 @@ func (l *Log) Read(offset int64, maxBytes int, limit int64) (storage.Records, er
 	if !ok {
 		return storage.BytesRecords(nil), nil
 	}
-	var out []byte
+	var pieces []piece
+	var chunks []*chunk
+	n := 0
+segments:
 	for ; si < len(l.segments); si, ei = si+1, 0 {
-		for _, e := range l.segments[si].entries[ei:] {
-			if e.base >= limit || (len(out) > 0 && len(out)+len(e.b) > maxBytes) {
-				return storage.BytesRecords(out), nil
+		es := l.segments[si].entries
+		for i := ei; i < len(es); i++ {
+			e := &es[i]
+			if e.base() >= limit || (n > 0 && n+e.n > maxBytes) {
+				break segments
 			}
-			out = append(out, e.b...)
+			n += e.n
+			switch last := len(pieces) - 1; {
+			case e.c == nil:
+				pieces = append(pieces, piece{b: e.b, n: e.n})
+				continue
+			case last >= 0 && pieces[last].b == nil && pieces[last].off+int64(pieces[last].n) == e.off:
+				pieces[last].n += e.n // batches written one after another: one range
+			default:
+				pieces = append(pieces, piece{off: e.off, n: e.n})
+			}
+			if len(chunks) == 0 || chunks[len(chunks)-1] != e.c {
+				e.c.acquire()
+				chunks = append(chunks, e.c)
+			}
 		}
 	}
-	return storage.BytesRecords(out), nil
+	if n == 0 {
+		return storage.BytesRecords(nil), nil
+	}
+	return newRecords(l.ar, pieces, chunks, n), nil
 }
 
-// FindTimestamp implements storage.Log.
+// FindTimestamp implements storage.Log; the batch is a copy.
 func (l *Log) FindTimestamp(ts int64, limit int64) ([]byte, bool, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	for _, s := range l.segments {
-		for _, e := range s.entries {
-			if e.base >= limit {
+		for i := range s.entries {
+			e := &s.entries[i]
+			if e.base() >= limit {
 				return nil, false, nil
 			}
-			if e.next > l.start && e.maxTS >= ts {
-				return e.b, true, nil
+			if e.next() > l.start && e.maxTS() >= ts {
+				b, err := e.bytes(l.ar)
+				return b, err == nil, err
 			}
 		}
 	}
@@ -208,12 +328,13 @@ func (l *Log) MaxTimestamp(limit int64) (int64, int64, error) {
 	defer l.mu.RUnlock()
 	ts, off := int64(-1), int64(-1)
 	for _, s := range l.segments {
-		for _, e := range s.entries {
-			if e.base >= limit {
+		for i := range s.entries {
+			e := &s.entries[i]
+			if e.base() >= limit {
 				return ts, off, nil
 			}
-			if e.next > l.start && e.maxTS > ts {
-				ts, off = e.maxTS, e.base
+			if e.next() > l.start && e.maxTS() > ts {
+				ts, off = e.maxTS(), e.base()
 			}
 		}
 	}
@@ -238,10 +359,11 @@ func (l *Log) SetStartOffset(off int64) error {
 func (l *Log) dropBelowStart() {
 	for len(l.segments) > 1 {
 		s := l.segments[0]
-		if s.entries[len(s.entries)-1].next > l.start {
+		if s.entries[len(s.entries)-1].next() > l.start {
 			return
 		}
 		l.size -= s.size
+		s.drop()
 		l.segments = l.segments[1:]
 	}
 }
@@ -258,14 +380,15 @@ func (l *Log) EnforceRetention(now time.Time) error {
 	for len(l.segments) > 1 {
 		s := l.segments[0]
 		last := s.entries[len(s.entries)-1]
-		expired := l.cfg.RetentionMs > 0 && now.UnixMilli()-last.maxTS > l.cfg.RetentionMs.Milliseconds()
+		expired := l.cfg.RetentionMs > 0 && now.UnixMilli()-last.maxTS() > l.cfg.RetentionMs.Milliseconds()
 		oversize := limit > 0 && l.size-s.size >= limit
 		if !expired && !oversize {
 			break
 		}
 		l.size -= s.size
+		s.drop()
 		l.segments = l.segments[1:]
-		l.start = max(l.start, last.next)
+		l.start = max(l.start, last.next())
 	}
 	return nil
 }
@@ -301,23 +424,20 @@ func (l *Log) Epochs() []storage.EpochEntry {
 	return append([]storage.EpochEntry(nil), l.epochs...)
 }
 
-// ScanHeaders implements storage.Log.
+// ScanHeaders implements storage.Log from the headers kept beside the
+// batches; fn runs outside the lock.
 func (l *Log) ScanHeaders(from int64, fn func(batch.Header) error) error {
 	l.mu.RLock()
-	var bs [][]byte
+	var hs []batch.Header
 	for _, s := range l.segments {
-		for _, e := range s.entries {
-			if e.next > from {
-				bs = append(bs, e.b)
+		for i := range s.entries {
+			if s.entries[i].next() > from {
+				hs = append(hs, s.entries[i].h)
 			}
 		}
 	}
 	l.mu.RUnlock()
-	for _, b := range bs {
-		h, err := batch.ParseHeader(b)
-		if err != nil {
-			return err
-		}
+	for _, h := range hs {
 		if err := fn(h); err != nil {
 			return err
 		}
