@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/kaas-project/kaas/storage/sendfile"
 )
 
 // BenchmarkSendfileLoopback is the floor under the consume path's CPU: the
@@ -58,7 +60,7 @@ func BenchmarkSendfileLoopback(b *testing.B) {
 	b.ResetTimer()
 	off := int64(0)
 	for i := 0; i < b.N; i++ {
-		if _, err, _ := sendfile(tc, f, off, chunk); err != nil {
+		if _, err, _ := sendfile.Range(tc, f, off, chunk); err != nil {
 			b.Fatal(err)
 		}
 		off = (off + chunk) % size
