@@ -175,13 +175,7 @@ func (q *Quotas) Record(kind Kind, user, client string, n int, now time.Time) ti
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.sweep(now)
-	k := meterKey{kind, e}
-	m := q.meters[k]
-	if m == nil {
-		m = &meter{}
-		q.meters[k] = m
-	}
+	m := q.meter(meterKey{kind, e}, now)
 	m.record(q.window, now, float64(n))
 	total, elapsed := m.measure(q.window, now)
 	return Throttle(total, elapsed, bound, time.Duration(q.window.Samples)*q.window.Size)
@@ -200,13 +194,7 @@ func (q *Quotas) RecordConnection(addr string, now time.Time) time.Duration {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.sweep(now)
-	k := meterKey{Connection, e}
-	m := q.meters[k]
-	if m == nil {
-		m = &meter{}
-		q.meters[k] = m
-	}
+	m := q.meter(meterKey{Connection, e}, now)
 	m.record(q.window, now, 1)
 	total, elapsed := m.measure(q.window, now)
 	d := Throttle(total, elapsed, bound, q.window.Size)
@@ -241,6 +229,18 @@ func (q *Quotas) Unrecord(kind Kind, user, client string, n int, now time.Time) 
 	if m := q.meters[meterKey{kind, e}]; m != nil {
 		m.record(q.window, now, -float64(n))
 	}
+}
+
+// meter is k's meter, made on first use; idle meters are swept first.
+// Call with q.mu held.
+func (q *Quotas) meter(k meterKey, now time.Time) *meter {
+	q.sweep(now)
+	m := q.meters[k]
+	if m == nil {
+		m = &meter{}
+		q.meters[k] = m
+	}
+	return m
 }
 
 // sweep drops meters idle for longer than the whole window, at most once

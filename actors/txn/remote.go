@@ -33,12 +33,6 @@ type Remote struct {
 // Write implements Options.Remote: done gets the partitions whose marker
 // was not written.
 func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(failed []TP, err error)) {
-	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-	cl, err := r.client(addr)
-	if err != nil {
-		done(tps, err)
-		return
-	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
@@ -56,18 +50,9 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 		m.Topics[i].Partitions = append(m.Topics[i].Partitions, tp.Partition)
 	}
 	req.Markers = append(req.Markers, m)
-	timeout := r.timeout()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		seeds := cl.SeedBrokers()
-		if len(seeds) == 0 {
-			done(tps, fmt.Errorf("no client for %s", addr))
-			return
-		}
-		kr, err := seeds[0].Request(ctx, req)
+	r.request(b, req, func(kr kmsg.Response, err error) {
 		if err != nil {
-			done(tps, fmt.Errorf("WriteTxnMarkers to %s: %w", addr, err))
+			done(tps, err)
 			return
 		}
 		resp := kr.(*kmsg.WriteTxnMarkersResponse)
@@ -89,10 +74,10 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 		}
 		var ferr error
 		if len(failed) > 0 {
-			ferr = fmt.Errorf("WriteTxnMarkers to %s: %d partitions refused", addr, len(failed))
+			ferr = fmt.Errorf("WriteTxnMarkers to %s:%d: %d partitions refused", b.Host, b.Port, len(failed))
 		}
 		done(failed, ferr)
-	}()
+	})
 }
 
 // WriteGroup sends a group's transaction marker to the group's coordinator
@@ -100,12 +85,6 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 // messages.GroupMarkerTopic(group). m.Reply gets its error code
 // (NETWORK_EXCEPTION when the request failed).
 func (r *Remote) WriteGroup(b routing.Broker, m *messages.TxnOffsetsEnd) {
-	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-	cl, err := r.client(addr)
-	if err != nil {
-		m.Reply(kerr.NetworkException.Code)
-		return
-	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
 	x := kmsg.NewWriteTxnMarkersRequestMarker()
@@ -114,16 +93,7 @@ func (r *Remote) WriteGroup(b routing.Broker, m *messages.TxnOffsetsEnd) {
 	t.Topic, t.Partitions = messages.GroupMarkerTopic(m.Group), []int32{0}
 	x.Topics = append(x.Topics, t)
 	req.Markers = append(req.Markers, x)
-	timeout := r.timeout()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		seeds := cl.SeedBrokers()
-		if len(seeds) == 0 {
-			m.Reply(kerr.NetworkException.Code)
-			return
-		}
-		kr, err := seeds[0].Request(ctx, req)
+	r.request(b, req, func(kr kmsg.Response, err error) {
 		if err != nil {
 			m.Reply(kerr.NetworkException.Code)
 			return
@@ -137,19 +107,13 @@ func (r *Remote) WriteGroup(b routing.Broker, m *messages.TxnOffsetsEnd) {
 			}
 		}
 		m.Reply(kerr.UnknownServerError.Code)
-	}()
+	})
 }
 
 // Verify implements Options.RemoteVerify: an AddPartitionsToTxn v4
 // request with VerifyOnly to the coordinator broker b, answered with the
 // partition's error code (NETWORK_EXCEPTION when the request failed).
 func (r *Remote) Verify(b routing.Broker, v messages.VerifyTxn) {
-	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-	cl, err := r.client(addr)
-	if err != nil {
-		v.Reply(kerr.NetworkException.Code)
-		return
-	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
 	x := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -158,21 +122,41 @@ func (r *Remote) Verify(b routing.Broker, v messages.VerifyTxn) {
 	t.Topic, t.Partitions = v.Topic, []int32{v.Partition}
 	x.Topics = append(x.Topics, t)
 	req.Transactions = append(req.Transactions, x)
+	r.request(b, req, func(kr kmsg.Response, err error) {
+		if err != nil {
+			v.Reply(kerr.NetworkException.Code)
+			return
+		}
+		v.Reply(verifyCode(kr.(*kmsg.AddPartitionsToTxnResponse), v))
+	})
+}
+
+// request sends req to broker b's published listener and calls answer with
+// the response or the error: at once when b has no client, else from a
+// goroutine of its own, within the request timeout, so the caller (an
+// actor) never waits on the network.
+func (r *Remote) request(b routing.Broker, req kmsg.Request, answer func(kmsg.Response, error)) {
+	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	cl, err := r.client(addr)
+	if err != nil {
+		answer(nil, fmt.Errorf("client for %s: %w", addr, err))
+		return
+	}
 	timeout := r.timeout()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		seeds := cl.SeedBrokers()
 		if len(seeds) == 0 {
-			v.Reply(kerr.NetworkException.Code)
+			answer(nil, fmt.Errorf("no client for %s", addr))
 			return
 		}
 		kr, err := seeds[0].Request(ctx, req)
 		if err != nil {
-			v.Reply(kerr.NetworkException.Code)
+			answer(nil, fmt.Errorf("%s to %s: %w", kmsg.NameForKey(req.Key()), addr, err))
 			return
 		}
-		v.Reply(verifyCode(kr.(*kmsg.AddPartitionsToTxnResponse), v))
+		answer(kr, nil)
 	}()
 }
 
