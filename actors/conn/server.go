@@ -30,6 +30,7 @@ import (
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/conn/fetchsession"
 	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/actors/producerid"
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
@@ -87,6 +88,9 @@ func (r *Request) CurrentView() *routing.View {
 
 // Config configures the server.
 type Config struct {
+	// BrokerID is this broker's node id: it keeps the producer ids this
+	// broker allocates apart from every other broker's.
+	BrokerID       int32
 	MaxRequestSize int32
 	// MaxInFlight bounds pipelined requests per connection before the
 	// reader stops reading (back-pressure).
@@ -147,7 +151,7 @@ type Server struct {
 	// IncrementalAlterConfigs serve. NewServer sets it to memory only.
 	GroupConfigs *groupconfig.Store
 
-	producerIDs atomic.Int64
+	producerIDs *producerid.Generator
 	connSeq     atomic.Int64
 	refusedAt   atomic.Int64 // monotonic ns since start of the last NOT_LEADER_OR_FOLLOWER answered
 	started     time.Time
@@ -199,8 +203,7 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	}
 	s := &Server{cfg: cfg, frames: wire.NewFramePool(framePoolBudget), views: views, system: system, sup: supervisor, apis: map[int16]API{}, started: time.Now(),
 		fetchSessions: fetchsession.New(fetchsession.Config{Slots: max(cfg.FetchSessionSlots, 0), EvictAfter: cfg.FetchSessionEvictAfter})}
-	// Producer ids: unique across restarts of this broker (time-based base).
-	s.producerIDs.Store(time.Now().UnixMilli() << 8)
+	s.producerIDs = producerid.New(cfg.BrokerID, cfg.Clock.Now)
 	s.Quotas = quota.New(quota.DefaultWindow)
 	s.QuotaStore, _ = quota.OpenLocal("", s.Quotas) // memory only: cannot fail
 	s.GroupConfigs = groupconfig.NewMemory(nil)
@@ -248,8 +251,9 @@ func (s *Server) Views() *routing.Store { return s.views }
 // Supervisor returns the supervisor actor.
 func (s *Server) Supervisor() actorsys.Ref { return s.sup }
 
-// NextProducerID allocates an idempotent producer id.
-func (s *Server) NextProducerID() int64 { return s.producerIDs.Add(1) }
+// NextProducerID allocates a producer id, unique across the cluster's
+// brokers and this broker's restarts (package producerid).
+func (s *Server) NextProducerID() int64 { return s.producerIDs.Next() }
 
 // Log returns the server's logger.
 func (s *Server) Log() *zerolog.Logger { return &s.cfg.Log }

@@ -131,11 +131,23 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 		// gate holds the workers at 3/4 of the inputs until a partition
 		// leader has been killed, so that the kill falls mid-run.
 		gate = make(chan struct{})
+		// history is what each worker did, printed if the checker fails.
+		historyMu sync.Mutex
+		history   []string
 	)
+	record := func(format string, args ...any) {
+		historyMu.Lock()
+		defer historyMu.Unlock()
+		history = append(history, time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
+	}
 	wctx, stop := context.WithCancel(ctx)
 	worker := func(id string, opts ...kgo.Opt) {
 		defer wg.Done()
+		assigned := func(what string) func(context.Context, *kgo.Client, map[string][]int32) {
+			return func(_ context.Context, _ *kgo.Client, m map[string][]int32) { record("%s %s %v", id, what, m[in]) }
+		}
 		s, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.TransactionalID(id),
+			kgo.OnPartitionsAssigned(assigned("assigned")), kgo.OnPartitionsRevoked(assigned("revoked")), kgo.OnPartitionsLost(assigned("lost")),
 			kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond),
 			kgo.RequireStableFetchOffsets(), kgo.RetryTimeout(60 * time.Second), kgo.FetchMaxPartitionBytes(1500),
@@ -145,7 +157,10 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 			return
 		}
 		defer s.Close()
-		for round := 0; wctx.Err() == nil; round++ {
+		// round counts the polls that returned records: the empty polls
+		// between them must not decide which rounds are aborted.
+		commits := 0 // rounds this worker committed
+		for round := 0; wctx.Err() == nil; {
 			if done.Load() >= 3*n/4 {
 				select {
 				case <-gate:
@@ -154,23 +169,36 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 				}
 			}
 			pctx, cancel := context.WithTimeout(wctx, time.Second)
-			fs := s.PollFetches(pctx)
+			// At most 40 records a round: many rounds, so that aborts,
+			// kills and rebalances fall between and inside them.
+			fs := s.PollRecords(pctx, 40)
 			cancel()
 			var recs []*kgo.Record
 			fs.EachRecord(func(r *kgo.Record) { recs = append(recs, r) })
 			if len(recs) == 0 {
 				continue
 			}
+			round++
 			if err := s.Begin(); err != nil {
 				t.Logf("%s round %d: begin: %v", id, round, err)
 				continue
 			}
-			abort := round%4 == 3
+			abort := round%4 == 0
 			var failed atomic.Bool
+			// Each output names its round after a "|", so that a
+			// duplicate can be traced to the rounds that wrote it.
+			src := fmt.Sprintf("|%s/%d", id, round)
+			spans := map[int32][2]int64{}
 			for _, r := range recs {
-				v := "out-" + string(r.Value)
+				sp, ok := spans[r.Partition]
+				if !ok {
+					sp[0] = r.Offset
+				}
+				sp[1] = r.Offset
+				spans[r.Partition] = sp
+				v := "out-" + string(r.Value) + src
 				if abort {
-					v = "aborted-" + string(r.Value)
+					v = "aborted-" + string(r.Value) + src
 				}
 				s.Produce(wctx, &kgo.Record{Topic: out, Key: r.Key, Value: []byte(v)}, func(_ *kgo.Record, err error) {
 					if err != nil {
@@ -184,11 +212,12 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 			try := kgo.TryCommit
 			if abort || failed.Load() {
 				try = kgo.TryAbort
-			} else if id == id1 && done.Load() >= n/6 && !hook.fired() {
+			} else if id == id1 && commits >= 3 && !hook.fired() {
 				hook.armed.Store(true)
 			}
 			committed, err := s.End(wctx, try)
 			hook.armed.Store(false)
+			record("%s round %d: %d records %v, commit=%v: committed=%v err=%v", id, round, len(recs), spans, try == kgo.TryCommit, committed, err)
 			// An End that failed (its coordinator died under it) leaves
 			// the transaction open in the client: it is ended again, as
 			// an application must (a commit that did go through is
@@ -202,6 +231,7 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 				t.Logf("%s round %d: end (%d records, commit=%v): %v", id, round, len(recs), try == kgo.TryCommit, err)
 			case committed:
 				done.Add(int64(len(recs)))
+				commits++
 			case abort:
 				aborted.Add(1)
 			}
@@ -280,17 +310,23 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 		t.Fatal("no round was aborted")
 	}
 	got := consumeIsolated(t, c.seeds()[0], out, kgo.ReadCommitted(), n, time.Second)
-	seen := map[string]int{}
+	seen := map[string][]string{}
 	for _, v := range got {
-		seen[v]++
+		v, src, _ := strings.Cut(v, "|")
+		seen[v] = append(seen[v], src)
 		if strings.HasPrefix(v, "aborted-") {
-			t.Errorf("read_committed holds %s, of an aborted round", v)
+			t.Errorf("read_committed holds %s, of aborted round %s", v, src)
 		}
 	}
 	for i := range n {
-		if k := seen[fmt.Sprintf("out-in-%05d", i)]; k != 1 {
-			t.Errorf("output of in-%05d read %d times, want once", i, k)
+		if srcs := seen[fmt.Sprintf("out-in-%05d", i)]; len(srcs) != 1 {
+			t.Errorf("output of in-%05d read %d times, want once (rounds %v)", i, len(srcs), srcs)
 		}
+	}
+	if t.Failed() {
+		historyMu.Lock()
+		t.Logf("what the workers did:\n%s", strings.Join(history, "\n"))
+		historyMu.Unlock()
 	}
 	t.Logf("%d outputs read_committed, %d rounds deliberately aborted", len(got), aborted.Load())
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -39,6 +42,7 @@ func TestClusterTransactions(t *testing.T) {
 		led, _, _ := c.ledBy()
 		return led["kaas-0"] == 2 && led["kaas-1"] == 2 && led["kaas-2"] == 2
 	})
+	checkProducerIDsUnique(ctx, t, c.client(), []int32{0, 1, 2}, 2000)
 	prod := c.client(kgo.TransactionalID("ctx-1"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second))
 	everywhere := func(tag string) []string {
 		var vals []string
@@ -310,4 +314,42 @@ func TestClusterTransactionsDrain(t *testing.T) {
 	}
 	got := consumeIsolated(t, c.seeds()[0], "txd", kgo.ReadCommitted(), len(out.committed), time.Second)
 	out.check(t, got)
+}
+
+// checkProducerIDsUnique asks each broker for perBroker idempotent producer
+// ids at once: the brokers started within milliseconds of each other, and
+// no id may be handed out twice (partition leaders and group coordinators
+// key producer state and pending transactional offsets by it).
+func checkProducerIDsUnique(ctx context.Context, t *testing.T, cl *kgo.Client, brokers []int32, perBroker int) {
+	t.Helper()
+	var mu sync.Mutex
+	seen := map[int64]int32{}
+	var wg sync.WaitGroup
+	for _, b := range brokers {
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range perBroker / 4 {
+					req := kmsg.NewPtrInitProducerIDRequest()
+					req.TransactionTimeoutMillis = -1
+					resp, err := req.RequestWith(ctx, cl.Broker(int(b)))
+					if err == nil && resp.ErrorCode != 0 {
+						err = kerr.ErrorForCode(resp.ErrorCode)
+					}
+					if err != nil {
+						t.Errorf("InitProducerId at broker %d: %v", b, err)
+						return
+					}
+					mu.Lock()
+					if other, dup := seen[resp.ProducerID]; dup {
+						t.Errorf("producer id %d handed out by broker %d and by broker %d", resp.ProducerID, other, b)
+					}
+					seen[resp.ProducerID] = b
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
 }

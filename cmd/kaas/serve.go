@@ -147,7 +147,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	for b.views.Load() == nil {
 		time.Sleep(time.Millisecond)
 	}
-	b.srv = conn.NewServer(conn.Config{MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.log, FetchSessionSlots: fetchSessionSlots(cfg.FetchSessionSlots)}, b.system, b.views, b.sup)
+	b.srv = conn.NewServer(conn.Config{BrokerID: int32(cfg.BrokerID), MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.log, FetchSessionSlots: fetchSessionSlots(cfg.FetchSessionSlots)}, b.system, b.views, b.sup)
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
 	b.srv.DataDir = cfg.DataDir
 	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
