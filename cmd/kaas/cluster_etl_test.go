@@ -58,8 +58,9 @@ func findCoordinator(ctx context.Context, cl *kgo.Client, keyType int8, key stri
 // the group resume at other brokers from the shared volume. Later a broker
 // leading output partitions is SIGKILLed mid-run. Each killed broker is
 // restarted (the workers wait at three quarters of the inputs until the
-// second kill). read_committed then holds every input's output exactly once
-// and nothing of an aborted round.
+// second kill). A worker whose End fails starts a new session, as franz-go
+// asks of an application. read_committed then holds every input's output
+// exactly once and nothing of an aborted round.
 func TestClusterTransactionalETLThroughKills(t *testing.T) {
 	const (
 		n     = 2000
@@ -146,17 +147,27 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 		assigned := func(what string) func(context.Context, *kgo.Client, map[string][]int32) {
 			return func(_ context.Context, _ *kgo.Client, m map[string][]int32) { record("%s %s %v", id, what, m[in]) }
 		}
-		s, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.TransactionalID(id),
-			kgo.OnPartitionsAssigned(assigned("assigned")), kgo.OnPartitionsRevoked(assigned("revoked")), kgo.OnPartitionsLost(assigned("lost")),
-			kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond),
-			kgo.RequireStableFetchOffsets(), kgo.RetryTimeout(60 * time.Second), kgo.FetchMaxPartitionBytes(1500),
-			kgo.TransactionTimeout(30 * time.Second), kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
-		if err != nil {
-			t.Error(err)
+		open := func() *kgo.GroupTransactSession {
+			s, err := kgo.NewGroupTransactSession(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.TransactionalID(id),
+				kgo.OnPartitionsAssigned(assigned("assigned")), kgo.OnPartitionsRevoked(assigned("revoked")), kgo.OnPartitionsLost(assigned("lost")),
+				kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond),
+				kgo.RequireStableFetchOffsets(), kgo.RetryTimeout(60 * time.Second), kgo.FetchMaxPartitionBytes(1500),
+				kgo.TransactionTimeout(30 * time.Second), kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
+			if err != nil {
+				t.Error(err)
+			}
+			return s
+		}
+		s := open()
+		if s == nil {
 			return
 		}
-		defer s.Close()
+		defer func() {
+			if s != nil {
+				s.Close()
+			}
+		}()
 		// round counts the polls that returned records: the empty polls
 		// between them must not decide which rounds are aborted.
 		commits := 0 // rounds this worker committed
@@ -218,17 +229,18 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 			committed, err := s.End(wctx, try)
 			hook.armed.Store(false)
 			record("%s round %d: %d records %v, commit=%v: committed=%v err=%v", id, round, len(recs), spans, try == kgo.TryCommit, committed, err)
-			// An End that failed (its coordinator died under it) leaves
-			// the transaction open in the client: it is ended again, as
-			// an application must (a commit that did go through is
-			// answered as committed again).
-			for tries := 1; err != nil && wctx.Err() == nil && tries <= 10; tries++ {
-				t.Logf("%s round %d: end (%d records, commit=%v): %v; ending again", id, round, len(recs), try == kgo.TryCommit, err)
-				committed, err = s.End(wctx, try)
-			}
 			switch {
+			case err != nil && wctx.Err() == nil:
+				// No error of End is retryable (franz-go's contract):
+				// the application starts over with a new session,
+				// whose InitProducerId fences this one and aborts
+				// whatever it left open.
+				t.Logf("%s round %d: end (%d records, commit=%v): %v; starting a new session", id, round, len(recs), try == kgo.TryCommit, err)
+				s.Close()
+				if s = open(); s == nil {
+					return
+				}
 			case err != nil:
-				t.Logf("%s round %d: end (%d records, commit=%v): %v", id, round, len(recs), try == kgo.TryCommit, err)
 			case committed:
 				done.Add(int64(len(recs)))
 				commits++
