@@ -13,30 +13,28 @@ import (
 // heap instead.
 const ChunkSize = 4 << 20
 
-// defaultKeepWarm is how many freed chunks keep their pages for reuse
-// (64 MiB); the pages of chunks freed beyond it go back to the kernel.
-const defaultKeepWarm = 16
-
 // An arena is the memory of every log an Opener holds: one anonymous
 // in-memory file (memfd) cut into chunks. Batches go in with pwrite and out
 // with sendfile or pread, as they do through the page cache on disk: the
 // data stays off the Go heap (the garbage collector never scans or paces on
 // it) and new pages are filled by the kernel, not first touched through a
 // user mapping, which under nested virtualization costs more than the copy.
-// Freed chunks are reused, newest first, so a log at its retention limit
-// writes into pages that already exist.
 //
 // A chunk is reference counted: the log appending into it, every segment
 // with a batch in it and every Records read from it hold one reference, so
-// a chunk is reused only once nothing can read it any more.
+// a chunk is freed only once nothing can read it any more. A freed chunk's
+// pages go back to the kernel before its range is reused: sendfile hands
+// the socket the file's pages themselves, and a socket can hold them well
+// after sendfile returns (a reader that has not read them yet, segments
+// not yet acknowledged), so bytes written into the same pages would reach
+// that reader. Punching the hole leaves those pages to the socket; the
+// range's next writes get new ones.
 type arena struct {
 	f      *os.File
 	io     arenaIO
-	keep   int // warm chunks kept; more are released
 	mu     sync.Mutex
 	chunks int64    // chunks cut from the file so far (its offset space)
-	warm   []*chunk // freed chunks whose pages are kept, newest last
-	cold   []*chunk // freed chunks whose pages were released
+	free   []*chunk // freed chunks whose pages were released, newest last
 }
 
 // arenaIO is the arena's file: real on Linux (memfd), fake in tests.
@@ -62,21 +60,18 @@ func newArena() *arena {
 	if err != nil {
 		return nil
 	}
-	return &arena{f: f, io: memFile{f}, keep: defaultKeepWarm}
+	return &arena{f: f, io: memFile{f}}
 }
 
-// get returns a chunk holding one reference: a warm one if any, then a cold
-// one, else a new range of the file.
+// get returns a chunk holding one reference: the newest freed one if any,
+// else a new range of the file.
 func (a *arena) get() *chunk {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var c *chunk
-	switch {
-	case len(a.warm) > 0:
-		c, a.warm = a.warm[len(a.warm)-1], a.warm[:len(a.warm)-1]
-	case len(a.cold) > 0:
-		c, a.cold = a.cold[len(a.cold)-1], a.cold[:len(a.cold)-1]
-	default:
+	if len(a.free) > 0 {
+		c, a.free = a.free[len(a.free)-1], a.free[:len(a.free)-1]
+	} else {
 		c = &chunk{ar: a, off: a.chunks * ChunkSize}
 		a.chunks++
 	}
@@ -84,26 +79,23 @@ func (a *arena) get() *chunk {
 	return c
 }
 
-// put takes back a chunk nothing references.
+// put takes back a chunk nothing references, releasing its pages first. A
+// chunk whose pages cannot be released is never reused (its pages may
+// still be in a socket): its range and memory stay taken.
 func (a *arena) put(c *chunk) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.warm) < a.keep {
-		a.warm = append(a.warm, c)
+	if err := a.io.Release(c.off, ChunkSize); err != nil {
 		return
 	}
-	// A chunk whose pages cannot be released is still reusable: it only
-	// keeps its memory.
-	_ = a.io.Release(c.off, ChunkSize)
-	a.cold = append(a.cold, c)
-}
-
-// stats reports the file's chunks, and how many of them are free warm and
-// free cold.
-func (a *arena) stats() (chunks int64, warm, cold int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.chunks, len(a.warm), len(a.cold)
+	a.free = append(a.free, c)
+}
+
+// stats reports the file's chunks, and how many of them are free.
+func (a *arena) stats() (chunks int64, free int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.chunks, len(a.free)
 }
 
 func (c *chunk) acquire() { c.refs.Add(1) }

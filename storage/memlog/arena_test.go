@@ -10,14 +10,15 @@ import (
 // fakeFile is an arenaIO in a map of chunk-sized buffers, recording the
 // ranges released.
 type fakeFile struct {
-	data     map[int64][]byte
-	released []int64
-	failAt   int64 // WriteAt at this offset fails (-1: never)
+	data       map[int64][]byte
+	released   []int64
+	failAt     int64 // WriteAt at this offset fails (-1: never)
+	noReleases bool  // Release fails
 }
 
-func newFakeArena(keep int) (*arena, *fakeFile) {
+func newFakeArena() (*arena, *fakeFile) {
 	f := &fakeFile{data: map[int64][]byte{}, failAt: -1}
-	return &arena{io: f, keep: keep}, f
+	return &arena{io: f}, f
 }
 
 func (f *fakeFile) buf(off int64) ([]byte, int64) {
@@ -42,14 +43,18 @@ func (f *fakeFile) ReadAt(b []byte, off int64) (int, error) {
 }
 
 func (f *fakeFile) Release(off, n int64) error {
+	if f.noReleases {
+		return errors.New("operation not supported")
+	}
 	f.released = append(f.released, off)
 	delete(f.data, off)
 	return nil
 }
 
 // TestArenaReusesFreedChunks: the allocator hands out new file ranges only
-// when nothing is free, reuses the newest freed chunk first, keeps the
-// pages of at most keep free chunks and prefers those over released ones.
+// when nothing is free, reuses the newest freed chunk first, and releases
+// every freed chunk's pages before reusing its range; a chunk whose pages
+// cannot be released is never handed out again.
 func TestArenaReusesFreedChunks(t *testing.T) {
 	type op struct {
 		get     string // name a chunk taken by get, or
@@ -58,38 +63,34 @@ func TestArenaReusesFreedChunks(t *testing.T) {
 	}
 	tests := []struct {
 		name         string
-		keep         int
+		noReleases   bool
 		ops          []op
 		wantChunks   int64
-		wantWarm     int
-		wantCold     int
+		wantFree     int
 		wantReleased []int64
 	}{
-		{name: "fresh chunks follow each other", keep: 2,
+		{name: "fresh chunks follow each other",
 			ops:        []op{{get: "a", wantOff: 0}, {get: "b", wantOff: ChunkSize}, {get: "c", wantOff: 2 * ChunkSize}},
 			wantChunks: 3},
-		{name: "a freed chunk is reused before a new one", keep: 2,
+		{name: "a freed chunk is released, then reused before a new one",
 			ops:        []op{{get: "a", wantOff: 0}, {get: "b", wantOff: ChunkSize}, {release: "a"}, {get: "c", wantOff: 0}},
-			wantChunks: 2},
-		{name: "the newest freed chunk first", keep: 4,
+			wantChunks: 2, wantReleased: []int64{0}},
+		{name: "the newest freed chunk first",
 			ops: []op{{get: "a", wantOff: 0}, {get: "b", wantOff: ChunkSize}, {get: "c", wantOff: 2 * ChunkSize},
 				{release: "a"}, {release: "c"}, {get: "d", wantOff: 2 * ChunkSize}},
-			wantChunks: 3, wantWarm: 1},
-		{name: "past keep, freed pages go back to the kernel", keep: 1,
+			wantChunks: 3, wantFree: 1, wantReleased: []int64{0, 2 * ChunkSize}},
+		{name: "every freed chunk goes back to the kernel",
 			ops: []op{{get: "a", wantOff: 0}, {get: "b", wantOff: ChunkSize}, {get: "c", wantOff: 2 * ChunkSize},
 				{release: "a"}, {release: "b"}, {release: "c"}},
-			wantChunks: 3, wantWarm: 1, wantCold: 2, wantReleased: []int64{ChunkSize, 2 * ChunkSize}},
-		{name: "warm chunks before released ones", keep: 1,
-			ops: []op{{get: "a", wantOff: 0}, {get: "b", wantOff: ChunkSize},
-				{release: "a"}, {release: "b"}, {get: "c", wantOff: 0}, {get: "d", wantOff: ChunkSize}, {get: "e", wantOff: 2 * ChunkSize}},
-			wantChunks: 3, wantReleased: []int64{ChunkSize}},
-		{name: "keep zero releases every freed chunk", keep: 0,
-			ops:        []op{{get: "a", wantOff: 0}, {release: "a"}, {get: "b", wantOff: 0}},
-			wantChunks: 1, wantReleased: []int64{0}},
+			wantChunks: 3, wantFree: 3, wantReleased: []int64{0, ChunkSize, 2 * ChunkSize}},
+		{name: "a chunk whose pages cannot be released is not reused", noReleases: true,
+			ops:        []op{{get: "a", wantOff: 0}, {release: "a"}, {get: "b", wantOff: ChunkSize}},
+			wantChunks: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, f := newFakeArena(tt.keep)
+			a, f := newFakeArena()
+			f.noReleases = tt.noReleases
 			held := map[string]*chunk{}
 			for i, o := range tt.ops {
 				if o.get != "" {
@@ -102,9 +103,9 @@ func TestArenaReusesFreedChunks(t *testing.T) {
 				}
 				held[o.release].release()
 			}
-			chunks, warm, cold := a.stats()
-			if chunks != tt.wantChunks || warm != tt.wantWarm || cold != tt.wantCold {
-				t.Fatalf("chunks %d warm %d cold %d, want %d %d %d", chunks, warm, cold, tt.wantChunks, tt.wantWarm, tt.wantCold)
+			chunks, free := a.stats()
+			if chunks != tt.wantChunks || free != tt.wantFree {
+				t.Fatalf("chunks %d free %d, want %d %d", chunks, free, tt.wantChunks, tt.wantFree)
 			}
 			if fmt.Sprint(f.released) != fmt.Sprint(tt.wantReleased) {
 				t.Fatalf("released %v, want %v", f.released, tt.wantReleased)
@@ -117,18 +118,18 @@ func TestArenaReusesFreedChunks(t *testing.T) {
 // when the last of its holders lets go, and releasing it once too often
 // panics rather than handing it out twice.
 func TestChunkFreedWithItsLastReference(t *testing.T) {
-	a, _ := newFakeArena(4)
+	a, _ := newFakeArena()
 	c := a.get()
 	c.acquire()
 	c.acquire()
 	for i := 0; i < 2; i++ {
 		c.release()
-		if _, warm, _ := a.stats(); warm != 0 {
+		if _, free := a.stats(); free != 0 {
 			t.Fatalf("chunk freed with %d references left", 2-i)
 		}
 	}
 	c.release()
-	if _, warm, _ := a.stats(); warm != 1 {
+	if _, free := a.stats(); free != 1 {
 		t.Fatal("chunk not freed with its last reference")
 	}
 	defer func() {
@@ -165,7 +166,7 @@ func TestAppenderPlacesBatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, f := newFakeArena(4)
+			a, f := newFakeArena()
 			p := appender{ar: a}
 			var held []*chunk // as a segment holds the chunks of its batches
 			for i, n := range tt.sizes {
@@ -195,9 +196,9 @@ func TestAppenderPlacesBatches(t *testing.T) {
 			for _, c := range held {
 				c.release()
 			}
-			chunks, warm, _ := a.stats()
-			if int64(warm) != chunks {
-				t.Fatalf("%d of %d chunks free after close", warm, chunks)
+			chunks, free := a.stats()
+			if int64(free) != chunks {
+				t.Fatalf("%d of %d chunks free after close", free, chunks)
 			}
 		})
 	}
@@ -206,7 +207,7 @@ func TestAppenderPlacesBatches(t *testing.T) {
 // TestAppenderWriteErrorStoresNothing: a failed copy is an error and the
 // next batch takes the same place.
 func TestAppenderWriteErrorStoresNothing(t *testing.T) {
-	a, f := newFakeArena(4)
+	a, f := newFakeArena()
 	p := appender{ar: a}
 	if _, _, err := p.put(make([]byte, 50)); err != nil {
 		t.Fatal(err)

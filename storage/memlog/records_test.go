@@ -69,12 +69,12 @@ func TestReadHoldsItsChunks(t *testing.T) {
 	if l.StartOffset() < 200 {
 		t.Fatalf("retention kept the start at %d", l.StartOffset())
 	}
-	_, warmBefore, _ := o.ar.stats()
+	_, freeBefore := o.ar.stats()
 	if got := readAll(t, r); !bytes.Equal(got, append(append([]byte(nil), first...), second...)) {
 		t.Fatal("records read before retention changed after it")
 	}
-	if _, warm, _ := o.ar.stats(); warm != warmBefore+1 {
-		t.Fatalf("closing the last reader of a dropped chunk left %d warm chunks, want %d", warm, warmBefore+1)
+	if _, free := o.ar.stats(); free != freeBefore+1 {
+		t.Fatalf("closing the last reader of a dropped chunk left %d free chunks, want %d", free, freeBefore+1)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
@@ -144,14 +144,14 @@ func TestRemoveFreesTheArena(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		appendValue(t, l, value(i, 100_000))
 	}
-	if chunks, warm, _ := o.ar.stats(); chunks < 3 || warm != 0 {
-		t.Fatalf("10 MB in %d chunks, %d free", chunks, warm)
+	if chunks, free := o.ar.stats(); chunks < 3 || free != 0 {
+		t.Fatalf("10 MB in %d chunks, %d free", chunks, free)
 	}
 	if err := o.Remove(storage.PartitionID{Topic: "t", TopicID: "id", Partition: 0}); err != nil {
 		t.Fatal(err)
 	}
-	if chunks, warm, cold := o.ar.stats(); int64(warm+cold) != chunks {
-		t.Fatalf("after Remove %d of %d chunks free", warm+cold, chunks)
+	if chunks, free := o.ar.stats(); int64(free) != chunks {
+		t.Fatalf("after Remove %d of %d chunks free", free, chunks)
 	}
 	if err := l.Append(nil, batch.Header{}); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("append to a removed log: %v", err)
@@ -172,7 +172,7 @@ func TestUnclosedRecordsReleaseTheirChunks(t *testing.T) {
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		runtime.GC()
-		if _, warm, _ := o.ar.stats(); warm > 0 {
+		if _, free := o.ar.stats(); free > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
