@@ -11,27 +11,41 @@ import (
 	"testing"
 
 	"github.com/kaas-project/kaas/storage/sendfile"
+	"golang.org/x/sys/unix"
 )
 
 // BenchmarkSendfileLoopback is the kernel's floor under an in-memory
 // consume against the disk path's: the same sendfile(2) of 1 MiB ranges to
 // a loopback TCP socket read by another process (cat), from a page-cached
 // file in the test's temporary directory ("file", the disk path's source,
-// the baseline) and from the arena's in-memory file ("memfd"). Only the
-// source differs, so the ratio is the kernel's cost of reading shared
-// memory pages into a socket against page-cache pages. cpu-s/GB is this
-// process's CPU (user and system, the Go runtime's threads included) per
-// GB sent. Run each in a process of its own, in ABBA order:
+// the baseline), from the arena's in-memory file ("memfd"), and from the
+// arena's file with its pages locked in memory through a mapping
+// ("memfd-mlock": unevictable pages skip the LRU activation a read of
+// shared memory otherwise makes for every 4 KiB page). Each run writes
+// b.N/2 MiB of fresh pages and sends them twice, as a topic produced and
+// then consumed twice. cpu-s/GB is this process's CPU (user and system, the
+// Go runtime's threads included) per GB sent. Run each in a process of its
+// own, in ABBA order:
 //
 //	go test -c -o /tmp/memlog.test ./storage/memlog && cd storage/memlog
-//	for s in file memfd memfd file; do
+//	for s in file memfd memfd-mlock memfd-mlock memfd file; do
 //	  /tmp/memlog.test -test.run '^$' -test.bench "SendfileLoopback/$s\$" -test.benchtime 1000x
 //	done
 func BenchmarkSendfileLoopback(b *testing.B) {
-	const size, chunk = 64 << 20, 1 << 20
-	data := make([]byte, size)
-	for i := range data {
-		data[i] = byte(i * 7)
+	const chunk = 1 << 20
+	block := make([]byte, 4<<20)
+	for i := range block {
+		block[i] = byte(i * 7)
+	}
+	size := func(b *testing.B) int64 { return max(int64(b.N/2), 4) * chunk / int64(len(block)) * int64(len(block)) }
+	fill := func(b *testing.B, w interface {
+		WriteAt([]byte, int64) (int, error)
+	}, n int64) {
+		for off := int64(0); off < n; off += int64(len(block)) {
+			if _, err := w.WriteAt(block, off); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 	b.Run("file", func(b *testing.B) {
 		f, err := os.Create(filepath.Join(b.TempDir(), "segment"))
@@ -39,10 +53,9 @@ func BenchmarkSendfileLoopback(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer f.Close()
-		if _, err := f.WriteAt(data, 0); err != nil { // into the page cache
-			b.Fatal(err)
-		}
-		sendLoopback(b, f, size, chunk)
+		n := size(b)
+		fill(b, f, n) // into the page cache
+		sendLoopback(b, f, n, chunk)
 	})
 	b.Run("memfd", func(b *testing.B) {
 		ar := newArena()
@@ -50,16 +63,36 @@ func BenchmarkSendfileLoopback(b *testing.B) {
 			b.Skip("no in-memory file on this platform")
 		}
 		defer ar.f.Close()
-		if _, err := ar.io.WriteAt(data, 0); err != nil {
+		n := size(b)
+		fill(b, ar.io, n)
+		sendLoopback(b, ar.f, n, chunk)
+	})
+	b.Run("memfd-mlock", func(b *testing.B) {
+		ar := newArena()
+		if ar == nil {
+			b.Skip("no in-memory file on this platform")
+		}
+		defer ar.f.Close()
+		n := size(b)
+		if err := ar.f.Truncate(n); err != nil {
 			b.Fatal(err)
 		}
-		sendLoopback(b, ar.f, size, chunk)
+		m, err := unix.Mmap(int(ar.f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		if err := unix.Mlock(m); err != nil {
+			b.Skipf("mlock %d bytes (RLIMIT_MEMLOCK or CAP_IPC_LOCK): %v", n, err)
+		}
+		fill(b, ar.io, n)
+		sendLoopback(b, ar.f, n, chunk)
 	})
 }
 
-// sendLoopback sends b.N ranges of chunk bytes of f's first size bytes to
-// a loopback socket that a cat process drains, and reports the process's
-// CPU per GB.
+// sendLoopback sends b.N ranges of chunk bytes of f's first size bytes,
+// in order and round again, to a loopback socket that a cat process drains,
+// and reports the process's CPU per GB.
 func sendLoopback(b *testing.B, f *os.File, size, chunk int64) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
