@@ -15,20 +15,24 @@ import (
 )
 
 // BenchmarkSendfileLoopback is the kernel's floor under an in-memory
-// consume against the disk path's: the same sendfile(2) of 1 MiB ranges to
-// a loopback TCP socket read by another process (cat), from a page-cached
-// file in the test's temporary directory ("file", the disk path's source,
-// the baseline), from the arena's in-memory file ("memfd"), and from the
-// arena's file with its pages locked in memory through a mapping
-// ("memfd-mlock": unevictable pages skip the LRU activation a read of
-// shared memory otherwise makes for every 4 KiB page). Each run writes
-// b.N/2 MiB of fresh pages and sends them twice, as a topic produced and
-// then consumed twice. cpu-s/GB is this process's CPU (user and system, the
-// Go runtime's threads included) per GB sent. Run each in a process of its
-// own, in ABBA order:
+// consume against the disk path's: 1 MiB ranges sent to a loopback TCP
+// socket read by another process (cat). Each run writes b.N/2 MiB of fresh
+// pages and sends them twice, as a topic produced and then consumed twice:
+//   - "file": sendfile(2) from a page-cached file in the test's temporary
+//     directory (the disk path's source; the baseline);
+//   - "memfd": the same sendfile from the arena's in-memory file;
+//   - "memfd-mlock": from the arena's file with its pages locked in memory
+//     through a mapping (unevictable pages skip the LRU activation a read
+//     of shared memory otherwise makes for every 4 KiB page);
+//   - "memfd-write": write(2) from a mapping of the arena's file (a copy
+//     into the socket; the mapping is populated before the timing).
+//
+// cpu-s/GB is this process's CPU (user and system, the Go runtime's
+// threads included) per GB sent. Run each in a process of its own, in ABBA
+// order:
 //
 //	go test -c -o /tmp/memlog.test ./storage/memlog && cd storage/memlog
-//	for s in file memfd memfd-mlock memfd-mlock memfd file; do
+//	for s in file memfd memfd-write memfd-mlock memfd-mlock memfd-write memfd file; do
 //	  /tmp/memlog.test -test.run '^$' -test.bench "SendfileLoopback/$s\$" -test.benchtime 1000x
 //	done
 func BenchmarkSendfileLoopback(b *testing.B) {
@@ -67,6 +71,24 @@ func BenchmarkSendfileLoopback(b *testing.B) {
 		fill(b, ar.io, n)
 		sendLoopback(b, ar.f, n, chunk)
 	})
+	b.Run("memfd-write", func(b *testing.B) {
+		ar := newArena()
+		if ar == nil {
+			b.Skip("no in-memory file on this platform")
+		}
+		defer ar.f.Close()
+		n := size(b)
+		fill(b, ar.io, n)
+		m, err := unix.Mmap(int(ar.f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Munmap(m)
+		sendLoopbackWith(b, n, chunk, func(tc *net.TCPConn, off int64) error {
+			_, err := tc.Write(m[off : off+chunk])
+			return err
+		})
+	})
 	b.Run("memfd-mlock", func(b *testing.B) {
 		ar := newArena()
 		if ar == nil {
@@ -91,9 +113,17 @@ func BenchmarkSendfileLoopback(b *testing.B) {
 }
 
 // sendLoopback sends b.N ranges of chunk bytes of f's first size bytes,
-// in order and round again, to a loopback socket that a cat process drains,
-// and reports the process's CPU per GB.
+// in order and round again, with sendfile to a loopback socket that a cat
+// process drains, and reports the process's CPU per GB.
 func sendLoopback(b *testing.B, f *os.File, size, chunk int64) {
+	sendLoopbackWith(b, size, chunk, func(tc *net.TCPConn, off int64) error {
+		_, err, _ := sendfile.Range(tc, f, off, chunk)
+		return err
+	})
+}
+
+// sendLoopbackWith is sendLoopback with send writing the range at off.
+func sendLoopbackWith(b *testing.B, size, chunk int64, send func(tc *net.TCPConn, off int64) error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -115,7 +145,7 @@ func sendLoopback(b *testing.B, f *os.File, size, chunk int64) {
 	b.ResetTimer()
 	off := int64(0)
 	for i := 0; i < b.N; i++ {
-		if _, err, _ := sendfile.Range(tc, f, off, chunk); err != nil {
+		if err := send(tc, off); err != nil {
 			b.Fatal(err)
 		}
 		off = (off + chunk) % size
