@@ -76,18 +76,13 @@ func metadataResponse(req *kmsg.MetadataRequest, v *routing.View) *kmsg.Metadata
 	}
 	for _, rt := range req.Topics {
 		var t *routing.Topic
+		var ok bool
 		if rt.Topic != nil {
-			var internal bool
-			if t, internal = v.Internal(*rt.Topic); !internal {
-				t = v.Topics[*rt.Topic]
-			}
+			t, ok = v.AnyTopic(*rt.Topic)
 		} else {
-			var internal bool
-			if t, internal = v.InternalByID(rt.TopicID); !internal {
-				t = v.TopicIDs[rt.TopicID]
-			}
+			t, ok = v.AnyTopicByID(rt.TopicID)
 		}
-		if t != nil {
+		if ok {
 			resp.Topics = append(resp.Topics, metadataTopic(v, t))
 			continue
 		}

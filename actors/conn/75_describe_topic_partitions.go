@@ -5,8 +5,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kaas-project/kaas/actors/routing"
 )
 
 // DescribeTopicPartitions (key 75, KIP-966): v0, from the routing view,
@@ -29,12 +27,7 @@ func handleDescribeTopicPartitions(r *Request) Pending {
 	v := r.View
 	var names []string
 	if len(req.Topics) == 0 {
-		names = v.TopicNames()
-		for _, it := range routing.InternalTopics {
-			if _, shadowed := v.Topics[it.Name]; !shadowed {
-				names = append(names, it.Name)
-			}
-		}
+		names = v.AllTopicNames()
 	} else {
 		seen := map[string]bool{}
 		for _, t := range req.Topics {
@@ -64,10 +57,7 @@ func handleDescribeTopicPartitions(r *Request) Pending {
 				first = max(c.Partition, 0)
 			}
 		}
-		t, ok := v.Internal(name)
-		if !ok {
-			t, ok = v.Topics[name]
-		}
+		t, ok := v.AnyTopic(name)
 		if !ok {
 			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
 			rt.Topic = kmsg.StringPtr(name)

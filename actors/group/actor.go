@@ -645,7 +645,9 @@ func (a *groupActor) rearm(now time.Time) {
 	a.timer = a.after(max(next.Sub(now), 0), &tick{})
 }
 
-// viewTopics serves Topics from the routing view.
+// viewTopics serves Topics from the routing view: every topic a client
+// sees, internal ones included, as Kafka's coordinator resolves subscribed
+// names and KIP-848 regexes against its whole topic image.
 type viewTopics struct{ v *routing.View }
 
 func info(t *routing.Topic) TopicInfo {
@@ -656,7 +658,7 @@ func (t viewTopics) ByName(name string) (TopicInfo, bool) {
 	if t.v == nil {
 		return TopicInfo{}, false
 	}
-	x, ok := t.v.Topics[name]
+	x, ok := t.v.AnyTopic(name)
 	if !ok {
 		return TopicInfo{}, false
 	}
@@ -667,7 +669,7 @@ func (t viewTopics) ByID(id [16]byte) (TopicInfo, bool) {
 	if t.v == nil {
 		return TopicInfo{}, false
 	}
-	x, ok := t.v.TopicIDs[id]
+	x, ok := t.v.AnyTopicByID(id)
 	if !ok {
 		return TopicInfo{}, false
 	}
@@ -682,7 +684,7 @@ func (t viewTopics) Names() []string {
 	if t.v == nil {
 		return nil
 	}
-	return t.v.TopicNames()
+	return t.v.AllTopicNames()
 }
 
 // Undelivered answers a call whose group actor had already stopped (moved

@@ -1,6 +1,9 @@
 package routing
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+	"sort"
+)
 
 // InternalTopic is a topic Kafka keeps for its own state, which kaas keeps
 // elsewhere (group offsets in the group store) but shows as Kafka does:
@@ -102,4 +105,39 @@ func (v *View) InternalByID(id [16]byte) (*Topic, bool) {
 		}
 	}
 	return nil, false
+}
+
+// AnyTopic returns the topic called name as a client sees it: an internal
+// topic (which hides a user topic of the same name), else a user topic.
+func (v *View) AnyTopic(name string) (*Topic, bool) {
+	if t, ok := v.Internal(name); ok {
+		return t, true
+	}
+	t, ok := v.Topics[name]
+	return t, ok
+}
+
+// AnyTopicByID returns the topic whose id is id, as AnyTopic.
+func (v *View) AnyTopicByID(id [16]byte) (*Topic, bool) {
+	if t, ok := v.InternalByID(id); ok {
+		return t, true
+	}
+	t, ok := v.TopicIDs[id]
+	if ok && IsInternal(t.Name) {
+		return nil, false // hidden behind the internal topic
+	}
+	return t, ok
+}
+
+// AllTopicNames returns every topic a client sees, internal ones included,
+// sorted: what Kafka's broker matches a KIP-848 regex subscription against.
+func (v *View) AllTopicNames() []string {
+	out := v.TopicNames()
+	for _, it := range InternalTopics {
+		if _, shadowed := v.Topics[it.Name]; !shadowed {
+			out = append(out, it.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,6 +1,9 @@
 package routing
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestInternalTopicLeaders(t *testing.T) {
 	cases := []struct {
@@ -35,5 +38,47 @@ func TestInternalTopicLeaders(t *testing.T) {
 	}
 	if id := internalTopicID(ConsumerOffsetsTopic); id != internalTopicID(ConsumerOffsetsTopic) || id == ([16]byte{}) {
 		t.Fatal("internal topic id is not stable")
+	}
+}
+
+func TestAnyTopicIncludesInternal(t *testing.T) {
+	orders := &Topic{Name: "orders", ID: [16]byte{1}, Partitions: make([]Partition, 3)}
+	shadow := &Topic{Name: ConsumerOffsetsTopic, ID: [16]byte{2}, Partitions: make([]Partition, 1)}
+	cases := []struct {
+		name   string
+		topics []*Topic
+	}{
+		{"user topics only", []*Topic{orders}},
+		{"a user topic named like the internal one", []*Topic{orders, shadow}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := View{Self: 1, Topics: map[string]*Topic{}, TopicIDs: map[[16]byte]*Topic{}}
+			for _, x := range tc.topics {
+				v.Topics[x.Name], v.TopicIDs[x.ID] = x, x
+			}
+			if got, want := v.AllTopicNames(), []string{ConsumerOffsetsTopic, "orders"}; !slices.Equal(got, want) {
+				t.Fatalf("AllTopicNames %v, want %v", got, want)
+			}
+			co, ok := v.AnyTopic(ConsumerOffsetsTopic)
+			if !ok || len(co.Partitions) != 50 || co.ID != internalTopicID(ConsumerOffsetsTopic) {
+				t.Fatalf("AnyTopic(%s): %v %+v", ConsumerOffsetsTopic, ok, co)
+			}
+			if byID, ok := v.AnyTopicByID(co.ID); !ok || byID.Name != ConsumerOffsetsTopic {
+				t.Fatalf("AnyTopicByID(internal): %v %+v", ok, byID)
+			}
+			if _, ok := v.AnyTopicByID(shadow.ID); ok {
+				t.Fatal("the hidden user topic is found by its id")
+			}
+			if o, ok := v.AnyTopic("orders"); !ok || o != orders {
+				t.Fatalf("AnyTopic(orders): %v %+v", ok, o)
+			}
+			if o, ok := v.AnyTopicByID(orders.ID); !ok || o != orders {
+				t.Fatalf("AnyTopicByID(orders): %v %+v", ok, o)
+			}
+			if _, ok := v.AnyTopic("missing"); ok {
+				t.Fatal("a missing topic is found")
+			}
+		})
 	}
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,4 +121,107 @@ func TestInternalConsumerOffsetsTopic(t *testing.T) {
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("fetch %s: code %d", offsets, code)
 	}
+}
+
+// A KIP-848 regex subscription resolves on the broker against every topic,
+// __consumer_offsets included, as Kafka 4's coordinator does (franz-go's
+// Test848RegexBrokerResolves): the member is assigned its partitions, its
+// reads of them are refused (TOPIC_AUTHORIZATION_FAILED, final), and it
+// keeps consuming the user topics the same regex matched without
+// re-fetching the refused partitions in a tight loop.
+func TestKIP848RegexResolvesInternalTopic(t *testing.T) {
+	_, addr := testBroker(t)
+	ctx := ctxT(t, 90*time.Second)
+	const offsets = "__consumer_offsets"
+	topics := []string{"rx-orders", "rx-orders-v2"}
+	for _, n := range topics {
+		createTopic(t, addr, n, 1, nil)
+	}
+	prod := newClient(t, addr)
+	produce := func(round int) {
+		t.Helper()
+		for _, n := range topics {
+			for i := range 10 {
+				r := &kgo.Record{Topic: n, Value: []byte(fmt.Sprintf("%s-%d-%d", n, round, i))}
+				if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+					t.Fatalf("produce to %s: %v", n, err)
+				}
+			}
+		}
+	}
+	produce(0)
+
+	fetches := &fetchCounter{}
+	const maxWait = 250 * time.Millisecond
+	cl := newClient(t, addr,
+		kgo.ServerSideBalancer(), kgo.ConsumerGroup("rx-848"), kgo.ConsumeRegex(),
+		// franz-go sends .*(?:(?:__consumer_offsets)|(?:rx-orders)).*, which
+		// matches both user topics.
+		kgo.ConsumeTopics("rx-orders", regexp.QuoteMeta(offsets)),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.MetadataMinAge(100*time.Millisecond), kgo.FetchMaxWait(maxWait),
+		kgo.WithHooks(fetches))
+	seen := map[string]int{}
+	refused := 0
+	// poll takes one PollFetches (waiting at most d); the only errors
+	// allowed are the refused reads of the internal topic.
+	poll := func(d time.Duration) {
+		t.Helper()
+		pctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		fs := cl.PollFetches(pctx)
+		fs.EachError(func(topic string, p int32, err error) {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return
+			}
+			if topic != offsets || !errors.Is(err, kerr.TopicAuthorizationFailed) {
+				t.Fatalf("fetch error on %s/%d: %v", topic, p, err)
+			}
+			refused++
+		})
+		fs.EachRecord(func(r *kgo.Record) { seen[r.Topic]++ })
+	}
+	consumed := func(each int) func() bool {
+		return func() bool {
+			poll(time.Second)
+			return seen["rx-orders"] == each && seen["rx-orders-v2"] == each
+		}
+	}
+	waitUntil(t, 60*time.Second, "10 records of each user topic consumed", consumed(10))
+
+	// The coordinator assigned all 50 partitions of the internal topic to the
+	// one member, and the client adopted the topic.
+	adm := newAdmin(t, addr)
+	waitUntil(t, 30*time.Second, "the member owns every partition of "+offsets, func() bool {
+		d, err := adm.DescribeConsumerGroups(ctx, "rx-848")
+		if err != nil || len(d["rx-848"].Members) != 1 {
+			return false
+		}
+		m := d["rx-848"].Members[0]
+		return len(m.Assignment[offsets]) == 50 && len(m.Assignment["rx-orders"]) == 1 && len(m.Assignment["rx-orders-v2"]) == 1
+	})
+	waitUntil(t, 30*time.Second, "the client consumes "+offsets, func() bool {
+		return slices.Contains(cl.GetConsumeTopics(), offsets)
+	})
+	waitUntil(t, 30*time.Second, "reads of "+offsets+" refused", func() bool {
+		poll(time.Second)
+		return refused > 0
+	})
+
+	// Idle, the client re-fetches at its own pace (one long poll of maxWait
+	// at a time), not as fast as the refusals come back: the bound holds
+	// however slow the machine is, and a client that spun would send a Fetch
+	// every round trip (well under a millisecond on loopback).
+	before, start := fetches.fetches.Load(), time.Now()
+	for time.Since(start) < 2*time.Second {
+		poll(500 * time.Millisecond)
+	}
+	idle, elapsed := fetches.fetches.Load()-before, time.Since(start)
+	if limit := 4*int64(elapsed/maxWait) + 10; idle > limit {
+		t.Fatalf("%d fetches in %v idle (limit %d): the client spins on the refused partitions", idle, elapsed, limit)
+	}
+
+	// The refused partitions do not stall the user topics.
+	produce(1)
+	waitUntil(t, 60*time.Second, "20 records of each user topic consumed", consumed(20))
 }
