@@ -133,8 +133,10 @@ func (l *Log) recover() (recoveryStats, error) {
 		full := func() string { return filepath.Join(l.dir, n) }
 		switch {
 		case e.IsDir():
-		case n == spareLog || n == spareIndex || n == spareTimeIndex:
+		case n == spareLog || n == spareIndex:
 			spares++
+		case n == spareTimeIndex:
+			l.renameAside(full()) // the first layout's, unused
 		case strings.HasSuffix(n, deletedSuffix):
 			l.unlinkLater(full())
 		case strings.HasSuffix(n, tmpSuffix):
@@ -160,7 +162,7 @@ func (l *Log) recover() (recoveryStats, error) {
 			indexes = append(indexes, strings.TrimSuffix(n, timeIndexSuffix))
 		}
 	}
-	if spares < 3 {
+	if spares < 2 {
 		l.needSpares()
 	}
 	for _, p := range indexes {
