@@ -2,7 +2,6 @@ package disklog
 
 import (
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
@@ -39,7 +38,12 @@ const (
 // epoch stamp means a new leader never appends to a file an older leader may
 // still hold open: it rolls to a fresh name at takeover.
 func segName(epoch int32, base int64) string {
-	return fmt.Sprintf("%08x-%020d", uint32(epoch), base)
+	n := make([]byte, 0, 29)
+	n = append(appendPadded(n, uint64(uint32(epoch)), 16, 8), '-')
+	if base < 0 {
+		return string(appendPadded(append(n, '-'), uint64(-base), 10, 19))
+	}
+	return string(appendPadded(n, uint64(base), 10, 20))
 }
 
 // parseSegName parses segName's output.
