@@ -240,7 +240,17 @@ func (l *Log) recover() (recoveryStats, error) {
 		}
 		fileSize := fi.Size()
 		s.created = fi.ModTime()
-		tr, tok := readTrailer(s.prefix() + indexSuffix)
+		var tr summary
+		var tok, loadedOK bool
+		var loaded []indexEntry
+		if succ == nil {
+			// The last segment: its entries are needed whenever its trailer
+			// holds, so the index is read once, whole.
+			trailerReads.Add(1)
+			loaded, tr, tok, loadedOK = readIndex(s.prefix())
+		} else {
+			tr, tok = readTrailer(s.prefix() + indexSuffix)
+		}
 		tok = tok && tr.base == s.base && tr.epoch == s.epoch && tr.size <= fileSize
 		if tok && succ != nil && tr.next > succ.base {
 			// A trailer past the successor's base: a deposed leader kept
@@ -265,11 +275,14 @@ func (l *Log) recover() (recoveryStats, error) {
 		ix := newIndexer(interval)
 		var entries []indexEntry
 		from, expect := int64(0), s.base
-		if tok {
-			if loaded, sum, ok := loadIndex(s.prefix()); ok && sum == tr {
-				entries, from, expect = loaded, tr.size, tr.next
-				ix.maxTS, ix.maxOff = tr.maxTS, tr.maxOff
-			}
+		if tok && succ != nil {
+			var sum summary
+			loaded, sum, loadedOK = loadIndex(s.prefix())
+			loadedOK = loadedOK && sum == tr
+		}
+		if tok && loadedOK {
+			entries, from, expect = loaded, tr.size, tr.next
+			ix.maxTS, ix.maxOff = tr.maxTS, tr.maxOff
 		}
 		limitOff := int64(math.MaxInt64)
 		if succ != nil {

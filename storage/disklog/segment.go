@@ -218,27 +218,49 @@ func readTrailer(path string) (summary, bool) {
 // loadIndex reads and fully checks a segment's index (and, in the first
 // layout, its ".timeindex").
 func loadIndex(prefix string) ([]indexEntry, summary, bool) {
+	entries, s, _, ok := readIndex(prefix)
+	return entries, s, ok
+}
+
+// readIndex reads a segment's index file once, whole: trailerOK says what
+// readTrailer would (an intact trailer agreeing with the file's length),
+// ok that the entries check too (loadIndex). Open reads the active
+// segment's index this way, since it needs the entries whenever the trailer
+// holds.
+func readIndex(prefix string) (entries []indexEntry, s summary, trailerOK, ok bool) {
 	ib, err := readFileRaw(prefix + indexSuffix)
 	if err != nil || len(ib) < trailerSize {
-		return nil, summary{}, false
+		return nil, summary{}, false, false
 	}
-	s, bodyCRC, es, ok := decodeTrailer(ib[len(ib)-trailerSize:])
+	s, bodyCRC, es, tok := decodeTrailer(ib[len(ib)-trailerSize:])
 	body := ib[:len(ib)-trailerSize]
-	if !ok || int64(len(body)) != int64(s.count)*es || crc32.Checksum(body, castagnoli) != bodyCRC {
-		return nil, s, false
+	if !tok || int64(len(body)) != int64(s.count)*es {
+		return nil, summary{}, false, false
+	}
+	entries, ok = decodeEntries(prefix, body, s, bodyCRC, es)
+	if !ok {
+		entries = nil
+	}
+	return entries, s, true, ok
+}
+
+// decodeEntries checks and decodes an index body of entrySize entries.
+func decodeEntries(prefix string, body []byte, s summary, bodyCRC uint32, es int64) ([]indexEntry, bool) {
+	if crc32.Checksum(body, castagnoli) != bodyCRC {
+		return nil, false
 	}
 	// The timestamp half of entry i is at ts[toff+i*tstride:].
 	ts, toff, tstride := body, 8, idxEntrySize
 	if es == idx1EntrySize {
 		tb, err := readFileRaw(prefix + timeIndexSuffix)
 		if err != nil || len(tb) < tiTrailerSize {
-			return nil, s, false
+			return nil, false
 		}
 		tt := tb[len(tb)-tiTrailerSize:]
 		tbody := tb[:len(tb)-tiTrailerSize]
 		if string(tt[:8]) != tidxMagic || binary.BigEndian.Uint32(tt[8:]) != s.count ||
 			int64(len(tbody)) != int64(s.count)*tidxEntrySize || crc32.Checksum(tbody, castagnoli) != binary.BigEndian.Uint32(tt[12:]) {
-			return nil, s, false
+			return nil, false
 		}
 		ts, toff, tstride = tbody, 0, tidxEntrySize
 	}
@@ -251,14 +273,14 @@ func loadIndex(prefix string) ([]indexEntry, summary, bool) {
 		e.maxTS = int64(binary.BigEndian.Uint64(ts[toff+i*tstride:]))
 		e.maxRel = int32(binary.BigEndian.Uint32(ts[toff+i*tstride+8:]))
 		if (i > 0 && e.pos <= lastPos) || int64(e.pos) >= s.size || (i == 0 && e.pos != 0) {
-			return nil, s, false
+			return nil, false
 		}
 		lastPos = e.pos
 	}
 	if s.size > 0 && len(entries) == 0 {
-		return nil, s, false
+		return nil, false
 	}
-	return entries, s, true
+	return entries, true
 }
 
 // handle is a reference-counted open segment file. The log holds one
