@@ -82,7 +82,7 @@ type Log struct {
 	// background chores
 	jmu       sync.Mutex
 	needIndex []*segment
-	// needIndexFiles: new segments whose (empty) index files the janitor
+	// needIndexFiles: new segments whose (empty) index file the janitor
 	// creates ahead of their first writeIndex.
 	needIndexFiles []*segment
 	// spareWanted: a spare-set creation is scheduled; spareDue: its delay
@@ -192,8 +192,8 @@ func (l *Log) isClosed() bool {
 
 // createSegment creates a fresh, empty segment file (owner). It takes the
 // directory's spare set by rename when there is one: a leadership move
-// then creates no file on its path (three renames instead of three
-// creates), and the janitor makes a new set after the spare delay.
+// then creates no file on its path (two renames instead of two creates),
+// and the janitor makes a new set after the spare delay.
 func (l *Log) createSegment(epoch int32, base int64) (*segment, error) {
 	s := &segment{base: base, epoch: epoch, dir: l.dir, name: segName(epoch, base), active: true,
 		next: base, maxTS: -1, maxOff: -1, corruptAt: -1, created: l.now()}
@@ -219,9 +219,9 @@ func (l *Log) createSegment(epoch int32, base int64) (*segment, error) {
 	if indexed {
 		return s, nil
 	}
-	// Its index files are created now, off the caller's path, so that the
-	// close that writes them (a leadership move) overwrites them in place
-	// instead of creating two files per partition while a drain waits.
+	// Its index file is created now, off the caller's path, so that the
+	// close that writes it (a leadership move) overwrites it in place
+	// instead of creating a file per partition while a drain waits.
 	l.jmu.Lock()
 	l.needIndexFiles = append(l.needIndexFiles, s)
 	l.jmu.Unlock()
@@ -230,8 +230,8 @@ func (l *Log) createSegment(epoch int32, base int64) (*segment, error) {
 }
 
 // takeSpares renames the spare set to the segment prefix's names and opens
-// the segment. nil: no usable spare segment (create one). indexed: both
-// index files were taken too. A rename is atomic, so of two brokers taking
+// the segment. nil: no usable spare segment (create one). indexed: the
+// spare index file was taken too. A rename is atomic, so of two brokers taking
 // one spare (a deposed leader rolling while the new one opens) exactly one
 // gets it; nobody writes into a spare, so one that is not empty is debris
 // of something else and is set aside.
@@ -261,12 +261,7 @@ func (l *Log) takeSpares(prefix string) (f *os.File, indexed bool) {
 		l.renameAside(path)
 		return nil, false
 	}
-	indexed = true
-	for _, p := range [][2]string{{spareIndex, indexSuffix}, {spareTimeIndex, timeIndexSuffix}} {
-		if err := os.Rename(filepath.Join(l.dir, p[0]), prefix+p[1]); err != nil {
-			indexed = false
-		}
-	}
+	indexed = os.Rename(filepath.Join(l.dir, spareIndex), prefix+indexSuffix) == nil
 	return f, indexed
 }
 

@@ -63,7 +63,9 @@ func overwriteFile(path string, data []byte, mode os.FileMode) error {
 
 // checksummed frames a small text file: body, then "crc <hex>\n".
 func checksummed(body []byte) []byte {
-	return fmt.Appendf(body, "crc %08x\n", crc32.Checksum(body, castagnoli))
+	b := append(body, "crc "...)
+	b = appendPadded(b, uint64(crc32.Checksum(body, castagnoli)), 16, 8)
+	return append(b, '\n')
 }
 
 // unchecksummed returns the body of a checksummed file, or false.
@@ -99,12 +101,14 @@ func unchecksummed(b []byte) ([]byte, bool) {
 // open takes those segments as they are and reads their trailers only when
 // a read, a timestamp lookup or retention needs them (see recover).
 func encodeEpochs(eps []storage.EpochEntry, sealed int64) []byte {
-	b := fmt.Appendf(nil, "0\n%d\n", len(eps))
+	b := make([]byte, 0, 32+24*len(eps))
+	b = append(strconv.AppendInt(append(b, "0\n"...), int64(len(eps)), 10), '\n')
 	for _, e := range eps {
-		b = fmt.Appendf(b, "%d %d\n", e.Epoch, e.StartOffset)
+		b = append(strconv.AppendInt(b, int64(e.Epoch), 10), ' ')
+		b = append(strconv.AppendInt(b, e.StartOffset, 10), '\n')
 	}
 	if sealed > 0 {
-		b = fmt.Appendf(b, "sealed %d\n", sealed)
+		b = append(strconv.AppendInt(append(b, "sealed "...), sealed, 10), '\n')
 	}
 	return checksummed(b)
 }
@@ -170,7 +174,9 @@ func readEpochs(dir string) ([]storage.EpochEntry, int64, bool, error) {
 
 // Small numeric files ("0\n<number>\ncrc <hex>\n"): the log start offset
 // and the leader claim.
-func encodeNumber(n int64) []byte { return checksummed(fmt.Appendf(nil, "0\n%d\n", n)) }
+func encodeNumber(n int64) []byte {
+	return checksummed(append(strconv.AppendInt(append(make([]byte, 0, 48), "0\n"...), n, 10), '\n'))
+}
 
 // readNumber returns the number in dir/name, or false when the file is
 // missing or damaged.
@@ -233,7 +239,27 @@ func readStart(dir string) (int64, bool) {
 // it reads the log. The number is zero-padded to a fixed width, so every
 // claim is the same 32 bytes written over the last one at offset 0: a
 // reader never sees a shorter claim followed by a stale tail.
-func encodeClaim(epoch int32) []byte { return checksummed(fmt.Appendf(nil, "0\n%011d\n", epoch)) }
+func encodeClaim(epoch int32) []byte {
+	b := append(make([]byte, 0, 32), "0\n"...)
+	if epoch < 0 {
+		b = appendPadded(append(b, '-'), uint64(-int64(epoch)), 10, 10)
+	} else {
+		b = appendPadded(b, uint64(epoch), 10, 11)
+	}
+	return checksummed(append(b, '\n'))
+}
+
+// appendPadded appends n in base 10 or 16 (lower case), zero-padded to
+// width digits: fmt's %0*d and %0*x without fmt's cost, on the path of
+// every leadership move.
+func appendPadded(b []byte, n uint64, base, width int) []byte {
+	var d [20]byte
+	v := strconv.AppendUint(d[:0], n, base)
+	for range width - len(v) {
+		b = append(b, '0')
+	}
+	return append(b, v...)
+}
 
 // readClaim returns the claimed epoch, or false when there is no readable
 // claim.

@@ -1,24 +1,24 @@
 // Package disklog is the segmented on-disk log engine: one directory per
-// partition on the (shared) data volume, segment files with sparse offset and
-// time indexes, crash recovery, group-commit durability and zero-copy reads.
+// partition on the (shared) data volume, segment files with a sparse offset
+// and time index, crash recovery, group-commit durability and zero-copy reads.
 //
 // Layout of <dir>/<topic>-<partition>-<topic id>/ (the topic id is the
 // topic's incarnation, so a recreated topic never reuses files):
 //
 //	<epoch %08x>-<base offset %020d>.log        record batches, verbatim
-//	<epoch %08x>-<base offset %020d>.index      sparse offset index + trailer
-//	<epoch %08x>-<base offset %020d>.timeindex  time index (paired 1:1)
+//	<epoch %08x>-<base offset %020d>.index      sparse offset and time index + trailer
+//	<epoch %08x>-<base offset %020d>.timeindex  time index of the first layout (read, never written)
 //	leader-epoch-checkpoint                     leader-epoch cache
 //	log-start-offset                            log start offset (DeleteRecords, retention)
 //	leader-claim                                epoch of the last leader to open it (fencing)
 //	leader-claim.lock                           serializes concurrent claims
 //	<name>.snapshot                             named snapshots (producer state)
-//	log.spare, index.spare, timeindex.spare     empty files the next new segment takes by rename
+//	log.spare, index.spare                      empty files the next new segment takes by rename
 //	*.deleted                                   renamed aside, unlinked later
 //
 // The index files, checkpoint, claim and snapshots are written in place
 // (overwriteFile), not through temporary files, and a new segment's index
-// files are created empty in the background: a leadership move's close
+// file is created empty in the background: a leadership move's close
 // creates no file and its open only the new epoch's segment.
 //
 // The segment name carries the leader epoch that created it: AssignEpoch with

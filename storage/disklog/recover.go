@@ -133,8 +133,10 @@ func (l *Log) recover() (recoveryStats, error) {
 		full := func() string { return filepath.Join(l.dir, n) }
 		switch {
 		case e.IsDir():
-		case n == spareLog || n == spareIndex || n == spareTimeIndex:
+		case n == spareLog || n == spareIndex:
 			spares++
+		case n == spareTimeIndex:
+			l.renameAside(full()) // the first layout's, unused
 		case strings.HasSuffix(n, deletedSuffix):
 			l.unlinkLater(full())
 		case strings.HasSuffix(n, tmpSuffix):
@@ -160,7 +162,7 @@ func (l *Log) recover() (recoveryStats, error) {
 			indexes = append(indexes, strings.TrimSuffix(n, timeIndexSuffix))
 		}
 	}
-	if spares < 3 {
+	if spares < 2 {
 		l.needSpares()
 	}
 	for _, p := range indexes {
@@ -238,7 +240,17 @@ func (l *Log) recover() (recoveryStats, error) {
 		}
 		fileSize := fi.Size()
 		s.created = fi.ModTime()
-		tr, tok := readTrailer(s.prefix() + indexSuffix)
+		var tr summary
+		var tok, loadedOK bool
+		var loaded []indexEntry
+		if succ == nil {
+			// The last segment: its entries are needed whenever its trailer
+			// holds, so the index is read once, whole.
+			trailerReads.Add(1)
+			loaded, tr, tok, loadedOK = readIndex(s.prefix())
+		} else {
+			tr, tok = readTrailer(s.prefix() + indexSuffix)
+		}
 		tok = tok && tr.base == s.base && tr.epoch == s.epoch && tr.size <= fileSize
 		if tok && succ != nil && tr.next > succ.base {
 			// A trailer past the successor's base: a deposed leader kept
@@ -263,11 +275,14 @@ func (l *Log) recover() (recoveryStats, error) {
 		ix := newIndexer(interval)
 		var entries []indexEntry
 		from, expect := int64(0), s.base
-		if tok {
-			if loaded, sum, ok := loadIndex(s.prefix()); ok && sum == tr {
-				entries, from, expect = loaded, tr.size, tr.next
-				ix.maxTS, ix.maxOff = tr.maxTS, tr.maxOff
-			}
+		if tok && succ != nil {
+			var sum summary
+			loaded, sum, loadedOK = loadIndex(s.prefix())
+			loadedOK = loadedOK && sum == tr
+		}
+		if tok && loadedOK {
+			entries, from, expect = loaded, tr.size, tr.next
+			ix.maxTS, ix.maxOff = tr.maxTS, tr.maxOff
 		}
 		limitOff := int64(math.MaxInt64)
 		if succ != nil {

@@ -84,9 +84,6 @@ func buildGolden(t *testing.T, synced bool, tail int) *golden {
 		for _, p := range segFiles(t, l.Dir(), indexSuffix) {
 			os.Remove(p)
 		}
-		for _, p := range segFiles(t, l.Dir(), timeIndexSuffix) {
-			os.Remove(p)
-		}
 	}
 	for i := 0; i < tail; i++ {
 		g.batches = append(g.batches, appendN(t, l, 1, 1, 20, int64(5000+i))...)
@@ -383,7 +380,6 @@ func TestCrashSealedTailLost(t *testing.T) {
 		res, _ := scanSegment(f, int64(len(b)), 0, base, 1<<62, base, &ix, nil)
 		f.Close()
 		s.size, s.next, s.idx = res.size, res.next, res.entries
-		os.WriteFile(p+timeIndexSuffix, encodeTimeIndex(s.idx), 0o644)
 		os.WriteFile(p+indexSuffix, encodeIndex(s.idx, s.summary()), 0o644)
 	})
 	if !isCorrupt(err) || !strings.Contains(logs.String(), "CORRUPTION in the middle of the log") {
@@ -406,8 +402,8 @@ func TestCrashIndexesAndCheckpoint(t *testing.T) {
 		"flip a byte in an index body": func(dir string) {
 			flipBit(t, strings.TrimSuffix(inDir(dir, g.segs[1]), logSuffix)+indexSuffix, 3)
 		},
-		"flip a byte in a time index": func(dir string) {
-			flipBit(t, strings.TrimSuffix(inDir(dir, g.segs[0]), logSuffix)+timeIndexSuffix, 5)
+		"flip a byte in an index entry's timestamp": func(dir string) {
+			flipBit(t, strings.TrimSuffix(inDir(dir, g.segs[0]), logSuffix)+indexSuffix, 12)
 		},
 		"truncate an index": func(dir string) {
 			os.Truncate(strings.TrimSuffix(inDir(dir, g.segs[2]), logSuffix)+indexSuffix, 20)
@@ -961,14 +957,14 @@ func testMoveCreates(t *testing.T, spares bool, opt Option) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	spareSet := []string{spareIndex, spareLog, spareTimeIndex}
+	spareSet := []string{spareIndex, spareLog}
 	active := segName(1, 0)
 	for epoch := int32(2); epoch <= 4; epoch++ {
 		appendN(t, l, 3, 2, 10, 1)
 		if _, err := l.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(active+indexSuffix, active+timeIndexSuffix)
+		waitFor(active + indexSuffix)
 		if spares {
 			waitFor(spareSet...)
 		}
@@ -993,17 +989,17 @@ func testMoveCreates(t *testing.T, spares bool, opt Option) {
 			t.Fatal(err)
 		}
 		active = segName(epoch, l.NextOffset())
-		waitFor(active+indexSuffix, active+logSuffix, active+timeIndexSuffix)
+		waitFor(active+indexSuffix, active+logSuffix)
 		after := inodes()
 		var want []string
 		if spares {
-			for i, n := range []string{active + indexSuffix, active + logSuffix, active + timeIndexSuffix} {
+			for i, n := range []string{active + indexSuffix, active + logSuffix} {
 				if after[n] != before[spareSet[i]] {
 					t.Fatalf("epoch %d: %s is not the spare %s", epoch, n, spareSet[i])
 				}
 			}
 		} else {
-			want = []string{active + indexSuffix, active + logSuffix, active + timeIndexSuffix}
+			want = []string{active + indexSuffix, active + logSuffix}
 		}
 		if c := created(before, after); !slices.Equal(c, want) {
 			t.Fatalf("epoch %d: the move created %v, want only %v", epoch, c, want)
@@ -1191,7 +1187,7 @@ func TestSpareNotEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	junk := []byte("not a record batch")
-	for _, n := range []string{spareIndex, spareTimeIndex} {
+	for _, n := range []string{spareIndex} {
 		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}

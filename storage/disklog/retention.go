@@ -339,39 +339,43 @@ func (l *Log) spareTimer(d time.Duration, paced bool) {
 }
 
 // createSpares creates the spare set's missing files, empty. The segment
-// comes last: takeSpares takes the index files only after it. Failing here
+// comes last: takeSpares takes the index file only after it. Failing here
 // only means the next segment is created on the spot.
 func (l *Log) createSpares() {
-	for _, n := range []string{spareIndex, spareTimeIndex, spareLog} {
-		f, err := openFile(filepath.Join(l.dir, n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, l.fileMode)
-		if err == nil {
-			err = f.Close()
-		}
-		if err != nil && !errors.Is(err, os.ErrExist) {
+	for _, n := range []string{spareIndex, spareLog} {
+		if _, err := createEmpty(filepath.Join(l.dir, n), l.fileMode); err != nil {
 			l.log.Debug().Err(err).Str("file", n).Msg("create spare")
 			return
 		}
 	}
 }
 
-// writeIndexFiles writes the index files of the segment at prefix: entries
-// and a trailer asserting that the segment's bytes below sum.size are
-// durable. The time index first: the index's trailer is what recovery
-// trusts, and both must agree (loadIndex), so a crash between the two
-// writes costs a scan, never a wrong index.
-func (l *Log) writeIndexFiles(prefix string, entries []indexEntry, sum summary) error {
-	if err := overwriteFile(prefix+timeIndexSuffix, encodeTimeIndex(entries), l.fileMode); err != nil {
-		return fmt.Errorf("disklog: write index: %w", err)
+// createEmpty creates an empty file at path unless one exists; made says
+// whether this call created it.
+func createEmpty(path string, mode os.FileMode) (made bool, err error) {
+	f, err := openFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if errors.Is(err, os.ErrExist) {
+		return false, nil
 	}
+	if err != nil {
+		return false, err
+	}
+	return true, f.Close()
+}
+
+// writeIndexFiles writes the index file of the segment at prefix: entries
+// and a trailer asserting that the segment's bytes below sum.size are
+// durable.
+func (l *Log) writeIndexFiles(prefix string, entries []indexEntry, sum summary) error {
 	if err := overwriteFile(prefix+indexSuffix, encodeIndex(entries, sum), l.fileMode); err != nil {
 		return fmt.Errorf("disklog: write index: %w", err)
 	}
 	return nil
 }
 
-// createIndexFiles creates a segment's index files empty unless they exist
+// createIndexFiles creates a segment's index file empty unless it exists
 // (an empty index reads as absent, like a missing one). Failing here only
-// means writeIndex creates them later.
+// means writeIndex creates it later.
 func (l *Log) createIndexFiles(s *segment) {
 	deleted := func() bool {
 		s.mu.RLock()
@@ -381,29 +385,19 @@ func (l *Log) createIndexFiles(s *segment) {
 	if deleted() {
 		return
 	}
-	prefix := s.prefix()
-	var made []string
-	for _, ext := range []string{timeIndexSuffix, indexSuffix} {
-		f, err := openFile(prefix+ext, os.O_WRONLY|os.O_CREATE|os.O_EXCL, l.fileMode)
-		if err == nil {
-			made = append(made, prefix+ext)
-			err = f.Close()
-		}
-		if err != nil && !errors.Is(err, os.ErrExist) {
-			l.log.Debug().Err(err).Str("segment", s.name).Msg("create index files")
-			break
-		}
+	path := s.prefix() + indexSuffix
+	made, err := createEmpty(path, l.fileMode)
+	if err != nil {
+		l.log.Debug().Err(err).Str("segment", s.name).Msg("create index file")
 	}
-	// Set aside meanwhile (setAside renames and marks under s.mu): files
-	// created after its rename would be orphans.
-	if deleted() {
-		for _, p := range made {
-			_ = os.Remove(p)
-		}
+	// Set aside meanwhile (setAside renames and marks under s.mu): a file
+	// created after its rename would be an orphan.
+	if made && deleted() {
+		_ = os.Remove(path)
 	}
 }
 
-// writeIndex writes a segment's index files (in place, no fsync: an index
+// writeIndex writes a segment's index file (in place, no fsync: an index
 // lost or torn in a crash fails its checksums and is rebuilt). Callers guarantee the segment's bytes
 // are durable, which is what the trailer asserts.
 func (l *Log) writeIndex(s *segment) error {

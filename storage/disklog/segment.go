@@ -2,7 +2,6 @@ package disklog
 
 import (
 	"encoding/binary"
-	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
@@ -28,8 +27,9 @@ const (
 	lockSuffix      = ".lock"
 	// The spare set: empty files the janitor creates ahead of need, which
 	// the next new segment takes by rename (see takeSpares).
-	spareLog       = "log.spare"
-	spareIndex     = "index.spare"
+	spareLog   = "log.spare"
+	spareIndex = "index.spare"
+	// spareTimeIndex is the first layout's third spare: set aside on sight.
 	spareTimeIndex = "timeindex.spare"
 )
 
@@ -38,7 +38,12 @@ const (
 // epoch stamp means a new leader never appends to a file an older leader may
 // still hold open: it rolls to a fresh name at takeover.
 func segName(epoch int32, base int64) string {
-	return fmt.Sprintf("%08x-%020d", uint32(epoch), base)
+	n := make([]byte, 0, 29)
+	n = append(appendPadded(n, uint64(uint32(epoch)), 16, 8), '-')
+	if base < 0 {
+		return string(appendPadded(append(n, '-'), uint64(-base), 10, 19))
+	}
+	return string(appendPadded(n, uint64(base), 10, 20))
 }
 
 // parseSegName parses segName's output.
@@ -108,18 +113,26 @@ type summary struct {
 	epoch  int32
 }
 
-// On-disk index formats. ".index": count × (rel u32, pos u32) then a 64-byte
-// trailer. ".timeindex": count × (maxTS i64, maxRel i32) then a 16-byte
-// trailer. Big-endian, CRC-32C. The ".index" trailer doubles as the segment's
-// clean marker: it is written only after the segment's bytes up to size were
-// fdatasync'ed, so a segment whose file is at least that long is trusted up to
-// size without a scan.
+// On-disk index format. ".index": count × (rel u32, pos u32, maxTS i64,
+// maxRel i32) then a 64-byte trailer, big-endian, CRC-32C: one file per
+// segment beside the ".log", so a new segment costs two files (a create or
+// a rename is the dearest part of a leadership move). The trailer doubles as
+// the segment's clean marker: it is written only after the segment's bytes up
+// to size were fdatasync'ed, so a segment whose file is at least that long is
+// trusted up to size without a scan.
+//
+// Directories written by older kaas hold the first layout: ".index" with
+// count × (rel u32, pos u32) and the "KAASIDX1" trailer, and a paired
+// ".timeindex" with count × (maxTS i64, maxRel i32) then a 16-byte trailer.
+// Both are read; only the current one is written.
 const (
 	trailerSize    = 64
 	tiTrailerSize  = 16
-	idxEntrySize   = 8
+	idxEntrySize   = 20
+	idx1EntrySize  = 8
 	tidxEntrySize  = 12
-	idxMagic       = "KAASIDX1"
+	idxMagic       = "KAASIDX2"
+	idx1Magic      = "KAASIDX1"
 	tidxMagic      = "KAASTIX1"
 	trailerCRCSpan = trailerSize - 4
 )
@@ -129,43 +142,47 @@ func encodeIndex(entries []indexEntry, s summary) []byte {
 	for _, e := range entries {
 		b = binary.BigEndian.AppendUint32(b, e.rel)
 		b = binary.BigEndian.AppendUint32(b, e.pos)
+		b = binary.BigEndian.AppendUint64(b, uint64(e.maxTS))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.maxRel))
 	}
+	return appendTrailer(b, idxMagic, s, len(entries))
+}
+
+// appendTrailer appends the 64-byte trailer over the entries in b.
+func appendTrailer(b []byte, magic string, s summary, count int) []byte {
 	body := crc32.Checksum(b, castagnoli)
 	t := len(b)
-	b = append(b, idxMagic...)
+	b = append(b, magic...)
 	b = binary.BigEndian.AppendUint64(b, uint64(s.base))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.next))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.size))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.maxTS))
 	b = binary.BigEndian.AppendUint64(b, uint64(s.maxOff))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(entries)))
+	b = binary.BigEndian.AppendUint32(b, uint32(count))
 	b = binary.BigEndian.AppendUint32(b, uint32(s.epoch))
 	b = binary.BigEndian.AppendUint32(b, body)
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b[t:], castagnoli))
 	return b
 }
 
-func encodeTimeIndex(entries []indexEntry) []byte {
-	b := make([]byte, 0, len(entries)*tidxEntrySize+tiTrailerSize)
-	for _, e := range entries {
-		b = binary.BigEndian.AppendUint64(b, uint64(e.maxTS))
-		b = binary.BigEndian.AppendUint32(b, uint32(e.maxRel))
+// decodeTrailer checks and decodes a 64-byte index trailer of either
+// layout; bodyCRC is the CRC the entries must have, entrySize the size of
+// an entry in the index file (idx1EntrySize: the first layout, whose
+// timestamps are in the ".timeindex").
+func decodeTrailer(t []byte) (s summary, bodyCRC uint32, entrySize int64, ok bool) {
+	if len(t) != trailerSize {
+		return s, 0, 0, false
 	}
-	c := crc32.Checksum(b, castagnoli)
-	b = append(b, tidxMagic...)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(entries)))
-	b = binary.BigEndian.AppendUint32(b, c)
-	return b
-}
-
-// decodeTrailer checks and decodes a 64-byte index trailer; bodyCRC is the
-// CRC the entries must have.
-func decodeTrailer(t []byte) (s summary, bodyCRC uint32, ok bool) {
-	if len(t) != trailerSize || string(t[:8]) != idxMagic {
-		return s, 0, false
+	switch string(t[:8]) {
+	case idxMagic:
+		entrySize = idxEntrySize
+	case idx1Magic:
+		entrySize = idx1EntrySize
+	default:
+		return s, 0, 0, false
 	}
 	if crc32.Checksum(t[:trailerCRCSpan], castagnoli) != binary.BigEndian.Uint32(t[trailerCRCSpan:]) {
-		return s, 0, false
+		return s, 0, 0, false
 	}
 	s.base = int64(binary.BigEndian.Uint64(t[8:]))
 	s.next = int64(binary.BigEndian.Uint64(t[16:]))
@@ -175,9 +192,9 @@ func decodeTrailer(t []byte) (s summary, bodyCRC uint32, ok bool) {
 	s.count = binary.BigEndian.Uint32(t[48:])
 	s.epoch = int32(binary.BigEndian.Uint32(t[52:]))
 	if s.size < 0 || s.next < s.base || s.size > math.MaxUint32 {
-		return s, 0, false
+		return s, 0, 0, false
 	}
-	return s, binary.BigEndian.Uint32(t[56:]), true
+	return s, binary.BigEndian.Uint32(t[56:]), entrySize, true
 }
 
 // trailerReads counts readTrailer calls (tests: what an Open reads).
@@ -188,54 +205,82 @@ var trailerReads atomic.Int64
 func readTrailer(path string) (summary, bool) {
 	trailerReads.Add(1)
 	t, size, err := readTailRaw(path, trailerSize)
-	if err != nil || size < trailerSize || len(t) != trailerSize || (size-trailerSize)%idxEntrySize != 0 {
+	if err != nil || size < trailerSize || len(t) != trailerSize {
 		return summary{}, false
 	}
-	s, _, ok := decodeTrailer(t)
-	if ok && int64(s.count)*idxEntrySize != size-trailerSize {
+	s, _, es, ok := decodeTrailer(t)
+	if ok && int64(s.count)*es != size-trailerSize {
 		return summary{}, false
 	}
 	return s, ok
 }
 
-// loadIndex reads and fully checks both index files of a segment.
+// loadIndex reads and fully checks a segment's index (and, in the first
+// layout, its ".timeindex").
 func loadIndex(prefix string) ([]indexEntry, summary, bool) {
+	entries, s, _, ok := readIndex(prefix)
+	return entries, s, ok
+}
+
+// readIndex reads a segment's index file once, whole: trailerOK says what
+// readTrailer would (an intact trailer agreeing with the file's length),
+// ok that the entries check too (loadIndex). Open reads the active
+// segment's index this way, since it needs the entries whenever the trailer
+// holds.
+func readIndex(prefix string) (entries []indexEntry, s summary, trailerOK, ok bool) {
 	ib, err := readFileRaw(prefix + indexSuffix)
 	if err != nil || len(ib) < trailerSize {
-		return nil, summary{}, false
+		return nil, summary{}, false, false
 	}
-	s, bodyCRC, ok := decodeTrailer(ib[len(ib)-trailerSize:])
+	s, bodyCRC, es, tok := decodeTrailer(ib[len(ib)-trailerSize:])
 	body := ib[:len(ib)-trailerSize]
-	if !ok || int64(len(body)) != int64(s.count)*idxEntrySize || crc32.Checksum(body, castagnoli) != bodyCRC {
-		return nil, s, false
+	if !tok || int64(len(body)) != int64(s.count)*es {
+		return nil, summary{}, false, false
 	}
-	tb, err := readFileRaw(prefix + timeIndexSuffix)
-	if err != nil || len(tb) < tiTrailerSize {
-		return nil, s, false
+	entries, ok = decodeEntries(prefix, body, s, bodyCRC, es)
+	if !ok {
+		entries = nil
 	}
-	tt := tb[len(tb)-tiTrailerSize:]
-	tbody := tb[:len(tb)-tiTrailerSize]
-	if string(tt[:8]) != tidxMagic || binary.BigEndian.Uint32(tt[8:]) != s.count ||
-		int64(len(tbody)) != int64(s.count)*tidxEntrySize || crc32.Checksum(tbody, castagnoli) != binary.BigEndian.Uint32(tt[12:]) {
-		return nil, s, false
+	return entries, s, true, ok
+}
+
+// decodeEntries checks and decodes an index body of entrySize entries.
+func decodeEntries(prefix string, body []byte, s summary, bodyCRC uint32, es int64) ([]indexEntry, bool) {
+	if crc32.Checksum(body, castagnoli) != bodyCRC {
+		return nil, false
+	}
+	// The timestamp half of entry i is at ts[toff+i*tstride:].
+	ts, toff, tstride := body, 8, idxEntrySize
+	if es == idx1EntrySize {
+		tb, err := readFileRaw(prefix + timeIndexSuffix)
+		if err != nil || len(tb) < tiTrailerSize {
+			return nil, false
+		}
+		tt := tb[len(tb)-tiTrailerSize:]
+		tbody := tb[:len(tb)-tiTrailerSize]
+		if string(tt[:8]) != tidxMagic || binary.BigEndian.Uint32(tt[8:]) != s.count ||
+			int64(len(tbody)) != int64(s.count)*tidxEntrySize || crc32.Checksum(tbody, castagnoli) != binary.BigEndian.Uint32(tt[12:]) {
+			return nil, false
+		}
+		ts, toff, tstride = tbody, 0, tidxEntrySize
 	}
 	entries := make([]indexEntry, s.count)
 	var lastPos uint32
 	for i := range entries {
 		e := &entries[i]
-		e.rel = binary.BigEndian.Uint32(body[i*idxEntrySize:])
-		e.pos = binary.BigEndian.Uint32(body[i*idxEntrySize+4:])
-		e.maxTS = int64(binary.BigEndian.Uint64(tbody[i*tidxEntrySize:]))
-		e.maxRel = int32(binary.BigEndian.Uint32(tbody[i*tidxEntrySize+8:]))
+		e.rel = binary.BigEndian.Uint32(body[i*int(es):])
+		e.pos = binary.BigEndian.Uint32(body[i*int(es)+4:])
+		e.maxTS = int64(binary.BigEndian.Uint64(ts[toff+i*tstride:]))
+		e.maxRel = int32(binary.BigEndian.Uint32(ts[toff+i*tstride+8:]))
 		if (i > 0 && e.pos <= lastPos) || int64(e.pos) >= s.size || (i == 0 && e.pos != 0) {
-			return nil, s, false
+			return nil, false
 		}
 		lastPos = e.pos
 	}
 	if s.size > 0 && len(entries) == 0 {
-		return nil, s, false
+		return nil, false
 	}
-	return entries, s, true
+	return entries, true
 }
 
 // handle is a reference-counted open segment file. The log holds one
