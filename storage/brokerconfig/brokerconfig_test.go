@@ -188,3 +188,25 @@ func TestFileStore(t *testing.T) {
 		t.Fatal("an update over a corrupt file replaced it")
 	}
 }
+
+// TestMemoryStoreOnChangeLoads: OnChange runs once the change is stored
+// and may read the store (the broker's follower does).
+func TestMemoryStoreOnChangeLoads(t *testing.T) {
+	s := NewMemory()
+	var seen Set
+	s.OnChange = func() {
+		var err error
+		if seen, err = s.Load(); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := s.Update("0", false, func(cur map[string]string) (map[string]string, error) {
+		cur["num.io.threads"] = "4"
+		return cur, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if seen.Brokers["0"]["num.io.threads"] != "4" {
+		t.Fatalf("OnChange saw %+v", seen)
+	}
+}

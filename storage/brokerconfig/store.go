@@ -67,6 +67,14 @@ func (s *Store) Load() (Set, error) {
 // validateOnly, stores it. change's error is returned as is; a refused
 // result is an *InvalidError.
 func (s *Store) Update(resource string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error {
+	changed, err := s.update(resource, validateOnly, change)
+	if changed && s.OnChange != nil {
+		s.OnChange() // outside s.mu: it may Load
+	}
+	return err
+}
+
+func (s *Store) update(resource string, validateOnly bool, change func(map[string]string) (map[string]string, error)) (changed bool, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var set Set
@@ -75,7 +83,7 @@ func (s *Store) Update(resource string, validateOnly bool, change func(map[strin
 	} else {
 		loaded, err := s.Load()
 		if err != nil {
-			return err
+			return false, err
 		}
 		set = loaded
 	}
@@ -85,13 +93,13 @@ func (s *Store) Update(resource string, validateOnly bool, change func(map[strin
 	}
 	next, err := change(cur)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := Validate(next, resource != "", s.Static); err != nil {
-		return err
+		return false, err
 	}
 	if validateOnly {
-		return nil
+		return false, nil
 	}
 	if resource == "" {
 		set.Default = next
@@ -111,19 +119,16 @@ func (s *Store) Update(resource string, validateOnly bool, change func(map[strin
 	} else {
 		b, err := json.MarshalIndent(set, "", "  ")
 		if err != nil {
-			return fmt.Errorf("encode broker configs: %w", err)
+			return false, fmt.Errorf("encode broker configs: %w", err)
 		}
 		if err := os.MkdirAll(s.dir, 0o755); err != nil {
-			return fmt.Errorf("broker configs dir: %w", err)
+			return false, fmt.Errorf("broker configs dir: %w", err)
 		}
 		if _, err := atomicfile.WriteWith(s.dir, FileName, b, atomicfile.Options{Mode: 0o644, UniqueTmp: true}); err != nil {
-			return fmt.Errorf("write broker configs %s: %w", s.dir, err)
+			return false, fmt.Errorf("write broker configs %s: %w", s.dir, err)
 		}
 	}
-	if s.OnChange != nil {
-		s.OnChange()
-	}
-	return nil
+	return true, nil
 }
 
 func cloneSet(s Set) Set {
