@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,16 +20,24 @@ import (
 // broker it is sent to (resource "" is the cluster default).
 func brokerConfig(t testing.TB, ctx context.Context, cl *kgo.Client, broker int32, resource, name string) (kadm.Config, bool) {
 	t.Helper()
+	c, ok, err := describeBrokerConfig(ctx, cl, broker, resource, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ok
+}
+
+func describeBrokerConfig(ctx context.Context, cl *kgo.Client, broker int32, resource, name string) (kadm.Config, bool, error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	r := kmsg.NewDescribeConfigsRequestResource()
 	r.ResourceType, r.ResourceName, r.ConfigNames = kmsg.ConfigResourceTypeBroker, resource, []string{name}
 	req.Resources, req.IncludeSynonyms = append(req.Resources, r), true
 	resp, err := req.RequestWith(ctx, cl.Broker(int(broker)))
 	if err != nil {
-		t.Fatalf("DescribeConfigs of broker resource %q on broker %d: %v", resource, broker, err)
+		return kadm.Config{}, false, fmt.Errorf("DescribeConfigs of broker resource %q on broker %d: %w", resource, broker, err)
 	}
 	if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("DescribeConfigs of broker resource %q on broker %d: %+v", resource, broker, resp.Resources)
+		return kadm.Config{}, false, fmt.Errorf("DescribeConfigs of broker resource %q on broker %d: %+v", resource, broker, resp.Resources)
 	}
 	for _, c := range resp.Resources[0].Configs {
 		if c.Name == name {
@@ -36,10 +45,10 @@ func brokerConfig(t testing.TB, ctx context.Context, cl *kgo.Client, broker int3
 			for _, s := range c.ConfigSynonyms {
 				out.Synonyms = append(out.Synonyms, kadm.ConfigSynonym{Key: s.Name, Value: s.Value, Source: s.Source})
 			}
-			return out, true
+			return out, true, nil
 		}
 	}
-	return kadm.Config{}, false
+	return kadm.Config{}, false, nil
 }
 
 // sources lists a config's synonyms as source:value.
@@ -229,4 +238,74 @@ func TestDynamicBrokerConfigsIncrementalOps(t *testing.T) {
 	if r := alter(kadm.AlterConfig{Op: kadm.AppendConfig, Name: "log.retention.ms", Value: sp("1")}); !errors.Is(r.Err, kerr.InvalidConfig) {
 		t.Errorf("append to a long: %+v, want INVALID_CONFIG", r)
 	}
+}
+
+// TestDynamicBrokerConfigsCluster: on three brokers sharing the volume, a
+// cluster default set through one broker reaches every broker (described
+// by each, and applied to the partitions each leads), a per-broker value
+// reaches only its broker, and a restarted broker keeps its own.
+func TestDynamicBrokerConfigsCluster(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, clusterFlags...)
+	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		c.start(n)
+	}
+	waitUntil(t, 60*time.Second, "a controller elected", func() bool {
+		_, ctrl, _ := c.ledBy()
+		return ctrl != ""
+	})
+	cl := c.client(kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(3))
+	adm := kadm.NewClient(cl)
+	ctx := ctxFor(t, 3*time.Minute)
+	if resp, err := adm.CreateTopic(ctx, 3, 1, nil, "dync"); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	waitUntil(t, 60*time.Second, "one partition led by each broker", func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"] == 1 && led["kaas-1"] == 1 && led["kaas-2"] == 1
+	})
+	if _, err := adm.ListBrokers(ctx); err != nil { // the client learns every broker
+		t.Fatal(err)
+	}
+	seen := func(broker int32, name, value string, source kmsg.ConfigSource) func() bool {
+		return func() bool {
+			got, ok, err := describeBrokerConfig(ctx, cl, broker, strconv.Itoa(int(broker)), name)
+			return err == nil && ok && got.MaybeValue() == value && got.Source == source
+		}
+	}
+
+	if res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "message.max.bytes", Value: sp("4000")}}); err != nil || res[0].Err != nil {
+		t.Fatalf("alter the cluster default: %v %+v", err, res)
+	}
+	for id := int32(0); id < 3; id++ {
+		waitUntil(t, 30*time.Second, fmt.Sprintf("broker %d describes the default", id), seen(id, "message.max.bytes", "4000", kmsg.ConfigSourceDynamicDefaultBrokerConfig))
+	}
+	for p := int32(0); p < 3; p++ {
+		waitUntil(t, 30*time.Second, fmt.Sprintf("partition %d refuses 8000 bytes", p), func() bool {
+			err := cl.ProduceSync(ctx, &kgo.Record{Topic: "dync", Partition: p, Value: incompressible(8000)}).FirstErr()
+			return errors.Is(err, kerr.MessageTooLarge)
+		})
+	}
+
+	// Broker 1's own value; then a new default, which every broker reads
+	// after broker 1's value was in the file: only broker 1 takes its own.
+	if res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.ms", Value: sp("60000")}}, 1); err != nil || res[0].Err != nil {
+		t.Fatalf("alter broker 1: %v %+v", err, res)
+	}
+	if res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "message.max.bytes", Value: sp("5000")}}); err != nil || res[0].Err != nil {
+		t.Fatalf("alter the cluster default again: %v %+v", err, res)
+	}
+	for id := int32(0); id < 3; id++ {
+		waitUntil(t, 30*time.Second, fmt.Sprintf("broker %d describes the new default", id), seen(id, "message.max.bytes", "5000", kmsg.ConfigSourceDynamicDefaultBrokerConfig))
+		got, _ := brokerConfig(t, ctx, cl, id, strconv.Itoa(int(id)), "log.retention.ms")
+		if own := got.Source == kmsg.ConfigSourceDynamicBrokerConfig && got.MaybeValue() == "60000"; own != (id == 1) {
+			t.Errorf("broker %d log.retention.ms: %+v (%s)", id, got, sources(got))
+		}
+	}
+
+	// A restart of broker 1 keeps its own value and the default.
+	c.brokers["kaas-1"].kill()
+	c.start("kaas-1")
+	waitUntil(t, 60*time.Second, "broker 1 back with its own log.retention.ms", seen(1, "log.retention.ms", "60000", kmsg.ConfigSourceDynamicBrokerConfig))
+	waitUntil(t, 30*time.Second, "broker 1 back with the default", seen(1, "message.max.bytes", "5000", kmsg.ConfigSourceDynamicDefaultBrokerConfig))
 }
