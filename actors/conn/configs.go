@@ -74,7 +74,7 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 					wg.Done()
 				}})
 		case resourceBroker:
-			if bad := brokerResourceError(name, r.View.Self); bad.code != 0 {
+			if bad := brokerResourceError(name, r.View); bad.code != 0 {
 				results[i] = bad
 				continue
 			}
@@ -104,10 +104,13 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 	return results, wg.Wait
 }
 
-// brokerResourceError checks a BROKER resource name as Kafka's
-// ConfigAdminManager does: the cluster default ("") or the id of the
-// broker the request is sent to.
-func brokerResourceError(name string, self int32) alterResult {
+// brokerResourceError checks a BROKER resource name: the cluster default
+// (""), or a broker of the cluster. Kafka takes a broker's own resource
+// only from that broker (the admin clients send it there); the dynamic
+// configs of kaas are one file every broker shares, so any broker of the
+// cluster takes any broker's (kafkajs sends them to the controller). Other
+// names get Kafka's INVALID_REQUEST and message.
+func brokerResourceError(name string, v *routing.View) alterResult {
 	if name == "" {
 		return alterResult{}
 	}
@@ -115,8 +118,8 @@ func brokerResourceError(name string, self int32) alterResult {
 	if err != nil {
 		return alterResult{code: kerr.InvalidRequest.Code, msg: "Node id must be an integer, but it is: " + name}
 	}
-	if int32(id) != self {
-		return alterResult{code: kerr.InvalidRequest.Code, msg: fmt.Sprintf("Unexpected broker id, expected %d, but received %s", self, name)}
+	if _, ok := v.Broker(int32(id)); !ok && int32(id) != v.Self {
+		return alterResult{code: kerr.InvalidRequest.Code, msg: fmt.Sprintf("Unexpected broker id, expected %d, but received %s", v.Self, name)}
 	}
 	return alterResult{}
 }

@@ -243,7 +243,8 @@ func TestDynamicBrokerConfigsIncrementalOps(t *testing.T) {
 // TestDynamicBrokerConfigsCluster: on three brokers sharing the volume, a
 // cluster default set through one broker reaches every broker (described
 // by each, and applied to the partitions each leads), a per-broker value
-// reaches only its broker, and a restarted broker keeps its own.
+// set through another broker reaches only its broker, and a restarted
+// broker keeps its own.
 func TestDynamicBrokerConfigsCluster(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, clusterFlags...)
@@ -287,10 +288,19 @@ func TestDynamicBrokerConfigsCluster(t *testing.T) {
 		})
 	}
 
-	// Broker 1's own value; then a new default, which every broker reads
-	// after broker 1's value was in the file: only broker 1 takes its own.
-	if res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.retention.ms", Value: sp("60000")}}, 1); err != nil || res[0].Err != nil {
-		t.Fatalf("alter broker 1: %v %+v", err, res)
+	// Broker 1's own value, sent to broker 0 (kafkajs sends every
+	// AlterConfigs to the controller); then a new default, which every
+	// broker reads after broker 1's value was in the file: only broker 1
+	// takes its own.
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	rc.Name, rc.Value = "log.retention.ms", sp("60000")
+	r.Configs = append(r.Configs, rc)
+	req.Resources = append(req.Resources, r)
+	if resp, err := req.RequestWith(ctx, cl.Broker(0)); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("alter broker 1 through broker 0: %v %+v", err, resp)
 	}
 	if res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "message.max.bytes", Value: sp("5000")}}); err != nil || res[0].Err != nil {
 		t.Fatalf("alter the cluster default again: %v %+v", err, res)
