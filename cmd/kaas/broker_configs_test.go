@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/storage/compaction"
 )
 
 // brokerConfig is one config of a broker resource as described by the
@@ -318,4 +321,62 @@ func TestDynamicBrokerConfigsCluster(t *testing.T) {
 	c.start("kaas-1")
 	waitUntil(t, 60*time.Second, "broker 1 back with its own log.retention.ms", seen(1, "log.retention.ms", "60000", kmsg.ConfigSourceDynamicBrokerConfig))
 	waitUntil(t, 30*time.Second, "broker 1 back with the default", seen(1, "message.max.bytes", "5000", kmsg.ConfigSourceDynamicDefaultBrokerConfig))
+}
+
+// TestDynamicConfigsFollower: the broker's follower applies the cleaner's
+// I/O rate in force (its own value over the default, the flag once
+// deleted) to the throttle every compaction pass waits on, and tells the
+// supervisor when its topic defaults change, not when another broker's do.
+func TestDynamicConfigsFollower(t *testing.T) {
+	var slept time.Duration
+	now := time.Unix(1_700_000_000, 0)
+	throttle := compaction.NewThrottle(0, func() time.Time { return now }, func(d time.Duration) { slept += d })
+	cfg := &serveConfig{BrokerID: 2, cleanerThrottle: throttle}
+	d := newDynamicConfigs(cfg, nil, zerolog.Nop())
+	told := 0
+	d.onTopicDefaults = func() { told++ }
+	set := func(resource, name string, value *string) {
+		t.Helper()
+		if err := d.store.Update(resource, false, func(cur map[string]string) (map[string]string, error) {
+			if value == nil {
+				delete(cur, name)
+			} else {
+				cur[name] = *value
+			}
+			return cur, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paced := func() time.Duration { // what 2000 bytes wait at the rate in force
+		slept = 0
+		throttle.Wait(1000)
+		throttle.Wait(1000)
+		now = now.Add(time.Hour) // the next pass starts afresh
+		return slept
+	}
+	if got := paced(); got != 0 {
+		t.Fatalf("unthrottled flag: slept %v", got)
+	}
+	set("", "log.cleaner.io.max.bytes.per.second", sp("500"))
+	set("2", "log.cleaner.io.max.bytes.per.second", sp("1000"))
+	if got := paced(); got != time.Second {
+		t.Errorf("broker 2's own 1000 B/s: the second 1000 bytes waited %v, want 1s", got)
+	}
+	set("2", "log.cleaner.io.max.bytes.per.second", nil)
+	if got := paced(); got != 2*time.Second {
+		t.Errorf("the default's 500 B/s: waited %v, want 2s", got)
+	}
+	set("", "log.cleaner.io.max.bytes.per.second", nil)
+	if got := paced(); got != 0 {
+		t.Errorf("back to the flag: waited %v", got)
+	}
+	set("1", "log.retention.ms", sp("5"))
+	if told != 0 || len(d.TopicDefaults()) != 0 {
+		t.Errorf("broker 1's value reached broker 2: told %d, defaults %v", told, d.TopicDefaults())
+	}
+	set("", "log.retention.ms", sp("7"))
+	if told != 1 || d.TopicDefaults()["retention.ms"] != "7" {
+		t.Errorf("the default: told %d, defaults %v", told, d.TopicDefaults())
+	}
 }

@@ -18,21 +18,9 @@ import (
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
-// Effect says what kaas does with a dynamic config.
-type Effect int8
-
-const (
-	// Stored configs are kept and reported by DescribeConfigs; kaas has no
-	// setting they change (thread pools, replica fetchers, ...).
-	Stored Effect = iota
-	// TopicDefault configs are the broker default of a topic config: every
-	// partition that does not set the topic config obeys them at once.
-	TopicDefault
-	// Applied configs change a broker setting at once (the cleaner's I/O rate).
-	Applied
-)
-
-// Key is one dynamic broker config.
+// Key is one dynamic broker config. What kaas does with it is in its Doc:
+// the broker defaults of topic configs (TopicDefaults) and the cleaner's
+// I/O rate (CleanerIORate) are applied, the others stored and reported.
 type Key struct {
 	Type topicconfig.Type
 	// Default is Kafka's default ("" when Kafka has none).
@@ -40,7 +28,6 @@ type Key struct {
 	// PerBroker configs can only be set for a named broker, never as the
 	// cluster-wide default.
 	PerBroker bool
-	Effect    Effect
 	// Check validates a value beyond its type (nil: any value of the type).
 	Check func(string) error
 	Doc   string
@@ -109,7 +96,7 @@ func init() {
 			continue
 		}
 		synonyms[tk.Synonym] = topicSynonym{topic: name}
-		Keys[tk.Synonym] = Key{Type: tk.Type, Default: tk.Default, Effect: TopicDefault, Check: tk.Check,
+		Keys[tk.Synonym] = Key{Type: tk.Type, Default: tk.Default, Check: tk.Check,
 			Doc: "The broker default of the topic config " + name + ": " + tk.Doc}
 	}
 	for name, s := range map[string]struct {
@@ -122,7 +109,7 @@ func init() {
 		"log.roll.jitter.hours": {topicSynonym{topic: "segment.jitter.ms", scale: 3_600_000}, "hours", "0"},
 	} {
 		synonyms[name] = s.topicSynonym
-		Keys[name] = Key{Type: topicconfig.TypeInt, Default: s.def, Effect: TopicDefault, Check: atLeast(-1),
+		Keys[name] = Key{Type: topicconfig.TypeInt, Default: s.def, Check: atLeast(-1),
 			Doc: "The broker default of the topic config " + s.topic + ", in " + s.unit + " (the milliseconds config wins over it)."}
 	}
 	Keys["log.flush.scheduler.interval.ms"] = Key{Type: topicconfig.TypeLong, Default: "9223372036854775807", Check: atLeast(0),
@@ -130,7 +117,7 @@ func init() {
 	stored := func(typ topicconfig.Type, def string, check func(string) error, doc string) Key {
 		return Key{Type: typ, Default: def, Check: check, Doc: doc + " kaas stores and reports it, without effect."}
 	}
-	Keys["log.cleaner.io.max.bytes.per.second"] = Key{Type: topicconfig.TypeDouble, Effect: Applied, Check: nonNegativeFloat,
+	Keys["log.cleaner.io.max.bytes.per.second"] = Key{Type: topicconfig.TypeDouble, Check: nonNegativeFloat,
 		Doc: "Bytes per second every compaction pass of the broker reads and writes, together (0: unthrottled); applied at once."}
 	Keys["log.cleaner.backoff.ms"] = stored(topicconfig.TypeLong, "15000", atLeast(0),
 		"How long a compacted partition waits between checks whether it is dirty enough to clean (partitions opened after the change use it).")
@@ -192,7 +179,7 @@ func Lookup(name string) (k Key, ok bool) {
 		if !ok {
 			k = Key{Type: topicconfig.TypeString}
 		}
-		k.PerBroker, k.Effect, k.Check = true, Stored, nil
+		k.PerBroker, k.Check = true, nil
 		return k, true
 	}
 	if slices.Contains(sslDynamic, name) {
