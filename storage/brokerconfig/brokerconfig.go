@@ -120,7 +120,7 @@ func init() {
 	Keys["log.cleaner.io.max.bytes.per.second"] = Key{Type: topicconfig.TypeDouble, Check: nonNegativeFloat,
 		Doc: "Bytes per second every compaction pass of the broker reads and writes, together (0: unthrottled); applied at once."}
 	Keys["log.cleaner.backoff.ms"] = stored(topicconfig.TypeLong, "15000", atLeast(0),
-		"How long a compacted partition waits between checks whether it is dirty enough to clean (partitions opened after the change use it).")
+		"How long a compacted partition waits between checks whether it is dirty enough to clean.")
 	Keys["log.cleaner.dedupe.buffer.size"] = stored(topicconfig.TypeLong, "134217728", atLeast(0), "Memory bound of a cleaning pass's key map.")
 	Keys["log.cleaner.threads"] = stored(topicconfig.TypeInt, "1", atLeast(0), "Threads of the log cleaner.")
 	Keys["log.cleaner.io.buffer.size"] = stored(topicconfig.TypeInt, "524288", atLeast(0), "Memory of the cleaner's I/O buffers.")
