@@ -67,7 +67,6 @@ for i in 1 2 3 4 5; do wait_port $((29090 + i)); done
 # "sarama's functional suite", says why for each).
 excluded='TestFuncAdminAlterPartitionReassignments|TestFuncAdminDescribeLogDirs|TestConsumerFetchFollowerFailover'
 excluded+='|TestFuncAdminListConsumerGroupOffsets|TestFuncTxnProduceWithBrokerFailure|TestFuncIdempotentBufferedSequence'
-excluded+='|TestFuncAdminIncrementalAlterConfigs'
 excluded+='|TestJavaProducerCompressionRoundTrip|TestJavaConsumerCompressionRoundTrip|TestJavaMurmur2PartitionerInterop'
 excluded+='|TestFuncJavaInteropCooperativeRebalance|TestReadOnlyAndAllCommittedMessages'
 cd "$work/sarama"

@@ -38,6 +38,11 @@ type RelinquishLeadership struct {
 	Done   func(err error)
 }
 
+// BrokerDefaultsChanged tells a supervisor that the broker defaults of
+// topic configs (dynamic broker configs) changed: it sends every partition
+// it leads its topic's config over the new defaults.
+type BrokerDefaultsChanged struct{}
+
 // UpdateConfig replaces a partition's topic config (AlterConfigs).
 type UpdateConfig struct {
 	Config map[string]string

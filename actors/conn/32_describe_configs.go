@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -9,13 +10,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
-// DescribeConfigs (key 32): v0-4, topics and this broker, from the routing
-// view and the broker's static configs, and groups, from the group config
-// store.
+// DescribeConfigs (key 32): v0-4, topics, from the routing view; this
+// broker and the cluster-wide broker default, from the broker's static
+// configs and the dynamic broker config store; groups, from the group
+// config store.
 func init() {
 	serve(API{Key: kmsg.DescribeConfigs.Int16(), MinVersion: 0, MaxVersion: 4, Handle: handleDescribeConfigs, ErrorResponse: describeConfigsError})
 }
@@ -27,7 +30,12 @@ func handleDescribeConfigs(r *Request) Pending {
 	req := r.Body.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	v := r.View
-	var groups []int // indexes in resp.Resources described when answering
+	// indexes in resp.Resources described when answering (off the actor)
+	var groups, brokers []int
+	var dyn brokerconfig.Set // the dynamic broker configs topic defaults come from
+	if r.Server.DynamicInForce != nil {
+		dyn = r.Server.DynamicInForce()
+	}
 	for _, res := range req.Resources {
 		rr := kmsg.NewDescribeConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
@@ -45,35 +53,16 @@ func handleDescribeConfigs(r *Request) Pending {
 				if !wanted(res.ConfigNames, name) {
 					continue
 				}
-				rr.Configs = append(rr.Configs, describeTopicConfig(req, r.Server, t, name))
+				rr.Configs = append(rr.Configs, describeTopicConfig(req, r.Server, dyn, v.Self, t, name))
 			}
 		case resourceBroker:
 			if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(v.Self)) {
 				rr.ErrorCode = kerr.InvalidRequest.Code
-				m := "DescribeConfigs for broker " + res.ResourceName + " must be sent to that broker"
+				m := "Unexpected broker id, expected " + strconv.Itoa(int(v.Self)) + " or empty string, but received " + res.ResourceName
 				rr.ErrorMessage = &m
 				break
 			}
-			for _, name := range sortedKeys(r.Server.BrokerConfigs) {
-				if !wanted(res.ConfigNames, name) {
-					continue
-				}
-				c := kmsg.NewDescribeConfigsResponseResourceConfig()
-				bc := r.Server.BrokerConfigs[name]
-				val := bc.Value
-				c.Name, c.Value, c.ReadOnly, c.Source = name, &val, true, sourceStaticBroker
-				c.ConfigType = kmsg.ConfigType(bc.Type)
-				if req.IncludeDocumentation {
-					doc := bc.Doc
-					c.Documentation = &doc
-				}
-				if req.IncludeSynonyms {
-					s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-					s.Name, s.Value, s.Source = name, &val, sourceStaticBroker
-					c.ConfigSynonyms = append(c.ConfigSynonyms, s)
-				}
-				rr.Configs = append(rr.Configs, c)
-			}
+			brokers = append(brokers, len(resp.Resources))
 		case resourceGroup:
 			groups = append(groups, len(resp.Resources))
 		default:
@@ -83,14 +72,87 @@ func handleDescribeConfigs(r *Request) Pending {
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}
-	if len(groups) == 0 {
+	if len(groups) == 0 && len(brokers) == 0 {
 		return Ready(resp)
 	}
 	return func() kmsg.Response {
 		for _, i := range groups {
 			describeGroupConfigs(req, r.Server.GroupConfigs, req.Resources[i].ConfigNames, &resp.Resources[i])
 		}
+		for _, i := range brokers {
+			describeBrokerConfigs(req, r.Server, v.Self, req.Resources[i].ConfigNames, &resp.Resources[i])
+		}
 		return resp
+	}
+}
+
+// describeBrokerConfigs fills rr with a broker resource's configs, as
+// Kafka does: for this broker every static config and every dynamic one in
+// force, each with the value and source of the highest level that sets it
+// (per-broker dynamic, cluster default dynamic, static flag, Kafka
+// default); for the cluster default ("") the dynamic defaults alone.
+func describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, s *Server, self int32, names []string, rr *kmsg.DescribeConfigsResponseResource) {
+	set, err := s.BrokerDynamic.Load()
+	if err != nil {
+		rr.ErrorCode = kerr.KafkaStorageError.Code
+		m := err.Error()
+		rr.ErrorMessage = &m
+		return
+	}
+	static := func(name string) (string, bool) {
+		bc, ok := s.BrokerConfigs[name]
+		return bc.Value, ok
+	}
+	listed := maps.Clone(set.Default)
+	if rr.ResourceName != "" {
+		listed = set.For(self)
+		for name := range s.BrokerConfigs {
+			listed[name] = ""
+		}
+	} else {
+		set.Brokers = nil // the default resource shows no broker's own values
+	}
+	for _, name := range sortedKeys(listed) {
+		if !wanted(names, name) {
+			continue
+		}
+		levels := brokerconfig.Resolve(set, self, name, static)
+		if len(levels) == 0 {
+			continue
+		}
+		k, dynamic := brokerconfig.Lookup(name)
+		_, isStatic := s.BrokerConfigs[name]
+		sensitive := brokerconfig.Sensitive(name)
+		value := func(v string) *string {
+			if sensitive {
+				return nil
+			}
+			return &v
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.Source = name, value(levels[0].Value), kmsg.ConfigSource(levels[0].Source)
+		c.ReadOnly = isStatic && !dynamic
+		c.IsDefault = levels[0].Source == brokerconfig.SourceDefault
+		c.IsSensitive = sensitive
+		c.ConfigType = kmsg.ConfigType(k.Type)
+		doc := k.Doc
+		if bc, ok := s.BrokerConfigs[name]; ok {
+			c.ConfigType = kmsg.ConfigType(bc.Type)
+			doc = bc.Doc
+		} else if !dynamic {
+			doc = "a custom broker config (not a Kafka config), stored and reported"
+		}
+		if req.IncludeDocumentation {
+			c.Documentation = &doc
+		}
+		if req.IncludeSynonyms {
+			for _, l := range levels {
+				sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				sy.Name, sy.Value, sy.Source = l.Name, value(l.Value), kmsg.ConfigSource(l.Source)
+				c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
+			}
+		}
+		rr.Configs = append(rr.Configs, c)
 	}
 }
 
@@ -160,26 +222,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-func describeTopicConfig(req *kmsg.DescribeConfigsRequest, s *Server, t *routing.Topic, name string) kmsg.DescribeConfigsResponseResourceConfig {
+// describeTopicConfig describes one topic config: the topic's override,
+// else the broker default in force (per-broker dynamic, cluster default
+// dynamic, static flag), else Kafka's default, with every level as a
+// synonym when asked.
+func describeTopicConfig(req *kmsg.DescribeConfigsRequest, s *Server, dyn brokerconfig.Set, self int32, t *routing.Topic, name string) kmsg.DescribeConfigsResponseResourceConfig {
 	k := topicconfig.Keys[name]
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	c.Name = name
-	override, isSet := t.Config[name]
-	val := k.Default
-	bc, brokerSet := s.BrokerConfigs[k.Synonym]
-	brokerVal := bc.Value
-	if brokerSet {
-		val = brokerVal
+	levels := brokerconfig.Resolve(dyn, self, k.Synonym, func(n string) (string, bool) {
+		bc, ok := s.BrokerConfigs[n]
+		return bc.Value, ok
+	})
+	// Resolve ends with Kafka's broker default when the synonym is a
+	// dynamic broker config; the topic's own default stands in for it.
+	if len(levels) > 0 && levels[len(levels)-1].Source == brokerconfig.SourceDefault {
+		levels = levels[:len(levels)-1]
 	}
-	c.Source = sourceDefault
-	if brokerSet {
-		c.Source = sourceStaticBroker
+	if v, isSet := t.Config[name]; isSet {
+		levels = append([]brokerconfig.Synonym{{Name: name, Value: v, Source: brokerconfig.Source(sourceDynamicTopic)}}, levels...)
 	}
-	if isSet {
-		val = override
-		c.Source = sourceDynamicTopic
-	}
+	levels = append(levels, brokerconfig.Synonym{Name: k.Synonym, Value: k.Default, Source: brokerconfig.SourceDefault})
+	val := levels[0].Value
 	c.Value = &val
+	c.Source = kmsg.ConfigSource(levels[0].Source)
+	_, isSet := t.Config[name]
 	c.IsDefault = !isSet
 	c.ConfigType = kmsg.ConfigType(k.Type)
 	if req.IncludeDocumentation {
@@ -187,22 +254,12 @@ func describeTopicConfig(req *kmsg.DescribeConfigsRequest, s *Server, t *routing
 		c.Documentation = &doc
 	}
 	if req.IncludeSynonyms {
-		if isSet {
+		for _, l := range levels {
 			sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			ov := override
-			sy.Name, sy.Value, sy.Source = name, &ov, sourceDynamicTopic
+			v := l.Value
+			sy.Name, sy.Value, sy.Source = l.Name, &v, kmsg.ConfigSource(l.Source)
 			c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
 		}
-		if brokerSet {
-			sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			bv := brokerVal
-			sy.Name, sy.Value, sy.Source = k.Synonym, &bv, sourceStaticBroker
-			c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
-		}
-		sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-		def := k.Default
-		sy.Name, sy.Value, sy.Source = k.Synonym, &def, sourceDefault
-		c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
 	}
 	return c
 }

@@ -4,13 +4,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// AlterConfigs (key 33): v0-2, topics only (full replacement, through the
-// supervisor); broker configs are static.
+// AlterConfigs (key 33): v0-2, a full replacement of a topic's config
+// (through the supervisor), a group's or a broker resource's dynamic
+// configs.
 func init() {
 	serve(API{Key: kmsg.AlterConfigs.Int16(), MinVersion: 0, MaxVersion: 2, Handle: handleAlterConfigs, ErrorResponse: alterConfigsError})
 }
 
-// handleAlterConfigs replaces a topic's whole config (the legacy API).
+// handleAlterConfigs replaces a resource's whole config (the legacy API).
 func handleAlterConfigs(r *Request) Pending {
 	req := r.Body.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)

@@ -8,13 +8,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
 // IncrementalAlterConfigs (key 44): v0-1, SET / DELETE / APPEND / SUBTRACT
-// on topics (sent to the supervisor as a full replacement) and groups (kept
-// in the group config store).
+// on topics (sent to the supervisor as a full replacement), groups (kept
+// in the group config store) and brokers (the dynamic broker config store).
 func init() {
 	serve(API{Key: kmsg.IncrementalAlterConfigs.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs, ErrorResponse: incrementalAlterConfigsError})
 }
@@ -33,8 +34,11 @@ func handleIncrementalAlterConfigs(r *Request) Pending {
 			if cfg == nil {
 				cfg = map[string]string{}
 			}
-			if typ == resourceGroup {
+			switch typ {
+			case resourceGroup:
 				return cfg, applyIncremental(cfg, req.Resources[i].Configs, "group", groupConfigType)
+			case resourceBroker:
+				return cfg, applyIncremental(cfg, req.Resources[i].Configs, "broker", brokerConfigType)
 			}
 			return cfg, applyIncremental(cfg, req.Resources[i].Configs, "topic", topicConfigType)
 		})
@@ -53,6 +57,16 @@ func handleIncrementalAlterConfigs(r *Request) Pending {
 func topicConfigType(name string) (topicconfig.Type, bool) {
 	k, ok := topicconfig.Keys[name]
 	return k.Type, ok
+}
+
+// brokerConfigType is a dynamic broker config's type; a name Kafka does
+// not know is a custom config, a string (Kafka stores custom broker
+// configs).
+func brokerConfigType(name string) (topicconfig.Type, bool) {
+	if k, ok := brokerconfig.Lookup(name); ok {
+		return k.Type, true
+	}
+	return topicconfig.TypeString, true
 }
 
 func groupConfigType(name string) (topicconfig.Type, bool) {

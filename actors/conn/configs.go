@@ -2,12 +2,15 @@ package conn
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 )
 
@@ -18,10 +21,12 @@ const (
 	resourceBroker = 4
 	resourceGroup  = 32
 
-	sourceDynamicTopic = 1
-	sourceStaticBroker = 4
-	sourceDefault      = 5
-	sourceGroup        = 8
+	sourceDynamicTopic         = 1
+	sourceDynamicBroker        = 2
+	sourceDynamicDefaultBroker = 3
+	sourceStaticBroker         = 4
+	sourceDefault              = 5
+	sourceGroup                = 8
 )
 
 // alterResult is one resource's answer to AlterConfigs or
@@ -69,7 +74,17 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 					wg.Done()
 				}})
 		case resourceBroker:
-			results[i] = brokerAlterRefused()
+			if bad := brokerResourceError(name, r.View); bad.code != 0 {
+				results[i] = bad
+				continue
+			}
+			wg.Add(1)
+			go func(i int, out *alterResult) {
+				defer wg.Done()
+				*out = alterBrokerConfig(r.Server.BrokerDynamic, name, validateOnly, func(cur map[string]string) (map[string]string, alterResult) {
+					return newConfig(i, resourceBroker, cur)
+				})
+			}(i, &results[i])
 		case resourceGroup:
 			if name == "" {
 				results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "a group config resource needs a group name"}
@@ -89,9 +104,51 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 	return results, wg.Wait
 }
 
-// brokerAlterRefused is the answer to altering a broker's config.
-func brokerAlterRefused() alterResult {
-	return alterResult{code: kerr.InvalidRequest.Code, msg: "kaas broker configs are static (flags and KAAS_* variables); they cannot be altered at runtime"}
+// brokerResourceError checks a BROKER resource name: the cluster default
+// (""), or a broker of the cluster. Kafka takes a broker's own resource
+// only from that broker (the admin clients send it there); the dynamic
+// configs of kaas are one file every broker shares, so any broker of the
+// cluster takes any broker's (kafkajs sends them to the controller). Other
+// names get Kafka's INVALID_REQUEST and message.
+func brokerResourceError(name string, v *routing.View) alterResult {
+	if name == "" {
+		return alterResult{}
+	}
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return alterResult{code: kerr.InvalidRequest.Code, msg: "Node id must be an integer, but it is: " + name}
+	}
+	if _, ok := v.Broker(int32(id)); !ok && int32(id) != v.Self {
+		return alterResult{code: kerr.InvalidRequest.Code, msg: fmt.Sprintf("Unexpected broker id, expected %d, but received %s", v.Self, name)}
+	}
+	return alterResult{}
+}
+
+// alterBrokerConfig applies change to the dynamic configs of a broker
+// resource in store: INVALID_REQUEST with Kafka's message for a set
+// Kafka refuses, KAFKA_STORAGE_ERROR when the store cannot be read or
+// written.
+func alterBrokerConfig(store *brokerconfig.Store, resource string, validateOnly bool, change func(map[string]string) (map[string]string, alterResult)) alterResult {
+	var refused alterResult
+	err := store.Update(resource, validateOnly, func(cur map[string]string) (map[string]string, error) {
+		next, bad := change(cur)
+		if bad.code != 0 {
+			refused = bad
+			return nil, errRefused
+		}
+		return next, nil
+	})
+	var invalid *brokerconfig.InvalidError
+	switch {
+	case err == nil:
+		return alterResult{}
+	case errors.Is(err, errRefused):
+		return refused
+	case errors.As(err, &invalid):
+		return alterResult{code: kerr.InvalidRequest.Code, msg: invalid.Error()}
+	default:
+		return alterResult{code: kerr.KafkaStorageError.Code, msg: err.Error()}
+	}
 }
 
 // alterGroupConfig applies change to group's config overrides in store:

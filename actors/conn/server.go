@@ -34,6 +34,7 @@ import (
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 	"github.com/kaas-project/kaas/wire"
@@ -150,6 +151,14 @@ type Server struct {
 	// GroupConfigs holds the GROUP config resources DescribeConfigs and
 	// IncrementalAlterConfigs serve. NewServer sets it to memory only.
 	GroupConfigs *groupconfig.Store
+	// BrokerDynamic holds the dynamic broker configs (BROKER resources of
+	// AlterConfigs and IncrementalAlterConfigs). NewServer sets it to
+	// memory only.
+	BrokerDynamic *brokerconfig.Store
+	// DynamicInForce returns the dynamic broker configs this broker
+	// follows (topic defaults in DescribeConfigs); nil: none. Set before
+	// Serve.
+	DynamicInForce func() brokerconfig.Set
 
 	producerIDs *producerid.Generator
 	connSeq     atomic.Int64
@@ -207,6 +216,7 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	s.Quotas = quota.New(quota.DefaultWindow)
 	s.QuotaStore, _ = quota.OpenLocal("", s.Quotas) // memory only: cannot fail
 	s.GroupConfigs = groupconfig.NewMemory(nil)
+	s.BrokerDynamic = brokerconfig.NewMemory()
 	s.Clock = clock.Real()
 	registerCore(s)
 	return s

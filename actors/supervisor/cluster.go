@@ -66,6 +66,10 @@ type ClusterConfig struct {
 	Fence *cluster.Fence
 	// DefaultPartitions applies to CreateTopics with -1 and auto-creation.
 	DefaultPartitions int32
+	// TopicDefaults returns the broker defaults of topic configs in force
+	// (dynamic broker configs), put under every topic config a partition
+	// is given; nil: none.
+	TopicDefaults func() map[string]string
 	// Clock runs the supervisor's timers (nil: the wall clock).
 	Clock clock.Clock
 	// Fatal ends the process: a child it cannot run without keeps dying
@@ -278,6 +282,8 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		s.alterConfig(m)
 	case *messages.SetPins:
 		s.setPins(m)
+	case *messages.BrokerDefaultsChanged:
+		s.step(ctx, DefaultsChanged{})
 	}
 }
 
@@ -310,7 +316,7 @@ func (s *Cluster) step(ctx actor.Context, ev Event) {
 		case Spawn:
 			s.spawnPartition(ctx, e, send)
 		case Take:
-			s.refs[e.Gen].ref.Send(tracing.Wrap(s.traceCtx, &messages.TakeLeadership{TopicID: e.Ref.TopicID, LeaderEpoch: e.Ref.LeaderEpoch, Config: e.Config}))
+			s.refs[e.Gen].ref.Send(tracing.Wrap(s.traceCtx, &messages.TakeLeadership{TopicID: e.Ref.TopicID, LeaderEpoch: e.Ref.LeaderEpoch, Config: withDefaults(s.cfg.TopicDefaults, e.Config)}))
 		case Relinquish:
 			pa := s.refs[e.Gen]
 			if pa.revoked != nil {
@@ -319,7 +325,7 @@ func (s *Cluster) step(ctx actor.Context, ev Event) {
 			tp, gen := e.TP, e.Gen
 			pa.ref.Send(tracing.Wrap(s.traceCtx, &messages.RelinquishLeadership{Delete: e.Delete, Done: func(error) { send(Released{TP: tp, Gen: gen}) }}))
 		case UpdateConfig:
-			s.refs[e.Gen].ref.Send(&messages.UpdateConfig{Config: e.Config})
+			s.refs[e.Gen].ref.Send(&messages.UpdateConfig{Config: withDefaults(s.cfg.TopicDefaults, e.Config)})
 		case After:
 			s.clock.AfterFunc(e.D, func() { send(e.Event) })
 		case Poison:
@@ -368,7 +374,7 @@ func (s *Cluster) spawnPartition(ctx actor.Context, e Spawn, send func(Event)) {
 	}
 	s.refs[e.Gen] = partActor{ref: ref, tp: tp, revoked: pcfg.Revoked}
 	gen := e.Gen
-	ref.Send(tracing.Wrap(s.traceCtx, &messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: e.Config, Opened: func(error) {
+	ref.Send(tracing.Wrap(s.traceCtx, &messages.TakeLeadership{TopicID: t.TopicID, LeaderEpoch: t.LeaderEpoch, Config: withDefaults(s.cfg.TopicDefaults, e.Config), Opened: func(error) {
 		send(Opened{TP: tp, Gen: gen})
 	}}))
 }

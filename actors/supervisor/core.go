@@ -69,6 +69,25 @@ type Core struct {
 	healTrackers
 }
 
+// resendConfigs sends every partition led and not being released its
+// topic's config again (UpdateConfig), for the shell to put the new broker
+// defaults under; a partition still opening gets it too (its Take is
+// already in its mailbox, so the update follows it).
+func (c *Core) resendConfigs() []Effect {
+	if c.current == nil {
+		return nil
+	}
+	var out []Effect
+	for _, tp := range slices.SortedFunc(maps.Keys(c.parts), compareTP) {
+		lp := c.parts[tp]
+		if lp.releasing || lp.down {
+			continue
+		}
+		out = append(out, UpdateConfig{Gen: lp.gen, Config: c.current.Topics[tp.Topic].Config})
+	}
+	return out
+}
+
 // NewCore returns an empty core: no assignment, no partitions.
 func NewCore(cfg CoreConfig) *Core {
 	return &Core{cfg: cfg, parts: map[routing.TP]*corePart{}, healTrackers: newHealTrackers(cfg)}
@@ -122,9 +141,13 @@ type (
 	GroupsReported struct{ Names []string }
 	// TxnIDsReported: the transactional ids this broker coordinates now.
 	TxnIDsReported struct{ Names []string }
+	// DefaultsChanged: the broker defaults of topic configs changed
+	// (dynamic broker configs); the shell puts them under each config.
+	DefaultsChanged struct{}
 )
 
 func (Applied) isEvent()             {}
+func (DefaultsChanged) isEvent()     {}
 func (Opened) isEvent()              {}
 func (Released) isEvent()            {}
 func (SpawnFailed) isEvent()         {}
@@ -225,6 +248,8 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 		}
 	case Released:
 		return c.released(e)
+	case DefaultsChanged:
+		return c.resendConfigs()
 	case SpawnFailed:
 		if lp, ok := c.parts[e.TP]; ok && lp.gen == e.Gen {
 			delete(c.parts, e.TP)

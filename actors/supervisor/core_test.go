@@ -30,6 +30,7 @@ import (
 //	lease-lost E | controller-failed N                controller reports
 //	groups NAME...                                    the groups coordinated
 //	txn-ids NAME...                                   the transactional ids coordinated
+//	defaults-changed                                  the broker defaults of topic configs changed
 //	advance DURATION                                  virtual time passes
 //	ping                                              shows the heartbeat's ping
 var coreScenarios = []struct {
@@ -189,6 +190,12 @@ var coreScenarios = []struct {
 		"ping -> ping 1.1",
 		"file 1 2 t:a:1@1 -> spawn t/0 g2 e1; applied 1.2; publish broker local=t/0; kick",
 	}},
+	{"new broker defaults reach every partition led, not those closing", []string{
+		"defaults-changed ->", // no assignment yet: nothing led
+		"file 1 1 t:a:1@0,1@0:retention.ms=5 u:b:1@0 -> spawn t/0 g1 e0 retention.ms=5; spawn t/1 g2 e0 retention.ms=5; spawn u/0 g3 e0; applied 1.1; publish broker local=t/0,t/1,u/0; kick",
+		"file 1 2 t:a:1@0,2@1:retention.ms=5 u:b:1@0 -> relinquish t/1 g2; applied 1.2; publish broker local=t/0,u/0; kick",
+		"defaults-changed -> config g1 retention.ms=5; config g3",
+	}},
 }
 
 func TestCoreScenarios(t *testing.T) {
@@ -255,6 +262,8 @@ func (h *coreHarness) run(args []string) []string {
 		h.step(GroupsReported{Names: args[1:]})
 	case "txn-ids":
 		h.step(TxnIDsReported{Names: args[1:]})
+	case "defaults-changed":
+		h.step(DefaultsChanged{})
 	case "advance":
 		d, err := time.ParseDuration(args[1])
 		if err != nil {

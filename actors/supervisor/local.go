@@ -48,7 +48,11 @@ type LocalConfig struct {
 	Opener            storage.Opener
 	Partition         partition.Config
 	DefaultPartitions int32
-	MaxPartitions     int32
+	// TopicDefaults returns the broker defaults of topic configs in force
+	// (dynamic broker configs), put under every topic config a partition
+	// is given; nil: none.
+	TopicDefaults func() map[string]string
+	MaxPartitions int32
 	// Initial is the registry loaded at start (nil for an empty broker).
 	Initial  []TopicRecord
 	Registry Registry // nil = nothing persisted
@@ -113,6 +117,13 @@ func (s *Local) Receive(ctx actor.Context) {
 		s.createPartitions(ctx, m)
 	case *messages.AlterTopicConfig:
 		s.alterConfig(ctx, m)
+	case *messages.BrokerDefaultsChanged:
+		for _, t := range s.topics {
+			cfg := withDefaults(s.cfg.TopicDefaults, t.rec.Config)
+			for _, ref := range t.actors {
+				ref.Send(&messages.UpdateConfig{Config: cfg})
+			}
+		}
 	case *messages.SetPins:
 		// The one broker leads everything: a pin to it (the only broker
 		// the caller accepts) is already in force, and nothing is kept.
@@ -146,7 +157,7 @@ func (s *Local) growTopic(ctx actor.Context, ts *topicState, count int32) {
 			s.cfg.Log.Error().Err(err).Str("topic", ts.rec.Name).Int32("partition", p).Msg("spawn partition actor")
 			continue
 		}
-		ref.Send(&messages.TakeLeadership{TopicID: pid.TopicID, LeaderEpoch: 0, Config: ts.rec.Config})
+		ref.Send(&messages.TakeLeadership{TopicID: pid.TopicID, LeaderEpoch: 0, Config: withDefaults(s.cfg.TopicDefaults, ts.rec.Config)})
 		ts.actors = append(ts.actors, ref)
 	}
 	ts.rec.Partitions = int32(len(ts.actors))
@@ -285,7 +296,7 @@ func (s *Local) alterConfig(ctx actor.Context, m *messages.AlterTopicConfig) {
 	}
 	t.rec.Config = maps.Clone(m.Config)
 	for _, ref := range t.actors {
-		ref.Send(&messages.UpdateConfig{Config: t.rec.Config})
+		ref.Send(&messages.UpdateConfig{Config: withDefaults(s.cfg.TopicDefaults, t.rec.Config)})
 	}
 	s.commit(ctx, true, func() { m.Reply(messages.TopicResult{Name: m.Topic, ID: t.id}) })
 }

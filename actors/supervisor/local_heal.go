@@ -67,7 +67,7 @@ func (s *Local) respawn(ctx actor.Context, m *respawnLocal) {
 		s.cfg.Log.Error().Err(err).Str("topic", ts.rec.Name).Int32("partition", m.part).Msg("respawn partition actor")
 		return
 	}
-	ref.Send(&messages.TakeLeadership{TopicID: pid.TopicID, LeaderEpoch: 0, Config: ts.rec.Config})
+	ref.Send(&messages.TakeLeadership{TopicID: pid.TopicID, LeaderEpoch: 0, Config: withDefaults(s.cfg.TopicDefaults, ts.rec.Config)})
 	ts.actors[m.part] = ref
 	s.publish(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
@@ -126,4 +127,13 @@ func assignmentError(assignment [][]int32, registered func(int32) bool) (int16, 
 		}
 	}
 	return 0, ""
+}
+
+// withDefaults is a topic's config over the broker defaults in force: what
+// its partitions obey (the routing view keeps the topic's own config).
+func withDefaults(defaults func() map[string]string, cfg map[string]string) map[string]string {
+	if defaults == nil {
+		return cfg
+	}
+	return brokerconfig.WithDefaults(cfg, defaults())
 }

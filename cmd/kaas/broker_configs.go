@@ -1,15 +1,25 @@
 package main
 
 import (
+	"context"
 	"io"
+	"maps"
+	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/storage/brokerconfig"
+	"github.com/kaas-project/kaas/storage/compaction"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
-// brokerConfigs are the read-only broker configs DescribeConfigs reports:
+// brokerConfigs are the static broker configs DescribeConfigs reports:
 // each Kafka broker config a flag stands for, with the flag's value, Kafka's
 // type for it and the flag's help as its documentation (the flag is the one
 // home of what it means).
@@ -42,5 +52,97 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"group.max.session.timeout.ms":         c("group-max-session-timeout", topicconfig.TypeInt, ms(cfg.GroupMaxSessionTimeout)),
 		"group.consumer.heartbeat.interval.ms": c("group-consumer-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupConsumerHeartbeatInterval)),
 		"group.consumer.session.timeout.ms":    c("group-consumer-session-timeout", topicconfig.TypeInt, ms(cfg.GroupConsumerSessionTimeout)),
+	}
+}
+
+// dynamicConfigs follows the cluster's dynamic broker configs (the store on
+// the shared volume, changed by AlterConfigs and IncrementalAlterConfigs
+// on any broker): it keeps the set in force and applies what changed to
+// this broker: the topic defaults to every partition it leads (through the
+// supervisor), the cleaner's I/O rate to its throttle.
+type dynamicConfigs struct {
+	store *brokerconfig.Store
+	self  int32
+	log   zerolog.Logger
+
+	mu       sync.Mutex // serializes refresh
+	set      atomic.Pointer[brokerconfig.Set]
+	topicDef atomic.Pointer[map[string]string]
+	// applied to this broker: what the last refresh saw
+	lastTopic map[string]string
+	lastRate  int64
+	// onTopicDefaults is told when the topic defaults change (the
+	// supervisor's BrokerDefaultsChanged); set before run.
+	onTopicDefaults func()
+	cleaner         *compaction.Throttle
+	staticRate      int64
+}
+
+// newDynamicConfigs opens the store (the data dir's cluster directory, or
+// memory) and loads what it holds, so that the first partitions opened
+// already obey it.
+func newDynamicConfigs(cfg *serveConfig, static map[string]conn.BrokerConfig, log zerolog.Logger) *dynamicConfigs {
+	store := brokerconfig.NewMemory()
+	if cfg.DataDir != "" {
+		store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, clusterDir))
+	}
+	store.Static = func(name string) bool { _, ok := static[name]; return ok }
+	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleaner().Throttle, staticRate: cfg.CleanerIORate, lastRate: cfg.CleanerIORate}
+	d.set.Store(&brokerconfig.Set{})
+	empty := map[string]string{}
+	d.topicDef.Store(&empty)
+	store.OnChange = d.refresh
+	d.refresh()
+	return d
+}
+
+// Set is the dynamic broker config set last read.
+func (d *dynamicConfigs) Set() brokerconfig.Set { return *d.set.Load() }
+
+// TopicDefaults are the topic config defaults in force on this broker.
+func (d *dynamicConfigs) TopicDefaults() map[string]string { return *d.topicDef.Load() }
+
+// refresh reads the store and applies what changed.
+func (d *dynamicConfigs) refresh() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	set, err := d.store.Load()
+	if err != nil {
+		d.log.Error().Err(err).Msg("dynamic broker configs: keeping the last ones read")
+		return
+	}
+	d.set.Store(&set)
+	inForce := set.For(d.self)
+	if td := brokerconfig.TopicDefaults(inForce); !maps.Equal(td, d.lastTopic) {
+		d.lastTopic = td
+		d.topicDef.Store(&td)
+		d.log.Info().Interface("topic_defaults", td).Msg("dynamic broker configs: topic defaults in force")
+		if d.onTopicDefaults != nil {
+			d.onTopicDefaults()
+		}
+	}
+	rate, ok := brokerconfig.CleanerIORate(inForce)
+	if !ok {
+		rate = d.staticRate
+	}
+	if rate != d.lastRate {
+		d.lastRate = rate
+		d.cleaner.SetRate(rate)
+		d.log.Info().Int64("bytes_per_second", rate).Msg("dynamic broker configs: cleaner I/O rate")
+	}
+}
+
+// run re-reads the store every period until ctx ends: changes made through
+// another broker reach this one within a period.
+func (d *dynamicConfigs) run(ctx context.Context, clk clock.Clock, period time.Duration) {
+	t := clk.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			d.refresh()
+		}
 	}
 }

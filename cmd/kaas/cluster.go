@@ -97,6 +97,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		HeartbeatDial:     b.sec.heartbeatDialOptions(cfg),
 		Hub:               hub,
 		DefaultPartitions: int32(cfg.DefaultPartitions),
+		TopicDefaults:     b.dynCfgs.TopicDefaults,
 		Fatal:             b.fatal,
 		Log:               b.log.With().Str("actor", "supervisor").Logger(),
 	}))

@@ -710,41 +710,59 @@ func testSaramaAdmin(t *testing.T, addr string) {
 
 // testSaramaBrokerConfigs: broker 0's configs are described with Kafka's
 // names, types and documentation (DescribeConfigs v4, as sarama's
-// TestFuncAdminDescribeConfig asks), and are read-only.
+// TestFuncAdminDescribeConfig asks), read-only unless Kafka changes them at
+// runtime; a dynamic one changes through IncrementalAlterConfigs (as
+// sarama's TestFuncAdminIncrementalAlterConfigs does), a read-only one is
+// refused as Kafka refuses it.
 func testSaramaBrokerConfigs(t *testing.T, adm sarama.ClusterAdmin) {
-	res, err := adm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: "0"}},
-		sarama.DescribeConfigsOptions{IncludeSynonyms: true, IncludeDocumentation: true})
-	if err != nil || len(res) != 1 || res[0].ErrorCode != sarama.ErrNoError {
-		t.Fatalf("DescribeConfigs broker 0: %v %+v", err, res)
-	}
-	got := map[string]sarama.ConfigEntry{}
-	for _, c := range res[0].Configs {
-		got[c.Name] = c
-		if c.Documentation == nil || *c.Documentation == "" || c.Type == sarama.UnknownConfigType || !c.ReadOnly {
-			t.Errorf("broker config %s: type %v, read-only %v, documentation %v", c.Name, c.Type, c.ReadOnly, c.Documentation)
+	describe := func() map[string]sarama.ConfigEntry {
+		t.Helper()
+		res, err := adm.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: "0"}},
+			sarama.DescribeConfigsOptions{IncludeSynonyms: true, IncludeDocumentation: true})
+		if err != nil || len(res) != 1 || res[0].ErrorCode != sarama.ErrNoError {
+			t.Fatalf("DescribeConfigs broker 0: %v %+v", err, res)
 		}
+		got := map[string]sarama.ConfigEntry{}
+		for _, c := range res[0].Configs {
+			got[c.Name] = c
+			if c.Documentation == nil || *c.Documentation == "" || c.Type == sarama.UnknownConfigType {
+				t.Errorf("broker config %s: type %v, documentation %v", c.Name, c.Type, c.Documentation)
+			}
+		}
+		return got
 	}
+	got := describe()
 	for name, want := range map[string]struct {
-		value string
-		typ   sarama.ConfigType
+		value    string
+		typ      sarama.ConfigType
+		readOnly bool
 	}{
-		"log.cleaner.backoff.ms":           {"15000", sarama.LongConfigType},
-		"num.partitions":                   {"1", sarama.IntConfigType},
-		"auto.create.topics.enable":        {"true", sarama.BooleanConfigType},
-		"group.initial.rebalance.delay.ms": {"3000", sarama.IntConfigType},
+		"log.cleaner.backoff.ms":           {"15000", sarama.LongConfigType, false},
+		"num.partitions":                   {"1", sarama.IntConfigType, true},
+		"auto.create.topics.enable":        {"true", sarama.BooleanConfigType, true},
+		"group.initial.rebalance.delay.ms": {"3000", sarama.IntConfigType, true},
 	} {
 		c, ok := got[name]
-		if !ok || c.Value != want.value || c.Type != want.typ {
-			t.Errorf("broker config %s = %+v, want %s of type %v", name, c, want.value, want.typ)
+		if !ok || c.Value != want.value || c.Type != want.typ || c.ReadOnly != want.readOnly {
+			t.Errorf("broker config %s = %+v, want %s of type %v, read-only %v", name, c, want.value, want.typ, want.readOnly)
 		}
 	}
-	// Broker configs are flags: a change is Kafka's refusal of a read-only one.
-	v := "16000"
-	err = adm.IncrementalAlterConfig(sarama.BrokerResource, "0", map[string]sarama.IncrementalAlterConfigsEntry{
+	v := "15001"
+	err := adm.IncrementalAlterConfig(sarama.BrokerResource, "0", map[string]sarama.IncrementalAlterConfigsEntry{
 		"log.cleaner.backoff.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v},
 	}, false)
+	if err != nil {
+		t.Fatalf("IncrementalAlterConfig broker 0 log.cleaner.backoff.ms: %v", err)
+	}
+	if c := describe()["log.cleaner.backoff.ms"]; c.Value != v || c.Source != sarama.SourceDynamicBroker || c.ReadOnly {
+		t.Errorf("log.cleaner.backoff.ms after the change: %+v", c)
+	}
+	p := "3"
+	err = adm.IncrementalAlterConfig(sarama.BrokerResource, "0", map[string]sarama.IncrementalAlterConfigsEntry{
+		"num.partitions": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &p},
+	}, false)
 	if !errors.Is(err, sarama.ErrInvalidRequest) {
-		t.Errorf("IncrementalAlterConfig broker 0: %v, want %v", err, sarama.ErrInvalidRequest)
+		t.Errorf("IncrementalAlterConfig broker 0 num.partitions: %v, want %v", err, sarama.ErrInvalidRequest)
 	}
 }
 

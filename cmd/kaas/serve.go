@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/actors/group"
@@ -71,6 +72,10 @@ type broker struct {
 	faults   *faultlog.Injector // --debug-chaos: fsync faults of the partitions' storage
 	stopping atomic.Bool        // shutdown began: deaths of essential actors are expected
 	dyn      dynamic.Interface  // cluster mode: KafkaTopic and KafkaAcl objects
+	// brokerCfgs are the static broker configs (flags), dynCfgs the
+	// dynamic ones this broker follows.
+	brokerCfgs map[string]conn.BrokerConfig
+	dynCfgs    *dynamicConfigs
 }
 
 // openStorage chooses the log engine: in memory without --data-dir. faults
@@ -113,6 +118,8 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 		}
 	}
 	b.system = actorsys.NewSystem()
+	b.brokerCfgs = brokerConfigs(cfg)
+	b.dynCfgs = newDynamicConfigs(cfg, b.brokerCfgs, b.log.With().Str("component", "broker-configs").Logger())
 	partOpener := b.chaosStorage(opener)
 	if cfg.clusterMode() {
 		err = b.startCluster(cfg, partOpener)
@@ -153,7 +160,10 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
 	b.srv.Quotas, b.srv.QuotaStore = quotas, quotaStore
 	b.srv.ScramUsers = scramUsers
-	b.srv.BrokerConfigs = brokerConfigs(cfg)
+	b.srv.BrokerConfigs = b.brokerCfgs
+	b.srv.BrokerDynamic, b.srv.DynamicInForce = b.dynCfgs.store, b.dynCfgs.Set
+	b.dynCfgs.onTopicDefaults = func() { b.sup.Send(&messages.BrokerDefaultsChanged{}) }
+	go b.dynCfgs.run(ctx, clock.Real(), time.Second)
 	b.srv.SASLFailures = b.sec.limiter
 	b.srv.GroupConfigs = groupConfigStore(cfg)
 	registerGroups(b)
@@ -195,6 +205,7 @@ func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry su
 		Opener:            opener,
 		Partition:         partition.Config{Opener: opener, Log: b.log, Cleaner: cfg.cleaner()},
 		DefaultPartitions: int32(cfg.DefaultPartitions),
+		TopicDefaults:     b.dynCfgs.TopicDefaults,
 		Initial:           initial,
 		Registry:          registry,
 		Log:               b.log.With().Str("actor", "supervisor").Logger(),

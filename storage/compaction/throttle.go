@@ -9,11 +9,11 @@ import (
 // that holds it (the broker's --cleaner-io-rate): each Wait reserves its
 // bytes on one timeline and sleeps until its turn.
 type Throttle struct {
-	rate  float64 // bytes per second; <= 0: unthrottled
 	now   func() time.Time
 	sleep func(time.Duration)
 
 	mu   sync.Mutex
+	rate float64 // bytes per second; <= 0: unthrottled
 	next time.Time
 }
 
@@ -29,12 +29,24 @@ func NewThrottle(rate int64, now func() time.Time, sleep func(time.Duration)) *T
 	return &Throttle{rate: float64(rate), now: now, sleep: sleep}
 }
 
+// SetRate changes the rate to rate bytes per second (<= 0: none) for
+// every Wait from now on (a dynamic log.cleaner.io.max.bytes.per.second).
+func (t *Throttle) SetRate(rate int64) {
+	t.mu.Lock()
+	t.rate = float64(rate)
+	t.mu.Unlock()
+}
+
 // Wait blocks until n more bytes fit the rate.
 func (t *Throttle) Wait(n int64) {
-	if t == nil || t.rate <= 0 || n <= 0 {
+	if t == nil || n <= 0 {
 		return
 	}
 	t.mu.Lock()
+	if t.rate <= 0 {
+		t.mu.Unlock()
+		return
+	}
 	now := t.now()
 	at := t.next
 	if at.Before(now) {

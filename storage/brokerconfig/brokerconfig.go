@@ -1,0 +1,408 @@
+// Package brokerconfig holds Kafka's dynamic broker configs (KIP-226): the
+// BROKER config resources AlterConfigs and IncrementalAlterConfigs change at
+// runtime, for one broker (resource name "<id>") or as the cluster-wide
+// default (resource name ""). The keys, their types and validation, the
+// precedence (per-broker dynamic > cluster default dynamic > static flag >
+// Kafka default) and the topic defaults they imply are plain functions over
+// maps; Store keeps them in one file on the shared volume.
+package brokerconfig
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kaas-project/kaas/storage/topicconfig"
+)
+
+// Key is one dynamic broker config. What kaas does with it is in its Doc:
+// the broker defaults of topic configs (TopicDefaults) and the cleaner's
+// I/O rate (CleanerIORate) are applied, the others stored and reported.
+type Key struct {
+	Type topicconfig.Type
+	// Default is Kafka's default ("" when Kafka has none).
+	Default string
+	// PerBroker configs can only be set for a named broker, never as the
+	// cluster-wide default.
+	PerBroker bool
+	// Check validates a value beyond its type (nil: any value of the type).
+	Check func(string) error
+	Doc   string
+}
+
+// topicSynonym is a topic config whose broker-level synonym is a dynamic
+// broker config, with the topic config it stands for.
+type topicSynonym struct {
+	topic string
+	// scale turns the broker value into the topic value (hours and minutes
+	// into milliseconds); 0 is 1.
+	scale int64
+}
+
+// synonyms maps each broker config that is the default of a topic config
+// to that topic config (Kafka's ServerTopicConfigSynonyms).
+var synonyms = map[string]topicSynonym{}
+
+// Keys are the dynamic broker configs of Apache Kafka 4 that kaas accepts:
+// DynamicBrokerConfig.AllDynamicConfigs less the listener set, which
+// kaas's flags own (see ReadOnly).
+var Keys = map[string]Key{}
+
+// sslDynamic are Kafka's reconfigurable SSL configs: settable per listener
+// only (listener.name.<listener>.<config>).
+var sslDynamic = []string{
+	"ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+	"ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.type", "ssl.truststore.location",
+	"ssl.truststore.password", "ssl.truststore.certificates",
+}
+
+// ReadOnly are Kafka broker configs that cannot change at runtime, in Kafka
+// or in kaas (the listener configs are dynamic per broker in Kafka, but
+// kaas's listeners are its --listeners and --advertised-* flags). A name
+// that is neither here, in Keys, nor a static config of the broker is a
+// custom config, which Kafka stores and reports; so does kaas.
+var ReadOnly = map[string]bool{}
+
+func init() {
+	for _, n := range []string{
+		"broker.id", "node.id", "process.roles", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+		"controller.listener.names", "log.dir", "log.dirs", "metadata.log.dir", "zookeeper.connect",
+		"listeners", "advertised.listeners", "listener.security.protocol.map", "inter.broker.listener.name",
+		"security.inter.broker.protocol", "auto.create.topics.enable", "num.partitions", "default.replication.factor",
+		"delete.topic.enable", "socket.request.max.bytes", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
+		"queued.max.requests", "replica.lag.time.max.ms", "replica.fetch.max.bytes", "offsets.topic.replication.factor",
+		"offsets.topic.num.partitions", "offsets.retention.minutes", "transaction.state.log.replication.factor",
+		"transaction.state.log.min.isr", "transactional.id.expiration.ms", "group.initial.rebalance.delay.ms",
+		"group.min.session.timeout.ms", "group.max.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
+		"group.consumer.session.timeout.ms", "max.incremental.fetch.session.cache.slots", "authorizer.class.name",
+		"super.users", "allow.everyone.if.no.acl.found", "log.cleaner.enable", "log.retention.check.interval.ms",
+		"quota.window.num", "quota.window.size.seconds", "connections.max.idle.ms", "request.timeout.ms",
+		"sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "cluster.id",
+	} {
+		ReadOnly[n] = true
+	}
+	// The broker defaults of topic configs (Kafka's log configs).
+	topicOnly := map[string]bool{ // topic configs without a broker-level twin
+		"follower.replication.throttled.replicas": true, "leader.replication.throttled.replicas": true,
+		"remote.log.copy.disable": true, "remote.log.delete.on.disable": true, "remote.storage.enable": true,
+		"log.message.downconversion.enable": true, "log.message.timestamp.difference.max.ms": true,
+	}
+	for _, name := range topicconfig.Names() {
+		tk := topicconfig.Keys[name]
+		if topicOnly[tk.Synonym] {
+			continue
+		}
+		synonyms[tk.Synonym] = topicSynonym{topic: name}
+		Keys[tk.Synonym] = Key{Type: tk.Type, Default: tk.Default, Check: tk.Check,
+			Doc: "The broker default of the topic config " + name + ": " + tk.Doc}
+	}
+	for name, s := range map[string]struct {
+		topicSynonym
+		unit, def string
+	}{
+		"log.retention.minutes": {topicSynonym{topic: "retention.ms", scale: 60_000}, "minutes", ""},
+		"log.retention.hours":   {topicSynonym{topic: "retention.ms", scale: 3_600_000}, "hours", "168"},
+		"log.roll.hours":        {topicSynonym{topic: "segment.ms", scale: 3_600_000}, "hours", "168"},
+		"log.roll.jitter.hours": {topicSynonym{topic: "segment.jitter.ms", scale: 3_600_000}, "hours", "0"},
+	} {
+		synonyms[name] = s.topicSynonym
+		Keys[name] = Key{Type: topicconfig.TypeInt, Default: s.def, Check: atLeast(-1),
+			Doc: "The broker default of the topic config " + s.topic + ", in " + s.unit + " (the milliseconds config wins over it)."}
+	}
+	Keys["log.flush.scheduler.interval.ms"] = Key{Type: topicconfig.TypeLong, Default: "9223372036854775807", Check: atLeast(0),
+		Doc: "How often the log flusher checks whether a log needs a flush. kaas flushes per acks=all group commit."}
+	stored := func(typ topicconfig.Type, def string, check func(string) error, doc string) Key {
+		return Key{Type: typ, Default: def, Check: check, Doc: doc + " kaas stores and reports it, without effect."}
+	}
+	Keys["log.cleaner.io.max.bytes.per.second"] = Key{Type: topicconfig.TypeDouble, Check: nonNegativeFloat,
+		Doc: "Bytes per second every compaction pass of the broker reads and writes, together (0: unthrottled); applied at once."}
+	Keys["log.cleaner.backoff.ms"] = stored(topicconfig.TypeLong, "15000", atLeast(0),
+		"How long a compacted partition waits between checks whether it is dirty enough to clean.")
+	Keys["log.cleaner.dedupe.buffer.size"] = stored(topicconfig.TypeLong, "134217728", atLeast(0), "Memory bound of a cleaning pass's key map.")
+	Keys["log.cleaner.threads"] = stored(topicconfig.TypeInt, "1", atLeast(0), "Threads of the log cleaner.")
+	Keys["log.cleaner.io.buffer.size"] = stored(topicconfig.TypeInt, "524288", atLeast(0), "Memory of the cleaner's I/O buffers.")
+	Keys["log.cleaner.io.buffer.load.factor"] = stored(topicconfig.TypeDouble, "0.9", nil, "Load factor of the cleaner's key map.")
+	for name, def := range map[string]string{"num.io.threads": "8", "num.network.threads": "3", "num.replica.fetchers": "1",
+		"num.recovery.threads.per.data.dir": "2", "background.threads": "10"} {
+		Keys[name] = stored(topicconfig.TypeInt, def, atLeast(1), "Kafka's thread pool size; kaas runs actors on its own pools.")
+	}
+	for _, name := range []string{"max.connections", "max.connections.per.ip", "max.connection.creation.rate"} {
+		Keys[name] = stored(topicconfig.TypeInt, "2147483647", atLeast(0), "Kafka's connection limit.")
+	}
+	Keys["max.connections.per.ip.overrides"] = stored(topicconfig.TypeString, "", nil, "Per-host connection limits.")
+	Keys["metric.reporters"] = stored(topicconfig.TypeList, "", nil, "Metrics reporter classes; kaas serves Prometheus metrics.")
+	Keys["config.providers"] = stored(topicconfig.TypeList, "", nil, "Config provider classes.")
+	Keys["producer.id.expiration.ms"] = stored(topicconfig.TypeInt, "86400000", atLeast(1), "How long a producer id without a write is remembered.")
+	Keys["transaction.partition.verification.enable"] = stored(topicconfig.TypeBoolean, "true", nil,
+		"KIP-890 produce verification; kaas always verifies.")
+	Keys["follower.fetch.last.tiered.offset.enable"] = stored(topicconfig.TypeBoolean, "false", nil, "Tiered storage follower fetch.")
+	for name, def := range map[string]string{"remote.log.manager.copy.max.bytes.per.second": "9223372036854775807",
+		"remote.log.manager.fetch.max.bytes.per.second": "9223372036854775807", "remote.log.index.file.cache.total.size.bytes": "1073741824",
+		"remote.list.offsets.request.timeout.ms": "30000"} {
+		Keys[name] = stored(topicconfig.TypeLong, def, atLeast(1), "Tiered storage; kaas has none.")
+	}
+	for name, def := range map[string]string{"remote.fetch.max.wait.ms": "500", "remote.log.manager.copier.thread.pool.size": "10",
+		"remote.log.manager.expiration.thread.pool.size": "10"} {
+		Keys[name] = stored(topicconfig.TypeInt, def, atLeast(1), "Tiered storage; kaas has none.")
+	}
+}
+
+func atLeast(n int64) func(string) error {
+	return func(v string) error {
+		if i, _ := strconv.ParseInt(v, 10, 64); i < n {
+			return fmt.Errorf("must be at least %d", n)
+		}
+		return nil
+	}
+}
+
+func nonNegativeFloat(v string) error {
+	if f, _ := strconv.ParseFloat(v, 64); !(f >= 0) {
+		return fmt.Errorf("must be at least 0")
+	}
+	return nil
+}
+
+// listenerConfig matches Kafka's per-listener configs,
+// listener.name.<listener>.<config>.
+var listenerConfig = regexp.MustCompile(`^listener\.name\.[^.]*\.(.+)$`)
+
+// Lookup returns the key of a dynamic config name; a per-listener config
+// is the key of its base config, set per broker. ok is false for a
+// custom config (no Kafka config of that name).
+func Lookup(name string) (k Key, ok bool) {
+	if m := listenerConfig.FindStringSubmatch(name); m != nil {
+		k, ok := Keys[m[1]]
+		if !ok {
+			k = Key{Type: topicconfig.TypeString}
+		}
+		k.PerBroker, k.Check = true, nil
+		return k, true
+	}
+	if slices.Contains(sslDynamic, name) {
+		typ := topicconfig.TypeString
+		if strings.HasSuffix(name, "password") {
+			typ = topicconfig.TypePassword
+		}
+		return Key{Type: typ, PerBroker: true}, true
+	}
+	k, ok = Keys[name]
+	return k, ok
+}
+
+// Sensitive reports a config whose value DescribeConfigs never shows.
+func Sensitive(name string) bool {
+	k, _ := Lookup(name)
+	return k.Type == topicconfig.TypePassword || strings.HasSuffix(name, "sasl.jaas.config")
+}
+
+// InvalidError is a refused change, answered INVALID_REQUEST with its
+// message as Kafka answers (KAFKA-13609).
+type InvalidError struct{ Msg string }
+
+func (e *InvalidError) Error() string { return e.Msg }
+
+// setOf formats names as Kafka's message does: Set(a, b).
+func setOf(names []string) string {
+	slices.Sort(names)
+	return "Set(" + strings.Join(names, ", ") + ")"
+}
+
+// Validate checks the whole set of dynamic configs one resource would
+// hold, in Kafka's order: names that cannot change at runtime (ReadOnly and
+// static, the broker's own non-dynamic configs), SSL configs without a
+// listener prefix, each value's type and range, and per-broker configs on
+// the cluster-wide default (perBroker false).
+func Validate(cfg map[string]string, perBroker bool, static func(string) bool) error {
+	names := slices.Sorted(maps.Keys(cfg))
+	var readOnly, unprefixed, brokerOnly []string
+	for _, n := range names {
+		_, dynamic := Lookup(n)
+		switch {
+		case ReadOnly[n] || !dynamic && static != nil && static(n):
+			readOnly = append(readOnly, n)
+		case slices.Contains(sslDynamic, n):
+			unprefixed = append(unprefixed, n)
+		}
+	}
+	if len(readOnly) > 0 {
+		return &InvalidError{"Cannot update these configs dynamically: " + setOf(readOnly)}
+	}
+	if len(unprefixed) > 0 {
+		return &InvalidError{"These security configs can be dynamically updated only per-listener using the listener prefix: " + setOf(unprefixed)}
+	}
+	for _, n := range names {
+		k, ok := Lookup(n)
+		if !ok {
+			continue // a custom config: any string
+		}
+		if err := checkValue(n, cfg[n], k); err != nil {
+			return &InvalidError{err.Error()}
+		}
+		if k.PerBroker && !perBroker {
+			brokerOnly = append(brokerOnly, n)
+		}
+	}
+	if len(brokerOnly) > 0 {
+		return &InvalidError{"Cannot update these configs at default cluster level, broker id must be specified: " + setOf(brokerOnly)}
+	}
+	return nil
+}
+
+// checkValue checks v against k's type and range.
+func checkValue(name, v string, k Key) error {
+	bad := func(what string) error { return fmt.Errorf("Invalid value %s for configuration %s: %s", v, name, what) }
+	switch k.Type {
+	case topicconfig.TypeBoolean:
+		if v != "true" && v != "false" {
+			return bad("Expected value to be either true or false")
+		}
+	case topicconfig.TypeInt, topicconfig.TypeShort:
+		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err != nil {
+			return bad("Not a number of type INT")
+		}
+	case topicconfig.TypeLong:
+		if _, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+			return bad("Not a number of type LONG")
+		}
+	case topicconfig.TypeDouble:
+		if _, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+			return bad("Not a number of type DOUBLE")
+		}
+	}
+	if k.Check != nil {
+		if err := k.Check(strings.TrimSpace(v)); err != nil {
+			return bad(err.Error())
+		}
+	}
+	return nil
+}
+
+// Set is every dynamic broker config of the cluster: the cluster-wide
+// defaults and each broker's own, by broker id.
+type Set struct {
+	Default map[string]string            `json:"default,omitempty"`
+	Brokers map[string]map[string]string `json:"brokers,omitempty"`
+}
+
+// Resource returns the configs of resource name ("" the cluster default).
+func (s Set) Resource(name string) map[string]string {
+	if name == "" {
+		return s.Default
+	}
+	return s.Brokers[name]
+}
+
+// For returns broker id's dynamic configs in force: its own over the
+// cluster defaults.
+func (s Set) For(id int32) map[string]string {
+	out := maps.Clone(s.Default)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, s.Brokers[strconv.Itoa(int(id))])
+	return out
+}
+
+// Source is where a broker config's value comes from, numbered as
+// DescribeConfigs v1+ reports it.
+type Source int8
+
+// Kafka's ConfigSource numbering.
+const (
+	SourceDynamicBroker        Source = 2
+	SourceDynamicDefaultBroker Source = 3
+	SourceStaticBroker         Source = 4
+	SourceDefault              Source = 5
+)
+
+// Synonym is one level of a broker config's value.
+type Synonym struct {
+	Name   string
+	Value  string
+	Source Source
+}
+
+// Resolve lists name's values for broker id, highest precedence first:
+// per-broker dynamic, cluster default dynamic, static (static, when the
+// flag stands for it), Kafka's default. The first is the value in force.
+func Resolve(s Set, id int32, name string, static func(string) (string, bool)) []Synonym {
+	var out []Synonym
+	if v, ok := s.Brokers[strconv.Itoa(int(id))][name]; ok {
+		out = append(out, Synonym{name, v, SourceDynamicBroker})
+	}
+	if v, ok := s.Default[name]; ok {
+		out = append(out, Synonym{name, v, SourceDynamicDefaultBroker})
+	}
+	if static != nil {
+		if v, ok := static(name); ok {
+			out = append(out, Synonym{name, v, SourceStaticBroker})
+		}
+	}
+	if k, ok := Lookup(name); ok && k.Default != "" {
+		out = append(out, Synonym{name, k.Default, SourceDefault})
+	}
+	return out
+}
+
+// TopicDefaults derives the topic configs a broker's dynamic configs set
+// the default of: log.retention.ms gives retention.ms, message.max.bytes
+// gives max.message.bytes, and so on; a milliseconds config wins over its
+// minutes and hours twins, as in Kafka. Values that do not parse are left
+// out (Validate keeps them out of the store).
+func TopicDefaults(dyn map[string]string) map[string]string {
+	out := map[string]string{}
+	rank := map[string]int64{} // the scale that set out[topic]: smaller wins
+	for _, name := range slices.Sorted(maps.Keys(dyn)) {
+		s, ok := synonyms[name]
+		if !ok {
+			continue
+		}
+		v := strings.TrimSpace(dyn[name])
+		scale := max(s.scale, 1)
+		if r, set := rank[s.topic]; set && r <= scale {
+			continue
+		}
+		if s.scale > 0 {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				continue
+			}
+			if n > 0 {
+				n *= s.scale
+			}
+			v = strconv.FormatInt(n, 10)
+		}
+		out[s.topic], rank[s.topic] = v, scale
+	}
+	return out
+}
+
+// WithDefaults is a topic's config with defaults under it: each topic
+// config the topic does not set takes the broker default. It returns cfg
+// itself when there are no defaults.
+func WithDefaults(cfg, defaults map[string]string) map[string]string {
+	if len(defaults) == 0 {
+		return cfg
+	}
+	out := maps.Clone(defaults)
+	maps.Copy(out, cfg)
+	return out
+}
+
+// CleanerIORate is the cleaner's I/O rate the dynamic configs set; ok is
+// false when they do not set it.
+func CleanerIORate(dyn map[string]string) (rate int64, ok bool) {
+	v, set := dyn["log.cleaner.io.max.bytes.per.second"]
+	if !set {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || f < 0 {
+		return 0, false
+	}
+	return int64(f), true
+}

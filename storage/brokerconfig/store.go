@@ -1,0 +1,143 @@
+package brokerconfig
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/kaas-project/kaas/storage/atomicfile"
+)
+
+// FileName is the store's file in the cluster directory of the data dir:
+// <data-dir>/__cluster/broker-configs.json.
+const FileName = "broker-configs.json"
+
+// Store keeps the cluster's dynamic broker configs: one JSON file on the
+// shared volume, replaced atomically, that every broker reads; or memory
+// (a broker without a data dir). One broker's updates are serialized; two
+// brokers updating at the same instant each replace the whole file, the
+// last one winning (the file is never torn).
+type Store struct {
+	// Static reports a config this broker has as a flag (read-only unless
+	// dynamic in Kafka); nil: none. Set before use.
+	Static func(name string) bool
+	// OnChange, when set, is called after every stored change; set before
+	// use, must not block.
+	OnChange func()
+
+	dir string // "" keeps the set in memory
+	mu  sync.Mutex
+	mem Set
+}
+
+// NewMemory returns a store that keeps the configs in memory.
+func NewMemory() *Store { return &Store{} }
+
+// NewFile returns a store in dir (the data dir's cluster directory).
+func NewFile(dir string) *Store { return &Store{dir: dir} }
+
+// Load returns every dynamic broker config stored.
+func (s *Store) Load() (Set, error) {
+	if s.dir == "" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return cloneSet(s.mem), nil
+	}
+	path := filepath.Join(s.dir, FileName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Set{}, nil
+	}
+	if err != nil {
+		return Set{}, fmt.Errorf("read broker configs %s: %w", path, err)
+	}
+	var set Set
+	if err := json.Unmarshal(b, &set); err != nil {
+		return Set{}, fmt.Errorf("broker configs %s: %w", path, err)
+	}
+	return set, nil
+}
+
+// Update applies change to the configs of resource ("" the cluster
+// default, else a broker id), validates the result and, unless
+// validateOnly, stores it. change's error is returned as is; a refused
+// result is an *InvalidError.
+func (s *Store) Update(resource string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error {
+	changed, err := s.update(resource, validateOnly, change)
+	if changed && s.OnChange != nil {
+		s.OnChange() // outside s.mu: it may Load
+	}
+	return err
+}
+
+func (s *Store) update(resource string, validateOnly bool, change func(map[string]string) (map[string]string, error)) (changed bool, _ error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var set Set
+	if s.dir == "" {
+		set = cloneSet(s.mem)
+	} else {
+		loaded, err := s.Load()
+		if err != nil {
+			return false, err
+		}
+		set = loaded
+	}
+	cur := maps.Clone(set.Resource(resource))
+	if cur == nil {
+		cur = map[string]string{}
+	}
+	next, err := change(cur)
+	if err != nil {
+		return false, err
+	}
+	if err := Validate(next, resource != "", s.Static); err != nil {
+		return false, err
+	}
+	if validateOnly {
+		return false, nil
+	}
+	if resource == "" {
+		set.Default = next
+	} else {
+		if set.Brokers == nil {
+			set.Brokers = map[string]map[string]string{}
+		}
+		set.Brokers[resource] = next
+	}
+	for id, cfg := range set.Brokers {
+		if len(cfg) == 0 {
+			delete(set.Brokers, id)
+		}
+	}
+	if s.dir == "" {
+		s.mem = set
+	} else {
+		b, err := json.MarshalIndent(set, "", "  ")
+		if err != nil {
+			return false, fmt.Errorf("encode broker configs: %w", err)
+		}
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return false, fmt.Errorf("broker configs dir: %w", err)
+		}
+		if _, err := atomicfile.WriteWith(s.dir, FileName, b, atomicfile.Options{Mode: 0o644, UniqueTmp: true}); err != nil {
+			return false, fmt.Errorf("write broker configs %s: %w", s.dir, err)
+		}
+	}
+	return true, nil
+}
+
+func cloneSet(s Set) Set {
+	out := Set{Default: maps.Clone(s.Default)}
+	if s.Brokers != nil {
+		out.Brokers = make(map[string]map[string]string, len(s.Brokers))
+		for id, cfg := range s.Brokers {
+			out.Brokers[id] = maps.Clone(cfg)
+		}
+	}
+	return out
+}
