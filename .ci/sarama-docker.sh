@@ -5,6 +5,8 @@
 # in for its docker-compose services kafka-1..kafka-3:
 #   docker compose stop SERVICE...   SIGTERM, then SIGKILL after 10 s, as
 #                                    Docker's stop does with its default grace
+#                                    (SARAMA_STOP_SIGNAL=KILL: SIGKILL at once,
+#                                    a crash)
 #   docker compose start SERVICE...  starts the broker again with the same
 #                                    flags and waits until its /readyz answers
 #                                    (the suite then waits for a restarted
@@ -20,6 +22,12 @@
 set -euo pipefail
 dir=${SARAMA_CLUSTER_DIR:?docker shim: SARAMA_CLUSTER_DIR is not set}
 grace=10
+signal=${SARAMA_STOP_SIGNAL:-TERM}
+case $signal in TERM | KILL) ;; *)
+	echo "docker shim: SARAMA_STOP_SIGNAL must be TERM or KILL" >&2
+	exit 1
+	;;
+esac
 
 fail() {
 	echo "docker shim: $*" >&2
@@ -48,7 +56,7 @@ stop() {
 		echo " Container $svc  Stopped" >&2
 		return
 	fi
-	kill -TERM "$pid" 2>/dev/null || true
+	kill -"$signal" "$pid" 2>/dev/null || true
 	for _ in $(seq $((grace * 10))); do
 		running "$pid" || break
 		sleep 0.1

@@ -11,7 +11,8 @@
 # (deploy/testenv/bin, go tool task testenv), behind kafka1..kafka3; kafka4 and
 # kafka5 lead to brokers 1 and 2 (bootstrap only: no broker advertises them).
 # A `docker` on PATH (.ci/sarama-docker.sh) stops, starts and prints the log
-# of kafka-1..kafka-3 as the suite's `docker compose stop/start/logs` calls ask.
+# of kafka-1..kafka-3 as the suite's `docker compose stop/start/logs` calls ask
+# (SARAMA_STOP_SIGNAL=KILL: stop is a crash instead of Docker's SIGTERM).
 # The sarama version is the one go.mod requires; its module (with its tests)
 # comes from the module cache. toxiproxy is built from deploy/testenv/toxiproxy
 # into deploy/testenv/bin/toxiproxy.
