@@ -16,9 +16,12 @@
 # The sarama version is the one go.mod requires; its module (with its tests)
 # comes from the module cache. toxiproxy is built from deploy/testenv/toxiproxy
 # into deploy/testenv/bin/toxiproxy.
-# By default every test of the functional_*_test.go files runs except those
-# docs/compatibility.md lists as excluded for that number of brokers;
-# SARAMA_TESTS and SARAMA_SKIP (go test -run and -skip regexps) choose others.
+# With one broker, every test of the functional_*_test.go files runs by
+# default except those docs/compatibility.md lists as excluded; with three,
+# the tests that stop a broker or read its log (the ones excluded with one),
+# and SARAMA_TESTS=all runs every test of the files but those excluded with
+# three. SARAMA_TESTS and SARAMA_SKIP (go test -run and -skip regexps) choose
+# others.
 # A skipped test fails the run. SARAMA_LOG=FILE keeps the suite's log in FILE
 # and the brokers' logs next to it.
 set -euo pipefail
@@ -138,16 +141,21 @@ for i in 1 2 3 4 5; do wait_port $((29090 + i)); done
 
 # Tests the suite holds that need what these kaas brokers are not
 # (docs/compatibility.md, "sarama's functional suite", says why for each).
+docker_tests='TestFuncAdminListConsumerGroupOffsets|TestFuncTxnProduceWithBrokerFailure|TestFuncIdempotentBufferedSequence'
 excluded='TestFuncAdminAlterPartitionReassignments|TestFuncAdminDescribeLogDirs|TestConsumerFetchFollowerFailover'
 if [ "$brokers" = 1 ]; then
-	excluded+='|TestFuncAdminListConsumerGroupOffsets|TestFuncTxnProduceWithBrokerFailure|TestFuncIdempotentBufferedSequence'
+	excluded+="|$docker_tests"
+else
+	excluded+='|TestFuncAdminListOffsets|TestFuncAdminDeleteRecords'
 fi
 excluded+='|TestFuncAdminIncrementalAlterConfigs'
 excluded+='|TestJavaProducerCompressionRoundTrip|TestJavaConsumerCompressionRoundTrip|TestJavaMurmur2PartitionerInterop'
 excluded+='|TestFuncJavaInteropCooperativeRebalance|TestReadOnlyAndAllCommittedMessages'
 cd "$work/sarama"
 functional=$(grep -ho '^func Test[A-Za-z0-9_]*' functional_*_test.go | sed 's/^func //' | paste -sd '|' -)
-tests=${SARAMA_TESTS:-"^($functional)\$"}
+tests=${SARAMA_TESTS:-}
+if [ -z "$tests" ] && [ "$brokers" = 3 ]; then tests="^($docker_tests)\$"; fi
+if [ -z "$tests" ] || [ "$tests" = all ]; then tests="^($functional)\$"; fi
 skip=${SARAMA_SKIP-"^($excluded)\$"}
 rc=0
 TOXIPROXY_ADDR="http://127.0.0.1:$api_port" KAFKA_VERSION=4.0.0 \
