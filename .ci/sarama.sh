@@ -53,6 +53,14 @@ for b in toxiproxy $([ "$brokers" = 3 ] && echo testenv etcd kube-apiserver); do
 		exit 1
 	fi
 done
+# The suite's proxies listen on fixed ports: another run of it on this
+# machine holds them.
+for i in 1 2 3 4 5; do
+	if ! python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' $((29090 + i)) 2>/dev/null; then
+		echo "sarama.sh: port $((29090 + i)) (proxy kafka$i) is taken: is another run of sarama's suite on this machine?" >&2
+		exit 1
+	fi
+done
 go mod download github.com/IBM/sarama
 src=$(go list -m -f '{{.Dir}}' github.com/IBM/sarama)
 cp -r "$src" "$work/sarama"
@@ -138,6 +146,12 @@ fi
 pids+=($!)
 wait_port "$api_port"
 for i in 1 2 3 4 5; do wait_port $((29090 + i)); done
+# Listening ports alone could be another toxiproxy's: ask this one.
+if [ "$(curl -sf "http://127.0.0.1:$api_port/proxies" | jq '[.[] | select(.enabled)] | length')" != 5 ]; then
+	echo "sarama.sh: toxiproxy did not open its five proxies:" >&2
+	tail -n 20 "$work/toxiproxy.log" >&2
+	exit 1
+fi
 
 # Tests the suite holds that need what these kaas brokers are not
 # (docs/compatibility.md, "sarama's functional suite", says why for each).
