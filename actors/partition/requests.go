@@ -67,6 +67,15 @@ func (a *Actor) produceBatch(m *messages.Produce, verified bool) {
 	l, prods := a.core.Log(), a.core.Producers()
 	check := prods.Check(h)
 	if check.ErrorCode != 0 {
+		if check.ErrorCode == kerr.OutOfOrderSequenceNumber.Code {
+			// A gap in an idempotent producer's sequence means records were lost
+			// or reordered on the way here (a client bug or data loss), so it is
+			// logged, with the name Kafka's logs give it, which operators and
+			// client test suites search broker logs for.
+			a.log.Warn().Ctx(a.traced.ctx).Str("exception", "OutOfOrderSequenceException").
+				Int64("producer_id", h.ProducerID).Int16("producer_epoch", h.ProducerEpoch).
+				Int32("base_sequence", h.BaseSequence).Msg("idempotent batch refused: " + check.Message)
+		}
 		reply(check.ErrorCode, check.Message)
 		return
 	}
