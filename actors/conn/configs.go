@@ -129,34 +129,38 @@ func brokerResourceError(name string, v *routing.View) alterResult {
 // Kafka refuses, KAFKA_STORAGE_ERROR when the store cannot be read or
 // written.
 func alterBrokerConfig(store *brokerconfig.Store, resource string, validateOnly bool, change func(map[string]string) (map[string]string, alterResult)) alterResult {
-	var refused alterResult
-	err := store.Update(resource, validateOnly, func(cur map[string]string) (map[string]string, error) {
-		next, bad := change(cur)
-		if bad.code != 0 {
-			refused = bad
-			return nil, errRefused
+	return alterStored(func(fn func(map[string]string) (map[string]string, error)) error {
+		return store.Update(resource, validateOnly, fn)
+	}, change, func(err error) (alterResult, bool) {
+		var invalid *brokerconfig.InvalidError
+		if errors.As(err, &invalid) {
+			return alterResult{code: kerr.InvalidRequest.Code, msg: invalid.Error()}, true
 		}
-		return next, nil
+		return alterResult{}, false
 	})
-	var invalid *brokerconfig.InvalidError
-	switch {
-	case err == nil:
-		return alterResult{}
-	case errors.Is(err, errRefused):
-		return refused
-	case errors.As(err, &invalid):
-		return alterResult{code: kerr.InvalidRequest.Code, msg: invalid.Error()}
-	default:
-		return alterResult{code: kerr.KafkaStorageError.Code, msg: err.Error()}
-	}
 }
 
 // alterGroupConfig applies change to group's config overrides in store:
 // INVALID_CONFIG with the reason for a value the group configs refuse,
 // KAFKA_STORAGE_ERROR when the store cannot be read or written.
 func alterGroupConfig(store *groupconfig.Store, group string, validateOnly bool, change func(map[string]string) (map[string]string, alterResult)) alterResult {
+	return alterStored(func(fn func(map[string]string) (map[string]string, error)) error {
+		return store.Update(group, validateOnly, fn)
+	}, change, func(err error) (alterResult, bool) {
+		var invalid *groupconfig.InvalidError
+		if errors.As(err, &invalid) {
+			return alterResult{code: kerr.InvalidConfig.Code, msg: invalid.Error()}, true
+		}
+		return alterResult{}, false
+	})
+}
+
+// alterStored runs change inside a store's update: change's own refusal
+// is the answer, then the store's validation error as invalid maps it,
+// else KAFKA_STORAGE_ERROR for a store that cannot be read or written.
+func alterStored(update func(func(map[string]string) (map[string]string, error)) error, change func(map[string]string) (map[string]string, alterResult), invalid func(error) (alterResult, bool)) alterResult {
 	var refused alterResult
-	err := store.Update(group, validateOnly, func(cur map[string]string) (map[string]string, error) {
+	err := update(func(cur map[string]string) (map[string]string, error) {
 		next, bad := change(cur)
 		if bad.code != 0 {
 			refused = bad
@@ -164,17 +168,16 @@ func alterGroupConfig(store *groupconfig.Store, group string, validateOnly bool,
 		}
 		return next, nil
 	})
-	var invalid *groupconfig.InvalidError
-	switch {
-	case err == nil:
+	if err == nil {
 		return alterResult{}
-	case errors.Is(err, errRefused):
-		return refused
-	case errors.As(err, &invalid):
-		return alterResult{code: kerr.InvalidConfig.Code, msg: invalid.Error()}
-	default:
-		return alterResult{code: kerr.KafkaStorageError.Code, msg: err.Error()}
 	}
+	if errors.Is(err, errRefused) {
+		return refused
+	}
+	if r, ok := invalid(err); ok {
+		return r
+	}
+	return alterResult{code: kerr.KafkaStorageError.Code, msg: err.Error()}
 }
 
 var errRefused = errors.New("refused")
