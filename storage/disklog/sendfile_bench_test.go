@@ -4,15 +4,13 @@ package disklog
 
 import (
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/kaas-project/kaas/storage/sendfile"
+	"github.com/kaas-project/kaas/storage/sendfile/sendfiletest"
 )
 
 // BenchmarkSendfileLoopback is the floor under the consume path's CPU: the
@@ -38,22 +36,7 @@ func BenchmarkSendfileLoopback(b *testing.B) {
 	if _, err := io.Copy(io.Discard, f); err != nil { // into the page cache
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	sink := exec.Command("bash", "-c", "exec 3<>/dev/tcp/"+strings.Replace(ln.Addr().String(), ":", "/", 1)+"; exec cat <&3 >/dev/null")
-	if err := sink.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = sink.Wait() }()
-	c, err := ln.Accept()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	tc := c.(*net.TCPConn)
+	tc := sendfiletest.Sink(b)
 	var before, after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	b.SetBytes(chunk)
@@ -69,5 +52,4 @@ func BenchmarkSendfileLoopback(b *testing.B) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	cpu := float64(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) / 1e9
 	b.ReportMetric(cpu/(float64(b.N)*chunk/1e9), "cpu-s/GB")
-	_ = c.Close() // the sink ends at end of stream
 }

@@ -5,12 +5,11 @@ package memlog
 import (
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/kaas-project/kaas/storage/sendfile"
+	"github.com/kaas-project/kaas/storage/sendfile/sendfiletest"
 	"golang.org/x/sys/unix"
 )
 
@@ -124,22 +123,7 @@ func sendLoopback(b *testing.B, f *os.File, size, chunk int64) {
 
 // sendLoopbackWith is sendLoopback with send writing the range at off.
 func sendLoopbackWith(b *testing.B, size, chunk int64, send func(tc *net.TCPConn, off int64) error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	sink := exec.Command("bash", "-c", "exec 3<>/dev/tcp/"+strings.Replace(ln.Addr().String(), ":", "/", 1)+"; exec cat <&3 >/dev/null")
-	if err := sink.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = sink.Wait() }()
-	c, err := ln.Accept()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	tc := c.(*net.TCPConn)
+	tc := sendfiletest.Sink(b)
 	b.SetBytes(chunk)
 	start := processCPU(b)
 	b.ResetTimer()
@@ -153,5 +137,4 @@ func sendLoopbackWith(b *testing.B, size, chunk int64, send func(tc *net.TCPConn
 	b.StopTimer()
 	cpu := processCPU(b) - start
 	b.ReportMetric(cpu.Seconds()/(float64(b.N)*float64(chunk)/1e9), "cpu-s/GB")
-	_ = c.Close() // the sink ends at end of stream
 }
