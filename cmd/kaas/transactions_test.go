@@ -38,15 +38,21 @@ func txnProduce(t *testing.T, ctx context.Context, cl *kgo.Client, topic string,
 	}
 }
 
-// consumeAll reads topic from the start with the isolation level until
+// consumeIsolated reads topic from the start with the isolation level until
 // want records arrived, then drains for quiet more; it returns the values,
 // sorted.
 func consumeIsolated(t *testing.T, addr, topic string, level kgo.IsolationLevel, want int, quiet time.Duration) []string {
 	t.Helper()
+	return consumeIsolatedWithin(t, addr, topic, level, want, quiet, 20*time.Second)
+}
+
+// consumeIsolatedWithin is consumeIsolated with its deadline.
+func consumeIsolatedWithin(t *testing.T, addr, topic string, level kgo.IsolationLevel, want int, quiet, within time.Duration) []string {
+	t.Helper()
 	cl := newClient(t, addr, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	var got []string
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(within)
 	var quietUntil time.Time
 	for {
 		if len(got) >= want && quietUntil.IsZero() {
