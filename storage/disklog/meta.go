@@ -158,18 +158,27 @@ func writeEpochs(dir string, eps []storage.EpochEntry, sealed int64, mode os.Fil
 	return overwriteFile(filepath.Join(dir, epochFile), encodeEpochs(eps, sealed), mode)
 }
 
+// errDamaged marks a metadata file whose content does not decode: it is
+// rebuilt from the segments. A file that cannot be read at all (EIO, a
+// stale NFS handle, a permission change) is not: its content may be
+// intact, so the open fails and is retried rather than rebuilding over it.
+var errDamaged = errors.New("damaged")
+
 // readEpochs returns the checkpoint's entries and sealed offset, and
-// whether the file exists.
+// whether the file exists. A decode failure wraps errDamaged.
 func readEpochs(dir string) ([]storage.EpochEntry, int64, bool, error) {
 	b, err := readFileRaw(filepath.Join(dir, epochFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, 0, false, nil
 	}
 	if err != nil {
-		return nil, 0, false, err
+		return nil, 0, false, fmt.Errorf("disklog: read %s: %w", epochFile, err)
 	}
 	eps, sealed, err := decodeEpochs(b)
-	return eps, sealed, true, err
+	if err != nil {
+		return nil, 0, true, fmt.Errorf("%w: %w", errDamaged, err)
+	}
+	return eps, sealed, true, nil
 }
 
 // Small numeric files ("0\n<number>\ncrc <hex>\n"): the log start offset
@@ -185,13 +194,14 @@ func readNumber(dir, name string) (int64, bool) {
 	return n, st == numberValid
 }
 
-// numberState tells a missing small file from a damaged one.
+// numberState tells a missing small file from a damaged or unreadable one.
 type numberState int
 
 const (
 	numberValid numberState = iota
 	numberMissing
-	numberDamaged // unreadable, torn (a write in flight or a crash), or garbage
+	numberDamaged    // torn (a write in flight or a crash), or garbage
+	numberUnreadable // the read itself failed; the content may be intact
 )
 
 // numberBuf holds a small numeric file: "0\n<int64>\ncrc <8 hex>\n" is at
@@ -199,15 +209,23 @@ const (
 type numberBuf [96]byte
 
 func readNumberState(dir, name string) (int64, numberState) {
+	n, st, _ := readNumberErr(dir, name)
+	return n, st
+}
+
+// readNumberErr is readNumberState with the read error of an unreadable
+// file.
+func readNumberErr(dir, name string) (int64, numberState, error) {
 	var buf numberBuf
 	b, err := readSmall(filepath.Join(dir, name), buf[:])
 	if errors.Is(err, os.ErrNotExist) {
-		return 0, numberMissing
+		return 0, numberMissing, nil
 	}
 	if err != nil {
-		return 0, numberDamaged
+		return 0, numberUnreadable, fmt.Errorf("disklog: read %s: %w", name, err)
 	}
-	return parseNumber(b)
+	n, st := parseNumber(b)
+	return n, st, nil
 }
 
 func parseNumber(b []byte) (int64, numberState) {
@@ -229,9 +247,16 @@ func parseNumber(b []byte) (int64, numberState) {
 // The log start offset file.
 func encodeStart(off int64) []byte { return encodeNumber(off) }
 
-func readStart(dir string) (int64, bool) {
-	off, ok := readNumber(dir, startFile)
-	return off, ok && off >= 0
+// readStart returns the log start offset, or false when the file is
+// missing or damaged (the first segment's base then), or an error when it
+// cannot be read: taking the first segment's base instead would bring back
+// records deleted below the start offset.
+func readStart(dir string) (int64, bool, error) {
+	off, st, err := readNumberErr(dir, startFile)
+	if err != nil {
+		return 0, false, err
+	}
+	return off, st == numberValid && off >= 0, nil
 }
 
 // The leader claim, written in place under its lock (no fsync: it only

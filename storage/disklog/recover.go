@@ -96,8 +96,14 @@ func claim(dir string, epoch int32, mode os.FileMode, log zerolog.Logger) error 
 	} else if !locked {
 		log.Warn().Dur("waited", claimLockWait).Msg("leader claim lock still held; claiming without it")
 	}
-	if e, ok := readClaim(dir); ok && e > epoch {
-		return fmt.Errorf("disklog: leader epoch %d is below the claimed %d", epoch, e)
+	// An unreadable claim may hold a higher epoch: writing over it could
+	// depose a newer leader, so the open fails and is retried.
+	e, st, err := readNumberErr(dir, claimFile)
+	if err != nil {
+		return err
+	}
+	if c, cst := claimState(e, st); cst == numberValid && c > epoch {
+		return fmt.Errorf("disklog: leader epoch %d is below the claimed %d", epoch, c)
 	}
 	return overwriteFile(filepath.Join(dir, claimFile), encodeClaim(epoch), mode)
 }
@@ -172,6 +178,9 @@ func (l *Log) recover() (recoveryStats, error) {
 		}
 	}
 	eps, sealed, found, eerr := readEpochs(l.dir)
+	if eerr != nil && !errors.Is(eerr, errDamaged) {
+		return st, eerr
+	}
 	if eerr != nil {
 		l.log.Warn().Err(eerr).Msg("leader-epoch checkpoint is damaged; rebuilding it from the segments")
 		eps = nil
@@ -366,7 +375,10 @@ func (l *Log) recover() (recoveryStats, error) {
 	l.sealed = trustedTo
 
 	// Start offset and leader epochs.
-	startOff, haveStart := readStart(l.dir)
+	startOff, haveStart, err := readStart(l.dir)
+	if err != nil {
+		return st, err
+	}
 	if len(kept) == 0 {
 		base := int64(0)
 		if haveStart {
