@@ -170,6 +170,7 @@ var authRules = map[int16]authRule{
 	kmsg.ListPartitionReassignments.Int16(): needCluster(opDescribe),
 	kmsg.OffsetDelete.Int16():               authOffsetDelete,
 	kmsg.DescribeClientQuotas.Int16():       needCluster(opDescribeConfigs),
+	kmsg.ListConfigResources.Int16():        needCluster(opDescribeConfigs),
 	kmsg.AlterClientQuotas.Int16():          needCluster(opAlterConfigs),
 	kmsg.UpdateFeatures.Int16():             needCluster(opAlter),
 	kmsg.DescribeCluster.Int16():            authDescribeCluster,

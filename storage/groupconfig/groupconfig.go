@@ -2,20 +2,24 @@
 // resource of DescribeConfigs and IncrementalAlterConfigs): the keys, their
 // types, ranges and validation, and their store. With a data dir a group's
 // overrides are a JSON file next to its offsets log,
-// <data-dir>/__groups/<group dir>/configs.json, replaced atomically, so they
+// <data-dir>/__groups/<group dir>/configs.json ({"group": id, "configs":
+// {name: value}}), replaced atomically, so they
 // are on the shared volume wherever the group's coordinator or its
 // share-partitions' leaders run, and are removed with the group's directory.
 package groupconfig
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/kaas-project/kaas/storage/atomicfile"
@@ -170,19 +174,87 @@ func (s *Store) Load(group string) (map[string]string, error) {
 		defer s.mu.Unlock()
 		return maps.Clone(s.mem[group]), nil
 	}
-	path := filepath.Join(s.root, groupstore.DirName(group), fileName)
+	f, err := readFile(filepath.Join(s.root, groupstore.DirName(group)))
+	return f.Configs, err
+}
+
+// file is configs.json. The group id is stored because a long id's
+// directory name is its hash; a file holding a bare {name: value} object
+// is read as the overrides of the group its directory names.
+type file struct {
+	Group   string            `json:"group"`
+	Configs map[string]string `json:"configs"`
+}
+
+// readFile reads dir's configs.json; a missing file is no overrides.
+func readFile(dir string) (file, error) {
+	path := filepath.Join(dir, fileName)
 	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return file{}, nil
+	}
+	if err != nil {
+		return file{}, fmt.Errorf("read group configs %s: %w", path, err)
+	}
+	var f file
+	if err := json.Unmarshal(b, &f); err == nil && f.Configs != nil {
+		return f, nil
+	}
+	var bare map[string]string
+	if err := json.Unmarshal(b, &bare); err != nil {
+		return file{}, fmt.Errorf("group configs %s: %w", path, err)
+	}
+	return file{Configs: bare}, nil
+}
+
+// Groups lists the groups that have overrides, sorted (Kafka's
+// ListConfigResources lists these as GROUP resources). A file that does
+// not read is an error; a bare file in a hashed directory names no group
+// and is left out.
+func (s *Store) Groups() ([]string, error) {
+	if s.root == "" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var out []string
+		for g, cfg := range s.mem {
+			if len(cfg) > 0 {
+				out = append(out, g)
+			}
+		}
+		sort.Strings(out)
+		return out, nil
+	}
+	ents, err := os.ReadDir(s.root)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read group configs %s: %w", path, err)
+		return nil, fmt.Errorf("list group configs: %w", err)
 	}
-	var cfg map[string]string
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("group configs %s: %w", path, err)
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		f, err := readFile(filepath.Join(s.root, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		if len(f.Configs) == 0 {
+			continue
+		}
+		if f.Group == "" {
+			enc, ok := strings.CutPrefix(e.Name(), "g-")
+			id, err := base64.RawURLEncoding.DecodeString(enc)
+			if !ok || err != nil {
+				continue
+			}
+			f.Group = string(id)
+		}
+		out = append(out, f.Group)
 	}
-	return cfg, nil
+	sort.Strings(out)
+	return slices.Compact(out), nil
 }
 
 // Update applies change to group's overrides, validates the result and,
@@ -224,7 +296,10 @@ func (s *Store) Update(group string, validateOnly bool, change func(map[string]s
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("group configs dir: %w", err)
 	}
-	b, err := json.Marshal(next)
+	if next == nil {
+		next = map[string]string{}
+	}
+	b, err := json.Marshal(file{Group: group, Configs: next})
 	if err != nil {
 		return fmt.Errorf("encode group configs: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,5 +130,54 @@ func TestMemoryStore(t *testing.T) {
 	got["consumer.session.timeout.ms"] = "1" // a copy: the store is unchanged
 	if again, _ := s.Load("g"); again["consumer.session.timeout.ms"] != "50000" {
 		t.Fatalf("read %v", again)
+	}
+}
+
+// TestGroupsListsOverriddenGroups: both stores list the groups with
+// overrides, by id, including an id too long for a directory name and a
+// bare overrides file; a group whose overrides were all deleted is not
+// listed.
+func TestGroupsListsOverriddenGroups(t *testing.T) {
+	long := strings.Repeat("long-group-", 30)
+	dir := t.TempDir()
+	for name, s := range map[string]*Store{"memory": NewMemory(nil), "file": NewFile(dir, nil)} {
+		t.Run(name, func(t *testing.T) {
+			if got, err := s.Groups(); err != nil || len(got) != 0 {
+				t.Fatalf("empty store lists %v (%v)", got, err)
+			}
+			for _, g := range []string{"b", long, "a", "gone"} {
+				if err := s.Update(g, false, set("consumer.session.timeout.ms", "50000")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Update("validated-only", true, set("consumer.session.timeout.ms", "50000")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Update("gone", false, func(map[string]string) (map[string]string, error) { return nil, nil }); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"a", "b", long}
+			if name == "file" {
+				// A bare overrides file: its group is the directory's.
+				gdir := filepath.Join(dir, "__groups", groupstore.DirName("bare"))
+				if err := os.MkdirAll(gdir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(gdir, "configs.json"), []byte(`{"consumer.heartbeat.interval.ms":"6000"}`), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if got, err := s.Load("bare"); err != nil || got["consumer.heartbeat.interval.ms"] != "6000" {
+					t.Fatalf("bare file reads %v (%v)", got, err)
+				}
+				want = []string{"a", "b", "bare", long}
+				if got, err := s.Load("gone"); err != nil || len(got) != 0 {
+					t.Fatalf("emptied group reads %v (%v)", got, err)
+				}
+			}
+			got, err := s.Groups()
+			if err != nil || !slices.Equal(got, want) {
+				t.Fatalf("Groups() = %q (%v), want %q", got, err, want)
+			}
+		})
 	}
 }

@@ -1,0 +1,97 @@
+package conn
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/routing"
+)
+
+// ListConfigResources (key 74, KIP-1142; v0 was KIP-1000's
+// ListClientMetricsResources): v0-1, the resources DescribeConfigs can
+// describe. v0 lists client-metrics resources only; v1 lists the types it
+// is asked for, every type it serves when asked for none. kaas holds no
+// client-metrics resources (IncrementalAlterConfigs refuses them) and
+// serves no broker-logger configs, so CLIENT_METRICS lists nothing and a
+// request naming BROKER_LOGGER, or a type Kafka does not list, answers
+// UNSUPPORTED_VERSION as Kafka does for a type it does not support.
+func init() {
+	serve(API{Key: kmsg.ListConfigResources.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleListConfigResources})
+}
+
+// listableTypes are the v1 types kaas lists, in the order they are
+// answered.
+var listableTypes = []int8{resourceTopic, resourceBroker, resourceGroup, int8(kmsg.ConfigResourceTypeClientMetrics)}
+
+func handleListConfigResources(r *Request) Pending {
+	req := r.Body.(*kmsg.ListConfigResourcesRequest)
+	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
+	if req.Version == 0 {
+		return Ready(resp) // client-metrics resources: none
+	}
+	types := req.ResourceTypes
+	if len(types) == 0 {
+		types = listableTypes
+	}
+	for _, t := range types {
+		if !slices.Contains(listableTypes, t) {
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			return Ready(resp)
+		}
+	}
+	add := func(t int8, name string) {
+		c := kmsg.NewListConfigResourcesResponseConfigResource()
+		c.Type, c.Name = t, name
+		resp.ConfigResources = append(resp.ConfigResources, c)
+	}
+	v := r.View
+	if slices.Contains(types, resourceTopic) {
+		for _, name := range configTopics(v) {
+			add(resourceTopic, name)
+		}
+	}
+	if slices.Contains(types, resourceBroker) {
+		for _, b := range v.Brokers {
+			if b.Alive {
+				add(resourceBroker, strconv.Itoa(int(b.ID)))
+			}
+		}
+	}
+	if !slices.Contains(types, resourceGroup) {
+		return Ready(resp)
+	}
+	store := r.Server.GroupConfigs
+	return func() kmsg.Response { // the file store reads the shared volume
+		groups, err := store.Groups()
+		if err != nil {
+			r.Server.Log().Error().Err(err).Msg("list group config resources")
+			resp.ErrorCode = kerr.KafkaStorageError.Code
+			resp.ConfigResources = nil
+			return resp
+		}
+		for _, g := range groups {
+			add(resourceGroup, g)
+		}
+		return resp
+	}
+}
+
+// configTopics is every topic DescribeConfigs describes, internal ones
+// included, sorted.
+func configTopics(v *routing.View) []string {
+	names := make([]string, 0, len(v.Topics)+len(routing.InternalTopics))
+	for name := range v.Topics {
+		names = append(names, name)
+	}
+	for _, it := range routing.InternalTopics {
+		if _, ok := v.Internal(it.Name); ok {
+			names = append(names, it.Name) // a KafkaTopic of that name is hidden behind it
+		}
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
+}
