@@ -51,6 +51,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.AlterClientQuotas.Int16():            {0, 1},
 		kmsg.DescribeUserSCRAMCredentials.Int16(): {0, 0},
 		kmsg.AlterUserSCRAMCredentials.Int16():    {0, 0},
+		kmsg.ListConfigResources.Int16():          {0, 1},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))
