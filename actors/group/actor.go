@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"sync"
 	"time"
 
@@ -115,9 +116,10 @@ type (
 	tick         struct{}
 	cleanupTick  struct{}
 	written      struct {
-		batch  []write
-		err    error
-		newLog groupstore.Log // after a destroy
+		batch      []write
+		err        error
+		membersErr error          // saving the membership failed
+		newLog     groupstore.Log // after a destroy
 	}
 	relinquish struct{}
 	logClosed  struct{}
@@ -142,6 +144,10 @@ type write struct {
 	recs    []groupstore.Record
 	destroy bool
 	done    func(error)
+	// saveMembers saves members as the group's membership (nil removes
+	// it), after recs.
+	saveMembers bool
+	members     []byte
 }
 
 // groupActor is one group's actor: it owns the Group, the group's log, and
@@ -169,6 +175,10 @@ type groupActor struct {
 	writing   bool
 	writes    []write
 	persisted *groupstore.Meta
+	// membersSaved is the membership last saved (or being saved);
+	// membersUnsure forces the next save (a save failed).
+	membersSaved  []byte
+	membersUnsure bool
 	// txnOffsets are the transactional offset commits waiting for their
 	// transaction's end, by producer id (28_txn_offset_commit.go).
 	txnOffsets map[int64]*txnPending
@@ -330,6 +340,11 @@ func (a *groupActor) onLoaded(m *loaded) {
 	a.glog = m.log
 	a.persisted = m.st.Meta
 	a.g.Load(a.opts.Clock.Now(), m.st)
+	a.membersSaved = m.st.Members
+	if err := a.g.RestoreMembership(a.opts.Clock.Now(), m.st.Members); err != nil {
+		a.log.Warn().Err(err).Msg("saved membership unreadable; its members rejoin")
+		a.membersUnsure = true
+	}
 	a.restorePending(m.st)
 	a.applyConfigs(m.configs)
 	a.phase = phaseReady
@@ -512,6 +527,18 @@ func (a *groupActor) ensureMeta() {
 	a.enqueue(write{recs: []groupstore.Record{{Meta: &m}}})
 }
 
+// ensureMembership saves the group's membership when it changed
+// (membership.go), on the write queue: no reply waits for it, since a
+// membership lost with a crash only makes its members rejoin.
+func (a *groupActor) ensureMembership() {
+	b, save := a.g.MembershipToSave()
+	if !save || (!a.membersUnsure && bytes.Equal(b, a.membersSaved) && (b == nil) == (a.membersSaved == nil)) {
+		return
+	}
+	a.membersSaved, a.membersUnsure = b, false
+	a.enqueue(write{saveMembers: true, members: b})
+}
+
 func (a *groupActor) enqueue(w write) {
 	a.writes = append(a.writes, w)
 	a.kick()
@@ -546,8 +573,15 @@ func (a *groupActor) kick() {
 			}
 		} else {
 			var recs []groupstore.Record
-			for _, b := range batch {
+			var members *write
+			for i, b := range batch {
 				recs = append(recs, b.recs...)
+				if b.saveMembers {
+					members = &batch[i]
+				}
+			}
+			if members != nil {
+				w.membersErr = l.SaveMembers(members.members)
 			}
 			if w.err = l.Append(recs); w.err != nil {
 				// Start afresh from what is durable (a torn tail is
@@ -577,6 +611,13 @@ func (a *groupActor) onWritten(m *written) {
 	}
 	if m.err != nil {
 		a.persisted = nil // write the metadata again with the next commit
+	}
+	if m.membersErr != nil {
+		a.log.Error().Err(m.membersErr).Msg("saving group membership failed")
+		a.membersUnsure = true
+	}
+	if len(m.batch) > 0 && m.batch[0].destroy {
+		a.membersSaved = nil
 	}
 	a.kick()
 }
@@ -614,6 +655,7 @@ func (a *groupActor) afterMessage() {
 	}
 	a.g.Tick(now)
 	a.ensureMeta()
+	a.ensureMembership()
 	a.rearm(now)
 	if s := a.g.Summary(); s != a.reported || !a.everSent {
 		a.reported, a.everSent = s, true

@@ -34,6 +34,9 @@ func DirName(group string) string {
 
 const (
 	logName = "offsets.log"
+	// membersName holds the saved membership (SaveMembers), replaced
+	// atomically: older brokers that know only the log ignore it.
+	membersName = "members"
 	// defaultCompactMin is the record count below which a log is never
 	// rewritten.
 	defaultCompactMin = 1000
@@ -72,12 +75,30 @@ func (s *File) Groups() ([]string, error) {
 			continue
 		}
 		g, ok := readHeader(filepath.Join(s.Root, e.Name(), logName))
+		if !ok {
+			// Members saved before any commit: the directory names
+			// the group (unless it is a long id's hash).
+			g, ok = membersOnly(filepath.Join(s.Root, e.Name()))
+		}
 		if ok && DirName(g) == e.Name() {
 			out = append(out, g)
 		}
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// membersOnly returns the group of a "g-" directory holding saved members.
+func membersOnly(dir string) (string, bool) {
+	enc, ok := strings.CutPrefix(filepath.Base(dir), "g-")
+	if !ok {
+		return "", false
+	}
+	if _, err := os.Stat(filepath.Join(dir, membersName)); err != nil {
+		return "", false
+	}
+	g, err := base64.RawURLEncoding.DecodeString(enc)
+	return string(g), err == nil
 }
 
 func readHeader(path string) (string, bool) {
@@ -108,6 +129,11 @@ func (s *File) Open(group string) (Log, State, error) {
 	}
 	l.state = State{Offsets: map[TP]Commit{}}
 	_ = os.Remove(l.path + atomicfile.TmpSuffix) // an interrupted compaction
+	members, err := os.ReadFile(filepath.Join(dir, membersName))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, State{}, fmt.Errorf("group store: read %s members: %w", dir, err)
+	}
+	l.state.Members = members
 	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0o644)
 	if errors.Is(err, os.ErrNotExist) {
 		return l, l.state.clone(), nil
@@ -325,6 +351,35 @@ func (l *fileLog) compact() error {
 		_ = l.f.Close()
 	}
 	l.f, l.size, l.records = f, int64(len(buf)), n
+	return nil
+}
+
+// SaveMembers implements Log: tmp file, fsync, rename, directory fsync.
+func (l *fileLog) SaveMembers(b []byte) error {
+	if l.closed {
+		return ErrClosed
+	}
+	if b == nil {
+		err := os.Remove(filepath.Join(l.dir, membersName))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("group store: remove %s members: %w", l.dir, err)
+		}
+		return syncDir(l.dir)
+	}
+	if _, err := os.Stat(l.dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(l.dir, 0o755); err != nil {
+			return fmt.Errorf("group store: %w", err)
+		}
+		if err := syncDir(l.root); err != nil {
+			return err
+		}
+	}
+	if err := atomicfile.Write(l.dir, membersName, b, 0o644); err != nil {
+		return fmt.Errorf("group store: save members: %w", err)
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ package groupstore
 import (
 	"errors"
 	"maps"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -84,6 +85,9 @@ type Pending struct {
 type State struct {
 	Offsets map[TP]Commit
 	Meta    *Meta
+	// Members is the group's last saved membership (Log.SaveMembers), nil
+	// when none: the group package's encoding, opaque here.
+	Members []byte
 	// Pending are the transactional offsets whose transaction has not
 	// ended, by producer id.
 	Pending map[int64]Pending
@@ -175,6 +179,7 @@ func (s *State) clone() State {
 		m := *s.Meta
 		out.Meta = &m
 	}
+	out.Members = slices.Clone(s.Members)
 	for pid, p := range s.Pending {
 		if out.Pending == nil {
 			out.Pending = map[int64]Pending{}
@@ -199,6 +204,10 @@ type Store interface {
 type Log interface {
 	// Append makes recs durable, in order.
 	Append(recs []Record) error
+	// SaveMembers makes b the group's saved membership, replacing the
+	// last one whole (nil removes it). It is kept apart from the records:
+	// a membership is one snapshot, not a history.
+	SaveMembers(b []byte) error
 	// Destroy removes the group's stored state (DeleteGroups, or nothing
 	// left to keep). The log is closed afterwards.
 	Destroy() error
@@ -228,7 +237,7 @@ func (m *Memory) Groups() ([]string, error) {
 	defer m.mu.Unlock()
 	out := make([]string, 0, len(m.groups))
 	for g, s := range m.groups {
-		if len(s.Offsets) > 0 || len(s.Pending) > 0 {
+		if len(s.Offsets) > 0 || len(s.Pending) > 0 || s.Members != nil {
 			out = append(out, g)
 		}
 	}
@@ -267,6 +276,21 @@ func (l *memLog) Append(recs []Record) error {
 	for _, r := range recs {
 		s.apply(r)
 	}
+	return nil
+}
+
+func (l *memLog) SaveMembers(b []byte) error {
+	l.m.mu.Lock()
+	defer l.m.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	s, ok := l.m.groups[l.group]
+	if !ok {
+		s = &State{Offsets: map[TP]Commit{}}
+		l.m.groups[l.group] = s
+	}
+	s.Members = slices.Clone(b)
 	return nil
 }
 

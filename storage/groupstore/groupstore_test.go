@@ -420,3 +420,60 @@ func TestGroupWithOnlyPendingOffsetsIsListed(t *testing.T) {
 		}
 	}
 }
+
+// TestSavedMembers: a saved membership is read back by the next Open,
+// replaced whole by the next save, removed by a nil save and by Destroy;
+// a group with saved members and no commits is listed; the membership
+// lives beside the records, untouched by their compaction.
+func TestSavedMembers(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			l, st, err := s.Open("g")
+			if err != nil || st.Members != nil {
+				t.Fatalf("fresh group: members %q (%v)", st.Members, err)
+			}
+			if err := l.SaveMembers([]byte("first")); err != nil {
+				t.Fatal(err)
+			}
+			if gs, err := s.Groups(); err != nil || !reflect.DeepEqual(gs, []string{"g"}) {
+				t.Fatalf("groups with only saved members: %v (%v)", gs, err)
+			}
+			if err := l.SaveMembers([]byte("second")); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 5 {
+				if err := l.Append([]Record{rec("t", 0, int64(i))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = l.Close()
+			if err := l.SaveMembers([]byte("closed")); err == nil {
+				t.Fatal("save on a closed log succeeded")
+			}
+			l, st, err = s.Open("g")
+			if err != nil || string(st.Members) != "second" || st.Offsets[TP{"t", 0}].Offset != 4 {
+				t.Fatalf("reopened: members %q, offsets %v (%v)", st.Members, st.Offsets, err)
+			}
+			if err := l.SaveMembers(nil); err != nil {
+				t.Fatal(err)
+			}
+			_ = l.Close()
+			l, st, err = s.Open("g")
+			if err != nil || st.Members != nil {
+				t.Fatalf("after a nil save: members %q (%v)", st.Members, err)
+			}
+			if err := l.SaveMembers([]byte("third")); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Destroy(); err != nil {
+				t.Fatal(err)
+			}
+			if _, st, err = s.Open("g"); err != nil || st.Members != nil || len(st.Offsets) != 0 {
+				t.Fatalf("after Destroy: %+v (%v)", st, err)
+			}
+			if gs, _ := s.Groups(); len(gs) != 0 {
+				t.Fatalf("after Destroy groups %v", gs)
+			}
+		})
+	}
+}

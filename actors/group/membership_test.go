@@ -1,0 +1,168 @@
+package group
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/storage/groupstore"
+)
+
+// moved returns a fresh group, as a new coordinator loads it, with g's
+// saved membership restored at now.
+func moved(t *testing.T, g *Group, now time.Time) *Group {
+	t.Helper()
+	b, save := g.MembershipToSave()
+	if !save || b == nil {
+		t.Fatalf("nothing to save (%v)", save)
+	}
+	n := New("g", testConfig())
+	n.Load(now, groupstore.State{Offsets: map[groupstore.TP]groupstore.Commit{}})
+	if err := n.RestoreMembership(now, b); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := n.MembershipToSave(); string(again) != string(b) {
+		t.Fatalf("restored membership saves as\n%s\nwant\n%s", again, b)
+	}
+	return n
+}
+
+// TestClassicMembershipSurvivesMove: a stable classic group restored on a
+// new coordinator goes on without a rebalance (heartbeats, a follower's
+// JoinGroup with unchanged metadata and SyncGroup are answered in the
+// generation); a member that does not come back is removed one session
+// timeout after the restore, which rebalances the group.
+func TestClassicMembershipSurvivesMove(t *testing.T) {
+	g, ids, now := stableGroup(t, 3)
+	later := now.Add(time.Hour) // past every session of the old coordinator
+	n := moved(t, g, later)
+	if n.State() != Stable || n.Generation() != 1 || n.Kind() != KindClassic {
+		t.Fatalf("restored: %v generation %d kind %v", n.State(), n.Generation(), n.Kind())
+	}
+	for _, id := range ids {
+		if c := heartbeat(n, later, id, 1); c != 0 {
+			t.Fatalf("heartbeat of %s after the move: %s", id, code(c))
+		}
+	}
+	if r := syncG(n, later, syncReq(ids[1], 1, nil)).sync(t); r.ErrorCode != 0 || string(r.MemberAssignment) != "a-"+ids[1] {
+		t.Fatalf("follower sync after the move: %+v", r)
+	}
+	if r := join(n, later, joinReq(ids[2], "m")).join(t); r.ErrorCode != 0 || r.Generation != 1 || n.State() != Stable {
+		t.Fatalf("follower rejoin after the move: %s gen %d, state %v", code(r.ErrorCode), r.Generation, n.State())
+	}
+	// ids[2] stops heartbeating: its session (10 s) runs from the restore.
+	for at := later; at.Before(later.Add(9 * time.Second)); at = at.Add(3 * time.Second) {
+		for _, id := range ids[:2] {
+			if c := heartbeat(n, at, id, 1); c != 0 {
+				t.Fatalf("heartbeat of %s: %s", id, code(c))
+			}
+		}
+	}
+	if n.State() != Stable {
+		t.Fatalf("before the session timeout: %v", n.State())
+	}
+	if c := heartbeat(n, later.Add(11*time.Second), ids[0], 1); c != kerr.RebalanceInProgress.Code {
+		t.Fatalf("after the lost member's session: %s, want REBALANCE_IN_PROGRESS", code(c))
+	}
+}
+
+// TestClassicMembershipSavedAtStablePoints: mid-rebalance the membership
+// to save stays the last completed generation's; once every member has
+// left, none is saved; an unreadable membership is an error that leaves
+// the group as it was.
+func TestClassicMembershipSavedAtStablePoints(t *testing.T) {
+	g, ids, now := stableGroup(t, 2)
+	stable, _ := g.MembershipToSave()
+	join(g, now, joinReq(ids[1], "other")) // new metadata: a rebalance
+	if g.State() != PreparingRebalance {
+		t.Fatalf("state %v", g.State())
+	}
+	if _, save := g.MembershipToSave(); save {
+		t.Fatal("a rebalancing group saves its membership")
+	}
+	n := New("g", testConfig())
+	if err := n.RestoreMembership(now, stable); err != nil || n.Generation() != 1 || n.State() != Stable {
+		t.Fatalf("the generation saved before the rebalance restores as %v gen %d (%v)", n.State(), n.Generation(), err)
+	}
+
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Version, req.Group = 5, "g"
+	for _, id := range ids {
+		req.Members = append(req.Members, kmsg.LeaveGroupRequestMember{MemberID: id})
+	}
+	g.LeaveGroup(now, req)
+	if b, save := g.MembershipToSave(); !save || b != nil {
+		t.Fatalf("emptied group saves %q (%v), want none", b, save)
+	}
+
+	bad := New("g", testConfig())
+	for _, b := range []string{"{", `{"kind":"mystery"}`, `{"kind":"consumer","consumers":[{"id":"a","assigned":[{"topic":"zz","partitions":[0]}]}]}`} {
+		if err := bad.RestoreMembership(now, []byte(b)); err == nil {
+			t.Errorf("%s restored without an error", b)
+		}
+		if bad.Kind() != KindNone || bad.HasMembers() {
+			t.Fatalf("%s: a failed restore left kind %v, members %v", b, bad.Kind(), bad.HasMembers())
+		}
+	}
+}
+
+// TestConsumerMembershipSurvivesMove: a KIP-848 group restored on a new
+// coordinator keeps member ids, epochs and assignments: heartbeats go on
+// with no fencing and no new assignment, a member mid-revocation still
+// owes its revoked partitions, and a member that does not come back is
+// fenced one session timeout after the restore, its partitions going to
+// the others.
+func TestConsumerMembershipSurvivesMove(t *testing.T) {
+	g := New("g", testConfig())
+	a, b := newCGM(t, g, "a"), newCGM(t, g, "b")
+	a.beat(t0)
+	b.beat(t0)
+	converge(t, t0, a, b)
+	epoch := a.epoch
+	later := t0.Add(time.Hour)
+	n := moved(t, g, later)
+	if n.State() != Stable || n.Kind() != KindConsumer {
+		t.Fatalf("restored: %v kind %v", n.State(), n.Kind())
+	}
+	a.g, b.g = n, n
+	for _, m := range []*cgm{a, b} {
+		owned := m.count()
+		if r := m.beat(later); r.ErrorCode != 0 || r.MemberEpoch != epoch || m.count() != owned {
+			t.Fatalf("%s after the move: %s epoch %d owns %d (was %d at epoch %d)", m.id, code(r.ErrorCode), r.MemberEpoch, m.count(), owned, epoch)
+		}
+	}
+
+	// A third member joins: a and b are asked to revoke; the group moves
+	// again before they confirm.
+	c := newCGM(t, n, "c")
+	c.beat(later)
+	a.beat(later)
+	if n.State() != Reconciling || a.count() >= 3 {
+		t.Fatalf("before the second move: %v, a owns %v", n.State(), a.owned)
+	}
+	n2 := moved(t, n, later)
+	a.g, b.g, c.g = n2, n2, n2
+	converge(t, later, a, b, c)
+	if a.count()+b.count()+c.count() != 6 || c.count() != 2 {
+		t.Fatalf("after converging: a %v b %v c %v", a.owned, b.owned, c.owned)
+	}
+
+	// c stops heartbeating: fenced one session timeout (45 s) after the
+	// last restore, and its partitions go back.
+	n3 := moved(t, n2, later)
+	a.g, b.g = n3, n3
+	at := later
+	for ; at.Before(later.Add(44 * time.Second)); at = at.Add(5 * time.Second) {
+		a.beat(at)
+		b.beat(at)
+	}
+	if len(n3.cons.members) != 3 {
+		t.Fatalf("c fenced before its session timeout: %d members", len(n3.cons.members))
+	}
+	converge(t, later.Add(46*time.Second), a, b)
+	if len(n3.cons.members) != 2 || a.count()+b.count() != 6 {
+		t.Fatalf("after c's session: %d members, a %v b %v", len(n3.cons.members), a.owned, b.owned)
+	}
+}

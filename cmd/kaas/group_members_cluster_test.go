@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestClusterGroupMembershipSurvivesCoordinatorKill: a classic and a
+// KIP-848 group, coordinated by one broker of three, keep their members
+// and partitions when that broker is SIGKILLed: the broker that takes the
+// groups over restores their saved membership from the shared volume, the
+// consumers find it, heartbeat on in their generation or epoch, and read
+// what is produced after the kill, with no rebalance.
+func TestClusterGroupMembershipSurvivesCoordinatorKill(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, append([]string{"--group-initial-rebalance-delay", "0s"}, clusterFlags...)...)
+	for _, name := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		c.start(name)
+	}
+	ctx := ctxFor(t, 240*time.Second)
+	admCl := c.client()
+	adm := kadm.NewClient(admCl)
+	waitUntil(t, 30*time.Second, "a controller elected", func() bool {
+		_, ctrl, _ := c.ledBy()
+		return ctrl != ""
+	})
+	const topic, parts = "members-kill", 6
+	if resp, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil || resp.Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp.Err)
+	}
+	waitUntil(t, 30*time.Second, "6 partitions led, 2 per broker", func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"] == 2 && led["kaas-1"] == 2 && led["kaas-2"] == 2
+	})
+	// Two groups with one coordinator.
+	var coord int32 = -1
+	waitUntil(t, 30*time.Second, "a coordinator for the classic group", func() bool {
+		coord = findCoordinator(ctx, admCl, 0, "mk-classic")
+		return coord >= 0
+	})
+	kip848 := ""
+	for i := 0; i < 200 && kip848 == ""; i++ {
+		if g := fmt.Sprintf("mk-848-%d", i); findCoordinator(ctx, admCl, 0, g) == coord {
+			kip848 = g
+		}
+	}
+	if kip848 == "" {
+		t.Fatalf("no group id coordinated by kaas-%d", coord)
+	}
+	client := func(opts ...kgo.Opt) *kgo.Client { return c.client(opts...) }
+	groups := []*watchedGroup{
+		watchGroup(t, "mk-classic", topic, parts, client, groupProtocols[0].opts),
+		watchGroup(t, kip848, topic, parts, client, groupProtocols[2].opts),
+	}
+	produce := func(from, to int) {
+		t.Helper()
+		prod := c.client()
+		for i := from; i < to; i++ {
+			k := fmt.Sprint(i)
+			if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte(k), Value: []byte(k)}).FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+		}
+	}
+	produce(0, 60)
+	var before []string
+	for _, w := range groups {
+		before = append(before, w.settle(t, adm, 60))
+	}
+
+	victim := fmt.Sprintf("kaas-%d", coord)
+	t.Logf("killing %s, the coordinator of %s and %s", victim, groups[0].group, groups[1].group)
+	c.brokers[victim].kill()
+	waitUntil(t, 60*time.Second, "the groups coordinated by another broker", func() bool {
+		n := findCoordinator(ctx, admCl, 0, groups[0].group)
+		return n >= 0 && n != coord && findCoordinator(ctx, admCl, 0, groups[1].group) == n
+	})
+	produce(60, 120)
+	// A new admin client: the first one's cached coordinator is the dead one.
+	after := kadm.NewClient(c.client())
+	for i, w := range groups {
+		w.unchanged(t, after, before[i], 120)
+	}
+}
