@@ -7,6 +7,9 @@ type GroupCall struct {
 	Group      string
 	ClientID   string
 	ClientHost string
+	// Principal is the connection's authenticated principal ("User:..."):
+	// a KIP-848 regex resolves to the topics it may describe.
+	Principal string
 	// Op is the request: the kmsg request body for APIs that address one
 	// group (*kmsg.JoinGroupRequest, *kmsg.SyncGroupRequest,
 	// *kmsg.HeartbeatRequest, *kmsg.LeaveGroupRequest,

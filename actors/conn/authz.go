@@ -1,6 +1,8 @@
 package conn
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -175,7 +177,7 @@ var authRules = map[int16]authRule{
 	kmsg.UpdateFeatures.Int16():             needCluster(opAlter),
 	kmsg.DescribeCluster.Int16():            authDescribeCluster,
 	kmsg.DescribeProducers.Int16():          authDescribeProducers,
-	kmsg.ConsumerGroupHeartbeat.Int16():     needGroup(opRead, func(r kmsg.Request) string { return r.(*kmsg.ConsumerGroupHeartbeatRequest).Group }),
+	kmsg.ConsumerGroupHeartbeat.Int16():     authConsumerGroupHeartbeat,
 	kmsg.ConsumerGroupDescribe.Int16():      authConsumerGroupDescribe,
 	// Share groups (KIP-932): READ on the group; ShareFetch and
 	// ShareAcknowledge also READ on each topic, whose partitions are
@@ -569,17 +571,55 @@ func authDescribeGroups(z authz, _ API, body kmsg.Request) authDecision {
 	return narrowed(len(keep) == 0 && len(refused) > 0, req, patch)
 }
 
+// authConsumerGroupHeartbeat: READ on the group, and DESCRIBE on every
+// topic subscribed by name, as Kafka 4 checks them (KAFKA-18813): a name
+// the member may not describe answers TOPIC_AUTHORIZATION_FAILED. A regex
+// is not refused: the coordinator resolves it to the topics the member may
+// describe (group.Config.DescribeTopic).
+func authConsumerGroupHeartbeat(z authz, api API, body kmsg.Request) authDecision {
+	req := body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if !z.group(opRead, req.Group) {
+		return refuse(api, req, codeGroupAuth)
+	}
+	var denied []string
+	for _, n := range req.SubscribedTopicNames {
+		if !z.topic(opDescribe, n) {
+			denied = append(denied, n)
+		}
+	}
+	if len(denied) == 0 {
+		return allow
+	}
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	resp.ErrorCode = codeTopicAuth
+	msg := "The member is not authorized to describe topics " + strings.Join(denied, ", ") + "."
+	resp.ErrorMessage = &msg
+	return authDecision{deny: resp}
+}
+
+// authConsumerGroupDescribe: DESCRIBE on each group; a group whose members
+// hold or are to get partitions of a topic the principal may not describe
+// is answered TOPIC_AUTHORIZATION_FAILED alone, as Kafka 4's (KAFKA-18813).
 func authConsumerGroupDescribe(z authz, _ API, body kmsg.Request) authDecision {
 	req := body.(*kmsg.ConsumerGroupDescribeRequest)
 	keep, refused := split(req.Groups, func(g string) bool { return z.group(opDescribe, g) })
 	req.Groups = keep
 	patch := func(r kmsg.Response) {
 		resp := r.(*kmsg.ConsumerGroupDescribeResponse)
-		if req.IncludeAuthorizedOperations {
-			for i := range resp.Groups {
-				if g := &resp.Groups[i]; g.ErrorCode == 0 {
-					g.AuthorizedOperations = z.ops(rtGroup, g.Group, acl.GroupOperations)
-				}
+		for i := range resp.Groups {
+			g := &resp.Groups[i]
+			if g.ErrorCode != 0 {
+				continue
+			}
+			if t := undescribable(z, g.Members); t != "" {
+				*g = kmsg.NewConsumerGroupDescribeResponseGroup()
+				g.Group, g.ErrorCode = resp.Groups[i].Group, codeTopicAuth
+				msg := "The described group uses topics that the client is not authorized to describe."
+				g.ErrorMessage = &msg
+				continue
+			}
+			if req.IncludeAuthorizedOperations {
+				g.AuthorizedOperations = z.ops(rtGroup, g.Group, acl.GroupOperations)
 			}
 		}
 		for _, g := range refused {
@@ -589,6 +629,21 @@ func authConsumerGroupDescribe(z authz, _ API, body kmsg.Request) authDecision {
 		}
 	}
 	return narrowed(len(keep) == 0 && len(refused) > 0, req, patch)
+}
+
+// undescribable returns a topic in members' current or target
+// assignments that the principal may not describe, or "".
+func undescribable(z authz, members []kmsg.ConsumerGroupDescribeResponseGroupMember) string {
+	for _, m := range members {
+		for _, a := range []kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+			for _, tp := range a.TopicPartitions {
+				if tp.Topic != "" && !z.topic(opDescribe, tp.Topic) {
+					return tp.Topic
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // authListGroups: DESCRIBE on the cluster lists every group; otherwise the

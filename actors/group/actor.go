@@ -387,7 +387,7 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 	}
 	now := a.opts.Clock.Now()
 	topics := viewTopics{a.opts.Views.Load()}
-	client := Client{ID: gc.ClientID, Host: gc.ClientHost}
+	client := Client{ID: gc.ClientID, Host: gc.ClientHost, Principal: gc.Principal}
 	reply := func(r kmsg.Response) { gc.Reply(r) }
 	switch op := gc.Op.(type) {
 	case *kmsg.JoinGroupRequest:

@@ -69,7 +69,7 @@ func (c *Coordinator) call(r *conn.Request, group string, op any) func() any {
 	}
 	ch := make(chan any, 1)
 	c.ref.Send(tracing.Wrap(r.Ctx, &messages.GroupCall{
-		Group: group, ClientID: r.Header.ClientIDString(), ClientHost: r.ClientHost, Op: op,
+		Group: group, ClientID: r.Header.ClientIDString(), ClientHost: r.ClientHost, Principal: r.Session.Principal, Op: op,
 		Reply: func(x any) { ch <- x },
 	}))
 	return func() any {

@@ -99,6 +99,7 @@ type cmember struct {
 	rackID           *string
 	clientID         string
 	clientHost       string
+	principal        string // of the last heartbeat: its regex resolves to what it may describe
 	rebalanceTimeout time.Duration
 	names            []string // subscribed topic names, sorted
 	regex            string
@@ -210,7 +211,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 		m.regex, m.re = *req.SubscribedTopicRegex, re
 		bump = true
 	}
-	m.clientID, m.clientHost = c.ID, c.Host
+	m.clientID, m.clientHost, m.principal = c.ID, c.Host, c.Principal
 	if isNew {
 		g.cons.members[m.id] = m
 		if m.instanceID != nil {
@@ -221,7 +222,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 	// A change in the subscribed topics' metadata (created, deleted,
 	// partitions added) also bumps the group epoch.
 	for _, cm := range g.cons.members {
-		cm.topics = cm.resolve(topics)
+		cm.topics = cm.resolve(topics, g.cfg.DescribeTopic)
 	}
 	if sig := g.topicsSignature(topics); sig != g.cons.topicsSig {
 		g.cons.topicsSig = sig
@@ -449,7 +450,12 @@ func (g *Group) releaseOwnership(m *cmember, a Assignment) {
 	})
 }
 
-func (m *cmember) resolve(topics Topics) []string {
+// resolve is the member's subscription against the topics: the names it
+// subscribes to that exist, and the topics its regex matches that its
+// principal may describe (describe nil: every one). Named topics are not
+// filtered: a name the principal may not describe is refused at the
+// heartbeat (TOPIC_AUTHORIZATION_FAILED, the connection's authorization).
+func (m *cmember) resolve(topics Topics, describe func(principal, host, topic string) bool) []string {
 	var out []string
 	for _, n := range m.names {
 		if _, ok := topics.ByName(n); ok {
@@ -458,7 +464,7 @@ func (m *cmember) resolve(topics Topics) []string {
 	}
 	if m.re != nil {
 		for _, n := range topics.Names() {
-			if m.re.MatchString(n) && !slices.Contains(m.names, n) {
+			if m.re.MatchString(n) && !slices.Contains(m.names, n) && (describe == nil || describe(m.principal, m.clientHost, n)) {
 				out = append(out, n)
 			}
 		}

@@ -408,3 +408,66 @@ func TestConsumerCommitEpochs(t *testing.T) {
 		t.Errorf("fetch: %s", code(f.ErrorCode))
 	}
 }
+
+// TestConsumerRegexResolvesDescribableTopics: with an authorizer, a regex
+// resolves to the matching topics the member's principal may describe;
+// an ACL change shows at the next heartbeat; a member of another
+// principal in the same group resolves by its own rights; topics named
+// outright are not filtered (the connection refuses those).
+func TestConsumerRegexResolvesDescribableTopics(t *testing.T) {
+	may := map[string]map[string]bool{"User:a": {"t1": true, "other": true}, "User:b": {"t1": true, "t2": true}}
+	cfg := testConfig()
+	cfg.DescribeTopic = func(principal, host, topic string) bool { return host == client.Host && may[principal][topic] }
+	g := New("g", cfg)
+	re := "t.*"
+	tops := fakeTopics{"t1": 1, "t2": 1, "other": 1}
+	owned := func(m *cgm, principal string, names []string) []string {
+		t.Helper()
+		c := client
+		c.Principal = principal
+		for range 6 {
+			r := m.req(m.epoch)
+			r.SubscribedTopicRegex, r.SubscribedTopicNames = &re, names
+			resp := g.ConsumerHeartbeat(t0, c, r, tops)
+			if resp.ErrorCode != 0 {
+				t.Fatalf("%s: %s", m.id, code(resp.ErrorCode))
+			}
+			m.epoch = resp.MemberEpoch
+			if resp.Assignment != nil {
+				m.owned = map[string][]int32{}
+				for _, at := range resp.Assignment.Topics {
+					ti, _ := tops.ByID(at.TopicID)
+					m.owned[ti.Name] = at.Partitions
+				}
+			}
+		}
+		return sortedKeys(m.owned)
+	}
+	a := newCGM(t, g, "a")
+	a.topics, a.subs = tops, nil
+	if got := owned(a, "User:a", nil); !slices.Equal(got, []string{"t1"}) {
+		t.Fatalf("a owns %v, want t1 only (t2 not describable, other not matched)", got)
+	}
+	may["User:a"]["t2"] = true
+	if got := owned(a, "User:a", nil); !slices.Equal(got, []string{"t1", "t2"}) {
+		t.Fatalf("after DESCRIBE on t2 was granted a owns %v", got)
+	}
+	delete(may["User:a"], "t2")
+	if got := owned(a, "User:a", []string{"t2"}); !slices.Equal(got, []string{"t1", "t2"}) {
+		t.Fatalf("t2 named outright: a owns %v", got)
+	}
+	b := newCGM(t, g, "b")
+	b.topics, b.subs = tops, nil
+	owned(b, "User:b", nil)
+	if d := g.DescribeConsumerGroup(t0, tops); d.ErrorCode != 0 || len(d.Members) != 2 {
+		t.Fatalf("describe %+v", d)
+	}
+	for _, m := range []*cgm{a, b} {
+		if m.g.cons.members[m.id].topics == nil {
+			t.Fatalf("%s resolved nothing", m.id)
+		}
+	}
+	if got := g.cons.members["b"].topics; !slices.Equal(got, []string{"t1", "t2"}) {
+		t.Fatalf("b's regex resolves to %v, want t1 and t2 by its own rights", got)
+	}
+}

@@ -60,6 +60,11 @@ type Config struct {
 	// NewID returns a fresh UUID-like string for member ids (tests may
 	// make it deterministic).
 	NewID func() string
+	// DescribeTopic, when set (an authorizer is configured), tells whether
+	// principal connecting from host may DESCRIBE topic: a KIP-848 regex
+	// resolves only to such topics, as Kafka's coordinator filters a
+	// resolved regex through its authorizer. Nil allows every topic.
+	DescribeTopic func(principal, host, topic string) bool
 }
 
 // Defaults fills zero fields with Kafka's defaults.
@@ -154,8 +159,9 @@ func (s State) String() string {
 
 // Client identifies the connection a request came from.
 type Client struct {
-	ID   string
-	Host string
+	ID        string
+	Host      string
+	Principal string // authenticated principal, "User:..."
 }
 
 // TopicInfo is what the coordinator needs to know of a topic.

@@ -63,6 +63,7 @@ type savedConsumer struct {
 	RackID       *string      `json:"rackId,omitempty"`
 	ClientID     string       `json:"clientId"`
 	ClientHost   string       `json:"clientHost"`
+	Principal    string       `json:"principal,omitempty"`
 	RebalanceMs  int64        `json:"rebalanceMs"`
 	Names        []string     `json:"names,omitempty"`
 	Regex        string       `json:"regex,omitempty"`
@@ -135,7 +136,7 @@ func (g *Group) saveConsumer() savedMembership {
 	for _, id := range sortedKeys(g.cons.members) {
 		m := g.cons.members[id]
 		sm := savedConsumer{ID: m.id, InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
-			ClientHost: m.clientHost, RebalanceMs: m.rebalanceTimeout.Milliseconds(), Names: m.names,
+			ClientHost: m.clientHost, Principal: m.principal, RebalanceMs: m.rebalanceTimeout.Milliseconds(), Names: m.names,
 			Regex: m.regex, Assignor: m.assignor, Topics: m.topics, Epoch: m.epoch, PrevEpoch: m.prevEpoch,
 			State: m.state, Assigned: saveAssignment(m.assigned), Revoking: saveAssignment(m.revoking),
 			Target: saveAssignment(m.target)}
@@ -248,7 +249,7 @@ func (g *Group) restoreConsumer(now time.Time, s savedMembership) error {
 	static := map[string]string{}
 	for _, sm := range s.Consumers {
 		m := &cmember{id: sm.ID, instanceID: sm.InstanceID, rackID: sm.RackID, clientID: sm.ClientID,
-			clientHost: sm.ClientHost, rebalanceTimeout: time.Duration(sm.RebalanceMs) * time.Millisecond,
+			clientHost: sm.ClientHost, principal: sm.Principal, rebalanceTimeout: time.Duration(sm.RebalanceMs) * time.Millisecond,
 			names: sm.Names, regex: sm.Regex, assignor: sm.Assignor, topics: sm.Topics,
 			epoch: sm.Epoch, prevEpoch: sm.PrevEpoch, state: sm.State, assignEpochs: map[tpid]int32{}}
 		if m.regex != "" {

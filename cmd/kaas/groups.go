@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/acl"
 	"github.com/kaas-project/kaas/actors/group"
 	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/messages"
@@ -52,6 +55,12 @@ func registerGroups(b *broker) {
 	}
 	opts.Views = b.views
 	opts.Configs = b.srv.GroupConfigs
+	if a := b.srv.Authorizer; a != nil {
+		opts.Group.DescribeTopic = func(principal, host, topic string) bool {
+			return a.Authorize(acl.Action{Principal: principal, Host: host, Operation: kmsg.ACLOperationDescribe,
+				ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: topic})
+		}
+	}
 	opts.Log = b.log.With().Str("actor", "groups").Logger()
 	opts.Watch = b.sup.PID()
 	if b.fence != nil {
