@@ -21,14 +21,17 @@ type cgm struct {
 	owned    map[string][]int32 // topic -> partitions
 	topics   fakeTopics
 	subs     []string
+	regex    *string
 	assignor string
+	// principal is the member's connection's principal.
+	principal string
 }
 
 func (m *cgm) req(epoch int32) *kmsg.ConsumerGroupHeartbeatRequest {
 	r := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	r.Version, r.Group, r.MemberID, r.MemberEpoch, r.InstanceID = 1, "g", m.id, epoch, m.instance
 	r.RebalanceTimeoutMillis = 10_000
-	r.SubscribedTopicNames = m.subs
+	r.SubscribedTopicNames, r.SubscribedTopicRegex = m.subs, m.regex
 	if m.assignor != "" {
 		r.ServerAssignor = &m.assignor
 	}
@@ -44,7 +47,9 @@ func (m *cgm) req(epoch int32) *kmsg.ConsumerGroupHeartbeatRequest {
 // beat sends a full heartbeat and applies the assignment.
 func (m *cgm) beat(now time.Time) *kmsg.ConsumerGroupHeartbeatResponse {
 	m.t.Helper()
-	r := m.g.ConsumerHeartbeat(now, client, m.req(m.epoch), m.topics)
+	c := client
+	c.Principal = m.principal
+	r := m.g.ConsumerHeartbeat(now, c, m.req(m.epoch), m.topics)
 	if r.ErrorCode != 0 {
 		return r
 	}
@@ -317,30 +322,14 @@ func TestConsumerRegexAndRangeAssignor(t *testing.T) {
 	tops := fakeTopics{"t1": 2, "t2": 2, "other": 4}
 	mk := func(id string) *cgm {
 		m := newCGM(t, g, id)
-		m.topics, m.subs, m.assignor = tops, nil, AssignorRange
+		m.topics, m.subs, m.regex, m.assignor = tops, nil, &re, AssignorRange
 		return m
 	}
 	a, b := mk("a"), mk("b")
-	ra := a.req(0)
-	ra.SubscribedTopicRegex = &re
-	if r := g.ConsumerHeartbeat(t0, client, ra, tops); r.ErrorCode != 0 {
-		t.Fatal(code(r.ErrorCode))
-	}
-	rb := b.req(0)
-	rb.SubscribedTopicRegex = &re
-	g.ConsumerHeartbeat(t0, client, rb, tops)
-	for i := 0; i < 6; i++ {
+	for range 6 {
 		for _, m := range []*cgm{a, b} {
-			r := m.req(m.epoch)
-			r.SubscribedTopicRegex = &re
-			resp := g.ConsumerHeartbeat(t0, client, r, tops)
-			m.epoch = resp.MemberEpoch
-			if resp.Assignment != nil {
-				m.owned = map[string][]int32{}
-				for _, at := range resp.Assignment.Topics {
-					ti, _ := tops.ByID(at.TopicID)
-					m.owned[ti.Name] = at.Partitions
-				}
+			if r := m.beat(t0); r.ErrorCode != 0 {
+				t.Fatal(code(r.ErrorCode))
 			}
 		}
 	}
@@ -421,44 +410,35 @@ func TestConsumerRegexResolvesDescribableTopics(t *testing.T) {
 	g := New("g", cfg)
 	re := "t.*"
 	tops := fakeTopics{"t1": 1, "t2": 1, "other": 1}
-	owned := func(m *cgm, principal string, names []string) []string {
+	owned := func(m *cgm, names []string) []string {
 		t.Helper()
-		c := client
-		c.Principal = principal
+		m.subs = names
 		for range 6 {
-			r := m.req(m.epoch)
-			r.SubscribedTopicRegex, r.SubscribedTopicNames = &re, names
-			resp := g.ConsumerHeartbeat(t0, c, r, tops)
-			if resp.ErrorCode != 0 {
-				t.Fatalf("%s: %s", m.id, code(resp.ErrorCode))
-			}
-			m.epoch = resp.MemberEpoch
-			if resp.Assignment != nil {
-				m.owned = map[string][]int32{}
-				for _, at := range resp.Assignment.Topics {
-					ti, _ := tops.ByID(at.TopicID)
-					m.owned[ti.Name] = at.Partitions
-				}
+			if r := m.beat(t0); r.ErrorCode != 0 {
+				t.Fatalf("%s: %s", m.id, code(r.ErrorCode))
 			}
 		}
 		return sortedKeys(m.owned)
 	}
-	a := newCGM(t, g, "a")
-	a.topics, a.subs = tops, nil
-	if got := owned(a, "User:a", nil); !slices.Equal(got, []string{"t1"}) {
+	mk := func(id, principal string) *cgm {
+		m := newCGM(t, g, id)
+		m.topics, m.regex, m.principal = tops, &re, principal
+		return m
+	}
+	a := mk("a", "User:a")
+	if got := owned(a, nil); !slices.Equal(got, []string{"t1"}) {
 		t.Fatalf("a owns %v, want t1 only (t2 not describable, other not matched)", got)
 	}
 	may["User:a"]["t2"] = true
-	if got := owned(a, "User:a", nil); !slices.Equal(got, []string{"t1", "t2"}) {
+	if got := owned(a, nil); !slices.Equal(got, []string{"t1", "t2"}) {
 		t.Fatalf("after DESCRIBE on t2 was granted a owns %v", got)
 	}
 	delete(may["User:a"], "t2")
-	if got := owned(a, "User:a", []string{"t2"}); !slices.Equal(got, []string{"t1", "t2"}) {
+	if got := owned(a, []string{"t2"}); !slices.Equal(got, []string{"t1", "t2"}) {
 		t.Fatalf("t2 named outright: a owns %v", got)
 	}
-	b := newCGM(t, g, "b")
-	b.topics, b.subs = tops, nil
-	owned(b, "User:b", nil)
+	b := mk("b", "User:b")
+	owned(b, nil)
 	if d := g.DescribeConsumerGroup(t0, tops); d.ErrorCode != 0 || len(d.Members) != 2 {
 		t.Fatalf("describe %+v", d)
 	}

@@ -68,27 +68,10 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 		in    = "etlk-in"
 		out   = "etlk-out"
 	)
-	api := startAPIServer(t)
-	c := newKaasCluster(t, api, append([]string{"--group-initial-rebalance-delay", "0s"}, clusterFlags...)...)
-	for _, name := range []string{"kaas-0", "kaas-1", "kaas-2"} {
-		c.start(name)
-	}
+	c := threeBrokers(t, []string{"--group-initial-rebalance-delay", "0s"}, in, out)
 	ctx := ctxFor(t, 240*time.Second)
 	admCl := c.client()
 	adm := kadm.NewClient(admCl)
-	waitUntil(t, 30*time.Second, "a controller elected", func() bool {
-		_, ctrl, _ := c.ledBy()
-		return ctrl != ""
-	})
-	for _, topic := range []string{in, out} {
-		if resp, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || resp.Err != nil {
-			t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
-		}
-	}
-	waitUntil(t, 30*time.Second, "12 partitions led, 4 per broker", func() bool {
-		led, _, _ := c.ledBy()
-		return led["kaas-0"] == 4 && led["kaas-1"] == 4 && led["kaas-2"] == 4
-	})
 	prod := c.client(kgo.ProducerLinger(0))
 	for i := range n {
 		v := fmt.Sprintf("in-%05d", i)

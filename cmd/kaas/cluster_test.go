@@ -20,6 +20,33 @@ var clusterFlags = []string{
 	"--heartbeat-interval", "250ms", "--fence-after", "1s", "--dead-after", "2500ms",
 }
 
+// threeBrokers starts kaas-0, kaas-1 and kaas-2 with flags (after
+// clusterFlags), waits for a controller, creates each topic with 6
+// partitions and waits until every broker leads 2 partitions of each.
+func threeBrokers(t *testing.T, flags []string, topics ...string) *kaasCluster {
+	t.Helper()
+	c := newKaasCluster(t, startAPIServer(t), append(append([]string(nil), clusterFlags...), flags...)...)
+	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		c.start(n)
+	}
+	waitUntil(t, 30*time.Second, "a controller elected", func() bool {
+		_, ctrl, _ := c.ledBy()
+		return ctrl != ""
+	})
+	adm := kadm.NewClient(c.client())
+	for _, topic := range topics {
+		if resp, err := adm.CreateTopic(ctxFor(t, 30*time.Second), 6, 1, nil, topic); err != nil || resp.Err != nil {
+			t.Fatalf("create topic %s: %v %v", topic, err, resp.Err)
+		}
+	}
+	each := 2 * len(topics)
+	waitUntil(t, 30*time.Second, fmt.Sprintf("%d partitions led, %d per broker", 3*each, each), func() bool {
+		led, _, _ := c.ledBy()
+		return led["kaas-0"] == each && led["kaas-1"] == each && led["kaas-2"] == each
+	})
+	return c
+}
+
 func (c *kaasCluster) client(opts ...kgo.Opt) *kgo.Client {
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...), kgo.RetryTimeout(60 * time.Second),
 		kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)

@@ -24,24 +24,8 @@ import (
 // open transaction from their logs at their new leaders, which take the
 // markers. read_committed sees every committed record exactly once.
 func TestClusterTransactions(t *testing.T) {
-	api := startAPIServer(t)
-	c := newKaasCluster(t, api, clusterFlags...)
-	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
-		c.start(n)
-	}
-	adm := kadm.NewClient(c.client())
+	c := threeBrokers(t, nil, "txc")
 	ctx := ctxFor(t, 120*time.Second)
-	waitUntil(t, 30*time.Second, "a controller elected", func() bool {
-		_, ctrl, _ := c.ledBy()
-		return ctrl != ""
-	})
-	if resp, err := adm.CreateTopic(ctx, 6, 1, nil, "txc"); err != nil || resp.Err != nil {
-		t.Fatalf("create topic: %v %v", err, resp.Err)
-	}
-	waitUntil(t, 30*time.Second, "6 partitions led, 2 per broker", func() bool {
-		led, _, _ := c.ledBy()
-		return led["kaas-0"] == 2 && led["kaas-1"] == 2 && led["kaas-2"] == 2
-	})
 	checkProducerIDsUnique(ctx, t, c.client(), []int32{0, 1, 2}, 2000)
 	prod := c.client(kgo.TransactionalID("ctx-1"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second))
 	everywhere := func(tag string) []string {

@@ -16,26 +16,11 @@ import (
 // consumers find it, heartbeat on in their generation or epoch, and read
 // what is produced after the kill, with no rebalance.
 func TestClusterGroupMembershipSurvivesCoordinatorKill(t *testing.T) {
-	api := startAPIServer(t)
-	c := newKaasCluster(t, api, append([]string{"--group-initial-rebalance-delay", "0s"}, clusterFlags...)...)
-	for _, name := range []string{"kaas-0", "kaas-1", "kaas-2"} {
-		c.start(name)
-	}
+	const topic, parts = "members-kill", 6
+	c := threeBrokers(t, []string{"--group-initial-rebalance-delay", "0s"}, topic)
 	ctx := ctxFor(t, 240*time.Second)
 	admCl := c.client()
 	adm := kadm.NewClient(admCl)
-	waitUntil(t, 30*time.Second, "a controller elected", func() bool {
-		_, ctrl, _ := c.ledBy()
-		return ctrl != ""
-	})
-	const topic, parts = "members-kill", 6
-	if resp, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil || resp.Err != nil {
-		t.Fatalf("create topic: %v %v", err, resp.Err)
-	}
-	waitUntil(t, 30*time.Second, "6 partitions led, 2 per broker", func() bool {
-		led, _, _ := c.ledBy()
-		return led["kaas-0"] == 2 && led["kaas-1"] == 2 && led["kaas-2"] == 2
-	})
 	// Two groups with one coordinator.
 	var coord int32 = -1
 	waitUntil(t, 30*time.Second, "a coordinator for the classic group", func() bool {

@@ -21,23 +21,9 @@ import (
 // controller removes them after --stray-grace, and the other topic's data
 // is untouched.
 func TestStrayPartitionsOfADeletedTopic(t *testing.T) {
-	api := startAPIServer(t)
-	c := newKaasCluster(t, api, append(append([]string(nil), clusterFlags...), "--stray-grace", "3s")...)
-	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
-		c.start(n)
-	}
-	waitUntil(t, 30*time.Second, "a controller elected", func() bool { _, ctrl, _ := c.ledBy(); return ctrl != "" })
+	c := threeBrokers(t, []string{"--stray-grace", "3s"}, "doomed", "kept")
 	adm := kadm.NewClient(c.client())
 	ctx := ctxFor(t, 60*time.Second)
-	for _, topic := range []string{"doomed", "kept"} {
-		if resp, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil || resp.Err != nil {
-			t.Fatalf("create %s: %v %v", topic, err, resp.Err)
-		}
-	}
-	waitUntil(t, 30*time.Second, "12 partitions led, 4 per broker", func() bool {
-		led, _, _ := c.ledBy()
-		return led["kaas-0"] == 4 && led["kaas-1"] == 4 && led["kaas-2"] == 4
-	})
 	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceEverywhere(t, prod, "doomed", 6, "doomed")
 	produceEverywhere(t, prod, "kept", 6, "kept")

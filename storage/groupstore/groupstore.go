@@ -263,23 +263,20 @@ type memLog struct {
 }
 
 func (l *memLog) Append(recs []Record) error {
-	l.m.mu.Lock()
-	defer l.m.mu.Unlock()
-	if l.closed {
-		return ErrClosed
-	}
-	s, ok := l.m.groups[l.group]
-	if !ok {
-		s = &State{Offsets: map[TP]Commit{}}
-		l.m.groups[l.group] = s
-	}
-	for _, r := range recs {
-		s.apply(r)
-	}
-	return nil
+	return l.update(func(s *State) {
+		for _, r := range recs {
+			s.apply(r)
+		}
+	})
 }
 
 func (l *memLog) SaveMembers(b []byte) error {
+	return l.update(func(s *State) { s.Members = slices.Clone(b) })
+}
+
+// update runs fn on the group's state (created when missing) under the
+// store's lock.
+func (l *memLog) update(fn func(*State)) error {
 	l.m.mu.Lock()
 	defer l.m.mu.Unlock()
 	if l.closed {
@@ -290,7 +287,7 @@ func (l *memLog) SaveMembers(b []byte) error {
 		s = &State{Offsets: map[TP]Commit{}}
 		l.m.groups[l.group] = s
 	}
-	s.Members = slices.Clone(b)
+	fn(s)
 	return nil
 }
 
