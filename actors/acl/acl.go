@@ -54,13 +54,13 @@ var ErrInvalid = errors.New("invalid ACL")
 
 // Validate checks a binding to be created: every field concrete (no ANY,
 // MATCH or UNKNOWN), a "Type:name" principal, a host, a resource name, the
-// cluster resource named kafka-cluster. Delegation-token and user resources
-// are refused: this broker has neither delegation tokens nor user quotas.
+// cluster resource named kafka-cluster. Delegation-token resources are
+// named by token id; user resources (KIP-373's CREATE_TOKENS and
+// DESCRIBE_TOKENS) by the user's principal, "User:alice".
 func (b Binding) Validate() error {
 	switch b.ResourceType {
-	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeCluster, kmsg.ACLResourceTypeTransactionalId:
-	case kmsg.ACLResourceTypeDelegationToken, kmsg.ACLResourceTypeUser:
-		return fmt.Errorf("%w: resource type %s is not supported by this broker", ErrInvalid, b.ResourceType)
+	case kmsg.ACLResourceTypeTopic, kmsg.ACLResourceTypeGroup, kmsg.ACLResourceTypeCluster, kmsg.ACLResourceTypeTransactionalId,
+		kmsg.ACLResourceTypeDelegationToken, kmsg.ACLResourceTypeUser:
 	default:
 		return fmt.Errorf("%w: resource type %s is not a concrete resource type", ErrInvalid, b.ResourceType)
 	}

@@ -241,9 +241,16 @@ func TestValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	for _, b := range []Binding{
+		bind(kmsg.ACLResourceTypeDelegationToken, "token-id", lit, "User:a", "*", kmsg.ACLOperationDescribe, allow),
+		bind(kmsg.ACLResourceTypeUser, "User:b", lit, "User:a", "*", kmsg.ACLOperationCreateTokens, allow),
+	} {
+		if err := b.Validate(); err != nil {
+			t.Fatalf("%v: %v", b, err)
+		}
+	}
 	bad := map[string]func(*Binding){
 		"any resource type":         func(b *Binding) { b.ResourceType = kmsg.ACLResourceTypeAny },
-		"delegation token":          func(b *Binding) { b.ResourceType = kmsg.ACLResourceTypeDelegationToken },
 		"match pattern":             func(b *Binding) { b.PatternType = kmsg.ACLResourcePatternTypeMatch },
 		"any pattern":               func(b *Binding) { b.PatternType = kmsg.ACLResourcePatternTypeAny },
 		"empty name":                func(b *Binding) { b.ResourceName = "" },

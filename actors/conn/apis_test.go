@@ -52,6 +52,10 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeUserSCRAMCredentials.Int16(): {0, 0},
 		kmsg.AlterUserSCRAMCredentials.Int16():    {0, 0},
 		kmsg.ListConfigResources.Int16():          {0, 1},
+		kmsg.CreateDelegationToken.Int16():        {0, 3},
+		kmsg.RenewDelegationToken.Int16():         {0, 2},
+		kmsg.ExpireDelegationToken.Int16():        {0, 2},
+		kmsg.DescribeDelegationToken.Int16():      {0, 3},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))

@@ -150,6 +150,14 @@ var authRules = map[int16]authRule{
 	// pre-authentication gate handles them).
 	kmsg.SASLHandshake.Int16():    noCheck,
 	kmsg.SASLAuthenticate.Int16(): noCheck,
+	// The delegation-token APIs decide in their handlers, as Kafka's do:
+	// the owner, requester and renewers act on their own tokens, others
+	// need CREATE_TOKENS / DESCRIBE_TOKENS on the user or DESCRIBE on the
+	// token (delegation_tokens.go).
+	kmsg.CreateDelegationToken.Int16():   noCheck,
+	kmsg.RenewDelegationToken.Int16():    noCheck,
+	kmsg.ExpireDelegationToken.Int16():   noCheck,
+	kmsg.DescribeDelegationToken.Int16(): noCheck,
 	// Markers come from another broker's transaction coordinator.
 	kmsg.WriteTxnMarkers.Int16():            needCluster(kmsg.ACLOperationClusterAction),
 	kmsg.DescribeTopicPartitions.Int16():    authDescribeTopicPartitions,

@@ -192,6 +192,9 @@ func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest) (kmsg.Re
 	}
 	reauth := a.auth.authenticated
 	a.session.Principal, a.auth.authenticated, a.auth.expires = principal, true, expires
+	if ta, ok := ex.(sasl.TokenAuthenticated); ok {
+		a.session.TokenAuthenticated = ta.TokenAuthenticated()
+	}
 	if req.Version >= 1 && !expires.IsZero() {
 		resp.SessionLifetimeMillis = max(1, expires.Sub(now).Milliseconds())
 	}

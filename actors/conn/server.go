@@ -35,6 +35,7 @@ import (
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
+	"github.com/kaas-project/kaas/storage/delegation"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 	"github.com/kaas-project/kaas/wire"
@@ -144,6 +145,10 @@ type Server struct {
 	QuotaStore quota.Store
 	// Clock measures quota rates and throttles (set before Serve).
 	Clock clock.Clock
+	// Delegation is the delegation-token settings (no secret key: tokens
+	// disabled); DelegationTokens is their store (NewServer: memory).
+	Delegation       delegation.Config
+	DelegationTokens *delegation.Store
 	// ScramUsers is where DescribeUserScramCredentials and
 	// AlterUserScramCredentials read and write (KafkaUser objects in
 	// cluster mode, the credentials file otherwise); nil refuses them.
@@ -217,6 +222,7 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	s.QuotaStore, _ = quota.OpenLocal("", s.Quotas) // memory only: cannot fail
 	s.GroupConfigs = groupconfig.NewMemory(nil)
 	s.BrokerDynamic = brokerconfig.NewMemory()
+	s.DelegationTokens = delegation.NewMemory()
 	s.Clock = clock.Real()
 	registerCore(s)
 	return s

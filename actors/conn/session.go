@@ -20,6 +20,9 @@ type Session struct {
 	SecurityProtocol string
 	// ClientHost is the client's IP address.
 	ClientHost string
+	// TokenAuthenticated is set when a delegation token authenticated the
+	// connection (SCRAM with tokenauth): it may not ask for tokens.
+	TokenAuthenticated bool
 }
 
 // AnonymousPrincipal is the principal of a client nothing authenticated.

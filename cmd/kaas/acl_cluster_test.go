@@ -71,6 +71,19 @@ func TestKafkaAclObjects(t *testing.T) {
 	if !strings.Contains(out, "Group/gg/User:carol/10.0.0.7/Read/Allow") {
 		t.Fatalf("CreateAcls made no KafkaAcl; objects:\n%s", out)
 	}
+	// KIP-373's user resource, named by a principal, is a KafkaAcl too.
+	userACL := kmsg.NewPtrCreateACLsRequest()
+	cr := kmsg.NewCreateACLsRequestCreation()
+	cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = kmsg.ACLResourceTypeUser, "User:dave", kmsg.ACLResourcePatternTypeLiteral
+	cr.Principal, cr.Host, cr.Operation, cr.PermissionType = "User:erin", "*", kmsg.ACLOperationCreateTokens, kmsg.ACLPermissionTypeAllow
+	userACL.Creations = append(userACL.Creations, cr)
+	if resp, err := userACL.RequestWith(ctx, c.client()); err != nil || resp.Results[0].ErrorCode != 0 {
+		t.Fatalf("CreateAcls of a User resource: %v %+v", err, resp)
+	}
+	if out := api.kubectl(t, "-n", c.ns, "get", "kafkaacls", "-o",
+		`jsonpath={range .items[*]}{.spec.resourceType}/{.spec.resourceName}/{.spec.principal}/{.spec.operation}{"\n"}{end}`); !strings.Contains(out, "User/User:dave/User:erin/CreateTokens") {
+		t.Fatalf("no KafkaAcl of the User resource; objects:\n%s", out)
+	}
 	if n := mustDeleteACLs(t, adm, kadm.NewACLs().Groups("gg").Allow().AllowHosts().Operations().ResourcePatternType(kadm.ACLPatternAny)); n != 1 {
 		t.Fatalf("DeleteAcls removed %d ACLs, want 1", n)
 	}

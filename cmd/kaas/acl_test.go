@@ -131,14 +131,16 @@ func TestACLAdminAPIs(t *testing.T) {
 		t.Fatalf("alice's ACLs: %+v", got)
 	}
 
-	// Invalid creations are refused one by one with INVALID_REQUEST.
+	// Invalid creations are refused one by one with INVALID_REQUEST (a
+	// delegation-token resource is valid).
 	req := kmsg.NewPtrCreateACLsRequest()
 	for _, c := range []struct {
 		rt   kmsg.ACLResourceType
 		name string
 		p    string
 	}{{kmsg.ACLResourceTypeCluster, "not-kafka-cluster", "User:a"}, {kmsg.ACLResourceTypeTopic, "t", "no-colon"},
-		{kmsg.ACLResourceTypeDelegationToken, "tok", "User:a"}, {kmsg.ACLResourceTypeTopic, "ok-topic", "User:a"}} {
+		{kmsg.ACLResourceTypeDelegationToken, "tok", "User:a"}, {kmsg.ACLResourceTypeTopic, "ok-topic", "User:a"},
+		{kmsg.ACLResourceTypeAny, "any", "User:a"}} {
 		cr := kmsg.NewCreateACLsRequestCreation()
 		cr.ResourceType, cr.ResourceName, cr.ResourcePatternType = c.rt, c.name, kmsg.ACLResourcePatternTypeLiteral
 		cr.Principal, cr.Host, cr.Operation, cr.PermissionType = c.p, "*", kmsg.ACLOperationDescribe, kmsg.ACLPermissionTypeAllow
@@ -148,7 +150,7 @@ func TestACLAdminAPIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []int16{kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, 0} {
+	for i, want := range []int16{kerr.InvalidRequest.Code, kerr.InvalidRequest.Code, 0, 0, kerr.InvalidRequest.Code} {
 		if resp.Results[i].ErrorCode != want {
 			t.Errorf("creation %d: code %d (%v), want %d", i, resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage, want)
 		}

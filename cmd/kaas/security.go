@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/storage/delegation"
 	"github.com/kaas-project/kaas/wire/sasl"
 	"github.com/kaas-project/kaas/wire/tlsfiles"
 )
@@ -57,6 +59,9 @@ type securityConfig struct {
 	InterBrokerPassFile string
 	SSLPrincipalRules   string
 	ListenerMechanisms  string
+	TokenSecretKey      string
+	TokenMaxLifetime    time.Duration
+	TokenExpiryTime     time.Duration
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
 	principalMapping    *tlsfiles.PrincipalMapper
@@ -96,6 +101,9 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.BoolVar(&c.DebugPprof, "debug-pprof", false, "serve Go's profiler at /debug/pprof/ on --http-addr")
 	fs.StringVar(&c.InterBrokerMech, "inter-broker-sasl-mechanism", sasl.ScramSHA512, "SASL mechanism of the Kafka requests one broker sends another (transaction markers) when the first listener is SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN (Kafka's sasl.mechanism.inter.broker.protocol)")
 	fs.StringVar(&c.InterBrokerUser, "inter-broker-sasl-user", "", "SASL user of the Kafka requests one broker sends another when the first listener is SASL; make its principal a super user (or grant it ClusterAction on the cluster)")
+	fs.StringVar(&c.TokenSecretKey, "delegation-token-secret-key", "", "secret key of delegation tokens, the same on every broker (Kafka's delegation.token.secret.key; give it as KAAS_DELEGATION_TOKEN_SECRET_KEY from a Secret); empty: tokens disabled")
+	fs.DurationVar(&c.TokenMaxLifetime, "delegation-token-max-lifetime", 7*24*time.Hour, "longest a delegation token lives, renewals included (Kafka's delegation.token.max.lifetime.ms)")
+	fs.DurationVar(&c.TokenExpiryTime, "delegation-token-expiry-time", 24*time.Hour, "life of a delegation token from its creation or a renewal that names no period (Kafka's delegation.token.expiry.time.ms)")
 	fs.StringVar(&c.InterBrokerPassFile, "inter-broker-sasl-password-file", "", "file holding the password of --inter-broker-sasl-user, read at each authentication (a mounted Secret can be rotated)")
 }
 
@@ -358,10 +366,14 @@ func parseListeners(listeners, advertised, protoMap, defaultHost string) ([]list
 
 // security is what the listeners need at run time.
 type security struct {
-	tlsDir   *tlsfiles.Dir
-	sasl     *sasl.Server
-	creds    *sasl.FileStore // --sasl-credentials-file
-	limiter  *sasl.Limiter
+	tlsDir  *tlsfiles.Dir
+	sasl    *sasl.Server
+	creds   *sasl.FileStore // --sasl-credentials-file
+	limiter *sasl.Limiter
+	// tokens are the delegation tokens (on the shared volume with a data
+	// dir, else in memory) and tokenCfg their settings.
+	tokens   *delegation.Store
+	tokenCfg delegation.Config
 	settings []*conn.Listener
 }
 
@@ -369,7 +381,12 @@ type security struct {
 // the conn listeners.
 func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 	s := &cfg.securityConfig
-	out := &security{limiter: sasl.NewLimiter(s.SASLMaxFailures, s.SASLFailureWindow)}
+	out := &security{limiter: sasl.NewLimiter(s.SASLMaxFailures, s.SASLFailureWindow), tokens: delegation.NewMemory(),
+		tokenCfg: delegation.Config{SecretKey: []byte(s.TokenSecretKey), MaxLifetime: s.TokenMaxLifetime, RenewTime: s.TokenExpiryTime}}
+	out.tokenCfg.Defaults()
+	if cfg.DataDir != "" {
+		out.tokens = delegation.NewFile(filepath.Join(cfg.DataDir, clusterDir))
+	}
 	if s.TLSDir != "" {
 		d, err := tlsfiles.Open(s.TLSDir, time.Now)
 		if err != nil {
@@ -386,6 +403,9 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 	}
 	if s.needSASL {
 		srv := &sasl.Server{Mechanisms: s.saslMechanisms, Now: time.Now} // listeners with their own list get a copy
+		if out.tokenCfg.Enabled() {
+			srv.DelegationTokens = delegation.SASL{Store: out.tokens, Now: time.Now}
+		}
 		if s.SASLCredentialsFile != "" {
 			f, err := sasl.OpenFile(s.SASLCredentialsFile, time.Now)
 			if err != nil {

@@ -165,6 +165,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.dynCfgs.onTopicDefaults = func() { b.sup.Send(&messages.BrokerDefaultsChanged{}) }
 	go b.dynCfgs.run(ctx, clock.Real(), time.Second)
 	b.srv.SASLFailures = b.sec.limiter
+	b.srv.Delegation, b.srv.DelegationTokens = b.sec.tokenCfg, b.sec.tokens
 	b.srv.GroupConfigs = groupConfigStore(cfg)
 	registerGroups(b)
 	registerTransactions(b)

@@ -37,6 +37,19 @@ type Exchange interface {
 	Expires() time.Time
 }
 
+// DelegationTokens looks up a delegation token by id for SCRAM's
+// tokenauth extension: its credential for mech, the principal it
+// authenticates as (its owner) and when it expires.
+type DelegationTokens interface {
+	LookupToken(id, mech string) (cred ScramCredential, owner string, expires time.Time, ok bool)
+}
+
+// TokenAuthenticated is implemented by an exchange that can authenticate
+// with a delegation token: true once it did.
+type TokenAuthenticated interface {
+	TokenAuthenticated() bool
+}
+
 // Server holds what every mechanism needs.
 type Server struct {
 	// Mechanisms enabled, in the order SaslHandshake lists them.
@@ -45,6 +58,9 @@ type Server struct {
 	Credentials CredentialStore
 	// Tokens validates OAUTHBEARER tokens.
 	Tokens *TokenValidator
+	// DelegationTokens backs SCRAM with the tokenauth extension (nil: no
+	// token authenticates).
+	DelegationTokens DelegationTokens
 	// Now is the clock (token expiry).
 	Now func() time.Time
 }
@@ -68,7 +84,9 @@ func (s *Server) Start(mech string) (Exchange, error) {
 	case Plain:
 		return &plainExchange{creds: s.Credentials}, nil
 	case ScramSHA256, ScramSHA512:
-		return newScramExchange(mech, s.Credentials), nil
+		ex := newScramExchange(mech, s.Credentials)
+		ex.tokens = s.DelegationTokens
+		return ex, nil
 	case OAuthBearer:
 		return &bearerExchange{tokens: s.Tokens, now: s.Now}, nil
 	}

@@ -71,8 +71,11 @@ func exchange(t *testing.T, srv *sasl.Server, name string, client func() (step f
 }
 
 func scramClient(t *testing.T, name, user, pass string) func() (func([]byte) (bool, []byte, error), []byte) {
+	return scramAuthClient(t, name, kscram.Auth{User: user, Pass: pass})
+}
+
+func scramAuthClient(t *testing.T, name string, a kscram.Auth) func() (func([]byte) (bool, []byte, error), []byte) {
 	return func() (func([]byte) (bool, []byte, error), []byte) {
-		a := kscram.Auth{User: user, Pass: pass}
 		m := a.AsSha256Mechanism()
 		if name == sasl.ScramSHA512 {
 			m = a.AsSha512Mechanism()
@@ -231,5 +234,66 @@ func TestOAuthBearer(t *testing.T) {
 		if _, _, err := ex.Step(msg(tok)); !errors.Is(err, sasl.ErrAuthentication) {
 			t.Fatalf("%s: %v", name, err)
 		}
+	}
+}
+
+// tokens is a DelegationTokens over a map: token id -> password.
+type tokens map[string]string
+
+func (tk tokens) LookupToken(id, mech string) (sasl.ScramCredential, string, time.Time, bool) {
+	pass, ok := tk[id]
+	if !ok {
+		return sasl.ScramCredential{}, "", time.Time{}, false
+	}
+	cred, err := sasl.NewScramCredential(mech, pass, 4096)
+	return cred, "User:owner-of-" + id, time.Unix(2_000_000_000, 0), err == nil
+}
+
+// TestScramDelegationToken: with the tokenauth extension the user is a
+// token id, the password its HMAC, and the principal the token's owner,
+// until the token's expiry; without the extension the same name is an
+// ordinary (here unknown) user, and a token never logs in as a user.
+func TestScramDelegationToken(t *testing.T) {
+	srv := &sasl.Server{Mechanisms: []string{sasl.ScramSHA256, sasl.ScramSHA512}, Credentials: store(t),
+		DelegationTokens: tokens{"tok1": "hmac-b64"}}
+	for _, mech := range []string{sasl.ScramSHA256, sasl.ScramSHA512} {
+		ex, err := srv.Start(mech)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := kscram.Auth{User: "tok1", Pass: "hmac-b64", IsToken: true}
+		m := a.AsSha256Mechanism()
+		if mech == sasl.ScramSHA512 {
+			m = a.AsSha512Mechanism()
+		}
+		sess, first, err := m.Authenticate(context.Background(), "host")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := ex.Step(first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, final, _ := sess.Challenge(out)
+		if _, done, err := ex.Step(final); err != nil || !done {
+			t.Fatalf("%s token login: %v", mech, err)
+		}
+		if ex.Principal() != "User:owner-of-tok1" || !ex.(sasl.TokenAuthenticated).TokenAuthenticated() || !ex.Expires().Equal(time.Unix(2_000_000_000, 0)) {
+			t.Fatalf("%s: principal %q, expires %v", mech, ex.Principal(), ex.Expires())
+		}
+		for name, bad := range map[string]kscram.Auth{
+			"wrong hmac":          {User: "tok1", Pass: "other", IsToken: true},
+			"unknown token":       {User: "tok2", Pass: "hmac-b64", IsToken: true},
+			"token without ext":   {User: "tok1", Pass: "hmac-b64"},
+			"user with token ext": {User: "alice", Pass: "alice-secret", IsToken: true},
+		} {
+			if _, err := exchange(t, srv, mech, scramAuthClient(t, mech, bad)); !errors.Is(err, sasl.ErrAuthentication) {
+				t.Errorf("%s %s: %v, want an authentication failure", mech, name, err)
+			}
+		}
+	}
+	noTokens := &sasl.Server{Mechanisms: []string{sasl.ScramSHA256}, Credentials: store(t)}
+	if _, err := exchange(t, noTokens, sasl.ScramSHA256, scramAuthClient(t, sasl.ScramSHA256, kscram.Auth{User: "tok1", Pass: "hmac-b64", IsToken: true})); !errors.Is(err, sasl.ErrAuthentication) {
+		t.Fatalf("token login without a token store: %v", err)
 	}
 }

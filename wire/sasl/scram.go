@@ -14,9 +14,10 @@ import (
 // scramExchange is the server side of SCRAM (RFC 5802) without channel
 // binding: client-first -> server-first, client-final -> server-final.
 type scramExchange struct {
-	mech  string
-	h     func() hash.Hash
-	creds CredentialStore
+	mech   string
+	h      func() hash.Hash
+	creds  CredentialStore
+	tokens DelegationTokens
 
 	step        int
 	user        string
@@ -27,6 +28,11 @@ type scramExchange struct {
 	serverFirst string
 	nonce       string
 	principal   string
+	// token is set by the tokenauth extension: the user is a delegation
+	// token id, and a success authenticates as the token's owner.
+	token   bool
+	owner   string
+	expires time.Time
 }
 
 func newScramExchange(mech string, creds CredentialStore) *scramExchange {
@@ -34,8 +40,9 @@ func newScramExchange(mech string, creds CredentialStore) *scramExchange {
 	return &scramExchange{mech: mech, h: h, creds: creds}
 }
 
-func (s *scramExchange) Principal() string  { return s.principal }
-func (s *scramExchange) Expires() time.Time { return time.Time{} }
+func (s *scramExchange) Principal() string        { return s.principal }
+func (s *scramExchange) Expires() time.Time       { return s.expires }
+func (s *scramExchange) TokenAuthenticated() bool { return s.token && s.principal != "" }
 
 func (s *scramExchange) Step(in []byte) ([]byte, bool, error) {
 	s.step++
@@ -81,7 +88,18 @@ func (s *scramExchange) first(msg string) ([]byte, error) {
 		}
 	}
 	s.user, s.clientFirst = user, bare
-	s.cred, s.known = s.creds.Lookup(user, s.mech)
+	for _, ext := range attrs[2:] {
+		if ext == "tokenauth=true" {
+			s.token = true
+		}
+	}
+	switch {
+	case s.token && s.tokens != nil:
+		s.cred, s.owner, s.expires, s.known = s.tokens.LookupToken(user, s.mech)
+	case s.token:
+	case s.creds != nil:
+		s.cred, s.known = s.creds.Lookup(user, s.mech)
+	}
 	if !s.known {
 		// Unknown users get a well-formed challenge so that the answer
 		// does not reveal which users exist.
@@ -124,6 +142,9 @@ func (s *scramExchange) final(msg string) ([]byte, bool, error) {
 		return nil, false, ErrAuthentication
 	}
 	s.principal = "User:" + s.user
+	if s.token {
+		s.principal = s.owner
+	}
 	return []byte("v=" + base64.StdEncoding.EncodeToString(hmacOf(s.h, s.cred.ServerKey, authMessage))), true, nil
 }
 

@@ -1,0 +1,156 @@
+package delegation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kaas-project/kaas/storage/atomicfile"
+	"github.com/kaas-project/kaas/wire/sasl"
+)
+
+// FileName is the store's file in the cluster directory of the data dir:
+// <data-dir>/__cluster/delegation-tokens.json.
+const FileName = "delegation-tokens.json"
+
+// Store keeps the cluster's tokens: one JSON file on the shared volume,
+// replaced atomically, that every broker reads (a token created through
+// one broker authenticates on every other), or memory (a broker without a
+// data dir). Updates hold an exclusive lock on a lock file beside it, so
+// two brokers creating tokens at once each keep the other's.
+type Store struct {
+	dir string // "" keeps the tokens in memory
+	mu  sync.Mutex
+	mem []Token
+}
+
+// NewMemory returns a store that keeps the tokens in memory.
+func NewMemory() *Store { return &Store{} }
+
+// NewFile returns a store in dir (the data dir's cluster directory).
+func NewFile(dir string) *Store { return &Store{dir: dir} }
+
+// Load returns the tokens not expired at now.
+func (s *Store) Load(now time.Time) ([]Token, error) {
+	if s.dir == "" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return Live(s.mem, now), nil
+	}
+	tokens, err := s.read()
+	return Live(tokens, now), err
+}
+
+func (s *Store) read() ([]Token, error) {
+	path := filepath.Join(s.dir, FileName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read delegation tokens %s: %w", path, err)
+	}
+	var tokens []Token
+	if err := json.Unmarshal(b, &tokens); err != nil {
+		return nil, fmt.Errorf("delegation tokens %s: %w", path, err)
+	}
+	return tokens, nil
+}
+
+// Update replaces the live tokens with change's result (expired tokens
+// are dropped first). change's error is returned as is and stores
+// nothing.
+func (s *Store) Update(now time.Time, change func([]Token) ([]Token, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir == "" {
+		next, err := change(Live(s.mem, now))
+		if err != nil {
+			return err
+		}
+		s.mem = slices.Clone(next)
+		return nil
+	}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("delegation tokens dir: %w", err)
+	}
+	unlock, err := lockFile(filepath.Join(s.dir, FileName+".lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	cur, err := s.read()
+	if err != nil {
+		return err
+	}
+	next, err := change(Live(cur, now))
+	if err != nil {
+		return err
+	}
+	if next == nil {
+		next = []Token{}
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return fmt.Errorf("encode delegation tokens: %w", err)
+	}
+	if err := atomicfile.Write(s.dir, FileName, b, 0o600); err != nil {
+		return fmt.Errorf("write delegation tokens: %w", err)
+	}
+	return nil
+}
+
+// lockFile takes an exclusive flock on path (on NFS, a lock the server
+// holds for every client).
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("delegation tokens lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("delegation tokens lock: %w", err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
+
+// Lookup finds a live token by id for authentication: its SCRAM
+// credential for mech, its owner and its expiry.
+func (s *Store) Lookup(id, mech string, now time.Time) (Token, bool) {
+	tokens, err := s.Load(now)
+	if err != nil {
+		return Token{}, false
+	}
+	for _, t := range tokens {
+		if t.ID == id {
+			_, ok := t.Scram[mech]
+			return t, ok
+		}
+	}
+	return Token{}, false
+}
+
+// SASL adapts a store to SCRAM's token lookup (wire/sasl's
+// DelegationTokens).
+type SASL struct {
+	Store *Store
+	Now   func() time.Time
+}
+
+// LookupToken implements sasl.DelegationTokens.
+func (a SASL) LookupToken(id, mech string) (sasl.ScramCredential, string, time.Time, bool) {
+	t, ok := a.Store.Lookup(id, mech, a.Now())
+	if !ok {
+		return sasl.ScramCredential{}, "", time.Time{}, false
+	}
+	return t.Scram[mech], t.Owner, time.UnixMilli(t.ExpiryMs), true
+}
