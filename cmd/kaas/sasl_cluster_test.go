@@ -19,7 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/kaas-project/kaas/storage/delegation"
 	"github.com/kaas-project/kaas/wire/sasl"
 	"github.com/kaas-project/kaas/wire/tlsfiles/tlstest"
 )
@@ -86,6 +88,7 @@ func TestSASLSSLClusterWithACLs(t *testing.T) {
 		"--sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "--sasl-credentials-file", users,
 		"--inter-broker-sasl-user", "kaas-broker", "--inter-broker-sasl-password-file", passFile,
 		"--authorizer", "acl", "--super-users", "User:admin;User:kaas-broker",
+		"--delegation-token-secret-key", "cluster-token-secret",
 	}, clusterFlags...)...)
 	c.listener = "SASL_SSL"
 	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
@@ -145,6 +148,33 @@ func TestSASLSSLClusterWithACLs(t *testing.T) {
 			return resp.ErrorCode == 0 && len(resp.Resources) == resources
 		})
 	}
+
+	// A delegation token franz creates through kaas-0 logs in on kaas-2
+	// (the tokens are on the shared volume) as franz, with franz's ACLs.
+	t.Run("delegation-token", func(t *testing.T) {
+		req := kmsg.NewPtrCreateDelegationTokenRequest()
+		r, err := as("franz").Broker(0).Request(ctxFor(t, 10*time.Second), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := r.(*kmsg.CreateDelegationTokenResponse)
+		if tok.ErrorCode != 0 || tok.PrincipalName != "franz" {
+			t.Fatalf("create through kaas-0: %+v", tok)
+		}
+		auth := scram.Auth{User: tok.TokenID, Pass: delegation.Password(tok.HMAC), IsToken: true}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers["kaas-2"].kafka), kgo.DialTLSConfig(tlsCfg.Clone()),
+			kgo.SASL(auth.AsSha512Mechanism()), kgo.RetryTimeout(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if err := cl.ProduceSync(ctxFor(t, 30*time.Second), &kgo.Record{Topic: "franz-wo", Value: []byte("by token")}).FirstErr(); err != nil {
+			t.Fatalf("produce to franz-wo with franz's token via kaas-2: %v", err)
+		}
+		if err := cl.ProduceSync(ctxFor(t, 30*time.Second), &kgo.Record{Topic: "secret-t", Value: []byte("x")}).FirstErr(); kafkaCode(err) != kerr.TopicAuthorizationFailed.Code {
+			t.Fatalf("produce to secret-t with franz's token: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+		}
+	})
 
 	t.Run("franz-go", func(t *testing.T) {
 		// A transaction over partitions led by all three brokers: the
