@@ -48,6 +48,20 @@ func findCoordinator(ctx context.Context, cl *kgo.Client, keyType int8, key stri
 	return resp.Coordinators[0].NodeID
 }
 
+// keyCoordinatedBy returns the first of prefix-0, prefix-1, ... that node
+// coordinates as a key of keyType (see findCoordinator); the test fails if
+// none of the first 200 is.
+func keyCoordinatedBy(ctx context.Context, t *testing.T, cl *kgo.Client, keyType int8, prefix string, node int32) string {
+	t.Helper()
+	for i := range 200 {
+		if key := fmt.Sprintf("%s-%d", prefix, i); findCoordinator(ctx, cl, keyType, key) == node {
+			return key
+		}
+	}
+	t.Fatalf("no key %s-N coordinated by kaas-%d", prefix, node)
+	return ""
+}
+
 // TestClusterTransactionalETLThroughKills is the exactly-once checker over
 // three brokers: two franz-go GroupTransactSession workers transform a
 // pre-filled input topic into an output topic (every fourth round of each
@@ -91,15 +105,7 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 		groupCoord = findCoordinator(ctx, admCl, 0, group)
 		return groupCoord >= 0
 	})
-	id1 := ""
-	for i := 0; i < 200 && id1 == ""; i++ {
-		if cand := fmt.Sprintf("etlk-1-%d", i); findCoordinator(ctx, admCl, 1, cand) == groupCoord {
-			id1 = cand
-		}
-	}
-	if id1 == "" {
-		t.Fatalf("no transactional id coordinated by kaas-%d", groupCoord)
-	}
+	id1 := keyCoordinatedBy(ctx, t, admCl, 1, "etlk-1", groupCoord)
 	hook := &killOnEndTxn{brokers: map[int32]*clusterBroker{}, killed: make(chan struct{})}
 	for _, name := range c.names() {
 		var id int32

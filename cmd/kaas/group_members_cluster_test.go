@@ -27,15 +27,7 @@ func TestClusterGroupMembershipSurvivesCoordinatorKill(t *testing.T) {
 		coord = findCoordinator(ctx, admCl, 0, "mk-classic")
 		return coord >= 0
 	})
-	kip848 := ""
-	for i := 0; i < 200 && kip848 == ""; i++ {
-		if g := fmt.Sprintf("mk-848-%d", i); findCoordinator(ctx, admCl, 0, g) == coord {
-			kip848 = g
-		}
-	}
-	if kip848 == "" {
-		t.Fatalf("no group id coordinated by kaas-%d", coord)
-	}
+	kip848 := keyCoordinatedBy(ctx, t, admCl, 0, "mk-848", coord)
 	client := func(opts ...kgo.Opt) *kgo.Client { return c.client(opts...) }
 	groups := []*watchedGroup{
 		watchGroup(t, "mk-classic", topic, parts, client, groupProtocols[0].opts),
