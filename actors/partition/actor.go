@@ -189,6 +189,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.onCompacted(m)
 	case *messages.Produce, *messages.Fetch, *messages.ListOffsets, *messages.OffsetForLeaderEpoch,
 		*messages.DeleteRecords, *messages.WatchHighWatermark, *messages.WriteTxnMarker:
+		a.queue(m)
 		a.step(Request{Msg: m})
 	}
 }
@@ -273,6 +274,7 @@ func (a *Actor) exec(e Effect) {
 			a.watchdog = nil
 		}
 	case Serve:
+		a.serving(e.Msg)
 		a.serve(e.Msg)
 	case Notify:
 		e.Watch.Notify()
@@ -319,6 +321,7 @@ func (a *Actor) exec(e Effect) {
 		send := a.sender()
 		a.cfg.Clock.AfterFunc(e.D, func() { send(e.Event) })
 	case Abandon:
+		a.forget(e.Msgs)
 		abandon(e.Msgs)
 	case StopSelf:
 		// The supervisor spawns the next incarnation (its Terminated).

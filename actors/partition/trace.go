@@ -17,6 +17,9 @@ type traced struct {
 	// waiting are the spans of the acks=all produces appended since the
 	// last group commit started: the next one makes them durable.
 	waiting []trace.SpanContext
+	// queued are the spans of traced requests that arrived while the log
+	// was opening: the core serves them later, in another Receive.
+	queued map[any]context.Context
 }
 
 // maxWaitingSpans bounds the produce spans one group commit's span names.
@@ -29,6 +32,34 @@ func (a *Actor) TraceAttributes() []attribute.KeyValue {
 
 // received notes the span of the message Receive handles.
 func (a *Actor) received(ctx context.Context) { a.traced.ctx = ctx }
+
+// queue notes the span of request m when the core will hold it (the log is
+// not open yet), so that serving it later stays in its trace.
+func (a *Actor) queue(m any) {
+	if a.core.Leading() || a.traced.ctx == nil || !trace.SpanContextFromContext(a.traced.ctx).IsValid() {
+		return
+	}
+	if a.traced.queued == nil {
+		a.traced.queued = map[any]context.Context{}
+	}
+	a.traced.queued[m] = a.traced.ctx
+}
+
+// serving makes the span of a held request the current one while the core
+// serves it.
+func (a *Actor) serving(m any) {
+	if ctx, ok := a.traced.queued[m]; ok {
+		delete(a.traced.queued, m)
+		a.traced.ctx = ctx
+	}
+}
+
+// forget drops the spans of held requests answered without being served.
+func (a *Actor) forget(msgs []any) {
+	for _, m := range msgs {
+		delete(a.traced.queued, m)
+	}
+}
 
 // appended notes a produce that waits for the next group commit.
 func (a *Actor) appended(acksAll bool) {
