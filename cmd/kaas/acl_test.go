@@ -155,6 +155,16 @@ func TestACLAdminAPIs(t *testing.T) {
 			t.Errorf("creation %d: code %d (%v), want %d", i, resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage, want)
 		}
 	}
+	// The delegation-token ACL is deleted by a filter on its type.
+	dt := kmsg.NewPtrDeleteACLsRequest()
+	df := kmsg.NewDeleteACLsRequestFilter()
+	df.ResourceType, df.ResourcePatternType = kmsg.ACLResourceTypeDelegationToken, kmsg.ACLResourcePatternTypeAny
+	df.Operation, df.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	dt.Filters = append(dt.Filters, df)
+	if dr, err := dt.RequestWith(ctxT(t, 10*time.Second), newClient(t, addr)); err != nil || dr.Results[0].ErrorCode != 0 ||
+		len(dr.Results[0].MatchingACLs) != 1 || dr.Results[0].MatchingACLs[0].ResourceName != "tok" {
+		t.Fatalf("DeleteAcls of the delegation-token ACL: %v %+v", err, dr)
+	}
 
 	// DeleteAcls by filter returns what it removed.
 	if n := mustDeleteACLs(t, adm, kadm.NewACLs().Topics("orders").Allow("User:alice").AllowHosts().Operations().ResourcePatternType(kadm.ACLPatternLiteral)); n != 2 {
