@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/share"
 )
 
 // A group's membership is saved beside its offsets (groupstore's
 // SaveMembers) so that a coordinator move or a restart is invisible to a
 // stable group, as Kafka's group metadata records in __consumer_offsets
 // make it: members keep their ids, the classic generation and assignments,
-// the KIP-848 epochs and assignments. Deadlines are not saved: every
+// the KIP-848 and share-group epochs and assignments. Deadlines are not saved: every
 // member's session starts afresh when the membership is restored, so a
 // member that died meanwhile is removed one session timeout later.
 //
@@ -24,7 +26,7 @@ import (
 
 // savedMembership is one group's saved membership.
 type savedMembership struct {
-	Kind string `json:"kind"` // "classic" or "consumer"
+	Kind string `json:"kind"` // "classic", "consumer" or "share"
 
 	// classic: the last completed generation
 	ProtocolType string         `json:"protocolType,omitempty"`
@@ -39,6 +41,9 @@ type savedMembership struct {
 	TopicsSig   []byte          `json:"topicsSig,omitempty"` // binary: topic ids
 	Assignor    string          `json:"assignor,omitempty"`
 	Consumers   []savedConsumer `json:"consumers,omitempty"`
+
+	// share (KIP-932)
+	Share *share.Saved `json:"share,omitempty"`
 }
 
 type savedClassic struct {
@@ -92,7 +97,7 @@ type savedEpoch struct {
 // MembershipToSave returns the membership to save now, and false when the
 // saved one should stay: a classic group mid-rebalance keeps its last
 // completed generation saved. nil (with true) removes a saved membership:
-// the group has no members, or is a share group (not saved).
+// the group has no members.
 func (g *Group) MembershipToSave() ([]byte, bool) {
 	var s savedMembership
 	switch {
@@ -105,6 +110,9 @@ func (g *Group) MembershipToSave() ([]byte, bool) {
 		s = g.saveClassic()
 	case g.kind == KindConsumer && len(g.cons.members) > 0:
 		s = g.saveConsumer()
+	case g.kind == KindShare && g.shareMembers() > 0:
+		saved := g.share.Save()
+		s = savedMembership{Kind: KindShare.String(), Share: &saved}
 	default:
 		return nil, true
 	}
@@ -206,6 +214,8 @@ func (g *Group) RestoreMembership(now time.Time, b []byte) error {
 		g.restoreClassic(now, s)
 	case KindConsumer.String():
 		return g.restoreConsumer(now, s)
+	case KindShare.String():
+		return g.restoreShare(now, s)
 	default:
 		return fmt.Errorf("group: saved membership of unknown kind %q", s.Kind)
 	}
@@ -291,5 +301,18 @@ func (g *Group) restoreConsumer(now time.Time, s savedMembership) error {
 	g.kind, g.protocolType = KindConsumer, "consumer"
 	g.cons, g.static = cons, static
 	g.updateConsumerState(now)
+	return nil
+}
+
+func (g *Group) restoreShare(now time.Time, s savedMembership) error {
+	if s.Share == nil || len(s.Share.Members) == 0 {
+		return nil
+	}
+	m := share.NewMembers(g.cfg.Share)
+	if err := m.Restore(now, *s.Share); err != nil {
+		return fmt.Errorf("group: %w", err)
+	}
+	g.kind, g.protocolType, g.share = KindShare, "", m
+	g.updateShareState(now)
 	return nil
 }

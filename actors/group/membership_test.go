@@ -1,6 +1,7 @@
 package group
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -164,5 +165,49 @@ func TestConsumerMembershipSurvivesMove(t *testing.T) {
 	converge(t, later.Add(46*time.Second), a, b)
 	if len(n3.cons.members) != 2 || a.count()+b.count() != 6 {
 		t.Fatalf("after c's session: %d members, a %v b %v", len(n3.cons.members), a.owned, b.owned)
+	}
+}
+
+// TestShareMembershipSurvivesMove: a share group restored on a new
+// coordinator keeps its members, epochs and assignments: heartbeats go on
+// in their epoch without a new assignment, and a member that does not
+// come back is removed one session timeout (45 s) after the restore, the
+// group epoch moving on.
+func TestShareMembershipSurvivesMove(t *testing.T) {
+	g := New("g", testConfig())
+	tops := fakeTopics{"t": 4}
+	epochs := map[string]int32{}
+	beat := func(g *Group, now time.Time, id string) *kmsg.ShareGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareGroupHeartbeatRequest()
+		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "g", id, epochs[id], []string{"t"}
+		r := g.ShareHeartbeat(now, client, req, tops)
+		if r.ErrorCode != 0 {
+			t.Fatalf("%s: %s", id, code(r.ErrorCode))
+		}
+		epochs[id] = r.MemberEpoch
+		return r
+	}
+	for range 3 {
+		beat(g, t0, "a")
+		beat(g, t0, "b")
+	}
+	before, owned := epochs["a"], fmt.Sprint(beat(g, t0, "a").Assignment)
+	later := t0.Add(time.Hour)
+	n := moved(t, g, later)
+	if n.Kind() != KindShare || n.State() != Stable {
+		t.Fatalf("restored: kind %v state %v", n.Kind(), n.State())
+	}
+	if r := beat(n, later, "a"); r.MemberEpoch != before || fmt.Sprint(r.Assignment) != owned {
+		t.Fatalf("a after the move: epoch %d (was %d), assignment %v (was %s)", r.MemberEpoch, before, r.Assignment, owned)
+	}
+	for at := later; at.Before(later.Add(44 * time.Second)); at = at.Add(5 * time.Second) {
+		beat(n, at, "a")
+	}
+	if n.shareMembers() != 2 {
+		t.Fatalf("b removed before its session timeout: %d members", n.shareMembers())
+	}
+	if r := beat(n, later.Add(46*time.Second), "a"); n.shareMembers() != 1 || r.MemberEpoch <= before {
+		t.Fatalf("after b's session: %d members, a at epoch %d", n.shareMembers(), r.MemberEpoch)
 	}
 }

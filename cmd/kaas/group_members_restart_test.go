@@ -209,3 +209,78 @@ func describeMembers(t *testing.T, adm *kadm.Client, group string) string {
 	})
 	return out
 }
+
+// TestShareGroupMembershipSurvivesRestart: a share group's members keep
+// their ids and epochs and the group its epoch through a broker restart on
+// the same data dir (the membership is saved beside the group's offsets),
+// and the consumers go on reading the records produced after it. A third
+// member comes and goes first, so the group epoch is one that two members
+// rejoining a forgotten group would not reach.
+func TestShareGroupMembershipSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir, "--share-auto-offset-reset", "earliest"}
+	_, addr, stop := startTestBroker(t, args...)
+	const topic, group = "share-restart", "share-restart-g"
+	createTopic(t, addr, topic, 4, nil)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for range 2 {
+		cl := shareConsumer(t, addr, group, topic)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				cl.PollRecords(ctx, 100).EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					seen[string(r.Key)] = true
+					mu.Unlock()
+				})
+				cl.MarkAcks(kgo.AckAccept)
+			}
+		}()
+	}
+	consumed := func(n int) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(seen) == n
+		}
+	}
+	describe := func(adm *kadm.Client) string {
+		t.Helper()
+		waitShareStable(t, adm, group, 2)
+		d, err := adm.DescribeShareGroups(ctxT(t, 10*time.Second), group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := d[group]
+		ids := make([]string, 0, len(g.Members))
+		for _, m := range g.Members {
+			ids = append(ids, m.MemberID+"@"+strconv.Itoa(int(m.MemberEpoch)))
+		}
+		slices.Sort(ids)
+		return fmt.Sprintf("epoch %d members %q", g.GroupEpoch, ids)
+	}
+	produceKeys(t, addr, topic, 0, 100)
+	waitUntil(t, 60*time.Second, "the records produced before the restart read", consumed(100))
+	adm := newAdmin(t, addr)
+	third := shareConsumer(t, addr, group, topic)
+	waitUntil(t, 30*time.Second, "a third member joined", func() bool {
+		third.PollRecords(ctxT(t, 200*time.Millisecond), 1)
+		d, err := adm.DescribeShareGroups(ctxT(t, 10*time.Second), group)
+		return err == nil && len(d[group].Members) == 3
+	})
+	third.Close() // leaves the group
+	before := describe(adm)
+
+	stop()
+	startTestBroker(t, append(args, "--kafka-addr", addr)...) // the last --kafka-addr wins
+	produceKeys(t, addr, topic, 100, 200)
+	waitUntil(t, 90*time.Second, "the records produced after the restart read", consumed(200))
+	if after := describe(newAdmin(t, addr)); after != before {
+		t.Fatalf("share group after the restart %s, before %s", after, before)
+	}
+}
