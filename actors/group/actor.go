@@ -175,9 +175,11 @@ type groupActor struct {
 	writing   bool
 	writes    []write
 	persisted *groupstore.Meta
-	// membersSaved is the membership last saved (or being saved);
-	// membersUnsure forces the next save (a save failed).
+	// membersSaved is the membership last saved (or being saved), encoded
+	// at the group's membersAt; membersUnsure forces the next save (a
+	// save failed).
 	membersSaved  []byte
+	membersAt     MembershipVersion
 	membersUnsure bool
 	// txnOffsets are the transactional offset commits waiting for their
 	// transaction's end, by producer id (28_txn_offset_commit.go).
@@ -531,8 +533,13 @@ func (a *groupActor) ensureMeta() {
 // (membership.go), on the write queue: no reply waits for it, since a
 // membership lost with a crash only makes its members rejoin.
 func (a *groupActor) ensureMembership() {
+	v := a.g.MembershipVersion()
+	if v == a.membersAt && !a.membersUnsure {
+		return // most messages (commits, fetches, heartbeats) leave it as it was
+	}
+	a.membersAt = v
 	b, save := a.g.MembershipToSave()
-	if !save || (!a.membersUnsure && bytes.Equal(b, a.membersSaved) && (b == nil) == (a.membersSaved == nil)) {
+	if !save || (!a.membersUnsure && bytes.Equal(b, a.membersSaved)) {
 		return
 	}
 	a.membersSaved, a.membersUnsure = b, false

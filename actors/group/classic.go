@@ -71,6 +71,7 @@ func syncError(code int16) *kmsg.SyncGroupResponse {
 // JoinGroup handles a JoinGroup request; reply is called once, possibly
 // later (the request parks until the rebalance's join phase completes).
 func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, reply Reply) {
+	g.membersVersion++
 	g.Tick(now)
 	defer g.Tick(now)
 	if g.state == Dead {
@@ -494,6 +495,7 @@ func (g *Group) subscribedTopics() map[string]bool {
 
 // remove drops a member without triggering a rebalance.
 func (g *Group) remove(m *member) {
+	g.membersVersion++
 	for _, p := range m.protocols {
 		g.supported[p.Name]--
 		if g.supported[p.Name] <= 0 {
@@ -538,6 +540,7 @@ func (g *Group) removeAndRebalance(now time.Time, m *member) {
 // SyncGroup handles a SyncGroup request; reply may be called later (members
 // wait for the leader's assignment).
 func (g *Group) SyncGroup(now time.Time, req *kmsg.SyncGroupRequest, reply Reply) {
+	g.membersVersion++
 	g.Tick(now)
 	defer g.Tick(now)
 	if g.state == Dead {
@@ -656,6 +659,7 @@ func (g *Group) Heartbeat(now time.Time, req *kmsg.HeartbeatRequest) *kmsg.Heart
 
 // LeaveGroup handles a LeaveGroup (one member before v3, a batch after).
 func (g *Group) LeaveGroup(now time.Time, req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {
+	g.membersVersion++
 	g.Tick(now)
 	defer g.Tick(now)
 	r := kmsg.NewPtrLeaveGroupResponse()

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -118,6 +119,16 @@ type cmember struct {
 	revokeDeadline  time.Time
 }
 
+// savedHead is the group-wide part of a consumer group's saved membership.
+type savedHead struct {
+	groupEpoch, assignEpoch int32
+	topicsSig, assignor     string
+}
+
+func (s *consumerState) savedHead() savedHead {
+	return savedHead{s.groupEpoch, s.assignEpoch, s.topicsSig, s.assignor}
+}
+
 type consumerState struct {
 	members     map[string]*cmember
 	groupEpoch  int32
@@ -177,6 +188,14 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 	if isNew && !replaced && g.cfg.MaxSize > 0 && len(g.cons.members) >= g.cfg.MaxSize {
 		return cgError(kerr.GroupMaxSizeReached.Code, "")
 	}
+	// A heartbeat changes the saved membership through the group's epochs
+	// and signature, this member, or other members' resolved topics.
+	wasGroup, wasMember := g.cons.savedHead(), saveConsumerMember(m)
+	defer func() {
+		if isNew || replaced || wasGroup != g.cons.savedHead() || !reflect.DeepEqual(wasMember, saveConsumerMember(m)) {
+			g.membersVersion++
+		}
+	}()
 
 	// Update the member from the request; a changed subscription bumps the
 	// group epoch.
@@ -222,7 +241,10 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 	// A change in the subscribed topics' metadata (created, deleted,
 	// partitions added) also bumps the group epoch.
 	for _, cm := range g.cons.members {
-		cm.topics = cm.resolve(topics, g.cfg.DescribeTopic)
+		if resolved := cm.resolve(topics, g.cfg.DescribeTopic); !slices.Equal(resolved, cm.topics) {
+			cm.topics = resolved
+			g.membersVersion++
+		}
 	}
 	if sig := g.topicsSignature(topics); sig != g.cons.topicsSig {
 		g.cons.topicsSig = sig
@@ -387,6 +409,7 @@ func (g *Group) moveOwnership(from, to string) {
 }
 
 func (g *Group) consumerLeave(now time.Time, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
+	g.membersVersion++
 	if g.kind != KindConsumer {
 		return cgError(kerr.UnknownMemberID.Code, "")
 	}
@@ -428,6 +451,7 @@ func (g *Group) consumerLeave(now time.Time, req *kmsg.ConsumerGroupHeartbeatReq
 // and bumps the group epoch; the new target is computed at the next
 // heartbeat.
 func (g *Group) fence(now time.Time, m *cmember) {
+	g.membersVersion++
 	g.releaseOwnership(m, m.assigned)
 	g.releaseOwnership(m, m.revoking)
 	delete(g.cons.members, m.id)

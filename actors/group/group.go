@@ -238,6 +238,9 @@ type Group struct {
 	// offsetsVersion moves whenever offsets may have changed
 	// (CommittedOffsets' readers republish then).
 	offsetsVersion uint64
+	// membersVersion moves whenever the membership to save may have
+	// changed (MembershipToSave); a share group's members count their own.
+	membersVersion uint64
 }
 
 // New returns a group that does not exist yet (KindNone).
@@ -266,6 +269,7 @@ func (g *Group) reset() {
 	g.offsetsVersion++
 	g.inflight = map[groupstore.TP]int{}
 	g.emptySince = time.Time{}
+	g.membersVersion++
 }
 
 // Load installs stored state (offsets and the persisted metadata) into a
@@ -276,6 +280,7 @@ func (g *Group) Load(now time.Time, st groupstore.State) {
 		g.offsets[tp] = c
 	}
 	g.offsetsVersion++
+	g.membersVersion++
 	if len(g.offsets) == 0 {
 		return
 	}
@@ -350,6 +355,9 @@ func (g *Group) setState(now time.Time, s State) {
 		g.emptySince = now
 	} else if s != Empty && s != Dead {
 		g.emptySince = time.Time{}
+	}
+	if s != g.state {
+		g.membersVersion++
 	}
 	g.state = s
 }

@@ -94,6 +94,19 @@ type savedEpoch struct {
 	Epoch     int32  `json:"epoch"`
 }
 
+// MembershipVersion moves whenever MembershipToSave may answer
+// differently; the coordinator encodes the membership only then.
+type MembershipVersion struct{ group, share uint64 }
+
+// MembershipVersion is the membership's current version.
+func (g *Group) MembershipVersion() MembershipVersion {
+	v := MembershipVersion{group: g.membersVersion}
+	if g.share != nil {
+		v.share = g.share.Version()
+	}
+	return v
+}
+
 // MembershipToSave returns the membership to save now, and false when the
 // saved one should stay: a classic group mid-rebalance keeps its last
 // completed generation saved. nil (with true) removes a saved membership:
@@ -142,28 +155,31 @@ func (g *Group) saveConsumer() savedMembership {
 	s := savedMembership{Kind: KindConsumer.String(), GroupEpoch: g.cons.groupEpoch, AssignEpoch: g.cons.assignEpoch,
 		TopicsSig: []byte(g.cons.topicsSig), Assignor: g.cons.assignor}
 	for _, id := range sortedKeys(g.cons.members) {
-		m := g.cons.members[id]
-		sm := savedConsumer{ID: m.id, InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
-			ClientHost: m.clientHost, Principal: m.principal, RebalanceMs: m.rebalanceTimeout.Milliseconds(), Names: m.names,
-			Regex: m.regex, Assignor: m.assignor, Topics: m.topics, Epoch: m.epoch, PrevEpoch: m.prevEpoch,
-			State: m.state, Assigned: saveAssignment(m.assigned), Revoking: saveAssignment(m.revoking),
-			Target: saveAssignment(m.target)}
-		keys := make([]tpid, 0, len(m.assignEpochs))
-		for k := range m.assignEpochs {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			if keys[i].topic != keys[j].topic {
-				return string(keys[i].topic[:]) < string(keys[j].topic[:])
-			}
-			return keys[i].partition < keys[j].partition
-		})
-		for _, k := range keys {
-			sm.AssignEpochs = append(sm.AssignEpochs, savedEpoch{Topic: hex.EncodeToString(k.topic[:]), Partition: k.partition, Epoch: m.assignEpochs[k]})
-		}
-		s.Consumers = append(s.Consumers, sm)
+		s.Consumers = append(s.Consumers, saveConsumerMember(g.cons.members[id]))
 	}
 	return s
+}
+
+func saveConsumerMember(m *cmember) savedConsumer {
+	sm := savedConsumer{ID: m.id, InstanceID: m.instanceID, RackID: m.rackID, ClientID: m.clientID,
+		ClientHost: m.clientHost, Principal: m.principal, RebalanceMs: m.rebalanceTimeout.Milliseconds(), Names: m.names,
+		Regex: m.regex, Assignor: m.assignor, Topics: m.topics, Epoch: m.epoch, PrevEpoch: m.prevEpoch,
+		State: m.state, Assigned: saveAssignment(m.assigned), Revoking: saveAssignment(m.revoking),
+		Target: saveAssignment(m.target)}
+	keys := make([]tpid, 0, len(m.assignEpochs))
+	for k := range m.assignEpochs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].topic != keys[j].topic {
+			return string(keys[i].topic[:]) < string(keys[j].topic[:])
+		}
+		return keys[i].partition < keys[j].partition
+	})
+	for _, k := range keys {
+		sm.AssignEpochs = append(sm.AssignEpochs, savedEpoch{Topic: hex.EncodeToString(k.topic[:]), Partition: k.partition, Epoch: m.assignEpochs[k]})
+	}
+	return sm
 }
 
 func saveAssignment(a Assignment) []savedTopic {
@@ -205,6 +221,7 @@ func (g *Group) RestoreMembership(now time.Time, b []byte) error {
 	if b == nil {
 		return nil
 	}
+	g.membersVersion++
 	var s savedMembership
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("group: decode saved membership: %w", err)

@@ -482,6 +482,7 @@ func (g *Group) Delete(now time.Time) int16 {
 	// joined, do not keep an Empty group alive.)
 	g.offsets = map[groupstore.TP]groupstore.Commit{}
 	g.offsetsVersion++
+	g.membersVersion++
 	g.state = Dead
 	return 0
 }

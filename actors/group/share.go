@@ -49,6 +49,7 @@ func (g *Group) ShareHeartbeat(now time.Time, c Client, req *kmsg.ShareGroupHear
 		g.kind = KindShare
 		g.protocolType = ""
 		g.share = share.NewMembers(g.cfg.Share)
+		g.membersVersion++
 	}
 	resp, _ := g.share.Heartbeat(now, c.ID, c.Host, req, shareTopics(topics))
 	g.updateShareState(now)
@@ -92,6 +93,7 @@ func (g *Group) ShareAdmin(now time.Time, create bool) int16 {
 		g.kind = KindShare
 		g.protocolType = ""
 		g.share = share.NewMembers(g.cfg.Share)
+		g.membersVersion++
 		g.updateShareState(now)
 	}
 	if g.share.Len() > 0 {

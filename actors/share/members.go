@@ -64,6 +64,9 @@ type Members struct {
 	epoch   int32
 	members map[string]*Member
 	sig     string // the topic metadata the assignment was computed from
+	// version moves whenever Save may answer differently, so the group
+	// coordinator encodes the membership only then.
+	version uint64
 }
 
 // SetConfig replaces the settings (the group's configs changed): a new
@@ -82,6 +85,9 @@ func NewMembers(cfg GroupConfig) *Members {
 
 // Epoch is the group epoch.
 func (g *Members) Epoch() int32 { return g.epoch }
+
+// Version moves whenever the membership Save returns may have changed.
+func (g *Members) Version() uint64 { return g.version }
 
 // Len is the number of members.
 func (g *Members) Len() int { return len(g.members) }
@@ -106,6 +112,7 @@ func (g *Members) Expire(now time.Time) []string {
 	if len(gone) > 0 {
 		slices.Sort(gone)
 		g.epoch++
+		g.version++
 	}
 	return gone
 }
@@ -145,6 +152,16 @@ func (g *Members) Heartbeat(now time.Time, clientID, host string, req *kmsg.Shar
 	}
 	g.Expire(now)
 	m := g.members[req.MemberID]
+	epoch := g.epoch
+	var was Member
+	if m != nil {
+		was = *m
+	}
+	defer func() {
+		if g.epoch != epoch || (m != nil && !was.sameSaved(m)) {
+			g.version++
+		}
+	}()
 	switch req.MemberEpoch {
 	case -1:
 		if m == nil {
@@ -245,8 +262,19 @@ func (g *Members) assign(topics Topics) {
 		for _, ps := range a {
 			slices.Sort(ps)
 		}
+		if !maps.EqualFunc(a, g.members[id].Assignment, slices.Equal) {
+			g.version++
+		}
 		g.members[id].Assignment = a
 	}
+}
+
+// sameSaved reports whether m saves as was does, but for its assignment
+// (assign compares that).
+func (was *Member) sameSaved(m *Member) bool {
+	return was.ClientID == m.ClientID && was.ClientHost == m.ClientHost &&
+		(was.Rack == nil) == (m.Rack == nil) && (was.Rack == nil || *was.Rack == *m.Rack) &&
+		was.Epoch == m.Epoch && was.prevEpoch == m.prevEpoch && slices.Equal(was.Topics, m.Topics)
 }
 
 func sortedIDs(a map[[16]byte][]int32) [][16]byte {

@@ -74,5 +74,6 @@ func (g *Members) Restore(now time.Time, s Saved) error {
 		members[m.ID] = m
 	}
 	g.epoch, g.sig, g.members = s.Epoch, string(s.Sig), members
+	g.version++
 	return nil
 }

@@ -62,6 +62,7 @@ type securityConfig struct {
 	TokenSecretKey      string
 	TokenMaxLifetime    time.Duration
 	TokenExpiryTime     time.Duration
+	TokenExpiryCheck    time.Duration
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
 	principalMapping    *tlsfiles.PrincipalMapper
@@ -104,6 +105,7 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.TokenSecretKey, "delegation-token-secret-key", "", "secret key of delegation tokens, the same on every broker (Kafka's delegation.token.secret.key; give it as KAAS_DELEGATION_TOKEN_SECRET_KEY from a Secret); empty: tokens disabled")
 	fs.DurationVar(&c.TokenMaxLifetime, "delegation-token-max-lifetime", 7*24*time.Hour, "longest a delegation token lives, renewals included (Kafka's delegation.token.max.lifetime.ms)")
 	fs.DurationVar(&c.TokenExpiryTime, "delegation-token-expiry-time", 24*time.Hour, "life of a delegation token from its creation or a renewal that names no period (Kafka's delegation.token.expiry.time.ms)")
+	fs.DurationVar(&c.TokenExpiryCheck, "delegation-token-expiry-check-interval", time.Hour, "how long an expired delegation token is kept (described; renewing or expiring it answers DELEGATION_TOKEN_EXPIRED) before it is removed (Kafka's delegation.token.expiry.check.interval.ms)")
 	fs.StringVar(&c.InterBrokerPassFile, "inter-broker-sasl-password-file", "", "file holding the password of --inter-broker-sasl-user, read at each authentication (a mounted Secret can be rotated)")
 }
 
@@ -387,6 +389,7 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 	if cfg.DataDir != "" {
 		out.tokens = delegation.NewFile(filepath.Join(cfg.DataDir, clusterDir))
 	}
+	out.tokens.Sweep = s.TokenExpiryCheck
 	if s.TLSDir != "" {
 		d, err := tlsfiles.Open(s.TLSDir, time.Now)
 		if err != nil {

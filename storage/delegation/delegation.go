@@ -136,7 +136,8 @@ func Find(c Config, tokens []Token, mac []byte) int {
 }
 
 // checkChange is what renewing and expiring share: tokens enabled, the
-// token found, principal its owner or renewer, not past its maximum.
+// token found, principal its owner or renewer, neither expired nor past its
+// maximum (Kafka answers DELEGATION_TOKEN_EXPIRED until it sweeps it).
 func checkChange(c Config, tokens []Token, mac []byte, principal string, now time.Time) (int, error) {
 	if !c.Enabled() {
 		return -1, refused(kerr.DelegationTokenAuthDisabled.Code)
@@ -147,7 +148,7 @@ func checkChange(c Config, tokens []Token, mac []byte, principal string, now tim
 		return -1, refused(kerr.DelegationTokenNotFound.Code)
 	case !tokens[i].OwnerOrRenewer(principal):
 		return -1, refused(kerr.DelegationTokenOwnerMismatch.Code)
-	case tokens[i].MaxMs < now.UnixMilli():
+	case tokens[i].MaxMs < now.UnixMilli() || tokens[i].Expired(now):
 		return -1, refused(kerr.DelegationTokenExpired.Code)
 	}
 	return i, nil
@@ -186,7 +187,7 @@ func Expire(c Config, tokens []Token, mac []byte, principal string, periodMs int
 	return tokens, tokens[i].ExpiryMs, nil
 }
 
-// Live drops the tokens expired at now.
-func Live(tokens []Token, now time.Time) []Token {
-	return slices.DeleteFunc(slices.Clone(tokens), func(t Token) bool { return t.Expired(now) })
+// Kept drops the tokens expired for longer than sweep at now.
+func Kept(tokens []Token, now time.Time, sweep time.Duration) []Token {
+	return slices.DeleteFunc(slices.Clone(tokens), func(t Token) bool { return t.Expired(now.Add(-sweep)) })
 }

@@ -71,6 +71,7 @@ func TestTokenRules(t *testing.T) {
 		{"unknown hmac", c.HMAC("nope"), "User:a", t0, kerr.DelegationTokenNotFound.Code},
 		{"a stranger", mac, "User:x", t0, kerr.DelegationTokenOwnerMismatch.Code},
 		{"past its maximum", mac, "User:a", t0.Add(11 * time.Hour), kerr.DelegationTokenExpired.Code},
+		{"expired, not swept", mac, "User:a", t0.Add(2 * time.Hour), kerr.DelegationTokenExpired.Code},
 		{"the owner", mac, "User:a", t0, 0},
 		{"the requester", mac, "User:req", t0, 0},
 		{"a renewer", mac, "User:r", t0, 0},
@@ -82,8 +83,8 @@ func TestTokenRules(t *testing.T) {
 			t.Errorf("expire, %s: %v, want %d", tc.name, err, tc.want)
 		}
 	}
-	renewed, exp, err := Renew(c, tokens, mac, "User:r", -1, t0.Add(2*time.Hour))
-	if err != nil || exp != t0.Add(3*time.Hour).UnixMilli() || renewed[0].ExpiryMs != exp || tokens[0].ExpiryMs == exp {
+	renewed, exp, err := Renew(c, tokens, mac, "User:r", -1, t0.Add(30*time.Minute))
+	if err != nil || exp != t0.Add(90*time.Minute).UnixMilli() || renewed[0].ExpiryMs != exp || tokens[0].ExpiryMs == exp {
 		t.Fatalf("renew by the default period: %d (%v); the input changed: %v", exp, err, tokens[0].ExpiryMs == exp)
 	}
 	if _, exp, _ := Renew(c, tokens, mac, "User:a", (20 * time.Hour).Milliseconds(), t0); exp != tok.MaxMs {
@@ -93,8 +94,11 @@ func TestTokenRules(t *testing.T) {
 	if exp != t0.Add(5*time.Minute).UnixMilli() || len(later) != 2 {
 		t.Fatalf("expire in 5 min: %d, %d tokens", exp, len(later))
 	}
-	if live := Live(later, t0.Add(6*time.Minute)); len(live) != 1 || live[0].ID != short.ID {
+	if live := Kept(later, t0.Add(6*time.Minute), 0); len(live) != 1 || live[0].ID != short.ID {
 		t.Fatalf("after 6 min live tokens %v", live)
+	}
+	if kept := Kept(later, t0.Add(6*time.Minute), time.Minute); len(kept) != 2 {
+		t.Fatalf("expired a minute ago, swept after a minute: %d tokens kept, want 2", len(kept))
 	}
 	gone, exp, _ := Expire(c, tokens, mac, "User:a", -1, t0)
 	if exp != t0.UnixMilli() || len(gone) != 1 || gone[0].ID != short.ID {
@@ -109,6 +113,7 @@ func TestStores(t *testing.T) {
 	c := testConfig()
 	for name, s := range map[string]*Store{"memory": NewMemory(), "file": NewFile(t.TempDir())} {
 		t.Run(name, func(t *testing.T) {
+			s.Sweep = time.Hour
 			var wg sync.WaitGroup
 			for range 8 {
 				wg.Add(1)
@@ -139,11 +144,23 @@ func TestStores(t *testing.T) {
 			if again, _ := s.Load(t0); len(again) != 8 {
 				t.Fatalf("a failed change stored %d tokens", len(again))
 			}
-			if late, _ := s.Load(t0.Add(2 * time.Hour)); len(late) != 0 {
-				t.Fatalf("%d tokens live past their expiry", len(late))
+			// Expired at 1 h, swept an hour later: kept meanwhile, but
+			// never authenticating.
+			if late, _ := s.Load(t0.Add(90 * time.Minute)); len(late) != 8 {
+				t.Fatalf("%d tokens kept before the sweep, want 8", len(late))
 			}
-			if _, ok := s.Lookup(tokens[3].ID, sasl.ScramSHA512, t0.Add(2*time.Hour)); ok {
+			if _, ok := s.Lookup(tokens[3].ID, sasl.ScramSHA512, t0.Add(90*time.Minute)); ok {
 				t.Fatal("an expired token looked up")
+			}
+			err = s.Update(t0.Add(90*time.Minute), func(ts []Token) ([]Token, error) {
+				_, _, err := Renew(c, ts, c.HMAC(tokens[3].ID), "User:a", -1, t0.Add(90*time.Minute))
+				return ts, err
+			})
+			if code(err) != kerr.DelegationTokenExpired.Code {
+				t.Fatalf("renewing an expired token: %v, want DELEGATION_TOKEN_EXPIRED", err)
+			}
+			if swept, _ := s.Load(t0.Add(3 * time.Hour)); len(swept) != 0 {
+				t.Fatalf("%d tokens past the sweep", len(swept))
 			}
 		})
 	}

@@ -28,6 +28,12 @@ type Store struct {
 	dir string // "" keeps the tokens in memory
 	mu  sync.Mutex
 	mem []Token
+	// Sweep is delegation.token.expiry.check.interval.ms: how long an
+	// expired token is kept before it is removed. Kept, it is described,
+	// and renewing or expiring it answers DELEGATION_TOKEN_EXPIRED (Kafka
+	// removes expired tokens on a timer of this period); it never
+	// authenticates. Zero removes tokens as they expire.
+	Sweep time.Duration
 }
 
 // NewMemory returns a store that keeps the tokens in memory.
@@ -36,15 +42,15 @@ func NewMemory() *Store { return &Store{} }
 // NewFile returns a store in dir (the data dir's cluster directory).
 func NewFile(dir string) *Store { return &Store{dir: dir} }
 
-// Load returns the tokens not expired at now.
+// Load returns the tokens not swept at now, expired ones included.
 func (s *Store) Load(now time.Time) ([]Token, error) {
 	if s.dir == "" {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return Live(s.mem, now), nil
+		return Kept(s.mem, now, s.Sweep), nil
 	}
 	tokens, err := s.read()
-	return Live(tokens, now), err
+	return Kept(tokens, now, s.Sweep), err
 }
 
 func (s *Store) read() ([]Token, error) {
@@ -63,14 +69,14 @@ func (s *Store) read() ([]Token, error) {
 	return tokens, nil
 }
 
-// Update replaces the live tokens with change's result (expired tokens
-// are dropped first). change's error is returned as is and stores
+// Update replaces the kept tokens with change's result (swept tokens are
+// dropped first). change's error is returned as is and stores
 // nothing.
 func (s *Store) Update(now time.Time, change func([]Token) ([]Token, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dir == "" {
-		next, err := change(Live(s.mem, now))
+		next, err := change(Kept(s.mem, now, s.Sweep))
 		if err != nil {
 			return err
 		}
@@ -89,7 +95,7 @@ func (s *Store) Update(now time.Time, change func([]Token) ([]Token, error)) err
 	if err != nil {
 		return err
 	}
-	next, err := change(Live(cur, now))
+	next, err := change(Kept(cur, now, s.Sweep))
 	if err != nil {
 		return err
 	}
@@ -123,7 +129,7 @@ func lockFile(path string) (func(), error) {
 	}, nil
 }
 
-// Lookup finds a live token by id for authentication: its SCRAM
+// Lookup finds a token not expired by id for authentication: its SCRAM
 // credential for mech, its owner and its expiry.
 func (s *Store) Lookup(id, mech string, now time.Time) (Token, bool) {
 	tokens, err := s.Load(now)
@@ -131,7 +137,7 @@ func (s *Store) Lookup(id, mech string, now time.Time) (Token, bool) {
 		return Token{}, false
 	}
 	for _, t := range tokens {
-		if t.ID == id {
+		if t.ID == id && !t.Expired(now) {
 			_, ok := t.Scram[mech]
 			return t, ok
 		}
