@@ -224,7 +224,7 @@ var authRules = map[int16]authRule{
 var kip430Keys = map[int16]bool{
 	kmsg.Metadata.Int16(): true, kmsg.DescribeGroups.Int16(): true,
 	kmsg.DescribeCluster.Int16(): true, kmsg.ConsumerGroupDescribe.Int16(): true,
-	kmsg.ShareGroupDescribe.Int16(): true,
+	kmsg.ShareGroupDescribe.Int16(): true, kmsg.DescribeTopicPartitions.Int16(): true,
 }
 
 // authorize runs the rule of req's API key.
@@ -1079,7 +1079,8 @@ func (a *connActor) safeAuthorizeAndHandle(api API, req *Request) (p Pending) {
 // authDescribeTopicPartitions: DESCRIBE on each topic. A listing of every
 // topic leaves out those the principal may not describe; a named one it may
 // not describe is answered TOPIC_AUTHORIZATION_FAILED with no partitions,
-// as Metadata does.
+// as Metadata does. Every topic described carries its KIP-430 authorized
+// operations: the request has no flag for them, and Kafka always sets them.
 func authDescribeTopicPartitions(z authz, _ API, body kmsg.Request) authDecision {
 	named := len(body.(*kmsg.DescribeTopicPartitionsRequest).Topics) > 0
 	return authDecision{patch: func(r kmsg.Response) {
@@ -1091,6 +1092,7 @@ func authDescribeTopicPartitions(z authz, _ API, body kmsg.Request) authDecision
 				name = *t.Topic
 			}
 			if z.topic(opDescribe, name) {
+				t.AuthorizedOperations = z.ops(rtTopic, name, acl.TopicOperations)
 				keep = append(keep, t)
 				continue
 			}

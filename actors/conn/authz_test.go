@@ -254,6 +254,40 @@ func TestAuthRulesNarrow(t *testing.T) {
 	}
 }
 
+// TestAuthDescribeTopicPartitions: allowed to describe and read topic a
+// only, naming a and b answers a with its operations (Kafka sets them on
+// every topic it describes; the request has no flag) and b
+// TOPIC_AUTHORIZATION_FAILED without them.
+func TestAuthDescribeTopicPartitions(t *testing.T) {
+	a := acl.New(acl.Config{})
+	lit, allowP := kmsg.ACLResourcePatternTypeLiteral, kmsg.ACLPermissionTypeAllow
+	a.Set([]acl.Binding{
+		{ResourceType: rtTopic, ResourceName: "a", PatternType: lit, Principal: acl.Anonymous, Host: "*", Operation: opRead, Permission: allowP},
+		{ResourceType: rtTopic, ResourceName: "a", PatternType: lit, Principal: acl.Anonymous, Host: "*", Operation: opDescribe, Permission: allowP},
+	})
+	z := authz{a: a, s: newSession("127.0.0.1"), view: &routing.View{}}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
+	for _, n := range []string{"a", "b"} {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = n
+		req.Topics = append(req.Topics, rt)
+		dt := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		dt.Topic = kmsg.StringPtr(n)
+		resp.Topics = append(resp.Topics, dt)
+	}
+	d := authorize(z, apiFor(req.Key()), req)
+	if d.deny != nil || d.patch == nil {
+		t.Fatalf("want a patched answer, got %+v", d)
+	}
+	d.patch(resp)
+	want := acl.OperationsBitField([]kmsg.ACLOperation{opRead, opDescribe})
+	if len(resp.Topics) != 2 || resp.Topics[0].ErrorCode != 0 || resp.Topics[0].AuthorizedOperations != want ||
+		resp.Topics[1].ErrorCode != codeTopicAuth || resp.Topics[1].AuthorizedOperations == want {
+		t.Fatalf("answered %+v, want a with operations %b and b refused", resp.Topics, want)
+	}
+}
+
 // TestAuthAddPartitionsToTxn: one refused topic stops the whole request;
 // the allowed ones are answered OPERATION_NOT_ATTEMPTED.
 func TestAuthAddPartitionsToTxn(t *testing.T) {

@@ -27,7 +27,44 @@ func TestClusterTransactions(t *testing.T) {
 	c := threeBrokers(t, nil, "txc")
 	ctx := ctxFor(t, 120*time.Second)
 	checkProducerIDsUnique(ctx, t, c.client(), []int32{0, 1, 2}, 2000)
-	prod := c.client(kgo.TransactionalID("ctx-1"), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second))
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorType = 1
+	req.CoordinatorKey, req.CoordinatorKeys = "ctx-1", []string{"ctx-1"}
+	coordinatorOf := func() string {
+		t.Helper()
+		resp, err := req.RequestWith(ctx, c.client())
+		if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+			t.Fatalf("find coordinator: %v %+v", err, resp)
+		}
+		return fmt.Sprintf("kaas-%d", resp.Coordinators[0].NodeID)
+	}
+	// franz-go looks a coordinator up through any broker it knows, seeds
+	// included, and gives up when that one broker refuses the connection.
+	// So the producer's one seed is a broker this test does not kill, and
+	// before each commit the producer learns that the killed broker is
+	// gone: every lookup then reaches a live broker, and the test measures
+	// kaas's failover, not the client's luck.
+	victim := coordinatorOf()
+	keep := c.namesBut(victim)[0]
+	prod := c.client(clientLog(t), kgo.SeedBrokers(c.brokers[keep].kafka), kgo.TransactionalID("ctx-1"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(60*time.Second))
+	forget := func(dead string) {
+		t.Helper()
+		// A Metadata request through the producer updates the brokers
+		// it knows.
+		waitUntil(t, 30*time.Second, "the producer no longer knows "+dead, func() bool {
+			resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, prod)
+			if err != nil {
+				return false
+			}
+			for _, b := range resp.Brokers {
+				if fmt.Sprintf("kaas-%d", b.NodeID) == dead {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	everywhere := func(tag string) []string {
 		var vals []string
 		for p := int32(0); p < 6; p++ {
@@ -58,17 +95,13 @@ func TestClusterTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	committed = append(committed, everywhere("killed")...)
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorType = 1
-	req.CoordinatorKey, req.CoordinatorKeys = "ctx-1", []string{"ctx-1"}
-	resp, err := req.RequestWith(ctx, c.client())
-	if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
-		t.Fatalf("find coordinator: %v %+v", err, resp)
+	if now := coordinatorOf(); now != victim {
+		t.Fatalf("the coordinator of ctx-1 moved from %s to %s without a kill", victim, now)
 	}
-	victim := fmt.Sprintf("kaas-%d", resp.Coordinators[0].NodeID)
 	c.brokers[victim].kill()
 	t.Logf("killed %s, the coordinator of ctx-1", victim)
 	start := time.Now()
+	forget(victim)
 	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit after the coordinator was killed: %v", err)
 	}
@@ -86,7 +119,9 @@ func TestClusterTransactions(t *testing.T) {
 	// is held until the broker that coordinated ctx-1 meanwhile lets the
 	// id go (FindCoordinator answers the restarted broker, which answers
 	// NOT_COORDINATOR until then).
+	var resp *kmsg.FindCoordinatorResponse
 	waitUntil(t, 30*time.Second, "a coordinator for ctx-1", func() bool {
+		var err error
 		resp, err = req.RequestWith(ctx, c.client())
 		return err == nil && len(resp.Coordinators) == 1 && resp.Coordinators[0].ErrorCode == 0
 	})
@@ -98,17 +133,18 @@ func TestClusterTransactions(t *testing.T) {
 	led, _, _ := c.ledBy()
 	leader := ""
 	for _, n := range c.namesBut(coordinator) {
-		if led[n] > 0 {
+		if led[n] > 0 && n != keep {
 			leader = n
 			break
 		}
 	}
 	if leader == "" {
-		t.Fatalf("no partition leader besides the coordinator %s: %v", coordinator, led)
+		t.Fatalf("no partition leader besides the coordinator %s and the producer's seed %s: %v", coordinator, keep, led)
 	}
 	c.brokers[leader].kill()
 	t.Logf("killed %s, leading %d partitions; coordinator %s", leader, led[leader], coordinator)
 	start = time.Now()
+	forget(leader)
 	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit after a partition leader was killed: %v", err)
 	}

@@ -117,6 +117,20 @@ func TestDelegationTokens(t *testing.T) {
 	if err := again.Ping(ctxT(t, 10*time.Second)); err == nil {
 		t.Fatal("an expired token still logs in")
 	}
+	// Expired by a zero period, bob's token is kept until the sweep (an
+	// hour): still described, but renewing it answers
+	// DELEGATION_TOKEN_EXPIRED.
+	expire.HMAC, expire.ExpiryPeriodMillis = bobs.HMAC, 0
+	if r, err := expire.RequestWith(ctxT(t, 10*time.Second), bob); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("expire now: %v %+v", err, r)
+	}
+	waitUntil(t, 10*time.Second, "bob's token past its expiry", func() bool {
+		r := describe(bob)
+		return len(r.TokenDetails) == 1 && r.TokenDetails[0].ExpiryTimestamp < time.Now().UnixMilli()
+	})
+	if r := renew(bob, bobs.HMAC, time.Hour); r.ErrorCode != kerr.DelegationTokenExpired.Code {
+		t.Fatalf("renew of an expired token: code %d, want DELEGATION_TOKEN_EXPIRED", r.ErrorCode)
+	}
 
 	off := newSecureEnv(t)
 	r, err := kmsg.NewPtrCreateDelegationTokenRequest().RequestWith(ctxT(t, 10*time.Second),

@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/acl"
 )
 
 // DescribeTopicPartitions pages through every partition of every topic
@@ -77,6 +79,10 @@ func TestDescribeTopicPartitionsPaging(t *testing.T) {
 	}
 	if len(resp.Topics) != 2 || len(resp.Topics[0].Partitions) != 3 || resp.Topics[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("named topics: %+v", resp.Topics)
+	}
+	// Without an authorizer every topic operation is authorized (KIP-430).
+	if all := acl.OperationsBitField(acl.TopicOperations); resp.Topics[0].AuthorizedOperations != all {
+		t.Fatalf("authorized operations %b, want %b", resp.Topics[0].AuthorizedOperations, all)
 	}
 	req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "dtp-a"}
 	if resp, err = req.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
