@@ -63,11 +63,28 @@ func handleDescribeConfigs(r *Request) Pending {
 				break
 			}
 			brokers = append(brokers, len(resp.Resources))
+		case resourceBrokerLogger:
+			if bad := brokerLoggerResourceError(res.ResourceName, v.Self); bad.code != 0 {
+				rr.ErrorCode, rr.ErrorMessage = bad.code, optString(bad.msg)
+				break
+			}
+			for _, l := range r.Server.Loggers.Describe() {
+				if !wanted(res.ConfigNames, l.Name) {
+					continue
+				}
+				c := kmsg.NewDescribeConfigsResponseResourceConfig()
+				c.Name, c.Value, c.Source = l.Name, kmsg.StringPtr(l.Level), sourceDynamicBrokerLogger
+				c.ConfigType = kmsg.ConfigTypeString
+				if req.IncludeDocumentation {
+					c.Documentation = kmsg.StringPtr("the level of the broker's " + l.Name + " logger")
+				}
+				rr.Configs = append(rr.Configs, c)
+			}
 		case resourceGroup:
 			groups = append(groups, len(resp.Resources))
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
-			m := "kaas describes topic, broker and group configs only"
+			m := "kaas describes topic, broker, broker logger and group configs only"
 			rr.ErrorMessage = &m
 		}
 		resp.Resources = append(resp.Resources, rr)

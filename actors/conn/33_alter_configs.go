@@ -27,7 +27,7 @@ func handleAlterConfigs(r *Request) Pending {
 				}
 			}
 			return cfg, alterResult{}
-		})
+		}, nil)
 	return func() kmsg.Response {
 		wait()
 		for i, res := range req.Resources {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/loggers"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
@@ -15,7 +16,8 @@ import (
 
 // IncrementalAlterConfigs (key 44): v0-1, SET / DELETE / APPEND / SUBTRACT
 // on topics (sent to the supervisor as a full replacement), groups (kept
-// in the group config store) and brokers (the dynamic broker config store).
+// in the group config store) and brokers (the dynamic broker config store);
+// SET and DELETE on this broker's loggers (BROKER_LOGGER).
 func init() {
 	serve(API{Key: kmsg.IncrementalAlterConfigs.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs, ErrorResponse: incrementalAlterConfigsError})
 }
@@ -41,6 +43,13 @@ func handleIncrementalAlterConfigs(r *Request) Pending {
 				return cfg, applyIncremental(cfg, req.Resources[i].Configs, "broker", brokerConfigType)
 			}
 			return cfg, applyIncremental(cfg, req.Resources[i].Configs, "topic", topicConfigType)
+		},
+		func(i int) []loggers.Op {
+			var ops []loggers.Op
+			for _, c := range req.Resources[i].Configs {
+				ops = append(ops, loggers.Op{Name: c.Name, Op: c.Op, Value: c.Value})
+			}
+			return ops
 		})
 	return func() kmsg.Response {
 		wait()

@@ -14,10 +14,10 @@ import (
 // ListConfigResources (key 74, KIP-1142; v0 was KIP-1000's
 // ListClientMetricsResources): v0-1, the resources DescribeConfigs can
 // describe. v0 lists client-metrics resources only; v1 lists the types it
-// is asked for, every type it serves when asked for none. kaas holds no
-// client-metrics resources (IncrementalAlterConfigs refuses them) and
-// serves no broker-logger configs, so CLIENT_METRICS lists nothing and a
-// request naming BROKER_LOGGER, or a type Kafka does not list, answers
+// is asked for, every type it serves when asked for none: BROKER_LOGGER
+// lists this broker (its loggers are its own). kaas holds no
+// client-metrics resources (IncrementalAlterConfigs refuses them), so
+// CLIENT_METRICS lists nothing; a type Kafka does not list answers
 // UNSUPPORTED_VERSION as Kafka does for a type it does not support.
 func init() {
 	serve(API{Key: kmsg.ListConfigResources.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleListConfigResources})
@@ -25,7 +25,7 @@ func init() {
 
 // listableTypes are the v1 types kaas lists, in the order they are
 // answered.
-var listableTypes = []int8{resourceTopic, resourceBroker, resourceGroup, int8(kmsg.ConfigResourceTypeClientMetrics)}
+var listableTypes = []int8{resourceTopic, resourceBroker, resourceBrokerLogger, resourceGroup, int8(kmsg.ConfigResourceTypeClientMetrics)}
 
 func handleListConfigResources(r *Request) Pending {
 	req := r.Body.(*kmsg.ListConfigResourcesRequest)
@@ -60,6 +60,9 @@ func handleListConfigResources(r *Request) Pending {
 				add(resourceBroker, strconv.Itoa(int(b.ID)))
 			}
 		}
+	}
+	if slices.Contains(types, resourceBrokerLogger) {
+		add(resourceBrokerLogger, strconv.Itoa(int(v.Self)))
 	}
 	if !slices.Contains(types, resourceGroup) {
 		return Ready(resp)

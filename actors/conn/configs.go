@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/loggers"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
@@ -17,15 +18,17 @@ import (
 // Kafka's ConfigResource types and config sources (DescribeConfigs,
 // AlterConfigs, IncrementalAlterConfigs).
 const (
-	resourceTopic  = 2
-	resourceBroker = 4
-	resourceGroup  = 32
+	resourceTopic        = 2
+	resourceBroker       = 4
+	resourceBrokerLogger = 8
+	resourceGroup        = 32
 
 	sourceDynamicTopic         = 1
 	sourceDynamicBroker        = 2
 	sourceDynamicDefaultBroker = 3
 	sourceStaticBroker         = 4
 	sourceDefault              = 5
+	sourceDynamicBrokerLogger  = 6
 	sourceGroup                = 8
 )
 
@@ -44,7 +47,8 @@ type alterResult struct {
 // the connection actor). Broker configs are refused. The returned wait
 // blocks until every reply is in results.
 func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (resourceType kmsg.ConfigResourceType, name string),
-	newConfig func(i int, typ kmsg.ConfigResourceType, current map[string]string) (map[string]string, alterResult)) (results []alterResult, wait func()) {
+	newConfig func(i int, typ kmsg.ConfigResourceType, current map[string]string) (map[string]string, alterResult),
+	loggerOps func(i int) []loggers.Op) (results []alterResult, wait func()) {
 	results = make([]alterResult, n)
 	wg := new(waitGroup)
 	for i := range n {
@@ -97,11 +101,37 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 					return newConfig(i, resourceGroup, cur)
 				})
 			}(i, &results[i])
+		case resourceBrokerLogger:
+			switch bad := brokerLoggerResourceError(name, r.View.Self); {
+			case loggerOps == nil:
+				results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "AlterConfigs does not support the BROKER_LOGGER resource; use IncrementalAlterConfigs"}
+			case bad.code != 0:
+				results[i] = bad
+			default:
+				if err := r.Server.Loggers.Apply(loggerOps(i), validateOnly); err != nil {
+					results[i] = alterResult{code: err.Code, msg: err.Message}
+				} else if !validateOnly {
+					r.Server.Log().Info().Interface("loggers", r.Server.Loggers.Describe()).Msg("logger levels changed")
+				}
+			}
 		default:
 			results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "unsupported resource type"}
 		}
 	}
 	return results, wg.Wait
+}
+
+// brokerLoggerResourceError checks a BROKER_LOGGER resource name: this
+// broker's id, as Kafka requires (the admin clients send the request to
+// the broker named).
+func brokerLoggerResourceError(name string, self int32) alterResult {
+	switch {
+	case name == "":
+		return alterResult{code: kerr.InvalidRequest.Code, msg: "Broker id must not be empty"}
+	case name != strconv.Itoa(int(self)):
+		return alterResult{code: kerr.InvalidRequest.Code, msg: "Unexpected broker id, expected " + strconv.Itoa(int(self)) + " but received " + name}
+	}
+	return alterResult{}
 }
 
 // brokerResourceError checks a BROKER resource name: the cluster default

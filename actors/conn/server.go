@@ -29,6 +29,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/conn/fetchsession"
+	"github.com/kaas-project/kaas/actors/loggers"
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/producerid"
 	"github.com/kaas-project/kaas/actors/quota"
@@ -164,6 +165,10 @@ type Server struct {
 	// follows (topic defaults in DescribeConfigs); nil: none. Set before
 	// Serve.
 	DynamicInForce func() brokerconfig.Set
+	// Loggers are the broker's named loggers, the BROKER_LOGGER resource
+	// of DescribeConfigs and IncrementalAlterConfigs. NewServer sets a
+	// root logger alone, at INFO.
+	Loggers *loggers.Levels
 
 	producerIDs *producerid.Generator
 	connSeq     atomic.Int64
@@ -223,6 +228,7 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	s.GroupConfigs = groupconfig.NewMemory(nil)
 	s.BrokerDynamic = brokerconfig.NewMemory()
 	s.DelegationTokens = delegation.NewMemory()
+	s.Loggers = loggers.New(zerolog.InfoLevel)
 	s.Clock = clock.Real()
 	registerCore(s)
 	return s

@@ -47,7 +47,7 @@ func (b *broker) startACLs(ctx context.Context, cfg *serveConfig, dyn dynamic.In
 	}
 	auth := acl.New(acl.Config{SuperUsers: cfg.superUsers(), AllowIfNoACL: cfg.AllowEveryoneIfNoACL})
 	if cfg.clusterMode() {
-		store := &cluster.ACLs{Dyn: dyn, Namespace: cfg.podNamespace, Auth: auth, Log: b.log.With().Str("component", "acls").Logger()}
+		store := &cluster.ACLs{Dyn: dyn, Namespace: cfg.podNamespace, Auth: auth, Log: b.logger("component", "acls")}
 		if err := store.Watch(ctx); err != nil {
 			return nil, nil, err
 		}

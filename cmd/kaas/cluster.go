@@ -80,7 +80,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		HeartbeatAddr:     cfg.AdvertisedHeartbeatAddr,
 		Store:             b.views,
 		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.log, Fence: b.fence, Cleaner: cfg.cleaner()},
+		Partition:         partition.Config{Opener: opener, Log: b.partitionLog(), Fence: b.fence, Cleaner: cfg.cleaner()},
 		DataDir:           cfg.DataDir,
 		Fence:             b.fence,
 		Kube:              kube,
@@ -99,7 +99,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		DefaultPartitions: int32(cfg.DefaultPartitions),
 		TopicDefaults:     b.dynCfgs.TopicDefaults,
 		Fatal:             b.fatal,
-		Log:               b.log.With().Str("actor", "supervisor").Logger(),
+		Log:               b.logger("actor", "supervisor"),
 	}))
 	return err
 }

@@ -61,7 +61,7 @@ func registerGroups(b *broker) {
 				ResourceType: kmsg.ACLResourceTypeTopic, ResourceName: topic})
 		}
 	}
-	opts.Log = b.log.With().Str("actor", "groups").Logger()
+	opts.Log = b.logger("actor", "groups")
 	opts.Watch = b.sup.PID()
 	if b.fence != nil {
 		opts.Fence = b.fence

@@ -69,6 +69,9 @@ func TestListConfigResources(t *testing.T) {
 	if got := resourcesOf(resp, kmsg.ConfigResourceTypeBroker); len(got) != 1 {
 		t.Fatalf("brokers %q, want this one", got)
 	}
+	if got, want := resourcesOf(resp, kmsg.ConfigResourceTypeBrokerLogger), resourcesOf(resp, kmsg.ConfigResourceTypeBroker); !slices.Equal(got, want) {
+		t.Fatalf("broker loggers %q, want this broker's %q", got, want)
+	}
 	if got, want := resourcesOf(resp, kmsg.ConfigResourceTypeGroupConfig), []string{long, "lcr-g"}; !slices.Equal(got, want) {
 		t.Fatalf("groups %q, want %q", got, want)
 	}
@@ -96,8 +99,8 @@ func TestListConfigResources(t *testing.T) {
 	if only.ErrorCode != 0 || len(only.ConfigResources) != 2 || len(resourcesOf(only, kmsg.ConfigResourceTypeGroupConfig)) != 2 {
 		t.Fatalf("groups only: %+v", only)
 	}
-	if r := listConfigResources(t, cl, 1, kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBrokerLogger); r.ErrorCode != kerr.UnsupportedVersion.Code || len(r.ConfigResources) != 0 {
-		t.Fatalf("with BROKER_LOGGER: code %d, %d resources; want UNSUPPORTED_VERSION and none", r.ErrorCode, len(r.ConfigResources))
+	if r := listConfigResources(t, cl, 1, kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceType(99)); r.ErrorCode != kerr.UnsupportedVersion.Code || len(r.ConfigResources) != 0 {
+		t.Fatalf("with an unknown type: code %d, %d resources; want UNSUPPORTED_VERSION and none", r.ErrorCode, len(r.ConfigResources))
 	}
 	v0 := kversion.Stable()
 	v0.SetMaxKeyVersion(kmsg.ListConfigResources.Int16(), 0)

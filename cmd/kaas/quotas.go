@@ -16,7 +16,7 @@ import (
 func (b *broker) startQuotas(ctx context.Context, cfg *serveConfig, dyn dynamic.Interface) (*quota.Quotas, quota.Store, error) {
 	q := quota.New(quota.Window{Samples: cfg.QuotaWindowNum, Size: cfg.QuotaWindowSize})
 	if cfg.clusterMode() {
-		store := &cluster.Quotas{Dyn: dyn, Namespace: cfg.podNamespace, Q: q, Log: b.log.With().Str("component", "quotas").Logger()}
+		store := &cluster.Quotas{Dyn: dyn, Namespace: cfg.podNamespace, Q: q, Log: b.logger("component", "quotas")}
 		if err := store.Watch(ctx); err != nil {
 			return nil, nil, err
 		}

@@ -480,7 +480,7 @@ func (b *broker) startScramUsers(ctx context.Context, cfg *serveConfig, dyn dyna
 	var store sasl.UserStore
 	switch {
 	case cfg.clusterMode() && cfg.needSASL:
-		users := &cluster.Users{Dyn: dyn, Namespace: cfg.podNamespace, Log: b.log.With().Str("component", "scram-users").Logger()}
+		users := &cluster.Users{Dyn: dyn, Namespace: cfg.podNamespace, Log: b.logger("component", "scram-users")}
 		if err := users.Watch(ctx); err != nil {
 			return nil, err
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/actors/group"
+	"github.com/kaas-project/kaas/actors/loggers"
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/quota"
@@ -39,6 +40,9 @@ import (
 	"github.com/kaas-project/kaas/wire/sasl"
 )
 
+// newLogger is the base every logger of the broker derives from: it writes
+// every level, and each named logger (b.loggers) drops what is below its
+// own level.
 func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
 	// Millisecond timestamps: handoffs and failovers are read off the logs
 	// in tens of milliseconds.
@@ -47,13 +51,27 @@ func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
 	if cfg.LogFormat == "console" {
 		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
 	}
-	return zerolog.New(out).Level(cfg.level).Hook(tracing.LogHook{}).With().Timestamp().Logger()
+	return zerolog.New(out).Level(zerolog.TraceLevel).Hook(tracing.LogHook{}).With().Timestamp().Logger()
+}
+
+// partitionLog is the partition actors' logger (their lines carry topic
+// and partition).
+func (b *broker) partitionLog() zerolog.Logger { return b.loggers.Logger("kaas.partition", b.baseLog) }
+
+// logger is the named logger kaas.<value> (a broker logger operators set
+// the level of), its lines carrying key=value.
+func (b *broker) logger(key, value string) zerolog.Logger {
+	return b.loggers.Logger("kaas."+value, b.baseLog.With().Str(key, value).Logger())
 }
 
 // broker is one running kaas process's parts.
 type broker struct {
-	cfg      *serveConfig
+	cfg *serveConfig
+	// log is the root logger; baseLog the base of every named one
+	// (loggers).
 	log      zerolog.Logger
+	baseLog  zerolog.Logger
+	loggers  *loggers.Levels
 	system   *actorsys.System
 	views    *routing.Store
 	sup      actorsys.Ref
@@ -94,11 +112,12 @@ func openStorage(cfg *serveConfig, faults *faultlog.Injector, log zerolog.Logger
 // startBroker binds the listeners and starts the actor system. It returns
 // once the broker accepts connections.
 func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*broker, error) {
-	b := &broker{cfg: cfg, log: newLogger(cfg, logOut), views: &routing.Store{}}
+	b := &broker{cfg: cfg, baseLog: newLogger(cfg, logOut), loggers: loggers.New(cfg.level), views: &routing.Store{}}
+	b.log = b.loggers.Logger(loggers.Root, b.baseLog)
 	if cfg.DebugChaos {
 		b.faults = faultlog.New(nil, nil)
 	}
-	opener, registry, initial, err := openStorage(cfg, b.faults, b.log)
+	opener, registry, initial, err := openStorage(cfg, b.faults, b.logger("component", "disklog"))
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +138,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	}
 	b.system = actorsys.NewSystem()
 	b.brokerCfgs = brokerConfigs(cfg)
-	b.dynCfgs = newDynamicConfigs(cfg, b.brokerCfgs, b.log.With().Str("component", "broker-configs").Logger())
+	b.dynCfgs = newDynamicConfigs(cfg, b.brokerCfgs, b.logger("component", "broker-configs"))
 	partOpener := b.chaosStorage(opener)
 	if cfg.clusterMode() {
 		err = b.startCluster(cfg, partOpener)
@@ -154,8 +173,9 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	for b.views.Load() == nil {
 		time.Sleep(time.Millisecond)
 	}
-	b.srv = conn.NewServer(conn.Config{BrokerID: int32(cfg.BrokerID), MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.log, FetchSessionSlots: fetchSessionSlots(cfg.FetchSessionSlots)}, b.system, b.views, b.sup)
+	b.srv = conn.NewServer(conn.Config{BrokerID: int32(cfg.BrokerID), MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.loggers.Logger("kaas.conn", b.baseLog), FetchSessionSlots: fetchSessionSlots(cfg.FetchSessionSlots)}, b.system, b.views, b.sup)
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
+	b.srv.Loggers = b.loggers
 	b.srv.DataDir = cfg.DataDir
 	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
 	b.srv.Quotas, b.srv.QuotaStore = quotas, quotaStore
@@ -204,12 +224,12 @@ func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry su
 		Self:              self,
 		Store:             b.views,
 		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.log, Cleaner: cfg.cleaner()},
+		Partition:         partition.Config{Opener: opener, Log: b.partitionLog(), Cleaner: cfg.cleaner()},
 		DefaultPartitions: int32(cfg.DefaultPartitions),
 		TopicDefaults:     b.dynCfgs.TopicDefaults,
 		Initial:           initial,
 		Registry:          registry,
-		Log:               b.log.With().Str("actor", "supervisor").Logger(),
+		Log:               b.logger("actor", "supervisor"),
 	}))
 	return err
 }

@@ -16,7 +16,7 @@ import (
 func registerShare(b *broker) {
 	opts := share.Options{
 		Views: b.views,
-		Log:   b.log.With().Str("actor", "share").Logger(),
+		Log:   b.logger("actor", "share"),
 		Partition: share.Config{
 			LockDuration:  b.cfg.ShareRecordLockDuration,
 			DeliveryLimit: int16(b.cfg.ShareDeliveryCountLimit),

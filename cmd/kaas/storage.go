@@ -26,7 +26,7 @@ const topicsFile = "topics.json"
 // registry at <dir>/__cluster/topics.json, so that topics and their data
 // survive a restart. Every partition is led locally.
 func openDiskStorage(dir string, sync disklog.SyncMode, log zerolog.Logger, opts ...disklog.Option) (storage.Opener, supervisor.Registry, []supervisor.TopicRecord, error) {
-	opener, err := disklog.NewOpener(dir, log.With().Str("component", "disklog").Logger(), append([]disklog.Option{disklog.Sync(sync)}, opts...)...)
+	opener, err := disklog.NewOpener(dir, log, append([]disklog.Option{disklog.Sync(sync)}, opts...)...)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("--data-dir %s: %w", dir, err)
 	}

@@ -19,7 +19,7 @@ var txnOptions txn.Options
 func registerTransactions(b *broker) {
 	opts := txnOptions
 	opts.Views = b.views
-	opts.Log = b.log.With().Str("actor", "transactions").Logger()
+	opts.Log = b.logger("actor", "transactions")
 	opts.NewProducerID = b.srv.NextProducerID
 	opts.Watch = b.sup.PID()
 	if opts.Core.IDExpiration == 0 {
