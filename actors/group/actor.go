@@ -184,6 +184,9 @@ type groupActor struct {
 	// txnOffsets are the transactional offset commits waiting for their
 	// transaction's end, by producer id (28_txn_offset_commit.go).
 	txnOffsets map[int64]*txnPending
+	// syncsHeld are the successful SyncGroup answers of this message: they
+	// go out once the membership saved after it is written (savedSyncs).
+	syncsHeld []func()
 
 	timer   clock.Timer
 	timerAt time.Time
@@ -395,7 +398,7 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 	case *kmsg.JoinGroupRequest:
 		a.g.JoinGroup(now, client, op, reply)
 	case *kmsg.SyncGroupRequest:
-		a.g.SyncGroup(now, op, reply)
+		a.g.SyncGroup(now, op, a.afterSave(reply))
 	case *kmsg.HeartbeatRequest:
 		gc.Reply(a.g.Heartbeat(now, op))
 	case *kmsg.LeaveGroupRequest:
@@ -642,9 +645,48 @@ func (a *groupActor) onRelinquish() {
 	// A load still running is closed when it arrives (onLoaded).
 }
 
+// afterSave holds a successful SyncGroup answer until the membership of
+// its generation is saved, as Kafka answers SyncGroup once the group's
+// metadata is written: a coordinator that takes the group over after a
+// crash knows every generation a member was told of. An error answer goes
+// at once.
+func (a *groupActor) afterSave(reply Reply) Reply {
+	return func(r kmsg.Response) {
+		if s, ok := r.(*kmsg.SyncGroupResponse); ok && s.ErrorCode == 0 {
+			a.syncsHeld = append(a.syncsHeld, func() { reply(r) })
+			return
+		}
+		reply(r)
+	}
+}
+
+// savedSyncs releases the held SyncGroup answers once every write queued
+// so far, this message's membership save included, is done (writes run in
+// order). A failed save is logged (onWritten) and the answers go anyway:
+// the group is in its new generation, and a lost save only makes its
+// members rejoin after a move.
+func (a *groupActor) savedSyncs() {
+	if len(a.syncsHeld) == 0 {
+		return
+	}
+	held := a.syncsHeld
+	a.syncsHeld = nil
+	release := func(error) {
+		for _, r := range held {
+			r()
+		}
+	}
+	if a.glog == nil || a.phase != phaseReady {
+		release(nil)
+		return
+	}
+	a.enqueue(write{done: release})
+}
+
 func (a *groupActor) afterMessage() {
 	now := a.opts.Clock.Now()
 	defer a.trackState(false)
+	defer a.savedSyncs()
 	if a.phase == phaseReleasing {
 		if !a.writing && len(a.writes) == 0 && a.glog != nil {
 			l := a.glog

@@ -2,6 +2,7 @@ package group
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -477,5 +478,63 @@ func TestRebalanceDelayRunsOnTheClock(t *testing.T) {
 	r := await(t, parked).(*kmsg.JoinGroupResponse)
 	if r.ErrorCode != 0 || r.LeaderID != r.MemberID {
 		t.Fatalf("join after the initial rebalance delay: %s, leader %q member %q", code(r.ErrorCode), r.LeaderID, r.MemberID)
+	}
+}
+
+// gatedSaves blocks every SaveMembers until released, recording what was
+// saved.
+type gatedSaves struct {
+	groupstore.Store
+	gate  chan struct{}
+	saved atomic.Pointer[[]byte]
+}
+
+type gatedSaveLog struct {
+	groupstore.Log
+	s *gatedSaves
+}
+
+func (s *gatedSaves) Open(g string) (groupstore.Log, groupstore.State, error) {
+	l, st, err := s.Store.Open(g)
+	return gatedSaveLog{l, s}, st, err
+}
+
+func (l gatedSaveLog) SaveMembers(b []byte) error {
+	<-l.s.gate
+	l.s.saved.Store(&b)
+	return l.Log.SaveMembers(b)
+}
+
+// TestSyncGroupAnsweredOnceTheMembershipIsSaved: the leader's SyncGroup,
+// which completes the generation, is answered only after that
+// generation's membership is saved, as Kafka answers once the group's
+// metadata is written.
+func TestSyncGroupAnsweredOnceTheMembershipIsSaved(t *testing.T) {
+	views := &routing.Store{}
+	views.Publish(view(func(string) bool { return true }))
+	store := &gatedSaves{Store: groupstore.NewMemory(), gate: make(chan struct{})}
+	c, clk := startCoordinator(t, store, views)
+	j := joinReq("", "m")
+	j.Version = 3 // no member-id round trip
+	parked := callGroup(c, "g", j)
+	clk.awaitArmed(t, 2*time.Second, 1)
+	clk.Advance(2 * time.Second)
+	jr := await(t, parked).(*kmsg.JoinGroupResponse)
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %s", code(jr.ErrorCode))
+	}
+	sync := callGroup(c, "g", syncReq(jr.MemberID, jr.Generation, map[string]string{jr.MemberID: "a"}))
+	await(t, callGroup(c, "g", &messages.GroupDescribe{Version: 5})) // the sync was handled
+	select {
+	case r := <-sync:
+		t.Fatalf("SyncGroup answered before its membership was saved: %+v", r)
+	default:
+	}
+	close(store.gate)
+	if r := await(t, sync).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 || string(r.MemberAssignment) != "a" {
+		t.Fatalf("sync: %s %q", code(r.ErrorCode), r.MemberAssignment)
+	}
+	if b := store.saved.Load(); b == nil || !strings.Contains(string(*b), `"generation":1`) {
+		t.Fatal("the answered generation was not saved")
 	}
 }
