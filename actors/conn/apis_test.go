@@ -35,6 +35,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.ElectLeaders.Int16():                 {0, 2},
 		kmsg.IncrementalAlterConfigs.Int16():      {0, 1},
 		kmsg.DescribeLogDirs.Int16():              {0, 4},
+		kmsg.AlterReplicaLogDirs.Int16():          {0, 2},
 		kmsg.DescribeCluster.Int16():              {0, 2},
 		kmsg.DescribeProducers.Int16():            {0, 0},
 		kmsg.SASLHandshake.Int16():                {1, 1},
@@ -97,6 +98,8 @@ func errorRequests() []kmsg.Request {
 	incremental := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	elect := kmsg.NewPtrElectLeadersRequest()
 	producers := kmsg.NewPtrDescribeProducersRequest()
+	logDirs, logDir := kmsg.NewPtrAlterReplicaLogDirsRequest(), kmsg.NewAlterReplicaLogDirsRequestDir()
+	logDir.Dir = "/data"
 	for _, topic := range []string{"a", "b"} {
 		pt := kmsg.NewProduceRequestTopic()
 		lt := kmsg.NewListOffsetsRequestTopic()
@@ -149,10 +152,14 @@ func errorRequests() []kmsg.Request {
 		dp := kmsg.NewDescribeProducersRequestTopic()
 		dp.Topic, dp.Partitions = topic, []int32{0, 1}
 		producers.Topics = append(producers.Topics, dp)
+		rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+		rt.Topic, rt.Partitions = topic, []int32{0, 1}
+		logDir.Topics = append(logDir.Topics, rt)
 	}
+	logDirs.Dirs = append(logDirs.Dirs, logDir)
 	return []kmsg.Request{produce, kmsg.NewPtrFetchRequest(), listOffsets, ofle, deleteRecords, metadata, createTopics,
 		deleteTopics, createPartitions, describeConfigs, alterConfigs, incremental,
-		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrDescribeClusterRequest(), kmsg.NewPtrDescribeLogDirsRequest(), elect, producers}
+		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrDescribeClusterRequest(), kmsg.NewPtrDescribeLogDirsRequest(), elect, producers, logDirs}
 }
 
 // TestErrorResponses: every item of a request answered in error carries
@@ -172,7 +179,7 @@ func TestErrorResponses(t *testing.T) {
 		want := 1 // top-level ErrorCode
 		switch req.Key() {
 		case kmsg.Produce.Int16(), kmsg.ListOffsets.Int16(), kmsg.OffsetForLeaderEpoch.Int16(), kmsg.DeleteRecords.Int16(),
-			kmsg.ElectLeaders.Int16(), kmsg.DescribeProducers.Int16():
+			kmsg.ElectLeaders.Int16(), kmsg.DescribeProducers.Int16(), kmsg.AlterReplicaLogDirs.Int16():
 			want = 4 // two topics of two partitions
 		case kmsg.Metadata.Int16(), kmsg.CreateTopics.Int16(), kmsg.CreatePartitions.Int16(),
 			kmsg.DescribeConfigs.Int16(), kmsg.AlterConfigs.Int16(), kmsg.IncrementalAlterConfigs.Int16():

@@ -172,6 +172,7 @@ var authRules = map[int16]authRule{
 	kmsg.DescribeConfigs.Int16():            authDescribeConfigs,
 	kmsg.AlterConfigs.Int16():               authAlterConfigs,
 	kmsg.DescribeLogDirs.Int16():            needCluster(opDescribe),
+	kmsg.AlterReplicaLogDirs.Int16():        needCluster(opAlter),
 	kmsg.CreatePartitions.Int16():           authCreatePartitions,
 	kmsg.DeleteGroups.Int16():               authDeleteGroups,
 	kmsg.ElectLeaders.Int16():               needCluster(opAlter),

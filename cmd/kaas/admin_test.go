@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -459,6 +460,47 @@ func TestDescribeLogDirs(t *testing.T) {
 				if ts := dirs[tc.dir].Topics; len(ts) != 1 || len(ts["empty"]) != 1 {
 					t.Errorf("asking for empty/0: %+v", ts)
 				}
+			}
+
+			// AlterReplicaLogDirs: the one log dir holds every replica
+			// already; any other dir is not found.
+			var alter kadm.AlterReplicaLogDirsReq
+			alter.Add(tc.dir, kadm.TopicsSet{"sized": {0: {}, 1: {}}})
+			alter.Add("/elsewhere", kadm.TopicsSet{"empty": {0: {}}})
+			moved, err := adm.AlterAllReplicaLogDirs(ctx, alter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]error{
+				tc.dir + " sized/0": nil, tc.dir + " sized/1": nil,
+				"/elsewhere empty/0": kerr.LogDirNotFound,
+			}
+			got := 0
+			moved.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+				got++
+				key := fmt.Sprintf("%s %s/%d", r.Dir, r.Topic, r.Partition)
+				if w, ok := want[key]; !ok || !errors.Is(r.Err, w) {
+					t.Errorf("%s: %v, want %v", key, r.Err, w)
+				}
+			})
+			if got != len(want) {
+				t.Errorf("%d answers, want %d", got, len(want))
+			}
+			// A partition no broker has (a client routes by leader, so
+			// straight to the broker).
+			req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+			rd := kmsg.NewAlterReplicaLogDirsRequestDir()
+			rd.Dir = tc.dir
+			rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+			rt.Topic, rt.Partitions = "nope", []int32{0}
+			rd.Topics = append(rd.Topics, rt)
+			req.Dirs = append(req.Dirs, rd)
+			r, err := cl.Broker(0).Request(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp := r.(*kmsg.AlterReplicaLogDirsResponse); len(resp.Topics) != 1 || resp.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+				t.Errorf("unknown partition: %+v, want UNKNOWN_TOPIC_OR_PARTITION", resp.Topics)
 			}
 		})
 	}
