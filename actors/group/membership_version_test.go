@@ -42,59 +42,22 @@ func (w *versionWatch) check(step string) {
 	w.v, w.b, w.save = v, b, save
 }
 
-// TestMembershipVersionFollowsClassicGroups drives classic groups with
-// random joins, syncs, heartbeats, leaves and time.
-func TestMembershipVersionFollowsClassicGroups(t *testing.T) {
+// step does one random thing to a script's group at *now (moving it on
+// when time passes) and says what it did.
+type step func(rng *rand.Rand, now *time.Time, i int) (what string)
+
+// scripts runs 20 random scripts of 300 steps, each on a fresh group that
+// setup prepares, checking the version after every step (versionWatch).
+func scripts(t *testing.T, stream uint64, setup func(t *testing.T, g *Group) step) {
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 1))
+			rng := rand.New(rand.NewPCG(seed, stream))
 			g := New("g", testConfig())
 			w := watchVersion(t, g)
 			now := t0
-			var ids []string
-			for step := range 300 {
-				var what string
-				switch op := rng.IntN(8); {
-				case op == 0 || len(ids) == 0:
-					id, _ := newMember(t, g, now)
-					ids = append(ids, id)
-					what = "a new member's join"
-				case op == 1:
-					id := ids[rng.IntN(len(ids))]
-					join(g, now, joinReq(id, []string{"m", "n"}[rng.IntN(2)]))
-					what = "a rejoin of " + id
-				case op == 2:
-					assign := map[string]string{}
-					for _, id := range ids {
-						assign[id] = fmt.Sprintf("a-%s-%d", id, step)
-					}
-					for _, id := range ids {
-						syncG(g, now, syncReq(id, g.Generation(), assign))
-					}
-					what = "every member's sync"
-				case op == 3:
-					req := kmsg.NewPtrLeaveGroupRequest()
-					req.Version, req.Group = 3, "g"
-					m := kmsg.NewLeaveGroupRequestMember()
-					m.MemberID = ids[rng.IntN(len(ids))]
-					req.Members = append(req.Members, m)
-					g.LeaveGroup(now, req)
-					what = "a leave"
-				case op == 4:
-					inst := fmt.Sprint("i", rng.IntN(2))
-					join(g, now, staticJoinReq("", inst))
-					what = "a static join of " + inst
-				case op == 5:
-					now = now.Add(time.Duration(rng.IntN(15)) * time.Second)
-					g.Tick(now)
-					what = "time passing"
-				default:
-					for _, id := range ids {
-						heartbeat(g, now, id, g.Generation())
-					}
-					what = "heartbeats"
-				}
-				w.check(what)
+			next := setup(t, g)
+			for i := range 300 {
+				w.check(next(rng, &now, i))
 			}
 			if w.moves == 0 {
 				t.Fatal("the version never moved")
@@ -103,58 +66,100 @@ func TestMembershipVersionFollowsClassicGroups(t *testing.T) {
 	}
 }
 
+// TestMembershipVersionFollowsClassicGroups drives classic groups with
+// random joins, syncs, heartbeats, leaves and time.
+func TestMembershipVersionFollowsClassicGroups(t *testing.T) {
+	scripts(t, 1, func(t *testing.T, g *Group) step {
+		var ids []string
+		return func(rng *rand.Rand, now *time.Time, i int) string {
+			switch op := rng.IntN(8); {
+			case op == 0 || len(ids) == 0:
+				id, _ := newMember(t, g, *now)
+				ids = append(ids, id)
+				return "a new member's join"
+			case op == 1:
+				id := ids[rng.IntN(len(ids))]
+				join(g, *now, joinReq(id, []string{"m", "n"}[rng.IntN(2)]))
+				return "a rejoin of " + id
+			case op == 2:
+				assign := map[string]string{}
+				for _, id := range ids {
+					assign[id] = fmt.Sprintf("a-%s-%d", id, i)
+				}
+				for _, id := range ids {
+					syncG(g, *now, syncReq(id, g.Generation(), assign))
+				}
+				return "every member's sync"
+			case op == 3:
+				req := kmsg.NewPtrLeaveGroupRequest()
+				req.Version, req.Group = 3, "g"
+				m := kmsg.NewLeaveGroupRequestMember()
+				m.MemberID = ids[rng.IntN(len(ids))]
+				req.Members = append(req.Members, m)
+				g.LeaveGroup(*now, req)
+				return "a leave"
+			case op == 4:
+				inst := fmt.Sprint("i", rng.IntN(2))
+				join(g, *now, staticJoinReq("", inst))
+				return "a static join of " + inst
+			case op == 5:
+				*now = now.Add(time.Duration(rng.IntN(15)) * time.Second)
+				g.Tick(*now)
+				return "time passing"
+			default:
+				for _, id := range ids {
+					heartbeat(g, *now, id, g.Generation())
+				}
+				return "heartbeats"
+			}
+		}
+	})
+}
+
 // TestMembershipVersionFollowsConsumerGroups drives KIP-848 groups with
 // random heartbeats, subscription changes, leaves, new topics and time; a
 // stable group's heartbeats leave the version where it was.
 func TestMembershipVersionFollowsConsumerGroups(t *testing.T) {
-	for seed := range uint64(20) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 2))
-			g := New("g", testConfig())
-			w := watchVersion(t, g)
-			now := t0
-			topics := fakeTopics{"t": 6, "u": 2}
-			var ms []*cgm
-			for i := range 4 {
-				m := newCGM(t, g, fmt.Sprint("m", i))
-				m.topics = topics
-				if i == 3 {
-					re := "t|v.*"
-					m.subs, m.regex = nil, &re
-				}
-				ms = append(ms, m)
+	scripts(t, 2, func(t *testing.T, g *Group) step {
+		topics := fakeTopics{"t": 6, "u": 2}
+		var ms []*cgm
+		for i := range 4 {
+			m := newCGM(t, g, fmt.Sprint("m", i))
+			m.topics = topics
+			if i == 3 {
+				re := "t|v.*"
+				m.subs, m.regex = nil, &re
 			}
-			for step := range 300 {
-				m := ms[rng.IntN(len(ms))]
-				var what string
-				switch rng.IntN(8) {
-				case 0:
-					if m.regex == nil {
-						m.subs = [][]string{{"t"}, {"u"}, {"t", "u"}}[rng.IntN(3)]
-					}
-					m.beat(now)
-					what = m.id + "'s subscription change"
-				case 1:
-					g.ConsumerHeartbeat(now, client, m.req(-1), topics)
+			ms = append(ms, m)
+		}
+		return func(rng *rand.Rand, now *time.Time, i int) string {
+			m := ms[rng.IntN(len(ms))]
+			switch rng.IntN(8) {
+			case 0:
+				if m.regex == nil {
+					m.subs = [][]string{{"t"}, {"u"}, {"t", "u"}}[rng.IntN(3)]
+				}
+				m.beat(*now)
+				return m.id + "'s subscription change"
+			case 1:
+				g.ConsumerHeartbeat(*now, client, m.req(-1), topics)
+				m.epoch, m.owned = 0, map[string][]int32{}
+				return m.id + "'s leave"
+			case 2:
+				topics[fmt.Sprint("v", i)] = 1
+				return "a new topic"
+			case 3:
+				*now = now.Add(time.Duration(rng.IntN(30)) * time.Second)
+				g.Tick(*now)
+				return "time passing"
+			default:
+				if r := m.beat(*now); r.ErrorCode != 0 {
 					m.epoch, m.owned = 0, map[string][]int32{}
-					what = m.id + "'s leave"
-				case 2:
-					topics[fmt.Sprint("v", step)] = 1
-					what = "a new topic"
-				case 3:
-					now = now.Add(time.Duration(rng.IntN(30)) * time.Second)
-					g.Tick(now)
-					what = "time passing"
-				default:
-					if r := m.beat(now); r.ErrorCode != 0 {
-						m.epoch, m.owned = 0, map[string][]int32{}
-					}
-					what = m.id + "'s heartbeat"
 				}
-				w.check(what)
+				return m.id + "'s heartbeat"
 			}
-		})
-	}
+		}
+	})
 	g := New("g", testConfig())
 	a, b := newCGM(t, g, "a"), newCGM(t, g, "b")
 	a.beat(t0)
@@ -170,60 +175,53 @@ func TestMembershipVersionFollowsConsumerGroups(t *testing.T) {
 	}
 }
 
+// shareBeat sends id's ShareGroupHeartbeat at its epoch in epochs and
+// keeps the epoch answered (or forgets it on an error).
+func shareBeat(g *Group, now time.Time, topics fakeTopics, epochs map[string]int32, id string, epoch int32) {
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "g", id, epoch, []string{"t"}
+	if r := g.ShareHeartbeat(now, client, req, topics); r.ErrorCode == 0 {
+		epochs[id] = r.MemberEpoch
+	} else {
+		delete(epochs, id)
+	}
+}
+
 // TestMembershipVersionFollowsShareGroups drives share groups with random
 // joins, heartbeats, leaves, topic changes and time; a stable group's
 // heartbeats leave the version where it was.
 func TestMembershipVersionFollowsShareGroups(t *testing.T) {
-	topics := fakeTopics{"t": 4}
-	epochs := map[string]int32{}
-	beat := func(g *Group, now time.Time, id string, epoch int32) {
-		req := kmsg.NewPtrShareGroupHeartbeatRequest()
-		req.GroupID, req.MemberID, req.MemberEpoch, req.SubscribedTopicNames = "g", id, epoch, []string{"t"}
-		if r := g.ShareHeartbeat(now, client, req, topics); r.ErrorCode == 0 {
-			epochs[id] = r.MemberEpoch
-		} else {
-			delete(epochs, id)
-		}
-	}
-	for seed := range uint64(20) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 3))
-			g := New("g", testConfig())
-			w := watchVersion(t, g)
-			now := t0
-			clear(epochs)
-			for range 300 {
-				id := fmt.Sprint("s", rng.IntN(4))
-				var what string
-				switch rng.IntN(6) {
-				case 0:
-					beat(g, now, id, -1)
-					what = id + "'s leave"
-				case 1:
-					topics["t"]++
-					what = "a partition added"
-				case 2:
-					now = now.Add(time.Duration(rng.IntN(30)) * time.Second)
-					g.Tick(now)
-					what = "time passing"
-				default:
-					beat(g, now, id, epochs[id])
-					what = id + "'s heartbeat"
-				}
-				w.check(what)
+	scripts(t, 3, func(t *testing.T, g *Group) step {
+		topics, epochs := fakeTopics{"t": 4}, map[string]int32{}
+		return func(rng *rand.Rand, now *time.Time, _ int) string {
+			id := fmt.Sprint("s", rng.IntN(4))
+			switch rng.IntN(6) {
+			case 0:
+				shareBeat(g, *now, topics, epochs, id, -1)
+				return id + "'s leave"
+			case 1:
+				topics["t"]++
+				return "a partition added"
+			case 2:
+				*now = now.Add(time.Duration(rng.IntN(30)) * time.Second)
+				g.Tick(*now)
+				return "time passing"
+			default:
+				shareBeat(g, *now, topics, epochs, id, epochs[id])
+				return id + "'s heartbeat"
 			}
-		})
-	}
+		}
+	})
 	g := New("g", testConfig())
-	clear(epochs)
+	topics, epochs := fakeTopics{"t": 4}, map[string]int32{}
 	for range 3 {
-		beat(g, t0, "a", epochs["a"])
-		beat(g, t0, "b", epochs["b"])
+		shareBeat(g, t0, topics, epochs, "a", epochs["a"])
+		shareBeat(g, t0, topics, epochs, "b", epochs["b"])
 	}
 	v := g.MembershipVersion()
 	for at := t0; at.Before(t0.Add(time.Minute)); at = at.Add(5 * time.Second) {
-		beat(g, at, "a", epochs["a"])
-		beat(g, at, "b", epochs["b"])
+		shareBeat(g, at, topics, epochs, "a", epochs["a"])
+		shareBeat(g, at, topics, epochs, "b", epochs["b"])
 	}
 	if g.MembershipVersion() != v {
 		t.Fatal("a stable share group's heartbeats moved the membership version")

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,24 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// syncBuffer is a log writer tests read while the broker writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestBrokerLoggers: an operator reads the broker's loggers and sets one
 // to DEBUG at run time with DescribeConfigs and IncrementalAlterConfigs
@@ -45,7 +25,7 @@ func TestBrokerLoggers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	b, err := startBroker(ctx, cfg, &logs)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -301,28 +300,16 @@ func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) tim
 // clientLog is a kgo client's debug log, kept in memory and printed (its
 // last lines) only if the test fails: what the client retried and why.
 func clientLog(t testing.TB) kgo.Opt {
-	var mu sync.Mutex
-	var buf bytes.Buffer
+	var buf lockedBuffer
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
-		mu.Lock()
-		defer mu.Unlock()
 		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 		t.Logf("--- client log (last %d lines) ---\n%s", min(len(lines), 200), strings.Join(lines[max(len(lines)-200, 0):], "\n"))
 	})
-	w := writerFunc(func(b []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return buf.Write(b)
-	})
-	return kgo.WithLogger(kgo.BasicLogger(w, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000 ") }))
+	return kgo.WithLogger(kgo.BasicLogger(&buf, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000 ") }))
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
