@@ -533,8 +533,9 @@ func (a *groupActor) ensureMeta() {
 }
 
 // ensureMembership saves the group's membership when it changed
-// (membership.go), on the write queue: no reply waits for it, since a
-// membership lost with a crash only makes its members rejoin.
+// (membership.go), on the write queue. Only a successful SyncGroup answer
+// waits for it (savedSyncs); any other membership lost with a crash only
+// makes its members rejoin.
 func (a *groupActor) ensureMembership() {
 	v := a.g.MembershipVersion()
 	if v == a.membersAt && !a.membersUnsure {
