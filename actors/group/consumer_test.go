@@ -13,7 +13,7 @@ import (
 // coordinator assigned, releases what was taken away, and reports what it
 // owns on every heartbeat.
 type cgm struct {
-	t        *testing.T
+	t        testing.TB
 	g        *Group
 	id       string
 	instance *string
@@ -72,7 +72,7 @@ func (m *cgm) count() int {
 	return n
 }
 
-func newCGM(t *testing.T, g *Group, id string) *cgm {
+func newCGM(t testing.TB, g *Group, id string) *cgm {
 	return &cgm{t: t, g: g, id: id, owned: map[string][]int32{}, topics: fakeTopics{"t": 6}, subs: []string{"t"}}
 }
 
