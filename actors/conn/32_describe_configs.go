@@ -11,6 +11,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
+	"github.com/kaas-project/kaas/storage/clientmetrics"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
@@ -31,7 +32,7 @@ func handleDescribeConfigs(r *Request) Pending {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	v := r.View
 	// indexes in resp.Resources described when answering (off the actor)
-	var groups, brokers []int
+	var groups, brokers, subscriptions []int
 	var dyn brokerconfig.Set // the dynamic broker configs topic defaults come from
 	if r.Server.DynamicInForce != nil {
 		dyn = r.Server.DynamicInForce()
@@ -82,17 +83,26 @@ func handleDescribeConfigs(r *Request) Pending {
 			}
 		case resourceGroup:
 			groups = append(groups, len(resp.Resources))
+		case resourceClientMetric:
+			if res.ResourceName == "" {
+				rr.ErrorCode, rr.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr("Client metrics subscription name must not be empty")
+				break
+			}
+			subscriptions = append(subscriptions, len(resp.Resources))
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
-			m := "kaas describes topic, broker, broker logger and group configs only"
+			m := "kaas describes topic, broker, broker logger, group and client-metrics configs only"
 			rr.ErrorMessage = &m
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}
-	if len(groups) == 0 && len(brokers) == 0 {
+	if len(groups) == 0 && len(brokers) == 0 && len(subscriptions) == 0 {
 		return Ready(resp)
 	}
 	return func() kmsg.Response {
+		for _, i := range subscriptions {
+			describeClientMetrics(r.Server.ClientMetrics, req.Resources[i].ConfigNames, &resp.Resources[i])
+		}
 		for _, i := range groups {
 			describeGroupConfigs(req, r.Server.GroupConfigs, req.Resources[i].ConfigNames, &resp.Resources[i])
 		}
@@ -168,6 +178,31 @@ func describeBrokerConfigs(req *kmsg.DescribeConfigsRequest, s *Server, self int
 				sy.Name, sy.Value, sy.Source = l.Name, value(l.Value), kmsg.ConfigSource(l.Source)
 				c.ConfigSynonyms = append(c.ConfigSynonyms, sy)
 			}
+		}
+		rr.Configs = append(rr.Configs, c)
+	}
+}
+
+// describeClientMetrics fills rr with a client-metrics subscription's
+// configs: those it sets, with source CLIENT_METRICS_CONFIG, as Kafka lists
+// them (a name without a subscription lists none).
+func describeClientMetrics(store *clientmetrics.Store, names []string, rr *kmsg.DescribeConfigsResponseResource) {
+	all, err := store.Load()
+	if err != nil {
+		rr.ErrorCode, rr.ErrorMessage = kerr.KafkaStorageError.Code, kmsg.StringPtr(err.Error())
+		return
+	}
+	cfg := all[rr.ResourceName]
+	for _, name := range sortedKeys(cfg) {
+		if !wanted(names, name) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.Value, c.Source = name, kmsg.StringPtr(cfg[name]), sourceClientMetrics
+		if name == clientmetrics.IntervalMs {
+			c.ConfigType = kmsg.ConfigTypeInt
+		} else {
+			c.ConfigType = kmsg.ConfigTypeList
 		}
 		rr.Configs = append(rr.Configs, c)
 	}

@@ -10,14 +10,16 @@ import (
 
 	"github.com/kaas-project/kaas/actors/loggers"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
+	"github.com/kaas-project/kaas/storage/clientmetrics"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
 // IncrementalAlterConfigs (key 44): v0-1, SET / DELETE / APPEND / SUBTRACT
 // on topics (sent to the supervisor as a full replacement), groups (kept
-// in the group config store) and brokers (the dynamic broker config store);
-// SET and DELETE on this broker's loggers (BROKER_LOGGER).
+// in the group config store), brokers (the dynamic broker config store) and
+// client-metrics subscriptions (CLIENT_METRICS, KIP-714); SET and DELETE on
+// this broker's loggers (BROKER_LOGGER).
 func init() {
 	serve(API{Key: kmsg.IncrementalAlterConfigs.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleIncrementalAlterConfigs, ErrorResponse: incrementalAlterConfigsError})
 }
@@ -41,6 +43,8 @@ func handleIncrementalAlterConfigs(r *Request) Pending {
 				return cfg, applyIncremental(cfg, req.Resources[i].Configs, "group", groupConfigType)
 			case resourceBroker:
 				return cfg, applyIncremental(cfg, req.Resources[i].Configs, "broker", brokerConfigType)
+			case resourceClientMetric:
+				return cfg, applyIncremental(cfg, req.Resources[i].Configs, "client metrics", clientMetricsConfigType)
 			}
 			return cfg, applyIncremental(cfg, req.Resources[i].Configs, "topic", topicConfigType)
 		},
@@ -76,6 +80,17 @@ func brokerConfigType(name string) (topicconfig.Type, bool) {
 		return k.Type, true
 	}
 	return topicconfig.TypeString, true
+}
+
+// clientMetricsConfigType is a CLIENT_METRICS config's type (KIP-714).
+func clientMetricsConfigType(name string) (topicconfig.Type, bool) {
+	switch name {
+	case clientmetrics.Metrics, clientmetrics.Match:
+		return topicconfig.TypeList, true
+	case clientmetrics.IntervalMs:
+		return topicconfig.TypeInt, true
+	}
+	return 0, false
 }
 
 func groupConfigType(name string) (topicconfig.Type, bool) {

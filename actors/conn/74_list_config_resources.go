@@ -15,10 +15,9 @@ import (
 // ListClientMetricsResources): v0-1, the resources DescribeConfigs can
 // describe. v0 lists client-metrics resources only; v1 lists the types it
 // is asked for, every type it serves when asked for none: BROKER_LOGGER
-// lists this broker (its loggers are its own). kaas holds no
-// client-metrics resources (IncrementalAlterConfigs refuses them), so
-// CLIENT_METRICS lists nothing; a type Kafka does not list answers
-// UNSUPPORTED_VERSION as Kafka does for a type it does not support.
+// lists this broker (its loggers are its own), CLIENT_METRICS the KIP-714
+// subscriptions; a type Kafka does not list answers UNSUPPORTED_VERSION as
+// Kafka does for a type it does not support.
 func init() {
 	serve(API{Key: kmsg.ListConfigResources.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleListConfigResources})
 }
@@ -30,11 +29,10 @@ var listableTypes = []int8{resourceTopic, resourceBroker, resourceBrokerLogger, 
 func handleListConfigResources(r *Request) Pending {
 	req := r.Body.(*kmsg.ListConfigResourcesRequest)
 	resp := req.ResponseKind().(*kmsg.ListConfigResourcesResponse)
-	if req.Version == 0 {
-		return Ready(resp) // client-metrics resources: none
-	}
 	types := req.ResourceTypes
-	if len(types) == 0 {
+	if req.Version == 0 {
+		types = []int8{resourceClientMetric} // KIP-1000's ListClientMetricsResources
+	} else if len(types) == 0 {
 		types = listableTypes
 	}
 	for _, t := range types {
@@ -64,20 +62,34 @@ func handleListConfigResources(r *Request) Pending {
 	if slices.Contains(types, resourceBrokerLogger) {
 		add(resourceBrokerLogger, strconv.Itoa(int(v.Self)))
 	}
-	if !slices.Contains(types, resourceGroup) {
+	groups, subscriptions := slices.Contains(types, resourceGroup), slices.Contains(types, resourceClientMetric)
+	if !groups && !subscriptions {
 		return Ready(resp)
 	}
-	store := r.Server.GroupConfigs
-	return func() kmsg.Response { // the file store reads the shared volume
-		groups, err := store.Groups()
-		if err != nil {
-			r.Server.Log().Error().Err(err).Msg("list group config resources")
+	return func() kmsg.Response { // the file stores read the shared volume
+		fail := func(what string, err error) kmsg.Response {
+			r.Server.Log().Error().Err(err).Msg("list " + what + " config resources")
 			resp.ErrorCode = kerr.KafkaStorageError.Code
 			resp.ConfigResources = nil
 			return resp
 		}
-		for _, g := range groups {
-			add(resourceGroup, g)
+		if groups {
+			names, err := r.Server.GroupConfigs.Groups()
+			if err != nil {
+				return fail("group", err)
+			}
+			for _, g := range names {
+				add(resourceGroup, g)
+			}
+		}
+		if subscriptions {
+			all, err := r.Server.ClientMetrics.Load()
+			if err != nil {
+				return fail("client-metrics", err)
+			}
+			for _, name := range sortedKeys(all) {
+				add(resourceClientMetric, name)
+			}
 		}
 		return resp
 	}

@@ -158,6 +158,10 @@ var authRules = map[int16]authRule{
 	kmsg.RenewDelegationToken.Int16():    noCheck,
 	kmsg.ExpireDelegationToken.Int16():   noCheck,
 	kmsg.DescribeDelegationToken.Int16(): noCheck,
+	// Any client may ask for its telemetry subscription and push (KIP-714,
+	// as Kafka: the receiver is the broker's own).
+	kmsg.GetTelemetrySubscriptions.Int16(): noCheck,
+	kmsg.PushTelemetry.Int16():             noCheck,
 	// Markers come from another broker's transaction coordinator.
 	kmsg.WriteTxnMarkers.Int16():            needCluster(kmsg.ACLOperationClusterAction),
 	kmsg.DescribeTopicPartitions.Int16():    authDescribeTopicPartitions,
@@ -830,7 +834,7 @@ func configResource(t kmsg.ConfigResourceType, name string) (kmsg.ACLResourceTyp
 	switch t {
 	case kmsg.ConfigResourceTypeTopic:
 		return rtTopic, name, codeTopicAuth, true
-	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+	case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger, kmsg.ConfigResourceTypeClientMetrics:
 		return rtCluster, acl.ClusterName, codeClusterAuth, true
 	case kmsg.ConfigResourceTypeGroupConfig:
 		return rtGroup, name, codeGroupAuth, true

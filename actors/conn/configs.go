@@ -12,6 +12,7 @@ import (
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
+	"github.com/kaas-project/kaas/storage/clientmetrics"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 )
 
@@ -21,6 +22,7 @@ const (
 	resourceTopic        = 2
 	resourceBroker       = 4
 	resourceBrokerLogger = 8
+	resourceClientMetric = 16
 	resourceGroup        = 32
 
 	sourceDynamicTopic         = 1
@@ -29,6 +31,7 @@ const (
 	sourceStaticBroker         = 4
 	sourceDefault              = 5
 	sourceDynamicBrokerLogger  = 6
+	sourceClientMetrics        = 7
 	sourceGroup                = 8
 )
 
@@ -99,6 +102,14 @@ func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (reso
 				defer wg.Done()
 				*out = alterGroupConfig(r.Server.GroupConfigs, name, validateOnly, func(cur map[string]string) (map[string]string, alterResult) {
 					return newConfig(i, resourceGroup, cur)
+				})
+			}(i, &results[i])
+		case resourceClientMetric:
+			wg.Add(1)
+			go func(i int, out *alterResult) {
+				defer wg.Done()
+				*out = alterClientMetrics(r.Server.ClientMetrics, name, validateOnly, func(cur map[string]string) (map[string]string, alterResult) {
+					return newConfig(i, resourceClientMetric, cur)
 				})
 			}(i, &results[i])
 		case resourceBrokerLogger:
@@ -211,3 +222,28 @@ func alterStored(update func(func(map[string]string) (map[string]string, error))
 }
 
 var errRefused = errors.New("refused")
+
+// alterClientMetrics applies a change to a CLIENT_METRICS subscription
+// (off the connection actor: the store may read the shared volume).
+func alterClientMetrics(store *clientmetrics.Store, name string, validateOnly bool,
+	newConfig func(map[string]string) (map[string]string, alterResult)) alterResult {
+	var refused alterResult
+	err := store.Update(name, validateOnly, func(cur map[string]string) (map[string]string, error) {
+		next, bad := newConfig(cur)
+		if bad.code != 0 {
+			refused = bad
+			return nil, errors.New(bad.msg)
+		}
+		return next, nil
+	})
+	var invalid *clientmetrics.InvalidError
+	switch {
+	case refused.code != 0:
+		return refused
+	case errors.As(err, &invalid):
+		return alterResult{code: kerr.InvalidConfig.Code, msg: invalid.Msg}
+	case err != nil:
+		return alterResult{code: kerr.KafkaStorageError.Code, msg: err.Error()}
+	}
+	return alterResult{}
+}

@@ -77,7 +77,7 @@ type connActor struct {
 
 func newConnActor(s *Server, c net.Conn, lst *Listener) func() actor.Actor {
 	return func() actor.Actor {
-		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		host, port, _ := net.SplitHostPort(c.RemoteAddr().String())
 		return &connActor{
 			srv:     s,
 			c:       c,
@@ -85,7 +85,7 @@ func newConnActor(s *Server, c net.Conn, lst *Listener) func() actor.Actor {
 			log:     s.cfg.Log.With().Str("peer", c.RemoteAddr().String()).Str("listener", lst.Name).Logger(),
 			done:    map[uint64]answered{},
 			lst:     lst,
-			session: Session{Principal: AnonymousPrincipal, Listener: lst.Name, SecurityProtocol: lst.SecurityProtocol, ClientHost: host},
+			session: Session{Principal: AnonymousPrincipal, Listener: lst.Name, SecurityProtocol: lst.SecurityProtocol, ClientHost: host, ClientPort: port},
 		}
 	}
 }
@@ -282,6 +282,11 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	if a.isSASL(hdr.Key) {
 		a.saslRequest(ctx, seq, hdr, body, read)
 		return
+	}
+	if v, ok := body.(*kmsg.ApiVersionsRequest); ok && v.Version >= 3 {
+		// KIP-511: the client names its software once per connection
+		// (client-metrics subscriptions match on it).
+		a.session.SoftwareName, a.session.SoftwareVersion = v.ClientSoftwareName, v.ClientSoftwareVersion
 	}
 	if tracing.On() {
 		spanCtx, span = tracing.StartRequest(hdr.Key, hdr.Version, hdr.ClientIDString(), a.host, read)

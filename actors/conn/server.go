@@ -34,8 +34,10 @@ import (
 	"github.com/kaas-project/kaas/actors/producerid"
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/telemetry"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
+	"github.com/kaas-project/kaas/storage/clientmetrics"
 	"github.com/kaas-project/kaas/storage/delegation"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
@@ -169,6 +171,11 @@ type Server struct {
 	// of DescribeConfigs and IncrementalAlterConfigs. NewServer sets a
 	// root logger alone, at INFO.
 	Loggers *loggers.Levels
+	// ClientMetrics holds the CLIENT_METRICS subscriptions (KIP-714;
+	// NewServer: memory); Telemetry receives the clients' pushes, nil
+	// unless the broker serves client telemetry (TelemetryAPIs).
+	ClientMetrics *clientmetrics.Store
+	Telemetry     *telemetry.Service
 
 	producerIDs *producerid.Generator
 	connSeq     atomic.Int64
@@ -229,6 +236,7 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	s.BrokerDynamic = brokerconfig.NewMemory()
 	s.DelegationTokens = delegation.NewMemory()
 	s.Loggers = loggers.New(zerolog.InfoLevel)
+	s.ClientMetrics = clientmetrics.NewMemory()
 	s.Clock = clock.Real()
 	registerCore(s)
 	return s

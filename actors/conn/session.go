@@ -23,6 +23,10 @@ type Session struct {
 	// TokenAuthenticated is set when a delegation token authenticated the
 	// connection (SCRAM with tokenauth): it may not ask for tokens.
 	TokenAuthenticated bool
+	// ClientPort is the client's source port; SoftwareName and
+	// SoftwareVersion are what its ApiVersions (v3+) named (KIP-511).
+	ClientPort                    string
+	SoftwareName, SoftwareVersion string
 }
 
 // AnonymousPrincipal is the principal of a client nothing authenticated.

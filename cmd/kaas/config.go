@@ -36,6 +36,8 @@ type serveConfig struct {
 	CleanerBufferSize int64
 	CleanerInterval   time.Duration
 	AutoCreateTopics  bool
+	ClientTelemetry   bool
+	TelemetryMaxBytes int
 	DefaultPartitions int
 	ClusterID         string
 	BrokerID          int
@@ -121,6 +123,8 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.LogFormat, "log-format", "console", "log format: json (one object per line) or console (human-readable)")
 	fs.IntVar(&cfg.MaxRequestSize, "max-request-size", 100<<20, "largest request frame accepted, in bytes (Kafka's socket.request.max.bytes)")
 	fs.IntVar(&cfg.FetchSessionSlots, "fetch-session-cache-slots", 1000, "incremental fetch sessions (KIP-227) this broker keeps; 0 offers none, so consumers send full fetches (Kafka's max.incremental.fetch.session.cache.slots)")
+	fs.BoolVar(&cfg.ClientTelemetry, "client-telemetry", false, "receive the metrics Kafka clients push (KIP-714: GetTelemetrySubscriptions and PushTelemetry, as the CLIENT_METRICS subscriptions ask) and expose them on /metrics as kafka_client_* series")
+	fs.IntVar(&cfg.TelemetryMaxBytes, "telemetry-max-bytes", 1<<20, "largest client telemetry push taken (Kafka's telemetry.max.bytes)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create a topic a Metadata request names but that does not exist (Kafka's auto.create.topics.enable)")
 	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,9 +32,11 @@ import (
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/supervisor"
+	"github.com/kaas-project/kaas/actors/telemetry"
 	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/clientmetrics"
 	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/faultlog"
 	"github.com/kaas-project/kaas/storage/memlog"
@@ -90,6 +93,8 @@ type broker struct {
 	faults   *faultlog.Injector // --debug-chaos: fsync faults of the partitions' storage
 	stopping atomic.Bool        // shutdown began: deaths of essential actors are expected
 	dyn      dynamic.Interface  // cluster mode: KafkaTopic and KafkaAcl objects
+	// telemetry holds what clients pushed (--client-telemetry), for /metrics.
+	telemetry *telemetry.Sink
 	// brokerCfgs are the static broker configs (flags), dynCfgs the
 	// dynamic ones this broker follows.
 	brokerCfgs map[string]conn.BrokerConfig
@@ -177,6 +182,16 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
 	b.srv.Loggers = b.loggers
 	b.srv.DataDir = cfg.DataDir
+	if cfg.DataDir != "" {
+		b.srv.ClientMetrics = clientmetrics.NewFile(filepath.Join(cfg.DataDir, clusterDir))
+	}
+	if cfg.ClientTelemetry {
+		b.telemetry = telemetry.NewSink()
+		b.srv.Telemetry = telemetry.New(cfg.TelemetryMaxBytes, b.telemetry)
+		for _, a := range conn.TelemetryAPIs() {
+			b.srv.Register(a)
+		}
+	}
 	b.srv.Authorizer, b.srv.ACLs = auth, aclStore
 	b.srv.Quotas, b.srv.QuotaStore = quotas, quotaStore
 	b.srv.ScramUsers = scramUsers
@@ -439,6 +454,9 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		HighWatermarks:    func() map[metrics.TopicPartition]int64 { return ledHighWatermarks(b.views.Load(), hwmScrapeTimeout) },
 		FetchSessions:     b.srv.FetchSessionStats,
 	})
+	if b.telemetry != nil {
+		reg.MustRegister(b.telemetry)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: promLog{b.log}}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

@@ -139,3 +139,8 @@ func xerialDecode(src []byte, limit int) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Decompress decodes src compressed with codec c (the record batch's codec
+// numbers, which KIP-714's telemetry pushes use too), refusing output over
+// limit bytes (ErrTooLarge).
+func Decompress(c int16, src []byte, limit int) ([]byte, error) { return decompress(c, src, limit) }
