@@ -4,8 +4,9 @@
 // broker's /metrics endpoint exposes as Prometheus series.
 //
 // Its rules are Kafka's ClientMetricsManager: a push must carry the
-// subscription id the client was last given (UNKNOWN_SUBSCRIPTION_ID
-// otherwise, and the client asks again), come no sooner than its interval
+// subscription id the current subscriptions give the client, which any
+// broker computes alike (UNKNOWN_SUBSCRIPTION_ID otherwise, and the client
+// asks again), come no sooner than its interval
 // (THROTTLING_QUOTA_EXCEEDED) unless it is the client's last one
 // (terminating), fit in MaxBytes (TELEMETRY_TOO_LARGE) and use a codec the
 // broker accepts (UNSUPPORTED_COMPRESSION_TYPE). Time comes from the
@@ -97,12 +98,17 @@ func (s *Service) Push(now time.Time, c clientmetrics.Client, subs []clientmetri
 	if c.InstanceID == ([16]byte{}) {
 		return kerr.InvalidRequest.Code
 	}
+	plan := clientmetrics.Select(subs, c)
 	in := s.clients[c.InstanceID]
 	if in == nil {
-		// Not asked here (another broker, or a restart): ask again.
-		return kerr.UnknownSubscriptionID.Code
+		// Subscribed through another broker (clients send each request to
+		// the least loaded one), or before a restart: the subscription id
+		// follows from the subscriptions and the instance, so this broker
+		// knows it too.
+		in = &instance{plan: plan}
+		s.clients[c.InstanceID] = in
 	}
-	code := s.check(now, in, clientmetrics.Select(subs, c), subscriptionID, terminating, codec, metrics)
+	code := s.check(now, in, plan, subscriptionID, terminating, codec, metrics)
 	in.lastCode = code
 	if code != 0 {
 		return code
@@ -131,13 +137,12 @@ func (s *Service) check(now time.Time, in *instance, plan clientmetrics.Plan, su
 	switch {
 	case in.terminating:
 		return kerr.InvalidRequest.Code
-	case subscriptionID != in.plan.SubscriptionID || plan.SubscriptionID != in.plan.SubscriptionID:
+	case subscriptionID != plan.SubscriptionID:
 		return kerr.UnknownSubscriptionID.Code
 	case !terminating && !in.lastPush.IsZero() && now.Sub(in.lastPush) < in.plan.Interval:
 		return kerr.ThrottlingQuotaExceeded.Code
 	}
-	in.lastPush = now
-	in.terminating = terminating
+	in.plan, in.lastPush, in.terminating = plan, now, terminating
 	switch {
 	case len(metrics) > s.maxBytes:
 		return kerr.TelemetryTooLarge.Code

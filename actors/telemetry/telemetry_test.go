@@ -122,9 +122,14 @@ kafka_client_org_apache_kafka_producer_record_send_total{client_id="app",client_
 	if got := push(t0.Add(62*time.Second), plan.SubscriptionID, false, 0, payload(t, 1, 1)); got != 0 {
 		t.Fatalf("pushing after asking again: code %d", got)
 	}
-	unknown := clientmetrics.Client{InstanceID: [16]byte{7}, ClientID: "app"}
-	if got := s.Push(t0, unknown, subs, plan.SubscriptionID, false, 0, nil); got != kerr.UnknownSubscriptionID.Code {
-		t.Fatalf("an instance never seen here: code %d", got)
+	// An instance another broker subscribed: its id follows from the
+	// subscriptions, so this receiver takes its push, not another's id.
+	elsewhere := clientmetrics.Client{InstanceID: [16]byte{7}, ClientID: "app"}
+	if got := s.Push(t0.Add(63*time.Second), elsewhere, subs, plan.SubscriptionID, false, 0, nil); got != kerr.UnknownSubscriptionID.Code {
+		t.Fatalf("an instance never seen here, under another's id: code %d", got)
+	}
+	if got := s.Push(t0.Add(63*time.Second), elsewhere, subs, clientmetrics.Select(subs, elsewhere).SubscriptionID, false, 0, payload(t, 1, 1)); got != 0 {
+		t.Fatalf("an instance another broker subscribed: code %d", got)
 	}
 	if got := s.Push(t0, clientmetrics.Client{}, subs, 0, false, 0, nil); got != kerr.InvalidRequest.Code {
 		t.Fatalf("no instance id: code %d", got)
