@@ -14,6 +14,10 @@ import (
 	"github.com/kaas-project/kaas/storage/clientmetrics"
 )
 
+// MaxSeries bounds the series one client instance keeps: a push past it
+// keeps its first MaxSeries points.
+const MaxSeries = 10_000
+
 // Prefix starts every client series' name, which keeps what clients name
 // apart from the broker's own series.
 const Prefix = "kafka_client_"
@@ -73,7 +77,9 @@ func (s *Sink) record(_ time.Time, c clientmetrics.Client, _ clientmetrics.Plan,
 					if i, ok := dp.GetValue().(*metricspb.NumberDataPoint_AsInt); ok {
 						value = float64(i.AsInt)
 					}
-					pts[seriesKey(name, labels)] = point{name: name, counter: counter, labels: labels, value: value}
+					if len(pts) < MaxSeries {
+						pts[seriesKey(name, labels)] = point{name: name, counter: counter, labels: labels, value: value}
+					}
 				}
 			}
 		}
