@@ -41,3 +41,35 @@ func BenchmarkMembershipCheck(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTickStable is the deadline check a coordinator runs after each
+// message to a stable KIP-848 group of 1,000 members, none due: Tick, and
+// as the baseline the walks over every member that Tick skips when
+// nothing is due.
+func BenchmarkTickStable(b *testing.B) {
+	g := New("g", testConfig())
+	topics := fakeTopics{"t": 1000}
+	var ms []*cgm
+	for i := range 1000 {
+		m := newCGM(b, g, fmt.Sprint("m", i))
+		m.topics = topics
+		ms = append(ms, m)
+	}
+	for range 3 {
+		for _, m := range ms {
+			m.beat(t0)
+		}
+	}
+	b.Run("walk", func(b *testing.B) {
+		for b.Loop() {
+			g.classicTick(t0)
+			g.consumerTick(t0)
+			g.shareTick(t0)
+		}
+	})
+	b.Run("tick", func(b *testing.B) {
+		for b.Loop() {
+			g.Tick(t0)
+		}
+	})
+}
