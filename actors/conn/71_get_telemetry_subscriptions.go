@@ -18,24 +18,35 @@ import (
 func handleGetTelemetrySubscriptions(r *Request) Pending {
 	req := r.Body.(*kmsg.GetTelemetrySubscriptionsRequest)
 	resp := req.ResponseKind().(*kmsg.GetTelemetrySubscriptionsResponse)
-	subs, err := r.Server.ClientMetrics.Subscriptions()
-	if err != nil {
-		r.Server.Log().Error().Err(err).Msg("read client-metrics subscriptions")
-		resp.ErrorCode = kerr.KafkaStorageError.Code
-		return Ready(resp)
+	return withSubscriptions(r, &resp.ErrorCode, resp, func(subs []clientmetrics.Subscription) {
+		id, plan, code := r.Server.Telemetry.Subscription(r.Server.Clock.Now(), telemetryClient(r, req.ClientInstanceID), subs)
+		resp.ErrorCode, resp.ClientInstanceID = code, id
+		resp.SubscriptionID = plan.SubscriptionID
+		resp.AcceptedCompressionTypes = acceptedCompression()
+		resp.PushIntervalMillis = int32(plan.Interval / time.Millisecond)
+		resp.TelemetryMaxBytes = int32(r.Server.Telemetry.MaxBytes())
+		resp.DeltaTemporality = false
+		resp.RequestedMetrics = plan.Metrics
+		if resp.RequestedMetrics == nil {
+			resp.RequestedMetrics = []string{}
+		}
+	})
+}
+
+// withSubscriptions runs answer with the CLIENT_METRICS subscriptions,
+// off the connection actor (the store reads the shared volume); one that
+// cannot be read answers KAFKA_STORAGE_ERROR in *code.
+func withSubscriptions(r *Request, code *int16, resp kmsg.Response, answer func([]clientmetrics.Subscription)) Pending {
+	return func() kmsg.Response {
+		subs, err := r.Server.ClientMetrics.Subscriptions()
+		if err != nil {
+			r.Server.Log().Error().Err(err).Msg("read client-metrics subscriptions")
+			*code = kerr.KafkaStorageError.Code
+			return resp
+		}
+		answer(subs)
+		return resp
 	}
-	id, plan, code := r.Server.Telemetry.Subscription(r.Server.Clock.Now(), telemetryClient(r, req.ClientInstanceID), subs)
-	resp.ErrorCode, resp.ClientInstanceID = code, id
-	resp.SubscriptionID = plan.SubscriptionID
-	resp.AcceptedCompressionTypes = acceptedCompression()
-	resp.PushIntervalMillis = int32(plan.Interval / time.Millisecond)
-	resp.TelemetryMaxBytes = int32(r.Server.Telemetry.MaxBytes())
-	resp.DeltaTemporality = false
-	resp.RequestedMetrics = plan.Metrics
-	if resp.RequestedMetrics == nil {
-		resp.RequestedMetrics = []string{}
-	}
-	return Ready(resp)
 }
 
 // telemetryClient is what subscriptions match of the requesting client.

@@ -1,10 +1,10 @@
 package conn
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/telemetry"
+	"github.com/kaas-project/kaas/storage/clientmetrics"
 )
 
 // PushTelemetry (key 72, KIP-714): v0, with --client-telemetry. The
@@ -13,15 +13,10 @@ import (
 func handlePushTelemetry(r *Request) Pending {
 	req := r.Body.(*kmsg.PushTelemetryRequest)
 	resp := req.ResponseKind().(*kmsg.PushTelemetryResponse)
-	subs, err := r.Server.ClientMetrics.Subscriptions()
-	if err != nil {
-		r.Server.Log().Error().Err(err).Msg("read client-metrics subscriptions")
-		resp.ErrorCode = kerr.KafkaStorageError.Code
-		return Ready(resp)
-	}
-	resp.ErrorCode = r.Server.Telemetry.Push(r.Server.Clock.Now(), telemetryClient(r, req.ClientInstanceID), subs,
-		req.SubscriptionID, req.Terminating, req.CompressionType, req.Metrics)
-	return Ready(resp)
+	return withSubscriptions(r, &resp.ErrorCode, resp, func(subs []clientmetrics.Subscription) {
+		resp.ErrorCode = r.Server.Telemetry.Push(r.Server.Clock.Now(), telemetryClient(r, req.ClientInstanceID), subs,
+			req.SubscriptionID, req.Terminating, req.CompressionType, req.Metrics)
+	})
 }
 
 func pushTelemetryError(body kmsg.Request, code int16) kmsg.Response {

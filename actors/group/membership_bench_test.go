@@ -11,19 +11,7 @@ import (
 // encode the membership and compare bytes (the baseline, what a
 // coordinator without the version would do).
 func BenchmarkMembershipCheck(b *testing.B) {
-	g := New("g", testConfig())
-	topics := fakeTopics{"t": 1000}
-	var ms []*cgm
-	for i := range 1000 {
-		m := newCGM(b, g, fmt.Sprint("m", i))
-		m.topics = topics
-		ms = append(ms, m)
-	}
-	for range 3 {
-		for _, m := range ms {
-			m.beat(t0)
-		}
-	}
+	g := stableConsumerGroup(b, 1000)
 	saved, _ := g.MembershipToSave()
 	b.Run("encode", func(b *testing.B) {
 		for b.Loop() {
@@ -47,19 +35,7 @@ func BenchmarkMembershipCheck(b *testing.B) {
 // as the baseline the walks over every member that Tick skips when
 // nothing is due.
 func BenchmarkTickStable(b *testing.B) {
-	g := New("g", testConfig())
-	topics := fakeTopics{"t": 1000}
-	var ms []*cgm
-	for i := range 1000 {
-		m := newCGM(b, g, fmt.Sprint("m", i))
-		m.topics = topics
-		ms = append(ms, m)
-	}
-	for range 3 {
-		for _, m := range ms {
-			m.beat(t0)
-		}
-	}
+	g := stableConsumerGroup(b, 1000)
 	b.Run("walk", func(b *testing.B) {
 		for b.Loop() {
 			g.classicTick(t0)
@@ -72,4 +48,23 @@ func BenchmarkTickStable(b *testing.B) {
 			g.Tick(t0)
 		}
 	})
+}
+
+// stableConsumerGroup is a KIP-848 group of n members over a topic of n
+// partitions, heartbeaten until stable.
+func stableConsumerGroup(b *testing.B, n int) *Group {
+	g := New("g", testConfig())
+	topics := fakeTopics{"t": int32(n)}
+	var ms []*cgm
+	for i := range n {
+		m := newCGM(b, g, fmt.Sprint("m", i))
+		m.topics = topics
+		ms = append(ms, m)
+	}
+	for range 3 {
+		for _, m := range ms {
+			m.beat(t0)
+		}
+	}
+	return g
 }
