@@ -346,7 +346,7 @@ func (a *groupActor) onLoaded(m *loaded) {
 	a.persisted = m.st.Meta
 	a.g.Load(a.opts.Clock.Now(), m.st)
 	a.membersSaved = m.st.Members
-	if err := a.g.RestoreMembership(a.opts.Clock.Now(), m.st.Members); err != nil {
+	if err := a.g.RestoreMembership(a.opts.Clock.Now(), m.st.Members, viewTopics{a.opts.Views.Load()}); err != nil {
 		a.log.Warn().Err(err).Msg("saved membership unreadable; its members rejoin")
 		a.membersUnsure = true
 	}
@@ -396,7 +396,7 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 	reply := func(r kmsg.Response) { gc.Reply(r) }
 	switch op := gc.Op.(type) {
 	case *kmsg.JoinGroupRequest:
-		a.g.JoinGroup(now, client, op, reply)
+		a.g.JoinGroup(now, client, op, topics, reply)
 	case *kmsg.SyncGroupRequest:
 		a.g.SyncGroup(now, op, a.afterSave(reply))
 	case *kmsg.HeartbeatRequest:

@@ -69,8 +69,10 @@ func syncError(code int16) *kmsg.SyncGroupResponse {
 }
 
 // JoinGroup handles a JoinGroup request; reply is called once, possibly
-// later (the request parks until the rebalance's join phase completes).
-func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, reply Reply) {
+// later (the request parks until the rebalance's join phase completes). A
+// consumer group with members takes the member in as a member of the
+// classic protocol (mixed.go).
+func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, topics Topics, reply Reply) {
 	g.membersVersion++
 	g.Tick(now)
 	defer g.Tick(now)
@@ -78,9 +80,7 @@ func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, r
 		reply(joinError(req, kerr.CoordinatorNotAvailable.Code))
 		return
 	}
-	if (g.kind == KindConsumer && len(g.cons.members) > 0) || g.kind == KindShare {
-		// A classic member cannot join a KIP-848 group that has members
-		// (kaas does not serve mixed groups), nor a share group.
+	if g.kind == KindShare {
 		reply(joinError(req, kerr.InconsistentGroupProtocol.Code))
 		return
 	}
@@ -96,6 +96,10 @@ func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, r
 	if req.Version < 5 {
 		req.InstanceID = nil
 	}
+	if g.kind == KindConsumer && len(g.cons.members) > 0 {
+		g.joinConsumerGroup(now, c, req, session, rebalance, topics, reply)
+		return
+	}
 	if !g.supportsProtocols(req.ProtocolType, req.Protocols) {
 		reply(joinError(req, kerr.InconsistentGroupProtocol.Code))
 		return
@@ -104,7 +108,7 @@ func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, r
 		// A new group, or an empty consumer group switching protocol
 		// (its offsets stay).
 		g.kind = KindClassic
-		g.cons = consumerState{members: map[string]*cmember{}, owners: map[tpid]string{}}
+		g.cons = newConsumerState()
 		g.static = map[string]string{}
 		g.setState(now, Empty)
 	}
@@ -550,6 +554,10 @@ func (g *Group) SyncGroup(now time.Time, req *kmsg.SyncGroupRequest, reply Reply
 	if req.Version < 3 {
 		req.InstanceID = nil
 	}
+	if g.kind == KindConsumer {
+		reply(g.syncConsumerGroup(now, req))
+		return
+	}
 	if g.kind != KindClassic {
 		reply(syncError(kerr.UnknownMemberID.Code))
 		return
@@ -632,6 +640,8 @@ func (g *Group) Heartbeat(now time.Time, req *kmsg.HeartbeatRequest) *kmsg.Heart
 	switch {
 	case g.state == Dead:
 		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
+	case g.kind == KindConsumer:
+		r.ErrorCode = g.heartbeatConsumerGroup(now, req)
 	case g.kind != KindClassic:
 		r.ErrorCode = kerr.UnknownMemberID.Code
 	default:
@@ -671,11 +681,15 @@ func (g *Group) LeaveGroup(now time.Time, req *kmsg.LeaveGroupRequest) *kmsg.Lea
 		r.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return r
 	}
-	for _, lm := range leaving {
-		rm := kmsg.NewLeaveGroupResponseMember()
-		rm.MemberID, rm.InstanceID = lm.MemberID, lm.InstanceID
-		rm.ErrorCode = g.leave(now, lm)
-		r.Members = append(r.Members, rm)
+	if g.kind == KindConsumer {
+		r.Members = g.leaveConsumerGroup(now, leaving)
+	} else {
+		for _, lm := range leaving {
+			rm := kmsg.NewLeaveGroupResponseMember()
+			rm.MemberID, rm.InstanceID = lm.MemberID, lm.InstanceID
+			rm.ErrorCode = g.leave(now, lm)
+			r.Members = append(r.Members, rm)
+		}
 	}
 	if req.Version < 3 {
 		r.ErrorCode = r.Members[0].ErrorCode

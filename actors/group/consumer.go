@@ -117,6 +117,10 @@ type cmember struct {
 
 	sessionDeadline time.Time
 	revokeDeadline  time.Time
+
+	// classic is set while the member speaks the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat) in this consumer group (mixed.go).
+	classic *classicMember
 }
 
 // savedHead is the group-wide part of a consumer group's saved membership.
@@ -136,7 +140,16 @@ type consumerState struct {
 	owners      map[tpid]string // partition -> member holding it (assigned or revoking)
 	topicsSig   string          // subscribed topics' metadata at the last target assignment
 	assignor    string
+	// names are the topics' names the group has seen by id: what a classic
+	// member's assignment names them by (mixed.go).
+	names map[[16]byte]string
 }
+
+func newConsumerState() consumerState {
+	return consumerState{members: map[string]*cmember{}, owners: map[tpid]string{}, names: map[[16]byte]string{}}
+}
+
+func (s *consumerState) learn(ti TopicInfo) { s.names[ti.ID] = ti.Name }
 
 func cgError(code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
 	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
@@ -167,8 +180,14 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 	if req.MemberEpoch == epochLeave || req.MemberEpoch == epochStaticLeave {
 		return g.consumerLeave(now, req)
 	}
-	if (g.kind == KindClassic && g.HasMembers()) || g.kind == KindShare {
+	classicMembers := g.kind == KindClassic && len(g.members) > 0
+	if g.kind == KindShare || (classicMembers && req.MemberEpoch != epochJoin) {
 		return cgError(kerr.GroupIDNotFound.Code, "Group "+g.ID+" is not a consumer group.")
+	}
+	if classicMembers {
+		if r := g.upgrade(now, topics); r != nil {
+			return r
+		}
 	}
 	if g.kind != KindConsumer {
 		if req.MemberEpoch != epochJoin {
@@ -176,8 +195,9 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 		}
 		g.kind = KindConsumer
 		g.protocolType = "consumer"
+		g.clearClassic() // members only told their id (MEMBER_ID_REQUIRED) are dropped
 		g.static = map[string]string{}
-		g.cons = consumerState{members: map[string]*cmember{}, owners: map[tpid]string{}}
+		g.cons = newConsumerState()
 		g.setState(now, Empty)
 	}
 
@@ -231,6 +251,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 		bump = true
 	}
 	m.clientID, m.clientHost, m.principal = c.ID, c.Host, c.Principal
+	m.classic = nil // a member heartbeating speaks the consumer protocol
 	if isNew {
 		g.cons.members[m.id] = m
 		if m.instanceID != nil {
@@ -238,16 +259,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 		}
 	}
 
-	// A change in the subscribed topics' metadata (created, deleted,
-	// partitions added) also bumps the group epoch.
-	for _, cm := range g.cons.members {
-		if resolved := cm.resolve(topics, g.cfg.DescribeTopic); !slices.Equal(resolved, cm.topics) {
-			cm.topics = resolved
-			g.membersVersion++
-		}
-	}
-	if sig := g.topicsSignature(topics); sig != g.cons.topicsSig {
-		g.cons.topicsSig = sig
+	if g.resolveSubscriptions(topics) {
 		bump = true
 	}
 	if bump {
@@ -351,7 +363,9 @@ func (g *Group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest) (m *cmem
 			return newMember(), true, false, nil
 		case old.id == req.MemberID && old.epoch != epochStaticLeave:
 			return old, false, false, nil // a rejoin in place
-		case old.epoch != epochStaticLeave:
+		case old.epoch != epochStaticLeave && old.classic == nil:
+			// (A member of the classic protocol is replaced without
+			// leaving first, as Kafka replaces it.)
 			return nil, false, false, cgError(kerr.UnreleasedInstanceID.Code,
 				"Static member "+old.id+" with instance id "+*req.InstanceID+" is still active; it must leave first.")
 		}
@@ -449,8 +463,20 @@ func (g *Group) consumerLeave(now time.Time, req *kmsg.ConsumerGroupHeartbeatReq
 
 // fence removes a member (left, session expired, or too slow to revoke)
 // and bumps the group epoch; the new target is computed at the next
-// heartbeat.
+// heartbeat. When the last member of the consumer protocol goes and members
+// of the classic protocol remain, the group may turn classic instead
+// (mixed.go).
 func (g *Group) fence(now time.Time, m *cmember) {
+	if m.classic == nil && g.mayDowngrade(m.id) {
+		g.downgrade(now, m.id, true)
+		return
+	}
+	g.removeConsumerMember(m)
+	g.bumpAfterLeave(now)
+}
+
+// removeConsumerMember drops a member and releases its partitions.
+func (g *Group) removeConsumerMember(m *cmember) {
 	g.membersVersion++
 	g.releaseOwnership(m, m.assigned)
 	g.releaseOwnership(m, m.revoking)
@@ -458,6 +484,10 @@ func (g *Group) fence(now time.Time, m *cmember) {
 	if m.instanceID != nil && g.static[*m.instanceID] == m.id {
 		delete(g.static, *m.instanceID)
 	}
+}
+
+// bumpAfterLeave moves the group epoch on after members left.
+func (g *Group) bumpAfterLeave(now time.Time) {
 	g.cons.groupEpoch++
 	if len(g.cons.members) == 0 {
 		g.cons.assignEpoch = g.cons.groupEpoch
@@ -495,6 +525,24 @@ func (m *cmember) resolve(topics Topics, describe func(principal, host, topic st
 		sort.Strings(out)
 	}
 	return out
+}
+
+// resolveSubscriptions resolves every member's subscription against the
+// topics and reports whether the subscribed topics' metadata changed
+// (created, deleted, partitions added), which bumps the group epoch.
+func (g *Group) resolveSubscriptions(topics Topics) bool {
+	for _, cm := range g.cons.members {
+		if resolved := cm.resolve(topics, g.cfg.DescribeTopic); !slices.Equal(resolved, cm.topics) {
+			cm.topics = resolved
+			g.membersVersion++
+		}
+	}
+	sig := g.topicsSignature(topics)
+	if sig == g.cons.topicsSig {
+		return false
+	}
+	g.cons.topicsSig = sig
+	return true
 }
 
 // topicsSignature describes the subscribed topics' metadata.
@@ -551,6 +599,7 @@ func (g *Group) computeTarget(topics Topics) {
 		for _, t := range m.topics {
 			if ti, ok := topics.ByName(t); ok {
 				tops[t] = ti
+				g.cons.learn(ti)
 			}
 		}
 	}
@@ -694,6 +743,10 @@ func (g *Group) consumerTick(now time.Time) {
 			g.fence(now, m)
 			continue
 		}
+		if c := m.classic; c != nil && (due(now, c.joinDeadline) || due(now, c.syncDeadline)) {
+			g.fence(now, m) // asked to rejoin, or answered, and silent since
+			continue
+		}
 		if m.state == memberUnrevoked && !m.revokeDeadline.IsZero() && !now.Before(m.revokeDeadline) {
 			g.fence(now, m)
 		}
@@ -716,6 +769,14 @@ func (g *Group) validateConsumerCommit(now time.Time, version int16, txn bool, e
 	m := g.cons.members[memberID]
 	if m == nil {
 		return kerr.UnknownMemberID.Code, nil
+	}
+	if m.classic != nil {
+		// A classic member commits with its generation, its member epoch.
+		if epoch != m.epoch {
+			return kerr.IllegalGeneration.Code, nil
+		}
+		m.sessionDeadline = now.Add(m.classic.session)
+		return 0, nil
 	}
 	if version < 9 && !txn {
 		return kerr.UnsupportedVersion.Code, nil
@@ -749,6 +810,8 @@ func (g *Group) validateConsumerFetch(memberID *string, epoch int32) int16 {
 		return kerr.UnknownMemberID.Code
 	}
 	switch {
+	case m.classic != nil && epoch != m.epoch:
+		return kerr.IllegalGeneration.Code
 	case epoch > m.epoch:
 		return kerr.FencedMemberEpoch.Code
 	case epoch < m.epoch:

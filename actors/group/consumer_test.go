@@ -303,17 +303,6 @@ func TestConsumerHeartbeatValidation(t *testing.T) {
 	if g.Exists() {
 		t.Fatal("invalid heartbeats created the group")
 	}
-	// A classic group with members is not a consumer group, and vice versa.
-	c, _, now := stableGroup(t, 1)
-	m := newCGM(t, c, "m")
-	if r := m.beat(now); r.ErrorCode != kerr.GroupIDNotFound.Code {
-		t.Fatalf("848 join of a classic group: %s", code(r.ErrorCode))
-	}
-	a := newCGM(t, g, "a")
-	a.beat(t0)
-	if r := join(g, t0, joinReq("", "m")).join(t); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Fatalf("classic join of a consumer group: %s", code(r.ErrorCode))
-	}
 }
 
 func TestConsumerRegexAndRangeAssignor(t *testing.T) {

@@ -9,6 +9,7 @@
 //   - the KIP-848 consumer protocol (ConsumerGroupHeartbeat): group and member
 //     epochs, server-side assignors ("uniform", "range"), incremental
 //     reconciliation with revocation before assignment;
+//   - both in one group, as a running group moves between them (mixed.go);
 //   - committed offsets, persisted through storage/groupstore before they are
 //     acknowledged, with Kafka's offsets-retention rules.
 //
@@ -53,6 +54,9 @@ type Config struct {
 	ConsumerSessionTimeout time.Duration
 	// DefaultAssignor is the first of group.consumer.assignors ("uniform").
 	DefaultAssignor string
+	// MigrationPolicy is group.consumer.migration.policy (bidirectional):
+	// whether a group with members may switch protocol (mixed.go).
+	MigrationPolicy MigrationPolicy
 	// Share holds the share-group membership settings
 	// (group.share.heartbeat.interval.ms, group.share.session.timeout.ms,
 	// group.share.max.size).
@@ -95,6 +99,9 @@ func (c *Config) Defaults() {
 	}
 	if c.DefaultAssignor == "" {
 		c.DefaultAssignor = AssignorUniform
+	}
+	if c.MigrationPolicy == "" {
+		c.MigrationPolicy = MigrationBidirectional
 	}
 	if c.NewID == nil {
 		c.NewID = newUUID
@@ -223,6 +230,9 @@ type Group struct {
 	pendingSync    map[string]bool
 	syncDeadline   time.Time
 	subscribed     map[string]bool // topics of the consumer-protocol members, per generation
+	// downgraded is what to save of a group a downgrade from the consumer
+	// protocol left mid-rebalance (mixed.go): its Stable start.
+	downgraded *savedMembership
 
 	// KIP-848 consumer protocol
 	cons consumerState
@@ -253,23 +263,31 @@ func New(id string, cfg Config) *Group {
 
 func (g *Group) reset() {
 	g.kind, g.state = KindNone, Empty
-	g.protocolType, g.protocol, g.leader = "", "", ""
-	g.generation = 0
-	g.members = map[string]*member{}
-	g.pending = map[string]time.Time{}
+	g.protocolType = ""
+	g.clearClassic()
 	g.static = map[string]string{}
-	g.supported = map[string]int{}
-	g.initialPhase, g.newMemberAdded = false, false
-	g.joinDeadline, g.syncDeadline = time.Time{}, time.Time{}
-	g.pendingSync = nil
-	g.subscribed = nil
-	g.cons = consumerState{members: map[string]*cmember{}, owners: map[tpid]string{}}
+	g.cons = newConsumerState()
 	g.share = nil
 	g.offsets = map[groupstore.TP]groupstore.Commit{}
 	g.offsetsVersion++
 	g.inflight = map[groupstore.TP]int{}
 	g.emptySince = time.Time{}
 	g.membersVersion++
+}
+
+// clearClassic drops the classic protocol's state: the group is new, or
+// its members now speak another protocol.
+func (g *Group) clearClassic() {
+	g.protocol, g.leader = "", ""
+	g.generation = 0
+	g.members = map[string]*member{}
+	g.pending = map[string]time.Time{}
+	g.supported = map[string]int{}
+	g.initialPhase, g.newMemberAdded = false, false
+	g.joinDeadline, g.syncDeadline = time.Time{}, time.Time{}
+	g.pendingSync = nil
+	g.subscribed = nil
+	g.downgraded = nil
 }
 
 // Load installs stored state (offsets and the persisted metadata) into a
@@ -359,6 +377,9 @@ func (g *Group) setState(now time.Time, s State) {
 	if s != g.state {
 		g.membersVersion++
 	}
+	if s == Stable || s == Empty {
+		g.downgraded = nil // the group saves what it is now
+	}
 	g.state = s
 }
 
@@ -381,6 +402,10 @@ func (g *Group) NextDeadline() time.Time {
 	for _, m := range g.cons.members {
 		at(m.sessionDeadline)
 		at(m.revokeDeadline)
+		if m.classic != nil {
+			at(m.classic.joinDeadline)
+			at(m.classic.syncDeadline)
+		}
 	}
 	if g.share != nil {
 		at(g.share.NextDeadline())

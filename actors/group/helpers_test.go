@@ -106,7 +106,7 @@ var client = Client{ID: "cl", Host: "127.0.0.1"}
 // join runs a JoinGroup and returns the parked reply.
 func join(g *Group, now time.Time, req *kmsg.JoinGroupRequest) *box {
 	b := &box{}
-	g.JoinGroup(now, client, req, b.reply)
+	g.JoinGroup(now, client, req, fakeTopics{"t": 6}, b.reply)
 	return b
 }
 

@@ -81,6 +81,13 @@ type savedConsumer struct {
 	Revoking     []savedTopic `json:"revoking,omitempty"`
 	Target       []savedTopic `json:"target,omitempty"`
 	AssignEpochs []savedEpoch `json:"assignEpochs,omitempty"`
+	// Classic is set for a member of the classic protocol (mixed.go).
+	Classic *savedClassicMember `json:"classic,omitempty"`
+}
+
+type savedClassicMember struct {
+	SessionMs int64           `json:"sessionMs"`
+	Protocols []savedProtocol `json:"protocols"`
 }
 
 type savedTopic struct {
@@ -109,18 +116,23 @@ func (g *Group) MembershipVersion() MembershipVersion {
 
 // MembershipToSave returns the membership to save now, and false when the
 // saved one should stay: a classic group mid-rebalance keeps its last
-// completed generation saved. nil (with true) removes a saved membership:
-// the group has no members.
+// completed generation saved (one just downgraded from the consumer
+// protocol saves the Stable group it started as). nil (with true) removes a
+// saved membership: the group has no members.
 func (g *Group) MembershipToSave() ([]byte, bool) {
 	var s savedMembership
 	switch {
 	case g.state == Dead:
 		return nil, false // deleted: the group's files go with it
 	case g.kind == KindClassic && len(g.members) > 0:
-		if g.state != Stable {
+		switch {
+		case g.state == Stable:
+			s = g.saveClassic()
+		case g.downgraded != nil:
+			s = *g.downgraded
+		default:
 			return nil, false
 		}
-		s = g.saveClassic()
 	case g.kind == KindConsumer && len(g.cons.members) > 0:
 		s = g.saveConsumer()
 	case g.kind == KindShare && g.shareMembers() > 0:
@@ -141,12 +153,9 @@ func (g *Group) saveClassic() savedMembership {
 		Generation: g.generation, Leader: g.leader}
 	for _, id := range sortedKeys(g.members) {
 		m := g.members[id]
-		sm := savedClassic{ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
-			SessionMs: m.session.Milliseconds(), RebalanceMs: m.rebalance.Milliseconds(), Assignment: m.assignment}
-		for _, p := range m.protocols {
-			sm.Protocols = append(sm.Protocols, savedProtocol{Name: p.Name, Metadata: p.Metadata})
-		}
-		s.Classic = append(s.Classic, sm)
+		s.Classic = append(s.Classic, savedClassic{ID: m.id, InstanceID: m.instanceID, ClientID: m.clientID,
+			ClientHost: m.clientHost, SessionMs: m.session.Milliseconds(), RebalanceMs: m.rebalance.Milliseconds(),
+			Protocols: saveProtocols(m.protocols), Assignment: m.assignment})
 	}
 	return s
 }
@@ -166,6 +175,9 @@ func saveConsumerMember(m *cmember) savedConsumer {
 		Regex: m.regex, Assignor: m.assignor, Topics: m.topics, Epoch: m.epoch, PrevEpoch: m.prevEpoch,
 		State: m.state, Assigned: saveAssignment(m.assigned), Revoking: saveAssignment(m.revoking),
 		Target: saveAssignment(m.target)}
+	if m.classic != nil {
+		sm.Classic = &savedClassicMember{SessionMs: m.classic.session.Milliseconds(), Protocols: saveProtocols(m.classic.protocols)}
+	}
 	keys := make([]tpid, 0, len(m.assignEpochs))
 	for k := range m.assignEpochs {
 		keys = append(keys, k)
@@ -180,6 +192,22 @@ func saveConsumerMember(m *cmember) savedConsumer {
 		sm.AssignEpochs = append(sm.AssignEpochs, savedEpoch{Topic: hex.EncodeToString(k.topic[:]), Partition: k.partition, Epoch: m.assignEpochs[k]})
 	}
 	return sm
+}
+
+func saveProtocols(ps []kmsg.JoinGroupRequestProtocol) []savedProtocol {
+	out := make([]savedProtocol, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, savedProtocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	return out
+}
+
+func restoreProtocols(ps []savedProtocol) []kmsg.JoinGroupRequestProtocol {
+	out := make([]kmsg.JoinGroupRequestProtocol, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	return out
 }
 
 func saveAssignment(a Assignment) []savedTopic {
@@ -217,7 +245,8 @@ func restoreAssignment(ts []savedTopic) (Assignment, error) {
 // RestoreMembership installs a saved membership into a group just loaded
 // (after Load). Every member's session starts at now. A membership that
 // does not decode is an error and changes nothing: its members rejoin.
-func (g *Group) RestoreMembership(now time.Time, b []byte) error {
+// topics names the topics a consumer group's members subscribe to.
+func (g *Group) RestoreMembership(now time.Time, b []byte, topics Topics) error {
 	if b == nil {
 		return nil
 	}
@@ -230,7 +259,7 @@ func (g *Group) RestoreMembership(now time.Time, b []byte) error {
 	case KindClassic.String():
 		g.restoreClassic(now, s)
 	case KindConsumer.String():
-		return g.restoreConsumer(now, s)
+		return g.restoreConsumer(now, s, topics)
 	case KindShare.String():
 		return g.restoreShare(now, s)
 	default:
@@ -249,9 +278,8 @@ func (g *Group) restoreClassic(now time.Time, s savedMembership) {
 	for _, sm := range s.Classic {
 		m := &member{id: sm.ID, instanceID: sm.InstanceID, clientID: sm.ClientID, clientHost: sm.ClientHost,
 			session: time.Duration(sm.SessionMs) * time.Millisecond, rebalance: time.Duration(sm.RebalanceMs) * time.Millisecond,
-			assignment: sm.Assignment}
-		for _, p := range sm.Protocols {
-			m.protocols = append(m.protocols, kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: p.Metadata})
+			protocols: restoreProtocols(sm.Protocols), assignment: sm.Assignment}
+		for _, p := range m.protocols {
 			g.supported[p.Name]++
 		}
 		m.deadline = now.Add(m.session)
@@ -267,12 +295,12 @@ func (g *Group) restoreClassic(now time.Time, s savedMembership) {
 	g.setState(now, Stable)
 }
 
-func (g *Group) restoreConsumer(now time.Time, s savedMembership) error {
+func (g *Group) restoreConsumer(now time.Time, s savedMembership, topics Topics) error {
 	if len(s.Consumers) == 0 {
 		return nil
 	}
-	cons := consumerState{members: map[string]*cmember{}, owners: map[tpid]string{},
-		groupEpoch: s.GroupEpoch, assignEpoch: s.AssignEpoch, topicsSig: string(s.TopicsSig), assignor: s.Assignor}
+	cons := newConsumerState()
+	cons.groupEpoch, cons.assignEpoch, cons.topicsSig, cons.assignor = s.GroupEpoch, s.AssignEpoch, string(s.TopicsSig), s.Assignor
 	static := map[string]string{}
 	for _, sm := range s.Consumers {
 		m := &cmember{id: sm.ID, instanceID: sm.InstanceID, rackID: sm.RackID, clientID: sm.ClientID,
@@ -306,8 +334,19 @@ func (g *Group) restoreConsumer(now time.Time, s savedMembership) error {
 		claim := func(t [16]byte, p int32) { cons.owners[tpid{t, p}] = m.id }
 		m.assigned.each(claim)
 		m.revoking.each(claim)
-		m.sessionDeadline = now.Add(g.cfg.ConsumerSessionTimeout)
-		if m.state == memberUnrevoked {
+		for _, t := range m.topics {
+			if ti, ok := topics.ByName(t); ok {
+				cons.learn(ti)
+			}
+		}
+		if c := sm.Classic; c != nil {
+			m.classic = &classicMember{session: time.Duration(c.SessionMs) * time.Millisecond, protocols: restoreProtocols(c.Protocols)}
+			if len(m.classic.protocols) == 0 {
+				return fmt.Errorf("group: saved classic member %s has no protocol", m.id)
+			}
+		}
+		m.sessionDeadline = now.Add(g.sessionTimeout(m))
+		if m.state == memberUnrevoked && m.classic == nil {
 			m.revokeDeadline = now.Add(m.rebalanceTimeout)
 		}
 		cons.members[m.id] = m

@@ -21,7 +21,7 @@ func moved(t *testing.T, g *Group, now time.Time) *Group {
 	}
 	n := New("g", testConfig())
 	n.Load(now, groupstore.State{Offsets: map[groupstore.TP]groupstore.Commit{}})
-	if err := n.RestoreMembership(now, b); err != nil {
+	if err := n.RestoreMembership(now, b, fakeTopics{"t": 6}); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := n.MembershipToSave(); string(again) != string(b) {
@@ -84,7 +84,7 @@ func TestClassicMembershipSavedAtStablePoints(t *testing.T) {
 		t.Fatal("a rebalancing group saves its membership")
 	}
 	n := New("g", testConfig())
-	if err := n.RestoreMembership(now, stable); err != nil || n.Generation() != 1 || n.State() != Stable {
+	if err := n.RestoreMembership(now, stable, fakeTopics{"t": 6}); err != nil || n.Generation() != 1 || n.State() != Stable {
 		t.Fatalf("the generation saved before the rebalance restores as %v gen %d (%v)", n.State(), n.Generation(), err)
 	}
 
@@ -100,7 +100,7 @@ func TestClassicMembershipSavedAtStablePoints(t *testing.T) {
 
 	bad := New("g", testConfig())
 	for _, b := range []string{"{", `{"kind":"mystery"}`, `{"kind":"consumer","consumers":[{"id":"a","assigned":[{"topic":"zz","partitions":[0]}]}]}`} {
-		if err := bad.RestoreMembership(now, []byte(b)); err == nil {
+		if err := bad.RestoreMembership(now, []byte(b), fakeTopics{"t": 6}); err == nil {
 			t.Errorf("%s restored without an error", b)
 		}
 		if bad.Kind() != KindNone || bad.HasMembers() {

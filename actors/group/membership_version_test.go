@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -226,4 +227,73 @@ func TestMembershipVersionFollowsShareGroups(t *testing.T) {
 	if g.MembershipVersion() != v {
 		t.Fatal("a stable share group's heartbeats moved the membership version")
 	}
+}
+
+// TestMembershipVersionFollowsMixedGroups drives groups of both protocols
+// (mixed.go) with random classic joins, syncs, heartbeats and leaves,
+// consumer-protocol heartbeats and leaves, and time: the group moves
+// between the classic and the consumer protocol as its members come and go.
+func TestMembershipVersionFollowsMixedGroups(t *testing.T) {
+	switches := map[string]int{} // "classic>consumer": how often the scripts moved a group so
+	scripts(t, 4, func(t *testing.T, g *Group) step {
+		var cs []*ccm
+		for range 3 {
+			cs = append(cs, newCCM(t, g, false))
+		}
+		ms := []*cgm{newCGM(t, g, "m0"), newCGM(t, g, "m1")}
+		was, had := g.Kind(), false
+		return func(rng *rand.Rand, now *time.Time, i int) string {
+			defer func() {
+				if k := g.Kind(); k != was && had && g.HasMembers() {
+					switches[was.String()+">"+k.String()]++
+				}
+				was, had = g.Kind(), g.HasMembers()
+			}()
+			c, m := cs[rng.IntN(len(cs))], ms[rng.IntN(len(ms))]
+			switch rng.IntN(9) {
+			case 0, 1:
+				b := c.join(*now)
+				if r, ok := b.r.(*kmsg.JoinGroupResponse); ok && (r.ErrorCode == 0 || r.ErrorCode == kerr.MemberIDRequired.Code) {
+					c.id, c.gen = r.MemberID, r.Generation
+				}
+				return "a classic join"
+			case 2:
+				assign := map[string][]byte{}
+				for j, o := range cs {
+					a := kmsg.ConsumerMemberAssignment{Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: "t", Partitions: []int32{int32(j)}}}}
+					assign[o.id] = a.AppendTo(nil)
+				}
+				syncG(g, *now, c.syncReq(assign))
+				return "a classic sync"
+			case 3:
+				c.heartbeat(*now)
+				return "a classic heartbeat"
+			case 4:
+				req := kmsg.NewPtrLeaveGroupRequest()
+				req.Version, req.Group = 3, "g"
+				lm := kmsg.NewLeaveGroupRequestMember()
+				lm.MemberID = c.id
+				req.Members = append(req.Members, lm)
+				g.LeaveGroup(*now, req)
+				return "a classic leave"
+			case 5:
+				g.ConsumerHeartbeat(*now, client, m.req(-1), m.topics)
+				m.epoch, m.owned = 0, map[string][]int32{}
+				return m.id + "'s leave"
+			case 6:
+				*now = now.Add(time.Duration(rng.IntN(15)) * time.Second)
+				g.Tick(*now)
+				return "time passing"
+			default:
+				if r := m.beat(*now); r.ErrorCode != 0 {
+					m.epoch, m.owned = 0, map[string][]int32{}
+				}
+				return m.id + "'s heartbeat"
+			}
+		}
+	})
+	if switches["classic>consumer"] == 0 || switches["consumer>classic"] == 0 {
+		t.Fatalf("the scripts never moved a group with members between protocols: %v", switches)
+	}
+	t.Logf("protocol switches: %v", switches)
 }

@@ -582,6 +582,9 @@ func (g *Group) DescribeConsumerGroup(now time.Time, topics Topics) kmsg.Consume
 		dm.Assignment = toKmsg(m.assigned)
 		dm.TargetAssignment = toKmsg(m.target)
 		dm.MemberType = 1 // the consumer protocol
+		if m.classic != nil {
+			dm.MemberType = 0
+		}
 		d.Members = append(d.Members, dm)
 	}
 	return d

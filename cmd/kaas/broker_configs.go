@@ -52,6 +52,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"group.max.session.timeout.ms":         c("group-max-session-timeout", topicconfig.TypeInt, ms(cfg.GroupMaxSessionTimeout)),
 		"group.consumer.heartbeat.interval.ms": c("group-consumer-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupConsumerHeartbeatInterval)),
 		"group.consumer.session.timeout.ms":    c("group-consumer-session-timeout", topicconfig.TypeInt, ms(cfg.GroupConsumerSessionTimeout)),
+		"group.consumer.migration.policy":      c("group-consumer-migration-policy", topicconfig.TypeString, cfg.GroupMigrationPolicy),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kaas-project/kaas/actors/group"
 	"github.com/kaas-project/kaas/storage/compaction"
 	"github.com/kaas-project/kaas/storage/disklog"
 )
@@ -73,6 +74,7 @@ type serveConfig struct {
 	GroupMaxSessionTimeout         time.Duration
 	GroupConsumerHeartbeatInterval time.Duration
 	GroupConsumerSessionTimeout    time.Duration
+	GroupMigrationPolicy           string
 	ShareRecordLockDuration        time.Duration
 	ShareDeliveryCountLimit        int
 	ShareAutoOffsetReset           string
@@ -138,6 +140,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "consumer groups: longest session timeout a classic group member may ask for (Kafka's group.max.session.timeout.ms)")
 	fs.DurationVar(&cfg.GroupConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "consumer groups: heartbeat interval given to KIP-848 consumer-protocol members (Kafka's group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&cfg.GroupConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second, "consumer groups: a KIP-848 consumer-protocol member silent this long is removed; must exceed --group-consumer-heartbeat-interval (Kafka's group.consumer.session.timeout.ms)")
+	fs.StringVar(&cfg.GroupMigrationPolicy, "group-consumer-migration-policy", "bidirectional", "consumer groups: whether a group with members switches protocol as its consumers do: bidirectional, upgrade (classic to the KIP-848 consumer protocol only), downgrade (back only) or disabled (Kafka's group.consumer.migration.policy)")
 	fs.DurationVar(&cfg.ShareRecordLockDuration, "share-record-lock-duration", 30*time.Second, "share groups: how long a record acquired by a share consumer stays locked to it before it can be delivered again (Kafka's share.record.lock.duration.ms)")
 	fs.IntVar(&cfg.ShareDeliveryCountLimit, "share-delivery-count-limit", 5, "share groups: deliveries after which a record not accepted is archived, 2 to 10 (Kafka's group.share.delivery.count.limit)")
 	fs.StringVar(&cfg.ShareAutoOffsetReset, "share-auto-offset-reset", "latest", "share groups: where a share group starts reading a partition it has not read before: latest or earliest (Kafka's share.auto.offset.reset)")
@@ -244,6 +247,11 @@ func (c *serveConfig) validate() error {
 	if c.GroupConsumerHeartbeatInterval <= 0 || c.GroupConsumerSessionTimeout <= c.GroupConsumerHeartbeatInterval {
 		return fmt.Errorf("--group-consumer-session-timeout %s must exceed --group-consumer-heartbeat-interval %s", c.GroupConsumerSessionTimeout, c.GroupConsumerHeartbeatInterval)
 	}
+	policy, err := group.ParseMigrationPolicy(c.GroupMigrationPolicy)
+	if err != nil {
+		return fmt.Errorf("--group-consumer-migration-policy: %w", err)
+	}
+	c.GroupMigrationPolicy = string(policy)
 	if c.ShareRecordLockDuration < time.Millisecond || c.ShareDeliveryCountLimit < 2 || c.ShareDeliveryCountLimit > 10 {
 		return fmt.Errorf("--share-record-lock-duration %s / --share-delivery-count-limit %d: want a lock of at least 1ms and a limit of 2 to 10", c.ShareRecordLockDuration, c.ShareDeliveryCountLimit)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/storage/disklog"
@@ -39,6 +40,10 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"bad address", []string{"--kafka-addr", "nope"}, nil, "--kafka-addr", nil},
 		{"tiny request size", []string{"--max-request-size", "10"}, nil, "--max-request-size", nil},
 		{"bad fsync mode", []string{"--fsync", "never"}, nil, "--fsync", nil},
+		{"bad migration policy", []string{"--group-consumer-migration-policy", "sideways"}, nil, "--group-consumer-migration-policy", nil},
+		{"migration policy in capitals", []string{"--group-consumer-migration-policy", "UPGRADE"}, nil, "", func(c *serveConfig) bool {
+			return c.GroupMigrationPolicy == "upgrade"
+		}},
 		{"fsync per file", []string{"--fsync", "file"}, nil, "", func(c *serveConfig) bool { return c.syncMode == disklog.SyncFiles }},
 		{"stray argument", []string{"extra"}, nil, "unexpected argument", nil},
 		{"cluster needs a data dir", nil, map[string]string{"MY_POD_NAME": "kaas-2", "MY_POD_NAMESPACE": "ns"}, "--data-dir", nil},
@@ -143,4 +148,49 @@ func TestGroupFlagsReachTheCoordinator(t *testing.T) {
 	if code := join(15000); code == kerr.InvalidSessionTimeout.Code {
 		t.Fatal("15 s session refused under a 10 s minimum")
 	}
+}
+
+// TestMigrationPolicyFlag: with --group-consumer-migration-policy=disabled a
+// KIP-848 consumer cannot join a classic group with members, and the broker
+// config reports the policy.
+func TestMigrationPolicyFlag(t *testing.T) {
+	_, addr := testBroker(t, "--group-consumer-migration-policy", "disabled")
+	ctx := ctxT(t, 30*time.Second)
+	adm := newAdmin(t, addr)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "policy-t"); err != nil {
+		t.Fatal(err)
+	}
+	newClient(t, addr, kgo.ConsumeTopics("policy-t"), kgo.ConsumerGroup("policy-g")) // joins at once
+	cl := newClient(t, addr)
+	waitFor(t, ctx, "the classic consumer in the group", func() bool {
+		d, err := adm.DescribeGroups(ctx, "policy-g")
+		return err == nil && d["policy-g"].State == "Stable" && len(d["policy-g"].Members) == 1
+	})
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = "policy-g", "m-848", 0, 10000
+	req.SubscribedTopicNames, req.Topics = []string{"policy-t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("KIP-848 join of a classic group under the disabled policy: error %d, want GROUP_ID_NOT_FOUND", resp.ErrorCode)
+	}
+	cfgs, err := adm.DescribeBrokerConfigs(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cfgs.On("0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range c.Configs {
+		if kv.Key == "group.consumer.migration.policy" {
+			if kv.MaybeValue() != "disabled" {
+				t.Fatalf("group.consumer.migration.policy = %q", kv.MaybeValue())
+			}
+			return
+		}
+	}
+	t.Fatal("group.consumer.migration.policy is not among the broker's configs")
 }

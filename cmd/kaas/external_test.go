@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -431,6 +432,140 @@ func TestExternalSarama(t *testing.T) {
 	t.Run("ConsumerGroup", func(t *testing.T) {
 		testSaramaConsumerGroup(t, k.Addr)
 	})
+	t.Run("ConsumerGroupBesideKIP848", func(t *testing.T) {
+		testSaramaBesideKIP848(t, k.Addr)
+	})
+}
+
+// testSaramaBesideKIP848: a sarama consumer (classic protocol, eager range)
+// joins a group a franz-go KIP-848 consumer runs, then has it to itself
+// when that one leaves and the group turns classic again. Every record is
+// processed once, and the committed offsets end at the log end.
+func testSaramaBesideKIP848(t *testing.T, addr string) {
+	const topic, group = "sarama-mixed", "sarama-mixed-g"
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 60*time.Second)
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod := newClient(t, addr, kgo.DefaultProduceTopic(topic))
+	next := 0
+	produce := func(n int) {
+		var recs []*kgo.Record
+		for range n {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint(next % 13)), Value: []byte(fmt.Sprintf("v-%05d", next))})
+			next++
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	led := newLedger()
+	atLeast := func(n int64) {
+		waitFor(t, ctx, fmt.Sprintf("%d records processed", n), func() bool { return led.count.Load() >= n })
+	}
+	typeIs := func(want string) {
+		cl := newClient(t, addr)
+		waitFor(t, ctx, group+" listed as a "+want+" group", func() bool { return groupType(ctx, cl, group) == want })
+	}
+
+	produce(300)
+	m := startMember(t, ctx, "kip848", led, append(groupClientOpts(addr, topic, group),
+		kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer())))
+	atLeast(300)
+	typeIs("consumer")
+
+	cfg := saramaConfig(sarama.V3_6_0_0)
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
+	cfg.Consumer.Group.Heartbeat.Interval = 200 * time.Millisecond
+	cfg.Consumer.Group.Session.Timeout = 6 * time.Second
+	cg, err := sarama.NewConsumerGroup([]string{addr}, group, cfg)
+	if err != nil {
+		t.Fatalf("sarama.NewConsumerGroup: %v", err)
+	}
+	var saramaCount atomic.Int64
+	h := &saramaLedgerHandler{led: led, n: &saramaCount}
+	runCtx, stop := context.WithCancel(ctx)
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		for runCtx.Err() == nil {
+			if err := cg.Consume(runCtx, []string{topic}, h); err != nil && runCtx.Err() == nil {
+				t.Errorf("Consume: %v", err)
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}()
+	// Both consume from the group, which stays a consumer group.
+	for i := 0; saramaCount.Load() == 0; i++ {
+		produce(60)
+		waitFor(t, ctx, "sarama's first records", func() bool { return saramaCount.Load() > 0 || led.count.Load() >= int64(next) })
+	}
+	typeIs("consumer")
+	m.leave() // the group turns classic; sarama takes every partition
+	typeIs("classic")
+	atLeast(int64(next))
+	before := saramaCount.Load()
+	produce(300)
+	atLeast(int64(next))
+	if got := saramaCount.Load() - before; got != 300 {
+		t.Errorf("sarama processed %d of the 300 records written after the KIP-848 member left", got)
+	}
+	stop()
+	<-loopDone
+	if err := cg.Close(); err != nil { // commits the marked offsets
+		t.Errorf("consumer group close: %v", err)
+	}
+
+	led.mu.Lock()
+	for _, d := range led.dups {
+		t.Error(d)
+	}
+	for i := range next {
+		if led.seen[fmt.Sprintf("v-%05d", i)] == 0 {
+			t.Errorf("v-%05d never processed", i)
+		}
+	}
+	led.mu.Unlock()
+	offs, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		if c, ok := offs.Lookup(topic, e.Partition); !ok || c.Err != nil || c.At != e.Offset {
+			t.Errorf("partition %d: committed %+v (found %v), want offset %d", e.Partition, c, ok, e.Offset)
+		}
+	})
+}
+
+// saramaLedgerHandler records what a sarama group member processes in a
+// ledger shared with franz-go members, marking each message as it goes.
+type saramaLedgerHandler struct {
+	led *ledger
+	n   *atomic.Int64
+}
+
+func (h *saramaLedgerHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (h *saramaLedgerHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *saramaLedgerHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	for {
+		select {
+		case m, ok := <-claim.Messages():
+			if !ok {
+				return nil
+			}
+			h.led.add("sarama", &kgo.Record{Value: m.Value, Partition: m.Partition, Offset: m.Offset})
+			h.n.Add(1)
+			sess.MarkMessage(m, "")
+		case <-sess.Context().Done():
+			return nil
+		}
+	}
 }
 
 // saramaGroupHandler collects messages until it has want of them.

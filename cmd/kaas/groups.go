@@ -50,6 +50,8 @@ func registerGroups(b *broker) {
 	if set["group-consumer-session-timeout"] {
 		opts.Group.ConsumerSessionTimeout = b.cfg.GroupConsumerSessionTimeout
 	}
+	// Validated with the flags.
+	opts.Group.MigrationPolicy, _ = group.ParseMigrationPolicy(b.cfg.GroupMigrationPolicy)
 	if set["offsets-retention-minutes"] {
 		opts.Group.OffsetsRetention = time.Duration(b.cfg.OffsetsRetentionMinutes) * time.Minute
 	}
