@@ -212,8 +212,12 @@ func TestGroupFencingErrors(t *testing.T) {
 	hb.ServerAssignor, hb.MemberID, hb.MemberEpoch = nil, "ghost", 3
 	r, _ = hb.RequestWith(ctx, cl)
 	wantCode(t, "848 unknown member", r.ErrorCode, kerr.UnknownMemberID.Code)
-	// A KIP-848 heartbeat to a classic group with members.
-	hb.Group, hb.MemberEpoch = "fenced", 0
+	// A KIP-848 heartbeat to a classic group with members: only a join
+	// (epoch 0), which moves the group to the consumer protocol.
+	hb.Group, hb.MemberID, hb.MemberEpoch = "fenced", "m-848", 4
 	r, _ = hb.RequestWith(ctx, cl)
-	wantCode(t, "848 join of a classic group", r.ErrorCode, kerr.GroupIDNotFound.Code)
+	wantCode(t, "848 heartbeat (not a join) to a classic group", r.ErrorCode, kerr.GroupIDNotFound.Code)
+	hb.MemberEpoch = 0
+	r, _ = hb.RequestWith(ctx, cl)
+	wantCode(t, "848 join of a classic group", r.ErrorCode, 0)
 }
