@@ -59,18 +59,25 @@ type Produce struct {
 	// batch's partition is part of its producer's ongoing transaction
 	// (KIP-890 verification); nil when no coordinator runs.
 	Verify func(VerifyTxn)
+	// AddToTxn (Produce v12+, the transaction protocol v2 of KIP-890 part
+	// 2) makes the verification an add: the producer sent no
+	// AddPartitionsToTxn, so the coordinator adds the partition to its
+	// transaction, starting one if none is ongoing.
+	AddToTxn bool
 }
 
 // VerifyTxn asks the transaction coordinator of TransactionalID whether
 // Topic/Partition is part of the ongoing transaction of ProducerID at
-// Epoch (AddPartitionsToTxn with VerifyOnly). Reply is called exactly once,
-// from any goroutine, with 0 or the coordinator's error code.
+// Epoch (AddPartitionsToTxn with VerifyOnly), or with Add adds it to that
+// transaction (Produce.AddToTxn). Reply is called exactly once, from any
+// goroutine, with 0 or the coordinator's error code.
 type VerifyTxn struct {
 	TransactionalID string
 	ProducerID      int64
 	Epoch           int16
 	Topic           string
 	Partition       int32
+	Add             bool
 	Reply           func(errorCode int16)
 }
 

@@ -9,18 +9,20 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// Produce (key 0): v3-11 served; ApiVersions advertises v0-11, as Apache
+// Produce (key 0): v3-12 served; ApiVersions advertises v0-12, as Apache
 // Kafka 4 does (KAFKA-18659), because librdkafka only compresses with
 // gzip/snappy/lz4 when the range reaches v0; v0-2 are answered
 // UNSUPPORTED_VERSION. The partition actor (actors/partition) validates and
 // appends each batch, after a topic's compression.type has been applied
 // here (recompress.go), and verifies a transactional batch that starts a
-// transaction on its partition with the transaction coordinator (KIP-890);
+// transaction on its partition with the transaction coordinator (KIP-890;
+// from v12, the transaction protocol v2, the coordinator adds the partition
+// to the transaction instead, as the producer sent no AddPartitionsToTxn);
 // NOT_LEADER_OR_FOLLOWER answers carry a leader hint (leader_hints.go). A
 // producer_byte_rate quota meters the request's size and throttles
 // (quotas.go).
 func init() {
-	serve(API{Key: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: 11, AdvertiseV0: true,
+	serve(API{Key: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: 12, AdvertiseV0: true,
 		Handle: handleProduce, ErrorResponse: produceError})
 }
 
@@ -74,7 +76,7 @@ func handleProduce(r *Request) Pending {
 				continue
 			}
 			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {
-				return &messages.Produce{Batch: records, Acks: req.Acks, TransactionalID: txnID, Verify: verify, Reply: func(res messages.ProduceResult) {
+				return &messages.Produce{Batch: records, Acks: req.Acks, TransactionalID: txnID, Verify: verify, AddToTxn: req.Version >= 12, Reply: func(res messages.ProduceResult) {
 					rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					rp.ErrorMessage = optString(res.ErrorMessage)
 					done()

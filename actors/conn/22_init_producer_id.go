@@ -10,7 +10,7 @@ import (
 // transactional ids too; this one stays when it could not start. Errors go
 // in the top-level ErrorCode (no ErrorResponse).
 func init() {
-	serve(API{Key: kmsg.InitProducerID.Int16(), MinVersion: 0, MaxVersion: 4, Handle: handleInitProducerID})
+	serve(API{Key: kmsg.InitProducerID.Int16(), MinVersion: 0, MaxVersion: 5, Handle: handleInitProducerID})
 }
 
 // handleInitProducerID hands idempotent producers a fresh producer id. A

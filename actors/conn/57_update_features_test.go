@@ -9,11 +9,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestFeatureLevels pins the reported levels: a level that makes clients
-// use a protocol kaas does not serve (transaction.version 2: KIP-890 part
-// 2) must not appear, and changing a level means raising the epoch.
+// TestFeatureLevels pins the reported levels: each makes clients use
+// protocols kaas serves (transaction.version 2: KIP-890 part 2, whose
+// Produce v12 is served here), and changing a level means raising the
+// epoch.
 func TestFeatureLevels(t *testing.T) {
-	want := map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 0}
+	want := map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 2}
+	if a, ok := coreAPIs[kmsg.Produce.Int16()]; !ok || a.MaxVersion < 12 {
+		t.Errorf("transaction.version 2 without Produce v12")
+	}
 	if len(features) != len(want) {
 		t.Fatalf("%d features, want %d", len(features), len(want))
 	}
@@ -22,8 +26,8 @@ func TestFeatureLevels(t *testing.T) {
 			t.Errorf("%s at %d (known %v), want %d", name, got, ok, level)
 		}
 	}
-	if finalizedFeaturesEpoch != 1 {
-		t.Errorf("epoch %d: the levels above are those of epoch 1", finalizedFeaturesEpoch)
+	if finalizedFeaturesEpoch != 2 {
+		t.Errorf("epoch %d: the levels above are those of epoch 2", finalizedFeaturesEpoch)
 	}
 }
 
@@ -38,17 +42,16 @@ func TestApiVersionsFeatures(t *testing.T) {
 		{version: 0, epoch: -1},
 		{version: 2, epoch: -1},
 		{
-			// Before v4 a supported range starting at 0 is left out.
 			version:   3,
-			supported: map[string]feat{"metadata.version": {25, 25}, "group.version": {1, 1}},
-			finalized: map[string]int16{"metadata.version": 25, "group.version": 1},
-			epoch:     1,
+			supported: map[string]feat{"metadata.version": {25, 25}, "group.version": {1, 1}, "transaction.version": {2, 2}},
+			finalized: map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 2},
+			epoch:     2,
 		},
 		{
 			version:   4,
-			supported: map[string]feat{"metadata.version": {25, 25}, "group.version": {1, 1}, "transaction.version": {0, 0}},
-			finalized: map[string]int16{"metadata.version": 25, "group.version": 1},
-			epoch:     1,
+			supported: map[string]feat{"metadata.version": {25, 25}, "group.version": {1, 1}, "transaction.version": {2, 2}},
+			finalized: map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 2},
+			epoch:     2,
 		},
 	} {
 		t.Run(fmt.Sprintf("v%d", tc.version), func(t *testing.T) {
@@ -103,11 +106,11 @@ func TestUpdateFeatures(t *testing.T) {
 		msg     string // in the top-level message
 	}{
 		{name: "finalized level is a no-op", version: 1, updates: []upd{{"metadata.version", 25, 1, false}, {"group.version", 1, 1, false}}, code: ok},
-		{name: "transaction.version stays 0", version: 1, updates: []upd{{"transaction.version", 0, 2, false}}, code: ok},
+		{name: "transaction.version stays 2", version: 1, updates: []upd{{"transaction.version", 2, 1, false}}, code: ok},
 		{name: "unknown feature at 0", version: 1, updates: []upd{{"kraft.version", 0, 1, false}}, code: ok},
 		{name: "v0 same level", version: 0, updates: []upd{{"group.version", 1, 0, false}}, code: ok},
 		{name: "v2 same level", version: 2, updates: []upd{{"metadata.version", 25, 1, false}}, code: ok},
-		{name: "transaction protocol v2", version: 1, updates: []upd{{"transaction.version", 2, 1, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "transaction.version at level 0 only"},
+		{name: "transaction protocol v1", version: 1, updates: []upd{{"transaction.version", 1, 2, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "transaction.version at level 2 only"},
 		{name: "metadata.version upgrade", version: 2, updates: []upd{{"metadata.version", 27, 1, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "metadata.version at level 25"},
 		{name: "group.version downgrade", version: 1, updates: []upd{{"group.version", 0, 2, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "group.version"},
 		{name: "v0 delete", version: 0, updates: []upd{{"group.version", 0, 0, true}}, code: kerr.InvalidUpdateVersion.Code, msg: "group.version"},
@@ -155,7 +158,7 @@ func TestUpdateFeatures(t *testing.T) {
 		}
 	}
 	// Nothing any request asked changed the levels.
-	if l, _ := featureLevel("transaction.version"); l != 0 {
+	if l, _ := featureLevel("transaction.version"); l != 2 {
 		t.Errorf("transaction.version now %d", l)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // TestCoreAPITable pins the versions this package serves and advertises.
 func TestCoreAPITable(t *testing.T) {
 	want := map[int16][2]int16{
-		kmsg.Produce.Int16():                      {3, 11},
+		kmsg.Produce.Int16():                      {3, 12},
 		kmsg.Fetch.Int16():                        {4, 16},
 		kmsg.ListOffsets.Int16():                  {0, 8},
 		kmsg.Metadata.Int16():                     {0, 12},
@@ -27,7 +27,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.CreateTopics.Int16():                 {0, 7},
 		kmsg.DeleteTopics.Int16():                 {0, 6},
 		kmsg.DeleteRecords.Int16():                {0, 2},
-		kmsg.InitProducerID.Int16():               {0, 4},
+		kmsg.InitProducerID.Int16():               {0, 5},
 		kmsg.OffsetForLeaderEpoch.Int16():         {0, 4},
 		kmsg.DescribeConfigs.Int16():              {0, 4},
 		kmsg.AlterConfigs.Int16():                 {0, 2},

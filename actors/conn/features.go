@@ -20,24 +20,25 @@ type feature struct {
 //     of Kafka 4.0.
 //   - group.version 1: KIP-848 consumer groups are served
 //     (ConsumerGroupHeartbeat and ConsumerGroupDescribe).
-//   - transaction.version 0: classic transactions only. Level 2 would make
-//     Kafka 4 clients (the Java producer, franz-go) use the transaction
-//     protocol v2 of KIP-890 part 2, which kaas does not serve; level 1 only
-//     changes the coordinator's own log format.
+//   - transaction.version 2: the transaction protocol v2 of KIP-890 part 2
+//     (Produce v12 adds partitions to a transaction, TxnOffsetCommit v5
+//     adds the group, EndTxn v5 bumps the epoch), which Kafka 4 clients
+//     (the Java producer, franz-go) use at this level. Clients that do not
+//     know the feature keep the classic protocol, also served.
 //
 // kraft.version and eligible.leader.replicas.version are not reported: kaas
 // has no KRaft quorum and keeps one copy of each partition.
 var features = []feature{
 	{Name: "group.version", Level: 1},
 	{Name: "metadata.version", Level: 25},
-	{Name: "transaction.version", Level: 0},
+	{Name: "transaction.version", Level: 2},
 }
 
 // finalizedFeaturesEpoch is the epoch ApiVersions reports the finalized
 // levels under. The levels change only with the build, so the epoch is a
 // constant, raised whenever a level in features changes (clients keep the
 // levels of the highest epoch they have seen).
-const finalizedFeaturesEpoch = 1
+const finalizedFeaturesEpoch = 2
 
 // featureLevel is the level this build runs name at; false for a feature
 // kaas does not know.

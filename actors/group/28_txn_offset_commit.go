@@ -1,16 +1,21 @@
 package group
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
-// TxnOffsetCommit (key 28): v0-4 (v5+ is KIP-890 transaction protocol v2,
-// not served). The group actor validates the commit like an OffsetCommit
+// TxnOffsetCommit (key 28): v0-5. From v5 (the transaction protocol v2 of
+// KIP-890 part 2) the producer sends no AddOffsetsToTxn: the group is
+// added to its transaction first (addToTxn), as Kafka's group coordinator
+// adds it. The group actor validates the commit like an OffsetCommit
 // (generation and member id from v3, KIP-447) and stores the offsets
 // pending, tagged with the producer id and epoch, in the group's log before
 // it answers. The transaction coordinator's marker (messages.TxnOffsetsEnd)
@@ -20,11 +25,50 @@ import (
 // after a crash or a move still finds them. While pending, OffsetFetch
 // with RequireStable answers UNSTABLE_OFFSET_COMMIT for them.
 func init() {
-	serve(groupAPI{key: kmsg.TxnOffsetCommit.Int16(), min: 0, max: 4, handle: (*Coordinator).handleTxnOffsetCommit})
+	serve(groupAPI{key: kmsg.TxnOffsetCommit.Int16(), min: 0, max: 5, handle: (*Coordinator).handleTxnOffsetCommit})
 }
 
+// addToTxnTimeout bounds the wait for the transaction coordinator to add a
+// group (its answer may be lost with its actor).
+const addToTxnTimeout = 5 * time.Second
+
 func (c *Coordinator) handleTxnOffsetCommit(r *conn.Request) conn.Pending {
-	return c.dispatch(r, r.Body.(*kmsg.TxnOffsetCommitRequest).Group)
+	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
+	if req.Version < 5 || req.Group == "" || !coordinates(r.View, req.Group) {
+		return c.dispatch(r, req.Group)
+	}
+	added := addToTxn(c.clock, r.Server.VerifyTxn, req)
+	return func() kmsg.Response {
+		if code := added(); code != 0 {
+			return txnOffsetCommitError(req, code)
+		}
+		return c.dispatch(r, req.Group)()
+	}
+}
+
+// addToTxn asks the transaction coordinator (add: conn.Server.VerifyTxn) to
+// add req's group to its producer's transaction and returns a wait for the
+// answer, as the TxnOffsetCommit's error code: the coordinator's refusals
+// as they are, its retriable errors as COORDINATOR_NOT_AVAILABLE, which the
+// producer retries.
+func addToTxn(clk clock.Clock, add func(messages.VerifyTxn), req *kmsg.TxnOffsetCommitRequest) func() int16 {
+	if add == nil {
+		return func() int16 { return kerr.CoordinatorNotAvailable.Code }
+	}
+	ch := make(chan int16, 2)
+	timer := clk.AfterFunc(addToTxnTimeout, func() { ch <- kerr.RequestTimedOut.Code })
+	add(messages.VerifyTxn{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch,
+		Topic: messages.GroupMarkerTopic(req.Group), Add: true, Reply: func(code int16) { ch <- code }})
+	return func() int16 {
+		code := <-ch
+		timer.Stop()
+		switch code {
+		case 0, kerr.ProducerFenced.Code, kerr.InvalidProducerIDMapping.Code, kerr.InvalidTxnState.Code,
+			kerr.TransactionalIDAuthorizationFailed.Code, kerr.ConcurrentTransactions.Code:
+			return code
+		}
+		return kerr.CoordinatorNotAvailable.Code
+	}
 }
 
 // txnPending is one producer's transactional offsets not yet committed.

@@ -36,13 +36,15 @@ type Coordinator struct {
 	// APIs (keys 91, 92); set by SetShareStates before requests are
 	// served (nil: they answer UNSUPPORTED_VERSION).
 	shares ShareStates
+
+	clock clock.Clock
 }
 
 // Start spawns the group manager under system. It stops when opts.Watch
 // (the supervisor) stops, after relinquishing every group.
 func Start(system *actorsys.System, name string, opts Options) (*Coordinator, error) {
 	opts.defaults()
-	c := &Coordinator{done: make(chan struct{})}
+	c := &Coordinator{done: make(chan struct{}), clock: opts.Clock}
 	opts.offsets = &c.offsets
 	ref, err := system.Spawn(name, func() actor.Actor {
 		return &manager{opts: &opts, c: c, groups: map[string]*entry{}, restarts: heal.NewTracker(heal.Groups)}

@@ -83,7 +83,7 @@ func (a *Actor) startVerify(m *messages.Produce, h batch.Header, prods *Producer
 	answer := func(code int16) { system.Root.Send(self, verified{pid: pid, seq: seq, code: code}) }
 	v.timer = a.cfg.Clock.AfterFunc(verifyTimeout, func() { answer(kerr.RequestTimedOut.Code) })
 	m.Verify(messages.VerifyTxn{TransactionalID: m.TransactionalID, ProducerID: h.ProducerID, Epoch: h.ProducerEpoch,
-		Topic: a.id.Topic, Partition: a.id.Partition, Reply: answer})
+		Topic: a.id.Topic, Partition: a.id.Partition, Add: m.AddToTxn, Reply: answer})
 }
 
 // queueBehindVerify queues m behind its producer's verification in flight,

@@ -70,7 +70,7 @@ func TestTransactionalBatchWaitsForVerification(t *testing.T) {
 	first := txnProduceBatch(ref, v, 0, "a")
 	second := txnProduceBatch(ref, v, 1, "b")
 	asked := within(t, v.asked, time.Second, "verification")
-	if asked.TransactionalID != "tx" || asked.ProducerID != 7 || asked.Epoch != 0 || asked.Topic != "t" || asked.Partition != 0 {
+	if asked.TransactionalID != "tx" || asked.ProducerID != 7 || asked.Epoch != 0 || asked.Topic != "t" || asked.Partition != 0 || asked.Add {
 		t.Fatalf("asked %+v", asked)
 	}
 	barrier(t, ref) // served while the verification is pending
@@ -90,6 +90,27 @@ func TestTransactionalBatchWaitsForVerification(t *testing.T) {
 	case x := <-v.asked:
 		t.Fatalf("verified again inside an open transaction: %+v", x)
 	default:
+	}
+}
+
+// TestTransactionalBatchAddsUnderProtocolV2: a batch of Produce v12 (the
+// transaction protocol v2) asks the coordinator to add its partition to the
+// transaction, and is appended once it did.
+func TestTransactionalBatchAddsUnderProtocolV2(t *testing.T) {
+	ref := spawnWith(t, Config{Opener: memlog.NewOpener(), SyncTimeout: time.Second, Clock: fakeClock()})
+	v := newVerifier()
+	out := make(chan messages.ProduceResult, 1)
+	b := batch.Build(batch.Spec{ProducerID: 7, ProducerEpoch: 3, Transactional: true, Values: [][]byte{[]byte("a")}})
+	ref.Send(&messages.Produce{Batch: b, Acks: 1, TransactionalID: "tx", Verify: v.verify, AddToTxn: true,
+		Reply: func(r messages.ProduceResult) { out <- r }})
+	asked := within(t, v.asked, time.Second, "add")
+	if !asked.Add || asked.Epoch != 3 {
+		t.Fatalf("asked %+v", asked)
+	}
+	noAnswer(t, out, "the batch")
+	asked.Reply(0)
+	if r := within(t, out, time.Second, "the batch"); r.ErrorCode != 0 || r.BaseOffset != 0 {
+		t.Fatalf("batch: %+v", r)
 	}
 }
 

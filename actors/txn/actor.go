@@ -90,9 +90,7 @@ func (c *Coordinator) Verify(v messages.VerifyTxn) {
 	}
 	b, ours := view.CoordinatorFor(v.TransactionalID)
 	if ours {
-		c.ref.Send(&call{id: v.TransactionalID, ev: AddPartitions{ID: v.TransactionalID, ProducerID: v.ProducerID, Epoch: v.Epoch,
-			Partitions: []TP{{Topic: v.Topic, Partition: v.Partition}}, VerifyOnly: true,
-			Reply: func(r Result) { v.Reply(r.ErrorCode) }}})
+		c.ref.Send(&call{id: v.TransactionalID, ev: verifyEvent(v)})
 		return
 	}
 	if c.remoteVerify == nil || b.Port == 0 {
@@ -101,6 +99,18 @@ func (c *Coordinator) Verify(v messages.VerifyTxn) {
 		return
 	}
 	c.remoteVerify(b, v)
+}
+
+// verifyEvent is the core's event for v: a group's marker topic
+// (messages.GroupMarkerTopic, from a TxnOffsetCommit v5+) adds the group,
+// as AddOffsetsToTxn; a partition is added or verified.
+func verifyEvent(v messages.VerifyTxn) any {
+	reply := func(r Result) { v.Reply(r.ErrorCode) }
+	if group, ok := messages.GroupOfMarkerTopic(v.Topic); ok && v.Add {
+		return AddOffsets{ID: v.TransactionalID, ProducerID: v.ProducerID, Epoch: v.Epoch, Group: group, Reply: reply}
+	}
+	return AddPartitions{ID: v.TransactionalID, ProducerID: v.ProducerID, Epoch: v.Epoch,
+		Partitions: []TP{{Topic: v.Topic, Partition: v.Partition}}, VerifyOnly: !v.Add, Reply: reply}
 }
 
 // Done is closed once the coordinator stopped.

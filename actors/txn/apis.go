@@ -9,22 +9,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/txnlog"
 )
 
-// The transaction APIs. Versions: every version before KIP-890 part 2
-// (transaction protocol v2: InitProducerId v5, AddPartitionsToTxn v5,
-// AddOffsetsToTxn v4, EndTxn v5), which kaas does not serve; clients
-// negotiate down. InitProducerId replaces the idempotent-only handler of
-// actors/conn.
+// The transaction APIs, up to the transaction protocol v2 (KIP-890 part 2:
+// InitProducerId v5, AddPartitionsToTxn v5, AddOffsetsToTxn v4, EndTxn v5).
+// Of those, EndTxn v5 changes what the coordinator does (every end bumps
+// the epoch, endTxnV2); the others are the versions a client of the
+// protocol sends, answered as their previous ones. InitProducerId replaces
+// the idempotent-only handler of actors/conn.
 
 // APIs lists the coordinator's APIs, by key.
 func (c *Coordinator) APIs() []conn.API {
 	return []conn.API{
-		{Key: kmsg.InitProducerID.Int16(), MinVersion: 0, MaxVersion: 4, Handle: c.handleInitProducerID},
-		{Key: kmsg.AddPartitionsToTxn.Int16(), MinVersion: 0, MaxVersion: 4, Handle: c.handleAddPartitions, ErrorResponse: addPartitionsError},
-		{Key: kmsg.AddOffsetsToTxn.Int16(), MinVersion: 0, MaxVersion: 3, Handle: c.handleAddOffsets},
-		{Key: kmsg.EndTxn.Int16(), MinVersion: 0, MaxVersion: 4, Handle: c.handleEndTxn},
+		{Key: kmsg.InitProducerID.Int16(), MinVersion: 0, MaxVersion: 5, Handle: c.handleInitProducerID},
+		{Key: kmsg.AddPartitionsToTxn.Int16(), MinVersion: 0, MaxVersion: 5, Handle: c.handleAddPartitions, ErrorResponse: addPartitionsError},
+		{Key: kmsg.AddOffsetsToTxn.Int16(), MinVersion: 0, MaxVersion: 4, Handle: c.handleAddOffsets},
+		{Key: kmsg.EndTxn.Int16(), MinVersion: 0, MaxVersion: 5, Handle: c.handleEndTxn},
 		{Key: kmsg.DescribeTransactions.Int16(), MinVersion: 0, MaxVersion: 0, Handle: c.handleDescribe, ErrorResponse: describeError},
 		{Key: kmsg.ListTransactions.Int16(), MinVersion: 0, MaxVersion: 2, Handle: c.handleList},
 	}
@@ -130,6 +132,15 @@ func (c *Coordinator) handleAddPartitions(r *conn.Request) conn.Pending {
 	var all []pending
 	for _, t := range targets {
 		p := pending{t: t, unknown: map[TP]bool{}}
+		if group, ok := groupAdd(req, t); ok {
+			// A group coordinator adding a group (TxnOffsetCommit v5+).
+			t := t
+			p.wait = c.ask(r, t.id, func(reply func(Result)) any {
+				return AddOffsets{ID: t.id, ProducerID: t.pid, Epoch: t.epoch, Group: group, Reply: reply}
+			})
+			all = append(all, p)
+			continue
+		}
 		var tps []TP
 		for _, topic := range t.order {
 			top, ok := r.View.Topics[topic]
@@ -198,6 +209,19 @@ func (c *Coordinator) handleAddPartitions(r *conn.Request) conn.Pending {
 	}
 }
 
+// groupAdd reports whether t, of a broker's AddPartitionsToTxn (v4+), adds
+// a consumer group to its transaction: one partition of the group's marker
+// topic (messages.GroupMarkerTopic), which no topic is named like.
+func groupAdd(req *kmsg.AddPartitionsToTxnRequest, t addTarget) (string, bool) {
+	if req.Version < 4 || t.verifyOnly || len(t.order) != 1 || len(t.topics[t.order[0]]) != 1 {
+		return "", false
+	}
+	if group, ok := messages.GroupOfMarkerTopic(t.order[0]); ok {
+		return group, true
+	}
+	return "", false
+}
+
 // addPartitionsError answers every partition (v0-3) or the request (v4+)
 // with code.
 func addPartitionsError(body kmsg.Request, code int16) kmsg.Response {
@@ -239,11 +263,18 @@ func (c *Coordinator) handleAddOffsets(r *conn.Request) conn.Pending {
 func (c *Coordinator) handleEndTxn(r *conn.Request) conn.Pending {
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	v2, newPID := req.Version >= 5, int64(-1)
+	if v2 {
+		newPID = r.Server.NextProducerID() // used when the epoch is exhausted
+	}
 	wait := c.ask(r, req.TransactionalID, func(reply func(Result)) any {
-		return EndTxn{ID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch, Commit: req.Commit, Reply: reply}
+		return EndTxn{ID: req.TransactionalID, ProducerID: req.ProducerID, Epoch: req.ProducerEpoch, Commit: req.Commit,
+			V2: v2, NewPID: newPID, Reply: reply}
 	})
 	return func() kmsg.Response {
-		resp.ErrorCode = fencedCode(wait().ErrorCode, req.Version, 2)
+		res := wait()
+		resp.ErrorCode = fencedCode(res.ErrorCode, req.Version, 2)
+		resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.Epoch // v5+
 		return resp
 	}
 }

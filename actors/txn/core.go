@@ -68,12 +68,16 @@ type (
 		Group      string
 		Reply      func(Result)
 	}
-	// EndTxn commits or aborts the transaction.
+	// EndTxn commits or aborts the transaction. V2 is the transaction
+	// protocol v2 (KIP-890 part 2, EndTxn v5+): the end bumps the epoch
+	// (NewPID when it is exhausted) and the reply carries the new one.
 	EndTxn struct {
 		ID         string
 		ProducerID int64
 		Epoch      int16
 		Commit     bool
+		V2         bool
+		NewPID     int64
 		Reply      func(Result)
 	}
 	// Persisted reports the Persist of Seq.
@@ -184,6 +188,80 @@ type entry struct {
 	// failed answers the transition's waiting request when its persist
 	// failed (nil: nobody waits).
 	failed func()
+	// adding is set while the persist in flight adds partitions or
+	// groups. Adds arriving meanwhile (the partitions of one produce
+	// request, each added by its leader under the transaction protocol
+	// v2) wait in queued and are persisted together once it is done,
+	// rather than answered CONCURRENT_TRANSACTIONS.
+	adding bool
+	queued []any // AddPartitions (not VerifyOnly), AddOffsets
+}
+
+// maxQueuedAdds bounds the adds waiting for one id's persist.
+const maxQueuedAdds = 1024
+
+// queueAdd queues ev for t when an add of t is being persisted.
+func (c *Core) queueAdd(id string, ev any) bool {
+	t, ok := c.txns[id]
+	if !ok || !t.busy || !t.adding || len(t.queued) >= maxQueuedAdds {
+		return false
+	}
+	t.queued = append(t.queued, ev)
+	return true
+}
+
+// flushQueued persists the adds that waited for t's previous persist, in
+// one write, and answers each once it is durable.
+func (c *Core) flushQueued(t *entry) {
+	queued := t.queued
+	t.queued = nil
+	var waiting []func(Result)
+	changed := false
+	for _, ev := range queued {
+		var id string
+		var pid int64
+		var epoch int16
+		var reply func(Result)
+		switch e := ev.(type) {
+		case AddPartitions:
+			id, pid, epoch, reply = e.ID, e.ProducerID, e.Epoch, e.Reply
+		case AddOffsets:
+			id, pid, epoch, reply = e.ID, e.ProducerID, e.Epoch, e.Reply
+		}
+		if _, code := c.check(id, pid, epoch); code != 0 {
+			c.fail(reply, code)
+			continue
+		}
+		if t.st.Status != txnlog.Ongoing {
+			c.begin(t)
+			changed = true
+		}
+		switch e := ev.(type) {
+		case AddPartitions:
+			for _, tp := range e.Partitions {
+				if !slices.Contains(t.st.Partitions, tp) {
+					t.st.Partitions, changed = append(t.st.Partitions, tp), true
+				}
+			}
+		case AddOffsets:
+			if !slices.Contains(t.st.Groups, e.Group) {
+				t.st.Groups, changed = append(t.st.Groups, e.Group), true
+			}
+		}
+		waiting = append(waiting, reply)
+	}
+	answer := func(r Result) {
+		for _, reply := range waiting {
+			c.reply(reply, r)
+		}
+	}
+	if !changed {
+		answer(Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
+		return
+	}
+	t.adding = true
+	c.persist(t, func() { answer(Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) },
+		func() { answer(Result{ErrorCode: kerr.CoordinatorNotAvailable.Code, ProducerID: -1, Epoch: -1}) })
 }
 
 // Core is the coordinator's state machine for every id it holds.
@@ -329,13 +407,24 @@ func (c *Core) persisted(e Persisted) {
 		if failed != nil {
 			failed()
 		}
+		for _, ev := range t.queued {
+			switch q := ev.(type) {
+			case AddPartitions:
+				c.fail(q.Reply, kerr.CoordinatorNotAvailable.Code)
+			case AddOffsets:
+				c.fail(q.Reply, kerr.CoordinatorNotAvailable.Code)
+			}
+		}
 		return
 	}
-	t.busy = false
+	t.busy, t.adding = false, false
 	t.durable = t.saving
 	if then := t.then; then != nil {
 		t.then, t.failed = nil, nil
 		then()
+	}
+	if !t.busy && len(t.queued) > 0 {
+		c.flushQueued(t)
 	}
 }
 
@@ -357,8 +446,29 @@ func (c *Core) writeMarkers(t *entry, done func()) {
 }
 
 func (c *Core) markers(t *entry) WriteMarkers {
-	return WriteMarkers{ID: t.st.ID, Seq: t.seq, ProducerID: t.st.ProducerID, Epoch: t.st.Epoch,
+	pid, epoch := t.st.ProducerID, t.st.Epoch
+	if m := t.st.Marker; m != nil {
+		pid, epoch = m.ProducerID, m.Epoch
+	}
+	return WriteMarkers{ID: t.st.ID, Seq: t.seq, ProducerID: pid, Epoch: epoch,
 		Commit: t.st.Status == txnlog.PrepareCommit, Partitions: slices.Clone(t.st.Partitions), Groups: slices.Clone(t.st.Groups)}
+}
+
+// prepare moves t's transaction to PrepareCommit or PrepareAbort. With
+// bump the epoch moves first (newPID when exhausted) and the markers carry
+// the old producer id at the next epoch (txnlog.State.Marker).
+func (c *Core) prepare(t *entry, commit, bump bool, newPID int64) {
+	t.st.Marker = &txnlog.Marker{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}
+	if bump {
+		c.bump(t, newPID)
+		if t.st.Marker.Epoch < math.MaxInt16 {
+			t.st.Marker.Epoch++
+		}
+	}
+	t.st.Status = txnlog.PrepareAbort
+	if commit {
+		t.st.Status = txnlog.PrepareCommit
+	}
 }
 
 func (c *Core) markersWritten(e MarkersWritten) {
@@ -380,6 +490,7 @@ func (c *Core) markersWritten(e MarkersWritten) {
 // id when the epoch is exhausted.
 func (c *Core) bump(t *entry, newPID int64) {
 	t.st.LastProducerID, t.st.LastEpoch = t.st.ProducerID, t.st.Epoch
+	t.st.EndBumped = false
 	if newPID >= 0 && (t.st.ProducerID < 0 || t.st.Epoch >= math.MaxInt16-1) {
 		t.st.ProducerID, t.st.Epoch = newPID, 0
 		return
@@ -390,8 +501,7 @@ func (c *Core) bump(t *entry, newPID int64) {
 // abort prepares an abort of t's ongoing transaction under a bumped epoch
 // (fencing its producer) and writes its markers.
 func (c *Core) abortOngoing(t *entry, newPID int64) {
-	c.bump(t, newPID)
-	t.st.Status = txnlog.PrepareAbort
+	c.prepare(t, false, true, newPID)
 	c.persist(t, func() { c.writeMarkers(t, nil) }, nil)
 }
 
@@ -436,7 +546,7 @@ func (c *Core) initProducerID(e InitProducerID) {
 	}
 	c.bump(t, e.NewPID)
 	st.Status, st.TimeoutMs = txnlog.Empty, e.TimeoutMs
-	st.Partitions, st.Groups, st.StartMs = nil, nil, 0
+	st.Partitions, st.Groups, st.StartMs, st.Marker = nil, nil, 0, nil
 	c.persist(t, func() { c.reply(e.Reply, Result{ProducerID: st.ProducerID, Epoch: st.Epoch}) },
 		func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
 }
@@ -462,7 +572,7 @@ func (c *Core) check(id string, pid int64, epoch int16) (*entry, int16) {
 func (c *Core) begin(t *entry) {
 	if t.st.Status != txnlog.Ongoing {
 		t.st.Status = txnlog.Ongoing
-		t.st.Partitions, t.st.Groups = nil, nil
+		t.st.Partitions, t.st.Groups, t.st.Marker = nil, nil, nil
 		t.st.StartMs = c.now.UnixMilli()
 	}
 }
@@ -503,6 +613,9 @@ func (c *Core) addPartitions(e AddPartitions) {
 		c.verify(e)
 		return
 	}
+	if c.queueAdd(e.ID, e) {
+		return
+	}
 	t, code := c.check(e.ID, e.ProducerID, e.Epoch)
 	if code != 0 {
 		c.fail(e.Reply, code)
@@ -525,11 +638,15 @@ func (c *Core) addPartitions(e AddPartitions) {
 			t.st.Partitions = append(t.st.Partitions, tp)
 		}
 	}
+	t.adding = true
 	c.persist(t, func() { c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) },
 		func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
 }
 
 func (c *Core) addOffsets(e AddOffsets) {
+	if c.queueAdd(e.ID, e) {
+		return
+	}
 	t, code := c.check(e.ID, e.ProducerID, e.Epoch)
 	if code != 0 {
 		c.fail(e.Reply, code)
@@ -541,11 +658,16 @@ func (c *Core) addOffsets(e AddOffsets) {
 	}
 	c.begin(t)
 	t.st.Groups = append(t.st.Groups, e.Group)
+	t.adding = true
 	c.persist(t, func() { c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) },
 		func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
 }
 
 func (c *Core) endTxn(e EndTxn) {
+	if e.V2 {
+		c.endTxnV2(e)
+		return
+	}
 	t, ok := c.txns[e.ID]
 	if ok && !t.busy && t.st.ProducerID == e.ProducerID && t.st.Epoch == e.Epoch {
 		// A retry of an EndTxn already completed.
@@ -570,13 +692,56 @@ func (c *Core) endTxn(e EndTxn) {
 		c.fail(e.Reply, kerr.InvalidTxnState.Code)
 		return
 	}
-	if e.Commit {
-		t.st.Status = txnlog.PrepareCommit
-	} else {
-		t.st.Status = txnlog.PrepareAbort
-	}
+	c.prepare(t, e.Commit, false, -1)
 	done := func() { c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) }
 	c.persist(t, func() { c.writeMarkers(t, done) }, func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
+}
+
+// endTxnV2 is EndTxn of the transaction protocol v2 (KIP-890 part 2): every
+// end bumps the producer's epoch, so a late write of the ended transaction
+// is fenced, and answers the new id and epoch, which the producer's next
+// transaction uses. The producer does not know whether its produces added
+// partitions (the partition leaders add them), so an abort of no
+// transaction is answered too, with a bump. An end retried after its answer
+// was lost names the epoch before the bump: it gets the current one back.
+func (c *Core) endTxnV2(e EndTxn) {
+	t, ok := c.txns[e.ID]
+	if ok && t.st.EndBumped && t.st.LastProducerID == e.ProducerID && t.st.LastEpoch == e.Epoch {
+		ended := txnlog.CompleteAbort
+		if e.Commit {
+			ended = txnlog.CompleteCommit
+		}
+		switch {
+		case t.busy || t.st.Status == txnlog.PrepareCommit || t.st.Status == txnlog.PrepareAbort:
+			c.fail(e.Reply, kerr.ConcurrentTransactions.Code)
+		case t.st.Status == ended:
+			c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch})
+		default:
+			c.fail(e.Reply, kerr.InvalidTxnState.Code)
+		}
+		return
+	}
+	t, code := c.check(e.ID, e.ProducerID, e.Epoch)
+	if code != 0 {
+		c.fail(e.Reply, code)
+		return
+	}
+	reply := func() { c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) }
+	failed := func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) }
+	switch {
+	case t.st.Status == txnlog.Ongoing:
+		c.prepare(t, e.Commit, true, e.NewPID)
+		t.st.EndBumped = true
+		c.persist(t, func() { c.writeMarkers(t, reply) }, failed)
+	case !e.Commit:
+		// Nothing to abort: the bump alone.
+		c.bump(t, e.NewPID)
+		t.st.Status, t.st.Partitions, t.st.Groups, t.st.Marker = txnlog.CompleteAbort, nil, nil, nil
+		t.st.EndBumped = true
+		c.persist(t, reply, failed)
+	default:
+		c.fail(e.Reply, kerr.InvalidTxnState.Code)
+	}
 }
 
 // tick aborts every idle ongoing transaction older than its timeout, under

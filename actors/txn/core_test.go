@@ -2,11 +2,14 @@ package txn
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/txnlog"
 )
 
@@ -428,5 +431,174 @@ func TestIdleIDsExpireInVirtualTime(t *testing.T) {
 	h.flush()
 	if got := h.last(); got.ErrorCode != 0 || got.ProducerID != 200 || got.Epoch != 0 {
 		t.Fatalf("init after expiry = %+v", got)
+	}
+}
+
+// TestEndTxnV2BumpsTheEpoch: with the transaction protocol v2 every end
+// moves the epoch, the markers carry the new one, the reply names it, and
+// a retried end is answered the same.
+func TestEndTxnV2BumpsTheEpoch(t *testing.T) {
+	h := newHarness(t)
+	h.step(Loaded{State: txnlog.State{ID: "x"}})
+	h.init("x", -1, -1)
+	// A partition leader adds the partition (produce v12).
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	h.flush()
+	h.step(AddOffsets{ID: "x", ProducerID: 100, Epoch: 0, Group: "g", Reply: h.record})
+	h.flush()
+	h.replies = nil
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, V2: true, NewPID: 300, Reply: h.record})
+	if len(h.persist) != 1 || h.persist[0].State.Status != txnlog.PrepareCommit || h.persist[0].State.Epoch != 1 {
+		t.Fatalf("prepare = %+v", h.persist)
+	}
+	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
+	h.persist = nil
+	if len(h.markers) != 1 || h.markers[0].ProducerID != 100 || h.markers[0].Epoch != 1 || len(h.markers[0].Groups) != 1 {
+		t.Fatalf("markers = %+v", h.markers)
+	}
+	h.flush()
+	if r := h.last(); r.ErrorCode != 0 || r.ProducerID != 100 || r.Epoch != 1 {
+		t.Fatalf("end = %+v", r)
+	}
+	// The reply was lost: the retry names epoch 0 and gets epoch 1; the
+	// other outcome is refused.
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, V2: true, NewPID: 300, Reply: h.record})
+	if r := h.last(); r.ErrorCode != 0 || r.Epoch != 1 || len(h.persist) != 0 {
+		t.Fatalf("retried end = %+v, persist %v", r, h.persist)
+	}
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: false, V2: true, NewPID: 300, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("abort retried after a commit = %+v", r)
+	}
+	// The next transaction runs at epoch 1; the old epoch is fenced.
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("add at the old epoch = %+v", r)
+	}
+	// An abort with nothing added is answered, with a bump.
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 1, Commit: false, V2: true, NewPID: 300, Reply: h.record})
+	h.flush()
+	if r := h.last(); r.ErrorCode != 0 || r.Epoch != 2 || len(h.markers) != 0 || h.status("x") != txnlog.CompleteAbort {
+		t.Fatalf("empty abort = %+v, markers %v, status %v", r, h.markers, h.status("x"))
+	}
+	// A commit of nothing is not.
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 2, Commit: true, V2: true, NewPID: 300, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("empty commit = %+v", r)
+	}
+}
+
+// TestEndTxnV2EpochExhausted: an end at the last epoch moves the producer
+// to a new id at epoch 0, and writes the markers with the old id at the
+// last epoch, which fences it for good.
+func TestEndTxnV2EpochExhausted(t *testing.T) {
+	h := newHarness(t)
+	last := int16(math.MaxInt16 - 1)
+	h.step(Loaded{State: txnlog.State{ID: "x", ProducerID: 100, Epoch: last, LastProducerID: 100, LastEpoch: last - 1,
+		TimeoutMs: 60000, Status: txnlog.Ongoing, Partitions: []TP{tp0}, StartMs: h.now.UnixMilli()}, Found: true})
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: last, Commit: false, V2: true, NewPID: 300, Reply: h.record})
+	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
+	h.persist = nil
+	if len(h.markers) != 1 || h.markers[0].ProducerID != 100 || h.markers[0].Epoch != math.MaxInt16 {
+		t.Fatalf("markers = %+v", h.markers)
+	}
+	h.flush()
+	if r := h.last(); r.ErrorCode != 0 || r.ProducerID != 300 || r.Epoch != 0 {
+		t.Fatalf("end = %+v", r)
+	}
+	// A coordinator that loads the prepared state writes the same markers.
+	st, _ := h.c.State("x")
+	st.Status = txnlog.PrepareAbort
+	h2 := newHarness(t)
+	h2.step(Loaded{State: st, Found: true})
+	if len(h2.markers) != 1 || h2.markers[0].ProducerID != 100 || h2.markers[0].Epoch != math.MaxInt16 {
+		t.Fatalf("resumed markers = %+v", h2.markers)
+	}
+}
+
+// TestEndTxnV2FencedIncarnation: a producer fenced by a new incarnation's
+// InitProducerId does not get the new epoch by ending its transaction:
+// only a retry of an end gets the epoch it bumped to.
+func TestEndTxnV2FencedIncarnation(t *testing.T) {
+	h := newHarness(t)
+	h.step(Loaded{State: txnlog.State{ID: "x"}})
+	h.init("x", -1, -1)
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	h.flush()
+	h.step(InitProducerID{ID: "x", TimeoutMs: 60000, ProducerID: -1, Epoch: -1, NewPID: 200, Reply: h.record})
+	h.flush() // the open transaction is aborted under epoch 1
+	h.replies = nil
+	for _, commit := range []bool{false, true} {
+		h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: commit, V2: true, NewPID: 300, Reply: h.record})
+		if r := h.last(); r.ErrorCode != kerr.ProducerFenced.Code {
+			t.Fatalf("end (commit %v) of the fenced incarnation = %+v", commit, r)
+		}
+	}
+}
+
+// TestVerifyEvents: what a partition leader's or a group coordinator's
+// request becomes in the core: a verification, a partition added, or (the
+// group's marker topic, TxnOffsetCommit v5) a group added.
+func TestVerifyEvents(t *testing.T) {
+	v := messages.VerifyTxn{TransactionalID: "x", ProducerID: 1, Epoch: 2, Topic: "t", Partition: 3, Reply: func(int16) {}}
+	if e, ok := verifyEvent(v).(AddPartitions); !ok || !e.VerifyOnly || e.Partitions[0] != (TP{Topic: "t", Partition: 3}) {
+		t.Fatalf("verify: %+v", verifyEvent(v))
+	}
+	v.Add = true
+	if e, ok := verifyEvent(v).(AddPartitions); !ok || e.VerifyOnly || e.Epoch != 2 {
+		t.Fatalf("add: %+v", verifyEvent(v))
+	}
+	v.Topic = messages.GroupMarkerTopic("g")
+	if e, ok := verifyEvent(v).(AddOffsets); !ok || e.Group != "g" || e.ProducerID != 1 {
+		t.Fatalf("group: %+v", verifyEvent(v))
+	}
+
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Version = 5
+	for _, tc := range []struct {
+		target addTarget
+		group  string
+	}{
+		{addTarget{order: []string{messages.GroupMarkerTopic("g")}, topics: map[string][]int32{messages.GroupMarkerTopic("g"): {0}}}, "g"},
+		{addTarget{order: []string{"t"}, topics: map[string][]int32{"t": {0}}}, ""},
+		{addTarget{verifyOnly: true, order: []string{messages.GroupMarkerTopic("g")}, topics: map[string][]int32{messages.GroupMarkerTopic("g"): {0}}}, ""},
+	} {
+		if g, ok := groupAdd(req, tc.target); g != tc.group || ok != (tc.group != "") {
+			t.Errorf("groupAdd(%+v) = %q %v", tc.target, g, ok)
+		}
+	}
+}
+
+// TestAddsWaitForThePersistInFlight: adds arriving while an add is
+// persisted (the partitions of one produce request, each added by its
+// leader) are persisted together next and answered once durable, not
+// refused; other requests meanwhile are told to retry.
+func TestAddsWaitForThePersistInFlight(t *testing.T) {
+	h := newHarness(t)
+	h.step(Loaded{State: txnlog.State{ID: "x"}})
+	h.init("x", -1, -1)
+	tp1, tp2 := TP{Topic: "t", Partition: 1}, TP{Topic: "t", Partition: 2}
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp1}, Reply: h.record})
+	h.step(AddOffsets{ID: "x", ProducerID: 100, Epoch: 0, Group: "g", Reply: h.record})
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 9, Partitions: []TP{tp2}, Reply: h.record}) // fenced
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.ConcurrentTransactions.Code || len(h.persist) != 1 {
+		t.Fatalf("end while adding = %+v, persists %d", r, len(h.persist))
+	}
+	first := h.persist[0]
+	h.persist = nil
+	h.step(Persisted{ID: "x", Seq: first.Seq})
+	// The first add is answered; the queued ones are in one persist.
+	if len(h.replies) != 2 || h.replies[0].ErrorCode != 0 || h.replies[1].ErrorCode != kerr.ProducerFenced.Code || len(h.persist) != 1 {
+		t.Fatalf("after the first persist: replies %+v, persists %d", h.replies, len(h.persist))
+	}
+	if st := h.persist[0].State; len(st.Partitions) != 2 || len(st.Groups) != 1 {
+		t.Fatalf("queued adds persisted as %+v", st)
+	}
+	h.replies = nil
+	h.flush()
+	if len(h.replies) != 2 || h.replies[0].ErrorCode != 0 || h.replies[1].ErrorCode != 0 {
+		t.Fatalf("queued adds answered %+v", h.replies)
 	}
 }

@@ -111,13 +111,17 @@ func (r *Remote) WriteGroup(b routing.Broker, m *messages.TxnOffsetsEnd) {
 }
 
 // Verify implements Options.RemoteVerify: an AddPartitionsToTxn v4
-// request with VerifyOnly to the coordinator broker b, answered with the
-// partition's error code (NETWORK_EXCEPTION when the request failed).
+// request (v5 to add) with VerifyOnly (unless v.Add) to the coordinator
+// broker b, answered with the partition's error code (NETWORK_EXCEPTION
+// when the request failed).
 func (r *Remote) Verify(b routing.Broker, v messages.VerifyTxn) {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	req.Version = 4
+	if v.Add {
+		req.Version = 5
+	}
 	x := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = v.TransactionalID, v.ProducerID, v.Epoch, true
+	x.TransactionalID, x.ProducerID, x.ProducerEpoch, x.VerifyOnly = v.TransactionalID, v.ProducerID, v.Epoch, !v.Add
 	t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	t.Topic, t.Partitions = v.Topic, []int32{v.Partition}
 	x.Topics = append(x.Topics, t)

@@ -358,7 +358,9 @@ func TestTransactionsConsumeTransformProduce(t *testing.T) {
 // AddPartitionsToTxn (KIP-890's hanging transaction) is refused with
 // INVALID_TXN_STATE and nothing is written, so the last stable offset never
 // sticks; the same batch after AddPartitionsToTxn is written; after the
-// commit the producer must add the partition again.
+// commit the producer must add the partition again. Under the transaction
+// protocol v2 (Produce v12) the partition is added for the producer, and
+// the epoch EndTxn v5 bumps fences the ended transaction's late batches.
 func TestTransactionalProduceIsVerified(t *testing.T) {
 	_, addr := testBroker(t)
 	createTopic(t, addr, "verified", 2, nil)
@@ -377,7 +379,7 @@ func TestTransactionalProduceIsVerified(t *testing.T) {
 		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(init.ErrorCode))
 	}
 	pid, epoch := init.ProducerID, init.ProducerEpoch
-	produce := func(partition int32, seq int32) kmsg.ProduceResponseTopicPartition {
+	produceV := func(version int16, partition int32, epoch int16, seq int32) kmsg.ProduceResponseTopicPartition {
 		t.Helper()
 		req := kmsg.NewPtrProduceRequest()
 		req.TransactionID, req.Acks, req.TimeoutMillis = &id, -1, 5000
@@ -389,7 +391,11 @@ func TestTransactionalProduceIsVerified(t *testing.T) {
 			Values: [][]byte{[]byte(fmt.Sprint("v", seq))}})
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		return rawRequest(t, addr, req, 9).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+		return rawRequest(t, addr, req, version).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	}
+	produce := func(partition int32, seq int32) kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		return produceV(9, partition, epoch, seq)
 	}
 	ends := func() (latest, stable int64) {
 		t.Helper()
@@ -443,5 +449,27 @@ func TestTransactionalProduceIsVerified(t *testing.T) {
 	}
 	if l, s := ends(); l != 2 || s != 2 {
 		t.Fatalf("after the refused batch: end %d, stable %d; want 2, 2", l, s)
+	}
+
+	// The transaction protocol v2.
+	if r := produceV(12, 0, epoch, 1); r.ErrorCode != 0 || r.BaseOffset != 2 {
+		t.Fatalf("v12 batch (the partition added for the producer): %v %+v", kerr.ErrorForCode(r.ErrorCode), r)
+	}
+	end.Version = 5
+	r5 := rawRequest(t, addr, end, 5).(*kmsg.EndTxnResponse)
+	if r5.ErrorCode != 0 || r5.ProducerID != pid || r5.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5: %v, producer %d epoch %d; want %d, %d", kerr.ErrorForCode(r5.ErrorCode), r5.ProducerID, r5.ProducerEpoch, pid, epoch+1)
+	}
+	if l, s := ends(); l != 4 || s != 4 {
+		t.Fatalf("committed (v2): end %d, stable %d; want 4, 4", l, s)
+	}
+	if r := produceV(12, 0, epoch, 2); r.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("late v12 batch of the ended transaction's epoch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := produceV(12, 1, epoch, 0); r.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("v12 batch of the old epoch on a partition without its marker: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := produceV(12, 0, epoch+1, 0); r.ErrorCode != 0 || r.BaseOffset != 4 {
+		t.Fatalf("v12 batch of the next transaction: %v %+v", kerr.ErrorForCode(r.ErrorCode), r)
 	}
 }

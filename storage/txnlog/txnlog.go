@@ -81,12 +81,34 @@ type State struct {
 	// StartMs is when the transaction became Ongoing (Unix ms).
 	StartMs  int64 `json:"start_ms"`
 	UpdateMs int64 `json:"update_ms"`
+	// Marker is the producer id and epoch the markers of a prepared
+	// transaction carry, set when it is prepared; nil: ProducerID and
+	// Epoch. A prepare that bumps the epoch (transaction protocol v2, or
+	// an abort that fences the producer) writes the markers with the old
+	// producer id at the next epoch, which fences every earlier write of
+	// that id even when the bump moved the producer to a new id.
+	Marker *Marker `json:"marker,omitempty"`
+	// EndBumped is set when the last bump was an EndTxn's (transaction
+	// protocol v2): an EndTxn retried with LastProducerID and LastEpoch
+	// is answered the current ones, which no other producer that knows
+	// the old pair (a fenced incarnation) may get.
+	EndBumped bool `json:"end_bumped,omitempty"`
+}
+
+// Marker is a producer id and epoch for markers.
+type Marker struct {
+	ProducerID int64 `json:"pid"`
+	Epoch      int16 `json:"epoch"`
 }
 
 // Clone returns a deep copy of s.
 func (s State) Clone() State {
 	s.Partitions = append([]TP(nil), s.Partitions...)
 	s.Groups = append([]string(nil), s.Groups...)
+	if s.Marker != nil {
+		m := *s.Marker
+		s.Marker = &m
+	}
 	return s
 }
 
