@@ -66,6 +66,10 @@ func addToTxn(clk clock.Clock, add func(messages.VerifyTxn), req *kmsg.TxnOffset
 		case 0, kerr.ProducerFenced.Code, kerr.InvalidProducerIDMapping.Code, kerr.InvalidTxnState.Code,
 			kerr.TransactionalIDAuthorizationFailed.Code, kerr.ConcurrentTransactions.Code:
 			return code
+		case kerr.ClusterAuthorizationFailed.Code:
+			// The coordinator refused this broker's request (no
+			// inter-broker user): as a partition leader answers it.
+			return kerr.InvalidTxnState.Code
 		}
 		return kerr.CoordinatorNotAvailable.Code
 	}

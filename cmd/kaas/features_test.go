@@ -36,7 +36,7 @@ func TestFeatures(t *testing.T) {
 		}
 		finalized := map[string]int16{}
 		kversion.FromApiVersionsResponse(raw).EachFinalizedFeature(func(name string, level int16) { finalized[name] = level })
-		want := map[string]int16{"metadata.version": 25, "group.version": 1}
+		want := map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 2}
 		if len(finalized) != len(want) {
 			t.Errorf("finalized %v, want %v", finalized, want)
 		}
@@ -45,31 +45,29 @@ func TestFeatures(t *testing.T) {
 				t.Errorf("finalized %s = %d, want %d", name, finalized[name], level)
 			}
 		}
-		// transaction.version 2 would switch franz-go to KIP-890 part 2.
-		if l, ok := finalized["transaction.version"]; ok {
-			t.Errorf("transaction.version finalized at %d", l)
-		}
 		supported := map[string][2]int16{}
 		kversion.FromApiVersionsResponse(raw).EachSupportedFeature(func(name string, min, max int16) { supported[name] = [2]int16{min, max} })
-		if r := supported["transaction.version"]; r != [2]int16{0, 0} {
-			t.Errorf("transaction.version supported %v, want 0-0 (all supported: %v)", r, supported)
+		if r := supported["transaction.version"]; r != [2]int16{2, 2} {
+			t.Errorf("transaction.version supported %v, want 2-2 (all supported: %v)", r, supported)
 		}
 	}
 
 	for _, validateOnly := range []bool{true, false} {
 		res, err := adm.UpdateFeatures(ctx, validateOnly,
 			kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 25, UpgradeType: 1},
-			kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1})
-		if err != nil || res.Error() != nil || len(res) != 2 {
+			kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1},
+			kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1})
+		if err != nil || res.Error() != nil || len(res) != 3 {
 			t.Fatalf("validateOnly=%v: updating to the finalized levels: %v %+v", validateOnly, err, res)
 		}
+		// A downgrade to the classic transaction protocol is refused.
 		res, err = adm.UpdateFeatures(ctx, validateOnly,
-			kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1})
+			kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 0, UpgradeType: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := res["transaction.version"].Err; !errors.Is(got, kerr.InvalidUpdateVersion) {
-			t.Fatalf("validateOnly=%v: transaction.version 2: %v, want INVALID_UPDATE_VERSION", validateOnly, got)
+			t.Fatalf("validateOnly=%v: transaction.version 0: %v, want INVALID_UPDATE_VERSION", validateOnly, got)
 		}
 	}
 

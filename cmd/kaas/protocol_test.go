@@ -58,11 +58,11 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 	for key, want := range map[kmsg.Key][2]int16{
-		kmsg.Produce: {0, 11}, kmsg.Fetch: {4, 16}, kmsg.Metadata: {0, 12}, kmsg.ApiVersions: {0, 4},
+		kmsg.Produce: {0, 12}, kmsg.Fetch: {4, 16}, kmsg.Metadata: {0, 12}, kmsg.ApiVersions: {0, 4},
 		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {0, 4}, kmsg.ListOffsets: {0, 8},
 		kmsg.DescribeLogDirs: {0, 4}, kmsg.AlterReplicaLogDirs: {0, 2}, kmsg.ElectLeaders: {0, 2}, kmsg.DescribeProducers: {0, 0},
-		kmsg.InitProducerID: {0, 4}, kmsg.AddPartitionsToTxn: {0, 4}, kmsg.AddOffsetsToTxn: {0, 3}, kmsg.EndTxn: {0, 4},
-		kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2}, kmsg.TxnOffsetCommit: {0, 4},
+		kmsg.InitProducerID: {0, 5}, kmsg.AddPartitionsToTxn: {0, 5}, kmsg.AddOffsetsToTxn: {0, 4}, kmsg.EndTxn: {0, 5},
+		kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2}, kmsg.TxnOffsetCommit: {0, 5},
 		kmsg.WriteTxnMarkers: {0, 1}, kmsg.DescribeUserSCRAMCredentials: {0, 0}, kmsg.AlterUserSCRAMCredentials: {0, 0},
 	} {
 		if got[key.Int16()] != want {
