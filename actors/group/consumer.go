@@ -259,15 +259,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 		}
 	}
 
-	if g.resolveSubscriptions(topics) {
-		bump = true
-	}
-	if bump {
-		g.cons.groupEpoch++
-	}
-	if g.cons.groupEpoch > g.cons.assignEpoch {
-		g.computeTarget(topics)
-	}
+	g.retarget(topics, bump)
 
 	before := m.assigned
 	g.reconcile(now, m, req.Topics)
@@ -525,6 +517,18 @@ func (m *cmember) resolve(topics Topics, describe func(principal, host, topic st
 		sort.Strings(out)
 	}
 	return out
+}
+
+// retarget moves the group epoch on when a member's change asks for it
+// (bump) or the subscribed topics' metadata changed, and computes the target
+// assignment when it is behind the group epoch.
+func (g *Group) retarget(topics Topics, bump bool) {
+	if g.resolveSubscriptions(topics) || bump {
+		g.cons.groupEpoch++
+	}
+	if g.cons.groupEpoch > g.cons.assignEpoch {
+		g.computeTarget(topics)
+	}
 }
 
 // resolveSubscriptions resolves every member's subscription against the

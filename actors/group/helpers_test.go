@@ -140,6 +140,16 @@ func syncG(g *Group, now time.Time, req *kmsg.SyncGroupRequest) *box {
 	return b
 }
 
+// leaveReq is a LeaveGroup v3 of one member.
+func leaveReq(member string, instance *string) *kmsg.LeaveGroupRequest {
+	r := kmsg.NewPtrLeaveGroupRequest()
+	r.Version, r.Group = 3, "g"
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID, lm.InstanceID = member, instance
+	r.Members = append(r.Members, lm)
+	return r
+}
+
 func heartbeat(g *Group, now time.Time, member string, gen int32) int16 {
 	r := kmsg.NewPtrHeartbeatRequest()
 	r.Version = 4

@@ -92,12 +92,7 @@ func TestMembershipVersionFollowsClassicGroups(t *testing.T) {
 				}
 				return "every member's sync"
 			case op == 3:
-				req := kmsg.NewPtrLeaveGroupRequest()
-				req.Version, req.Group = 3, "g"
-				m := kmsg.NewLeaveGroupRequestMember()
-				m.MemberID = ids[rng.IntN(len(ids))]
-				req.Members = append(req.Members, m)
-				g.LeaveGroup(*now, req)
+				g.LeaveGroup(*now, leaveReq(ids[rng.IntN(len(ids))], nil))
 				return "a leave"
 			case op == 4:
 				inst := fmt.Sprint("i", rng.IntN(2))
@@ -269,12 +264,7 @@ func TestMembershipVersionFollowsMixedGroups(t *testing.T) {
 				c.heartbeat(*now)
 				return "a classic heartbeat"
 			case 4:
-				req := kmsg.NewPtrLeaveGroupRequest()
-				req.Version, req.Group = 3, "g"
-				lm := kmsg.NewLeaveGroupRequestMember()
-				lm.MemberID = c.id
-				req.Members = append(req.Members, lm)
-				g.LeaveGroup(*now, req)
+				g.LeaveGroup(*now, leaveReq(c.id, nil))
 				return "a classic leave"
 			case 5:
 				g.ConsumerHeartbeat(*now, client, m.req(-1), m.topics)

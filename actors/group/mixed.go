@@ -327,15 +327,7 @@ func (g *Group) joinConsumerGroup(now time.Time, c Client, req *kmsg.JoinGroupRe
 	m.classic = &classicMember{session: session, protocols: req.Protocols}
 	g.membersVersion++
 
-	if g.resolveSubscriptions(topics) {
-		bump = true
-	}
-	if bump {
-		g.cons.groupEpoch++
-	}
-	if g.cons.groupEpoch > g.cons.assignEpoch {
-		g.computeTarget(topics)
-	}
+	g.retarget(topics, bump)
 	g.reconcile(now, m, g.ownedPartitions(meta, topics))
 	m.revokeDeadline = time.Time{}
 	m.sessionDeadline = now.Add(session)

@@ -511,12 +511,7 @@ func TestClassicMemberErrors(t *testing.T) {
 		return b.join(t).ErrorCode
 	}
 	leave := func(member string, instance *string) int16 {
-		r := kmsg.NewPtrLeaveGroupRequest()
-		r.Version, r.Group = 3, "g"
-		lm := kmsg.NewLeaveGroupRequestMember()
-		lm.MemberID, lm.InstanceID = member, instance
-		r.Members = append(r.Members, lm)
-		return gr.LeaveGroup(now, r).Members[0].ErrorCode
+		return gr.LeaveGroup(now, leaveReq(member, instance)).Members[0].ErrorCode
 	}
 	commit := func(gen int32) int16 {
 		r := kmsg.NewPtrOffsetCommitRequest()

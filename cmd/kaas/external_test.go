@@ -485,7 +485,10 @@ func testSaramaBesideKIP848(t *testing.T, addr string) {
 		t.Fatalf("sarama.NewConsumerGroup: %v", err)
 	}
 	var saramaCount atomic.Int64
-	h := &saramaLedgerHandler{led: led, n: &saramaCount}
+	h := &saramaGroupHandler{each: func(m *sarama.ConsumerMessage) {
+		led.add("sarama", &kgo.Record{Value: m.Value, Partition: m.Partition, Offset: m.Offset})
+		saramaCount.Add(1)
+	}}
 	runCtx, stop := context.WithCancel(ctx)
 	loopDone := make(chan struct{})
 	go func() {
@@ -543,38 +546,15 @@ func testSaramaBesideKIP848(t *testing.T, addr string) {
 	})
 }
 
-// saramaLedgerHandler records what a sarama group member processes in a
-// ledger shared with franz-go members, marking each message as it goes.
-type saramaLedgerHandler struct {
-	led *ledger
-	n   *atomic.Int64
-}
-
-func (h *saramaLedgerHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
-func (h *saramaLedgerHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
-func (h *saramaLedgerHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
-	for {
-		select {
-		case m, ok := <-claim.Messages():
-			if !ok {
-				return nil
-			}
-			h.led.add("sarama", &kgo.Record{Value: m.Value, Partition: m.Partition, Offset: m.Offset})
-			h.n.Add(1)
-			sess.MarkMessage(m, "")
-		case <-sess.Context().Done():
-			return nil
-		}
-	}
-}
-
-// saramaGroupHandler collects messages until it has want of them.
+// saramaGroupHandler collects messages until it has want of them (or,
+// with each set, hands each to it), marking each as it goes.
 type saramaGroupHandler struct {
 	mu   sync.Mutex
 	got  []consumed
 	want int
 	done chan struct{}
 	once sync.Once
+	each func(*sarama.ConsumerMessage)
 }
 
 func (h *saramaGroupHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
@@ -585,6 +565,11 @@ func (h *saramaGroupHandler) ConsumeClaim(sess sarama.ConsumerGroupSession, clai
 		case m, ok := <-claim.Messages():
 			if !ok {
 				return nil
+			}
+			if h.each != nil {
+				h.each(m)
+				sess.MarkMessage(m, "")
+				continue
 			}
 			h.mu.Lock()
 			h.got = append(h.got, consumed{Partition: m.Partition, Offset: m.Offset, Key: string(m.Key), Value: string(m.Value)})
