@@ -198,17 +198,23 @@ func (g *Group) addMember(now time.Time, id string, c Client, req *kmsg.JoinGrou
 	if len(g.members) == 0 {
 		g.protocolType = req.ProtocolType
 	}
-	g.members[id] = m
+	g.admit(m)
+	g.maybeRebalance(now)
+}
+
+// admit adds m to the members: its protocols counted, its instance id
+// mapped, the leader if there is none.
+func (g *Group) admit(m *member) {
+	g.members[m.id] = m
 	for _, p := range m.protocols {
 		g.supported[p.Name]++
 	}
-	if g.leader == "" {
-		g.leader = id
-	}
 	if m.instanceID != nil {
-		g.static[*m.instanceID] = id
+		g.static[*m.instanceID] = m.id
 	}
-	g.maybeRebalance(now)
+	if g.leader == "" {
+		g.leader = m.id
+	}
 }
 
 func (g *Group) updateMember(now time.Time, m *member, req *kmsg.JoinGroupRequest, session, rebalance time.Duration, reply Reply) {

@@ -234,10 +234,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 		bump = true
 	}
 	if req.SubscribedTopicNames != nil {
-		names := slices.Clone(req.SubscribedTopicNames)
-		sort.Strings(names)
-		names = slices.Compact(names)
-		if !slices.Equal(names, m.names) {
+		if names := sortedNames(req.SubscribedTopicNames); !slices.Equal(names, m.names) {
 			m.names = names
 			bump = true
 		}
@@ -383,6 +380,13 @@ func (g *Group) consumerMember(req *kmsg.ConsumerGroupHeartbeatRequest) (m *cmem
 		return nil, false, false, cgError(code, "")
 	}
 	return old, false, false, nil
+}
+
+// sortedNames is a subscription's topic names, sorted, each once.
+func sortedNames(names []string) []string {
+	out := slices.Clone(names)
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
 // checkMemberEpoch fences a member whose epoch is ahead of ours, or behind

@@ -279,14 +279,8 @@ func (g *Group) restoreClassic(now time.Time, s savedMembership) {
 		m := &member{id: sm.ID, instanceID: sm.InstanceID, clientID: sm.ClientID, clientHost: sm.ClientHost,
 			session: time.Duration(sm.SessionMs) * time.Millisecond, rebalance: time.Duration(sm.RebalanceMs) * time.Millisecond,
 			protocols: restoreProtocols(sm.Protocols), assignment: sm.Assignment}
-		for _, p := range m.protocols {
-			g.supported[p.Name]++
-		}
 		m.deadline = now.Add(m.session)
-		g.members[m.id] = m
-		if m.instanceID != nil {
-			g.static[*m.instanceID] = m.id
-		}
+		g.admit(m)
 	}
 	if g.members[g.leader] == nil {
 		g.leader = sortedKeys(g.members)[0]

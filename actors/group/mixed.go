@@ -148,11 +148,7 @@ func (g *Group) upgrade(now time.Time, topics Topics) *kmsg.ConsumerGroupHeartbe
 }
 
 // subscription is a classic member's subscribed topics, sorted.
-func subscription(meta kmsg.ConsumerMemberMetadata) []string {
-	names := slices.Clone(meta.Topics)
-	sort.Strings(names)
-	return slices.Compact(names)
-}
+func subscription(meta kmsg.ConsumerMemberMetadata) []string { return sortedNames(meta.Topics) }
 
 // mayDowngrade reports whether the group, without member leaving, may turn
 // classic (Kafka's validateOnlineDowngrade*): members remain, every one of
@@ -188,19 +184,9 @@ func (g *Group) downgrade(now time.Time, leaving string, rebalance bool) {
 		if id == leaving {
 			continue
 		}
-		m := &member{id: id, instanceID: cm.instanceID, clientID: cm.clientID, clientHost: cm.clientHost,
+		g.admit(&member{id: id, instanceID: cm.instanceID, clientID: cm.clientID, clientHost: cm.clientHost,
 			session: cm.classic.session, rebalance: cm.rebalanceTimeout, protocols: cm.classic.protocols,
-			deadline: now.Add(cm.classic.session)}
-		g.members[id] = m
-		for _, p := range m.protocols {
-			g.supported[p.Name]++
-		}
-		if m.instanceID != nil {
-			g.static[*m.instanceID] = id
-		}
-		if g.leader == "" {
-			g.leader = id
-		}
+			deadline: now.Add(cm.classic.session)})
 	}
 	g.protocol = g.selectProtocol()
 	for id, m := range g.members {
