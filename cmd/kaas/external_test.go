@@ -489,17 +489,7 @@ func testSaramaBesideKIP848(t *testing.T, addr string) {
 		led.add("sarama", &kgo.Record{Value: m.Value, Partition: m.Partition, Offset: m.Offset})
 		saramaCount.Add(1)
 	}}
-	runCtx, stop := context.WithCancel(ctx)
-	loopDone := make(chan struct{})
-	go func() {
-		defer close(loopDone)
-		for runCtx.Err() == nil {
-			if err := cg.Consume(runCtx, []string{topic}, h); err != nil && runCtx.Err() == nil {
-				t.Errorf("Consume: %v", err)
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-	}()
+	stop := runSaramaGroup(t, ctx, cg, topic, h)
 	// Both consume from the group, which stays a consumer group.
 	for i := 0; saramaCount.Load() == 0; i++ {
 		produce(60)
@@ -516,34 +506,31 @@ func testSaramaBesideKIP848(t *testing.T, addr string) {
 		t.Errorf("sarama processed %d of the 300 records written after the KIP-848 member left", got)
 	}
 	stop()
-	<-loopDone
 	if err := cg.Close(); err != nil { // commits the marked offsets
 		t.Errorf("consumer group close: %v", err)
 	}
 
-	led.mu.Lock()
-	for _, d := range led.dups {
-		t.Error(d)
-	}
-	for i := range next {
-		if led.seen[fmt.Sprintf("v-%05d", i)] == 0 {
-			t.Errorf("v-%05d never processed", i)
+	checkProcessedOnce(t, ctx, adm, led, group, topic, next)
+}
+
+// runSaramaGroup runs cg's member on topic with h until stop, which waits
+// for it to end.
+func runSaramaGroup(t *testing.T, ctx context.Context, cg sarama.ConsumerGroup, topic string, h sarama.ConsumerGroupHandler) (stop func()) {
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for runCtx.Err() == nil {
+			if err := cg.Consume(runCtx, []string{topic}, h); err != nil && runCtx.Err() == nil {
+				t.Errorf("Consume: %v", err)
+				time.Sleep(200 * time.Millisecond)
+			}
 		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
-	led.mu.Unlock()
-	offs, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends.Each(func(e kadm.ListedOffset) {
-		if c, ok := offs.Lookup(topic, e.Partition); !ok || c.Err != nil || c.At != e.Offset {
-			t.Errorf("partition %d: committed %+v (found %v), want offset %d", e.Partition, c, ok, e.Offset)
-		}
-	})
 }
 
 // saramaGroupHandler collects messages until it has want of them (or,
@@ -611,17 +598,7 @@ func testSaramaConsumerGroup(t *testing.T, addr string) {
 		t.Fatalf("sarama.NewConsumerGroup: %v", err)
 	}
 	h := &saramaGroupHandler{want: n, done: make(chan struct{})}
-	runCtx, stop := context.WithCancel(ctx)
-	loopDone := make(chan struct{})
-	go func() {
-		defer close(loopDone)
-		for runCtx.Err() == nil {
-			if err := cg.Consume(runCtx, []string{topic}, h); err != nil && runCtx.Err() == nil {
-				t.Errorf("Consume: %v", err)
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-	}()
+	stop := runSaramaGroup(t, ctx, cg, topic, h)
 	go func() {
 		for err := range cg.Errors() {
 			t.Logf("consumer group error: %v", err)
@@ -635,7 +612,6 @@ func testSaramaConsumerGroup(t *testing.T, addr string) {
 		h.mu.Unlock()
 	}
 	stop()
-	<-loopDone
 	// Close commits the marked offsets.
 	if err := cg.Close(); err != nil {
 		t.Errorf("consumer group close: %v", err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -72,34 +71,7 @@ func runChurnWith(t *testing.T, group string, memberOpts func(name string) []kgo
 	atLeast(total, "m2 left")
 	members[2].leave() // m3 commits what it processed, then leaves
 
-	led.mu.Lock()
-	for _, d := range led.dups {
-		t.Error(d)
-	}
-	for i := 0; i < total; i++ {
-		if led.seen[fmt.Sprintf("v-%05d", i)] == 0 {
-			t.Errorf("v-%05d never processed", i)
-		}
-	}
-	led.mu.Unlock()
-
-	// Committed offsets reach the end of every partition.
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum int64
-	ends.Each(func(o kadm.ListedOffset) {
-		c, ok := committed.Lookup(topic, o.Partition)
-		if !ok || c.At != o.Offset {
-			t.Errorf("partition %d: committed %+v, end %d", o.Partition, c, o.Offset)
-		}
-		sum += o.Offset
-	})
+	sum := checkProcessedOnce(t, ctx, adm, led, group, topic, total)
 	if sum != total {
 		t.Errorf("log end offsets sum to %d, want %d", sum, total)
 	}

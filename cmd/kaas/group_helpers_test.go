@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -117,6 +118,39 @@ func (m *member) leave() {
 	<-m.done
 	m.cl.AllowRebalance()
 	m.cl.Close()
+}
+
+// checkProcessedOnce fails unless the ledger saw each of the values
+// v-00000 .. v-<n-1> exactly once and group's committed offsets on topic end
+// at the log end; it returns the sum of the end offsets.
+func checkProcessedOnce(t *testing.T, ctx context.Context, adm *kadm.Client, led *ledger, group, topic string, n int) int64 {
+	t.Helper()
+	led.mu.Lock()
+	for _, d := range led.dups {
+		t.Error(d)
+	}
+	for i := range n {
+		if led.seen[fmt.Sprintf("v-%05d", i)] == 0 {
+			t.Errorf("v-%05d never processed", i)
+		}
+	}
+	led.mu.Unlock()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	ends.Each(func(e kadm.ListedOffset) {
+		if c, ok := committed.Lookup(topic, e.Partition); !ok || c.Err != nil || c.At != e.Offset {
+			t.Errorf("partition %d: committed %+v (found %v), want the end offset %d", e.Partition, c, ok, e.Offset)
+		}
+		sum += e.Offset
+	})
+	return sum
 }
 
 func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -100,27 +99,5 @@ func TestExternalKafkajsBesideKIP848(t *testing.T) {
 	atLeast(produced())
 	m.leave()
 
-	led.mu.Lock()
-	for _, d := range led.dups {
-		t.Error(d)
-	}
-	for i := range int(produced()) {
-		if led.seen[fmt.Sprintf("v-%05d", i)] == 0 {
-			t.Errorf("v-%05d never processed", i)
-		}
-	}
-	led.mu.Unlock()
-	offs, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ends.Each(func(e kadm.ListedOffset) {
-		if c, ok := offs.Lookup(topic, e.Partition); !ok || c.Err != nil || c.At != e.Offset {
-			t.Errorf("partition %d: committed %+v (found %v), want offset %d", e.Partition, c, ok, e.Offset)
-		}
-	})
+	checkProcessedOnce(t, ctx, adm, led, group, topic, int(produced()))
 }
