@@ -157,34 +157,101 @@ func WatchTopics(ctx context.Context, dyn dynamic.Interface, ns string, report f
 	}
 	poke(nil)
 	bad := map[string]string{}
+	status := newStatusWrites(ctx, dyn, log)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case f := <-status.failed:
+			status.forget(f)
+			continue
 		}
 		out := map[string]balancer.TopicSpec{}
+		seen := map[string]bool{}
 		for _, obj := range inf.GetStore().List() {
 			u, ok := obj.(*unstructured.Unstructured)
 			if !ok {
 				continue
 			}
+			seen[u.GetName()] = true
 			name, spec, err := TopicFromObject(u)
 			if err != nil {
 				if bad[u.GetName()] != err.Error() {
 					log.Error().Err(err).Str("kafkatopic", u.GetName()).Msg("invalid KafkaTopic ignored")
 					bad[u.GetName()] = err.Error()
-					go setStatus(ctx, dyn, u, false, "Invalid", err.Error(), log)
+					status.write(u, false, "Invalid", err.Error())
 				}
 				continue
 			}
 			delete(bad, u.GetName())
 			out[name] = spec
 			if statusStale(u, spec) {
-				go setStatus(ctx, dyn, u, true, "Accepted", fmt.Sprintf("topic %s is in the controller's assignment", name), log)
+				status.write(u, true, "Accepted", fmt.Sprintf("topic %s is in the controller's assignment", name))
 			}
 		}
+		status.keepOnly(seen)
 		report(out)
+	}
+}
+
+// statusWrites issues KafkaTopic status writes at most once per object
+// version. Every informer event re-lists all KafkaTopics, and an object
+// whose write is still queued (client-go's rate limiter) or not yet seen
+// back still looks stale: without this a burst of n creations writes
+// O(n²) statuses, and the topic creations queue behind them.
+type statusWrites struct {
+	ctx    context.Context
+	dyn    dynamic.Interface
+	log    zerolog.Logger
+	issued map[string]string // object name -> resourceVersion written from
+	failed chan statusFailure
+}
+
+// statusFailure names a write that failed for a reason other than a
+// conflict (a newer version is on its way then): its version may be
+// written again at the next event or the informer's resync.
+type statusFailure struct{ name, version string }
+
+func newStatusWrites(ctx context.Context, dyn dynamic.Interface, log zerolog.Logger) *statusWrites {
+	return &statusWrites{ctx: ctx, dyn: dyn, log: log, issued: map[string]string{}, failed: make(chan statusFailure, 64)}
+}
+
+// write writes u's status in the background unless a write from u's
+// version was already issued.
+func (w *statusWrites) write(u *unstructured.Unstructured, ready bool, reason, msg string) {
+	name, version := u.GetName(), u.GetResourceVersion()
+	if v, ok := w.issued[name]; ok && v == version {
+		return
+	}
+	w.issued[name] = version
+	go func() {
+		err := setStatus(w.ctx, w.dyn, u, ready, reason, msg)
+		switch {
+		case err == nil, apierrors.IsConflict(err), apierrors.IsNotFound(err), w.ctx.Err() != nil:
+		default:
+			w.log.Warn().Err(err).Str("kafkatopic", name).Msg("update KafkaTopic status")
+			select {
+			case w.failed <- statusFailure{name, version}:
+			case <-w.ctx.Done():
+			}
+		}
+	}()
+}
+
+// forget lets a failed write's version be written again.
+func (w *statusWrites) forget(f statusFailure) {
+	if v, ok := w.issued[f.name]; ok && v == f.version {
+		delete(w.issued, f.name)
+	}
+}
+
+// keepOnly drops what it knows of objects no longer listed.
+func (w *statusWrites) keepOnly(names map[string]bool) {
+	for n := range w.issued {
+		if !names[n] {
+			delete(w.issued, n)
+		}
 	}
 }
 
@@ -328,8 +395,8 @@ func statusStale(u *unstructured.Unstructured, spec balancer.TopicSpec) bool {
 }
 
 // setStatus writes a KafkaTopic's status: topic id, partitions, observed
-// generation and a Ready condition. Conflicts are left to the next change.
-func setStatus(ctx context.Context, dyn dynamic.Interface, u *unstructured.Unstructured, ready bool, reason, msg string, log zerolog.Logger) {
+// generation and a Ready condition.
+func setStatus(ctx context.Context, dyn dynamic.Interface, u *unstructured.Unstructured, ready bool, reason, msg string) error {
 	u = u.DeepCopy()
 	status := "False"
 	if ready {
@@ -351,7 +418,8 @@ func setStatus(ctx context.Context, dyn dynamic.Interface, u *unstructured.Unstr
 	}
 	u.Object["status"] = st
 	_, err := dyn.Resource(KafkaTopicGVR).Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-		log.Warn().Err(err).Str("kafkatopic", u.GetName()).Msg("update KafkaTopic status")
+	if err != nil {
+		return fmt.Errorf("update KafkaTopic %s status: %w", u.GetName(), err)
 	}
+	return nil
 }

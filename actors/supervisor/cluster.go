@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -300,7 +302,8 @@ func (s *Cluster) setPins(m *messages.SetPins) {
 		case errors.Is(err, cluster.ErrTopicNotFound):
 			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownTopicOrPartition.Code})
 		case err != nil:
-			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownServerError.Code, ErrorMessage: err.Error()})
+			code, msg := adminError(ctx, err)
+			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: code, ErrorMessage: msg})
 		default:
 			m.Reply(messages.TopicResult{Name: m.Topic})
 		}
@@ -549,15 +552,64 @@ const adminTimeout = 15 * time.Second
 // waitForTopics waits until the published view satisfies ok (the controller
 // has put the change into assignment.json and this broker accepted it), so a
 // client that creates a topic can produce to it right away.
-func (s *Cluster) waitForTopics(ok func(v *routing.View) bool) {
+// It returns the last view it saw (nil if none yet), and false when the
+// admin timeout passed first.
+func (s *Cluster) waitForTopics(ok func(v *routing.View) bool) (*routing.View, bool) {
 	deadline := time.Now().Add(adminTimeout)
+	var v *routing.View
 	for time.Now().Before(deadline) {
-		if v := s.cfg.Store.Load(); v != nil && ok(v) {
-			return
+		if v = s.cfg.Store.Load(); v != nil && ok(v) {
+			return v, true
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return v, false
 }
+
+// adminError is the Kafka error for a failed KafkaTopic write:
+// REQUEST_TIMED_OUT when the admin timeout ran out (the apiserver was slow,
+// or client-go's rate limiter would have waited past it; the write may
+// still have happened, as with Kafka's own timed-out creations), else
+// UNKNOWN_SERVER_ERROR. The rate limiter's refusal wraps no context error,
+// hence the message check.
+func adminError(ctx context.Context, err error) (int16, string) {
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "would exceed context deadline") {
+		return kerr.RequestTimedOut.Code, fmt.Sprintf("the Kubernetes API did not answer within %s: %v", adminTimeout, err)
+	}
+	return kerr.UnknownServerError.Code, err.Error()
+}
+
+// waitForChanges waits until the view shows each named topic's change
+// (done), and marks the results of those it does not show within the
+// admin timeout REQUEST_TIMED_OUT, as Kafka answers a creation or deletion
+// its controller did not finish within the request's timeout.
+func (s *Cluster) waitForChanges(results []messages.TopicResult, names []string, done func(v *routing.View, name string) bool) {
+	allDone := func(v *routing.View) bool {
+		for _, n := range names {
+			if !done(v, n) {
+				return false
+			}
+		}
+		return true
+	}
+	v, ok := s.waitForTopics(allDone)
+	if ok {
+		return
+	}
+	late := map[string]bool{}
+	for _, n := range names {
+		late[n] = v == nil || !done(v, n)
+	}
+	for i := range results {
+		if r := &results[i]; r.ErrorCode == 0 && late[r.Name] {
+			r.ErrorCode, r.ErrorMessage = kerr.RequestTimedOut.Code, notInAssignment
+		}
+	}
+}
+
+// notInAssignment is the message of a change written to its KafkaTopic
+// that the assignment did not show within the admin timeout.
+var notInAssignment = fmt.Sprintf("written to its KafkaTopic, but not in the controller's assignment within %s", adminTimeout)
 
 func (s *Cluster) createTopics(m *messages.CreateTopics) {
 	specs := append([]messages.TopicSpec(nil), m.Topics...)
@@ -591,7 +643,7 @@ func (s *Cluster) createTopics(m *messages.CreateTopics) {
 			case errors.Is(err, cluster.ErrTopicExists):
 				r.ErrorCode = kerr.TopicAlreadyExists.Code
 			case err != nil:
-				r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, err.Error()
+				r.ErrorCode, r.ErrorMessage = adminError(ctx, err)
 			default:
 				if id, perr := ParseUUID(uid); perr == nil {
 					r.ID = id
@@ -599,13 +651,9 @@ func (s *Cluster) createTopics(m *messages.CreateTopics) {
 				created = append(created, spec.Name)
 			}
 		}
-		s.waitForTopics(func(v *routing.View) bool {
-			for _, n := range created {
-				if _, ok := v.Topics[n]; !ok {
-					return false
-				}
-			}
-			return true
+		s.waitForChanges(results, created, func(v *routing.View, name string) bool {
+			_, ok := v.Topics[name]
+			return ok
 		})
 		m.Reply(results)
 	}()
@@ -658,7 +706,7 @@ func (s *Cluster) deleteTopics(m *messages.DeleteTopics) {
 			case errors.Is(err, cluster.ErrTopicNotFound):
 				r.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			case err != nil:
-				r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, err.Error()
+				r.ErrorCode, r.ErrorMessage = adminError(ctx, err)
 			default:
 				if t, ok := v.Topics[r.Name]; ok {
 					r.ID = t.ID
@@ -666,13 +714,9 @@ func (s *Cluster) deleteTopics(m *messages.DeleteTopics) {
 				deleted = append(deleted, r.Name)
 			}
 		}
-		s.waitForTopics(func(v *routing.View) bool {
-			for _, n := range deleted {
-				if _, ok := v.Topics[n]; ok {
-					return false
-				}
-			}
-			return true
+		s.waitForChanges(results, deleted, func(v *routing.View, name string) bool {
+			_, ok := v.Topics[name]
+			return !ok
 		})
 		m.Reply(results)
 	}()
@@ -702,24 +746,20 @@ func (s *Cluster) createPartitions(m *messages.CreatePartitions) {
 					// Pins first: the new partitions are placed by them
 					// as soon as the controller sees the new count.
 					if err := s.topicAdmin.SetPins(ctx, pc.Topic, messages.FirstReplicas(current, pc.Assignment)); err != nil {
-						r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, err.Error()
+						r.ErrorCode, r.ErrorMessage = adminError(ctx, err)
 						continue
 					}
 				}
 				if err := s.topicAdmin.Patch(ctx, pc.Topic, pc.Count, nil, false); err != nil {
-					r.ErrorCode, r.ErrorMessage = kerr.UnknownServerError.Code, err.Error()
+					r.ErrorCode, r.ErrorMessage = adminError(ctx, err)
 					continue
 				}
 				grown[pc.Topic] = pc.Count
 			}
 		}
-		s.waitForTopics(func(v *routing.View) bool {
-			for n, c := range grown {
-				if t, ok := v.Topics[n]; !ok || int32(len(t.Partitions)) < c {
-					return false
-				}
-			}
-			return true
+		s.waitForChanges(results, slices.Collect(maps.Keys(grown)), func(v *routing.View, name string) bool {
+			t, ok := v.Topics[name]
+			return ok && int32(len(t.Partitions)) >= grown[name]
 		})
 		m.Reply(results)
 	}()
@@ -744,13 +784,17 @@ func (s *Cluster) alterConfig(m *messages.AlterTopicConfig) {
 			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownTopicOrPartition.Code})
 			return
 		case err != nil:
-			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.UnknownServerError.Code, ErrorMessage: err.Error()})
+			code, msg := adminError(ctx, err)
+			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: code, ErrorMessage: msg})
 			return
 		}
-		s.waitForTopics(func(v *routing.View) bool {
+		if _, ok := s.waitForTopics(func(v *routing.View) bool {
 			t, ok := v.Topics[m.Topic]
 			return ok && maps.Equal(t.Config, m.Config)
-		})
+		}); !ok {
+			m.Reply(messages.TopicResult{Name: m.Topic, ErrorCode: kerr.RequestTimedOut.Code, ErrorMessage: notInAssignment})
+			return
+		}
 		m.Reply(messages.TopicResult{Name: m.Topic})
 	}()
 }

@@ -11,9 +11,10 @@ import (
 // TestKafkajsCreateTopicsBurstOnKubernetes: a burst of CreateTopics, as
 // kafkajs's own suite or a provisioning tool sends (120 concurrent calls of
 // one topic each), creates every topic in cluster mode. Each topic is a
-// KafkaTopic create and a status write on the apiserver; at client-go's
-// default client rate (5 a second, bursts of 10) the burst would wait past
-// the admin timeout and be answered UNKNOWN_SERVER_ERROR.
+// KafkaTopic create and one status write on the apiserver, all through the
+// broker's client-side rate limit: a status written once per re-list rather
+// than once per object version, or client-go's default rate (5 a second),
+// would queue the creations past the admin timeout.
 func TestKafkajsCreateTopicsBurstOnKubernetes(t *testing.T) {
 	dir := kafkajsDir(t)
 	api := startAPIServer(t)
