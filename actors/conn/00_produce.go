@@ -9,7 +9,7 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// Produce (key 0): v3-12 served; ApiVersions advertises v0-12, as Apache
+// Produce (key 0): v3-13 served; ApiVersions advertises v0-13, as Apache
 // Kafka 4 does (KAFKA-18659), because librdkafka only compresses with
 // gzip/snappy/lz4 when the range reaches v0; v0-2 are answered
 // UNSUPPORTED_VERSION. The partition actor (actors/partition) validates and
@@ -20,9 +20,10 @@ import (
 // to the transaction instead, as the producer sent no AddPartitionsToTxn);
 // NOT_LEADER_OR_FOLLOWER answers carry a leader hint (leader_hints.go). A
 // producer_byte_rate quota meters the request's size and throttles
-// (quotas.go).
+// (quotas.go). From v13 topics are named by id (KIP-516): an id the broker
+// does not know is UNKNOWN_TOPIC_ID.
 func init() {
-	serve(API{Key: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: 12, AdvertiseV0: true,
+	serve(API{Key: kmsg.Produce.Int16(), MinVersion: 3, MaxVersion: 13, AdvertiseV0: true,
 		Handle: handleProduce, ErrorResponse: produceError})
 }
 
@@ -52,7 +53,10 @@ func handleProduce(r *Request) Pending {
 		t := &req.Topics[i]
 		rt := &resp.Topics[i]
 		*rt = kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
+		// The response names the topic as the request did (by id from
+		// v13); Topic is kept for the leader hints either way.
+		name := produceTopic(r.View, req.Version, t)
+		rt.Topic, rt.TopicID = name, t.TopicID
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(t.Partitions))
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
@@ -60,22 +64,25 @@ func handleProduce(r *Request) Pending {
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
-			if fail != 0 {
+			switch {
+			case fail != 0:
 				rp.ErrorCode = fail
 				continue
-			}
-			if routing.IsInternal(t.Topic) {
+			case name == "":
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+				continue
+			case routing.IsInternal(name):
 				// Kafka's answer (ReplicaManager): only the broker appends there.
 				rp.ErrorCode = kerr.InvalidTopicException.Code
-				rp.ErrorMessage = kmsg.StringPtr("Cannot append to internal topic " + t.Topic)
+				rp.ErrorMessage = kmsg.StringPtr("Cannot append to internal topic " + name)
 				continue
 			}
-			records, code, msg := recompressProduced(r.View.Topics[t.Topic], p.Records)
+			records, code, msg := recompressProduced(r.View.Topics[name], p.Records)
 			if code != 0 {
 				rp.ErrorCode, rp.ErrorMessage = code, kmsg.StringPtr(msg)
 				continue
 			}
-			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {
+			fan.send(name, p.Partition, &rp.ErrorCode, func(done func()) any {
 				return &messages.Produce{Batch: records, Acks: req.Acks, TransactionalID: txnID, Verify: verify, AddToTxn: req.Version >= 12, Reply: func(res messages.ProduceResult) {
 					rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					rp.ErrorMessage = optString(res.ErrorMessage)
@@ -92,6 +99,16 @@ func handleProduce(r *Request) Pending {
 		r.Server.noteRefusal(hintProduce(r.CurrentView(), resp))
 		return resp
 	}
+}
+
+// produceTopic is the name of a Produce topic: as sent before v13, else
+// the topic of its id ("" for an id the broker does not know).
+func produceTopic(v *routing.View, version int16, t *kmsg.ProduceRequestTopic) string {
+	if version < 13 {
+		return t.Topic
+	}
+	name, _ := topicName(v, "", t.TopicID)
+	return name
 }
 
 // produceError answers every partition of a Produce with code.

@@ -16,14 +16,15 @@ import (
 	"github.com/kaas-project/kaas/storage"
 )
 
-// Fetch (key 1): v4-16, long polling, KIP-74 size limits, leader-epoch
+// Fetch (key 1): v4-18 (v17 and v18 add only tagged fields a follower
+// replica sends), long polling, KIP-74 size limits, leader-epoch
 // checks and diverging epochs (answered by the partition actor), KIP-951
 // leader hints (leader_hints.go), incremental fetch sessions (KIP-227,
 // fetchsession). Records go out without a copy (zerocopy.go). A
 // consumer_byte_rate quota meters the records answered and throttles
 // (throttleFetch).
 func init() {
-	serve(API{Key: kmsg.Fetch.Int16(), MinVersion: 4, MaxVersion: 16, Handle: handleFetch, ErrorResponse: fetchError})
+	serve(API{Key: kmsg.Fetch.Int16(), MinVersion: 4, MaxVersion: 18, Handle: handleFetch, ErrorResponse: fetchError})
 }
 
 // fetchError answers a Fetch with code at the top level.

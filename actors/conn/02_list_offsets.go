@@ -1,18 +1,25 @@
 package conn
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/messages"
 )
 
-// ListOffsets (key 2): v0-8, answered per partition by its actor.
+// ListOffsets (key 2): v0-11, answered per partition by its actor. kaas
+// has no tiered storage: latest-tiered (-5, v9+) and earliest pending
+// upload (-6, v11+) find no offset, and v10's TimeoutMillis (for remote
+// lookups) has nothing to bound.
 func init() {
-	serve(API{Key: kmsg.ListOffsets.Int16(), MinVersion: 0, MaxVersion: 8, Handle: handleListOffsets, ErrorResponse: listOffsetsError})
+	serve(API{Key: kmsg.ListOffsets.Int16(), MinVersion: 0, MaxVersion: 11, Handle: handleListOffsets, ErrorResponse: listOffsetsError})
 }
 
 // handleListOffsets resolves earliest (-2), latest (-1), max-timestamp (-3),
-// earliest-local (-4) and timestamp lookups per partition.
+// earliest-local (-4), latest-tiered (-5), earliest pending upload (-6) and
+// timestamp lookups per partition. A special timestamp sent at a version
+// older than the one that defined it is UNSUPPORTED_VERSION, as Kafka's
+// ReplicaManager answers.
 //
 // v0 answers a list of offsets (OldStyleOffsets, up to MaxNumOffsets) where
 // later versions answer one: kaas answers at most one, the offset v1 gives
@@ -36,6 +43,10 @@ func handleListOffsets(r *Request) Pending {
 			*rp = kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			if least, special := listOffsetsSince[p.Timestamp]; special && req.Version < least {
+				rp.ErrorCode = kerr.UnsupportedVersion.Code
+				continue
+			}
 			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {
 				return &messages.ListOffsets{
 					Timestamp: p.Timestamp, CurrentLeaderEpoch: p.CurrentLeaderEpoch, IsolationLevel: req.IsolationLevel,
@@ -52,6 +63,10 @@ func handleListOffsets(r *Request) Pending {
 	}
 	return fan.answer(resp)
 }
+
+// listOffsetsSince is the first ListOffsets version that defines each
+// special timestamp.
+var listOffsetsSince = map[int64]int16{-1: 0, -2: 0, -3: 7, -4: 8, -5: 9, -6: 11}
 
 // listOffsetsError answers every partition of a ListOffsets with code.
 func listOffsetsError(body kmsg.Request, code int16) kmsg.Response {

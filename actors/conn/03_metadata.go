@@ -9,11 +9,13 @@ import (
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
-// Metadata (key 3): v0-12, answered from the routing view; a partition held
+// Metadata (key 3): v0-13 (v13's top-level ErrorCode, KIP-1102, is
+// always NONE: a kaas broker never asks a client to rebootstrap from its
+// Metadata answer), answered from the routing view; a partition held
 // by a two-phase move is shown at the leader it moves from (metadataTopic).
 // The internal topics (routing.InternalTopics) are listed with IsInternal.
 func init() {
-	serve(API{Key: kmsg.Metadata.Int16(), MinVersion: 0, MaxVersion: 12, Handle: handleMetadata, ErrorResponse: metadataError})
+	serve(API{Key: kmsg.Metadata.Int16(), MinVersion: 0, MaxVersion: 13, Handle: handleMetadata, ErrorResponse: metadataError})
 }
 
 // handleMetadata answers from the routing view. Unknown topics are created

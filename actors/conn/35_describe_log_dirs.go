@@ -9,12 +9,13 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// DescribeLogDirs (key 35): v0-4. Every broker has one log dir, the shared
+// DescribeLogDirs (key 35): v0-5. Every broker has one log dir, never
+// cordoned (v5's IsCordoned, KIP-1066), the shared
 // volume (--data-dir, or "memory" when partitions are kept in memory),
 // holding the partitions this broker leads. Errors go in the top-level
 // ErrorCode (v3+; no ErrorResponse).
 func init() {
-	serve(API{Key: kmsg.DescribeLogDirs.Int16(), MinVersion: 0, MaxVersion: 4, Handle: handleDescribeLogDirs})
+	serve(API{Key: kmsg.DescribeLogDirs.Int16(), MinVersion: 0, MaxVersion: 5, Handle: handleDescribeLogDirs})
 }
 
 // memoryLogDir names the log dir of a broker without --data-dir.

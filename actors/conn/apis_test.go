@@ -19,11 +19,11 @@ import (
 // TestCoreAPITable pins the versions this package serves and advertises.
 func TestCoreAPITable(t *testing.T) {
 	want := map[int16][2]int16{
-		kmsg.Produce.Int16():                      {3, 12},
-		kmsg.Fetch.Int16():                        {4, 16},
-		kmsg.ListOffsets.Int16():                  {0, 8},
-		kmsg.Metadata.Int16():                     {0, 12},
-		kmsg.ApiVersions.Int16():                  {0, 4},
+		kmsg.Produce.Int16():                      {3, 13},
+		kmsg.Fetch.Int16():                        {4, 18},
+		kmsg.ListOffsets.Int16():                  {0, 11},
+		kmsg.Metadata.Int16():                     {0, 13},
+		kmsg.ApiVersions.Int16():                  {0, 5},
 		kmsg.CreateTopics.Int16():                 {0, 7},
 		kmsg.DeleteTopics.Int16():                 {0, 6},
 		kmsg.DeleteRecords.Int16():                {0, 2},
@@ -34,7 +34,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.CreatePartitions.Int16():             {0, 3},
 		kmsg.ElectLeaders.Int16():                 {0, 2},
 		kmsg.IncrementalAlterConfigs.Int16():      {0, 1},
-		kmsg.DescribeLogDirs.Int16():              {0, 4},
+		kmsg.DescribeLogDirs.Int16():              {0, 5},
 		kmsg.AlterReplicaLogDirs.Int16():          {0, 2},
 		kmsg.DescribeCluster.Int16():              {0, 2},
 		kmsg.DescribeProducers.Int16():            {0, 0},

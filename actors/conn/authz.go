@@ -249,7 +249,12 @@ func authProduce(z authz, api API, body kmsg.Request) authDecision {
 	if req.TransactionID != nil && !z.txn(opWrite, *req.TransactionID) {
 		return refuse(api, req, codeTxnAuth)
 	}
-	keep, refused := split(req.Topics, func(t kmsg.ProduceRequestTopic) bool { return z.topic(opWrite, t.Topic) })
+	// A topic id the broker does not know is the handler's to answer
+	// (UNKNOWN_TOPIC_ID), as Kafka authorizes by name once ids resolve.
+	keep, refused := split(req.Topics, func(t kmsg.ProduceRequestTopic) bool {
+		name := produceTopic(z.view, req.Version, &t)
+		return name == "" || z.topic(opWrite, name)
+	})
 	if len(refused) == 0 {
 		return allow
 	}
@@ -260,7 +265,7 @@ func authProduce(z authz, api API, body kmsg.Request) authDecision {
 		resp := r.(*kmsg.ProduceResponse)
 		for _, t := range refused {
 			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic = t.Topic
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
 			for _, p := range t.Partitions {
 				rp := kmsg.NewProduceResponseTopicPartition()
 				rp.Partition, rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = p.Partition, codeTopicAuth, -1, -1, -1

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
@@ -23,9 +24,11 @@ import (
 // on abort they are dropped (groupstore's replay rules). A coordinator that
 // loads the group resumes its pending offsets, so a marker that arrives
 // after a crash or a move still finds them. While pending, OffsetFetch
-// with RequireStable answers UNSTABLE_OFFSET_COMMIT for them.
+// with RequireStable answers UNSTABLE_OFFSET_COMMIT for them. From v6
+// topics are named by id (resolveTopicIDs); an id the broker does not know
+// is UNKNOWN_TOPIC_ID.
 func init() {
-	serve(groupAPI{key: kmsg.TxnOffsetCommit.Int16(), min: 0, max: 5, handle: (*Coordinator).handleTxnOffsetCommit})
+	serve(groupAPI{key: kmsg.TxnOffsetCommit.Int16(), min: 0, max: 6, handle: (*Coordinator).handleTxnOffsetCommit})
 }
 
 // addToTxnTimeout bounds the wait for the transaction coordinator to add a
@@ -34,6 +37,7 @@ const addToTxnTimeout = 5 * time.Second
 
 func (c *Coordinator) handleTxnOffsetCommit(r *conn.Request) conn.Pending {
 	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
+	resolveTopicIDs(r.View, req)
 	if req.Version < 5 || req.Group == "" || !coordinates(r.View, req.Group) {
 		return c.dispatch(r, req.Group)
 	}
@@ -43,6 +47,22 @@ func (c *Coordinator) handleTxnOffsetCommit(r *conn.Request) conn.Pending {
 			return txnOffsetCommitError(req, code)
 		}
 		return c.dispatch(r, req.Group)()
+	}
+}
+
+// resolveTopicIDs names the topics of a v6+ request by their ids, so the
+// commit is validated and stored as a named one; an unknown id leaves the
+// name empty (txnOffsetCommitResponse answers UNKNOWN_TOPIC_ID for it).
+func resolveTopicIDs(v *routing.View, req *kmsg.TxnOffsetCommitRequest) {
+	if req.Version < 6 {
+		return
+	}
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		t.Topic = ""
+		if ti, ok := v.TopicIDs[t.TopicID]; ok {
+			t.Topic = ti.Name
+		}
 	}
 }
 
@@ -111,14 +131,22 @@ func asOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.OffsetCommitRequest 
 // TxnOffsetCommit response.
 func txnOffsetCommitResponse(req *kmsg.TxnOffsetCommitRequest, oc *kmsg.OffsetCommitResponse) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	for _, t := range oc.Topics {
+	for i, t := range oc.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
+		unknownID := false
+		if req.Version >= 6 && i < len(req.Topics) {
+			// oc's topics are req's, in order.
+			rt.TopicID, unknownID = req.Topics[i].TopicID, req.Topics[i].Topic == ""
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, p.ErrorCode
-			if rp.ErrorCode == kerr.ProducerFenced.Code && req.Version < 3 {
+			switch {
+			case rp.ErrorCode == kerr.ProducerFenced.Code && req.Version < 3:
 				rp.ErrorCode = kerr.InvalidProducerEpoch.Code
+			case rp.ErrorCode == kerr.UnknownTopicOrPartition.Code && unknownID:
+				rp.ErrorCode = kerr.UnknownTopicID.Code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

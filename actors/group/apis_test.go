@@ -30,7 +30,7 @@ var groupVersions = map[int16][2]int16{
 	kmsg.OffsetDelete.Int16():            {0, 0},
 	kmsg.ConsumerGroupHeartbeat.Int16():  {0, 1},
 	kmsg.ConsumerGroupDescribe.Int16():   {0, 1},
-	kmsg.TxnOffsetCommit.Int16():         {0, 5},
+	kmsg.TxnOffsetCommit.Int16():         {0, 6},
 	kmsg.ShareGroupHeartbeat.Int16():     {0, 1},
 	kmsg.ShareGroupDescribe.Int16():      {0, 1},
 	kmsg.AlterShareGroupOffsets.Int16():  {0, 0},

@@ -285,6 +285,10 @@ func (a *Actor) listOffsets(m *messages.ListOffsets) {
 		res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
 		m.Reply(res)
 		return
+	case -5, -6: // latest tiered, earliest pending upload: nothing is tiered
+		res.LeaderEpoch = -1
+		m.Reply(res)
+		return
 	}
 	a.offLoop(func() {
 		if m.Timestamp == -3 { // max timestamp (KIP-734)

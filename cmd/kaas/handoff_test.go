@@ -1072,9 +1072,9 @@ func checkLeaderHints(t testing.TB, c *kaasCluster, topic string, parts int) {
 	}
 	b := c.brokers["kaas-0"]
 	self, _ := a.BrokerByName("kaas-0")
-	cl := c.client(kgo.SeedBrokers(b.kafka))
+	cl := c.client(kgo.SeedBrokers(b.kafka), producesByName())
 	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 11, -1, 5000
+	req.Acks, req.TimeoutMillis = -1, 5000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
 	for p := range int32(parts) {
@@ -1280,7 +1280,7 @@ func stopLeaderPastDeadAfter(t testing.TB, c *kaasCluster, load *loadChecker, pa
 	// Open the produce connection first (franz-go keeps one per broker for
 	// produce requests), so that the probe's bytes reach the stopped
 	// broker's socket rather than waiting for a dial and a handshake.
-	cl := c.client(kgo.SeedBrokers(b.kafka))
+	cl := c.client(kgo.SeedBrokers(b.kafka), producesByName())
 	warm := kmsg.NewPtrProduceRequest()
 	warm.Acks, warm.TimeoutMillis = -1, 5000
 	if _, err := warm.RequestWith(ctxFor(t, 10*time.Second), cl.Broker(int(self.ID))); err != nil {

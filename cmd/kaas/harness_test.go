@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // startTestBroker starts an in-process broker on a free loopback port with
@@ -67,6 +69,15 @@ func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// producesByName caps Produce at v12, the last version that names topics
+// (v13 names them by id): for clients that send ProduceRequests built by
+// hand with topic names.
+func producesByName() kgo.Opt {
+	v := kversion.Tip()
+	v.SetMaxKeyVersion(kmsg.Produce.Int16(), 12)
+	return kgo.MaxVersions(v)
 }
 
 func newAdmin(t testing.TB, addr string) *kadm.Client {

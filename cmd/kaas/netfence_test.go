@@ -66,7 +66,7 @@ func startAttributedLoad(t testing.TB, c *kaasCluster, topic string, parts int, 
 	a := &attributedLoad{
 		loadChecker: &loadChecker{t: t, topic: topic, parts: parts, acked: map[int32][]ackedRec{}, pending: map[int32][]ackedRec{},
 			kinds: map[string]int{}, done: make(chan struct{})},
-		cl: c.client(), ids: ids, leaders: map[int32]leaderView{},
+		cl: c.client(producesByName()), ids: ids, leaders: map[int32]leaderView{},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel

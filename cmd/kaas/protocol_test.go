@@ -58,11 +58,11 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 	for key, want := range map[kmsg.Key][2]int16{
-		kmsg.Produce: {0, 12}, kmsg.Fetch: {4, 16}, kmsg.Metadata: {0, 12}, kmsg.ApiVersions: {0, 4},
-		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {0, 4}, kmsg.ListOffsets: {0, 8},
-		kmsg.DescribeLogDirs: {0, 4}, kmsg.AlterReplicaLogDirs: {0, 2}, kmsg.ElectLeaders: {0, 2}, kmsg.DescribeProducers: {0, 0},
+		kmsg.Produce: {0, 13}, kmsg.Fetch: {4, 18}, kmsg.Metadata: {0, 13}, kmsg.ApiVersions: {0, 5},
+		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {0, 4}, kmsg.ListOffsets: {0, 11},
+		kmsg.DescribeLogDirs: {0, 5}, kmsg.AlterReplicaLogDirs: {0, 2}, kmsg.ElectLeaders: {0, 2}, kmsg.DescribeProducers: {0, 0},
 		kmsg.InitProducerID: {0, 5}, kmsg.AddPartitionsToTxn: {0, 5}, kmsg.AddOffsetsToTxn: {0, 4}, kmsg.EndTxn: {0, 5},
-		kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2}, kmsg.TxnOffsetCommit: {0, 5},
+		kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2}, kmsg.TxnOffsetCommit: {0, 6},
 		kmsg.WriteTxnMarkers: {0, 1}, kmsg.DescribeUserSCRAMCredentials: {0, 0}, kmsg.AlterUserSCRAMCredentials: {0, 0},
 	} {
 		if got[key.Int16()] != want {
@@ -74,7 +74,7 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 func TestIdempotentProducerSequences(t *testing.T) {
 	_, addr := testBroker(t)
 	createTopic(t, addr, "idem", 1, nil)
-	cl := newClient(t, addr)
+	cl := newClient(t, addr, producesByName())
 	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctxT(t, 5*time.Second), cl)
 	if err != nil || init.ErrorCode != 0 {
 		t.Fatalf("init producer id: %v %v", err, init)
@@ -172,7 +172,7 @@ func TestProduceErrors(t *testing.T) {
 	_, addr := testBroker(t, "--auto-create-topics=false")
 	max := "2000"
 	createTopic(t, addr, "small", 1, map[string]*string{"max.message.bytes": &max})
-	cl := newClient(t, addr)
+	cl := newClient(t, addr, producesByName())
 	good := batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Values: [][]byte{[]byte("ok")}})
 
 	corrupt := append([]byte(nil), good...)

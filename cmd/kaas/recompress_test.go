@@ -126,7 +126,7 @@ func TestDecompressionBombRefused(t *testing.T) {
 	if len(bomb) > 64<<10 {
 		t.Fatalf("bomb batch is %d bytes", len(bomb))
 	}
-	cl := newClient(t, addr)
+	cl := newClient(t, addr, producesByName())
 	for _, topic := range []string{"bomb-lz4", "bomb-compact"} {
 		if r := rawProduce(t, cl, topic, 0, -1, bomb); r.ErrorCode != kerr.InvalidRecord.Code {
 			t.Fatalf("%s: produce of a %d-byte batch expanding past the bound: %v, want INVALID_RECORD", topic, len(bomb), kerr.ErrorForCode(r.ErrorCode))
