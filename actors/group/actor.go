@@ -184,9 +184,9 @@ type groupActor struct {
 	// txnOffsets are the transactional offset commits waiting for their
 	// transaction's end, by producer id (28_txn_offset_commit.go).
 	txnOffsets map[int64]*txnPending
-	// syncsHeld are the successful SyncGroup answers of this message: they
-	// go out once the membership saved after it is written (savedSyncs).
-	syncsHeld []func()
+	// heldAnswers are this message's answers that wait for its membership
+	// save (afterSave): they go out once it is written (releaseHeldAnswers).
+	heldAnswers []func()
 
 	timer   clock.Timer
 	timerAt time.Time
@@ -396,7 +396,7 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 	reply := func(r kmsg.Response) { gc.Reply(r) }
 	switch op := gc.Op.(type) {
 	case *kmsg.JoinGroupRequest:
-		a.g.JoinGroup(now, client, op, topics, reply)
+		a.g.JoinGroup(now, client, op, topics, a.afterSave(reply))
 	case *kmsg.SyncGroupRequest:
 		a.g.SyncGroup(now, op, a.afterSave(reply))
 	case *kmsg.HeartbeatRequest:
@@ -533,9 +533,10 @@ func (a *groupActor) ensureMeta() {
 }
 
 // ensureMembership saves the group's membership when it changed
-// (membership.go), on the write queue. Only a successful SyncGroup answer
-// waits for it (savedSyncs); any other membership lost with a crash only
-// makes its members rejoin.
+// (membership.go), on the write queue. Only a successful SyncGroup answer,
+// and a classic member's JoinGroup to a consumer group, wait for it
+// (afterSave); any other membership lost with a crash only makes its
+// members rejoin.
 func (a *groupActor) ensureMembership() {
 	v := a.g.MembershipVersion()
 	if v == a.membersAt && !a.membersUnsure {
@@ -649,29 +650,39 @@ func (a *groupActor) onRelinquish() {
 // afterSave holds a successful SyncGroup answer until the membership of
 // its generation is saved, as Kafka answers SyncGroup once the group's
 // metadata is written: a coordinator that takes the group over after a
-// crash knows every generation a member was told of. An error answer goes
-// at once.
+// crash knows every generation a member was told of. A classic member's
+// successful JoinGroup to a consumer group is held the same way, as
+// Kafka's coordinator answers it once the member's records are written;
+// a classic group's JoinGroup is not (Kafka writes its metadata at the
+// SyncGroup). An error answer goes at once.
 func (a *groupActor) afterSave(reply Reply) Reply {
 	return func(r kmsg.Response) {
-		if s, ok := r.(*kmsg.SyncGroupResponse); ok && s.ErrorCode == 0 {
-			a.syncsHeld = append(a.syncsHeld, func() { reply(r) })
+		hold := false
+		switch x := r.(type) {
+		case *kmsg.SyncGroupResponse:
+			hold = x.ErrorCode == 0
+		case *kmsg.JoinGroupResponse:
+			hold = x.ErrorCode == 0 && a.g.Kind() == KindConsumer
+		}
+		if hold {
+			a.heldAnswers = append(a.heldAnswers, func() { reply(r) })
 			return
 		}
 		reply(r)
 	}
 }
 
-// savedSyncs releases the held SyncGroup answers once every write queued
+// releaseHeldAnswers releases the held answers once every write queued
 // so far, this message's membership save included, is done (writes run in
 // order). A failed save is logged (onWritten) and the answers go anyway:
 // the group is in its new generation, and a lost save only makes its
 // members rejoin after a move.
-func (a *groupActor) savedSyncs() {
-	if len(a.syncsHeld) == 0 {
+func (a *groupActor) releaseHeldAnswers() {
+	if len(a.heldAnswers) == 0 {
 		return
 	}
-	held := a.syncsHeld
-	a.syncsHeld = nil
+	held := a.heldAnswers
+	a.heldAnswers = nil
 	release := func(error) {
 		for _, r := range held {
 			r()
@@ -687,7 +698,7 @@ func (a *groupActor) savedSyncs() {
 func (a *groupActor) afterMessage() {
 	now := a.opts.Clock.Now()
 	defer a.trackState(false)
-	defer a.savedSyncs()
+	defer a.releaseHeldAnswers()
 	if a.phase == phaseReleasing {
 		if !a.writing && len(a.writes) == 0 && a.glog != nil {
 			l := a.glog

@@ -538,3 +538,42 @@ func TestSyncGroupAnsweredOnceTheMembershipIsSaved(t *testing.T) {
 		t.Fatal("the answered generation was not saved")
 	}
 }
+
+// TestClassicJoinToConsumerGroupAnsweredOnceSaved: a classic member's
+// JoinGroup to a consumer group is answered only after the membership
+// that holds it is saved, as Kafka's coordinator answers once the member's
+// records are written.
+func TestClassicJoinToConsumerGroupAnsweredOnceSaved(t *testing.T) {
+	views := &routing.Store{}
+	views.Publish(view(func(string) bool { return true }))
+	store := &gatedSaves{Store: groupstore.NewMemory(), gate: make(chan struct{})}
+	c, _ := startCoordinator(t, store, views)
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Version, hb.Group, hb.MemberID, hb.MemberEpoch, hb.RebalanceTimeoutMillis = 1, "g", "c", 0, 10_000
+	hb.SubscribedTopicNames, hb.Topics = []string{"t"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r := await(t, callGroup(c, "g", hb)).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != 0 {
+		t.Fatalf("consumer heartbeat: %s", code(r.ErrorCode))
+	}
+	meta := kmsg.ConsumerMemberMetadata{Version: 3, Topics: []string{"t"}}
+	j := joinReq("", "")
+	j.Protocols[0].Metadata = meta.AppendTo(nil)
+	first := await(t, callGroup(c, "g", j)).(*kmsg.JoinGroupResponse)
+	if first.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("first join: %s", code(first.ErrorCode))
+	}
+	j.MemberID = first.MemberID
+	joined := callGroup(c, "g", j)
+	await(t, callGroup(c, "g", &messages.GroupDescribe{Version: 5})) // the join was handled
+	select {
+	case r := <-joined:
+		t.Fatalf("JoinGroup answered before its membership was saved: %+v", r)
+	default:
+	}
+	close(store.gate)
+	if r := await(t, joined).(*kmsg.JoinGroupResponse); r.ErrorCode != 0 || r.MemberID != first.MemberID {
+		t.Fatalf("join: %s %q", code(r.ErrorCode), r.MemberID)
+	}
+	if b := store.saved.Load(); b == nil || !strings.Contains(string(*b), first.MemberID) {
+		t.Fatal("the joined member was not saved")
+	}
+}
