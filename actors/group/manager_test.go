@@ -525,11 +525,7 @@ func TestSyncGroupAnsweredOnceTheMembershipIsSaved(t *testing.T) {
 	}
 	sync := callGroup(c, "g", syncReq(jr.MemberID, jr.Generation, map[string]string{jr.MemberID: "a"}))
 	await(t, callGroup(c, "g", &messages.GroupDescribe{Version: 5})) // the sync was handled
-	select {
-	case r := <-sync:
-		t.Fatalf("SyncGroup answered before its membership was saved: %+v", r)
-	default:
-	}
+	answeredOnlyOnceSaved(t, sync, "SyncGroup")
 	close(store.gate)
 	if r := await(t, sync).(*kmsg.SyncGroupResponse); r.ErrorCode != 0 || string(r.MemberAssignment) != "a" {
 		t.Fatalf("sync: %s %q", code(r.ErrorCode), r.MemberAssignment)
@@ -564,16 +560,23 @@ func TestClassicJoinToConsumerGroupAnsweredOnceSaved(t *testing.T) {
 	j.MemberID = first.MemberID
 	joined := callGroup(c, "g", j)
 	await(t, callGroup(c, "g", &messages.GroupDescribe{Version: 5})) // the join was handled
-	select {
-	case r := <-joined:
-		t.Fatalf("JoinGroup answered before its membership was saved: %+v", r)
-	default:
-	}
+	answeredOnlyOnceSaved(t, joined, "JoinGroup")
 	close(store.gate)
 	if r := await(t, joined).(*kmsg.JoinGroupResponse); r.ErrorCode != 0 || r.MemberID != first.MemberID {
 		t.Fatalf("join: %s %q", code(r.ErrorCode), r.MemberID)
 	}
 	if b := store.saved.Load(); b == nil || !strings.Contains(string(*b), first.MemberID) {
 		t.Fatal("the joined member was not saved")
+	}
+}
+
+// answeredOnlyOnceSaved fails the test if a request whose membership save
+// is held back was answered already.
+func answeredOnlyOnceSaved(t *testing.T, answer <-chan any, what string) {
+	t.Helper()
+	select {
+	case r := <-answer:
+		t.Fatalf("%s answered before its membership was saved: %+v", what, r)
+	default:
 	}
 }
