@@ -64,6 +64,9 @@ type Produce struct {
 	// AddPartitionsToTxn, so the coordinator adds the partition to its
 	// transaction, starting one if none is ongoing.
 	AddToTxn bool
+	// Abortable (Produce v11+, KIP-1050) lets a refused verification be
+	// answered TRANSACTION_ABORTABLE rather than INVALID_TXN_STATE.
+	Abortable bool
 }
 
 // VerifyTxn asks the transaction coordinator of TransactionalID whether

@@ -83,7 +83,7 @@ func handleProduce(r *Request) Pending {
 				continue
 			}
 			fan.send(name, p.Partition, &rp.ErrorCode, func(done func()) any {
-				return &messages.Produce{Batch: records, Acks: req.Acks, TransactionalID: txnID, Verify: verify, AddToTxn: req.Version >= 12, Reply: func(res messages.ProduceResult) {
+				return &messages.Produce{Batch: records, Acks: req.Acks, TransactionalID: txnID, Verify: verify, AddToTxn: req.Version >= 12, Abortable: req.Version >= 11, Reply: func(res messages.ProduceResult) {
 					rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					rp.ErrorMessage = optString(res.ErrorMessage)
 					done()

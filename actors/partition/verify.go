@@ -53,14 +53,16 @@ func needsVerify(h batch.Header, prods *Producers, m *messages.Produce) bool {
 // verifyAnswer maps the coordinator's answer to the produce's, as Kafka's
 // partition leaders do: a fenced producer gets INVALID_PRODUCER_EPOCH; the
 // coordinator's retriable errors become NOT_ENOUGH_REPLICAS, which every
-// client retries without refreshing metadata; a refused authorization of
-// the broker's own request is INVALID_TXN_STATE.
-func verifyAnswer(code int16) (int16, string) {
+// client retries without refreshing metadata; a partition outside the
+// transaction, or a refused authorization of the broker's own request, is
+// INVALID_TXN_STATE, or TRANSACTION_ABORTABLE for a producer that knows it
+// (abortable: Produce v11+, KIP-1050), which aborts and carries on.
+func verifyAnswer(code int16, abortable bool) (int16, string) {
 	switch code {
 	case 0:
 		return 0, ""
 	case kerr.InvalidTxnState.Code, kerr.ClusterAuthorizationFailed.Code:
-		return kerr.InvalidTxnState.Code, "the partition is not part of the producer's ongoing transaction (AddPartitionsToTxn first)"
+		return notInTxn(abortable), "the partition is not part of the producer's ongoing transaction (AddPartitionsToTxn first)"
 	case kerr.ProducerFenced.Code:
 		return kerr.InvalidProducerEpoch.Code, "the producer's epoch is fenced by the transaction coordinator"
 	case kerr.ConcurrentTransactions.Code, kerr.NetworkException.Code, kerr.CoordinatorLoadInProgress.Code,
@@ -68,6 +70,14 @@ func verifyAnswer(code int16) (int16, string) {
 		return kerr.NotEnoughReplicas.Code, "unable to verify the partition is part of the transaction: " + kerr.ErrorForCode(code).Error()
 	}
 	return code, "transaction verification failed"
+}
+
+// notInTxn is the code for a batch outside its producer's transaction.
+func notInTxn(abortable bool) int16 {
+	if abortable {
+		return kerr.TransactionAbortable.Code
+	}
+	return kerr.InvalidTxnState.Code
 }
 
 // startVerify stashes m (the first batch of producer h.ProducerID to be
@@ -109,13 +119,13 @@ func (a *Actor) onVerified(r verified) {
 	}
 	delete(a.verifying, r.pid)
 	v.timer.Stop()
-	code, msg := verifyAnswer(r.code)
+	code, msg := verifyAnswer(r.code, v.head.Abortable)
 	if code == 0 {
 		switch prods := a.core.Producers(); {
 		case prods != v.prods:
 			code, msg = kerr.NotEnoughReplicas.Code, "the partition was reopened while its transaction was verified"
 		case prods.Marks(r.pid) != v.marks:
-			code, msg = kerr.InvalidTxnState.Code, "the producer's transaction ended on this partition while it was verified"
+			code, msg = notInTxn(v.head.Abortable), "the producer's transaction ended on this partition while it was verified"
 		}
 	}
 	if code != 0 {

@@ -15,21 +15,24 @@ import (
 func TestVerifyAnswerMapsCoordinatorErrors(t *testing.T) {
 	for _, tc := range []struct {
 		from, want int16
+		abortable  bool
 	}{
-		{0, 0},
-		{kerr.InvalidTxnState.Code, kerr.InvalidTxnState.Code},
-		{kerr.ClusterAuthorizationFailed.Code, kerr.InvalidTxnState.Code},
-		{kerr.ProducerFenced.Code, kerr.InvalidProducerEpoch.Code},
-		{kerr.ConcurrentTransactions.Code, kerr.NotEnoughReplicas.Code},
-		{kerr.NetworkException.Code, kerr.NotEnoughReplicas.Code},
-		{kerr.CoordinatorLoadInProgress.Code, kerr.NotEnoughReplicas.Code},
-		{kerr.CoordinatorNotAvailable.Code, kerr.NotEnoughReplicas.Code},
-		{kerr.NotCoordinator.Code, kerr.NotEnoughReplicas.Code},
-		{kerr.RequestTimedOut.Code, kerr.NotEnoughReplicas.Code},
-		{kerr.InvalidProducerIDMapping.Code, kerr.InvalidProducerIDMapping.Code},
+		{from: 0, want: 0},
+		{from: kerr.InvalidTxnState.Code, want: kerr.InvalidTxnState.Code},
+		{from: kerr.InvalidTxnState.Code, want: kerr.TransactionAbortable.Code, abortable: true},
+		{from: kerr.ClusterAuthorizationFailed.Code, want: kerr.InvalidTxnState.Code},
+		{from: kerr.ClusterAuthorizationFailed.Code, want: kerr.TransactionAbortable.Code, abortable: true},
+		{from: kerr.ProducerFenced.Code, want: kerr.InvalidProducerEpoch.Code, abortable: true},
+		{from: kerr.ConcurrentTransactions.Code, want: kerr.NotEnoughReplicas.Code, abortable: true},
+		{from: kerr.NetworkException.Code, want: kerr.NotEnoughReplicas.Code},
+		{from: kerr.CoordinatorLoadInProgress.Code, want: kerr.NotEnoughReplicas.Code},
+		{from: kerr.CoordinatorNotAvailable.Code, want: kerr.NotEnoughReplicas.Code},
+		{from: kerr.NotCoordinator.Code, want: kerr.NotEnoughReplicas.Code},
+		{from: kerr.RequestTimedOut.Code, want: kerr.NotEnoughReplicas.Code},
+		{from: kerr.InvalidProducerIDMapping.Code, want: kerr.InvalidProducerIDMapping.Code},
 	} {
-		if got, msg := verifyAnswer(tc.from); got != tc.want || (got != 0 && msg == "") {
-			t.Errorf("verifyAnswer(%v) = %v %q, want %v", kerr.ErrorForCode(tc.from), kerr.ErrorForCode(got), msg, kerr.ErrorForCode(tc.want))
+		if got, msg := verifyAnswer(tc.from, tc.abortable); got != tc.want || (got != 0 && msg == "") {
+			t.Errorf("verifyAnswer(%v, abortable %v) = %v %q, want %v", kerr.ErrorForCode(tc.from), tc.abortable, kerr.ErrorForCode(got), msg, kerr.ErrorForCode(tc.want))
 		}
 	}
 }

@@ -432,6 +432,11 @@ func TestTransactionalProduceIsVerified(t *testing.T) {
 	if r := produce(1, 0); r.ErrorCode != kerr.InvalidTxnState.Code {
 		t.Fatalf("batch of a partition not added: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
+	// A producer that knows TRANSACTION_ABORTABLE (Produce v11+, KIP-1050)
+	// is told to abort instead.
+	if r := produceV(11, 1, epoch, 0); r.ErrorCode != kerr.TransactionAbortable.Code {
+		t.Fatalf("v11 batch of a partition not added: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
 	if l, s := ends(); l != 1 || s != 0 {
 		t.Fatalf("open transaction: end %d, stable %d; want 1, 0", l, s)
 	}
