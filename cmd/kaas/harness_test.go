@@ -19,7 +19,12 @@ import (
 // cleanup).
 func startTestBroker(t testing.TB, args ...string) (b *broker, addr string, stop func()) {
 	t.Helper()
-	addr = freeAddr(t)
+	return startTestBrokerAt(t, freeAddr(t), args...)
+}
+
+// startTestBrokerAt is startTestBroker listening on addr.
+func startTestBrokerAt(t testing.TB, addr string, args ...string) (b *broker, _ string, stop func()) {
+	t.Helper()
 	all := append([]string{"--kafka-addr", addr, "--http-addr", "", "--log-level", "warn"}, args...)
 	cfg, err := parseServe(all, func(string) string { return "" }, io.Discard)
 	if err != nil {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -220,4 +222,45 @@ func TestTxnOffsetCommitByTopicID(t *testing.T) {
 		c, ok := offs.Lookup("txn-ids", 0)
 		return err == nil && ok && c.At == 7
 	})
+}
+
+// TestClientRebootstrapsFromAnotherCluster: a broker of another cluster
+// that comes up at the address a client knows for broker 0 (as when a pod's
+// address is reused) refuses the client's connection with
+// REBOOTSTRAP_REQUIRED (ApiVersions v5, KIP-1242), so franz-go drops what
+// it knew and starts over from its seeds instead of treating the stranger
+// as the broker it had. franz-go keeps a topic's id for the topic's life, so
+// the topic it was writing fails on the new cluster (UNKNOWN_TOPIC_ID, as
+// for a topic deleted and recreated), and a topic it meets there works.
+func TestClientRebootstrapsFromAnotherCluster(t *testing.T) {
+	_, addr, stopA := startTestBroker(t, "--cluster-id", "cluster-a")
+	var rebootstraps atomic.Int32
+	cl := newClient(t, addr, kgo.AllowAutoTopicCreation(), clientLog(t),
+		kgo.OnRebootstrapRequired(func() ([]string, error) {
+			rebootstraps.Add(1)
+			return []string{addr}, nil
+		}))
+	if err := cl.ProduceSync(ctxT(t, 10*time.Second), &kgo.Record{Topic: "on-a", Value: []byte("to a")}).FirstErr(); err != nil {
+		t.Fatalf("produce to cluster-a: %v", err)
+	}
+	stopA()
+	startTestBrokerAt(t, addr, "--cluster-id", "cluster-b")
+	// The leader of on-a is known, so this produce dials broker 0 at once,
+	// naming cluster-a.
+	_ = cl.ProduceSync(ctxT(t, 10*time.Second), &kgo.Record{Topic: "on-a", Value: []byte("lost")}).FirstErr()
+	if rebootstraps.Load() == 0 {
+		t.Fatal("the client was never told to rebootstrap: it took cluster-b's broker for cluster-a's")
+	}
+	if err := cl.ProduceSync(ctxT(t, 10*time.Second), &kgo.Record{Topic: "on-b", Value: []byte("to b")}).FirstErr(); err != nil {
+		t.Fatalf("produce to cluster-b after the rebootstrap: %v", err)
+	}
+	meta, err := kadm.NewClient(cl).Metadata(ctxT(t, 10*time.Second), "on-b")
+	if err != nil || meta.Cluster != "cluster-b" {
+		t.Fatalf("metadata after the rebootstrap: cluster %q, err %v", meta.Cluster, err)
+	}
+	rd := newClient(t, addr, kgo.ConsumeTopics("on-b"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fs := rd.PollFetches(ctxT(t, 10*time.Second))
+	if err := fs.Err0(); err != nil || fs.NumRecords() != 1 || string(fs.Records()[0].Value) != "to b" {
+		t.Fatalf("cluster-b holds %d records of on-b (err %v), want only %q", fs.NumRecords(), err, "to b")
+	}
 }
