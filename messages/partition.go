@@ -167,7 +167,13 @@ type WriteTxnMarker struct {
 	ProducerEpoch    int16
 	Commit           bool
 	CoordinatorEpoch int32
-	Reply            func(errorCode int16)
+	// Bumped: the marker's epoch is one past every write of the
+	// transaction it ends (the coordinator bumped the epoch when it
+	// prepared the end), so a transaction open at that very epoch is a
+	// later one, which this marker must not end. WriteTxnMarkers v2
+	// carries it as TransactionVersion 2 (KIP-1228).
+	Bumped bool
+	Reply  func(errorCode int16)
 }
 
 // WatchHighWatermark asks a partition actor to call Notify once its high

@@ -7,16 +7,19 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// WriteTxnMarkers (key 27): v0-1. The transaction coordinator of another
+// WriteTxnMarkers (key 27): v0-2. The transaction coordinator of another
 // broker asks this broker to write commit or abort markers to the
 // partitions it leads (actors/txn); each partition actor appends the
-// marker and answers once it is durable. A partition not led here answers
+// marker and answers once it is durable. From v2 a marker's
+// TransactionVersion 2 says its epoch was bumped past the transaction's
+// writes (KIP-1228), which the partition checks strictly
+// (messages.WriteTxnMarker.Bumped). A partition not led here answers
 // NOT_LEADER_OR_FOLLOWER and the coordinator retries. A topic named
 // messages.GroupMarkerTopic(group) is the marker of the group's pending
 // transactional offsets, handed to the group coordinator (NOT_COORDINATOR
 // when the group is not coordinated here; the coordinator retries).
 func init() {
-	serve(API{Key: kmsg.WriteTxnMarkers.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleWriteTxnMarkers, ErrorResponse: writeTxnMarkersError})
+	serve(API{Key: kmsg.WriteTxnMarkers.Int16(), MinVersion: 0, MaxVersion: 2, Handle: handleWriteTxnMarkers, ErrorResponse: writeTxnMarkersError})
 }
 
 func handleWriteTxnMarkers(r *Request) Pending {
@@ -48,7 +51,7 @@ func handleWriteTxnMarkers(r *Request) Pending {
 				}
 				fan.send(t.Topic, p, &rp.ErrorCode, func(done func()) any {
 					return &messages.WriteTxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Committed,
-						CoordinatorEpoch: m.CoordinatorEpoch, Reply: func(code int16) {
+						CoordinatorEpoch: m.CoordinatorEpoch, Bumped: m.TransactionVersion >= 2, Reply: func(code int16) {
 							rp.ErrorCode = code
 							done()
 						}}

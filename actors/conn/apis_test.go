@@ -40,7 +40,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeProducers.Int16():            {0, 0},
 		kmsg.SASLHandshake.Int16():                {1, 1},
 		kmsg.SASLAuthenticate.Int16():             {0, 2},
-		kmsg.WriteTxnMarkers.Int16():              {0, 1},
+		kmsg.WriteTxnMarkers.Int16():              {0, 2},
 		kmsg.DescribeACLs.Int16():                 {0, 3},
 		kmsg.CreateACLs.Int16():                   {0, 3},
 		kmsg.DeleteACLs.Int16():                   {0, 3},

@@ -372,8 +372,8 @@ func (a *Actor) writeTxnMarker(m *messages.WriteTxnMarker) {
 	}
 	l, prods := a.core.Log(), a.core.Producers()
 	now := a.cfg.Clock.Now().UnixMilli()
-	if e, ok := prods.m[m.ProducerID]; ok && m.ProducerEpoch < e.Epoch {
-		m.Reply(kerr.InvalidProducerEpoch.Code)
+	if code := prods.MarkerRefused(m.ProducerID, m.ProducerEpoch, m.Bumped); code != 0 {
+		m.Reply(code)
 		return
 	}
 	if !prods.InTxn(m.ProducerID) {

@@ -95,3 +95,47 @@ func TestTxnStateScript(t *testing.T) {
 		t.Fatal("expired a producer with an open transaction")
 	}
 }
+
+// TestMarkerRefused: which markers a partition refuses. A bumped marker
+// (KIP-1228) must be above the epoch of the transaction open here: a
+// transaction at the marker's own epoch began after the one the marker
+// ends (the transaction protocol v2 writes the next transaction at the
+// epoch its last marker carried), so a late or repeated marker is refused
+// rather than ending it. An unbumped marker cannot tell the two apart.
+func TestMarkerRefused(t *testing.T) {
+	table := func(open bool) *Producers {
+		p := NewProducers()
+		for _, h := range []batch.Header{txnHdr(7, 2, 0, 1, 0), hdr(8, 4, 0, 1, 2)} {
+			p.Record(h)
+			p.RecordTxn(h)
+		}
+		p.Record(markerHdr(7, 3, 1)) // the transaction at epoch 2 ended at 3
+		p.RecordMarker(markerHdr(7, 3, 1), true, 0)
+		if open { // the next one, at epoch 3
+			p.Record(txnHdr(7, 3, 0, 1, 3))
+			p.RecordTxn(txnHdr(7, 3, 0, 1, 3))
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		open   bool // producer 7's next transaction, at epoch 3, is open
+		pid    int64
+		epoch  int16
+		bumped bool
+		want   int16
+	}{
+		{"unknown producer", false, 9, 0, true, 0},
+		{"older epoch", false, 7, 2, false, kerr.InvalidProducerEpoch.Code},
+		{"older epoch, bumped", false, 7, 2, true, kerr.InvalidProducerEpoch.Code},
+		{"repeated, nothing open", false, 7, 3, true, 0},
+		{"the next transaction's end", true, 7, 4, true, 0},
+		{"repeated while the next transaction is open", true, 7, 3, true, kerr.InvalidProducerEpoch.Code},
+		{"unbumped at the open transaction's epoch", true, 7, 3, false, 0},
+		{"an idempotent producer's epoch", false, 8, 4, true, 0},
+	} {
+		if got := table(tc.open).MarkerRefused(tc.pid, tc.epoch, tc.bumped); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -386,7 +386,7 @@ func (m *manager) writeMarkers(w WriteMarkers) {
 		}
 		wg.Add(1)
 		tp := tp
-		ref.Send(&messages.WriteTxnMarker{ProducerID: w.ProducerID, ProducerEpoch: w.Epoch, Commit: w.Commit,
+		ref.Send(&messages.WriteTxnMarker{ProducerID: w.ProducerID, ProducerEpoch: w.Epoch, Commit: w.Commit, Bumped: w.Bumped,
 			Reply: func(code int16) {
 				if code != 0 {
 					fail(fmt.Sprintf("%s-%d: %v", tp.Topic, tp.Partition, kerr.ErrorForCode(code)))

@@ -131,6 +131,9 @@ type (
 		ProducerID int64
 		Epoch      int16
 		Commit     bool
+		// Bumped: Epoch is one past every write of the transaction
+		// (messages.WriteTxnMarker.Bumped).
+		Bumped     bool
 		Partitions []TP
 		Groups     []string
 	}
@@ -446,11 +449,11 @@ func (c *Core) writeMarkers(t *entry, done func()) {
 }
 
 func (c *Core) markers(t *entry) WriteMarkers {
-	pid, epoch := t.st.ProducerID, t.st.Epoch
+	pid, epoch, bumped := t.st.ProducerID, t.st.Epoch, false
 	if m := t.st.Marker; m != nil {
-		pid, epoch = m.ProducerID, m.Epoch
+		pid, epoch, bumped = m.ProducerID, m.Epoch, m.Bumped
 	}
-	return WriteMarkers{ID: t.st.ID, Seq: t.seq, ProducerID: pid, Epoch: epoch,
+	return WriteMarkers{ID: t.st.ID, Seq: t.seq, ProducerID: pid, Epoch: epoch, Bumped: bumped,
 		Commit: t.st.Status == txnlog.PrepareCommit, Partitions: slices.Clone(t.st.Partitions), Groups: slices.Clone(t.st.Groups)}
 }
 
@@ -463,6 +466,7 @@ func (c *Core) prepare(t *entry, commit, bump bool, newPID int64) {
 		c.bump(t, newPID)
 		if t.st.Marker.Epoch < math.MaxInt16 {
 			t.st.Marker.Epoch++
+			t.st.Marker.Bumped = true
 		}
 	}
 	t.st.Status = txnlog.PrepareAbort

@@ -112,7 +112,7 @@ func TestCommitWritesMarkersBeforeAnswering(t *testing.T) {
 	}
 	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
 	h.persist = nil
-	if len(h.markers) != 1 || !h.markers[0].Commit || len(h.markers[0].Partitions) != 1 || len(h.replies) != 0 {
+	if len(h.markers) != 1 || !h.markers[0].Commit || h.markers[0].Bumped || len(h.markers[0].Partitions) != 1 || len(h.replies) != 0 {
 		t.Fatalf("markers %+v replies %v", h.markers, h.replies)
 	}
 	// A failed marker write is retried after MarkerRetry, not answered.
@@ -195,7 +195,7 @@ func TestReinitFencesAndAbortsOngoing(t *testing.T) {
 	}
 	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
 	h.persist = nil
-	if len(h.markers) != 1 || h.markers[0].Commit || h.markers[0].Epoch != 1 {
+	if len(h.markers) != 1 || h.markers[0].Commit || h.markers[0].Epoch != 1 || !h.markers[0].Bumped {
 		t.Fatalf("abort markers = %+v", h.markers)
 	}
 	h.flush()
@@ -234,7 +234,7 @@ func TestTimeoutAbortsInVirtualTime(t *testing.T) {
 	h.step(Tick{})
 	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
 	h.persist = nil
-	if len(h.markers) != 1 || h.markers[0].Commit || h.markers[0].Epoch != 1 || len(h.markers[0].Groups) != 1 {
+	if len(h.markers) != 1 || h.markers[0].Commit || h.markers[0].Epoch != 1 || !h.markers[0].Bumped || len(h.markers[0].Groups) != 1 {
 		t.Fatalf("timeout markers = %+v", h.markers)
 	}
 	h.flush()
@@ -453,7 +453,7 @@ func TestEndTxnV2BumpsTheEpoch(t *testing.T) {
 	}
 	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
 	h.persist = nil
-	if len(h.markers) != 1 || h.markers[0].ProducerID != 100 || h.markers[0].Epoch != 1 || len(h.markers[0].Groups) != 1 {
+	if len(h.markers) != 1 || h.markers[0].ProducerID != 100 || h.markers[0].Epoch != 1 || !h.markers[0].Bumped || len(h.markers[0].Groups) != 1 {
 		t.Fatalf("markers = %+v", h.markers)
 	}
 	h.flush()
@@ -499,7 +499,7 @@ func TestEndTxnV2EpochExhausted(t *testing.T) {
 	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: last, Commit: false, V2: true, NewPID: 300, Reply: h.record})
 	h.step(Persisted{ID: "x", Seq: h.persist[0].Seq})
 	h.persist = nil
-	if len(h.markers) != 1 || h.markers[0].ProducerID != 100 || h.markers[0].Epoch != math.MaxInt16 {
+	if len(h.markers) != 1 || h.markers[0].ProducerID != 100 || h.markers[0].Epoch != math.MaxInt16 || !h.markers[0].Bumped {
 		t.Fatalf("markers = %+v", h.markers)
 	}
 	h.flush()
@@ -511,7 +511,7 @@ func TestEndTxnV2EpochExhausted(t *testing.T) {
 	st.Status = txnlog.PrepareAbort
 	h2 := newHarness(t)
 	h2.step(Loaded{State: st, Found: true})
-	if len(h2.markers) != 1 || h2.markers[0].ProducerID != 100 || h2.markers[0].Epoch != math.MaxInt16 {
+	if len(h2.markers) != 1 || h2.markers[0].ProducerID != 100 || h2.markers[0].Epoch != math.MaxInt16 || !h2.markers[0].Bumped {
 		t.Fatalf("resumed markers = %+v", h2.markers)
 	}
 }

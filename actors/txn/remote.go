@@ -34,9 +34,13 @@ type Remote struct {
 // was not written.
 func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(failed []TP, err error)) {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.Version = 1
 	m := kmsg.NewWriteTxnMarkersRequestMarker()
 	m.ProducerID, m.ProducerEpoch, m.Committed = w.ProducerID, w.Epoch, w.Commit
+	if w.Bumped {
+		// Dropped on the wire to a broker that knows only v0-1, which
+		// then checks the marker as unbumped.
+		m.TransactionVersion = 2
+	}
 	byTopic := map[string]int{}
 	for _, tp := range tps {
 		i, ok := byTopic[tp.Topic]
@@ -86,7 +90,6 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 // (NETWORK_EXCEPTION when the request failed).
 func (r *Remote) WriteGroup(b routing.Broker, m *messages.TxnOffsetsEnd) {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
-	req.Version = 1
 	x := kmsg.NewWriteTxnMarkersRequestMarker()
 	x.ProducerID, x.ProducerEpoch, x.Committed = m.ProducerID, m.ProducerEpoch, m.Commit
 	t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()

@@ -63,7 +63,7 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 		kmsg.DescribeLogDirs: {0, 5}, kmsg.AlterReplicaLogDirs: {0, 2}, kmsg.ElectLeaders: {0, 2}, kmsg.DescribeProducers: {0, 0},
 		kmsg.InitProducerID: {0, 5}, kmsg.AddPartitionsToTxn: {0, 5}, kmsg.AddOffsetsToTxn: {0, 4}, kmsg.EndTxn: {0, 5},
 		kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2}, kmsg.TxnOffsetCommit: {0, 6},
-		kmsg.WriteTxnMarkers: {0, 1}, kmsg.DescribeUserSCRAMCredentials: {0, 0}, kmsg.AlterUserSCRAMCredentials: {0, 0},
+		kmsg.WriteTxnMarkers: {0, 2}, kmsg.DescribeUserSCRAMCredentials: {0, 0}, kmsg.AlterUserSCRAMCredentials: {0, 0},
 	} {
 		if got[key.Int16()] != want {
 			t.Errorf("%s: versions %v, want %v", kmsg.NameForKey(key.Int16()), got[key.Int16()], want)

@@ -478,3 +478,60 @@ func TestTransactionalProduceIsVerified(t *testing.T) {
 		t.Fatalf("v12 batch of the next transaction: %v %+v", kerr.ErrorForCode(r.ErrorCode), r)
 	}
 }
+
+// TestLateMarkerDoesNotEndTheNextTransaction (KIP-1228): under the
+// transaction protocol v2 the coordinator bumps the producer's epoch to
+// end a transaction, and the next one is written at that epoch. A late or
+// repeated marker of the ended transaction, sent as WriteTxnMarkers v2 with
+// TransactionVersion 2, is refused (INVALID_PRODUCER_EPOCH) while the next
+// transaction is open, which stays open until its producer ends it.
+func TestLateMarkerDoesNotEndTheNextTransaction(t *testing.T) {
+	_, addr := testBroker(t)
+	createTopic(t, addr, "late", 1, nil)
+	ctx := ctxT(t, 30*time.Second)
+	cl := newClient(t, addr, kgo.TransactionalID("late-marker"), kgo.DefaultProduceTopic("late"))
+	txnProduce(t, ctx, cl, "late", []string{"one"}, true) // offsets 0 and its marker at 1
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("two")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := newAdmin(t, addr)
+	described, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"late": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open kadm.DescribedProducer
+	described.EachProducer(func(p kadm.DescribedProducer) { open = p })
+	if open.CurrentTxnStartOffset != 2 {
+		t.Fatalf("the second transaction is not open at offset 2: %+v", open)
+	}
+
+	// The first transaction's commit marker again: its epoch is the one
+	// the open transaction writes at.
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed, m.TransactionVersion = open.ProducerID, open.ProducerEpoch, true, 2
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = "late", []int32{0}
+	m.Topics = append(m.Topics, mt)
+	req.Markers = append(req.Markers, m)
+	resp := rawRequest(t, addr, req, 2).(*kmsg.WriteTxnMarkersResponse)
+	if c := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; c != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("late marker answered %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(c))
+	}
+	lso, err := adm.ListEndOffsets(ctx, "late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := lso.Lookup("late", 0); o.Offset != 3 {
+		t.Fatalf("end offset %d after the refused marker, want 3 (nothing written)", o.Offset)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if got := consumeIsolated(t, addr, "late", kgo.ReadCommitted(), 1, 300*time.Millisecond); len(got) != 1 || got[0] != "one" {
+		t.Fatalf("read_committed: %v, want [one] (the second transaction aborted by its producer)", got)
+	}
+}

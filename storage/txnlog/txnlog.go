@@ -99,6 +99,10 @@ type State struct {
 type Marker struct {
 	ProducerID int64 `json:"pid"`
 	Epoch      int16 `json:"epoch"`
+	// Bumped: Epoch is one past every write of the transaction
+	// (messages.WriteTxnMarker.Bumped). Absent in states saved before
+	// it existed, whose markers are then checked as unbumped.
+	Bumped bool `json:"bumped,omitempty"`
 }
 
 // Clone returns a deep copy of s.

@@ -17,7 +17,7 @@ func TestFileSaveLoadCompactsAndCutsTornTail(t *testing.T) {
 		t.Fatalf("empty store: ok=%v err=%v", ok, err)
 	}
 	st := State{ID: "a", ProducerID: 7, Epoch: 1, TimeoutMs: 60000, Status: Ongoing,
-		Partitions: []TP{{Topic: "t", Partition: 2}}, Groups: []string{"g"}}
+		Partitions: []TP{{Topic: "t", Partition: 2}}, Groups: []string{"g"}, Marker: &Marker{ProducerID: 7, Epoch: 3, Bumped: true}}
 	for i := 0; i < 3; i++ {
 		st.Epoch = int16(i)
 		if err := s.Save(st); err != nil {
