@@ -138,7 +138,9 @@ type TxnOffsetsEnd struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	Commit        bool
-	Reply         func(errorCode int16)
+	// Bumped as in WriteTxnMarker.
+	Bumped bool
+	Reply  func(errorCode int16)
 }
 
 func (m *TxnOffsetsEnd) Undelivered() { m.Reply(kerr.CoordinatorNotAvailable.Code) }
@@ -174,6 +176,19 @@ type WriteTxnMarker struct {
 	// carries it as TransactionVersion 2 (KIP-1228).
 	Bumped bool
 	Reply  func(errorCode int16)
+}
+
+// MarkerFenced reports whether a transaction participant (a partition, a
+// group's offsets) refuses a marker at epoch (INVALID_PRODUCER_EPOCH) when
+// the marker's producer last wrote there at written, with a transaction
+// open there or not. Below written the marker is older than the
+// producer's writes. A bumped marker at written itself, with a
+// transaction open, belongs to an earlier transaction than the open one
+// (the next transaction runs at the epoch its predecessor's marker
+// carried), and must not end it: a retry or a request delayed between
+// brokers (KIP-1228).
+func MarkerFenced(epoch, written int16, bumped, open bool) bool {
+	return epoch < written || bumped && open && epoch == written
 }
 
 // WatchHighWatermark asks a partition actor to call Notify once its high

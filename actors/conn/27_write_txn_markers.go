@@ -46,7 +46,7 @@ func handleWriteTxnMarkers(r *Request) Pending {
 				rp.Partition = p
 				if isGroup {
 					groupMarker(r.Server, fan, &messages.TxnOffsetsEnd{Group: group, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-						Commit: m.Committed}, &rp.ErrorCode)
+						Commit: m.Committed, Bumped: m.TransactionVersion >= 2}, &rp.ErrorCode)
 					continue
 				}
 				fan.send(t.Topic, p, &rp.ErrorCode, func(done func()) any {

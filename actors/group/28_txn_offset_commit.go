@@ -238,15 +238,20 @@ func (a *groupActor) restorePending(st groupstore.State) {
 // txnOffsetsEnd stores a transaction's marker and then completes (applies)
 // or drops its producer's pending offsets; it answers once the marker is
 // durable. A marker with nothing pending (delivered again) is answered at
-// once.
+// once; one of an earlier transaction than the pending offsets'
+// (messages.MarkerFenced) is refused and leaves them pending.
 func (a *groupActor) txnOffsetsEnd(gc *messages.GroupCall, m *messages.TxnOffsetsEnd) {
 	p := a.txnOffsets[m.ProducerID]
 	if p == nil {
 		gc.Reply(int16(0))
 		return
 	}
+	if messages.MarkerFenced(m.ProducerEpoch, p.epoch, m.Bumped, true) {
+		gc.Reply(kerr.InvalidProducerEpoch.Code)
+		return
+	}
 	delete(a.txnOffsets, m.ProducerID)
-	commit := m.Commit && m.ProducerEpoch >= p.epoch
+	commit := m.Commit
 	end := &groupstore.TxnEnd{TxnProducer: groupstore.TxnProducer{ProducerID: m.ProducerID, Epoch: m.ProducerEpoch}, Commit: m.Commit}
 	a.enqueue(write{recs: []groupstore.Record{{TxnEnd: end}}, done: func(err error) {
 		if err != nil {

@@ -31,9 +31,9 @@ func txnResponseCode(t *testing.T, x any) int16 {
 	return x.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 }
 
-func txnEnd(c *Coordinator, pid int64, epoch int16, commit bool) <-chan any {
+func txnEnd(c *Coordinator, pid int64, epoch int16, commit, bumped bool) <-chan any {
 	ch := make(chan any, 1)
-	c.Ref().Send(&messages.GroupCall{Group: "g", Op: &messages.TxnOffsetsEnd{Group: "g", ProducerID: pid, ProducerEpoch: epoch, Commit: commit,
+	c.Ref().Send(&messages.GroupCall{Group: "g", Op: &messages.TxnOffsetsEnd{Group: "g", ProducerID: pid, ProducerEpoch: epoch, Commit: commit, Bumped: bumped,
 		Reply: func(code int16) { ch <- code }}, Reply: func(x any) { ch <- x }})
 	return ch
 }
@@ -50,17 +50,25 @@ func fetchStable(t *testing.T, c *Coordinator) (int64, int16) {
 // TestTxnOffsetsSurviveCoordinatorMoves: a TxnOffsetCommit answered by one
 // coordinator is durable; the coordinator that loads the group next (after
 // a crash or a move) holds it pending and applies the marker that arrives
-// there; the coordinator after that finds the marker's outcome.
+// there; the coordinator after that finds the marker's outcome. A marker
+// of an earlier transaction than the pending offsets' (older, or bumped to
+// their very epoch: messages.MarkerFenced) is refused and leaves them
+// pending for their own.
 func TestTxnOffsetsSurviveCoordinatorMoves(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		markerEpoch int16
 		commit      bool
+		bumped      bool
+		refused     bool
 		want        int64
 	}{
-		{"commit", 5, true, 7},
-		{"abort", 5, false, 3},
-		{"commit of an older epoch", 4, true, 3},
+		{"commit", 5, true, false, false, 7},
+		{"abort", 5, false, false, false, 3},
+		{"bumped commit", 6, true, true, false, 7},
+		{"bumped abort", 6, false, true, false, 3},
+		{"commit of an older epoch", 4, true, false, true, 7},
+		{"bumped commit at the pending epoch", 5, true, true, true, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -90,7 +98,16 @@ func TestTxnOffsetsSurviveCoordinatorMoves(t *testing.T) {
 			if got := txnResponseCode(t, await(t, callGroup(c, "g", txnCommitReq(42, 4, 0, 9)))); got != kerr.ProducerFenced.Code {
 				t.Fatalf("TxnOffsetCommit of a fenced epoch after a reload: %s", code(got))
 			}
-			if got := await(t, txnEnd(c, 42, tc.markerEpoch, tc.commit)); got != int16(0) {
+			if tc.refused {
+				if got := await(t, txnEnd(c, 42, tc.markerEpoch, tc.commit, tc.bumped)); got != kerr.InvalidProducerEpoch.Code {
+					t.Fatalf("marker of an earlier transaction: %v, want INVALID_PRODUCER_EPOCH", got)
+				}
+				if o, e := fetchStable(t, c); e != kerr.UnstableOffsetCommit.Code {
+					t.Fatalf("after the refused marker: offset %d code %s, want UNSTABLE_OFFSET_COMMIT", o, code(e))
+				}
+				tc.markerEpoch, tc.bumped = 5, false // the pending offsets' own
+			}
+			if got := await(t, txnEnd(c, 42, tc.markerEpoch, tc.commit, tc.bumped)); got != int16(0) {
 				t.Fatalf("marker: %v", got)
 			}
 			if o, e := fetchStable(t, c); e != 0 || o != tc.want {
@@ -98,7 +115,7 @@ func TestTxnOffsetsSurviveCoordinatorMoves(t *testing.T) {
 			}
 			// The marker delivered again (the transaction coordinator
 			// retrying) changes nothing.
-			if got := await(t, txnEnd(c, 42, tc.markerEpoch, true)); got != int16(0) {
+			if got := await(t, txnEnd(c, 42, tc.markerEpoch, true, tc.bumped)); got != int16(0) {
 				t.Fatalf("repeated marker: %v", got)
 			}
 			c.Stop(5 * time.Second)

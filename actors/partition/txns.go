@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/batch"
 )
 
@@ -62,20 +63,11 @@ func (p *Producers) InTxn(id int64) bool {
 	return open
 }
 
-// MarkerRefused answers a transaction marker of producer id at epoch:
-// INVALID_PRODUCER_EPOCH when the producer has written at a later epoch,
-// or, for a bumped marker (its epoch one past every write of the
-// transaction it ends: the transaction protocol v2, or an abort that
-// fenced its producer), when the transaction open here was written at the
-// marker's own epoch. That transaction began after the one the marker
-// ends, so a late or repeated marker must not end it (KIP-1228). Zero:
-// the marker may be written.
+// MarkerRefused answers a transaction marker of producer id at epoch
+// (messages.MarkerFenced): INVALID_PRODUCER_EPOCH, or zero when the
+// marker may be written.
 func (p *Producers) MarkerRefused(id int64, epoch int16, bumped bool) int16 {
-	e, ok := p.m[id]
-	switch {
-	case !ok:
-		return 0
-	case epoch < e.Epoch, bumped && epoch == e.Epoch && p.InTxn(id):
+	if e, ok := p.m[id]; ok && messages.MarkerFenced(epoch, e.Epoch, bumped, p.InTxn(id)) {
 		return kerr.InvalidProducerEpoch.Code
 	}
 	return 0

@@ -416,7 +416,7 @@ func (m *manager) writeMarkers(w WriteMarkers) {
 		}
 		wg.Add(1)
 		g := g
-		m.opts.Groups(&messages.TxnOffsetsEnd{Group: g, ProducerID: w.ProducerID, ProducerEpoch: w.Epoch, Commit: w.Commit,
+		m.opts.Groups(&messages.TxnOffsetsEnd{Group: g, ProducerID: w.ProducerID, ProducerEpoch: w.Epoch, Commit: w.Commit, Bumped: w.Bumped,
 			Reply: func(code int16) {
 				if code != 0 {
 					fail(fmt.Sprintf("group %s: %v", g, kerr.ErrorForCode(code)))
