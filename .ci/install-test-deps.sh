@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the external programs the integration tests drive: kcat
-# (librdkafka), prometheus and promtool from Debian, kafkajs from npm.
+# (librdkafka), prometheus and promtool from Debian, kafkajs and
+# @platformatic/kafka from npm.
 # Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,18 +54,24 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   apt_install prometheus
 fi
 
-# kafkajs, exactly as locked. node_modules is reinstalled whenever
-# package-lock.json changed since the last install (a stamp records it).
-JS=cmd/kaas/testdata/kafkajs
-if [ -f "$JS/package.json" ]; then
+# The npm projects of the JavaScript clients' scripts (kafkajs,
+# @platformatic/kafka), exactly as locked. A project's node_modules is
+# reinstalled whenever its package-lock.json changed since the last install
+# (a stamp records it).
+npm_project() { # dir package
+  local dir=$1 pkg=$2
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     apt_install nodejs npm
   fi
-  if [ ! -f "$JS/node_modules/kafkajs/package.json" ] || ! cmp -s "$JS/package-lock.json" "$JS/node_modules/.kaas-lock-stamp"; then
-    (cd "$JS" && npm ci --no-audit --no-fund --silent)
-    cp "$JS/package-lock.json" "$JS/node_modules/.kaas-lock-stamp"
+  if [ ! -f "$dir/node_modules/$pkg/package.json" ] || ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.kaas-lock-stamp"; then
+    # --loglevel=error: @platformatic/kafka's helpers declare Node.js 22 and
+    # warn on 20, where everything the scripts use runs.
+    (cd "$dir" && npm ci --no-audit --no-fund --silent --loglevel=error)
+    cp "$dir/package-lock.json" "$dir/node_modules/.kaas-lock-stamp"
   fi
-fi
+  echo "node $(node --version), $pkg $(node -p "require('./$dir/node_modules/$pkg/package.json').version")"
+}
+npm_project cmd/kaas/testdata/kafkajs kafkajs
+npm_project cmd/kaas/testdata/platformatic @platformatic/kafka
 
 kcat -V | head -n 4 | tail -n 1
-echo "node $(node --version), kafkajs $(node -p "require('./$JS/node_modules/kafkajs/package.json').version")"

@@ -549,7 +549,7 @@ func TestSaramaACLs(t *testing.T) {
 func TestKafkajsACLs(t *testing.T) {
 	dir := kafkajsDir(t)
 	k := startKaas(t, "--authorizer", "acl", "--super-users", anon)
-	res := runKafkajs(t, dir, 40*time.Second, "acls.js", k.Addr)
+	res := runNode(t, dir, 40*time.Second, "acls.js", k.Addr)
 	var out struct {
 		Described []struct {
 			ResourceType        int    `json:"resourceType"`

@@ -282,7 +282,7 @@ func TestCompactedTopicKafkajs(t *testing.T) {
 		produced += len(recs)
 	}
 	got := rollAndAwaitClean(t, ctx, cl, addr, topic, 4000, want, produced+1, 3)
-	res := runKafkajs(t, dir, 60*time.Second, "consume-compacted.js", addr, topic, fmt.Sprint(got[len(got)-1].Offset))
+	res := runNode(t, dir, 60*time.Second, "consume-compacted.js", addr, topic, fmt.Sprint(got[len(got)-1].Offset))
 	var out struct {
 		Consumed []struct {
 			Offset int64   `json:"offset"`

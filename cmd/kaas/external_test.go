@@ -868,13 +868,20 @@ func testSaramaBrokerConfigs(t *testing.T, adm sarama.ClusterAdmin) {
 // when node or the kafkajs package is not installed.
 func kafkajsDir(t *testing.T) string {
 	t.Helper()
+	return npmProject(t, "kafkajs", "kafkajs")
+}
+
+// npmProject is testdata/<name>, an npm project whose scripts need the
+// package pkg; it fails the test when node or pkg is not installed there.
+func npmProject(t *testing.T, name, pkg string) string {
+	t.Helper()
 	requireTool(t, "node")
-	dir, err := filepath.Abs(filepath.Join("testdata", "kafkajs"))
+	dir, err := filepath.Abs(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs", "package.json")); err != nil {
-		t.Fatalf("kafkajs is not installed in %s (npm ci): %s", dir, installHint)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", pkg, "package.json")); err != nil {
+		t.Fatalf("%s is not installed in %s (npm ci): %s", pkg, dir, installHint)
 	}
 	return dir
 }
@@ -887,7 +894,9 @@ type kafkajsMeta struct {
 	BaseOffset string `json:"baseOffset"`
 }
 
-func runKafkajs(t *testing.T, dir string, timeout time.Duration, script string, args ...string) runResult {
+// runNode runs a node script of the npm project dir; its stderr (client
+// logs) goes to the test log.
+func runNode(t *testing.T, dir string, timeout time.Duration, script string, args ...string) runResult {
 	t.Helper()
 	res := runTool(t, timeout, dir, "", "node", append([]string{script}, args...)...)
 	if strings.TrimSpace(res.Stderr) != "" {
@@ -922,7 +931,7 @@ func TestExternalKafkajsProduce(t *testing.T) {
 			if variant.flag != "" {
 				args = append(args, variant.flag)
 			}
-			res := runKafkajs(t, dir, 40*time.Second, "produce-offsets.js", args...)
+			res := runNode(t, dir, 40*time.Second, "produce-offsets.js", args...)
 			var out struct {
 				Created  bool          `json:"created"`
 				Produced []kafkajsMeta `json:"produced"`
@@ -1006,7 +1015,7 @@ func TestExternalKafkajsConsumerGroup(t *testing.T) {
 	dir := kafkajsDir(t)
 	k := startKaas(t)
 	const n, topic = 300, "kafkajs-group"
-	res := runKafkajs(t, dir, 60*time.Second, "produce-consume.js", k.Addr, topic, strconv.Itoa(n))
+	res := runNode(t, dir, 60*time.Second, "produce-consume.js", k.Addr, topic, strconv.Itoa(n))
 	var out struct {
 		Created    bool          `json:"created"`
 		Partitions int           `json:"partitions"`
@@ -1047,7 +1056,7 @@ func TestExternalKafkajsAdminConfigs(t *testing.T) {
 	dir := kafkajsDir(t)
 	k := startKaas(t, "--data-dir", t.TempDir(), "--default-partitions", "2")
 	const n, topic = 5, "kafkajs-configs"
-	res := runKafkajs(t, dir, 40*time.Second, "admin-configs.js", k.Addr, topic, strconv.Itoa(n))
+	res := runNode(t, dir, 40*time.Second, "admin-configs.js", k.Addr, topic, strconv.Itoa(n))
 	var out struct {
 		BrokerConfigs map[string]string `json:"brokerConfigs"`
 		Defaults      struct {

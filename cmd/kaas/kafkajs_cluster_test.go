@@ -25,7 +25,7 @@ func TestKafkajsCreateTopicsBurstOnKubernetes(t *testing.T) {
 		return ctrl != "" && len(led) == 1
 	})
 	const n = 120
-	res := runKafkajs(t, dir, 270*time.Second, "create-topics-burst.js", c.brokers["kaas-0"].kafka, "burst", strconv.Itoa(n))
+	res := runNode(t, dir, 270*time.Second, "create-topics-burst.js", c.brokers["kaas-0"].kafka, "burst", strconv.Itoa(n))
 	var out struct {
 		Created int      `json:"created"`
 		Errors  []string `json:"errors"`

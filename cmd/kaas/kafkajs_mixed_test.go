@@ -77,7 +77,7 @@ func TestExternalKafkajsBesideKIP848(t *testing.T) {
 			}
 		}
 	}()
-	res := runKafkajs(t, dir, 60*time.Second, "mixed-group.js", addr, topic, "50")
+	res := runNode(t, dir, 60*time.Second, "mixed-group.js", addr, topic, "50")
 	close(stop)
 	<-stopped
 	var out struct {

@@ -358,7 +358,7 @@ func TestSASLSSLClusterWithACLs(t *testing.T) {
 	})
 
 	t.Run("kafkajs", func(t *testing.T) {
-		res := runKafkajs(t, jsDir, 90*time.Second, "sasl-produce-consume.js", seed, "js-t", "js-g", "5", caFile, "scram-sha-512", "kafkajs", "kafkajs-secret", "secret-t")
+		res := runNode(t, jsDir, 90*time.Second, "sasl-produce-consume.js", seed, "js-t", "js-g", "5", caFile, "scram-sha-512", "kafkajs", "kafkajs-secret", "secret-t")
 		var out struct {
 			Produced, Consumed int
 			Denied             string

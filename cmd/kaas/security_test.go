@@ -585,7 +585,7 @@ func TestKafkajsAndSaramaSASL(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, mech := range []string{"scram-sha-256", "plain"} {
-		res := runKafkajs(t, dir, 40*time.Second, "sasl-produce.js", e.saslSSL, "kafkajs-sasl", "5", caFile, mech, "alice", "alice-secret")
+		res := runNode(t, dir, 40*time.Second, "sasl-produce.js", e.saslSSL, "kafkajs-sasl", "5", caFile, mech, "alice", "alice-secret")
 		if !strings.Contains(res.Stdout, `"produced":5`) {
 			t.Fatalf("kafkajs %s: %q", mech, res.Stdout)
 		}

@@ -57,7 +57,7 @@ func TestExternalKafkajsTransactions(t *testing.T) {
 	dir := kafkajsDir(t)
 	k := startKaas(t, "--data-dir", t.TempDir())
 	const n, topic = 200, "kafkajs-txn"
-	res := runKafkajs(t, dir, 60*time.Second, "txn-produce.js", k.Addr, topic, strconv.Itoa(n))
+	res := runNode(t, dir, 60*time.Second, "txn-produce.js", k.Addr, topic, strconv.Itoa(n))
 	var out struct {
 		Created   bool          `json:"created"`
 		Committed []kafkajsMeta `json:"committed"`
