@@ -503,9 +503,14 @@ func (c *Core) bump(t *entry, newPID int64) {
 }
 
 // abort prepares an abort of t's ongoing transaction under a bumped epoch
-// (fencing its producer) and writes its markers.
-func (c *Core) abortOngoing(t *entry, newPID int64) {
+// (fencing its producer) and writes its markers. timedOut: the coordinator
+// ends the transaction on its producer's behalf, and under the transaction
+// protocol v2 the producer's own abort of it, at the epoch before the bump,
+// is then answered as a retry of that end (Kafka's coordinator: the
+// producer goes on at the new epoch). A new incarnation's fence is not.
+func (c *Core) abortOngoing(t *entry, newPID int64, timedOut bool) {
 	c.prepare(t, false, true, newPID)
+	t.st.EndBumped = timedOut
 	c.persist(t, func() { c.writeMarkers(t, nil) }, nil)
 }
 
@@ -541,7 +546,7 @@ func (c *Core) initProducerID(e InitProducerID) {
 	case txnlog.Ongoing:
 		// A new incarnation of the producer: fence the old one and abort
 		// what it left open; the client retries until the abort is done.
-		c.abortOngoing(t, e.NewPID)
+		c.abortOngoing(t, e.NewPID, false)
 		c.fail(e.Reply, kerr.ConcurrentTransactions.Code)
 		return
 	case txnlog.PrepareCommit, txnlog.PrepareAbort:
@@ -707,7 +712,9 @@ func (c *Core) endTxn(e EndTxn) {
 // transaction uses. The producer does not know whether its produces added
 // partitions (the partition leaders add them), so an abort of no
 // transaction is answered too, with a bump. An end retried after its answer
-// was lost names the epoch before the bump: it gets the current one back.
+// was lost, or the producer's abort of a transaction the coordinator
+// aborted on timeout, names the epoch before the bump: it gets the current
+// one back.
 func (c *Core) endTxnV2(e EndTxn) {
 	t, ok := c.txns[e.ID]
 	if ok && t.st.EndBumped && t.st.LastProducerID == e.ProducerID && t.st.LastEpoch == e.Epoch {
@@ -759,7 +766,7 @@ func (c *Core) tick() {
 			continue
 		}
 		if now-t.st.StartMs > int64(t.st.TimeoutMs) {
-			c.abortOngoing(t, -1) // the last epoch, MaxInt16, still fences
+			c.abortOngoing(t, -1, true) // the last epoch, MaxInt16, still fences
 		}
 	}
 	c.expire(now)

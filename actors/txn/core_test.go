@@ -437,6 +437,42 @@ func TestIdleIDsExpireInVirtualTime(t *testing.T) {
 // TestEndTxnV2BumpsTheEpoch: with the transaction protocol v2 every end
 // moves the epoch, the markers carry the new one, the reply names it, and
 // a retried end is answered the same.
+// TestTimedOutTransactionAbortedByItsProducerV2: under the transaction
+// protocol v2 a producer whose transaction the coordinator aborted on
+// timeout may abort it itself at its old epoch, as on Kafka: told to wait
+// while the abort's markers are written, then answered with the epoch the
+// timeout bumped to, which its next transaction uses. A commit of it is
+// INVALID_TXN_STATE.
+func TestTimedOutTransactionAbortedByItsProducerV2(t *testing.T) {
+	h := newHarness(t)
+	h.step(Loaded{State: txnlog.State{ID: "x"}})
+	h.init("x", -1, -1)
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	h.flush()
+	h.now = h.now.Add(61 * time.Second)
+	h.step(Tick{})
+	h.replies = nil
+	abort := EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: false, V2: true, NewPID: 300, Reply: h.record}
+	h.step(abort)
+	if r := h.last(); r.ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("abort while the timeout's markers are written = %+v", r)
+	}
+	h.flush()
+	h.step(abort)
+	if r := h.last(); r.ErrorCode != 0 || r.ProducerID != 100 || r.Epoch != 1 || len(h.persist) != 0 {
+		t.Fatalf("abort after the timeout = %+v, persist %v", r, h.persist)
+	}
+	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, V2: true, NewPID: 300, Reply: h.record})
+	if r := h.last(); r.ErrorCode != kerr.InvalidTxnState.Code {
+		t.Fatalf("commit after the timeout = %+v", r)
+	}
+	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 1, Partitions: []TP{tp0}, Reply: h.record})
+	h.flush()
+	if r := h.last(); r.ErrorCode != 0 || h.status("x") != txnlog.Ongoing {
+		t.Fatalf("next transaction at epoch 1 = %+v, status %v", r, h.status("x"))
+	}
+}
+
 func TestEndTxnV2BumpsTheEpoch(t *testing.T) {
 	h := newHarness(t)
 	h.step(Loaded{State: txnlog.State{ID: "x"}})

@@ -535,3 +535,43 @@ func TestLateMarkerDoesNotEndTheNextTransaction(t *testing.T) {
 		t.Fatalf("read_committed: %v, want [one] (the second transaction aborted by its producer)", got)
 	}
 }
+
+// TestTimedOutTransactionAbortedByItsProducer: under the transaction
+// protocol v2 a franz-go producer whose transaction the coordinator aborted
+// on timeout aborts it itself, as it may on Kafka (the abort is answered
+// with the epoch the timeout bumped to), and goes on with its next
+// transaction without a new InitProducerId.
+func TestTimedOutTransactionAbortedByItsProducer(t *testing.T) {
+	_, addr := testBroker(t)
+	createTopic(t, addr, "timed-out", 1, nil)
+	ctx := ctxT(t, 40*time.Second)
+	cl := newClient(t, addr, kgo.TransactionalID("timed-out"), kgo.TransactionTimeout(2*time.Second), kgo.DefaultProduceTopic("timed-out"))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("timed out")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := newAdmin(t, addr)
+	for {
+		described, err := adm.DescribeTransactions(ctx, "timed-out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := described["timed-out"]; ok && d.State == "CompleteAbort" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the transaction was not aborted on timeout: %+v", described)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatalf("the producer's abort of its timed-out transaction: %v", err)
+	}
+	txnProduce(t, ctx, cl, "timed-out", []string{"next"}, true)
+	if got := consumeIsolated(t, addr, "timed-out", kgo.ReadCommitted(), 1, 300*time.Millisecond); len(got) != 1 || got[0] != "next" {
+		t.Fatalf("read_committed: %v, want [next]", got)
+	}
+}

@@ -88,10 +88,12 @@ type State struct {
 	// producer id at the next epoch, which fences every earlier write of
 	// that id even when the bump moved the producer to a new id.
 	Marker *Marker `json:"marker,omitempty"`
-	// EndBumped is set when the last bump was an EndTxn's (transaction
-	// protocol v2): an EndTxn retried with LastProducerID and LastEpoch
-	// is answered the current ones, which no other producer that knows
-	// the old pair (a fenced incarnation) may get.
+	// EndBumped is set when the last bump ended the producer's
+	// transaction: an EndTxn's (transaction protocol v2), or the
+	// coordinator's abort of it on timeout. A v2 EndTxn retried with
+	// LastProducerID and LastEpoch is then answered the current ones,
+	// which no other producer that knows the old pair (an incarnation
+	// fenced by a new one's InitProducerId) may get.
 	EndBumped bool `json:"end_bumped,omitempty"`
 }
 
