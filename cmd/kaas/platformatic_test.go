@@ -3,8 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -321,4 +324,30 @@ func TestExternalPlatformaticAdmin(t *testing.T) {
 // maps4 reports whether m holds exactly partitions 0-3 with the values.
 func maps4(m map[int32]string, v0, v1, v2, v3 string) bool {
 	return len(m) == 4 && m[0] == v0 && m[1] == v1 && m[2] == v2 && m[3] == v3
+}
+
+// TestPlatformaticSASL: the client's SCRAM-SHA-512 and PLAIN over TLS
+// produce and consume through a SASL_SSL listener; a wrong password fails
+// with the broker's SASL_AUTHENTICATION_FAILED.
+func TestPlatformaticSASL(t *testing.T) {
+	dir := platformaticDir(t)
+	e := newSecureEnv(t)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, e.ca.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, mech := range []string{"SCRAM-SHA-512", "PLAIN"} {
+		topic := "platformatic-sasl-" + strings.ToLower(mech)
+		var out struct {
+			Read []string `json:"read"`
+		}
+		runPlatformatic(t, 60*time.Second, "sasl-produce.mjs", &out, e.saslSSL, topic, "5", caFile, mech, "alice", "alice-secret")
+		if want := []string{"v-0", "v-1", "v-2", "v-3", "v-4"}; !slices.Equal(out.Read, want) {
+			t.Errorf("%s: read %q, want %q", mech, out.Read, want)
+		}
+	}
+	res, err := runToolErr(40*time.Second, dir, "", nil, "node", "sasl-produce.mjs", e.saslSSL, "platformatic-sasl-wrong", "1", caFile, "SCRAM-SHA-512", "alice", "wrong")
+	if err == nil || !strings.Contains(res.Stderr, "SASL_AUTHENTICATION_FAILED") {
+		t.Fatalf("a wrong password: %v\n%s", err, res.Stderr)
+	}
 }

@@ -1,0 +1,27 @@
+// Connects over TLS (trusting <ca>) with SASL <mechanism> (PLAIN,
+// SCRAM-SHA-256, SCRAM-SHA-512), produces <n> records with acks=-1 to
+// <topic> and reads them back; prints the values read. A failed
+// authentication exits 1 with the error.
+import { readFileSync } from 'node:fs'
+import { Consumer, Producer, stringDeserializers, stringSerializers } from '@platformatic/kafka'
+import { args, clientOptions, main, print, readFor } from './common.mjs'
+
+main(async () => {
+  const a = args('sasl-produce.mjs <broker> <topic> <n> <ca> <mechanism> <user> <password>')
+  const n = parseInt(a.n, 10)
+  const secure = {
+    ...clientOptions(a.broker, 'pk-sasl'),
+    retries: 1,
+    tls: { ca: readFileSync(a.ca, 'utf8'), servername: 'localhost' },
+    sasl: { mechanism: a.mechanism, username: a.user, password: a.password }
+  }
+  const producer = new Producer({ ...secure, serializers: stringSerializers, acks: -1, autocreateTopics: true })
+  const messages = []
+  for (let i = 0; i < n; i++) messages.push({ topic: a.topic, key: `k-${i}`, value: `v-${i}` })
+  await producer.send({ messages })
+  await producer.close()
+  const consumer = new Consumer({ ...secure, groupId: `g-${a.topic}`, deserializers: stringDeserializers })
+  const read = await readFor(await consumer.consume({ topics: [a.topic], mode: 'earliest' }), n, 5000)
+  await consumer.close()
+  print({ read: read.map(m => m.value) })
+})
