@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -65,83 +67,160 @@ func (p *recordingProxy) handle(c net.Conn) {
 	}
 }
 
-// TestRecordedClientTrafficDecodes drives a real franz-go client through a
-// recording proxy and checks that every request it sent decodes. With
-// KAAS_WRITE_FUZZ_SEEDS=1 it also writes the frames as the wire fuzz seed
-// corpus (wire/testdata/fuzz/FuzzDecodeRequest).
-func TestRecordedClientTrafficDecodes(t *testing.T) {
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	proxyAddr := ln.Addr().String()
-	ln.Close()
-	_, addr := testBroker(t, "--advertised-addr", proxyAddr)
-	proxyLn, err := net.Listen("tcp", proxyAddr)
+// recordClient starts a broker behind a recording proxy (the broker
+// advertises the proxy, so every connection goes through it), runs drive
+// with the proxy's address, and returns every request frame sent.
+func recordClient(t *testing.T, drive func(t *testing.T, addr string)) [][]byte {
+	t.Helper()
+	proxyLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	proxyAddr := proxyLn.Addr().String()
+	_, addr, stop := startTestBroker(t, "--advertised-addr", proxyAddr)
 	p := startRecordingProxy(t, proxyLn, addr)
+	drive(t, proxyAddr)
+	stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([][]byte(nil), p.frames...)
+}
 
+// TestRecordedClientTrafficDecodes drives each real client (franz-go,
+// sarama, kcat, kafkajs, @platformatic/kafka) through a recording proxy and
+// checks that every request it sent decodes. With KAAS_WRITE_FUZZ_SEEDS=1
+// it also writes the frames as the wire fuzz seed corpus
+// (wire/testdata/fuzz/FuzzDecodeRequest), named by client.
+func TestRecordedClientTrafficDecodes(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		drive func(t *testing.T, addr string)
+		sends []kmsg.Key // beyond ApiVersions, Metadata, Produce and Fetch
+	}{
+		{"franz-go", driveFranzGo, []kmsg.Key{kmsg.CreateTopics, kmsg.InitProducerID, kmsg.DescribeConfigs, kmsg.ListOffsets, kmsg.DeleteTopics}},
+		{"sarama", driveSarama, nil},
+		{"kcat", func(t *testing.T, addr string) {
+			msgs := keyedMessages("kcat", 20, 4, "")
+			kcatProduce(t, addr, "traffic-kcat", msgs)
+			checkConsumed(t, msgs, kcatConsume(t, addr, "traffic-kcat"), 0)
+		}, nil},
+		{"kafkajs", func(t *testing.T, addr string) {
+			runNode(t, kafkajsDir(t), 60*time.Second, "produce-consume.js", addr, "traffic-kafkajs", "20")
+		}, []kmsg.Key{kmsg.CreateTopics, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetCommit}},
+		{"platformatic", func(t *testing.T, addr string) {
+			runNode(t, platformaticDir(t), 60*time.Second, "produce-consume.mjs", addr, "traffic-platformatic", "20", "lz4")
+		}, []kmsg.Key{kmsg.CreateTopics, kmsg.InitProducerID, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetCommit, kmsg.OffsetFetch}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			frames := recordClient(t, c.drive)
+			keys := map[int16]bool{}
+			for i, f := range frames {
+				hdr, body, err := wire.ParseHeader(f)
+				if err != nil {
+					t.Fatalf("frame %d header: %v", i, err)
+				}
+				if _, err := wire.DecodeBody(hdr, body); err != nil {
+					t.Fatalf("frame %d (%s v%d): %v", i, kmsg.NameForKey(hdr.Key), hdr.Version, err)
+				}
+				keys[hdr.Key] = true
+			}
+			for _, k := range append([]kmsg.Key{kmsg.ApiVersions, kmsg.Metadata, kmsg.Produce, kmsg.Fetch}, c.sends...) {
+				if !keys[k.Int16()] {
+					t.Errorf("recorded traffic (%d frames) has no %s request", len(frames), kmsg.NameForKey(k.Int16()))
+				}
+			}
+			if os.Getenv("KAAS_WRITE_FUZZ_SEEDS") != "" {
+				writeFuzzSeeds(t, c.name, frames)
+			}
+		})
+	}
+}
+
+// driveFranzGo creates a topic, produces to it idempotently, reads it back,
+// describes its configs, lists its offsets and deletes it.
+func driveFranzGo(t *testing.T, addr string) {
 	ctx := ctxT(t, 20*time.Second)
-	createTopic(t, proxyAddr, "traffic", 3, map[string]*string{"retention.ms": sp("3600000")})
-	cl := newClient(t, proxyAddr, kgo.DefaultProduceTopic("traffic"))
+	createTopic(t, addr, "traffic", 3, map[string]*string{"retention.ms": sp("3600000")})
+	cl := newClient(t, addr, kgo.DefaultProduceTopic("traffic"))
+	defer cl.Close()
 	for i := 0; i < 50; i++ {
 		cl.Produce(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte("value")}, nil)
 	}
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cons := newClient(t, proxyAddr, kgo.ConsumeTopics("traffic"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	n := 0
-	for n < 50 {
+	cons := newClient(t, addr, kgo.ConsumeTopics("traffic"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer cons.Close()
+	for n := 0; n < 50; {
 		fs := cons.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
 			t.Fatal(err)
 		}
 		n += len(fs.Records())
 	}
-	adm := newAdmin(t, proxyAddr)
+	adm := kadm.NewClient(cl)
 	_, _ = adm.DescribeTopicConfigs(ctx, "traffic")
 	_, _ = adm.ListStartOffsets(ctx, "traffic")
 	_, _ = adm.DeleteTopics(ctx, "traffic")
+}
 
-	p.mu.Lock()
-	frames := append([][]byte(nil), p.frames...)
-	p.mu.Unlock()
-	if len(frames) < 10 {
-		t.Fatalf("recorded only %d frames", len(frames))
+// driveSarama produces with an idempotent acks=all producer to a topic the
+// broker creates and reads it back with a partition consumer.
+func driveSarama(t *testing.T, addr string) {
+	cfg := saramaConfig(sarama.V3_6_0_0)
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Return.Successes = true
+	prod, err := sarama.NewSyncProducer([]string{addr}, cfg)
+	if err != nil {
+		t.Fatalf("sarama.NewSyncProducer: %v", err)
 	}
-	keys := map[int16]bool{}
-	for i, f := range frames {
-		hdr, body, err := wire.ParseHeader(f)
-		if err != nil {
-			t.Fatalf("frame %d header: %v", i, err)
-		}
-		if _, err := wire.DecodeBody(hdr, body); err != nil {
-			t.Fatalf("frame %d (%s v%d): %v", i, kmsg.NameForKey(hdr.Key), hdr.Version, err)
-		}
-		keys[hdr.Key] = true
-	}
-	for _, k := range []kmsg.Key{kmsg.ApiVersions, kmsg.Metadata, kmsg.Produce, kmsg.Fetch, kmsg.CreateTopics, kmsg.InitProducerID} {
-		if !keys[k.Int16()] {
-			t.Errorf("recorded traffic has no %s request", kmsg.NameForKey(k.Int16()))
+	for i := range 20 {
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "traffic-sarama", Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
+			t.Fatalf("SendMessage: %v", err)
 		}
 	}
-	if os.Getenv("KAAS_WRITE_FUZZ_SEEDS") != "" {
-		dir := filepath.Join("..", "..", "wire", "testdata", "fuzz", "FuzzDecodeRequest")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	_ = prod.Close()
+	cons, err := sarama.NewConsumer([]string{addr}, saramaConfig(sarama.V3_6_0_0))
+	if err != nil {
+		t.Fatalf("sarama.NewConsumer: %v", err)
+	}
+	defer cons.Close()
+	pc, err := cons.ConsumePartition("traffic-sarama", 0, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatalf("ConsumePartition: %v", err)
+	}
+	defer pc.Close()
+	for n := 0; n < 20; n++ {
+		select {
+		case <-pc.Messages():
+		case err := <-pc.Errors():
+			t.Fatalf("consume: %v", err)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("read %d of 20 records", n)
+		}
+	}
+}
+
+// writeFuzzSeeds writes up to three frames of each request key as seeds of
+// the wire decoder's fuzz target, named after the client that sent them.
+func writeFuzzSeeds(t *testing.T, client string, frames [][]byte) {
+	dir := filepath.Join("..", "..", "wire", "testdata", "fuzz", "FuzzDecodeRequest")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int16]int{}
+	for _, f := range frames {
+		k := int16(binary.BigEndian.Uint16(f))
+		if seen[k] >= 3 || len(f) > 64<<10 {
+			continue
+		}
+		seen[k]++
+		name := fmt.Sprintf("%s-%s-%x", client, kmsg.NameForKey(k), sha256.Sum256(f))
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", f)
+		if err := os.WriteFile(filepath.Join(dir, name[:40]), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
-		}
-		seen := map[int16]int{}
-		for _, f := range frames {
-			k := int16(binary.BigEndian.Uint16(f))
-			if seen[k] >= 3 || len(f) > 64<<10 {
-				continue
-			}
-			seen[k]++
-			name := fmt.Sprintf("franz-go-%s-%x", kmsg.NameForKey(k), sha256.Sum256(f))[:40]
-			body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", f)
-			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 }
