@@ -11,10 +11,11 @@ import (
 
 // TestFeatureLevels pins the reported levels: each makes clients use
 // protocols kaas serves (transaction.version 2: KIP-890 part 2, whose
-// Produce v12 is served here), and changing a level means raising the
-// epoch.
+// Produce v12 is served here; share.version 1: share groups, served by
+// actors/share, TestFeatures checks), and changing a level means raising
+// the epoch.
 func TestFeatureLevels(t *testing.T) {
-	want := map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 2}
+	want := map[string]int16{"metadata.version": 28, "group.version": 1, "share.version": 1, "transaction.version": 2}
 	if a, ok := coreAPIs[kmsg.Produce.Int16()]; !ok || a.MaxVersion < 12 {
 		t.Errorf("transaction.version 2 without Produce v12")
 	}
@@ -26,8 +27,8 @@ func TestFeatureLevels(t *testing.T) {
 			t.Errorf("%s at %d (known %v), want %d", name, got, ok, level)
 		}
 	}
-	if finalizedFeaturesEpoch != 2 {
-		t.Errorf("epoch %d: the levels above are those of epoch 2", finalizedFeaturesEpoch)
+	if finalizedFeaturesEpoch != 3 {
+		t.Errorf("epoch %d: the levels above are those of epoch 3", finalizedFeaturesEpoch)
 	}
 }
 
@@ -43,15 +44,15 @@ func TestApiVersionsFeatures(t *testing.T) {
 		{version: 2, epoch: -1},
 		{
 			version:   3,
-			supported: map[string]feat{"metadata.version": {25, 25}, "group.version": {1, 1}, "transaction.version": {2, 2}},
-			finalized: map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 2},
-			epoch:     2,
+			supported: map[string]feat{"metadata.version": {28, 28}, "group.version": {1, 1}, "share.version": {1, 1}, "transaction.version": {2, 2}},
+			finalized: map[string]int16{"metadata.version": 28, "group.version": 1, "share.version": 1, "transaction.version": 2},
+			epoch:     3,
 		},
 		{
 			version:   4,
-			supported: map[string]feat{"metadata.version": {25, 25}, "group.version": {1, 1}, "transaction.version": {2, 2}},
-			finalized: map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 2},
-			epoch:     2,
+			supported: map[string]feat{"metadata.version": {28, 28}, "group.version": {1, 1}, "share.version": {1, 1}, "transaction.version": {2, 2}},
+			finalized: map[string]int16{"metadata.version": 28, "group.version": 1, "share.version": 1, "transaction.version": 2},
+			epoch:     3,
 		},
 	} {
 		t.Run(fmt.Sprintf("v%d", tc.version), func(t *testing.T) {
@@ -105,18 +106,18 @@ func TestUpdateFeatures(t *testing.T) {
 		code    int16
 		msg     string // in the top-level message
 	}{
-		{name: "finalized level is a no-op", version: 1, updates: []upd{{"metadata.version", 25, 1, false}, {"group.version", 1, 1, false}}, code: ok},
+		{name: "finalized level is a no-op", version: 1, updates: []upd{{"metadata.version", 28, 1, false}, {"group.version", 1, 1, false}}, code: ok},
 		{name: "transaction.version stays 2", version: 1, updates: []upd{{"transaction.version", 2, 1, false}}, code: ok},
 		{name: "unknown feature at 0", version: 1, updates: []upd{{"kraft.version", 0, 1, false}}, code: ok},
 		{name: "v0 same level", version: 0, updates: []upd{{"group.version", 1, 0, false}}, code: ok},
-		{name: "v2 same level", version: 2, updates: []upd{{"metadata.version", 25, 1, false}}, code: ok},
+		{name: "v2 same level", version: 2, updates: []upd{{"metadata.version", 28, 1, false}}, code: ok},
 		{name: "transaction protocol v1", version: 1, updates: []upd{{"transaction.version", 1, 2, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "transaction.version at level 2 only"},
-		{name: "metadata.version upgrade", version: 2, updates: []upd{{"metadata.version", 27, 1, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "metadata.version at level 25"},
+		{name: "metadata.version upgrade", version: 2, updates: []upd{{"metadata.version", 29, 1, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "metadata.version at level 28"},
 		{name: "group.version downgrade", version: 1, updates: []upd{{"group.version", 0, 2, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "group.version"},
 		{name: "v0 delete", version: 0, updates: []upd{{"group.version", 0, 0, true}}, code: kerr.InvalidUpdateVersion.Code, msg: "group.version"},
 		{name: "unknown feature above 0", version: 1, updates: []upd{{"kraft.version", 1, 1, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "kraft.version at level 0"},
 		{name: "negative level", version: 1, updates: []upd{{"transaction.version", -1, 3, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "less than 0"},
-		{name: "unknown upgrade type", version: 1, updates: []upd{{"metadata.version", 25, 0, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "Upgrade type 0"},
+		{name: "unknown upgrade type", version: 1, updates: []upd{{"metadata.version", 28, 0, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "Upgrade type 0"},
 		{name: "one refusal fails all", version: 1, updates: []upd{{"group.version", 1, 1, false}, {"metadata.version", 24, 2, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "version 24 for feature metadata.version"},
 		{name: "duplicate", version: 1, updates: []upd{{"group.version", 1, 1, false}, {"group.version", 1, 1, false}}, code: kerr.InvalidRequest.Code, msg: "twice"},
 	} {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
 
@@ -36,13 +37,23 @@ func TestFeatures(t *testing.T) {
 		}
 		finalized := map[string]int16{}
 		kversion.FromApiVersionsResponse(raw).EachFinalizedFeature(func(name string, level int16) { finalized[name] = level })
-		want := map[string]int16{"metadata.version": 25, "group.version": 1, "transaction.version": 2}
+		want := map[string]int16{"metadata.version": 28, "group.version": 1, "share.version": 1, "transaction.version": 2}
 		if len(finalized) != len(want) {
 			t.Errorf("finalized %v, want %v", finalized, want)
 		}
 		for name, level := range want {
 			if finalized[name] != level {
 				t.Errorf("finalized %s = %d, want %d", name, finalized[name], level)
+			}
+		}
+		// share.version 1 says share groups are served.
+		served := map[int16]bool{}
+		for _, k := range raw.ApiKeys {
+			served[k.ApiKey] = true
+		}
+		for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe, kmsg.ShareFetch, kmsg.ShareAcknowledge} {
+			if !served[k.Int16()] {
+				t.Errorf("share.version 1 without %s in ApiVersions", kmsg.NameForKey(k.Int16()))
 			}
 		}
 		supported := map[string][2]int16{}
@@ -54,7 +65,7 @@ func TestFeatures(t *testing.T) {
 
 	for _, validateOnly := range []bool{true, false} {
 		res, err := adm.UpdateFeatures(ctx, validateOnly,
-			kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 25, UpgradeType: 1},
+			kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 28, UpgradeType: 1},
 			kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1},
 			kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1})
 		if err != nil || res.Error() != nil || len(res) != 3 {
