@@ -84,6 +84,15 @@ func (h *harness) init(id string, pid int64, epoch int16) Result {
 
 func (h *harness) record(r Result) { h.replies = append(h.replies, r) }
 
+// ongoing starts id's first transaction (producer 100, epoch 0) with tp0
+// added.
+func (h *harness) ongoing(id string) {
+	h.step(Loaded{State: txnlog.State{ID: id}})
+	h.init(id, -1, -1)
+	h.step(AddPartitions{ID: id, ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
+	h.flush()
+}
+
 var tp0 = TP{Topic: "t", Partition: 0}
 
 func TestCommitWritesMarkersBeforeAnswering(t *testing.T) {
@@ -183,10 +192,7 @@ func TestTable(t *testing.T) {
 
 func TestReinitFencesAndAbortsOngoing(t *testing.T) {
 	h := newHarness(t)
-	h.step(Loaded{State: txnlog.State{ID: "x"}})
-	h.init("x", -1, -1)
-	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
-	h.flush()
+	h.ongoing("x")
 	h.last()
 	// A second incarnation: the open transaction is aborted under epoch 1.
 	h.step(InitProducerID{ID: "x", TimeoutMs: 60000, ProducerID: -1, Epoch: -1, NewPID: 200, Reply: h.record})
@@ -445,10 +451,7 @@ func TestIdleIDsExpireInVirtualTime(t *testing.T) {
 // INVALID_TXN_STATE.
 func TestTimedOutTransactionAbortedByItsProducerV2(t *testing.T) {
 	h := newHarness(t)
-	h.step(Loaded{State: txnlog.State{ID: "x"}})
-	h.init("x", -1, -1)
-	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
-	h.flush()
+	h.ongoing("x")
 	h.now = h.now.Add(61 * time.Second)
 	h.step(Tick{})
 	h.replies = nil
@@ -557,10 +560,7 @@ func TestEndTxnV2EpochExhausted(t *testing.T) {
 // only a retry of an end gets the epoch it bumped to.
 func TestEndTxnV2FencedIncarnation(t *testing.T) {
 	h := newHarness(t)
-	h.step(Loaded{State: txnlog.State{ID: "x"}})
-	h.init("x", -1, -1)
-	h.step(AddPartitions{ID: "x", ProducerID: 100, Epoch: 0, Partitions: []TP{tp0}, Reply: h.record})
-	h.flush()
+	h.ongoing("x")
 	h.step(InitProducerID{ID: "x", TimeoutMs: 60000, ProducerID: -1, Epoch: -1, NewPID: 200, Reply: h.record})
 	h.flush() // the open transaction is aborted under epoch 1
 	h.replies = nil

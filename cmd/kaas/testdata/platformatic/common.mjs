@@ -55,6 +55,15 @@ export function main (f) {
   })
 }
 
+// committedSum is the sum of group's committed offsets (each partition's
+// next offset to read: the records the group has processed).
+export async function committedSum (admin, group) {
+  const offsets = await admin.listConsumerGroupOffsets({ groups: [group] })
+  let sum = 0n
+  for (const t of offsets[0].topics) for (const p of t.partitions) sum += p.committedOffset
+  return sum
+}
+
 // readFor consumes stream until want messages arrived or ms passed with
 // none; it closes the stream and returns the messages.
 export async function readFor (stream, want, ms) {

@@ -2,7 +2,7 @@
 // header through an idempotent producer using <compression>, reads them back
 // in a consumer group that commits each one, and lists the group's offsets.
 import { Admin, Consumer, Producer, stringDeserializers, stringSerializers } from '@platformatic/kafka'
-import { args, clientOptions, main, print, readFor } from './common.mjs'
+import { args, clientOptions, committedSum, main, print, readFor } from './common.mjs'
 
 main(async () => {
   const a = args('produce-consume.mjs <broker> <topic> <n> <compression>')
@@ -27,10 +27,7 @@ main(async () => {
     await m.commit()
   }
   await consumer.close()
-  const offsets = await admin.listConsumerGroupOffsets({ groups: [group] })
+  const committed = await committedSum(admin, group)
   await admin.close()
-
-  let committed = 0n
-  for (const t of offsets[0].topics) for (const p of t.partitions) committed += p.committedOffset
   print({ created: created.map(t => ({ name: t.name, partitions: t.partitions })), sent: sent.offsets.length, consumed: got, committed })
 })

@@ -4,7 +4,7 @@
 // Prints what read_committed and read_uncommitted consumers read of the
 // output and the group's committed offsets.
 import { Admin, Consumer, FetchIsolationLevels, Producer, stringDeserializers, stringSerializers } from '@platformatic/kafka'
-import { args, clientOptions, main, print, readFor } from './common.mjs'
+import { args, clientOptions, committedSum, main, print, readFor } from './common.mjs'
 
 main(async () => {
   const a = args('transactions.mjs <broker> <topic>')
@@ -42,10 +42,8 @@ main(async () => {
     await c.close()
     return values.sort()
   }
-  const offsets = await admin.listConsumerGroupOffsets({ groups: [group] })
+  const committed = await committedSum(admin, group)
   await admin.close()
-  let committed = 0n
-  for (const t of offsets[0].topics) for (const p of t.partitions) committed += p.committedOffset
   print({
     readCommitted: await read(FetchIsolationLevels.READ_COMMITTED, 4),
     readUncommitted: await read(FetchIsolationLevels.READ_UNCOMMITTED, 5),
