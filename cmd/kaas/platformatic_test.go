@@ -326,8 +326,9 @@ func maps4(m map[int32]string, v0, v1, v2, v3 string) bool {
 	return len(m) == 4 && m[0] == v0 && m[1] == v1 && m[2] == v2 && m[3] == v3
 }
 
-// TestPlatformaticSASL: the client's SCRAM-SHA-512 and PLAIN over TLS
-// produce and consume through a SASL_SSL listener; a wrong password fails
+// TestPlatformaticSASL: the client's SCRAM-SHA-512, PLAIN and OAUTHBEARER
+// (a JWT the broker checks against its JWKS) over TLS produce and consume
+// through a SASL_SSL listener; a wrong password and an expired token fail
 // with the broker's SASL_AUTHENTICATION_FAILED.
 func TestPlatformaticSASL(t *testing.T) {
 	dir := platformaticDir(t)
@@ -336,18 +337,20 @@ func TestPlatformaticSASL(t *testing.T) {
 	if err := os.WriteFile(caFile, e.ca.CertPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, mech := range []string{"SCRAM-SHA-512", "PLAIN"} {
+	for mech, secret := range map[string]string{"SCRAM-SHA-512": "alice-secret", "PLAIN": "alice-secret", "OAUTHBEARER": e.token(t, "svc", time.Now().Add(time.Hour))} {
 		topic := "platformatic-sasl-" + strings.ToLower(mech)
 		var out struct {
 			Read []string `json:"read"`
 		}
-		runPlatformatic(t, 60*time.Second, "sasl-produce.mjs", &out, e.saslSSL, topic, "5", caFile, mech, "alice", "alice-secret")
+		runPlatformatic(t, 60*time.Second, "sasl-produce.mjs", &out, e.saslSSL, topic, "5", caFile, mech, "alice", secret)
 		if want := []string{"v-0", "v-1", "v-2", "v-3", "v-4"}; !slices.Equal(out.Read, want) {
 			t.Errorf("%s: read %q, want %q", mech, out.Read, want)
 		}
 	}
-	res, err := runToolErr(40*time.Second, dir, "", nil, "node", "sasl-produce.mjs", e.saslSSL, "platformatic-sasl-wrong", "1", caFile, "SCRAM-SHA-512", "alice", "wrong")
-	if err == nil || !strings.Contains(res.Stderr, "SASL_AUTHENTICATION_FAILED") {
-		t.Fatalf("a wrong password: %v\n%s", err, res.Stderr)
+	for mech, secret := range map[string]string{"SCRAM-SHA-512": "wrong", "OAUTHBEARER": e.token(t, "svc", time.Now().Add(-time.Minute))} {
+		res, err := runToolErr(40*time.Second, dir, "", nil, "node", "sasl-produce.mjs", e.saslSSL, "platformatic-sasl-refused", "1", caFile, mech, "alice", secret)
+		if err == nil || !strings.Contains(res.Stderr, "SASL_AUTHENTICATION_FAILED") {
+			t.Fatalf("%s with a wrong secret: %v\n%s", mech, err, res.Stderr)
+		}
 	}
 }

@@ -1,5 +1,6 @@
 // Connects over TLS (trusting <ca>) with SASL <mechanism> (PLAIN,
-// SCRAM-SHA-256, SCRAM-SHA-512), produces <n> records with acks=-1 to
+// SCRAM-SHA-256, SCRAM-SHA-512, or OAUTHBEARER with <password> as the
+// token), produces <n> records with acks=-1 to
 // <topic> and reads them back; prints the values read. A failed
 // authentication exits 1 with the error.
 import { readFileSync } from 'node:fs'
@@ -13,7 +14,9 @@ main(async () => {
     ...clientOptions(a.broker, 'pk-sasl'),
     retries: 1,
     tls: { ca: readFileSync(a.ca, 'utf8'), servername: 'localhost' },
-    sasl: { mechanism: a.mechanism, username: a.user, password: a.password }
+    sasl: a.mechanism === 'OAUTHBEARER'
+      ? { mechanism: a.mechanism, token: a.password }
+      : { mechanism: a.mechanism, username: a.user, password: a.password }
   }
   const producer = new Producer({ ...secure, serializers: stringSerializers, acks: -1, autocreateTopics: true })
   const messages = []
