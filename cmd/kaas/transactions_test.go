@@ -575,3 +575,63 @@ func TestTimedOutTransactionAbortedByItsProducer(t *testing.T) {
 		t.Fatalf("read_committed: %v, want [next]", got)
 	}
 }
+
+// TestAdminAbortsOpenTransaction: what `kafka-transactions.sh abort` does to
+// a transaction that holds a partition's last stable offset. The operator
+// finds the producer with DescribeProducers and sends its abort marker with
+// WriteTxnMarkers (KIP-664); the transaction closes on the partition, so
+// read_committed consumers go past it, and its producer's own abort later
+// succeeds and leaves it able to go on.
+func TestAdminAbortsOpenTransaction(t *testing.T) {
+	_, addr := testBroker(t)
+	createTopic(t, addr, "stuck", 1, nil)
+	ctx := ctxT(t, 30*time.Second)
+	cl := newClient(t, addr, kgo.TransactionalID("stuck"), kgo.DefaultProduceTopic("stuck"))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("held")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	adm := newAdmin(t, addr)
+	openTxn := func() (kadm.DescribedProducer, bool) {
+		described, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"stuck": {0: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p kadm.DescribedProducer
+		described.EachProducer(func(d kadm.DescribedProducer) { p = d })
+		return p, p.CurrentTxnStartOffset >= 0
+	}
+	p, open := openTxn()
+	if !open || p.CurrentTxnStartOffset != 0 {
+		t.Fatalf("DescribeProducers: %+v, want a transaction open at offset 0", p)
+	}
+	resp, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch,
+		CoordinatorEpoch: p.CoordinatorEpoch, Topics: kadm.TopicsSet{"stuck": {0: {}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.EachPartition(func(r kadm.TxnMarkersPartitionResponse) {
+		if r.Err != nil {
+			t.Errorf("abort marker on %s-%d: %v", r.Topic, r.Partition, r.Err)
+		}
+	})
+	if p, open := openTxn(); open {
+		t.Fatalf("the transaction is still open after the abort marker: %+v", p)
+	}
+	plain := newClient(t, addr, kgo.DefaultProduceTopic("stuck"))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if got := consumeIsolated(t, addr, "stuck", kgo.ReadCommitted(), 1, 300*time.Millisecond); len(got) != 1 || got[0] != "after" {
+		t.Fatalf("read_committed after the abort: %v, want [after]", got)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatalf("the producer's own abort: %v", err)
+	}
+	txnProduce(t, ctx, cl, "stuck", []string{"next"}, true)
+	if got := consumeIsolated(t, addr, "stuck", kgo.ReadCommitted(), 2, 300*time.Millisecond); len(got) != 2 || got[0] != "after" || got[1] != "next" {
+		t.Fatalf("read_committed at the end: %v, want [after next]", got)
+	}
+}
