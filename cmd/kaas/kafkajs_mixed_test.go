@@ -17,8 +17,40 @@ import (
 // them, and the committed offsets end at the log end.
 func TestExternalKafkajsBesideKIP848(t *testing.T) {
 	dir := kafkajsDir(t)
+	besideKIP848(t, "kjs-mixed", func(addr, topic string, n int) []consumed {
+		res := runNode(t, dir, 60*time.Second, "mixed-group.js", addr, topic, fmt.Sprint(n))
+		var out struct {
+			Consumed []consumed `json:"consumed"`
+		}
+		if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
+			t.Fatalf("kafkajs output %q: %v", res.Stdout, err)
+		}
+		return out.Consumed
+	})
+}
+
+// TestExternalPlatformaticBesideKIP848: the same with @platformatic/kafka's
+// own KIP-848 consumer joining. (Its classic member cannot join a KIP-848
+// group: its subscription metadata says version 1 but carries version 0's
+// fields only, and the coordinator, which reads it to assign, answers
+// INCONSISTENT_GROUP_PROTOCOL.)
+func TestExternalPlatformaticBesideKIP848(t *testing.T) {
+	besideKIP848(t, "pk-mixed", func(addr, topic string, n int) []consumed {
+		var out struct {
+			Consumed []consumed `json:"consumed"`
+		}
+		runPlatformatic(t, 60*time.Second, "mixed-group.mjs", &out, addr, topic, fmt.Sprint(n), "consumer")
+		return out.Consumed
+	})
+}
+
+// besideKIP848 runs a franz-go KIP-848 consumer of group kaas-mixed-<topic>
+// while a producer writes; join runs another client's consumer of that
+// group until it has read at least n records, committing each, and returns
+// what it read. Every record must be processed once, by one of them.
+func besideKIP848(t *testing.T, topic string, join func(addr, topic string, n int) []consumed) {
 	_, addr := testBroker(t)
-	const topic, group = "kjs-mixed", "kaas-mixed-kjs-mixed"
+	group := "kaas-mixed-" + topic
 	ctx := ctxT(t, 90*time.Second)
 	adm := newAdmin(t, addr)
 	if _, err := adm.CreateTopic(ctx, 4, 1, nil, topic); err != nil {
@@ -60,8 +92,8 @@ func TestExternalKafkajsBesideKIP848(t *testing.T) {
 	atLeast(100)
 	typeIs("consumer")
 
-	// The producer writes on while kafkajs joins, reads at least 50
-	// records and leaves.
+	// The producer writes on while the other consumer joins, reads at
+	// least 50 records and leaves.
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -77,20 +109,14 @@ func TestExternalKafkajsBesideKIP848(t *testing.T) {
 			}
 		}
 	}()
-	res := runNode(t, dir, 60*time.Second, "mixed-group.js", addr, topic, "50")
+	joined := join(addr, topic, 50)
 	close(stop)
 	<-stopped
-	var out struct {
-		Consumed []consumed `json:"consumed"`
+	if len(joined) < 50 {
+		t.Fatalf("the joining consumer read %d records, want at least 50", len(joined))
 	}
-	if err := json.Unmarshal([]byte(res.Stdout), &out); err != nil {
-		t.Fatalf("kafkajs output %q: %v", res.Stdout, err)
-	}
-	if len(out.Consumed) < 50 {
-		t.Fatalf("kafkajs read %d records, want at least 50", len(out.Consumed))
-	}
-	for _, c := range out.Consumed {
-		led.add("kafkajs", &kgo.Record{Value: []byte(c.Value), Partition: c.Partition, Offset: c.Offset})
+	for _, c := range joined {
+		led.add("joined", &kgo.Record{Value: []byte(c.Value), Partition: c.Partition, Offset: c.Offset})
 	}
 	typeIs("consumer")
 	if err := produce(100); err != nil {
