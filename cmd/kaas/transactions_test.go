@@ -536,22 +536,31 @@ func TestLateMarkerDoesNotEndTheNextTransaction(t *testing.T) {
 	}
 }
 
+// openTransaction starts a broker with the one-partition topic and a
+// franz-go producer of transactional id topic whose transaction holds one
+// record there, open.
+func openTransaction(t *testing.T, ctx context.Context, topic string, opts ...kgo.Opt) (addr string, cl *kgo.Client) {
+	t.Helper()
+	_, addr = testBroker(t)
+	createTopic(t, addr, topic, 1, nil)
+	cl = newClient(t, addr, append([]kgo.Opt{kgo.TransactionalID(topic), kgo.DefaultProduceTopic(topic)}, opts...)...)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return addr, cl
+}
+
 // TestTimedOutTransactionAbortedByItsProducer: under the transaction
 // protocol v2 a franz-go producer whose transaction the coordinator aborted
 // on timeout aborts it itself, as it may on Kafka (the abort is answered
 // with the epoch the timeout bumped to), and goes on with its next
 // transaction without a new InitProducerId.
 func TestTimedOutTransactionAbortedByItsProducer(t *testing.T) {
-	_, addr := testBroker(t)
-	createTopic(t, addr, "timed-out", 1, nil)
 	ctx := ctxT(t, 40*time.Second)
-	cl := newClient(t, addr, kgo.TransactionalID("timed-out"), kgo.TransactionTimeout(2*time.Second), kgo.DefaultProduceTopic("timed-out"))
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("timed out")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	addr, cl := openTransaction(t, ctx, "timed-out", kgo.TransactionTimeout(2*time.Second))
 	adm := newAdmin(t, addr)
 	for {
 		described, err := adm.DescribeTransactions(ctx, "timed-out")
@@ -583,16 +592,8 @@ func TestTimedOutTransactionAbortedByItsProducer(t *testing.T) {
 // read_committed consumers go past it, and its producer's own abort later
 // succeeds and leaves it able to go on.
 func TestAdminAbortsOpenTransaction(t *testing.T) {
-	_, addr := testBroker(t)
-	createTopic(t, addr, "stuck", 1, nil)
 	ctx := ctxT(t, 30*time.Second)
-	cl := newClient(t, addr, kgo.TransactionalID("stuck"), kgo.DefaultProduceTopic("stuck"))
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("held")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	addr, cl := openTransaction(t, ctx, "stuck")
 	adm := newAdmin(t, addr)
 	openTxn := func() (kadm.DescribedProducer, bool) {
 		described, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"stuck": {0: {}}})
