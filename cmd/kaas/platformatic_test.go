@@ -77,9 +77,10 @@ func TestExternalPlatformaticProduceConsume(t *testing.T) {
 
 // TestExternalPlatformaticKIP848: four KIP-848 consumers of the client's own
 // implementation (groupProtocol "consumer") join and leave one group while
-// records are produced; every record is processed (at least once: a
-// member may process a record it fetched just before its partition moved),
-// and the group ends empty, listed as a consumer group.
+// records are produced, the last staying until it has all; every record is
+// processed (at least once: a member may process a record it fetched just
+// before its partition moved), and the group ends empty, listed as a
+// consumer group.
 func TestExternalPlatformaticKIP848(t *testing.T) {
 	k := startKaas(t)
 	const n = 400
