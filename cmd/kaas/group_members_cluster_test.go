@@ -14,7 +14,10 @@ import (
 // and partitions when that broker is SIGKILLed: the broker that takes the
 // groups over restores their saved membership from the shared volume, the
 // consumers find it, heartbeat on in their generation or epoch, and read
-// what is produced after the kill, with no rebalance.
+// what is produced after the kill, with no rebalance. (franz-go's classic
+// consumer may end its session on its own while the dead broker is still
+// in the metadata; then the group keeps its members, checked by
+// watchedGroup.unchanged.)
 func TestClusterGroupMembershipSurvivesCoordinatorKill(t *testing.T) {
 	const topic, parts = "members-kill", 6
 	c := threeBrokers(t, []string{"--group-initial-rebalance-delay", "0s"}, topic)
