@@ -818,14 +818,15 @@ func (g *Group) validateConsumerFetch(memberID *string, epoch int32) int16 {
 		return kerr.UnknownMemberID.Code
 	}
 	switch {
-	case m.classic != nil && epoch != m.epoch:
+	case epoch == m.epoch:
+		return 0
+	case m.classic != nil:
 		return kerr.IllegalGeneration.Code
-	case epoch > m.epoch:
-		return kerr.FencedMemberEpoch.Code
-	case epoch < m.epoch:
+	default:
+		// Any other epoch, older or newer, as Kafka's coordinator answers:
+		// consumers retry it once their heartbeat has the member's epoch.
 		return kerr.StaleMemberEpoch.Code
 	}
-	return 0
 }
 
 // consumerSubscribed is every topic a consumer-group member subscribes to.

@@ -377,10 +377,12 @@ func TestConsumerCommitEpochs(t *testing.T) {
 	if c := txn(a.epoch + 1); c != kerr.StaleMemberEpoch.Code {
 		t.Errorf("transactional commit from the future: %s", code(c))
 	}
-	// OffsetFetch by a member checks its epoch strictly.
-	f := g.FetchOffsets(t0, fetchAs("a", a.epoch-1), fakeTopics{"t": 6})
-	if f.ErrorCode != kerr.StaleMemberEpoch.Code {
-		t.Errorf("fetch with a stale epoch: %s", code(f.ErrorCode))
+	// OffsetFetch by a member checks its epoch strictly: any other epoch is
+	// STALE_MEMBER_EPOCH, which consumers retry after their next heartbeat.
+	for _, e := range []int32{a.epoch - 1, a.epoch + 1} {
+		if f := g.FetchOffsets(t0, fetchAs("a", e), fakeTopics{"t": 6}); f.ErrorCode != kerr.StaleMemberEpoch.Code {
+			t.Errorf("fetch at epoch %d (member at %d): %s", e, a.epoch, code(f.ErrorCode))
+		}
 	}
 	if f := g.FetchOffsets(t0, fetchAs("a", a.epoch), fakeTopics{"t": 6}); f.ErrorCode != 0 {
 		t.Errorf("fetch: %s", code(f.ErrorCode))
