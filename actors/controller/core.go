@@ -109,6 +109,9 @@ type brokerRow struct {
 	pinged   bool
 	healthy  bool
 	draining bool
+	// heldLease: the broker wrote the inherited file as controller and has
+	// since lost the Lease (not this controller's own broker).
+	heldLease bool
 	// listed is what the broker's latest ping says it serves (opening,
 	// leading or still closing): the release confirmation of two-phase moves.
 	listed map[TP]bool
@@ -225,7 +228,7 @@ func (c *Core) start() {
 		fileEpoch, fileVersion = c.prev.ControllerEpoch, c.prev.AssignmentVersion
 		for _, b := range c.prev.Brokers {
 			c.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, State: b.State},
-				healthy: b.State == assignment.Alive}
+				healthy: b.State == assignment.Alive, heldLease: b.Name == c.prev.Controller && b.Name != c.cfg.Self}
 		}
 		for name, t := range c.prev.Topics {
 			c.topics[name] = balancer.TopicSpec{ID: t.ID, Partitions: len(t.Partitions), Config: t.Config, Pins: t.Pins}
@@ -373,7 +376,12 @@ func (c *Core) waiting(tp TP) bool {
 // always alive (never an empty assignment). Right after election, brokers
 // that were alive in the inherited assignment stay presumed alive until
 // DeadAfter passes without a ping, so a new controller does not move
-// partitions away from brokers that simply have not dialed it yet.
+// partitions away from brokers that simply have not dialed it yet. The
+// broker that wrote the inherited file as controller gets no such grace: it
+// lost the Lease, so it has not renewed it for a lease duration, and its
+// broker fenced itself before that (--fence-after); until it pings, it is
+// dead, and its partitions move at the first write instead of DeadAfter
+// later.
 //
 // Silence is only evidence while pings are being received at all: a
 // controller starved of CPU (or its hub stalled) hears nobody, its own
@@ -398,7 +406,7 @@ func (c *Core) states() map[string]assignment.BrokerState {
 		case name == c.cfg.Self:
 			out[name] = assignment.Alive
 		case !row.pinged:
-			if row.healthy && now.Sub(c.electedAt) < c.cfg.DeadAfter {
+			if row.healthy && !row.heldLease && now.Sub(c.electedAt) < c.cfg.DeadAfter {
 				out[name] = assignment.Alive
 			} else {
 				out[name] = assignment.Dead

@@ -230,6 +230,13 @@ func inherited(leaders ...int32) *assignment.Assignment {
 	return a
 }
 
+// inheritedFrom is inherited, written by controller as its controller.
+func inheritedFrom(controller string, leaders ...int32) *assignment.Assignment {
+	a := inherited(leaders...)
+	a.Controller = controller
+	return a
+}
+
 var coreScenarios = []struct {
 	name   string
 	cfg    CoreConfig
@@ -494,6 +501,20 @@ var coreScenarios = []struct {
 			"ping kaas-2 lists=2 ->",
 			"tick -> write 6.12",
 			"leaders 0,0,2",
+		},
+	},
+	{
+		name: "the broker that wrote the inherited file as controller gets no grace after the election; the others do",
+		cfg:  CoreConfig{Epoch: 7, DeadAfter: 4 * time.Second},
+		prev: inheritedFrom("kaas-1", 0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"topics 3 -> write 7.11",
+			"leaders 0,0,2", // kaas-2 has not pinged either, but is presumed alive
+			"written -> hub 7.11; push 7.11",
+			"ping kaas-1 ->", // back: it was only cut off from the Lease
+			"+1s",
+			"tick -> write 7.12",
 		},
 	},
 	{

@@ -225,14 +225,18 @@ func TestClusterOnKubernetes(t *testing.T) {
 
 	// SIGKILL the controller: another broker wins the Lease with a higher
 	// epoch and the cluster keeps serving.
+	// The times logged are docs/performance.md's failover figures.
 	_, ctrl, epoch := c.ledBy()
+	killAt := time.Now()
 	c.brokers[ctrl].kill()
 	waitUntil(t, 30*time.Second, "new controller with a higher epoch", func() bool {
 		_, n, e := c.ledBy()
 		return n != "" && n != ctrl && e > epoch
 	})
+	t.Logf("controller SIGKILL: another broker holds the Lease after %v", time.Since(killAt).Round(100*time.Millisecond))
 	prod2 := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceEverywhere(t, prod2, "orders", 6, "after-controller-kill")
+	t.Logf("controller SIGKILL: every partition acknowledged acks=all produce after %v", time.Since(killAt).Round(100*time.Millisecond))
 	waitUntil(t, 20*time.Second, "survivors lead everything", func() bool {
 		led, _, _ := c.ledBy()
 		sum := 0
@@ -260,8 +264,10 @@ func TestClusterOnKubernetes(t *testing.T) {
 	if ledBefore[victim] == 0 {
 		t.Fatalf("victim %s leads nothing: %v", victim, ledBefore)
 	}
+	killAt = time.Now()
 	c.brokers[victim].kill()
 	produceEverywhere(t, prod2, "orders", 6, "after-broker-kill")
+	t.Logf("broker SIGKILL: every partition acknowledged acks=all produce after %v", time.Since(killAt).Round(100*time.Millisecond))
 	produceEverywhere(t, prod2, "from-kubectl", 3, "after-broker-kill")
 	checkGroups("after two brokers were killed")
 	// DescribeCluster v2 reports the dead broker as fenced when asked.
