@@ -5,7 +5,8 @@
 // patterns): deny wins over allow; READ, WRITE, DELETE and ALTER imply
 // DESCRIBE; ALTER_CONFIGS implies DESCRIBE_CONFIGS; ALL matches every
 // operation; "*" is the wildcard resource name, "User:*" the wildcard
-// principal and "*" the wildcard host; super users are always allowed; a
+// principal and "*" the wildcard host, and a host in CIDR notation
+// (KIP-1276) matches the clients of that block; super users are always allowed; a
 // resource no ACL names is allowed only with allow.everyone.if.no.acl.found.
 //
 // The package is pure: an Authorizer holds an immutable snapshot of the
@@ -53,7 +54,8 @@ func (b Binding) String() string {
 var ErrInvalid = errors.New("invalid ACL")
 
 // Validate checks a binding to be created: every field concrete (no ANY,
-// MATCH or UNKNOWN), a "Type:name" principal, a host, a resource name, the
+// MATCH or UNKNOWN), a "Type:name" principal, a host ("*", an address, a
+// CIDR block or another string; never a malformed block), a resource name, the
 // cluster resource named kafka-cluster. Delegation-token resources are
 // named by token id; user resources (KIP-373's CREATE_TOKENS and
 // DESCRIBE_TOKENS) by the user's principal, "User:alice".
@@ -79,8 +81,8 @@ func (b Binding) Validate() error {
 	if err := validPrincipal(b.Principal); err != nil {
 		return err
 	}
-	if b.Host == "" {
-		return fmt.Errorf("%w: empty host (use %q for every host)", ErrInvalid, WildcardHost)
+	if err := validHost(b.Host); err != nil {
+		return err
 	}
 	switch b.Operation {
 	case kmsg.ACLOperationUnknown, kmsg.ACLOperationAny:

@@ -147,6 +147,40 @@ func TestAuthorize(t *testing.T) {
 				{alice, h1, kmsg.ACLOperationAlterConfigs, topic, "all", true},
 				{alice, h1, kmsg.ACLOperationDelete, topic, "all", true},
 			}},
+		{name: "hosts in CIDR notation (KIP-1276) cover the clients of their block",
+			acls: []Binding{
+				bind(topic, "t", lit, alice, "10.1.0.0/16", kmsg.ACLOperationRead, allow),
+				bind(topic, "t", lit, alice, "10.1.2.0/24", kmsg.ACLOperationRead, deny),
+				bind(topic, "t", lit, alice, "10.9.9.9/8", kmsg.ACLOperationWrite, allow),
+				bind(topic, "t", lit, bob, "2001:db8::/32", kmsg.ACLOperationRead, allow),
+				bind(topic, "t", lit, bob, "::ffff:192.168.0.0/112", kmsg.ACLOperationWrite, allow),
+				bind(topic, "t", lit, bob, "2001:0db8:0000::7", kmsg.ACLOperationDelete, allow),
+				bind(topic, "t", lit, bob, "0.0.0.0/0", kmsg.ACLOperationAlter, allow),
+			},
+			checks: []ask{
+				{alice, "10.1.0.1", kmsg.ACLOperationRead, topic, "t", true},
+				{alice, "10.1.255.255", kmsg.ACLOperationRead, topic, "t", true},
+				{alice, "10.2.0.1", kmsg.ACLOperationRead, topic, "t", false},
+				{alice, "10.1.2.3", kmsg.ACLOperationRead, topic, "t", false},       // the narrower deny wins
+				{alice, "::ffff:10.1.0.1", kmsg.ACLOperationRead, topic, "t", true}, // a mapped client is its IPv4 address
+				{alice, "10.200.0.1", kmsg.ACLOperationWrite, topic, "t", true},     // host bits past the prefix are ignored
+				{alice, "11.0.0.1", kmsg.ACLOperationWrite, topic, "t", false},
+				{alice, "not-an-address", kmsg.ACLOperationRead, topic, "t", false},
+				{bob, "2001:db8:1::5", kmsg.ACLOperationRead, topic, "t", true},
+				{bob, "2001:db9::5", kmsg.ACLOperationRead, topic, "t", false},
+				{bob, "10.1.0.1", kmsg.ACLOperationRead, topic, "t", false},     // an IPv6 block holds no IPv4 client
+				{bob, "192.168.3.4", kmsg.ACLOperationWrite, topic, "t", true},  // a mapped block is its IPv4 block
+				{bob, "2001:db8::7", kmsg.ACLOperationDelete, topic, "t", true}, // one address, written another way
+				{bob, "2001:db8::8", kmsg.ACLOperationDelete, topic, "t", false},
+				{bob, "172.16.0.1", kmsg.ACLOperationAlter, topic, "t", true},
+				{bob, "fe80::1", kmsg.ACLOperationAlter, topic, "t", false},
+			}},
+		{name: "a host that is not an address matches only itself",
+			acls: []Binding{bind(topic, "t", lit, alice, "client.example", kmsg.ACLOperationRead, allow)},
+			checks: []ask{
+				{alice, "client.example", kmsg.ACLOperationRead, topic, "t", true},
+				{alice, "10.0.0.1", kmsg.ACLOperationRead, topic, "t", false},
+			}},
 		{name: "cluster and transactional id resources",
 			acls: []Binding{
 				bind(cluster, ClusterName, lit, alice, "*", kmsg.ACLOperationIdempotentWrite, allow),
@@ -244,6 +278,10 @@ func TestValidate(t *testing.T) {
 	for _, b := range []Binding{
 		bind(kmsg.ACLResourceTypeDelegationToken, "token-id", lit, "User:a", "*", kmsg.ACLOperationDescribe, allow),
 		bind(kmsg.ACLResourceTypeUser, "User:b", lit, "User:a", "*", kmsg.ACLOperationCreateTokens, allow),
+		bind(topic, "t", lit, "User:a", "10.0.0.0/8", kmsg.ACLOperationRead, allow),
+		bind(topic, "t", lit, "User:a", "2001:db8::/32", kmsg.ACLOperationRead, allow),
+		bind(topic, "t", lit, "User:a", "10.0.0.1", kmsg.ACLOperationRead, allow),
+		bind(topic, "t", lit, "User:a", "client.example", kmsg.ACLOperationRead, allow),
 	} {
 		if err := b.Validate(); err != nil {
 			t.Fatalf("%v: %v", b, err)
@@ -258,6 +296,11 @@ func TestValidate(t *testing.T) {
 		"prefixed wildcard":         func(b *Binding) { b.PatternType = pre; b.ResourceName = "*" },
 		"principal without type":    func(b *Binding) { b.Principal = "alice" },
 		"empty host":                func(b *Binding) { b.Host = "" },
+		"host block too long (v4)":  func(b *Binding) { b.Host = "10.0.0.0/33" },
+		"host block too long (v6)":  func(b *Binding) { b.Host = "2001:db8::/129" },
+		"host block without bits":   func(b *Binding) { b.Host = "10.0.0.0/" },
+		"host block of a name":      func(b *Binding) { b.Host = "example.com/24" },
+		"host block with a zone":    func(b *Binding) { b.Host = "fe80::1%eth0/64" },
 		"any operation":             func(b *Binding) { b.Operation = kmsg.ACLOperationAny },
 		"unknown operation":         func(b *Binding) { b.Operation = 42 },
 		"any permission":            func(b *Binding) { b.Permission = kmsg.ACLPermissionTypeAny },

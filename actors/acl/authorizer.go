@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"net/netip"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -37,11 +38,13 @@ type Authorizer struct {
 }
 
 // snapshot indexes bindings by resource type: literal names in a map,
-// prefixed patterns in a list.
+// prefixed patterns in a list; hosts holds the block of addresses each
+// binding host that names addresses covers, parsed once per Set.
 type snapshot struct {
 	all      []Binding
 	literal  map[kmsg.ACLResourceType]map[string][]Binding
 	prefixed map[kmsg.ACLResourceType][]Binding
+	hosts    map[string]netip.Prefix
 }
 
 // New returns an authorizer with no bindings.
@@ -62,8 +65,12 @@ func (a *Authorizer) Set(bs []Binding) {
 		all:      Dedup(bs),
 		literal:  map[kmsg.ACLResourceType]map[string][]Binding{},
 		prefixed: map[kmsg.ACLResourceType][]Binding{},
+		hosts:    map[string]netip.Prefix{},
 	}
 	for _, b := range s.all {
+		if p, ok := hostPrefix(b.Host); ok {
+			s.hosts[b.Host] = p
+		}
 		switch b.PatternType {
 		case kmsg.ACLResourcePatternTypeLiteral:
 			m := s.literal[b.ResourceType]
@@ -118,8 +125,9 @@ func (a *Authorizer) Authorize(act Action) bool {
 		return a.allowIfNoACL
 	}
 	allowed := false
+	c := client{host: act.Host}
 	for _, b := range onResource {
-		if !principalMatches(b.Principal, act.Principal) || !hostMatches(b.Host, act.Host) {
+		if !principalMatches(b.Principal, act.Principal) || !s.hostMatches(b.Host, &c) {
 			continue
 		}
 		switch b.Permission {
@@ -171,8 +179,6 @@ func OperationsBitField(ops []kmsg.ACLOperation) int32 {
 }
 
 func principalMatches(acl, p string) bool { return acl == p || acl == WildcardPrincipal }
-
-func hostMatches(acl, h string) bool { return acl == h || acl == WildcardHost }
 
 // Dedup sorts bindings and drops duplicates (Kafka keeps an ACL once).
 func Dedup(bs []Binding) []Binding {
@@ -227,8 +233,9 @@ func (a *Authorizer) AuthorizeAny(principal, host string, op kmsg.ACLOperation, 
 	if len(candidates) == 0 {
 		return a.allowIfNoACL
 	}
+	c := client{host: host}
 	applies := func(b Binding) bool {
-		return principalMatches(b.Principal, principal) && hostMatches(b.Host, host)
+		return principalMatches(b.Principal, principal) && s.hostMatches(b.Host, &c)
 	}
 	denied := func(b Binding) bool {
 		return b.Permission == kmsg.ACLPermissionTypeDeny && (b.Operation == op || b.Operation == kmsg.ACLOperationAll)

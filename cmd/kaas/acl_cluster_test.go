@@ -34,7 +34,7 @@ func TestKafkaAclObjects(t *testing.T) {
 		return f
 	}
 	api.kubectl(t, "-n", c.ns, "apply", "-f", manifest("ops-alter", "  resourceType: Cluster\n  resourceName: kafka-cluster\n  principal: User:ANONYMOUS\n  operation: Alter\n"))
-	api.kubectl(t, "-n", c.ns, "apply", "-f", manifest("k-topics", "  resourceType: Topic\n  resourceName: k-\n  patternType: Prefixed\n  principal: User:*\n  operation: All\n"))
+	api.kubectl(t, "-n", c.ns, "apply", "-f", manifest("k-topics", "  resourceType: Topic\n  resourceName: k-\n  patternType: Prefixed\n  principal: User:*\n  host: 127.0.0.0/8\n  operation: All\n"))
 
 	// Every broker serves them from its own cache.
 	cl := c.client(kgo.DisableIdempotentWrite(), kgo.RetryTimeout(5*time.Second))
@@ -65,10 +65,10 @@ func TestKafkaAclObjects(t *testing.T) {
 	}
 
 	// CreateAcls writes a KafkaAcl; DeleteAcls removes it.
-	mustCreateACLs(t, adm, kadm.NewACLs().Groups("gg").Allow("User:carol").AllowHosts("10.0.0.7").Operations(kadm.OpRead))
+	mustCreateACLs(t, adm, kadm.NewACLs().Groups("gg").Allow("User:carol").AllowHosts("10.0.0.0/24").Operations(kadm.OpRead))
 	out := api.kubectl(t, "-n", c.ns, "get", "kafkaacls", "-o",
 		`jsonpath={range .items[*]}{.spec.resourceType}/{.spec.resourceName}/{.spec.principal}/{.spec.host}/{.spec.operation}/{.spec.permission}{"\n"}{end}`)
-	if !strings.Contains(out, "Group/gg/User:carol/10.0.0.7/Read/Allow") {
+	if !strings.Contains(out, "Group/gg/User:carol/10.0.0.0/24/Read/Allow") {
 		t.Fatalf("CreateAcls made no KafkaAcl; objects:\n%s", out)
 	}
 	// KIP-373's user resource, named by a principal, is a KafkaAcl too.

@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -575,6 +577,89 @@ func TestKafkajsACLs(t *testing.T) {
 		}
 		if r.ResourceName == "js-" && r.ResourcePatternType != int(kmsg.ACLResourcePatternTypePrefixed) {
 			t.Fatalf("js- is not prefixed: %+v", r)
+		}
+	}
+}
+
+// fromHost makes a client's connections leave from a loopback address of
+// its own (every 127.0.0.0/8 address reaches the broker on Linux), so the
+// broker sees each client as a different host.
+func fromHost(ip string) kgo.Opt {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	return kgo.Dialer(d.DialContext)
+}
+
+// TestACLHostBlocks: ACL hosts in CIDR notation (KIP-1276) allow and deny
+// the clients connecting from their blocks, over real TCP from distinct
+// source addresses; a malformed block is refused with INVALID_REQUEST and
+// DescribeAcls shows a block as written.
+func TestACLHostBlocks(t *testing.T) {
+	addr, _ := aclBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 60*time.Second)
+
+	res, err := adm.CreateACLs(ctx, kadm.NewACLs().Topics("blocks").Allow(anon).AllowHosts("127.0.0.0/33").Operations(kadm.OpRead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || !errors.Is(res[0].Err, kerr.InvalidRequest) || !strings.Contains(res[0].ErrMessage, "CIDR") {
+		t.Fatalf("CreateAcls with host 127.0.0.0/33: %+v", res)
+	}
+
+	// Everything from 127.0.0.0-7, but no writes from 127.0.0.4-7.
+	mustCreateACLs(t, adm, kadm.NewACLs().Topics("blocks").Allow(anon).AllowHosts("127.0.0.0/29").Operations(kadm.OpAll))
+	mustCreateACLs(t, adm, kadm.NewACLs().Topics("blocks").Deny(anon).DenyHosts("127.0.0.4/30").Operations(kadm.OpWrite))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "blocks"); err != nil {
+		t.Fatalf("CreateTopics from 127.0.0.1, inside 127.0.0.0/29: %v", err)
+	}
+
+	writer := newClient(t, addr, fromHost("127.0.0.2"), kgo.DefaultProduceTopic("blocks"))
+	if err := writer.ProduceSync(ctx, &kgo.Record{Value: []byte("from .2")}).FirstErr(); err != nil {
+		t.Fatalf("produce from 127.0.0.2: %v", err)
+	}
+	// From 127.0.0.5 WRITE is denied on the only topic, so an idempotent
+	// producer may not even get a producer id (KIP-679: WRITE on some topic).
+	denied := newClient(t, addr, fromHost("127.0.0.5"), kgo.RetryTimeout(2*time.Second))
+	topicErr(t, denied.ProduceSync(ctx, &kgo.Record{Topic: "blocks", Value: []byte("from .5")}).FirstErr(),
+		kerr.ClusterAuthorizationFailed, "idempotent produce from 127.0.0.5, inside the denied 127.0.0.4/30")
+	denied = newClient(t, addr, fromHost("127.0.0.5"), kgo.RetryTimeout(2*time.Second), kgo.DisableIdempotentWrite())
+	topicErr(t, denied.ProduceSync(ctx, &kgo.Record{Topic: "blocks", Value: []byte("from .5")}).FirstErr(),
+		kerr.TopicAuthorizationFailed, "produce from 127.0.0.5, inside the denied 127.0.0.4/30")
+	reader := newClient(t, addr, fromHost("127.0.0.6"), kgo.ConsumeTopics("blocks"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fs := reader.PollFetches(ctxT(t, 10*time.Second))
+	if err := fs.Err0(); err != nil {
+		t.Fatalf("fetch from 127.0.0.6: %v", err)
+	}
+	if recs := fs.Records(); len(recs) != 1 || string(recs[0].Value) != "from .2" {
+		t.Fatalf("fetch from 127.0.0.6: %d records", len(recs))
+	}
+	outside := newClient(t, addr, fromHost("127.0.0.9"), kgo.RetryTimeout(2*time.Second))
+	td, err := kadm.NewClient(outside).ListTopics(ctx, "blocks")
+	if err == nil {
+		err = td["blocks"].Err
+	}
+	topicErr(t, err, kerr.TopicAuthorizationFailed, "Metadata from 127.0.0.9, outside 127.0.0.0/29")
+
+	// Filters match hosts as written: a block is not widened or narrowed.
+	for host, want := range map[string]int{"127.0.0.0/29": 1, "127.0.0.4/30": 1, "127.0.0.2": 0, "127.0.0.0/28": 0} {
+		d, err := adm.DescribeACLs(ctx, kadm.NewACLs().Topics("blocks").Allow().Deny().AllowHosts(host).DenyHosts(host).Operations())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, r := range d {
+			if r.Err != nil {
+				t.Fatalf("DescribeAcls host %s: %v", host, r.Err)
+			}
+			for _, b := range r.Described {
+				if b.Host != host {
+					t.Fatalf("DescribeAcls host %s returned host %s", host, b.Host)
+				}
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("DescribeAcls host %s: %d bindings, want %d", host, n, want)
 		}
 	}
 }
