@@ -11,7 +11,8 @@ import (
 
 // CreateTopics (key 19): v0-7, through the supervisor (the local registry,
 // or KafkaTopic objects in cluster mode). A manual replica assignment pins
-// each partition's first replica as its leader.
+// each partition's first replica as its leader. While every alive broker is
+// cordoned (KIP-1066) a topic without one is INVALID_REPLICATION_FACTOR.
 func init() {
 	serve(API{Key: kmsg.CreateTopics.Int16(), MinVersion: 0, MaxVersion: 7, Handle: handleCreateTopics, ErrorResponse: createTopicsError})
 }
@@ -26,6 +27,7 @@ func handleCreateTopics(r *Request) Pending {
 	var specs []messages.TopicSpec
 	var sent []int // request index of each spec
 	refused := map[int]messages.TopicResult{}
+	cordonedMsg, allCordoned := everyBrokerCordoned(r.Server, r.View)
 	for i, t := range req.Topics {
 		if routing.IsInternal(t.Topic) {
 			refused[i] = messages.TopicResult{Name: t.Topic, ErrorCode: kerr.TopicAlreadyExists.Code,
@@ -58,6 +60,10 @@ func handleCreateTopics(r *Request) Pending {
 					ErrorMessage: "partitions should be a consecutive 0-based integer sequence"}
 				continue
 			}
+		}
+		if allCordoned && !spec.ManualAssignment {
+			refused[i] = messages.TopicResult{Name: t.Topic, ErrorCode: kerr.InvalidReplicationFactor.Code, ErrorMessage: cordonedMsg}
+			continue
 		}
 		specs = append(specs, spec)
 		sent = append(sent, i)

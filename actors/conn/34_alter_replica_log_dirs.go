@@ -20,10 +20,7 @@ func init() {
 func handleAlterReplicaLogDirs(r *Request) Pending {
 	req := r.Body.(*kmsg.AlterReplicaLogDirsRequest)
 	v := r.View
-	dir := r.Server.DataDir
-	if dir == "" {
-		dir = memoryLogDir
-	}
+	dir := LogDir(r.Server.DataDir)
 	return Ready(answerReplicaLogDirs(req, func(d, topic string, p int32) int16 {
 		tp := routing.TP{Topic: topic, Partition: p}
 		t, exists := v.AnyTopic(topic)

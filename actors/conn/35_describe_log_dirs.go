@@ -9,17 +9,14 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// DescribeLogDirs (key 35): v0-5. Every broker has one log dir, never
-// cordoned (v5's IsCordoned, KIP-1066), the shared
+// DescribeLogDirs (key 35): v0-5. Every broker has one log dir, the shared
 // volume (--data-dir, or "memory" when partitions are kept in memory),
-// holding the partitions this broker leads. Errors go in the top-level
-// ErrorCode (v3+; no ErrorResponse).
+// holding the partitions this broker leads, cordoned (v5's IsCordoned) when
+// cordoned.log.dirs in force names it or "*" (KIP-1066). Errors go in the
+// top-level ErrorCode (v3+; no ErrorResponse).
 func init() {
 	serve(API{Key: kmsg.DescribeLogDirs.Int16(), MinVersion: 0, MaxVersion: 5, Handle: handleDescribeLogDirs})
 }
-
-// memoryLogDir names the log dir of a broker without --data-dir.
-const memoryLogDir = "memory"
 
 // handleDescribeLogDirs asks each partition led here (of those requested;
 // nil Topics asks for all) for its log size. Offset lag is 0 and nothing is
@@ -60,17 +57,16 @@ func handleDescribeLogDirs(r *Request) Pending {
 			}}
 		})
 	}
-	dir := r.Server.DataDir
+	dir := LogDir(r.Server.DataDir)
 	total, usable := int64(-1), int64(-1)
-	if dir == "" {
-		dir = memoryLogDir
-	} else {
+	if r.Server.DataDir != "" {
 		total, usable = diskSpace(dir)
 	}
+	cordoned := cordonedBrokers(r.Server)(v.Self)
 	return func() kmsg.Response {
 		fan.wait()
 		d := kmsg.NewDescribeLogDirsResponseDir()
-		d.Dir, d.TotalBytes, d.UsableBytes = dir, total, usable
+		d.Dir, d.TotalBytes, d.UsableBytes, d.IsCordoned = dir, total, usable, cordoned
 		for i, tp := range tps {
 			if codes[i] != 0 || !results[i].Leading {
 				continue // moved away meanwhile

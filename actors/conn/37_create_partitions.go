@@ -1,13 +1,19 @@
 package conn
 
 import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
 
 // CreatePartitions (key 37): v0-3, growing only, through the supervisor; a
 // manual assignment pins each new partition's first replica as its leader.
+// While every alive broker is cordoned (KIP-1066) a topic without one is
+// INVALID_REPLICATION_FACTOR.
 func init() {
 	serve(API{Key: kmsg.CreatePartitions.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleCreatePartitions, ErrorResponse: createPartitionsError})
 }
@@ -18,6 +24,10 @@ func handleCreatePartitions(r *Request) Pending {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	// Internal topics are refused here; the rest go to the supervisor.
 	sent := splitInternal(len(req.Topics), func(i int) string { return req.Topics[i].Topic })
+	cordonedMsg, allCordoned := everyBrokerCordoned(r.Server, r.View)
+	if allCordoned {
+		sent = slices.DeleteFunc(sent, func(i int) bool { return len(req.Topics[i].Assignment) == 0 })
+	}
 	msg := &messages.CreatePartitions{ValidateOnly: req.ValidateOnly}
 	for _, i := range sent {
 		t := req.Topics[i]
@@ -36,6 +46,9 @@ func handleCreatePartitions(r *Request) Pending {
 	}
 	return func() kmsg.Response {
 		all := mergeInternal(len(req.Topics), sent, <-results, func(i int) messages.TopicResult {
+			if t := req.Topics[i].Topic; !routing.IsInternal(t) {
+				return messages.TopicResult{Name: t, ErrorCode: kerr.InvalidReplicationFactor.Code, ErrorMessage: cordonedMsg}
+			}
 			return internalRefusal(req.Topics[i].Topic, "add partitions to")
 		})
 		for _, res := range all {

@@ -15,7 +15,9 @@ import (
 // the first replica is pinned (the rest of the list is accepted and not
 // kept), and the controller moves the partition there two-phase like any
 // planned move. Null replicas cancel: the pin is dropped and the partition
-// stays where it is, for the balancer to place from then on.
+// stays where it is, for the balancer to place from then on. A broker whose
+// log dir is cordoned (KIP-1066) that does not lead the partition already is
+// INELIGIBLE_REPLICA.
 func init() {
 	serve(API{Key: kmsg.AlterPartitionAssignments.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleAlterPartitionReassignments})
 }
@@ -27,6 +29,7 @@ func handleAlterPartitionReassignments(r *Request) Pending {
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange
 	v := r.View
+	cordoned := cordonedBrokers(r.Server)
 	wg := new(waitGroup)
 	resp.Topics = make([]kmsg.AlterPartitionAssignmentsResponseTopic, len(req.Topics))
 	for i := range req.Topics {
@@ -42,7 +45,7 @@ func handleAlterPartitionReassignments(r *Request) Pending {
 			rp := &out.Partitions[j]
 			*rp = kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
 			rp.Partition = p.Partition
-			code, msg, broker := reassignmentError(v, rt.Topic, t, p)
+			code, msg, broker := reassignmentError(v, cordoned, rt.Topic, t, p)
 			if code != 0 {
 				rp.ErrorCode, rp.ErrorMessage = code, &msg
 				continue
@@ -74,7 +77,7 @@ func handleAlterPartitionReassignments(r *Request) Pending {
 
 // reassignmentError checks one partition of a reassignment and returns the
 // broker to pin (-1 to cancel), or the error Kafka gives.
-func reassignmentError(v *routing.View, topic string, t *routing.Topic, p kmsg.AlterPartitionAssignmentsRequestTopicPartition) (int16, string, int32) {
+func reassignmentError(v *routing.View, cordoned func(int32) bool, topic string, t *routing.Topic, p kmsg.AlterPartitionAssignmentsRequestTopicPartition) (int16, string, int32) {
 	switch {
 	case routing.IsInternal(topic):
 		return kerr.InvalidRequest.Code, "Cannot reassign partitions of internal topic " + topic, 0
@@ -96,6 +99,9 @@ func reassignmentError(v *routing.View, topic string, t *routing.Topic, p kmsg.A
 		}
 		if _, ok := v.Broker(b); !ok {
 			return kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("The proposed assignment includes broker %d, but no such broker is registered.", b), 0
+		}
+		if cordoned(b) && t.Partitions[p.Partition].Leader != b {
+			return kerr.IneligibleReplica.Code, fmt.Sprintf("The proposed assignment places %s-%d on broker %d, whose log dirs are all cordoned.", topic, p.Partition, b), 0
 		}
 	}
 	return 0, "", p.Replicas[0]

@@ -306,7 +306,7 @@ func (c *Core) onWritten(m Written) {
 
 // ping records a heartbeat; it reports whether the assignment may change
 // because of it: a release another broker waits for, a broker catching up
-// with a file that holds moves, or a drain or health change.
+// with a file that holds moves, or a drain, health or cordon change.
 func (c *Core) ping(m *BrokerPing) bool {
 	p := m.Ping
 	row, ok := c.brokers[p.Name]
@@ -317,12 +317,12 @@ func (c *Core) ping(m *BrokerPing) bool {
 	row.info.Name, row.info.Host, row.info.Port = p.Name, p.KafkaHost, p.KafkaPort
 	// A drain starts (or health flips) now, not at the next tick: a
 	// draining broker's partitions start moving within one file write.
-	flipped := row.pinged && (row.healthy != p.Healthy || row.draining != p.Draining)
+	flipped := row.pinged && (row.healthy != p.Healthy || row.draining != p.Draining || row.info.Cordoned != p.Cordoned)
 	if p.Name == c.cfg.Self && (!row.pinged || m.At.Sub(row.lastPing) > c.cfg.DeadAfter/2) {
 		c.hearingSince = m.At // heard again after a silence (or for the first time)
 	}
 	row.lastPing, row.pinged = m.At, true
-	row.healthy, row.draining = p.Healthy, p.Draining
+	row.healthy, row.draining, row.info.Cordoned = p.Healthy, p.Draining, p.Cordoned
 	applied := Position{Epoch: p.ControllerEpoch, Version: p.AssignmentVersion}
 	caughtUp := applied != row.applied
 	row.applied = applied

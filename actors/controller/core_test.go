@@ -116,7 +116,7 @@ func int32s(s string) []int32 {
 // run executes one script command and returns the effects it produced.
 //
 //	start | tick | +DUR (virtual time passes) | soon (the queued RecomputeNow)
-//	topics N | ping NAME [v=E.V] [lists=0,1] [opening=2] [draining]
+//	topics N | ping NAME [v=E.V] [lists=0,1] [opening=2] [draining] [cordoned]
 //	written | write-failed | lease-moved | dirsync-failed
 //	header E.V | header-err | listed ID... | removed | remove-refused
 //	leader-lost | leaders 0,-1,2 (of the last file asked for)
@@ -165,6 +165,8 @@ func (h *coreHarness) run(f []string) []string {
 				}
 			case "draining":
 				p.Draining = true
+			case "cordoned":
+				p.Cordoned = true
 			default:
 				h.t.Fatalf("ping: unknown %q", a)
 			}
@@ -345,6 +347,27 @@ var coreScenarios = []struct {
 			"soon ->",
 			"written -> hub 6.12; push 6.12",
 			"ping kaas-1 lists=1 draining -> soon",
+		},
+	},
+	{
+		name: "a broker that reports itself cordoned keeps its partitions and takes no new one",
+		cfg:  CoreConfig{Epoch: 6},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 -> soon",
+			"ping kaas-1 lists=1 ->",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.11",
+			"written -> hub 6.11; push 6.11",
+			"ping kaas-2 lists=2 cordoned -> soon",
+			"soon ->", // nothing moves: the file is unchanged
+			"topics 7 -> write 6.12",
+			"leaders 0,1,2,0,1,0,1",
+			"written -> hub 6.12; push 6.12",
+			"ping kaas-2 lists=2 -> soon", // uncordoned
+			"soon -> write 6.13",
+			"leaders -1,1,2,0,1,0,1", // partition 0 moves from kaas-0 to kaas-2, held until released
 		},
 	},
 	{

@@ -72,6 +72,10 @@ type ClusterConfig struct {
 	// (dynamic broker configs), put under every topic config a partition
 	// is given; nil: none.
 	TopicDefaults func() map[string]string
+	// Cordoned reports whether this broker's log dir is cordoned
+	// (cordoned.log.dirs, KIP-1066); every ping carries it to the
+	// controller. nil: never.
+	Cordoned func() bool
 	// Clock runs the supervisor's timers (nil: the wall clock).
 	Clock clock.Clock
 	// Fatal ends the process: a child it cannot run without keeps dying
@@ -445,6 +449,9 @@ func (s *Cluster) start(ctx actor.Context) {
 		Ping: func() *heartbeatpb.Ping {
 			p := *s.pingState.Load()
 			p.Draining = s.draining.Load()
+			if s.cfg.Cordoned != nil {
+				p.Cordoned = s.cfg.Cordoned()
+			}
 			return &p
 		},
 		Interval: s.cfg.HeartbeatInterval,

@@ -72,6 +72,8 @@ type dynamicConfigs struct {
 	// applied to this broker: what the last refresh saw
 	lastTopic map[string]string
 	lastRate  int64
+	logDir    string
+	cordoned  atomic.Bool
 	// onTopicDefaults is told when the topic defaults change (the
 	// supervisor's BrokerDefaultsChanged); set before run.
 	onTopicDefaults func()
@@ -88,7 +90,9 @@ func newDynamicConfigs(cfg *serveConfig, static map[string]conn.BrokerConfig, lo
 		store = brokerconfig.NewFile(filepath.Join(cfg.DataDir, clusterDir))
 	}
 	store.Static = func(name string) bool { _, ok := static[name]; return ok }
-	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleaner().Throttle, staticRate: cfg.CleanerIORate, lastRate: cfg.CleanerIORate}
+	store.LogDir = conn.LogDir(cfg.DataDir)
+	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleaner().Throttle, staticRate: cfg.CleanerIORate,
+		lastRate: cfg.CleanerIORate, logDir: store.LogDir}
 	d.set.Store(&brokerconfig.Set{})
 	empty := map[string]string{}
 	d.topicDef.Store(&empty)
@@ -102,6 +106,10 @@ func (d *dynamicConfigs) Set() brokerconfig.Set { return *d.set.Load() }
 
 // TopicDefaults are the topic config defaults in force on this broker.
 func (d *dynamicConfigs) TopicDefaults() map[string]string { return *d.topicDef.Load() }
+
+// Cordoned reports whether cordoned.log.dirs in force cordons this
+// broker's log dir.
+func (d *dynamicConfigs) Cordoned() bool { return d.cordoned.Load() }
 
 // refresh reads the store and applies what changed.
 func (d *dynamicConfigs) refresh() {
@@ -121,6 +129,9 @@ func (d *dynamicConfigs) refresh() {
 		if d.onTopicDefaults != nil {
 			d.onTopicDefaults()
 		}
+	}
+	if c := brokerconfig.Cordoned(inForce, d.logDir); c != d.cordoned.Swap(c) {
+		d.log.Info().Bool("cordoned", c).Str("log_dir", d.logDir).Msg("dynamic broker configs: cordoned.log.dirs")
 	}
 	rate, ok := brokerconfig.CleanerIORate(inForce)
 	if !ok {

@@ -98,6 +98,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		Hub:               hub,
 		DefaultPartitions: int32(cfg.DefaultPartitions),
 		TopicDefaults:     b.dynCfgs.TopicDefaults,
+		Cordoned:          b.dynCfgs.Cordoned,
 		Fatal:             b.fatal,
 		Log:               b.logger("actor", "supervisor"),
 	}))

@@ -95,8 +95,11 @@ type Ping struct {
 	ControllerEpoch   int64  `protobuf:"varint,11,opt,name=controller_epoch,json=controllerEpoch,proto3" json:"controller_epoch,omitempty"`
 	AssignmentVersion int64  `protobuf:"varint,12,opt,name=assignment_version,json=assignmentVersion,proto3" json:"assignment_version,omitempty"`
 	Seq               uint64 `protobuf:"varint,13,opt,name=seq,proto3" json:"seq,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The broker's log dir is cordoned (KIP-1066's cordoned.log.dirs in
+	// force on it): the controller gives it no partition it does not lead.
+	Cordoned      bool `protobuf:"varint,14,opt,name=cordoned,proto3" json:"cordoned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Ping) Reset() {
@@ -218,6 +221,13 @@ func (x *Ping) GetSeq() uint64 {
 		return x.Seq
 	}
 	return 0
+}
+
+func (x *Ping) GetCordoned() bool {
+	if x != nil {
+		return x.Cordoned
+	}
+	return false
 }
 
 type PartitionLed struct {
@@ -388,7 +398,7 @@ var File_heartbeat_proto protoreflect.FileDescriptor
 
 const file_heartbeat_proto_rawDesc = "" +
 	"\n" +
-	"\x0fheartbeat.proto\x12\x11kaas.heartbeat.v1\"\xb9\x03\n" +
+	"\x0fheartbeat.proto\x12\x11kaas.heartbeat.v1\"\xd5\x03\n" +
 	"\x04Ping\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
@@ -407,7 +417,8 @@ const file_heartbeat_proto_rawDesc = "" +
 	" \x03(\tR\x06groups\x12)\n" +
 	"\x10controller_epoch\x18\v \x01(\x03R\x0fcontrollerEpoch\x12-\n" +
 	"\x12assignment_version\x18\f \x01(\x03R\x11assignmentVersion\x12\x10\n" +
-	"\x03seq\x18\r \x01(\x04R\x03seq\"\x7f\n" +
+	"\x03seq\x18\r \x01(\x04R\x03seq\x12\x1a\n" +
+	"\bcordoned\x18\x0e \x01(\bR\bcordoned\"\x7f\n" +
 	"\fPartitionLed\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +

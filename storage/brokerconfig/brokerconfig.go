@@ -112,6 +112,10 @@ func init() {
 		Keys[name] = Key{Type: topicconfig.TypeInt, Default: s.def, Check: atLeast(-1),
 			Doc: "The broker default of the topic config " + s.topic + ", in " + s.unit + " (the milliseconds config wins over it)."}
 	}
+	Keys[CordonedLogDirs] = Key{Type: topicconfig.TypeList, Default: "", Check: cordonedSyntax,
+		Doc: "Log dirs that take no new partitions (KIP-1066): the broker's log dir (log.dirs), or * for all. " +
+			"A kaas broker has one log dir, so this cordons the broker: the controller gives it no partition it does not lead already; " +
+			"applied at once."}
 	Keys["log.flush.scheduler.interval.ms"] = Key{Type: topicconfig.TypeLong, Default: "9223372036854775807", Check: atLeast(0),
 		Doc: "How often the log flusher checks whether a log needs a flush. kaas flushes per acks=all group commit."}
 	stored := func(typ topicconfig.Type, def string, check func(string) error, doc string) Key {
@@ -148,6 +152,42 @@ func init() {
 		"remote.log.manager.expiration.thread.pool.size": "10"} {
 		Keys[name] = stored(topicconfig.TypeInt, def, atLeast(1), "Tiered storage; kaas has none.")
 	}
+}
+
+// CordonedLogDirs is KIP-1066's broker config: the log dirs that take no
+// new partitions, as a comma-separated list or "*" for every one.
+const CordonedLogDirs = "cordoned.log.dirs"
+
+func cordonedSyntax(v string) error {
+	for _, d := range strings.Split(v, ",") {
+		if strings.TrimSpace(d) == "" && strings.TrimSpace(v) != "" {
+			return fmt.Errorf("empty log dir in the list")
+		}
+	}
+	return nil
+}
+
+// cordonedDirs checks that every entry of a cordoned.log.dirs value is "*"
+// or the broker's log dir, as Kafka requires of its log.dirs.
+func cordonedDirs(v, logDir string) error {
+	for _, d := range strings.Split(v, ",") {
+		if d = strings.TrimSpace(d); d != "" && d != "*" && d != logDir {
+			return &InvalidError{fmt.Sprintf("Invalid value %s for configuration %s: %s is not a log dir of the broker (log.dirs=%s)",
+				v, CordonedLogDirs, d, logDir)}
+		}
+	}
+	return nil
+}
+
+// Cordoned reports whether the configs in force on a broker (Set.For)
+// cordon its log dir.
+func Cordoned(inForce map[string]string, logDir string) bool {
+	for _, d := range strings.Split(inForce[CordonedLogDirs], ",") {
+		if d = strings.TrimSpace(d); d == "*" || d != "" && d == logDir {
+			return true
+		}
+	}
+	return false
 }
 
 func atLeast(n int64) func(string) error {

@@ -210,3 +210,50 @@ func TestMemoryStoreOnChangeLoads(t *testing.T) {
 		t.Fatalf("OnChange saw %+v", seen)
 	}
 }
+
+// TestCordonedLogDirs: cordoned.log.dirs names the broker's log dir or "*";
+// any other dir, or an empty entry, is refused; Cordoned reads it from the
+// configs in force (the broker's own over the cluster default).
+func TestCordonedLogDirs(t *testing.T) {
+	s := NewMemory()
+	s.LogDir = "/data"
+	set := func(res, v string) error {
+		return s.Update(res, false, func(cur map[string]string) (map[string]string, error) {
+			cur[CordonedLogDirs] = v
+			if v == "" {
+				delete(cur, CordonedLogDirs)
+			}
+			return cur, nil
+		})
+	}
+	for _, v := range []string{"/other", "/data,/other", "/data,,*", "/data,"} {
+		var invalid *InvalidError
+		if err := set("1", v); !errors.As(err, &invalid) {
+			t.Errorf("cordoned.log.dirs=%q: got %v, want an InvalidError", v, err)
+		}
+	}
+	for _, c := range []struct {
+		def, broker string
+		want        bool
+	}{
+		{"", "", false},
+		{"", "/data", true},
+		{"", " * ", true},
+		{"*", "", true},
+		{"/data", "", true},
+	} {
+		if err := set("", c.def); err != nil {
+			t.Fatal(err)
+		}
+		if err := set("1", c.broker); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.Load()
+		if Cordoned(got.For(1), "/data") != c.want {
+			t.Errorf("default %q, broker 1 %q: cordoned %v, want %v", c.def, c.broker, !c.want, c.want)
+		}
+		if c.broker == "" && c.def == "" && Cordoned(got.For(2), "/data") {
+			t.Error("broker 2 cordoned with nothing set")
+		}
+	}
+}

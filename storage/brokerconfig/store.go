@@ -25,6 +25,9 @@ type Store struct {
 	// Static reports a config this broker has as a flag (read-only unless
 	// dynamic in Kafka); nil: none. Set before use.
 	Static func(name string) bool
+	// LogDir is the broker's log dir (its data dir): the one path
+	// cordoned.log.dirs may name besides "*". Set before use.
+	LogDir string
 	// OnChange, when set, is called after every stored change; set before
 	// use, must not block.
 	OnChange func()
@@ -96,6 +99,9 @@ func (s *Store) update(resource string, validateOnly bool, change func(map[strin
 		return false, err
 	}
 	if err := Validate(next, resource != "", s.Static); err != nil {
+		return false, err
+	}
+	if err := cordonedDirs(next[CordonedLogDirs], s.LogDir); err != nil {
 		return false, err
 	}
 	if validateOnly {

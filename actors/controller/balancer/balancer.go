@@ -74,6 +74,13 @@
 // count in the brokers' totals, so the other partitions even out around
 // them, but the spreads above are then only as even as the pins allow.
 //
+// A cordoned broker (KIP-1066's cordoned.log.dirs, BrokerInfo.Cordoned) keeps
+// the partitions it leads, as if pinned, and receives none in steps 2-4; the
+// spreads of steps 3 and 4 are taken over the uncordoned alive brokers. While
+// every alive broker is cordoned they all take partitions that need a leader
+// (still keeping their own): a partition with no leader is unavailable, and
+// availability comes first.
+//
 // Only alive brokers lead; the controller always counts itself alive, so an
 // assignment with topics is never empty. leader_epoch rises by exactly one
 // when a partition's leader changes and stays otherwise; a new partition
@@ -101,6 +108,8 @@ type BrokerInfo struct {
 	Host  string                 `json:"host"`
 	Port  int32                  `json:"port"`
 	State assignment.BrokerState `json:"state"`
+	// Cordoned: the broker takes no partitions it does not lead already.
+	Cordoned bool `json:"cordoned,omitempty"`
 }
 
 // TopicSpec is the desired shape of one topic (from its KafkaTopic object).
@@ -193,7 +202,14 @@ func Compute(in Input) (*assignment.Assignment, Moves, error) {
 		return nil, nil, err
 	}
 
-	s := newState(rows, topics, prev)
+	cordoned := map[int32]bool{}
+	for _, b := range in.Brokers {
+		if b.Cordoned {
+			id, _ := BrokerID(b.Name) // checked by brokerRows
+			cordoned[id] = true
+		}
+	}
+	s := newState(rows, topics, prev, cordoned)
 	s.keep()        // step 1
 	s.place()       // step 2
 	s.evenCluster() // step 3

@@ -33,6 +33,8 @@ type state struct {
 	leader   []int32 // partition -> alive index (-1: not placed yet)
 	prevAl   []int32 // partition -> alive index of its previous leader (-1: none, or not alive)
 	pinAl    []int32 // partition -> alive index of the broker it is pinned to (-1: none, or not alive)
+	open     []bool  // broker -> takes partitions (false: cordoned)
+	nOpen    int32
 	total    []int32 // broker -> partitions led
 	tc       []int32 // dense per-topic rows of per-broker counts
 	scratch  []int32 // count row of a sparse topic
@@ -44,15 +46,25 @@ type state struct {
 	pos []int32   // partition -> index in led[leader]
 }
 
-func newState(rows []assignment.Broker, topics []topicIn, prev *assignment.Assignment) *state {
+func newState(rows []assignment.Broker, topics []topicIn, prev *assignment.Assignment, cordoned map[int32]bool) *state {
 	s := &state{aliveIdx: make(map[int32]int32, len(rows))}
 	for _, r := range rows {
 		if r.State == assignment.Alive {
 			s.aliveIdx[r.ID] = int32(len(s.aliveIDs))
 			s.aliveIDs = append(s.aliveIDs, r.ID)
+			s.open = append(s.open, !cordoned[r.ID])
+			if !cordoned[r.ID] {
+				s.nOpen++
+			}
 		}
 	}
 	s.n = int32(len(s.aliveIDs)) // >= 1: the controller is always alive
+	if s.nOpen == 0 {            // every alive broker cordoned: availability first
+		for b := range s.open {
+			s.open[b] = true
+		}
+		s.nOpen = s.n
+	}
 	s.topics = make([]topicState, len(topics))
 	var total, dense int32
 	for i, t := range topics {
@@ -91,6 +103,9 @@ func newState(rows []assignment.Broker, topics []topicIn, prev *assignment.Assig
 			if int(p) < len(t.prev) {
 				if b, ok := s.aliveIdx[t.prev[p].Leader]; ok {
 					s.prevAl[g] = b
+					if cordoned[t.prev[p].Leader] {
+						s.pinAl[g] = b // a cordoned broker keeps what it leads
+					}
 				}
 			}
 		}
@@ -231,9 +246,9 @@ func (s *state) place() {
 			if s.leader[g] >= 0 {
 				continue
 			}
-			best := int32(0)
-			for b := int32(1); b < s.n; b++ {
-				if row[b] < row[best] || row[b] == row[best] && s.total[b] < s.total[best] {
+			best := int32(-1)
+			for b := int32(0); b < s.n; b++ {
+				if s.open[b] && (best < 0 || row[b] < row[best] || row[b] == row[best] && s.total[b] < s.total[best]) {
 					best = b
 				}
 			}
@@ -296,17 +311,14 @@ func (s *state) violDelta(ti, from, to int32) int8 {
 // choices it takes the best candidate. Candidates are cached per (donor,
 // receiver) and recomputed only when a move can have changed them.
 func (s *state) evenCluster() {
-	if len(s.leader) == 0 || s.n < 2 {
+	if len(s.leader) == 0 || s.nOpen < 2 {
 		return
 	}
 	s.bulkEven()
 	n := s.n
 	var cache []candidate
 	for {
-		lo, hi := s.total[0], s.total[0]
-		for _, c := range s.total {
-			lo, hi = min(lo, c), max(hi, c)
-		}
+		lo, hi := s.totals()
 		if hi-lo <= 1 {
 			return
 		}
@@ -316,11 +328,11 @@ func (s *state) evenCluster() {
 		}
 		best, bd, br := candidate{g: -1}, int32(-1), int32(-1)
 		for d := int32(0); d < n; d++ {
-			if s.total[d] != hi {
+			if s.total[d] != hi || !s.open[d] {
 				continue
 			}
 			for r := int32(0); r < n; r++ {
-				if s.total[r] != lo {
+				if s.total[r] != lo || !s.open[r] {
 					continue
 				}
 				c := &cache[d*n+r]
@@ -358,14 +370,37 @@ const bulkMoves = 16
 
 // movesNeeded is the minimum number of moves that evens out the totals.
 func (s *state) movesNeeded() int32 {
-	N := int32(len(s.leader))
-	m := N / s.n
+	var N int32
+	for b, c := range s.total {
+		if s.open[b] {
+			N += c
+		}
+	}
+	m := N / s.nOpen
 	var over, under int32
-	for _, c := range s.total {
-		over += max(0, c-m-1)
-		under += max(0, m-c)
+	for b, c := range s.total {
+		if s.open[b] {
+			over += max(0, c-m-1)
+			under += max(0, m-c)
+		}
 	}
 	return max(over, under)
+}
+
+// totals returns the fewest and the most partitions an uncordoned broker
+// leads: the spread steps 3 and 4 even out.
+func (s *state) totals() (lo, hi int32) {
+	lo, hi = -1, -1
+	for b, c := range s.total {
+		if !s.open[b] {
+			continue
+		}
+		if lo < 0 || c < lo {
+			lo = c
+		}
+		hi = max(hi, c)
+	}
+	return lo, hi
 }
 
 // bulkEven is the first part of step 3 when many moves are needed (brokers
@@ -388,14 +423,11 @@ func (s *state) bulkEven() {
 					if s.movesNeeded() <= bulkMoves {
 						return
 					}
-					lo, hi := s.total[0], s.total[0]
-					for _, c := range s.total {
-						lo, hi = min(lo, c), max(hi, c)
-					}
+					lo, hi := s.totals()
 					row, _ := s.row(ti)
 					d, r := int32(-1), int32(-1)
 					for b := int32(0); b < s.n; b++ {
-						if s.total[b] == lo && (r < 0 || row[b] < row[r]) {
+						if s.open[b] && s.total[b] == lo && (r < 0 || row[b] < row[r]) {
 							r = b
 						}
 					}
@@ -405,14 +437,14 @@ func (s *state) bulkEven() {
 						return d >= 0 && row[d] > row[r] && s.violDelta(ti, row[d], row[r]) <= level
 					}
 					for b := int32(0); b < s.n; b++ {
-						if s.total[b] == hi && (d < 0 || row[b] > row[d]) {
+						if s.open[b] && s.total[b] == hi && (d < 0 || row[b] > row[d]) {
 							d = b
 						}
 					}
 					if !ok(d) {
 						d = -1
 						for b := int32(0); b < s.n; b++ {
-							if s.total[b] >= lo+2 && (d < 0 || row[b] > row[d] || row[b] == row[d] && s.total[b] > s.total[d]) {
+							if s.open[b] && s.total[b] >= lo+2 && (d < 0 || row[b] > row[d] || row[b] == row[d] && s.total[b] > s.total[d]) {
 								d = b
 							}
 						}
@@ -514,15 +546,23 @@ func (s *state) evenTopics() {
 		}
 		for {
 			row, _ := s.row(ti)
-			hiV, loV := row[0], row[0]
-			for _, c := range row {
-				hiV, loV = max(hiV, c), min(loV, c)
+			hiV, loV := int32(-1), int32(-1)
+			for b, c := range row {
+				if s.open[b] {
+					hiV = max(hiV, c)
+					if loV < 0 || c < loV {
+						loV = c
+					}
+				}
 			}
 			if hiV-loV <= 1 {
 				break
 			}
 			hiSet, loSet = hiSet[:0], loSet[:0]
 			for b, c := range row {
+				if !s.open[b] {
+					continue
+				}
 				if c == hiV {
 					hiSet = append(hiSet, int32(b))
 				} else if c == loV {
