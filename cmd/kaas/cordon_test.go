@@ -119,26 +119,11 @@ func TestCordonedLogDir(t *testing.T) {
 // new topic; a reassignment onto it is INELIGIBLE_REPLICA; uncordoned, the
 // controller evens it out again.
 func TestCordonedBrokerCluster(t *testing.T) {
-	api := startAPIServer(t)
-	c := newKaasCluster(t, api, clusterFlags...)
-	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
-		c.start(n)
-	}
-	var ctrl string
-	waitUntil(t, 60*time.Second, "a controller elected", func() bool {
-		_, ctrl, _ = c.ledBy()
-		return ctrl != ""
-	})
+	c := threeBrokers(t, nil, "c1") // two partitions led by each broker
+	_, ctrl, _ := c.ledBy()
 	cl := c.client()
 	adm := kadm.NewClient(cl)
 	ctx := ctxFor(t, 3*time.Minute)
-	if res, err := adm.CreateTopic(ctx, 3, 1, nil, "c1"); err != nil || res.Err != nil {
-		t.Fatalf("create c1: %v %v", err, res.Err)
-	}
-	waitUntil(t, 60*time.Second, "one partition of c1 led by each broker", func() bool {
-		led, _, _ := c.ledBy()
-		return led["kaas-0"] == 1 && led["kaas-1"] == 1 && led["kaas-2"] == 1
-	})
 	// The cordoned broker and the one killed are not the controller.
 	others := c.namesBut(ctrl)
 	cordoned, killed := others[0], others[1]
@@ -155,16 +140,16 @@ func TestCordonedBrokerCluster(t *testing.T) {
 	})
 
 	c.brokers[killed].kill()
-	waitUntil(t, 60*time.Second, "the killed broker's partition led by the controller", func() bool {
+	waitUntil(t, 60*time.Second, "the killed broker's partitions led by the controller", func() bool {
 		led, _, _ := c.ledBy()
-		return led[ctrl] == 2 && led[cordoned] == 1
+		return led[ctrl] == 4 && led[cordoned] == 2
 	})
 	if res, err := adm.CreateTopic(ctx, 4, 1, nil, "c2"); err != nil || res.Err != nil {
 		t.Fatalf("create c2: %v %v", err, res.Err)
 	}
 	waitUntil(t, 60*time.Second, "c2 led by the controller alone", func() bool {
 		led, _, _ := c.ledBy()
-		return led[ctrl] == 6 && led[cordoned] == 1
+		return led[ctrl] == 8 && led[cordoned] == 2
 	})
 	reassign := kadm.AlterPartitionAssignmentsReq{}
 	reassign.Assign("c2", 0, []int32{int32(cid)})
@@ -181,6 +166,6 @@ func TestCordonedBrokerCluster(t *testing.T) {
 	}
 	waitUntil(t, 60*time.Second, "the uncordoned broker evened out", func() bool {
 		led, _, _ := c.ledBy()
-		return led[ctrl]+led[cordoned] == 7 && led[cordoned] >= 3
+		return led[ctrl] == 5 && led[cordoned] == 5
 	})
 }
