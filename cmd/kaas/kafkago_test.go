@@ -12,11 +12,15 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,9 +29,76 @@ import (
 func TestExternalKafkaGo(t *testing.T) {
 	_, addr := testBroker(t, "--group-initial-rebalance-delay", "0")
 	t.Run("Writer", func(t *testing.T) { testKafkaGoWriter(t, addr) })
+	t.Run("WriterAutoCreate", func(t *testing.T) { testKafkaGoAutoCreate(t, addr) })
 	t.Run("ReaderGroup", func(t *testing.T) { testKafkaGoReaderGroup(t, addr) })
 	t.Run("Client", func(t *testing.T) { testKafkaGoClient(t, addr) })
 	t.Run("Conn", func(t *testing.T) { testKafkaGoConn(t, addr) })
+	t.Run("SASL", testKafkaGoSASL)
+}
+
+// testKafkaGoSASL: kafka-go's SCRAM-SHA-512 and PLAIN (SaslHandshake v1,
+// SaslAuthenticate) on a SASL_SSL listener (client certificate required),
+// from its Transport (Client, Writer) and its Dialer (Conn); a wrong
+// password is refused with SASL_AUTHENTICATION_FAILED, and PLAIN on a
+// SASL_PLAINTEXT listener, which does not enable it, with
+// UNSUPPORTED_SASL_MECHANISM.
+func testKafkaGoSASL(t *testing.T) {
+	e := newSecureEnv(t)
+	mech := func(name, pass string) sasl.Mechanism {
+		if name == "PLAIN" {
+			return plain.Mechanism{Username: "alice", Password: pass}
+		}
+		m, err := scram.Mechanism(scram.SHA512, "alice", pass)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	for _, name := range []string{"SCRAM-SHA-512", "PLAIN"} {
+		t.Run(name, func(t *testing.T) {
+			topic := "kafkago-sasl-" + strings.ToLower(name)
+			ctx := ctxT(t, 15*time.Second)
+			tlsc := e.tlsClient(&e.client)
+			tr := &kafka.Transport{ClientID: kafkaGoClientID, TLS: tlsc, SASL: mech(name, "alice-secret")}
+			defer tr.CloseIdleConnections()
+			cl := &kafka.Client{Addr: kafka.TCP(e.saslSSL), Timeout: 10 * time.Second, Transport: tr}
+			kafkaGoCreateTopic(t, cl, topic, 1)
+			msgs := keyedMessages("kgs", 5, 1, "")
+			kafkaGoWrite(t, ctx, cl, topic, 0, msgs)
+
+			d := &kafka.Dialer{ClientID: kafkaGoClientID, Timeout: 10 * time.Second, TLS: tlsc, SASLMechanism: mech(name, "alice-secret")}
+			c, err := d.DialLeader(ctx, "tcp", e.saslSSL, topic, 0)
+			if err != nil {
+				t.Fatalf("DialLeader with %s: %v", name, err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			batch := c.ReadBatch(1, 1<<20)
+			var got []consumed
+			for {
+				m, err := batch.ReadMessage()
+				if err != nil {
+					break
+				}
+				got = append(got, consumed{Partition: int32(m.Partition), Offset: m.Offset, Key: string(m.Key), Value: string(m.Value)})
+			}
+			_ = batch.Close()
+			checkConsumed(t, msgs, got, 1)
+
+			bad := &kafka.Client{Addr: kafka.TCP(e.saslSSL), Timeout: 5 * time.Second,
+				Transport: &kafka.Transport{ClientID: kafkaGoClientID, TLS: tlsc, SASL: mech(name, "wrong")}}
+			if _, err := bad.Metadata(ctx, &kafka.MetadataRequest{}); !errors.Is(err, kafka.SASLAuthenticationFailed) {
+				t.Errorf("Metadata with a wrong %s password: %v, want SASL_AUTHENTICATION_FAILED", name, err)
+			}
+			if _, err := (&kafka.Dialer{Timeout: 5 * time.Second, TLS: tlsc, SASLMechanism: mech(name, "wrong")}).DialContext(ctx, "tcp", e.saslSSL); !errors.Is(err, kafka.SASLAuthenticationFailed) {
+				t.Errorf("Dial with a wrong %s password: %v, want SASL_AUTHENTICATION_FAILED", name, err)
+			}
+		})
+	}
+	_, err := (&kafka.Dialer{Timeout: 5 * time.Second, SASLMechanism: mech("PLAIN", "alice-secret")}).DialContext(ctxT(t, 10*time.Second), "tcp", e.saslPlaintext)
+	if !errors.Is(err, kafka.UnsupportedSASLMechanism) {
+		t.Errorf("PLAIN on SASL_PLAINTEXT: %v, want UNSUPPORTED_SASL_MECHANISM", err)
+	}
 }
 
 // kafkaGoClientID replaces kafka-go's default client id, which names the
@@ -135,6 +206,26 @@ func testKafkaGoWriter(t *testing.T, addr string) {
 			}
 		})
 	}
+}
+
+// testKafkaGoAutoCreate: a Writer allowed to create its topic asks for it
+// in Metadata, and the broker (local-dev mode) creates it with
+// num.partitions.
+func testKafkaGoAutoCreate(t *testing.T, addr string) {
+	const topic = "kafkago-auto"
+	cl := kafkaGoClient(t, addr)
+	w := &kafka.Writer{Addr: cl.Addr, Transport: cl.Transport, Topic: topic, AllowAutoTopicCreation: true,
+		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond}
+	defer w.Close()
+	msgs := keyedMessages("kga", 10, 3, "")
+	var kms []kafka.Message
+	for _, m := range msgs {
+		kms = append(kms, kafka.Message{Key: []byte(m.Key), Value: []byte(m.Value)})
+	}
+	if err := w.WriteMessages(ctxT(t, 10*time.Second), kms...); err != nil {
+		t.Fatalf("WriteMessages to a new topic: %v", err)
+	}
+	checkConsumed(t, msgs, franzReadAll(t, addr, topic, endOffsets(t, addr, topic)), 1)
 }
 
 // kafkaGoMember is a kafka-go Reader in a group, processing (and
@@ -494,6 +585,37 @@ func testKafkaGoClient(t *testing.T, addr string) {
 		}
 		if p := resp.Topics[topic][0]; p.Error != nil || p.FirstOffset != 1 || p.LastOffset != 3 {
 			t.Errorf("partition 0 after DeleteRecords to 1: %+v, want first 1, last 3", p)
+		}
+	})
+
+	t.Run("Fetch", func(t *testing.T) {
+		// Client.Fetch is kafka-go's own Fetch (up to v11), apart from the
+		// Conn's that Readers use.
+		resp, err := cl.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: 0, Offset: 1, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 100 * time.Millisecond})
+		if err != nil || resp.Error != nil {
+			t.Fatalf("Fetch: %v %+v", err, resp)
+		}
+		if resp.HighWatermark != 3 || resp.LogStartOffset != 1 || resp.LastStableOffset != 3 {
+			t.Errorf("Fetch: high watermark %d, log start %d, last stable %d; want 3, 1, 3", resp.HighWatermark, resp.LogStartOffset, resp.LastStableOffset)
+		}
+		var offsets []int64
+		for {
+			r, err := resp.Records.ReadRecord()
+			if err != nil {
+				break
+			}
+			k, _ := kafka.ReadAll(r.Key)
+			if string(k) != "k" || !r.Time.Equal(base.Add(time.Duration(r.Offset)*time.Second)) {
+				t.Errorf("record %d: key %q time %v", r.Offset, k, r.Time)
+			}
+			offsets = append(offsets, r.Offset)
+		}
+		if !slices.Equal(offsets, []int64{1, 2}) {
+			t.Errorf("fetched offsets %v, want 1, 2", offsets)
+		}
+		resp, err = cl.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: 0, Offset: 0, MaxBytes: 1 << 20})
+		if err != nil || !errors.Is(resp.Error, kafka.OffsetOutOfRange) {
+			t.Errorf("Fetch below the log start: %v %+v, want OFFSET_OUT_OF_RANGE", err, resp)
 		}
 	})
 
