@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
 
@@ -33,10 +34,6 @@ func init() {
 func handleListOffsets(r *Request) Pending {
 	req := r.Body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	type topicPartition struct {
-		topic     string
-		partition int32
-	}
 	// The answer's layout first: the reply callbacks write into its slots.
 	type answerTopic struct {
 		name  string
@@ -44,7 +41,7 @@ func handleListOffsets(r *Request) Pending {
 	}
 	var layout []answerTopic
 	topicAt := map[string]int{}
-	named := map[topicPartition]int{}
+	named := map[routing.TP]int{}
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		at, ok := topicAt[t.Topic]
@@ -55,7 +52,7 @@ func handleListOffsets(r *Request) Pending {
 		}
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
-			k := topicPartition{t.Topic, p.Partition}
+			k := routing.TP{Topic: t.Topic, Partition: p.Partition}
 			if named[k]++; named[k] == 1 {
 				layout[at].parts = append(layout[at].parts, p)
 			}
@@ -73,7 +70,7 @@ func handleListOffsets(r *Request) Pending {
 			*rp = kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
-			if req.Version >= 1 && named[topicPartition{l.name, p.Partition}] > 1 {
+			if req.Version >= 1 && named[routing.TP{Topic: l.name, Partition: p.Partition}] > 1 {
 				rp.ErrorCode = kerr.InvalidRequest.Code
 				continue
 			}
