@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
 
@@ -26,28 +27,58 @@ func init() {
 // (the log end offset for latest, the log start offset for earliest, and for
 // a timestamp the first offset whose timestamp is at or after it, where
 // Kafka lists segment base offsets before it). No offset is an empty list.
+//
+// A partition named more than once is answered once: INVALID_REQUEST from
+// v1, as Kafka's ReplicaManager answers a duplicated partition (it keys
+// the answer by partition, so a topic named twice is answered once too).
 func handleListOffsets(r *Request) Pending {
 	req := r.Body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(req.Topics))
-	fan := newFanOut(r)
+	// The answer's layout first: the reply callbacks write into its slots.
+	type answerTopic struct {
+		name  string
+		parts []*kmsg.ListOffsetsRequestTopicPartition
+	}
+	var layout []answerTopic
+	topicAt := map[string]int{}
+	named := map[routing.TP]int{}
 	for i := range req.Topics {
 		t := &req.Topics[i]
-		rt := &resp.Topics[i]
-		*rt = kmsg.NewListOffsetsResponseTopic()
-		rt.Topic = t.Topic
-		rt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(t.Partitions))
+		at, ok := topicAt[t.Topic]
+		if !ok {
+			at = len(layout)
+			topicAt[t.Topic] = at
+			layout = append(layout, answerTopic{name: t.Topic})
+		}
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
+			k := routing.TP{Topic: t.Topic, Partition: p.Partition}
+			if named[k]++; named[k] == 1 {
+				layout[at].parts = append(layout[at].parts, p)
+			}
+		}
+	}
+	resp.Topics = make([]kmsg.ListOffsetsResponseTopic, len(layout))
+	fan := newFanOut(r)
+	for i, l := range layout {
+		rt := &resp.Topics[i]
+		*rt = kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = l.name
+		rt.Partitions = make([]kmsg.ListOffsetsResponseTopicPartition, len(l.parts))
+		for j, p := range l.parts {
 			rp := &rt.Partitions[j]
 			*rp = kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			if req.Version >= 1 && named[routing.TP{Topic: l.name, Partition: p.Partition}] > 1 {
+				rp.ErrorCode = kerr.InvalidRequest.Code
+				continue
+			}
 			if least, special := listOffsetsSince[p.Timestamp]; special && req.Version < least {
 				rp.ErrorCode = kerr.UnsupportedVersion.Code
 				continue
 			}
-			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {
+			fan.send(l.name, p.Partition, &rp.ErrorCode, func(done func()) any {
 				return &messages.ListOffsets{
 					Timestamp: p.Timestamp, CurrentLeaderEpoch: p.CurrentLeaderEpoch, IsolationLevel: req.IsolationLevel,
 					Reply: func(res messages.ListOffsetsResult) {

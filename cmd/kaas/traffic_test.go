@@ -87,7 +87,7 @@ func recordClient(t *testing.T, drive func(t *testing.T, addr string)) [][]byte 
 }
 
 // TestRecordedClientTrafficDecodes drives each real client (franz-go,
-// sarama, kcat, kafkajs, @platformatic/kafka) through a recording proxy and
+// sarama, kcat, kafkajs, @platformatic/kafka, kafka-go) through a recording proxy and
 // checks that every request it sent decodes. With KAAS_WRITE_FUZZ_SEEDS=1
 // it also writes the frames as the wire fuzz seed corpus
 // (wire/testdata/fuzz/FuzzDecodeRequest), named by client.
@@ -110,6 +110,8 @@ func TestRecordedClientTrafficDecodes(t *testing.T) {
 		{"platformatic", func(t *testing.T, addr string) {
 			runNode(t, platformaticDir(t), 60*time.Second, "produce-consume.mjs", addr, "traffic-platformatic", "20", "lz4")
 		}, []kmsg.Key{kmsg.CreateTopics, kmsg.InitProducerID, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetCommit, kmsg.OffsetFetch}},
+		{"kafka-go", driveKafkaGo, []kmsg.Key{kmsg.CreateTopics, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.SyncGroup,
+			kmsg.OffsetFetch, kmsg.OffsetCommit, kmsg.LeaveGroup, kmsg.ListOffsets, kmsg.DescribeConfigs}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			frames := recordClient(t, c.drive)
