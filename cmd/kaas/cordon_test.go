@@ -138,6 +138,9 @@ func TestCordonedBrokerCluster(t *testing.T) {
 		_, on, err := logDirCordoned(ctx, cl, int32(cid))
 		return err == nil && on
 	})
+	if h, err := c.brokers[cordoned].healthz(); err != nil || !h.Cordoned {
+		t.Fatalf("/healthz of the cordoned %s: %+v %v", cordoned, h, err)
+	}
 
 	c.brokers[killed].kill()
 	waitUntil(t, 60*time.Second, "the killed broker's partitions led by the controller", func() bool {

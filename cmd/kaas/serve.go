@@ -388,6 +388,8 @@ type health struct {
 	PartitionsLed     int    `json:"partitions_led"`
 	GroupsLed         int    `json:"groups_led"`
 	Topics            int    `json:"topics"`
+	// Cordoned: cordoned.log.dirs in force cordons this broker's log dir.
+	Cordoned bool `json:"cordoned,omitempty"`
 	// Cleaner is the log cleaner's state of each compacted partition led here.
 	Cleaner []metrics.CleanerState `json:"cleaner,omitempty"`
 }
@@ -408,7 +410,7 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(health{Status: "ok", Role: v.Role, BrokerID: v.Self, Epoch: v.Epoch,
 			AssignmentVersion: v.Version, PartitionsLed: len(v.Local), GroupsLed: groupsLed(b), Topics: len(v.Topics),
-			Cleaner: metrics.Cleaners()})
+			Cordoned: b.dynCfgs.Cordoned(), Cleaner: metrics.Cleaners()})
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !b.ready.Load() {
