@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the external programs the integration tests drive: kcat
-# (librdkafka), prometheus and promtool from Debian, kafkajs and
-# @platformatic/kafka from npm.
+# (librdkafka), prometheus and promtool, and kafka-python (python3-kafka, for
+# Debian's /usr/bin/python3) with its snappy, lz4 and zstd codecs from
+# Debian; kafkajs and @platformatic/kafka from npm.
 # Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +55,13 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   apt_install prometheus
 fi
 
+# kafka-python drives cmd/kaas's TestExternalKafkaPython; Debian packages it
+# (and the codec libraries its producer compresses with) for /usr/bin/python3,
+# which the tests call by path (python3 on PATH may be another interpreter).
+if ! /usr/bin/python3 -c 'import kafka, snappy, lz4.frame, zstandard' 2>/dev/null; then
+  apt_install python3-kafka python3-snappy python3-lz4 python3-zstandard
+fi
+
 # The npm projects of the JavaScript clients' scripts (kafkajs,
 # @platformatic/kafka), exactly as locked. A project's node_modules is
 # reinstalled whenever its package-lock.json changed since the last install
@@ -75,3 +83,4 @@ npm_project cmd/kaas/testdata/kafkajs kafkajs
 npm_project cmd/kaas/testdata/platformatic @platformatic/kafka
 
 kcat -V | head -n 4 | tail -n 1
+echo "kafka-python $(/usr/bin/python3 -c 'import kafka; print(kafka.__version__)')"

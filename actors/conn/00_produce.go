@@ -11,8 +11,8 @@ import (
 
 // Produce (key 0): v3-13 served; ApiVersions advertises v0-13, as Apache
 // Kafka 4 does (KAFKA-18659), because librdkafka only compresses with
-// gzip/snappy/lz4 when the range reaches v0; v0-2 are answered
-// UNSUPPORTED_VERSION. The partition actor (actors/partition) validates and
+// gzip/snappy/lz4 when the range reaches v0; v0-2 close the connection,
+// as on Kafka 4. The partition actor (actors/partition) validates and
 // appends each batch, after a topic's compression.type has been applied
 // here (recompress.go), and verifies a transactional batch that starts a
 // transaction on its partition with the transaction coordinator (KIP-890;

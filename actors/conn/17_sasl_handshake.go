@@ -7,7 +7,8 @@ import (
 
 // SaslHandshake (key 17): v1 (the connection actor answers it, sasl.go).
 // v0, after which the client sends raw SASL tokens outside Kafka framing,
-// is answered UNSUPPORTED_VERSION; ApiVersions still lists v0 because
+// closes the connection, as any version not served; ApiVersions still
+// lists v0 because
 // librdkafka only enables SASL when the broker claims it (and then uses
 // v1, as every client since Kafka 1.0 does).
 func init() {

@@ -3,7 +3,6 @@ package conn
 import (
 	"reflect"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/wire"
@@ -21,11 +20,11 @@ type API struct {
 	MaxVersion int16
 	Handle     Handler
 	// ErrorResponse answers req with code in every per-item error slot
-	// (unsupported version, handler panic). Nil: the response's top-level
+	// (a handler panic). Nil: the response's top-level
 	// ErrorCode carries code, for APIs that have one.
 	ErrorResponse func(req kmsg.Request, code int16) kmsg.Response
 	// AdvertiseV0 makes ApiVersions list MinVersion 0 although versions
-	// below MinVersion are answered UNSUPPORTED_VERSION (Produce).
+	// below MinVersion are not served (Produce, SaslHandshake).
 	AdvertiseV0 bool
 }
 
@@ -49,19 +48,16 @@ func registerCore(s *Server) {
 }
 
 // unsupportedVersion builds the answer to a request whose version this
-// broker does not serve. ApiVersions answers in v0 with UNSUPPORTED_VERSION
-// and the API table (so the client can retry with a version it knows);
-// other requests get UNSUPPORTED_VERSION in every error slot when their body
-// can be decoded, else nil (the connection is closed, as Kafka does).
-func unsupportedVersion(s *Server, api API, hdr wire.RequestHeader, body []byte) (kmsg.Response, int16) {
+// broker does not serve. Only ApiVersions is answered, in v0 with
+// UNSUPPORTED_VERSION and the API table (so the client can retry with a
+// version it knows); any other request gets nil and its connection is
+// closed, as Kafka's socket server closes it for a version it has not
+// enabled (Produce v0-2 included: listed in ApiVersions, never served).
+func unsupportedVersion(s *Server, hdr wire.RequestHeader) kmsg.Response {
 	if hdr.Key == kmsg.ApiVersions.Int16() {
-		return apiVersionsUnsupported(s), 0
+		return apiVersionsUnsupported(s)
 	}
-	req, err := wire.DecodeBody(hdr, body)
-	if err != nil {
-		return nil, 0
-	}
-	return errorResponse(api, req, kerr.UnsupportedVersion.Code), -1
+	return nil
 }
 
 // errorResponse answers req with code in every per-item error slot.

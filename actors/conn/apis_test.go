@@ -14,6 +14,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/internal/kmsgtest"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/wire"
 )
 
 // TestCoreAPITable pins the versions this package serves and advertises.
@@ -77,6 +78,31 @@ func TestCoreAPITable(t *testing.T) {
 		}
 		if k.MinVersion != min || k.MaxVersion != want[k.ApiKey][1] {
 			t.Errorf("ApiVersions lists %s %d-%d", kmsg.NameForKey(k.ApiKey), k.MinVersion, k.MaxVersion)
+		}
+	}
+}
+
+// TestUnsupportedVersionAnswers: only ApiVersions answers a version it does
+// not serve (v0 with UNSUPPORTED_VERSION and the table); every other key
+// leaves the connection to be closed, as Kafka's socket server does, Produce
+// v0-2 (listed from v0 in ApiVersions) included.
+func TestUnsupportedVersionAnswers(t *testing.T) {
+	system := actorsys.NewSystem()
+	defer system.Shutdown()
+	srv := NewServer(Config{}, system, &routing.Store{}, actorsys.Ref{})
+	resp := unsupportedVersion(srv, wire.RequestHeader{Key: kmsg.ApiVersions.Int16(), Version: 9})
+	av, ok := resp.(*kmsg.ApiVersionsResponse)
+	if !ok || av.ErrorCode != kerr.UnsupportedVersion.Code || len(av.ApiKeys) != len(srv.APIs()) {
+		t.Fatalf("ApiVersions v9: %#v, want UNSUPPORTED_VERSION with the API table", resp)
+	}
+	for _, hdr := range []wire.RequestHeader{
+		{Key: kmsg.Produce.Int16(), Version: 2},
+		{Key: kmsg.Fetch.Int16(), Version: 3},
+		{Key: kmsg.Metadata.Int16(), Version: 99},
+		{Key: kmsg.SASLHandshake.Int16(), Version: 0},
+	} {
+		if resp := unsupportedVersion(srv, hdr); resp != nil {
+			t.Errorf("%s v%d answered %T, want nil (the connection closes)", kmsg.NameForKey(hdr.Key), hdr.Version, resp)
 		}
 	}
 }

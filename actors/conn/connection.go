@@ -260,12 +260,12 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		return
 	}
 	if hdr.Version < api.MinVersion || hdr.Version > api.MaxVersion {
-		if resp, version := unsupportedVersion(a.srv, api, hdr, in.body); resp != nil {
-			a.done[seq] = answered{seq: seq, hdr: hdr, resp: resp, version: version, read: read}
+		if resp := unsupportedVersion(a.srv, hdr); resp != nil {
+			a.done[seq] = answered{seq: seq, hdr: hdr, resp: resp, version: 0, read: read}
 			a.flush()
 			return
 		}
-		a.log.Warn().Str("api", kmsg.NameForKey(hdr.Key)).Int16("version", hdr.Version).Msg("unsupported version that cannot be answered; closing connection")
+		a.log.Warn().Str("api", kmsg.NameForKey(hdr.Key)).Int16("version", hdr.Version).Msg("unsupported version; closing connection")
 		_ = a.c.Close()
 		a.done[seq] = answered{seq: seq, hdr: hdr, version: -1}
 		a.flush()

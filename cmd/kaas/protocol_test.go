@@ -376,28 +376,39 @@ func TestUnsupportedVersions(t *testing.T) {
 	if av.ErrorCode != kerr.UnsupportedVersion.Code || len(av.ApiKeys) == 0 {
 		t.Fatalf("ApiVersions v77 answer: %+v", av)
 	}
-	// Produce v2 (below the served minimum) gets UNSUPPORTED_VERSION per partition.
-	c = rawConn(t, addr)
+	// Any other version outside the served range closes the connection, as
+	// Kafka's socket server does: Produce v2 (listed in ApiVersions from v0,
+	// never served), Fetch v3 (removed by KIP-896), Metadata v14 (newer than
+	// served). Other connections are unaffected.
+	good := newClient(t, addr)
+	for _, r := range []struct {
+		req     kmsg.Request
+		version int16
+	}{
+		{produceV2(), 2},
+		{kmsg.NewPtrFetchRequest(), 3},
+		{kmsg.NewPtrMetadataRequest(), 14},
+	} {
+		what := fmt.Sprintf("%s v%d", kmsg.NameForKey(r.req.Key()), r.version)
+		c = rawConn(t, addr)
+		r.req.SetVersion(r.version)
+		f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test"))
+		_, _ = c.Write(f.AppendRequest(nil, r.req, 7))
+		assertClosed(t, c, what)
+		if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxT(t, 5*time.Second), good); err != nil {
+			t.Fatalf("after %s: healthy client broken: %v", what, err)
+		}
+	}
+}
+
+func produceV2() *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
-	req.Version, req.Acks, req.TimeoutMillis = 2, 1, 1000
+	req.Acks, req.TimeoutMillis = 1, 1000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = "t"
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rt.Partitions = append(rt.Partitions, rp)
+	rt.Partitions = append(rt.Partitions, kmsg.NewProduceRequestTopicPartition())
 	req.Topics = append(req.Topics, rt)
-	_, _ = c.Write(frame(0, 2, 7, req.AppendTo(nil)))
-	resp, err = readFrame(t, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr := kmsg.NewPtrProduceResponse()
-	pr.Version = 2
-	if err := pr.ReadFrom(resp[4:]); err != nil {
-		t.Fatal(err)
-	}
-	if len(pr.Topics) != 1 || pr.Topics[0].Partitions[0].ErrorCode != kerr.UnsupportedVersion.Code {
-		t.Fatalf("produce v2 answer: %+v", pr)
-	}
+	return req
 }
 
 // rawRequest sends one request at a fixed version over a fresh TCP

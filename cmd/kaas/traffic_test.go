@@ -87,10 +87,10 @@ func recordClient(t *testing.T, drive func(t *testing.T, addr string)) [][]byte 
 }
 
 // TestRecordedClientTrafficDecodes drives each real client (franz-go,
-// sarama, kcat, kafkajs, @platformatic/kafka, kafka-go) through a recording proxy and
-// checks that every request it sent decodes. With KAAS_WRITE_FUZZ_SEEDS=1
-// it also writes the frames as the wire fuzz seed corpus
-// (wire/testdata/fuzz/FuzzDecodeRequest), named by client.
+// sarama, kcat, kafkajs, @platformatic/kafka, kafka-go, kafka-python)
+// through a recording proxy and checks that every request it sent decodes.
+// With KAAS_WRITE_FUZZ_SEEDS=1 it also writes the frames as the wire fuzz
+// seed corpus (wire/testdata/fuzz/FuzzDecodeRequest), named by client.
 func TestRecordedClientTrafficDecodes(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -112,6 +112,13 @@ func TestRecordedClientTrafficDecodes(t *testing.T) {
 		}, []kmsg.Key{kmsg.CreateTopics, kmsg.InitProducerID, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetCommit, kmsg.OffsetFetch}},
 		{"kafka-go", driveKafkaGo, []kmsg.Key{kmsg.CreateTopics, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.SyncGroup,
 			kmsg.OffsetFetch, kmsg.OffsetCommit, kmsg.LeaveGroup, kmsg.ListOffsets, kmsg.DescribeConfigs}},
+		{"kafka-python", func(t *testing.T, addr string) {
+			var pc kpyProduceConsume
+			runKafkaPython(t, 60*time.Second, "produce-consume.py", &pc, addr, "traffic-kpy", "20", "traffic-kpy-group", "gzip")
+			var adm map[string]any
+			runKafkaPython(t, 60*time.Second, "admin.py", &adm, addr, "traffic-kpy-admin", "traffic-kpy-group")
+		}, []kmsg.Key{kmsg.CreateTopics, kmsg.ListOffsets, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.LeaveGroup,
+			kmsg.DescribeConfigs, kmsg.AlterConfigs, kmsg.CreatePartitions, kmsg.ListGroups, kmsg.DescribeGroups, kmsg.DeleteGroups, kmsg.DeleteTopics}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			frames := recordClient(t, c.drive)
