@@ -990,6 +990,17 @@ func TestExternalKafkajsProduce(t *testing.T) {
 // with franz-go (direct partition consumption, no group).
 func franzReadAll(t *testing.T, addr, topic string, highs map[int32]int64) []consumed {
 	t.Helper()
+	var got []consumed
+	for _, r := range franzReadRecords(t, addr, topic, highs) {
+		got = append(got, consumed{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)})
+	}
+	return got
+}
+
+// franzReadRecords reads topic's partitions from offset 0 up to highs with
+// franz-go and returns the records, headers included.
+func franzReadRecords(t *testing.T, addr, topic string, highs map[int32]int64) []*kgo.Record {
+	t.Helper()
 	offsets := map[int32]kgo.Offset{}
 	want := 0
 	for p, hi := range highs {
@@ -997,16 +1008,15 @@ func franzReadAll(t *testing.T, addr, topic string, highs map[int32]int64) []con
 		want += int(hi)
 	}
 	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxWait(250*time.Millisecond))
+	defer cl.Close()
 	ctx := ctxT(t, 20*time.Second)
-	var got []consumed
+	var got []*kgo.Record
 	for len(got) < want {
 		fs := cl.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
 			t.Fatalf("franz-go read back %s: %v (got %d of %d)", topic, err, len(got), want)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			got = append(got, consumed{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)})
-		})
+		got = append(got, fs.Records()...)
 	}
 	return got
 }

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // kafkaPython is Debian's interpreter, the one python3-kafka installs for
@@ -309,30 +308,6 @@ func checkKpyHeaders(t *testing.T, topic, value string, headers [][2]string) {
 	if err != nil || !reflect.DeepEqual(headers, want) {
 		t.Errorf("%s: headers %v, want %v", value, headers, want)
 	}
-}
-
-// franzReadRecords reads topic's partitions from offset 0 up to highs with
-// franz-go and returns the records, headers included.
-func franzReadRecords(t *testing.T, addr, topic string, highs map[int32]int64) []*kgo.Record {
-	t.Helper()
-	offsets := map[int32]kgo.Offset{}
-	want := 0
-	for p, hi := range highs {
-		offsets[p] = kgo.NewOffset().At(0)
-		want += int(hi)
-	}
-	cl := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}), kgo.FetchMaxWait(250*time.Millisecond))
-	defer cl.Close()
-	ctx := ctxT(t, 20*time.Second)
-	var got []*kgo.Record
-	for len(got) < want {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatalf("franz-go read back %s: %v (got %d of %d)", topic, err, len(got), want)
-		}
-		got = append(got, fs.Records()...)
-	}
-	return got
 }
 
 // kpyTopic is a topic as admin.py reports describe_topics.
