@@ -72,7 +72,6 @@ type dynamicConfigs struct {
 	// applied to this broker: what the last refresh saw
 	lastTopic map[string]string
 	lastRate  int64
-	logDir    string
 	cordoned  atomic.Bool
 	// onTopicDefaults is told when the topic defaults change (the
 	// supervisor's BrokerDefaultsChanged); set before run.
@@ -91,8 +90,7 @@ func newDynamicConfigs(cfg *serveConfig, static map[string]conn.BrokerConfig, lo
 	}
 	store.Static = func(name string) bool { _, ok := static[name]; return ok }
 	store.LogDir = conn.LogDir(cfg.DataDir)
-	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleaner().Throttle, staticRate: cfg.CleanerIORate,
-		lastRate: cfg.CleanerIORate, logDir: store.LogDir}
+	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleaner().Throttle, staticRate: cfg.CleanerIORate, lastRate: cfg.CleanerIORate}
 	d.set.Store(&brokerconfig.Set{})
 	empty := map[string]string{}
 	d.topicDef.Store(&empty)
@@ -130,8 +128,8 @@ func (d *dynamicConfigs) refresh() {
 			d.onTopicDefaults()
 		}
 	}
-	if c := brokerconfig.Cordoned(inForce, d.logDir); c != d.cordoned.Swap(c) {
-		d.log.Info().Bool("cordoned", c).Str("log_dir", d.logDir).Msg("dynamic broker configs: cordoned.log.dirs")
+	if c := brokerconfig.Cordoned(inForce, d.store.LogDir); c != d.cordoned.Swap(c) {
+		d.log.Info().Bool("cordoned", c).Str("log_dir", d.store.LogDir).Msg("dynamic broker configs: cordoned.log.dirs")
 	}
 	rate, ok := brokerconfig.CleanerIORate(inForce)
 	if !ok {

@@ -112,7 +112,7 @@ func init() {
 		Keys[name] = Key{Type: topicconfig.TypeInt, Default: s.def, Check: atLeast(-1),
 			Doc: "The broker default of the topic config " + s.topic + ", in " + s.unit + " (the milliseconds config wins over it)."}
 	}
-	Keys[CordonedLogDirs] = Key{Type: topicconfig.TypeList, Default: "", Check: cordonedSyntax,
+	Keys[CordonedLogDirs] = Key{Type: topicconfig.TypeList, Default: "",
 		Doc: "Log dirs that take no new partitions (KIP-1066): the broker's log dir (log.dirs), or * for all. " +
 			"A kaas broker has one log dir, so this cordons the broker: the controller gives it no partition it does not lead already; " +
 			"applied at once."}
@@ -158,21 +158,25 @@ func init() {
 // new partitions, as a comma-separated list or "*" for every one.
 const CordonedLogDirs = "cordoned.log.dirs"
 
-func cordonedSyntax(v string) error {
-	for _, d := range strings.Split(v, ",") {
-		if strings.TrimSpace(d) == "" && strings.TrimSpace(v) != "" {
-			return fmt.Errorf("empty log dir in the list")
-		}
+// cordonedEntries are the entries of a cordoned.log.dirs value, trimmed;
+// none for an empty value.
+func cordonedEntries(v string) []string {
+	if strings.TrimSpace(v) == "" {
+		return nil
 	}
-	return nil
+	out := strings.Split(v, ",")
+	for i := range out {
+		out[i] = strings.TrimSpace(out[i])
+	}
+	return out
 }
 
 // cordonedDirs checks that every entry of a cordoned.log.dirs value is "*"
 // or the broker's log dir, as Kafka requires of its log.dirs.
 func cordonedDirs(v, logDir string) error {
-	for _, d := range strings.Split(v, ",") {
-		if d = strings.TrimSpace(d); d != "" && d != "*" && d != logDir {
-			return &InvalidError{fmt.Sprintf("Invalid value %s for configuration %s: %s is not a log dir of the broker (log.dirs=%s)",
+	for _, d := range cordonedEntries(v) {
+		if d != "*" && d != logDir {
+			return &InvalidError{fmt.Sprintf("Invalid value %s for configuration %s: %q is not a log dir of the broker (log.dirs=%s)",
 				v, CordonedLogDirs, d, logDir)}
 		}
 	}
@@ -182,8 +186,8 @@ func cordonedDirs(v, logDir string) error {
 // Cordoned reports whether the configs in force on a broker (Set.For)
 // cordon its log dir.
 func Cordoned(inForce map[string]string, logDir string) bool {
-	for _, d := range strings.Split(inForce[CordonedLogDirs], ",") {
-		if d = strings.TrimSpace(d); d == "*" || d != "" && d == logDir {
+	for _, d := range cordonedEntries(inForce[CordonedLogDirs]) {
+		if d == "*" || d == logDir {
 			return true
 		}
 	}
