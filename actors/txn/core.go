@@ -107,8 +107,13 @@ type (
 		Seq uint64
 		Err error
 	}
-	// Unload forgets an id (it moved to another coordinator); a
-	// transition in flight finishes first (Unload reports false then).
+	// Unload forgets an id (it moved to another coordinator). A persist
+	// in flight finishes first (Unload reports false then). Markers are
+	// not waited for: their prepare is durable, and the new coordinator
+	// writes them again when it loads the id (they may need the moved
+	// slot's group coordinator, which is held until this one lets go).
+	// An attempt in flight is the last: it is not retried, and the id is
+	// forgotten when it returns.
 	Unload struct {
 		ID   string
 		Done func(unloaded bool)
@@ -191,6 +196,14 @@ type entry struct {
 	// failed answers the transition's waiting request when its persist
 	// failed (nil: nobody waits).
 	failed func()
+	// marking: the transition of seq is writing markers (its prepare is
+	// durable); attempt: an attempt of them is in flight (false while a
+	// failed one waits for its retry); leaving: the id moved, so the
+	// attempt in flight is the last; gone answers the waiting request,
+	// if any, when the coordinator lets go of the id before its markers
+	// are written.
+	marking, attempt, leaving bool
+	gone                      func()
 	// adding is set while the persist in flight adds partitions or
 	// groups. Adds arriving meanwhile (the partitions of one produce
 	// request, each added by its leader under the transaction protocol
@@ -340,6 +353,7 @@ func (c *Core) Step(ev any, now time.Time) []any {
 		c.markersWritten(e)
 	case RetryMarkers:
 		if t, ok := c.txns[e.ID]; ok && t.busy && t.seq == e.Seq {
+			t.attempt = true
 			c.emit(c.markers(t))
 		}
 	case Tick:
@@ -348,12 +362,19 @@ func (c *Core) Step(ev any, now time.Time) []any {
 		c.removed(e)
 	case Unload:
 		t, ok := c.txns[e.ID]
-		if ok && t.busy {
+		switch {
+		case ok && t.busy && t.marking && t.attempt:
+			t.leaving = true
 			c.emit(Report{Done: e.Done})
-			break
+		case ok && t.busy && t.marking:
+			c.letGo(e.ID, t)
+			c.emit(Report{Done: e.Done, Unloaded: true})
+		case ok && t.busy:
+			c.emit(Report{Done: e.Done})
+		default:
+			delete(c.txns, e.ID)
+			c.emit(Report{Done: e.Done, Unloaded: true})
 		}
-		delete(c.txns, e.ID)
-		c.emit(Report{Done: e.Done, Unloaded: true})
 	}
 	out := c.out
 	c.out = nil
@@ -384,7 +405,7 @@ func (c *Core) loaded(e Loaded) {
 	// twice is harmless: the second finds no open transaction).
 	switch t.st.Status {
 	case txnlog.PrepareCommit, txnlog.PrepareAbort:
-		c.writeMarkers(t, nil)
+		c.writeMarkers(t, nil, nil)
 	}
 }
 
@@ -432,10 +453,12 @@ func (c *Core) persisted(e Persisted) {
 }
 
 // writeMarkers moves a prepared transaction to its markers, then to
-// Complete*; done runs once Complete* is durable.
-func (c *Core) writeMarkers(t *entry, done func()) {
+// Complete*; done runs once Complete* is durable, gone if the coordinator
+// lets go of the id before (see Unload).
+func (c *Core) writeMarkers(t *entry, done, gone func()) {
 	c.seq++
 	t.busy, t.seq = true, c.seq
+	t.marking, t.attempt, t.leaving, t.gone = true, true, false, gone
 	t.then = func() {
 		if t.st.Status == txnlog.PrepareCommit {
 			t.st.Status = txnlog.CompleteCommit
@@ -480,14 +503,29 @@ func (c *Core) markersWritten(e MarkersWritten) {
 	if !ok || !t.busy || t.seq != e.Seq {
 		return
 	}
-	if e.Err != nil {
+	t.attempt = false
+	switch {
+	case e.Err != nil && t.leaving:
+		c.letGo(e.ID, t)
+		return
+	case e.Err != nil:
 		c.emit(After{D: c.cfg.MarkerRetry, Event: RetryMarkers{ID: e.ID, Seq: e.Seq}})
 		return
 	}
-	t.busy = false
+	t.busy, t.marking, t.leaving, t.gone = false, false, false, nil
 	then := t.then
 	t.then = nil
 	then()
+}
+
+// letGo forgets id, which moved while its markers were being written; the
+// request waiting for them, if any, is told NOT_COORDINATOR and retries at
+// the new coordinator, which resumes the markers from the durable prepare.
+func (c *Core) letGo(id string, t *entry) {
+	delete(c.txns, id)
+	if t.gone != nil {
+		t.gone()
+	}
 }
 
 // bump fences the current producer epoch: the next epoch, or a new producer
@@ -511,7 +549,7 @@ func (c *Core) bump(t *entry, newPID int64) {
 func (c *Core) abortOngoing(t *entry, newPID int64, timedOut bool) {
 	c.prepare(t, false, true, newPID)
 	t.st.EndBumped = timedOut
-	c.persist(t, func() { c.writeMarkers(t, nil) }, nil)
+	c.persist(t, func() { c.writeMarkers(t, nil, nil) }, nil)
 }
 
 func (c *Core) initProducerID(e InitProducerID) {
@@ -703,7 +741,8 @@ func (c *Core) endTxn(e EndTxn) {
 	}
 	c.prepare(t, e.Commit, false, -1)
 	done := func() { c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) }
-	c.persist(t, func() { c.writeMarkers(t, done) }, func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
+	gone := func() { c.fail(e.Reply, kerr.NotCoordinator.Code) }
+	c.persist(t, func() { c.writeMarkers(t, done, gone) }, func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) })
 }
 
 // endTxnV2 is EndTxn of the transaction protocol v2 (KIP-890 part 2): every
@@ -739,11 +778,12 @@ func (c *Core) endTxnV2(e EndTxn) {
 	}
 	reply := func() { c.reply(e.Reply, Result{ProducerID: t.st.ProducerID, Epoch: t.st.Epoch}) }
 	failed := func() { c.fail(e.Reply, kerr.CoordinatorNotAvailable.Code) }
+	gone := func() { c.fail(e.Reply, kerr.NotCoordinator.Code) }
 	switch {
 	case t.st.Status == txnlog.Ongoing:
 		c.prepare(t, e.Commit, true, e.NewPID)
 		t.st.EndBumped = true
-		c.persist(t, func() { c.writeMarkers(t, reply) }, failed)
+		c.persist(t, func() { c.writeMarkers(t, reply, gone) }, failed)
 	case !e.Commit:
 		// Nothing to abort: the bump alone.
 		c.bump(t, e.NewPID)

@@ -638,3 +638,105 @@ func TestAddsWaitForThePersistInFlight(t *testing.T) {
 		t.Fatalf("queued adds answered %+v", h.replies)
 	}
 }
+
+// TestUnloadLetsGoOfMarkers: an id that moves while its markers are being
+// written is let go of without waiting for them (they may need the moved
+// slot's group coordinator, which is held until this coordinator lets go):
+// an attempt in flight is the last, a failed one is not retried, and the
+// EndTxn waiting for them is told NOT_COORDINATOR. The new coordinator
+// resumes the markers from the durable prepare and answers the retried
+// EndTxn. A persist in flight is still waited for.
+func TestUnloadLetsGoOfMarkers(t *testing.T) {
+	// prepared leaves x's commit writing its first markers attempt and
+	// returns the durable PrepareCommit.
+	prepared := func(h *harness) txnlog.State {
+		h.ongoing("x")
+		h.replies = nil
+		h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+		p := h.persist[0]
+		h.persist = nil
+		h.step(Persisted{ID: "x", Seq: p.Seq})
+		if len(h.markers) != 1 || p.State.Status != txnlog.PrepareCommit {
+			t.Fatalf("markers %+v after persisting %v", h.markers, p.State.Status)
+		}
+		return p.State
+	}
+	unload := func(h *harness) (unloaded bool) {
+		h.step(Unload{ID: "x", Done: func(ok bool) { unloaded = ok }})
+		return unloaded
+	}
+
+	t.Run("attempt in flight fails", func(t *testing.T) {
+		h := newHarness(t)
+		durable := prepared(h)
+		if unload(h) || !h.c.Has("x") {
+			t.Fatal("let go of x with its markers attempt in flight")
+		}
+		m := h.markers[0]
+		h.markers = nil
+		h.step(MarkersWritten{ID: "x", Seq: m.Seq, Err: errors.New("group coordinator slot held")})
+		if len(h.after) != 0 || h.c.Has("x") || len(h.c.Loaded()) != 0 {
+			t.Fatalf("retry %+v, still held %v", h.after, h.c.Loaded())
+		}
+		if r := h.last(); r.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("EndTxn = %+v, want NOT_COORDINATOR", r)
+		}
+		// The new coordinator writes the markers and answers the retry.
+		n := newHarness(t)
+		n.step(Loaded{Found: true, State: durable})
+		if len(n.markers) != 1 || !n.markers[0].Commit {
+			t.Fatalf("new coordinator's markers %+v", n.markers)
+		}
+		n.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: n.record})
+		if r := n.last(); r.ErrorCode != kerr.ConcurrentTransactions.Code {
+			t.Fatalf("EndTxn during the markers = %+v", r)
+		}
+		n.flush()
+		n.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: n.record})
+		if r := n.last(); r.ErrorCode != 0 || n.status("x") != txnlog.CompleteCommit {
+			t.Fatalf("retried EndTxn = %+v, status %v", r, n.status("x"))
+		}
+	})
+	t.Run("failed attempt waiting for its retry", func(t *testing.T) {
+		h := newHarness(t)
+		prepared(h)
+		m := h.markers[0]
+		h.markers = nil
+		h.step(MarkersWritten{ID: "x", Seq: m.Seq, Err: errors.New("partition moving")})
+		if len(h.after) != 1 {
+			t.Fatalf("after %+v", h.after)
+		}
+		if !unload(h) || h.c.Has("x") {
+			t.Fatal("kept x while its markers waited for a retry")
+		}
+		if r := h.last(); r.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("EndTxn = %+v, want NOT_COORDINATOR", r)
+		}
+		h.step(h.after[0].Event)
+		if len(h.markers) != 0 {
+			t.Fatalf("markers retried after letting go: %+v", h.markers)
+		}
+	})
+	t.Run("attempt in flight succeeds", func(t *testing.T) {
+		h := newHarness(t)
+		prepared(h)
+		if unload(h) {
+			t.Fatal("let go of x with its markers attempt in flight")
+		}
+		h.flush()
+		if r := h.last(); r.ErrorCode != 0 || h.status("x") != txnlog.CompleteCommit {
+			t.Fatalf("EndTxn = %+v, status %v", r, h.status("x"))
+		}
+		if !unload(h) || h.c.Has("x") {
+			t.Fatal("kept x after its transition ended")
+		}
+	})
+	t.Run("persist in flight", func(t *testing.T) {
+		h := newHarness(t)
+		h.ongoing("x")
+		h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
+		if unload(h) || !h.c.Has("x") {
+			t.Fatal("let go of x with its prepare persisting")
+		}
+	})
+}
