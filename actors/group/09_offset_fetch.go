@@ -7,9 +7,9 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// OffsetFetch (key 9): v0-10; v8+ batch groups, each asked of its actor.
+// OffsetFetch (key 9): v1-10; v8+ batch groups, each asked of its actor.
 func init() {
-	serve(groupAPI{key: kmsg.OffsetFetch.Int16(), min: 0, max: 10, handle: (*Coordinator).handleOffsetFetch})
+	serve(groupAPI{key: kmsg.OffsetFetch.Int16(), min: 1, max: 10, handle: (*Coordinator).handleOffsetFetch})
 }
 
 // handleOffsetFetch asks each group's actor for its offsets and assembles
