@@ -11,7 +11,7 @@ func init() {
 	serve(API{Key: kmsg.DeleteTopics.Int16(), MinVersion: 1, MaxVersion: 6, Handle: handleDeleteTopics, ErrorResponse: deleteTopicsError})
 }
 
-// handleDeleteTopics deletes topics by name (v0-5) or by name or id (v6).
+// handleDeleteTopics deletes topics by name (v1-5) or by name or id (v6).
 func handleDeleteTopics(r *Request) Pending {
 	req := r.Body.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)

@@ -56,7 +56,7 @@ func (c *Coordinator) handleOffsetFetch(r *conn.Request) conn.Pending {
 			}
 			resp.ErrorCode = rg.ErrorCode
 			if rg.ErrorCode != 0 && req.Version < 2 {
-				// v0-v1 carry errors per partition only.
+				// v1 carries errors per partition only.
 				for _, t := range req.Topics {
 					rt := kmsg.NewOffsetFetchResponseTopic()
 					rt.Topic = t.Topic
@@ -85,7 +85,7 @@ func (c *Coordinator) handleOffsetFetch(r *conn.Request) conn.Pending {
 }
 
 // offsetFetchError answers one group of an OffsetFetch with code
-// (handleOffsetFetch spreads it over the partitions for v0-1).
+// (handleOffsetFetch spreads it over the partitions for v1).
 func offsetFetchError(group string, code int16) kmsg.OffsetFetchResponseGroup {
 	r := kmsg.NewOffsetFetchResponseGroup()
 	r.Group, r.ErrorCode = group, code
