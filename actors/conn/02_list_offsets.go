@@ -8,12 +8,12 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// ListOffsets (key 2): v0-11, answered per partition by its actor. kaas
+// ListOffsets (key 2): v1-11, answered per partition by its actor. kaas
 // has no tiered storage: latest-tiered (-5, v9+) and earliest pending
 // upload (-6, v11+) find no offset, and v10's TimeoutMillis (for remote
 // lookups) has nothing to bound.
 func init() {
-	serve(API{Key: kmsg.ListOffsets.Int16(), MinVersion: 0, MaxVersion: 11, Handle: handleListOffsets, ErrorResponse: listOffsetsError})
+	serve(API{Key: kmsg.ListOffsets.Int16(), MinVersion: 1, MaxVersion: 11, Handle: handleListOffsets, ErrorResponse: listOffsetsError})
 }
 
 // handleListOffsets resolves earliest (-2), latest (-1), max-timestamp (-3),
@@ -22,14 +22,7 @@ func init() {
 // older than the one that defined it is UNSUPPORTED_VERSION, as Kafka's
 // ReplicaManager answers.
 //
-// v0 answers a list of offsets (OldStyleOffsets, up to MaxNumOffsets) where
-// later versions answer one: kaas answers at most one, the offset v1 gives
-// (the log end offset for latest, the log start offset for earliest, and for
-// a timestamp the first offset whose timestamp is at or after it, where
-// Kafka lists segment base offsets before it). No offset is an empty list.
-//
-// A partition named more than once is answered once: INVALID_REQUEST from
-// v1, as Kafka's ReplicaManager answers a duplicated partition (it keys
+// A partition named more than once is answered once: INVALID_REQUEST, as Kafka's ReplicaManager answers a duplicated partition (it keys
 // the answer by partition, so a topic named twice is answered once too).
 func handleListOffsets(r *Request) Pending {
 	req := r.Body.(*kmsg.ListOffsetsRequest)
@@ -70,7 +63,7 @@ func handleListOffsets(r *Request) Pending {
 			*rp = kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
-			if req.Version >= 1 && named[routing.TP{Topic: l.name, Partition: p.Partition}] > 1 {
+			if named[routing.TP{Topic: l.name, Partition: p.Partition}] > 1 {
 				rp.ErrorCode = kerr.InvalidRequest.Code
 				continue
 			}
@@ -83,9 +76,6 @@ func handleListOffsets(r *Request) Pending {
 					Timestamp: p.Timestamp, CurrentLeaderEpoch: p.CurrentLeaderEpoch, IsolationLevel: req.IsolationLevel,
 					Reply: func(res messages.ListOffsetsResult) {
 						rp.ErrorCode, rp.Timestamp, rp.Offset, rp.LeaderEpoch = res.ErrorCode, res.Timestamp, res.Offset, res.LeaderEpoch
-						if req.Version == 0 && res.ErrorCode == 0 && res.Offset >= 0 && p.MaxNumOffsets > 0 {
-							rp.OldStyleOffsets = []int64{res.Offset}
-						}
 						done()
 					},
 				}
@@ -97,7 +87,7 @@ func handleListOffsets(r *Request) Pending {
 
 // listOffsetsSince is the first ListOffsets version that defines each
 // special timestamp.
-var listOffsetsSince = map[int64]int16{-1: 0, -2: 0, -3: 7, -4: 8, -5: 9, -6: 11}
+var listOffsetsSince = map[int64]int16{-1: 1, -2: 1, -3: 7, -4: 8, -5: 9, -6: 11}
 
 // listOffsetsError answers every partition of a ListOffsets with code.
 func listOffsetsError(body kmsg.Request, code int16) kmsg.Response {

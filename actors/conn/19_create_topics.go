@@ -9,12 +9,12 @@ import (
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
-// CreateTopics (key 19): v0-7, through the supervisor (the local registry,
+// CreateTopics (key 19): v2-7, through the supervisor (the local registry,
 // or KafkaTopic objects in cluster mode). A manual replica assignment pins
 // each partition's first replica as its leader. While every alive broker is
 // cordoned (KIP-1066) a topic without one is INVALID_REPLICATION_FACTOR.
 func init() {
-	serve(API{Key: kmsg.CreateTopics.Int16(), MinVersion: 0, MaxVersion: 7, Handle: handleCreateTopics, ErrorResponse: createTopicsError})
+	serve(API{Key: kmsg.CreateTopics.Int16(), MinVersion: 2, MaxVersion: 7, Handle: handleCreateTopics, ErrorResponse: createTopicsError})
 }
 
 // handleCreateTopics validates and creates topics through the supervisor

@@ -6,12 +6,12 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// DeleteTopics (key 20): v0-6, by name or topic id, through the supervisor.
+// DeleteTopics (key 20): v1-6, by name or topic id, through the supervisor.
 func init() {
-	serve(API{Key: kmsg.DeleteTopics.Int16(), MinVersion: 0, MaxVersion: 6, Handle: handleDeleteTopics, ErrorResponse: deleteTopicsError})
+	serve(API{Key: kmsg.DeleteTopics.Int16(), MinVersion: 1, MaxVersion: 6, Handle: handleDeleteTopics, ErrorResponse: deleteTopicsError})
 }
 
-// handleDeleteTopics deletes topics by name (v0-5) or by name or id (v6).
+// handleDeleteTopics deletes topics by name (v1-5) or by name or id (v6).
 func handleDeleteTopics(r *Request) Pending {
 	req := r.Body.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)

@@ -6,10 +6,10 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// OffsetForLeaderEpoch (key 23): v0-4, answered per partition by its actor
+// OffsetForLeaderEpoch (key 23): v2-4, answered per partition by its actor
 // from the leader-epoch cache.
 func init() {
-	serve(API{Key: kmsg.OffsetForLeaderEpoch.Int16(), MinVersion: 0, MaxVersion: 4, Handle: handleOffsetForLeaderEpoch, ErrorResponse: offsetForLeaderEpochError})
+	serve(API{Key: kmsg.OffsetForLeaderEpoch.Int16(), MinVersion: 2, MaxVersion: 4, Handle: handleOffsetForLeaderEpoch, ErrorResponse: offsetForLeaderEpochError})
 }
 
 // handleOffsetForLeaderEpoch answers the end offset of a leader epoch from

@@ -7,7 +7,7 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// WriteTxnMarkers (key 27): v0-2. The transaction coordinator of another
+// WriteTxnMarkers (key 27): v1-2. The transaction coordinator of another
 // broker asks this broker to write commit or abort markers to the
 // partitions it leads (actors/txn); each partition actor appends the
 // marker and answers once it is durable. From v2 a marker's
@@ -19,7 +19,7 @@ import (
 // transactional offsets, handed to the group coordinator (NOT_COORDINATOR
 // when the group is not coordinated here; the coordinator retries).
 func init() {
-	serve(API{Key: kmsg.WriteTxnMarkers.Int16(), MinVersion: 0, MaxVersion: 2, Handle: handleWriteTxnMarkers, ErrorResponse: writeTxnMarkersError})
+	serve(API{Key: kmsg.WriteTxnMarkers.Int16(), MinVersion: 1, MaxVersion: 2, Handle: handleWriteTxnMarkers, ErrorResponse: writeTxnMarkersError})
 }
 
 func handleWriteTxnMarkers(r *Request) Pending {

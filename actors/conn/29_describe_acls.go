@@ -7,12 +7,12 @@ import (
 	"github.com/kaas-project/kaas/actors/acl"
 )
 
-// DescribeAcls (key 29): v0-3, answered from this broker's ACL cache (the
+// DescribeAcls (key 29): v1-3, answered from this broker's ACL cache (the
 // KafkaAcl objects it watches, or the local ACL store). Errors go in the
 // top-level ErrorCode (no ErrorResponse). Without an authorizer
 // (--authorizer unset) it answers SECURITY_DISABLED, as Kafka does.
 func init() {
-	serve(API{Key: kmsg.DescribeACLs.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleDescribeACLs})
+	serve(API{Key: kmsg.DescribeACLs.Int16(), MinVersion: 1, MaxVersion: 3, Handle: handleDescribeACLs})
 }
 
 const securityDisabledMessage = "no authorizer is configured on this broker (start it with --authorizer=acl)"
@@ -24,9 +24,6 @@ func handleDescribeACLs(r *Request) Pending {
 		resp.ErrorCode = kerr.SecurityDisabled.Code
 		resp.ErrorMessage = optString(securityDisabledMessage)
 		return Ready(resp)
-	}
-	if req.Version == 0 {
-		req.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
 	}
 	f := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
 		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType}

@@ -10,12 +10,12 @@ import (
 	"github.com/kaas-project/kaas/actors/acl"
 )
 
-// CreateAcls (key 30): v0-3. Each creation is validated (INVALID_REQUEST
+// CreateAcls (key 30): v1-3. Each creation is validated (INVALID_REQUEST
 // with the reason) and written to the ACL store: a KafkaAcl object in
 // cluster mode, the local ACL store otherwise. Without an authorizer it
 // answers SECURITY_DISABLED.
 func init() {
-	serve(API{Key: kmsg.CreateACLs.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleCreateACLs, ErrorResponse: createACLsError})
+	serve(API{Key: kmsg.CreateACLs.Int16(), MinVersion: 1, MaxVersion: 3, Handle: handleCreateACLs, ErrorResponse: createACLsError})
 }
 
 // aclStoreTimeout bounds one CreateAcls or DeleteAcls write to the store.
@@ -34,11 +34,7 @@ func handleCreateACLs(r *Request) Pending {
 	var valid []acl.Binding
 	var slots []int
 	for i, c := range req.Creations {
-		pt := c.ResourcePatternType
-		if req.Version == 0 {
-			pt = kmsg.ACLResourcePatternTypeLiteral
-		}
-		b := acl.Binding{ResourceType: c.ResourceType, ResourceName: c.ResourceName, PatternType: pt,
+		b := acl.Binding{ResourceType: c.ResourceType, ResourceName: c.ResourceName, PatternType: c.ResourcePatternType,
 			Principal: c.Principal, Host: c.Host, Operation: c.Operation, Permission: c.PermissionType}
 		if err := b.Validate(); err != nil {
 			resp.Results[i].ErrorCode = kerr.InvalidRequest.Code

@@ -9,12 +9,12 @@ import (
 	"github.com/kaas-project/kaas/actors/acl"
 )
 
-// DeleteAcls (key 31): v0-3. Each filter selects bindings from this
+// DeleteAcls (key 31): v1-3. Each filter selects bindings from this
 // broker's ACL cache; every selected binding is removed from the ACL store
 // (its KafkaAcl objects in cluster mode) and listed in the filter's result.
 // Without an authorizer it answers SECURITY_DISABLED.
 func init() {
-	serve(API{Key: kmsg.DeleteACLs.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleDeleteACLs, ErrorResponse: deleteACLsError})
+	serve(API{Key: kmsg.DeleteACLs.Int16(), MinVersion: 1, MaxVersion: 3, Handle: handleDeleteACLs, ErrorResponse: deleteACLsError})
 }
 
 func handleDeleteACLs(r *Request) Pending {
@@ -31,11 +31,7 @@ func handleDeleteACLs(r *Request) Pending {
 	seen := map[acl.Binding]bool{}
 	var all []acl.Binding
 	for i, kf := range req.Filters {
-		pt := kf.ResourcePatternType
-		if req.Version == 0 {
-			pt = kmsg.ACLResourcePatternTypeLiteral
-		}
-		f := acl.Filter{ResourceType: kf.ResourceType, ResourceName: kf.ResourceName, PatternType: pt,
+		f := acl.Filter{ResourceType: kf.ResourceType, ResourceName: kf.ResourceName, PatternType: kf.ResourcePatternType,
 			Principal: kf.Principal, Host: kf.Host, Operation: kf.Operation, Permission: kf.PermissionType}
 		if err := f.Validate(); err != nil {
 			resp.Results[i].ErrorCode = kerr.InvalidRequest.Code

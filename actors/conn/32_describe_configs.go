@@ -16,12 +16,12 @@ import (
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
-// DescribeConfigs (key 32): v0-4, topics, from the routing view; this
+// DescribeConfigs (key 32): v1-4, topics, from the routing view; this
 // broker and the cluster-wide broker default, from the broker's static
 // configs and the dynamic broker config store; groups, from the group
 // config store.
 func init() {
-	serve(API{Key: kmsg.DescribeConfigs.Int16(), MinVersion: 0, MaxVersion: 4, Handle: handleDescribeConfigs, ErrorResponse: describeConfigsError})
+	serve(API{Key: kmsg.DescribeConfigs.Int16(), MinVersion: 1, MaxVersion: 4, Handle: handleDescribeConfigs, ErrorResponse: describeConfigsError})
 }
 
 // handleDescribeConfigs describes topic configs (with synonyms and

@@ -7,14 +7,14 @@ import (
 	"github.com/kaas-project/kaas/actors/routing"
 )
 
-// AlterReplicaLogDirs (key 34): v0-2. A broker has one log dir (the one
+// AlterReplicaLogDirs (key 34): v1-2. A broker has one log dir (the one
 // DescribeLogDirs reports), so a replica this broker holds is already in
 // any dir it can be moved to: naming that dir succeeds and moves nothing;
 // another dir is LOG_DIR_NOT_FOUND, as Kafka answers a dir it is not
 // configured with. A partition this broker does not lead is
 // NOT_LEADER_OR_FOLLOWER, an unknown one UNKNOWN_TOPIC_OR_PARTITION.
 func init() {
-	serve(API{Key: kmsg.AlterReplicaLogDirs.Int16(), MinVersion: 0, MaxVersion: 2, Handle: handleAlterReplicaLogDirs, ErrorResponse: alterReplicaLogDirsError})
+	serve(API{Key: kmsg.AlterReplicaLogDirs.Int16(), MinVersion: 1, MaxVersion: 2, Handle: handleAlterReplicaLogDirs, ErrorResponse: alterReplicaLogDirsError})
 }
 
 func handleAlterReplicaLogDirs(r *Request) Pending {

@@ -9,13 +9,13 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// DescribeLogDirs (key 35): v0-5. Every broker has one log dir, the shared
+// DescribeLogDirs (key 35): v1-5. Every broker has one log dir, the shared
 // volume (--data-dir, or "memory" when partitions are kept in memory),
 // holding the partitions this broker leads, cordoned (v5's IsCordoned) when
 // cordoned.log.dirs in force names it or "*" (KIP-1066). Errors go in the
 // top-level ErrorCode (v3+; no ErrorResponse).
 func init() {
-	serve(API{Key: kmsg.DescribeLogDirs.Int16(), MinVersion: 0, MaxVersion: 5, Handle: handleDescribeLogDirs})
+	serve(API{Key: kmsg.DescribeLogDirs.Int16(), MinVersion: 1, MaxVersion: 5, Handle: handleDescribeLogDirs})
 }
 
 // handleDescribeLogDirs asks each partition led here (of those requested;

@@ -8,11 +8,11 @@ import (
 	"github.com/kaas-project/kaas/storage/delegation"
 )
 
-// CreateDelegationToken (key 38): v0-3. The owner is the requester, or
+// CreateDelegationToken (key 38): v1-3. The owner is the requester, or
 // (v3, KIP-373) the principal named, which needs CREATE_TOKENS on that
 // user; renewers must be users.
 func init() {
-	serve(API{Key: kmsg.CreateDelegationToken.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleCreateDelegationToken})
+	serve(API{Key: kmsg.CreateDelegationToken.Int16(), MinVersion: 1, MaxVersion: 3, Handle: handleCreateDelegationToken})
 }
 
 func handleCreateDelegationToken(r *Request) Pending {

@@ -9,10 +9,10 @@ import (
 	"github.com/kaas-project/kaas/storage/delegation"
 )
 
-// RenewDelegationToken (key 39): v0-2, by the token's owner, requester or
+// RenewDelegationToken (key 39): v1-2, by the token's owner, requester or
 // a renewer; a negative period renews by delegation.token.expiry.time.ms.
 func init() {
-	serve(API{Key: kmsg.RenewDelegationToken.Int16(), MinVersion: 0, MaxVersion: 2, Handle: handleRenewDelegationToken})
+	serve(API{Key: kmsg.RenewDelegationToken.Int16(), MinVersion: 1, MaxVersion: 2, Handle: handleRenewDelegationToken})
 }
 
 func handleRenewDelegationToken(r *Request) Pending {

@@ -8,10 +8,10 @@ import (
 	"github.com/kaas-project/kaas/storage/delegation"
 )
 
-// ExpireDelegationToken (key 40): v0-2, by the token's owner, requester or
+// ExpireDelegationToken (key 40): v1-2, by the token's owner, requester or
 // a renewer; a negative period expires (removes) the token at once.
 func init() {
-	serve(API{Key: kmsg.ExpireDelegationToken.Int16(), MinVersion: 0, MaxVersion: 2, Handle: handleExpireDelegationToken})
+	serve(API{Key: kmsg.ExpireDelegationToken.Int16(), MinVersion: 1, MaxVersion: 2, Handle: handleExpireDelegationToken})
 }
 
 func handleExpireDelegationToken(r *Request) Pending {

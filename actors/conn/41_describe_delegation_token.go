@@ -5,11 +5,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeDelegationToken (key 41): v0-3, the live tokens of the owners
+// DescribeDelegationToken (key 41): v1-3, the live tokens of the owners
 // asked for (none asked: every one) that the requester owns or renews, or
 // may describe by ACL.
 func init() {
-	serve(API{Key: kmsg.DescribeDelegationToken.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleDescribeDelegationToken})
+	serve(API{Key: kmsg.DescribeDelegationToken.Int16(), MinVersion: 1, MaxVersion: 3, Handle: handleDescribeDelegationToken})
 }
 
 func handleDescribeDelegationToken(r *Request) Pending {

@@ -22,29 +22,29 @@ func TestCoreAPITable(t *testing.T) {
 	want := map[int16][2]int16{
 		kmsg.Produce.Int16():                      {3, 13},
 		kmsg.Fetch.Int16():                        {4, 18},
-		kmsg.ListOffsets.Int16():                  {0, 11},
+		kmsg.ListOffsets.Int16():                  {1, 11},
 		kmsg.Metadata.Int16():                     {0, 13},
 		kmsg.ApiVersions.Int16():                  {0, 5},
-		kmsg.CreateTopics.Int16():                 {0, 7},
-		kmsg.DeleteTopics.Int16():                 {0, 6},
+		kmsg.CreateTopics.Int16():                 {2, 7},
+		kmsg.DeleteTopics.Int16():                 {1, 6},
 		kmsg.DeleteRecords.Int16():                {0, 2},
 		kmsg.InitProducerID.Int16():               {0, 5},
-		kmsg.OffsetForLeaderEpoch.Int16():         {0, 4},
-		kmsg.DescribeConfigs.Int16():              {0, 4},
+		kmsg.OffsetForLeaderEpoch.Int16():         {2, 4},
+		kmsg.DescribeConfigs.Int16():              {1, 4},
 		kmsg.AlterConfigs.Int16():                 {0, 2},
 		kmsg.CreatePartitions.Int16():             {0, 3},
 		kmsg.ElectLeaders.Int16():                 {0, 2},
 		kmsg.IncrementalAlterConfigs.Int16():      {0, 1},
-		kmsg.DescribeLogDirs.Int16():              {0, 5},
-		kmsg.AlterReplicaLogDirs.Int16():          {0, 2},
+		kmsg.DescribeLogDirs.Int16():              {1, 5},
+		kmsg.AlterReplicaLogDirs.Int16():          {1, 2},
 		kmsg.DescribeCluster.Int16():              {0, 2},
 		kmsg.DescribeProducers.Int16():            {0, 0},
 		kmsg.SASLHandshake.Int16():                {1, 1},
 		kmsg.SASLAuthenticate.Int16():             {0, 2},
-		kmsg.WriteTxnMarkers.Int16():              {0, 2},
-		kmsg.DescribeACLs.Int16():                 {0, 3},
-		kmsg.CreateACLs.Int16():                   {0, 3},
-		kmsg.DeleteACLs.Int16():                   {0, 3},
+		kmsg.WriteTxnMarkers.Int16():              {1, 2},
+		kmsg.DescribeACLs.Int16():                 {1, 3},
+		kmsg.CreateACLs.Int16():                   {1, 3},
+		kmsg.DeleteACLs.Int16():                   {1, 3},
 		kmsg.AlterPartitionAssignments.Int16():    {0, 1},
 		kmsg.ListPartitionReassignments.Int16():   {0, 0},
 		kmsg.DescribeTopicPartitions.Int16():      {0, 0},
@@ -54,10 +54,10 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeUserSCRAMCredentials.Int16(): {0, 0},
 		kmsg.AlterUserSCRAMCredentials.Int16():    {0, 0},
 		kmsg.ListConfigResources.Int16():          {0, 1},
-		kmsg.CreateDelegationToken.Int16():        {0, 3},
-		kmsg.RenewDelegationToken.Int16():         {0, 2},
-		kmsg.ExpireDelegationToken.Int16():        {0, 2},
-		kmsg.DescribeDelegationToken.Int16():      {0, 3},
+		kmsg.CreateDelegationToken.Int16():        {1, 3},
+		kmsg.RenewDelegationToken.Int16():         {1, 2},
+		kmsg.ExpireDelegationToken.Int16():        {1, 2},
+		kmsg.DescribeDelegationToken.Int16():      {1, 3},
 	}
 	if len(coreAPIs) != len(want) {
 		t.Fatalf("%d core APIs, want %d", len(coreAPIs), len(want))
@@ -85,7 +85,8 @@ func TestCoreAPITable(t *testing.T) {
 // TestUnsupportedVersionAnswers: only ApiVersions answers a version it does
 // not serve (v0 with UNSUPPORTED_VERSION and the table); every other key
 // leaves the connection to be closed, as Kafka's socket server does, Produce
-// v0-2 (listed from v0 in ApiVersions) included.
+// v0-2 (listed from v0 in ApiVersions) and the versions KIP-896 removed in
+// Kafka 4 included.
 func TestUnsupportedVersionAnswers(t *testing.T) {
 	system := actorsys.NewSystem()
 	defer system.Shutdown()
@@ -98,6 +99,10 @@ func TestUnsupportedVersionAnswers(t *testing.T) {
 	for _, hdr := range []wire.RequestHeader{
 		{Key: kmsg.Produce.Int16(), Version: 2},
 		{Key: kmsg.Fetch.Int16(), Version: 3},
+		{Key: kmsg.ListOffsets.Int16(), Version: 0},
+		{Key: kmsg.CreateTopics.Int16(), Version: 1},
+		{Key: kmsg.DescribeConfigs.Int16(), Version: 0},
+		{Key: kmsg.WriteTxnMarkers.Int16(), Version: 0},
 		{Key: kmsg.Metadata.Int16(), Version: 99},
 		{Key: kmsg.SASLHandshake.Int16(), Version: 0},
 	} {

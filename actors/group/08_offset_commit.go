@@ -6,10 +6,10 @@ import (
 	"github.com/kaas-project/kaas/actors/conn"
 )
 
-// OffsetCommit (key 8): v0-10, to the group's actor, which persists the
+// OffsetCommit (key 8): v2-10, to the group's actor, which persists the
 // commit before answering.
 func init() {
-	serve(groupAPI{key: kmsg.OffsetCommit.Int16(), min: 0, max: 10, handle: (*Coordinator).handleOffsetCommit})
+	serve(groupAPI{key: kmsg.OffsetCommit.Int16(), min: 2, max: 10, handle: (*Coordinator).handleOffsetCommit})
 }
 
 // handleOffsetCommit dispatches to the group actor.

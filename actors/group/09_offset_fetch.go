@@ -7,9 +7,9 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// OffsetFetch (key 9): v0-10; v8+ batch groups, each asked of its actor.
+// OffsetFetch (key 9): v1-10; v8+ batch groups, each asked of its actor.
 func init() {
-	serve(groupAPI{key: kmsg.OffsetFetch.Int16(), min: 0, max: 10, handle: (*Coordinator).handleOffsetFetch})
+	serve(groupAPI{key: kmsg.OffsetFetch.Int16(), min: 1, max: 10, handle: (*Coordinator).handleOffsetFetch})
 }
 
 // handleOffsetFetch asks each group's actor for its offsets and assembles
@@ -56,7 +56,7 @@ func (c *Coordinator) handleOffsetFetch(r *conn.Request) conn.Pending {
 			}
 			resp.ErrorCode = rg.ErrorCode
 			if rg.ErrorCode != 0 && req.Version < 2 {
-				// v0-v1 carry errors per partition only.
+				// v1 carries errors per partition only.
 				for _, t := range req.Topics {
 					rt := kmsg.NewOffsetFetchResponseTopic()
 					rt.Topic = t.Topic
@@ -85,7 +85,7 @@ func (c *Coordinator) handleOffsetFetch(r *conn.Request) conn.Pending {
 }
 
 // offsetFetchError answers one group of an OffsetFetch with code
-// (handleOffsetFetch spreads it over the partitions for v0-1).
+// (handleOffsetFetch spreads it over the partitions for v1).
 func offsetFetchError(group string, code int16) kmsg.OffsetFetchResponseGroup {
 	r := kmsg.NewOffsetFetchResponseGroup()
 	r.Group, r.ErrorCode = group, code

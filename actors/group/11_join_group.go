@@ -6,10 +6,10 @@ import (
 	"github.com/kaas-project/kaas/actors/conn"
 )
 
-// JoinGroup (key 11): v0-9, to the group's actor; the answer may park until
+// JoinGroup (key 11): v2-9, to the group's actor; the answer may park until
 // the rebalance's join phase completes.
 func init() {
-	serve(groupAPI{key: kmsg.JoinGroup.Int16(), min: 0, max: 9, handle: (*Coordinator).handleJoinGroup})
+	serve(groupAPI{key: kmsg.JoinGroup.Int16(), min: 2, max: 9, handle: (*Coordinator).handleJoinGroup})
 }
 
 // handleJoinGroup dispatches to the group actor.

@@ -90,8 +90,8 @@ func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, t
 		return
 	}
 	rebalance := time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
-	if req.Version == 0 || req.RebalanceTimeoutMillis < 0 {
-		rebalance = session // v0 has no rebalance timeout: Kafka uses the session timeout
+	if req.RebalanceTimeoutMillis < 0 {
+		rebalance = session
 	}
 	if req.Version < 5 {
 		req.InstanceID = nil

@@ -84,9 +84,6 @@ func (g *Group) offsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topic
 		req.InstanceID = nil
 	}
 	generation := req.Generation
-	if req.Version == 0 {
-		generation = -1
-	}
 
 	var code int16
 	var perPartition func([16]byte, int32) int16
@@ -135,9 +132,6 @@ func (g *Group) offsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topic
 		c := groupstore.Commit{Offset: s.p.Offset, LeaderEpoch: -1, CommitTime: commitTime, ExpireTime: expire, TopicID: s.ti.ID}
 		if req.Version >= 6 {
 			c.LeaderEpoch = s.p.LeaderEpoch
-		}
-		if req.Version == 1 && s.p.Timestamp >= 0 {
-			c.CommitTime = s.p.Timestamp
 		}
 		if s.p.Metadata != nil {
 			c.Metadata = *s.p.Metadata

@@ -176,12 +176,14 @@ func TestACLAdminAPIs(t *testing.T) {
 		t.Fatalf("after delete: %d ACLs, want 5", len(got))
 	}
 
-	// DescribeAcls v0 (no pattern types) sees the literal ACLs only.
-	d0 := kmsg.NewPtrDescribeACLsRequest()
-	d0.ResourceType, d0.Operation, d0.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	r0 := rawRequest(t, addr, d0, 0).(*kmsg.DescribeACLsResponse)
-	if r0.ErrorCode != 0 || len(r0.Resources) != 4 {
-		t.Fatalf("DescribeAcls v0: code %d, %d resources, want the 4 literal ones: %+v", r0.ErrorCode, len(r0.Resources), r0.Resources)
+	// DescribeAcls v1 (the oldest Kafka 4 serves) filtering on LITERAL
+	// sees the literal ACLs only.
+	d1 := kmsg.NewPtrDescribeACLsRequest()
+	d1.ResourceType, d1.Operation, d1.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	d1.ResourcePatternType = kmsg.ACLResourcePatternTypeLiteral
+	r1 := rawRequest(t, addr, d1, 1).(*kmsg.DescribeACLsResponse)
+	if r1.ErrorCode != 0 || len(r1.Resources) != 4 {
+		t.Fatalf("DescribeAcls v1: code %d, %d resources, want the 4 literal ones: %+v", r1.ErrorCode, len(r1.Resources), r1.Resources)
 	}
 
 	// The ACL file keeps them across a restart.

@@ -361,7 +361,10 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	}
 }
 
-func TestListOffsetsV0(t *testing.T) {
+// TestListOffsetsOldestVersion: ListOffsets v1, the oldest Kafka 4 serves,
+// answers one offset: the log end, the log start (after DeleteRecords), the
+// first offset at or after a timestamp, or none (-1) after the last one.
+func TestListOffsetsOldestVersion(t *testing.T) {
 	_, addr := testBroker(t)
 	createTopic(t, addr, "offs0", 1, nil)
 	cl := newClient(t, addr, kgo.ProducerLinger(0))
@@ -378,26 +381,26 @@ func TestListOffsetsV0(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		ts   int64
-		max  int32
-		want []int64
+		want int64
 	}{
-		{-1, 1, []int64{5}},
-		{-2, 1, []int64{1}},
-		{base.Add(2 * time.Minute).UnixMilli(), 5, []int64{2}},
-		{base.Add(time.Hour).UnixMilli(), 1, nil},
-		{-1, 0, nil},
+		{-1, 5},
+		{-2, 1},
+		{base.Add(2 * time.Minute).UnixMilli(), 2},
+		{base.Add(2*time.Minute - time.Second).UnixMilli(), 2},
+		{base.Add(time.Hour).UnixMilli(), -1},
 	} {
 		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID = -1
 		lt := kmsg.NewListOffsetsRequestTopic()
 		lt.Topic = "offs0"
 		lp := kmsg.NewListOffsetsRequestTopicPartition()
-		lp.Timestamp, lp.MaxNumOffsets = tc.ts, tc.max
+		lp.Timestamp = tc.ts
 		lt.Partitions = append(lt.Partitions, lp)
 		req.Topics = append(req.Topics, lt)
-		resp := rawRequest(t, addr, req, 0).(*kmsg.ListOffsetsResponse)
+		resp := rawRequest(t, addr, req, 1).(*kmsg.ListOffsetsResponse)
 		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode != 0 || len(p.OldStyleOffsets) != len(tc.want) || len(tc.want) > 0 && p.OldStyleOffsets[0] != tc.want[0] {
-			t.Errorf("timestamp %d, max %d: error %d, offsets %v, want %v", tc.ts, tc.max, p.ErrorCode, p.OldStyleOffsets, tc.want)
+		if p.ErrorCode != 0 || p.Offset != tc.want {
+			t.Errorf("timestamp %d: error %d, offset %d, want %d", tc.ts, p.ErrorCode, p.Offset, tc.want)
 		}
 	}
 }

@@ -378,8 +378,10 @@ func TestUnsupportedVersions(t *testing.T) {
 	}
 	// Any other version outside the served range closes the connection, as
 	// Kafka's socket server does: Produce v2 (listed in ApiVersions from v0,
-	// never served), Fetch v3 (removed by KIP-896), Metadata v14 (newer than
-	// served). Other connections are unaffected.
+	// never served), versions KIP-896 removed in Kafka 4 (Fetch v3,
+	// ListOffsets v0, OffsetCommit v1, JoinGroup v1, CreateTopics v1,
+	// DescribeAcls v0), Metadata v14 (newer than served). Other connections
+	// are unaffected.
 	good := newClient(t, addr)
 	for _, r := range []struct {
 		req     kmsg.Request
@@ -387,6 +389,11 @@ func TestUnsupportedVersions(t *testing.T) {
 	}{
 		{produceV2(), 2},
 		{kmsg.NewPtrFetchRequest(), 3},
+		{kmsg.NewPtrListOffsetsRequest(), 0},
+		{kmsg.NewPtrOffsetCommitRequest(), 1},
+		{kmsg.NewPtrJoinGroupRequest(), 1},
+		{kmsg.NewPtrCreateTopicsRequest(), 1},
+		{kmsg.NewPtrDescribeACLsRequest(), 0},
 		{kmsg.NewPtrMetadataRequest(), 14},
 	} {
 		what := fmt.Sprintf("%s v%d", kmsg.NameForKey(r.req.Key()), r.version)

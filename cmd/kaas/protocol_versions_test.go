@@ -167,9 +167,8 @@ func TestListOffsetsWithoutTieredStorage(t *testing.T) {
 
 // TestListOffsetsDuplicatePartitions: a partition named twice in one
 // ListOffsets (its topic named twice) is answered once, INVALID_REQUEST,
-// as Kafka answers from v1, while the other partitions are answered; v0
-// answers it once, without an error. kafka-go sends one ListOffsets per
-// partition because Kafka refuses duplicates.
+// as Kafka answers, while the other partitions are answered. kafka-go
+// sends one ListOffsets per partition because Kafka refuses duplicates.
 func TestListOffsetsDuplicatePartitions(t *testing.T) {
 	_, addr := testBroker(t, "--auto-create-topics=false")
 	createTopic(t, addr, "dups", 2, nil)
@@ -185,39 +184,25 @@ func TestListOffsetsDuplicatePartitions(t *testing.T) {
 			rt.Topic = "dups"
 			for _, p := range parts {
 				rp := kmsg.NewListOffsetsRequestTopicPartition()
-				rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch, rp.MaxNumOffsets = p, -1, -1, 1
+				rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, -1, -1
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			req.Topics = append(req.Topics, rt)
 		}
 		return rawRequest(t, addr, req, version).(*kmsg.ListOffsetsResponse).Topics
 	}
-	for _, tc := range []struct {
-		version int16
-		p0Code  int16
-		p0      int64
-	}{{11, kerr.InvalidRequest.Code, -1}, {1, kerr.InvalidRequest.Code, -1}, {0, 0, 0}} {
-		topics := list(tc.version)
+	for _, version := range []int16{11, 1} {
+		topics := list(version)
 		if len(topics) != 1 || topics[0].Topic != "dups" || len(topics[0].Partitions) != 2 {
-			t.Errorf("v%d: answer %+v, want topic dups once, partitions 0 and 1 once each", tc.version, topics)
+			t.Errorf("v%d: answer %+v, want topic dups once, partitions 0 and 1 once each", version, topics)
 			continue
 		}
-		// v0 answers a list of offsets.
-		offset := func(p kmsg.ListOffsetsResponseTopicPartition) int64 {
-			if tc.version > 0 {
-				return p.Offset
-			}
-			if len(p.OldStyleOffsets) != 1 {
-				return -1
-			}
-			return p.OldStyleOffsets[0]
-		}
 		p0, p1 := topics[0].Partitions[0], topics[0].Partitions[1]
-		if p0.Partition != 0 || p0.ErrorCode != tc.p0Code || offset(p0) != tc.p0 {
-			t.Errorf("v%d: partition 0 %+v, want error %d offset %d", tc.version, p0, tc.p0Code, tc.p0)
+		if p0.Partition != 0 || p0.ErrorCode != kerr.InvalidRequest.Code || p0.Offset != -1 {
+			t.Errorf("v%d: partition 0 %+v, want INVALID_REQUEST", version, p0)
 		}
-		if p1.Partition != 1 || p1.ErrorCode != 0 || offset(p1) != 2 {
-			t.Errorf("v%d: partition 1 %+v, want offset 2", tc.version, p1)
+		if p1.Partition != 1 || p1.ErrorCode != 0 || p1.Offset != 2 {
+			t.Errorf("v%d: partition 1 %+v, want offset 2", version, p1)
 		}
 	}
 }
