@@ -70,6 +70,8 @@ type Config struct {
 	// motion at once (LimitMoves); <= 0: no bound, every move starts at
 	// once.
 	ConcurrentMoves int
+	// Cordoned: CoreConfig.Cordoned.
+	Cordoned map[string]bool
 	// WriteFile writes an assignment file (assignment.WriteFileStaged when
 	// nil; tests slow it down).
 	WriteFile func(dataDir string, a *assignment.Assignment, permit <-chan error, visible func()) (assignment.WriteTiming, error)
@@ -158,7 +160,7 @@ func coreConfig(cfg Config) CoreConfig {
 	}
 	return CoreConfig{
 		Self: cfg.Self, SelfHost: cfg.SelfHost, SelfPort: cfg.SelfPort, HeartbeatAddr: cfg.HeartbeatAddr, Epoch: cfg.Epoch,
-		DeadAfter: cfg.DeadAfter, StrayGrace: grace, ConcurrentMoves: cfg.ConcurrentMoves, StillLeader: cfg.StillLeader, Log: cfg.Log,
+		DeadAfter: cfg.DeadAfter, StrayGrace: grace, ConcurrentMoves: cfg.ConcurrentMoves, Cordoned: cfg.Cordoned, StillLeader: cfg.StillLeader, Log: cfg.Log,
 	}
 }
 

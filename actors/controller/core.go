@@ -25,6 +25,12 @@ type CoreConfig struct {
 	// StrayGrace: 0 never scans for stray directories.
 	StrayGrace      time.Duration
 	ConcurrentMoves int
+	// Cordoned names the brokers whose log dir cordoned.log.dirs cordons
+	// (KIP-1066) as the dynamic broker configs on the volume said when
+	// the controller started: a broker's pings say it from then on, but
+	// until its first one the recompute that follows an election already
+	// keeps new partitions off it.
+	Cordoned map[string]bool
 	// StillLeader is the cheap in-memory Lease check made before deciding
 	// to write (nil: always).
 	StillLeader func() bool
@@ -227,7 +233,7 @@ func (c *Core) start() {
 	if c.prev != nil {
 		fileEpoch, fileVersion = c.prev.ControllerEpoch, c.prev.AssignmentVersion
 		for _, b := range c.prev.Brokers {
-			c.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, State: b.State},
+			c.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, State: b.State, Cordoned: c.cfg.Cordoned[b.Name]},
 				healthy: b.State == assignment.Alive, heldLease: b.Name == c.prev.Controller && b.Name != c.cfg.Self}
 		}
 		for name, t := range c.prev.Topics {
@@ -237,7 +243,7 @@ func (c *Core) start() {
 	c.emit(SetWritten{Epoch: fileEpoch, Version: fileVersion})
 	// Its own broker pings it like any other (through the hub); until then
 	// what it serves is unknown, which holds pending moves.
-	c.brokers[c.cfg.Self] = &brokerRow{info: balancer.BrokerInfo{Name: c.cfg.Self, Host: c.cfg.SelfHost, Port: c.cfg.SelfPort}, healthy: true}
+	c.brokers[c.cfg.Self] = &brokerRow{info: balancer.BrokerInfo{Name: c.cfg.Self, Host: c.cfg.SelfHost, Port: c.cfg.SelfPort, Cordoned: c.cfg.Cordoned[c.cfg.Self]}, healthy: true}
 }
 
 func (c *Core) tick() {

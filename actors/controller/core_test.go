@@ -371,6 +371,18 @@ var coreScenarios = []struct {
 		},
 	},
 	{
+		// The dynamic broker configs cordon kaas-2: the recompute after
+		// the election places the new partitions before kaas-2 pings.
+		name: "a new controller keeps new partitions off a broker cordoned before its first ping",
+		cfg:  CoreConfig{Epoch: 7, Cordoned: map[string]bool{"kaas-2": true}},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"topics 7 -> write 7.11",
+			"leaders 0,1,2,0,1,0,1",
+		},
+	},
+	{
 		name: "a lower epoch's or older version's file on the volume is re-asserted",
 		cfg:  CoreConfig{Epoch: 5},
 		script: []string{

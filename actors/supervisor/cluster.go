@@ -76,6 +76,11 @@ type ClusterConfig struct {
 	// (cordoned.log.dirs, KIP-1066); every ping carries it to the
 	// controller. nil: never.
 	Cordoned func() bool
+	// CordonedBroker reports the same of the broker with an id, from the
+	// dynamic broker configs on the shared volume: a controller this
+	// broker starts knows the cordons in force before their brokers ping
+	// it. nil: none known.
+	CordonedBroker func(id int32) bool
 	// Clock runs the supervisor's timers (nil: the wall clock).
 	Clock clock.Clock
 	// Fatal ends the process: a child it cannot run without keeps dying
@@ -474,6 +479,24 @@ func (s *Cluster) start(ctx actor.Context) {
 	s.publish()
 }
 
+// cordonedBrokers names the brokers of prev, and this one, that the
+// dynamic broker configs cordon now.
+func (s *Cluster) cordonedBrokers(prev *assignment.Assignment) map[string]bool {
+	out := map[string]bool{}
+	if s.cfg.Cordoned != nil && s.cfg.Cordoned() {
+		out[s.cfg.Self.Name] = true
+	}
+	if s.cfg.CordonedBroker == nil || prev == nil {
+		return out
+	}
+	for _, b := range prev.Brokers {
+		if s.cfg.CordonedBroker(b.ID) {
+			out[b.Name] = true
+		}
+	}
+	return out
+}
+
 func (s *Cluster) startController(ctx actor.Context, e StartController) {
 	lctx := s.leaseCtx
 	// A broker that lost the Lease and won it back keeps its epoch (client-go
@@ -483,6 +506,7 @@ func (s *Cluster) startController(ctx actor.Context, e StartController) {
 		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, HeartbeatAddr: s.cfg.HeartbeatAddr,
 		Epoch: e.Epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
 		ConcurrentMoves: s.cfg.ConcurrentMoves,
+		Cordoned:        s.cordonedBrokers(e.Prev),
 		StillLeader:     func() bool { return s.isLeader.Load() && lctx.Err() == nil },
 		ErrLeaseMovedOn: cluster.ErrNotHolder,
 		VerifyLease: func(ctx context.Context) error {

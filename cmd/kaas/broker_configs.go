@@ -109,6 +109,13 @@ func (d *dynamicConfigs) TopicDefaults() map[string]string { return *d.topicDef.
 // broker's log dir.
 func (d *dynamicConfigs) Cordoned() bool { return d.cordoned.Load() }
 
+// CordonedBroker reports whether cordoned.log.dirs in force on broker id
+// cordons its log dir (every broker mounts the shared volume at the same
+// path, so its log dir is this one's).
+func (d *dynamicConfigs) CordonedBroker(id int32) bool {
+	return brokerconfig.Cordoned(d.set.Load().For(id), d.store.LogDir)
+}
+
 // refresh reads the store and applies what changed.
 func (d *dynamicConfigs) refresh() {
 	d.mu.Lock()

@@ -99,6 +99,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		DefaultPartitions: int32(cfg.DefaultPartitions),
 		TopicDefaults:     b.dynCfgs.TopicDefaults,
 		Cordoned:          b.dynCfgs.Cordoned,
+		CordonedBroker:    b.dynCfgs.CordonedBroker,
 		Fatal:             b.fatal,
 		Log:               b.logger("actor", "supervisor"),
 	}))

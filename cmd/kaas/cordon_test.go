@@ -116,8 +116,11 @@ func TestCordonedLogDir(t *testing.T) {
 // TestCordonedBrokerCluster: KIP-1066 in cluster mode. A broker cordoned
 // with kafka-configs' call (IncrementalAlterConfigs of its resource) keeps
 // the partition it leads and takes none of a killed broker's, nor of a
-// new topic; a reassignment onto it is INELIGIBLE_REPLICA; uncordoned, the
-// controller evens it out again.
+// new topic; a reassignment onto it is INELIGIBLE_REPLICA. The killed
+// broker restarted, the controller is killed: the new controller moves its
+// partitions at its election, before the cordoned broker has pinged it, and
+// still gives it none (it reads the cordon from the dynamic configs).
+// Uncordoned, the cordoned broker is evened out again.
 func TestCordonedBrokerCluster(t *testing.T) {
 	c := threeBrokers(t, nil, "c1") // two partitions led by each broker
 	_, ctrl, _ := c.ledBy()
@@ -164,11 +167,25 @@ func TestCordonedBrokerCluster(t *testing.T) {
 		t.Fatalf("reassignment onto the cordoned %s: %+v", cordoned, p)
 	}
 
+	c.start(killed)
+	waitUntil(t, 60*time.Second, "the restarted broker given half of the uncordoned share", func() bool {
+		led, _, _ := c.ledBy()
+		return led[ctrl] == 4 && led[killed] == 4 && led[cordoned] == 2
+	})
+	c.brokers[ctrl].kill()
+	waitUntil(t, 60*time.Second, "the killed controller's partitions led by the restarted broker", func() bool {
+		led, _, _ := c.ledBy()
+		return led[killed] == 8
+	})
+	if led, _, _ := c.ledBy(); led[cordoned] != 2 {
+		t.Fatalf("after the controller's failover the cordoned %s leads %d partitions, want its 2: %v", cordoned, led[cordoned], led)
+	}
+
 	if err := setCordon(ctx, adm, int32(cid), ""); err != nil {
 		t.Fatalf("uncordon %s: %v", cordoned, err)
 	}
 	waitUntil(t, 60*time.Second, "the uncordoned broker evened out", func() bool {
 		led, _, _ := c.ledBy()
-		return led[ctrl] == 5 && led[cordoned] == 5
+		return led[killed] == 5 && led[cordoned] == 5
 	})
 }
