@@ -23,11 +23,23 @@ type TopicResult struct {
 	Config       map[string]string
 }
 
+// MutationQuota admits the partitions one topic creates or deletes against
+// the requesting client's controller_mutation_rate (KIP-599), after the
+// topic is validated and before it is changed, in request order, as
+// Kafka's controller applies it; false refuses the topic with
+// THROTTLING_QUOTA_EXCEEDED. Nil admits everything. It may be called from
+// any goroutine.
+type MutationQuota func(partitions int32) bool
+
+// Admit applies q to n partitions.
+func (q MutationQuota) Admit(n int32) bool { return q == nil || q(n) }
+
 // CreateTopics creates topics (CreateTopics, and auto-creation by Metadata
 // in local-dev mode).
 type CreateTopics struct {
 	Topics       []TopicSpec
 	ValidateOnly bool
+	Quota        MutationQuota
 	Reply        func([]TopicResult)
 }
 
@@ -35,6 +47,7 @@ type CreateTopics struct {
 type DeleteTopics struct {
 	Names []string
 	IDs   [][16]byte
+	Quota MutationQuota
 	Reply func([]TopicResult)
 }
 
@@ -52,6 +65,7 @@ type PartitionCount struct {
 type CreatePartitions struct {
 	Topics       []PartitionCount
 	ValidateOnly bool
+	Quota        MutationQuota
 	Reply        func([]TopicResult)
 }
 

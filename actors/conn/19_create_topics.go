@@ -13,6 +13,8 @@ import (
 // or KafkaTopic objects in cluster mode). A manual replica assignment pins
 // each partition's first replica as its leader. While every alive broker is
 // cordoned (KIP-1066) a topic without one is INVALID_REPLICATION_FACTOR.
+// The partitions created count against the client's
+// controller_mutation_rate (KIP-599; THROTTLING_QUOTA_EXCEEDED from v6).
 func init() {
 	serve(API{Key: kmsg.CreateTopics.Int16(), MinVersion: 2, MaxVersion: 7, Handle: handleCreateTopics, ErrorResponse: createTopicsError})
 }
@@ -69,10 +71,11 @@ func handleCreateTopics(r *Request) Pending {
 		sent = append(sent, i)
 	}
 	results := make(chan []messages.TopicResult, 1)
+	mq := r.mutationQuota(6)
 	if len(specs) == 0 {
 		results <- nil
 	} else {
-		r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, ValidateOnly: req.ValidateOnly,
+		r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, ValidateOnly: req.ValidateOnly, Quota: admitter(mq),
 			Reply: func(rs []messages.TopicResult) { results <- rs }})
 	}
 	return func() kmsg.Response {
@@ -115,6 +118,7 @@ func handleCreateTopics(r *Request) Pending {
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
+		resp.ThrottleMillis = r.mutationThrottle(mq)
 		return resp
 	}
 }

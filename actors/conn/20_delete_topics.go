@@ -7,6 +7,8 @@ import (
 )
 
 // DeleteTopics (key 20): v1-6, by name or topic id, through the supervisor.
+// The partitions deleted count against the client's
+// controller_mutation_rate (KIP-599; THROTTLING_QUOTA_EXCEEDED from v5).
 func init() {
 	serve(API{Key: kmsg.DeleteTopics.Int16(), MinVersion: 1, MaxVersion: 6, Handle: handleDeleteTopics, ErrorResponse: deleteTopicsError})
 }
@@ -33,7 +35,8 @@ func handleDeleteTopics(r *Request) Pending {
 	}
 	// Internal topics are refused here; the rest go to the supervisor.
 	sent := splitInternal(len(names), func(i int) string { return names[i] })
-	msg := &messages.DeleteTopics{}
+	mq := r.mutationQuota(5)
+	msg := &messages.DeleteTopics{Quota: admitter(mq)}
 	for _, i := range sent {
 		msg.Names = append(msg.Names, names[i])
 		if ids != nil {
@@ -65,6 +68,7 @@ func handleDeleteTopics(r *Request) Pending {
 			rt.ErrorMessage = optString(res.ErrorMessage)
 			resp.Topics = append(resp.Topics, rt)
 		}
+		resp.ThrottleMillis = r.mutationThrottle(mq)
 		return resp
 	}
 }

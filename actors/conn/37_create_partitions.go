@@ -13,7 +13,9 @@ import (
 // CreatePartitions (key 37): v0-3, growing only, through the supervisor; a
 // manual assignment pins each new partition's first replica as its leader.
 // While every alive broker is cordoned (KIP-1066) a topic without one is
-// INVALID_REPLICATION_FACTOR.
+// INVALID_REPLICATION_FACTOR. The partitions added count against the
+// client's controller_mutation_rate (KIP-599; THROTTLING_QUOTA_EXCEEDED
+// from v3).
 func init() {
 	serve(API{Key: kmsg.CreatePartitions.Int16(), MinVersion: 0, MaxVersion: 3, Handle: handleCreatePartitions, ErrorResponse: createPartitionsError})
 }
@@ -28,7 +30,8 @@ func handleCreatePartitions(r *Request) Pending {
 	if allCordoned {
 		sent = slices.DeleteFunc(sent, func(i int) bool { return len(req.Topics[i].Assignment) == 0 })
 	}
-	msg := &messages.CreatePartitions{ValidateOnly: req.ValidateOnly}
+	mq := r.mutationQuota(3)
+	msg := &messages.CreatePartitions{ValidateOnly: req.ValidateOnly, Quota: admitter(mq)}
 	for _, i := range sent {
 		t := req.Topics[i]
 		pc := messages.PartitionCount{Topic: t.Topic, Count: t.Count, ManualAssignment: len(t.Assignment) > 0}
@@ -57,6 +60,7 @@ func handleCreatePartitions(r *Request) Pending {
 			rt.ErrorMessage = optString(res.ErrorMessage)
 			resp.Topics = append(resp.Topics, rt)
 		}
+		resp.ThrottleMillis = r.mutationThrottle(mq)
 		return resp
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/quota"
+	"github.com/kaas-project/kaas/messages"
 )
 
 // quotaUser is the user a connection's quotas are looked up by: its
@@ -44,4 +45,32 @@ func throttleMillis(d time.Duration) int32 {
 		ms = 1
 	}
 	return int32(min(ms, math.MaxInt32))
+}
+
+// mutationQuota is the request's controller_mutation_rate quota (KIP-599)
+// for the supervisor to apply topic by topic, nil when none applies. From
+// version strictFrom the request may be answered THROTTLING_QUOTA_EXCEEDED
+// (a strict quota); older versions are only throttled.
+func (r *Request) mutationQuota(strictFrom int16) *quota.MutationQuota {
+	return r.Server.Quotas.Mutations(r.quotaUser(), r.Header.ClientIDString(), r.Header.Version >= strictFrom, r.Server.Clock.Now)
+}
+
+// admitter is q as the supervisor's admission function.
+func admitter(q *quota.MutationQuota) messages.MutationQuota {
+	if q == nil {
+		return nil
+	}
+	return q.Admit
+}
+
+// mutationThrottle is the request's throttle time once the supervisor has
+// applied q, as a response's throttle_time_ms; the connection is muted for
+// it after the answer, as for the other quotas.
+func (r *Request) mutationThrottle(q *quota.MutationQuota) int32 {
+	d := q.Throttle()
+	if d > 0 {
+		r.throttle = max(r.throttle, d)
+		metrics.QuotaThrottled(quota.Mutation.String(), d)
+	}
+	return throttleMillis(d)
 }

@@ -97,6 +97,7 @@ const (
 	Produce    Kind = iota // bytes of Produce requests (producer_byte_rate)
 	Fetch                  // bytes of Fetch responses (consumer_byte_rate)
 	Connection             // connections accepted from an address (connection_creation_rate)
+	Mutation               // partitions created or deleted (controller_mutation_rate)
 )
 
 // Key is the quota key that bounds k.
@@ -106,6 +107,8 @@ func (k Kind) Key() string {
 		return ConsumerByteRate
 	case Connection:
 		return ConnectionCreationRate
+	case Mutation:
+		return ControllerMutationRate
 	}
 	return ProducerByteRate
 }
@@ -116,6 +119,8 @@ func (k Kind) String() string {
 		return "fetch"
 	case Connection:
 		return "connection"
+	case Mutation:
+		return "controller_mutation"
 	}
 	return "produce"
 }
@@ -128,9 +133,10 @@ type Quotas struct {
 	window Window
 	cfg    atomic.Pointer[Config]
 
-	mu     sync.Mutex
-	meters map[meterKey]*meter
-	swept  time.Time
+	mu      sync.Mutex
+	meters  map[meterKey]*meter
+	buckets map[meterKey]*bucket
+	swept   time.Time
 }
 
 type meterKey struct {
@@ -146,7 +152,7 @@ func New(w Window) *Quotas {
 	if w.Size <= 0 {
 		w.Size = time.Second
 	}
-	q := &Quotas{window: w, meters: map[meterKey]*meter{}}
+	q := &Quotas{window: w, meters: map[meterKey]*meter{}, buckets: map[meterKey]*bucket{}}
 	q.cfg.Store(&Config{})
 	return q
 }
@@ -243,8 +249,9 @@ func (q *Quotas) meter(k meterKey, now time.Time) *meter {
 	return m
 }
 
-// sweep drops meters idle for longer than the whole window, at most once
-// per window, so client ids that come and go do not accumulate.
+// sweep drops meters idle for longer than the whole window and buckets
+// full again (as good as new), at most once per window, so client ids that
+// come and go do not accumulate.
 func (q *Quotas) sweep(now time.Time) {
 	span := time.Duration(q.window.Samples) * q.window.Size
 	if now.Sub(q.swept) < span {
@@ -254,6 +261,11 @@ func (q *Quotas) sweep(now time.Time) {
 	for k, m := range q.meters {
 		if now.Sub(m.last) >= span {
 			delete(q.meters, k)
+		}
+	}
+	for k, b := range q.buckets {
+		if !now.Before(b.full) {
+			delete(q.buckets, k)
 		}
 	}
 }

@@ -665,6 +665,9 @@ func (s *Cluster) createTopics(m *messages.CreateTopics) {
 			} else if n == -1 {
 				n = defaults
 			}
+			if !admit(m.Quota, n, r) {
+				continue
+			}
 			r.Partitions, r.Config = n, spec.Config
 			if m.ValidateOnly {
 				continue
@@ -732,6 +735,11 @@ func (s *Cluster) deleteTopics(m *messages.DeleteTopics) {
 				}
 				r.Name = t.Name
 			}
+			// A topic the view does not know is left to the delete to
+			// answer; Kafka counts no mutation for it.
+			if t, ok := v.Topics[r.Name]; ok && !admit(m.Quota, int32(len(t.Partitions)), r) {
+				continue
+			}
 			err := s.topicAdmin.Delete(ctx, r.Name)
 			switch {
 			case errors.Is(err, cluster.ErrTopicNotFound):
@@ -771,6 +779,7 @@ func (s *Cluster) createPartitions(m *messages.CreatePartitions) {
 			r.ErrorCode, r.ErrorMessage = topicError(topicRequest{Grow: &pc, Exists: ok, Current: current, Registered: registeredIn(v)}, balancer.MaxPartitionsPerTopic)
 			switch {
 			case r.ErrorCode != 0:
+			case !admit(m.Quota, pc.Count-current, r):
 			case m.ValidateOnly:
 			default:
 				if pc.ManualAssignment {

@@ -185,6 +185,9 @@ func (s *Local) createTopics(ctx actor.Context, m *messages.CreateTopics) {
 		} else if n == -1 {
 			n = s.cfg.DefaultPartitions
 		}
+		if !admit(m.Quota, n, r) {
+			continue
+		}
 		r.Partitions = n
 		r.Config = spec.Config
 		if m.ValidateOnly {
@@ -250,6 +253,9 @@ func (s *Local) deleteTopics(ctx actor.Context, m *messages.DeleteTopics) {
 			continue
 		}
 		r.Name, r.ID = t.rec.Name, t.id
+		if !admit(m.Quota, t.rec.Partitions, r) {
+			continue
+		}
 		for _, ref := range t.actors {
 			ref := ref
 			ref.Send(&messages.RelinquishLeadership{Delete: true, Done: func(error) { ref.Poison() }})
@@ -275,6 +281,7 @@ func (s *Local) createPartitions(ctx actor.Context, m *messages.CreatePartitions
 		r.ErrorCode, r.ErrorMessage = topicError(topicRequest{Grow: &pc, Exists: ok, Current: current, Registered: s.registered}, s.cfg.MaxPartitions)
 		switch {
 		case r.ErrorCode != 0:
+		case !admit(m.Quota, pc.Count-current, r):
 		case m.ValidateOnly:
 		default:
 			s.growTopic(ctx, t, pc.Count)

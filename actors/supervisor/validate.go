@@ -24,6 +24,17 @@ type topicRequest struct {
 	Registered func(id int32) bool
 }
 
+// admit applies a request's controller_mutation_rate to the n partitions
+// of a valid entry; a refused entry gets THROTTLING_QUOTA_EXCEEDED with
+// Kafka's message.
+func admit(q messages.MutationQuota, n int32, r *messages.TopicResult) bool {
+	if q.Admit(n) {
+		return true
+	}
+	r.ErrorCode, r.ErrorMessage = kerr.ThrottlingQuotaExceeded.Code, "The throttling quota has been exceeded."
+	return false
+}
+
 // topicError is the Kafka error a topic-admin entry gets (0 if valid):
 // the one set of rules (names, partition counts, replication factor, the
 // refusal of manual replica assignment, configs through topicconfig) for

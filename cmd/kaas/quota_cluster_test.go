@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -100,6 +102,33 @@ func TestKafkaQuotaObjects(t *testing.T) {
 		return !strings.Contains(api.kubectlMaybe("-n", c.ns, "get", "kafkaquotas", "-o", "jsonpath={.items[*].spec.clientId}"), "ingest")
 	})
 	waitDescribed("after removal", "user=<default> producer_byte_rate=1048576")
+
+	// controller_mutation_rate from a KafkaQuota bounds CreateTopics: 0.5
+	// partitions/s over the 11 s window is a burst of 5.5, which a topic of
+	// 10 partitions empties for 9 s; the next topic is refused.
+	api.kubectl(t, "-n", c.ns, "apply", "-f", manifest("mutations", "  clientId: mutator\n  quotas:\n    controller_mutation_rate: 0.5\n"))
+	waitDescribed("the mutation quota", "user=<default> producer_byte_rate=1048576", "client-id=mutator controller_mutation_rate=0.5")
+	mutator := c.client(kgo.ClientID("mutator"))
+	create := func(topic string) (int16, int32) {
+		t.Helper()
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 10, 1
+		req.Topics, req.TimeoutMillis = append(req.Topics, rt), 30_000
+		r, err := mutator.Broker(0).Request(ctxFor(t, 60*time.Second), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := r.(*kmsg.CreateTopicsResponse)
+		return resp.Topics[0].ErrorCode, resp.ThrottleMillis
+	}
+	if code, ms := create("mutated-1"); code != 0 || ms != 0 {
+		t.Fatalf("CreateTopics under a fresh mutation quota: code %d, throttle %d ms; want 0, 0", code, ms)
+	}
+	if code, ms := create("mutated-2"); code != kerr.ThrottlingQuotaExceeded.Code || ms <= 0 {
+		t.Fatalf("CreateTopics on an empty bucket: code %d, throttle %d ms; want THROTTLING_QUOTA_EXCEEDED with a throttle", code, ms)
+	}
+	api.kubectl(t, "-n", c.ns, "delete", "kafkaquota", "mutations")
 
 	// Deleting the object with kubectl removes the quota everywhere.
 	api.kubectl(t, "-n", c.ns, "delete", "kafkaquota", "every-user")

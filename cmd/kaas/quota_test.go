@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 func strp(s string) *string { return &s }
@@ -421,4 +422,211 @@ func TestConnectionCreationRateQuota(t *testing.T) {
 			t.Fatalf("connection %d from 127.0.0.1 after its quota was removed: closed", i)
 		}
 	}
+}
+
+// mutationClient is a client of id id whose requests go out at most at
+// the versions of maxVersions (key, version pairs).
+func mutationClient(t *testing.T, addr, id string, maxVersions ...int16) *kgo.Client {
+	v := kversion.Tip()
+	for i := 0; i < len(maxVersions); i += 2 {
+		v.SetMaxKeyVersion(maxVersions[i], maxVersions[i+1])
+	}
+	return newClient(t, addr, kgo.ClientID(id), kgo.MaxVersions(v))
+}
+
+// createTopicsRaw sends one CreateTopics of the named topics (name,
+// partitions pairs) and returns the answer.
+func createTopicsRaw(t *testing.T, cl *kgo.Client, topics ...any) *kmsg.CreateTopicsResponse {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 10_000
+	for i := 0; i < len(topics); i += 2 {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topics[i].(string), int32(topics[i+1].(int)), 1
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctxT(t, 30*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// createdCodes is each topic's error code, by name.
+func createdCodes(resp *kmsg.CreateTopicsResponse) map[string]int16 {
+	out := map[string]int16{}
+	for _, rt := range resp.Topics {
+		out[rt.Topic] = rt.ErrorCode
+	}
+	return out
+}
+
+// TestControllerMutationQuota: controller_mutation_rate (KIP-599) bounds
+// the partitions a client creates and deletes. Each client id below has
+// its own quota of 1 partition per second (a burst of one window's worth,
+// 1 partition), so the bucket a request empties stays empty for many
+// seconds and no answer depends on the test's speed:
+//   - strict versions (CreateTopics v7, DeleteTopics v6, CreatePartitions
+//     v3): the request that empties the bucket is served whole and not
+//     throttled; the next one gets THROTTLING_QUOTA_EXCEEDED for every
+//     topic, with the time owed as throttle_time_ms, and changes nothing;
+//   - CreateTopics v5 (before KIP-599's version) is never refused, only
+//     throttled;
+//   - a topic refused for its own reason (it exists) counts nothing;
+//   - validate-only requests count, as on Kafka's controller;
+//   - the bucket refills at the quota: a client refused at first is
+//     admitted once it has waited out its throttle;
+//   - a client id without a quota is never refused.
+func TestControllerMutationQuota(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, addr := testBroker(t, append([]string{"--http-addr", httpAddr}, quotaTestWindow...)...)
+	adm := newAdmin(t, addr)
+	var entries []kadm.AlterClientQuotaEntry
+	for _, id := range []string{"strict", "old", "deleter", "grower", "validator"} {
+		entries = append(entries, kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", id),
+			Ops: []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Value: 1}}})
+	}
+	entries = append(entries, kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "refill"),
+		Ops: []kadm.AlterClientQuotaOp{{Key: "controller_mutation_rate", Value: 5}}})
+	mustAlterQuotas(t, adm, entries...)
+	exists := func(name string) bool {
+		t.Helper()
+		td, err := adm.ListTopics(ctxT(t, 10*time.Second), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return td.Has(name)
+	}
+	throttled := kerr.ThrottlingQuotaExceeded.Code
+
+	// Strict CreateTopics: 1 token, then 20 partitions admitted (the bucket
+	// was not empty), then nothing.
+	strict := mutationClient(t, addr, "strict")
+	resp := createTopicsRaw(t, strict, "mq-a1", 20)
+	if c := createdCodes(resp)["mq-a1"]; c != 0 || resp.ThrottleMillis != 0 {
+		t.Fatalf("first CreateTopics: code %d, throttle %d ms; want 0, 0 (the bucket was full)", c, resp.ThrottleMillis)
+	}
+	resp = createTopicsRaw(t, strict, "mq-a2", 1, "mq-a3", 1)
+	if got := createdCodes(resp); got["mq-a2"] != throttled || got["mq-a3"] != throttled {
+		t.Fatalf("CreateTopics on an empty bucket: %v; want THROTTLING_QUOTA_EXCEEDED for both", got)
+	}
+	// 19 partitions owed at 1/s.
+	if resp.ThrottleMillis < 10_000 || resp.ThrottleMillis > 19_000 {
+		t.Fatalf("throttle_time_ms = %d; want the ~19 s the bucket owes", resp.ThrottleMillis)
+	}
+	if exists("mq-a2") || exists("mq-a3") {
+		t.Fatal("a refused topic was created")
+	}
+
+	// Before v6, CreateTopics is throttled but served.
+	old := mutationClient(t, addr, "old", kmsg.CreateTopics.Int16(), 5)
+	resp = createTopicsRaw(t, old, "mq-b1", 20)
+	if c := createdCodes(resp)["mq-b1"]; c != 0 || resp.ThrottleMillis < 10_000 {
+		t.Fatalf("CreateTopics v5 emptying the bucket: code %d, throttle %d ms; want 0 and ~19 s", c, resp.ThrottleMillis)
+	}
+	old2 := mutationClient(t, addr, "old", kmsg.CreateTopics.Int16(), 5) // a new connection: the first is muted
+	resp = createTopicsRaw(t, old2, "mq-b2", 1)
+	if c := createdCodes(resp)["mq-b2"]; c != 0 || resp.ThrottleMillis < 10_000 {
+		t.Fatalf("CreateTopics v5 on an empty bucket: code %d, throttle %d ms; want 0 and ~20 s", c, resp.ThrottleMillis)
+	}
+	if !exists("mq-b1") || !exists("mq-b2") {
+		t.Fatal("a CreateTopics v5 topic is missing")
+	}
+
+	// Strict DeleteTopics: mq-a1's 20 partitions empty the bucket.
+	deleter := mutationClient(t, addr, "deleter")
+	del := func(name string) (int16, int32) {
+		t.Helper()
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		rt := kmsg.NewDeleteTopicsRequestTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		req.Topics, req.TimeoutMillis = append(req.Topics, rt), 10_000
+		resp, err := req.RequestWith(ctxT(t, 30*time.Second), deleter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].ErrorCode, resp.ThrottleMillis
+	}
+	if c, ms := del("mq-a1"); c != 0 || ms != 0 {
+		t.Fatalf("DeleteTopics mq-a1: code %d, throttle %d ms; want 0, 0", c, ms)
+	}
+	if c, ms := del("mq-b1"); c != throttled || ms < 10_000 {
+		t.Fatalf("DeleteTopics on an empty bucket: code %d, throttle %d ms; want THROTTLING_QUOTA_EXCEEDED and ~19 s", c, ms)
+	}
+	if exists("mq-a1") || !exists("mq-b1") {
+		t.Fatal("want mq-a1 deleted and mq-b1 kept")
+	}
+
+	// Strict CreatePartitions: a topic that exists counts nothing (its
+	// TOPIC_ALREADY_EXISTS comes first), growing by 14 empties the bucket.
+	grower := mutationClient(t, addr, "grower")
+	if c := createdCodes(createTopicsRaw(t, grower, "mq-b2", 30))["mq-b2"]; c != kerr.TopicAlreadyExists.Code {
+		t.Fatalf("CreateTopics of an existing topic: code %d; want TOPIC_ALREADY_EXISTS", c)
+	}
+	grow := func(name string, count int32) (int16, int32) {
+		t.Helper()
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = name, count
+		req.Topics, req.TimeoutMillis = append(req.Topics, rt), 10_000
+		resp, err := req.RequestWith(ctxT(t, 30*time.Second), grower)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].ErrorCode, resp.ThrottleMillis
+	}
+	if c, ms := grow("mq-b2", 15); c != 0 || ms != 0 {
+		t.Fatalf("CreatePartitions to 15: code %d, throttle %d ms; want 0, 0", c, ms)
+	}
+	if c, ms := grow("mq-b2", 16); c != throttled || ms < 8_000 {
+		t.Fatalf("CreatePartitions on an empty bucket: code %d, throttle %d ms; want THROTTLING_QUOTA_EXCEEDED and ~13 s", c, ms)
+	}
+	// The refused growth changed nothing: growing to 16 is still valid.
+	if vres, err := adm.ValidateUpdatePartitions(ctxT(t, 10*time.Second), 16, "mq-b2"); err != nil || vres["mq-b2"].Err != nil {
+		t.Fatalf("validate growing mq-b2 to 16 after the refusal: %v, %v; want valid (15 partitions)", vres, err)
+	}
+
+	// Validate-only CreateTopics counts as on Kafka's controller.
+	validator := kadm.NewClient(mutationClient(t, addr, "validator"))
+	if _, err := validator.ValidateCreateTopics(ctxT(t, 10*time.Second), 20, 1, nil, "mq-v1"); err != nil {
+		t.Fatal(err)
+	}
+	vres, err := validator.ValidateCreateTopics(ctxT(t, 10*time.Second), 1, 1, nil, "mq-v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(vres["mq-v2"].Err, kerr.ThrottlingQuotaExceeded) {
+		t.Fatalf("validate-only CreateTopics after 20 partitions: %v; want THROTTLING_QUOTA_EXCEEDED", vres["mq-v2"].Err)
+	}
+
+	// 5 partitions/s, a burst of 5: 25 partitions leave 20 owed (4 s); a
+	// client refused meanwhile is admitted once the bucket refills.
+	refill := mutationClient(t, addr, "refill")
+	if c := createdCodes(createTopicsRaw(t, refill, "mq-r1", 25))["mq-r1"]; c != 0 {
+		t.Fatalf("CreateTopics mq-r1: code %d", c)
+	}
+	refusals := 0
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		resp := createTopicsRaw(t, refill, "mq-r2", 1)
+		c := createdCodes(resp)["mq-r2"]
+		if c == 0 {
+			break
+		}
+		if c != throttled || resp.ThrottleMillis <= 0 || resp.ThrottleMillis > 4000 {
+			t.Fatalf("CreateTopics mq-r2: code %d, throttle %d ms; want THROTTLING_QUOTA_EXCEEDED within 4 s", c, resp.ThrottleMillis)
+		}
+		refusals++
+		if time.Now().After(deadline) {
+			t.Fatal("mq-r2 still refused after 30 s at 5 partitions/s")
+		}
+		time.Sleep(time.Duration(resp.ThrottleMillis) * time.Millisecond)
+	}
+	t.Logf("mq-r2 refused %d times before the bucket refilled", refusals)
+
+	// A client id without a quota.
+	free := mutationClient(t, addr, "free")
+	if c := createdCodes(createTopicsRaw(t, free, "mq-f1", 50))["mq-f1"]; c != 0 {
+		t.Fatalf("CreateTopics without a quota: code %d", c)
+	}
+	checkThrottleMetrics(t, httpAddr, "controller_mutation")
 }
