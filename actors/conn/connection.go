@@ -271,6 +271,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		a.flush()
 		return
 	}
+	start := a.srv.Clock.Now()
 	body, err := wire.DecodeBody(hdr, in.body)
 	if err != nil {
 		a.log.Warn().Err(err).Msg("malformed request; closing connection")
@@ -293,6 +294,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	}
 	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst, Ctx: spanCtx, Size: len(in.body)}
 	pending := a.safeAuthorizeAndHandle(api, req)
+	req.throttle = max(req.throttle, a.requestTime(hdr, start))
 	frame := reusableFrame(hdr, in.frame)
 	go func() {
 		resp := a.safeRun(api, pending, req)
@@ -345,9 +347,14 @@ func (a *connActor) flush() {
 			} else {
 				d.resp.SetVersion(d.hdr.Version)
 			}
+			if d.throttle > 0 {
+				throttleAtLeast(d.resp, d.throttle)
+			}
 			api := metrics.ForAPI(d.hdr.Key)
 			countResponse(api, d.resp)
+			start := a.srv.Clock.Now()
 			f := encodeFrame(d.hdr, d.resp)
+			a.requestTime(d.hdr, start)
 			f.api, f.read = api, d.read
 			a.out <- f
 			if d.span != nil {

@@ -8,6 +8,8 @@ import (
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/wire"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // quotaUser is the user a connection's quotas are looked up by: its
@@ -73,4 +75,42 @@ func (r *Request) mutationThrottle(q *quota.MutationQuota) int32 {
 		metrics.QuotaThrottled(quota.Mutation.String(), d)
 	}
 	return throttleMillis(d)
+}
+
+// requestTime meters the time since start, spent by this connection's
+// actor on one request of hdr (decoding and handling it, or encoding its
+// answer), against the client's request_percentage (KIP-124) and returns
+// the throttle time. The actor is where a request's own work is done; what
+// partition actors do for it, and time spent waiting on them, is not
+// counted. Inter-broker requests are exempt, as Kafka exempts cluster
+// actions.
+func (a *connActor) requestTime(hdr wire.RequestHeader, start time.Time) time.Duration {
+	if hdr.Key == kmsg.WriteTxnMarkers.Int16() {
+		return 0
+	}
+	now := a.srv.Clock.Now()
+	user := a.session.Principal
+	if _, name, ok := strings.Cut(user, ":"); ok {
+		user = name
+	}
+	d := a.srv.Quotas.RecordRequestTime(user, hdr.ClientIDString(), now.Sub(start), now)
+	if d > 0 {
+		metrics.QuotaThrottled(quota.Request.String(), d)
+	}
+	return d
+}
+
+// throttleAtLeast raises resp's throttle_time_ms to d: a response throttled
+// by several quotas carries the longest throttle, as Kafka answers.
+func throttleAtLeast(resp kmsg.Response, d time.Duration) {
+	tr, ok := resp.(interface {
+		kmsg.ThrottleResponse
+		kmsg.SetThrottleResponse
+	})
+	if !ok {
+		return
+	}
+	if ms, _ := tr.Throttle(); ms < throttleMillis(d) {
+		tr.SetThrottle(throttleMillis(d))
+	}
 }

@@ -98,6 +98,7 @@ const (
 	Fetch                  // bytes of Fetch responses (consumer_byte_rate)
 	Connection             // connections accepted from an address (connection_creation_rate)
 	Mutation               // partitions created or deleted (controller_mutation_rate)
+	Request                // time spent on a client's requests (request_percentage)
 )
 
 // Key is the quota key that bounds k.
@@ -109,6 +110,8 @@ func (k Kind) Key() string {
 		return ConnectionCreationRate
 	case Mutation:
 		return ControllerMutationRate
+	case Request:
+		return RequestPercentage
 	}
 	return ProducerByteRate
 }
@@ -121,6 +124,8 @@ func (k Kind) String() string {
 		return "connection"
 	case Mutation:
 		return "controller_mutation"
+	case Request:
+		return "request"
 	}
 	return "produce"
 }
@@ -132,6 +137,10 @@ func (k Kind) String() string {
 type Quotas struct {
 	window Window
 	cfg    atomic.Pointer[Config]
+	// timed: some entity sets request_percentage, so request times are
+	// worth metering (most brokers have none: a request then costs no
+	// lookup).
+	timed atomic.Bool
 
 	mu      sync.Mutex
 	meters  map[meterKey]*meter
@@ -160,12 +169,16 @@ func New(w Window) *Quotas {
 // Set replaces the configuration.
 func (q *Quotas) Set(c Config) {
 	cp := Config{}
+	timed := false
 	for e, vs := range c {
 		if len(vs) > 0 {
 			cp[e] = vs
 		}
+		_, set := vs[RequestPercentage]
+		timed = timed || set
 	}
 	q.cfg.Store(&cp)
+	q.timed.Store(timed)
 }
 
 // Config is the current configuration (do not modify it).
@@ -175,6 +188,25 @@ func (q *Quotas) Config() Config { return *q.cfg.Load() }
 // and returns how long that connection is to be throttled (0: within its
 // quota, or none applies).
 func (q *Quotas) Record(kind Kind, user, client string, n int, now time.Time) time.Duration {
+	return q.record(kind, user, client, float64(n), time.Duration(q.window.Samples)*q.window.Size, now)
+}
+
+// nanosToPercent turns a time into request_percentage's unit, percent of
+// one thread for one second (Kafka's NanosToPercentagePerSecond).
+const nanosToPercent = 100.0 / float64(time.Second)
+
+// RecordRequestTime adds d, time the broker spent on one request of a
+// connection of user and client, and returns how long that connection is
+// to be throttled under its request_percentage: at most one sample
+// window, Kafka's bound for request quotas.
+func (q *Quotas) RecordRequestTime(user, client string, d time.Duration, now time.Time) time.Duration {
+	if !q.timed.Load() {
+		return 0
+	}
+	return q.record(Request, user, client, float64(d)*nanosToPercent, q.window.Size, now)
+}
+
+func (q *Quotas) record(kind Kind, user, client string, v float64, maxThrottle time.Duration, now time.Time) time.Duration {
 	bound, e, ok := q.Config().Resolve(kind.Key(), user, client)
 	if !ok {
 		return 0
@@ -182,9 +214,9 @@ func (q *Quotas) Record(kind Kind, user, client string, n int, now time.Time) ti
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	m := q.meter(meterKey{kind, e}, now)
-	m.record(q.window, now, float64(n))
+	m.record(q.window, now, v)
 	total, elapsed := m.measure(q.window, now)
-	return Throttle(total, elapsed, bound, time.Duration(q.window.Samples)*q.window.Size)
+	return Throttle(total, elapsed, bound, maxThrottle)
 }
 
 // RecordConnection counts a connection accepted from addr at now and

@@ -150,3 +150,35 @@ func TestMutationBucketsSwept(t *testing.T) {
 		t.Fatal("the owing user was admitted: its bucket was reset")
 	}
 }
+
+// TestRecordRequestTime: request_percentage meters time as percent of one
+// thread (Kafka's unit) and bounds a throttle to one sample window; a
+// broker with no request_percentage anywhere meters nothing.
+func TestRecordRequestTime(t *testing.T) {
+	q := New(DefaultWindow)
+	now := time.Unix(1_700_000_000, 0)
+	q.Set(Config{{ClientID: Named("c")}: {ProducerByteRate: 100}})
+	if d := q.RecordRequestTime("u", "c", time.Hour, now); d != 0 {
+		t.Fatalf("without request_percentage: throttle %v", d)
+	}
+	// 10 % of a thread: 1 s of request time per 10 s (the shortest span a
+	// rate is measured over, Samples-1 windows).
+	q.Set(Config{{ClientID: Named("c")}: {RequestPercentage: 10}})
+	if d := q.RecordRequestTime("u", "c", 500*time.Millisecond, now); d != 0 {
+		t.Fatalf("5 %% of a thread under a 10 %% quota: throttle %v", d)
+	}
+	if d := q.RecordRequestTime("u", "c", 400*time.Millisecond, now); d != 0 {
+		t.Fatalf("9 %% of a thread under a 10 %% quota: throttle %v", d)
+	}
+	// 10.5 %: (10.5-10)/10 of the 10 s span is owed.
+	if d := q.RecordRequestTime("u", "c", 150*time.Millisecond, now); d < 499*time.Millisecond || d > 501*time.Millisecond {
+		t.Fatalf("10.5 %% of a thread under a 10 %% quota: throttle %v; want 500ms", d)
+	}
+	// Far over: bounded to one window.
+	if d := q.RecordRequestTime("u", "c", 10*time.Second, now); d != time.Second {
+		t.Fatalf("far over quota: throttle %v; want one window (1s)", d)
+	}
+	if d := q.RecordRequestTime("u", "other", 10*time.Second, now); d != 0 {
+		t.Fatalf("a client id without a quota: throttle %v", d)
+	}
+}

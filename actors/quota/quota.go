@@ -1,5 +1,5 @@
 // Package quota is the broker's client quotas, with Apache Kafka's
-// semantics (KIP-13, KIP-55, KIP-219, KIP-546, KIP-599, KIP-612): quota entities (a
+// semantics (KIP-13, KIP-55, KIP-124, KIP-219, KIP-546, KIP-599, KIP-612): quota entities (a
 // user, a client id, both, an ip address, and the default of each), their
 // configured values, the filters DescribeClientQuotas matches them with,
 // the resolution of the quota that applies to one connection's (user,

@@ -630,3 +630,52 @@ func TestControllerMutationQuota(t *testing.T) {
 	}
 	checkThrottleMetrics(t, httpAddr, "controller_mutation")
 }
+
+// TestRequestQuotaThrottles: request_percentage (KIP-124) bounds the time
+// the broker spends on a client's requests. A client id allowed 0.001 % of
+// one thread (10 µs per second) sending Metadata requests back to back is
+// throttled within a few requests, each throttle at most one sample window
+// (Kafka's bound for request quotas); the broker still answers it; a client
+// id without a quota sending the same requests is never throttled.
+func TestRequestQuotaThrottles(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, addr := testBroker(t, append([]string{"--http-addr", httpAddr}, quotaTestWindow...)...)
+	adm := newAdmin(t, addr)
+	mustAlterQuotas(t, adm, kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "busy"),
+		Ops: []kadm.AlterClientQuotaOp{{Key: "request_percentage", Value: 0.001}}})
+	metadata := func(cl *kgo.Client) int32 {
+		t.Helper()
+		resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxT(t, 10*time.Second), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Brokers) != 1 {
+			t.Fatalf("Metadata listed %d brokers; want 1", len(resp.Brokers))
+		}
+		return resp.ThrottleMillis
+	}
+
+	free := newClient(t, addr, kgo.ClientID("free"))
+	for i := 0; i < 100; i++ {
+		if ms := metadata(free); ms != 0 {
+			t.Fatalf("request %d of a client without a quota: throttle_time_ms %d", i, ms)
+		}
+	}
+
+	busy := newClient(t, addr, kgo.ClientID("busy"))
+	window := int32(200) // quotaTestWindow's sample
+	throttled := 0
+	for i := 0; i < 50 && throttled < 3; i++ {
+		ms := metadata(busy)
+		if ms > window {
+			t.Fatalf("throttle_time_ms %d; want at most one window (%d ms)", ms, window)
+		}
+		if ms > 0 {
+			throttled++
+		}
+	}
+	if throttled < 3 {
+		t.Fatalf("%d of 50 Metadata answers throttled at 0.001 %% of a thread; want at least 3", throttled)
+	}
+	checkThrottleMetrics(t, httpAddr, "request")
+}
