@@ -49,6 +49,9 @@ type securityConfig struct {
 	OAuthJWKSCAFile     string
 	OAuthIssuer         string
 	OAuthAudience       string
+	KerberosKeytab      string
+	KerberosService     string
+	KerberosRules       string
 	MaxReauth           time.Duration
 	SASLMaxFailures     int
 	SASLFailureWindow   time.Duration
@@ -66,6 +69,7 @@ type securityConfig struct {
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
 	principalMapping    *tlsfiles.PrincipalMapper
+	kerberosRules       *sasl.KerberosRules // nil: DEFAULT
 	saslMechanisms      []string
 	listenerMechs       map[string][]string // listener -> its own SASL mechanisms
 	needTLS, needSASL   bool
@@ -85,7 +89,7 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "directory holding tls.crt, tls.key and ca.crt (a mounted kubernetes.io/tls Secret, e.g. from cert-manager), re-read when they change; needed by SSL and SASL_SSL listeners and --heartbeat-tls")
 	fs.StringVar(&c.SSLClientAuth, "ssl-client-auth", "none", "client certificates on SSL listeners: none, requested (verified if given) or required (Kafka's ssl.client.auth); verified against ca.crt; the principal is User:<subject DN>")
 	fs.StringVar(&c.SSLPrincipalRules, "ssl-principal-mapping-rules", "DEFAULT", "principal names of client certificates on SSL listeners from their subject DN (Kafka's ssl.principal.mapping.rules): RULE:pattern/replacement/[LU],...,DEFAULT; a certificate no rule applies to is refused")
-	fs.StringVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
+	fs.StringVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI")
 	fs.StringVar(&c.ListenerMechanisms, "listener-sasl-enabled-mechanisms", "", "SASL mechanisms of single listeners instead of --sasl-enabled-mechanisms, NAME=MECH,MECH;NAME=... (Kafka's listener.name.<name>.sasl.enabled.mechanisms)")
 	fs.StringVar(&c.SASLCredentialsFile, "sasl-credentials-file", "", "JSON file of salted SCRAM credentials (kaas scram-credential prints entries) for SCRAM and PLAIN, re-read when it changes")
 	fs.BoolVar(&c.SASLPlainWithoutTLS, "sasl-plain-without-tls", false, "also offer PLAIN (a clear-text password) on SASL_PLAINTEXT listeners")
@@ -95,6 +99,9 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.OAuthJWKSCAFile, "sasl-oauthbearer-jwks-ca-file", "", "OAUTHBEARER: PEM file of the CAs trusted for --sasl-oauthbearer-jwks-url (empty: the system's)")
 	fs.StringVar(&c.OAuthIssuer, "sasl-oauthbearer-issuer", "", "OAUTHBEARER: required iss claim (empty: any)")
 	fs.StringVar(&c.OAuthAudience, "sasl-oauthbearer-audience", "", "OAUTHBEARER: required aud claim (empty: any)")
+	fs.StringVar(&c.KerberosKeytab, "sasl-kerberos-keytab", "", "GSSAPI: keytab holding the keys of the service principals <service-name>/<host>@REALM of the brokers (a mounted Secret), re-read when it changes")
+	fs.StringVar(&c.KerberosService, "sasl-kerberos-service-name", "kafka", "GSSAPI: first component of the service principal clients get tickets for (Kafka's sasl.kerberos.service.name)")
+	fs.StringVar(&c.KerberosRules, "sasl-kerberos-principal-to-local-rules", "DEFAULT", "GSSAPI: principal names of Kerberos clients (Kafka's sasl.kerberos.principal.to.local.rules): RULE:[n:format](regex)s/from/to/g/[LU],...,DEFAULT; DEFAULT maps a principal of the keytab's realm to its first component; a principal no rule applies to is refused")
 	fs.DurationVar(&c.MaxReauth, "connections-max-reauth", 0, "longest SASL session before the client must re-authenticate on its connection, else it is closed (KIP-368, Kafka's connections.max.reauth.ms); 0: only token expiry ends a session")
 	fs.IntVar(&c.SASLMaxFailures, "sasl-max-failures", 10, "failed SASL authentications allowed per client address within --sasl-failure-window before further attempts are refused unchecked; 0: no limit")
 	fs.DurationVar(&c.SASLFailureWindow, "sasl-failure-window", time.Minute, "window of --sasl-max-failures")
@@ -148,6 +155,14 @@ func (c *serveConfig) validateSecurity() error {
 		}
 		s.principalMapping = m
 	}
+	s.kerberosRules = nil
+	if strings.TrimSpace(s.KerberosRules) != "DEFAULT" {
+		r, err := sasl.ParseKerberosRules(s.KerberosRules)
+		if err != nil {
+			return fmt.Errorf("--sasl-kerberos-principal-to-local-rules: %w", err)
+		}
+		s.kerberosRules = r
+	}
 	for _, l := range s.listenerSpecs {
 		s.needTLS = s.needTLS || l.Protocol == conn.ProtocolSSL || l.Protocol == conn.ProtocolSASLSSL
 		s.needSASL = s.needSASL || l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL
@@ -183,8 +198,11 @@ func (c *serveConfig) validateSecurity() error {
 			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" && s.OAuthJWKSURL == "" {
 				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file or --sasl-oauthbearer-jwks-url")
 			}
+			if m == sasl.GSSAPI && (s.KerberosKeytab == "" || s.KerberosService == "") {
+				return errors.New("GSSAPI needs --sasl-kerberos-keytab and --sasl-kerberos-service-name")
+			}
 			// In cluster mode SCRAM users can come from KafkaUser objects alone.
-			if m != sasl.OAuthBearer && s.SASLCredentialsFile == "" && (m == sasl.Plain || !c.clusterMode()) {
+			if m != sasl.OAuthBearer && m != sasl.GSSAPI && s.SASLCredentialsFile == "" && (m == sasl.Plain || !c.clusterMode()) {
 				return fmt.Errorf("%s needs --sasl-credentials-file", m)
 			}
 		}
@@ -208,6 +226,8 @@ func (c *serveConfig) validateSecurity() error {
 func (s *securityConfig) validateInterBroker() error {
 	switch s.InterBrokerMech {
 	case sasl.ScramSHA256, sasl.ScramSHA512, sasl.Plain:
+	case sasl.GSSAPI:
+		return errors.New("--inter-broker-sasl-mechanism GSSAPI is not supported: brokers authenticate to each other with SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN (enable one of them on the first listener beside GSSAPI)")
 	default:
 		return fmt.Errorf("--inter-broker-sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN", s.InterBrokerMech)
 	}
@@ -429,6 +449,20 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 				return nil, fmt.Errorf("--sasl-oauthbearer-jwks-file: %w", err)
 			}
 			srv.Tokens = v
+		}
+		if s.KerberosKeytab != "" {
+			k, err := sasl.OpenKeytab(s.KerberosKeytab, s.KerberosService, s.kerberosRules, time.Now)
+			if err != nil {
+				return nil, fmt.Errorf("--sasl-kerberos-keytab: %w", err)
+			}
+			k.OnReload = func(err error) {
+				if err != nil {
+					log.Error().Err(err).Str("keytab", s.KerberosKeytab).Msg("Kerberos keytab changed but does not load; keeping the previous keys")
+					return
+				}
+				log.Info().Str("keytab", s.KerberosKeytab).Msg("Kerberos keytab reloaded")
+			}
+			srv.Keytab = k
 		}
 		if s.OAuthJWKSURL != "" {
 			client, err := jwksClient(s.OAuthJWKSCAFile)

@@ -56,7 +56,9 @@ type Keytab struct {
 	ServiceName string
 	// Rules map a client principal to its short name; nil is DEFAULT.
 	Rules *KerberosRules
-	keys  func() loadedKeytab
+	// OnReload is told about every reload and failed reload of the file.
+	OnReload func(err error)
+	keys     func() loadedKeytab
 }
 
 // loadedKeytab is a parsed keytab and its default realm (its first
@@ -87,7 +89,13 @@ func OpenKeytab(path, serviceName string, rules *KerberosRules, now func() time.
 	if err != nil {
 		return nil, err
 	}
-	return &Keytab{ServiceName: serviceName, Rules: rules, keys: f.Get}, nil
+	k := &Keytab{ServiceName: serviceName, Rules: rules, keys: f.Get}
+	f.OnReload = func(err error) {
+		if k.OnReload != nil {
+			k.OnReload(err)
+		}
+	}
+	return k, nil
 }
 
 // NewKeytab serves the keys of kt (tests, or a keytab built in memory).
