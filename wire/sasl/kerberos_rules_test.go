@@ -23,6 +23,10 @@ func TestKerberosRulesShortName(t *testing.T) {
 		{"RULE:[1:$1](a.*)s/a/x/g", "banana@EXAMPLE.COM", ""},
 		{"RULE:[1:$1](b.*)s/a/x/g", "banana@EXAMPLE.COM", "bxnxnx"},
 		{"RULE:[1:$1](b.*)s/a/x/", "banana@EXAMPLE.COM", "bxnana"},
+		// The example of docs/security.md.
+		{`DEFAULT,RULE:[1:$1@$0]s/@PARTNER\.ORG$//`, "bob@PARTNER.ORG", "bob"},
+		{`DEFAULT,RULE:[1:$1@$0]s/@PARTNER\.ORG$//`, "alice@EXAMPLE.COM", "alice"},
+		{`DEFAULT,RULE:[1:$1@$0]s/@PARTNER\.ORG$//`, "carol@OTHER.ORG", ""},
 		{"RULE:[1:$1@$0]", "alice@EXAMPLE.COM", ""}, // non-simple name
 		{"RULE:[1:$3]", "alice@EXAMPLE.COM", ""},    // no such component
 	}
