@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -405,4 +406,69 @@ func TestGSSAPIMalformedTokens(t *testing.T) {
 			t.Fatalf("err = %v, want ErrAuthentication", err)
 		}
 	})
+}
+
+// TestKeytabFileReloads: a keytab file rewritten with a new key version
+// is read again (the clock past reload.CheckEvery), so tickets under the
+// new key verify; a broken rewrite keeps the last good keys.
+func TestKeytabFileReloads(t *testing.T) {
+	path := t.TempDir() + "/kafka.keytab"
+	write := func(kt *keytab.Keytab, mtime time.Time) {
+		t.Helper()
+		b, err := kt.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := time.Now()
+	old := serviceKeytab(t, "service-secret")
+	write(old, base)
+	now := base
+	k, err := OpenKeytab(path, "kafka", nil, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reloads []error
+	k.OnReload = func(err error) { reloads = append(reloads, err) }
+	srv := &Server{Mechanisms: []string{GSSAPI}, Keytab: k}
+	login := func(keys *keytab.Keytab, kvno int) error {
+		t.Helper()
+		c := newKrbClient(t, ticketSpec{keys: keys, kvno: kvno})
+		_, err := runGSSAPI(t, srv, c, false, func(o []byte, s uint64) []byte { return c.answer(t, o, s, nil, "") })
+		return err
+	}
+	if err := login(old, 1); err != nil {
+		t.Fatalf("kvno 1: %v", err)
+	}
+	rekeyed := keytabKVNO2(t)
+	if err := login(rekeyed, 2); err == nil {
+		t.Fatal("kvno 2 verified before the keytab held it")
+	}
+	write(rekeyed, base.Add(time.Minute))
+	now = now.Add(2 * time.Second)
+	if err := login(rekeyed, 2); err != nil {
+		t.Fatalf("kvno 2 after the reload: %v", err)
+	}
+	if len(reloads) != 1 || reloads[0] != nil {
+		t.Fatalf("reloads reported: %v", reloads)
+	}
+	if err := os.WriteFile(path, []byte("not a keytab"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Second)
+	if err := login(rekeyed, 2); err != nil {
+		t.Fatalf("after a broken rewrite: %v", err)
+	}
+	if len(reloads) != 2 || reloads[1] == nil {
+		t.Fatalf("broken rewrite not reported: %v", reloads)
+	}
+	if _, err := OpenKeytab(path, "kafka", nil, time.Now); err == nil {
+		t.Fatal("OpenKeytab accepted a broken file")
+	}
 }
