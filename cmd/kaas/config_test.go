@@ -87,7 +87,8 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			"--sasl-kerberos-keytab", "/k", "--sasl-kerberos-service-name", ""}, nil, "--sasl-kerberos-service-name", nil},
 		{"GSSAPI with a keytab", []string{"--listeners", "SASL_PLAINTEXT://:9093", "--sasl-enabled-mechanisms", "GSSAPI", "--sasl-kerberos-keytab", "/k"}, nil, "",
 			func(c *serveConfig) bool {
-				return c.KerberosService == "kafka" && c.kerberosRules == nil && len(c.saslMechanisms) == 1
+				name, err := c.kerberosRules.ShortName("kafka/kaas-0.kaas@EXAMPLE.COM", "EXAMPLE.COM")
+				return c.KerberosService == "kafka" && err == nil && name == "kafka" && len(c.saslMechanisms) == 1
 			}},
 		{"bad Kerberos rules", []string{"--sasl-kerberos-principal-to-local-rules", "RULE:x"}, nil, "--sasl-kerberos-principal-to-local-rules", nil},
 		{"Kerberos rules", []string{"--sasl-kerberos-principal-to-local-rules", "RULE:[1:$1]/L,DEFAULT"}, nil, "", func(c *serveConfig) bool {

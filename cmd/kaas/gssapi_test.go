@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -60,22 +58,7 @@ func newKerberosEnv(t *testing.T, k *testKDC, extra ...string) *kerberosEnv {
 		"--data-dir", t.TempDir(), "--authorizer", "acl", "--super-users", "User:admin",
 		"--group-initial-rebalance-delay", "0", "--sasl-max-failures", "0",
 	}, extra...)
-	cfg, err := parseServe(args, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.logs = &lockedBuffer{}
-	var out io.Writer = e.logs
-	if os.Getenv("KAAS_TEST_LOGS") != "" {
-		out = io.MultiWriter(e.logs, os.Stderr)
-	}
-	b, err := startBroker(ctx, cfg, out)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); b.shutdown() })
+	_, e.logs, _ = startLoggedBroker(t, args)
 	return e
 }
 

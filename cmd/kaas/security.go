@@ -69,7 +69,7 @@ type securityConfig struct {
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
 	principalMapping    *tlsfiles.PrincipalMapper
-	kerberosRules       *sasl.KerberosRules // nil: DEFAULT
+	kerberosRules       *sasl.KerberosRules
 	saslMechanisms      []string
 	listenerMechs       map[string][]string // listener -> its own SASL mechanisms
 	needTLS, needSASL   bool
@@ -155,14 +155,11 @@ func (c *serveConfig) validateSecurity() error {
 		}
 		s.principalMapping = m
 	}
-	s.kerberosRules = nil
-	if strings.TrimSpace(s.KerberosRules) != "DEFAULT" {
-		r, err := sasl.ParseKerberosRules(s.KerberosRules)
-		if err != nil {
-			return fmt.Errorf("--sasl-kerberos-principal-to-local-rules: %w", err)
-		}
-		s.kerberosRules = r
+	kerberosRules, rulesErr := sasl.ParseKerberosRules(s.KerberosRules)
+	if rulesErr != nil {
+		return fmt.Errorf("--sasl-kerberos-principal-to-local-rules: %w", rulesErr)
 	}
+	s.kerberosRules = kerberosRules
 	for _, l := range s.listenerSpecs {
 		s.needTLS = s.needTLS || l.Protocol == conn.ProtocolSSL || l.Protocol == conn.ProtocolSASLSSL
 		s.needSASL = s.needSASL || l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL
@@ -415,13 +412,8 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--tls-dir: %w", err)
 		}
-		d.OnReload = func(err error) {
-			if err != nil {
-				log.Error().Err(err).Str("tls_dir", s.TLSDir).Msg("TLS files changed but do not load; serving the previous certificate")
-				return
-			}
-			log.Info().Str("tls_dir", s.TLSDir).Msg("TLS certificate reloaded")
-		}
+		d.OnReload = logReloads(log.With().Str("tls_dir", s.TLSDir).Logger(),
+			"TLS files changed but do not load; serving the previous certificate", "TLS certificate reloaded")
 		out.tlsDir = d
 	}
 	if s.needSASL {
@@ -434,13 +426,7 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--sasl-credentials-file: %w", err)
 			}
-			f.OnReload = func(err error) {
-				if err != nil {
-					log.Error().Err(err).Msg("SASL credentials file changed but does not load; keeping the previous credentials")
-					return
-				}
-				log.Info().Msg("SASL credentials reloaded")
-			}
+			f.OnReload = logReloads(log, "SASL credentials file changed but does not load; keeping the previous credentials", "SASL credentials reloaded")
 			srv.Credentials, out.creds = f, f
 		}
 		if s.OAuthJWKSFile != "" {
@@ -455,13 +441,8 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--sasl-kerberos-keytab: %w", err)
 			}
-			k.OnReload = func(err error) {
-				if err != nil {
-					log.Error().Err(err).Str("keytab", s.KerberosKeytab).Msg("Kerberos keytab changed but does not load; keeping the previous keys")
-					return
-				}
-				log.Info().Str("keytab", s.KerberosKeytab).Msg("Kerberos keytab reloaded")
-			}
+			k.OnReload = logReloads(log.With().Str("keytab", s.KerberosKeytab).Logger(),
+				"Kerberos keytab changed but does not load; keeping the previous keys", "Kerberos keytab reloaded")
 			srv.Keytab = k
 		}
 		if s.OAuthJWKSURL != "" {
@@ -502,6 +483,18 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		out.settings = append(out.settings, cl)
 	}
 	return out, nil
+}
+
+// logReloads logs the reloads of a watched file: failed ones (the
+// previous content stays in use) as errors.
+func logReloads(log zerolog.Logger, failed, reloaded string) func(error) {
+	return func(err error) {
+		if err != nil {
+			log.Error().Err(err).Msg(failed)
+			return
+		}
+		log.Info().Msg(reloaded)
+	}
 }
 
 // startScramUsers picks the store of SCRAM credentials that SASL logins

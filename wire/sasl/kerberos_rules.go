@@ -35,7 +35,7 @@ var kerberosRuleSyntax = regexp.MustCompile(`^(?:(DEFAULT)|RULE:\[(\d*):([^\]]*)
 // javaGroupRef is a $n group reference of a Java replacement string.
 var javaGroupRef = regexp.MustCompile(`\$(\d+)`)
 
-// ParseKerberosRules parses a rule list; "DEFAULT" alone is nil rules.
+// ParseKerberosRules parses a rule list.
 func ParseKerberosRules(s string) (*KerberosRules, error) {
 	out := &KerberosRules{}
 	for _, text := range strings.Split(s, ",") {
