@@ -72,7 +72,15 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "", func(c *serveConfig) bool { return c.FenceAfter == 5*time.Second }},
 		{"inter-broker user without password file", []string{"--inter-broker-sasl-user", "kaas-broker"}, nil, "--inter-broker-sasl-password-file", nil},
 		{"inter-broker mechanism unknown", []string{"--inter-broker-sasl-mechanism", "NTLM"}, nil, "--inter-broker-sasl-mechanism", nil},
-		{"inter-broker GSSAPI refused", []string{"--inter-broker-sasl-mechanism", "GSSAPI"}, nil, "--inter-broker-sasl-mechanism GSSAPI is not supported", nil},
+		{"inter-broker GSSAPI needs a keytab", []string{"--inter-broker-sasl-mechanism", "GSSAPI"}, nil, "GSSAPI needs --sasl-kerberos-keytab", nil},
+		{"inter-broker GSSAPI takes no user", []string{"--inter-broker-sasl-mechanism", "GSSAPI", "--sasl-kerberos-keytab", "/k",
+			"--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"}, nil, "not --inter-broker-sasl-user", nil},
+		{"inter-broker GSSAPI not enabled", []string{"--listeners", "SASL_PLAINTEXT://:9093", "--sasl-credentials-file", "/c",
+			"--inter-broker-sasl-mechanism", "GSSAPI", "--sasl-kerberos-keytab", "/k"}, nil, "not in --sasl-enabled-mechanisms", nil},
+		{"inter-broker GSSAPI", []string{"--listeners", "SASL_PLAINTEXT://:9093", "--sasl-enabled-mechanisms", "GSSAPI",
+			"--inter-broker-sasl-mechanism", "GSSAPI", "--sasl-kerberos-keytab", "/k"}, nil, "", func(c *serveConfig) bool {
+			return c.InterBrokerKrb5Conf == "/etc/krb5.conf" && c.InterBrokerKrbName == ""
+		}},
 		{"inter-broker mechanism not enabled", []string{"--inter-broker-sasl-mechanism", "PLAIN", "--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"},
 			nil, "not in --sasl-enabled-mechanisms", nil},
 		{"inter-broker credentials", []string{"--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"}, nil, "", func(c *serveConfig) bool {

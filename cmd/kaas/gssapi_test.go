@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -29,6 +30,7 @@ type kerberosEnv struct {
 	ipAddr     string // 127.0.0.1:port
 	logs       *lockedBuffer
 	brokerKeys string
+	args       []string // the broker's command line
 }
 
 // newKerberosEnv creates the principals alice, bob (password bob-pw),
@@ -58,6 +60,7 @@ func newKerberosEnv(t *testing.T, k *testKDC, extra ...string) *kerberosEnv {
 		"--data-dir", t.TempDir(), "--authorizer", "acl", "--super-users", "User:admin",
 		"--group-initial-rebalance-delay", "0", "--sasl-max-failures", "0",
 	}, extra...)
+	e.args = args
 	_, e.logs, _ = startLoggedBroker(t, args)
 	return e
 }
@@ -236,5 +239,32 @@ func TestGSSAPIReauthentication(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), `"principal":"User:alice","mechanism":"GSSAPI","reauthentication":true`) {
 		t.Fatal("franz-go did not re-authenticate with GSSAPI")
+	}
+}
+
+// TestGSSAPIBetweenBrokers: with --inter-broker-sasl-mechanism GSSAPI the
+// Kafka client a broker opens to another (transaction markers) logs in as
+// kafka/<its advertised host> with the broker's keytab and the KDCs of
+// --inter-broker-krb5-conf, and is User:kafka on the peer; a principal
+// of the realm whose key the keytab lacks fails the login at the KDC
+// (before any request reaches the peer).
+func TestGSSAPIBetweenBrokers(t *testing.T) {
+	k := startKDC(t)
+	e := newKerberosEnv(t, k, "--inter-broker-sasl-mechanism", "GSSAPI", "--inter-broker-krb5-conf", k.krb5Conf)
+	cfg, err := parseServe(e.args, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := secureClient(t, e.addr, (&security{}).interBrokerClientOpts(cfg)...)
+	if err := cl.Ping(ctxT(t, 15*time.Second)); err != nil {
+		t.Fatalf("inter-broker client: %v", err)
+	}
+	if !strings.Contains(e.logs.String(), `"principal":"User:kafka","mechanism":"GSSAPI"`) {
+		t.Fatal("the inter-broker client did not authenticate as User:kafka")
+	}
+	cfg.InterBrokerKrbName = "other/localhost"
+	bad := secureClient(t, e.addr, (&security{}).interBrokerClientOpts(cfg)...)
+	if err := bad.Ping(ctxT(t, 15*time.Second)); err == nil || !strings.Contains(err.Error(), "keytab") {
+		t.Fatalf("login as a principal without a key in the keytab: %v, want a keytab error", err)
 	}
 }

@@ -17,9 +17,13 @@ import (
 	"strings"
 	"time"
 
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	krbconfig "github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	ksasl "github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/kerberos"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"google.golang.org/grpc"
@@ -60,6 +64,8 @@ type securityConfig struct {
 	InterBrokerMech     string
 	InterBrokerUser     string
 	InterBrokerPassFile string
+	InterBrokerKrbName  string
+	InterBrokerKrb5Conf string
 	SSLPrincipalRules   string
 	ListenerMechanisms  string
 	TokenSecretKey      string
@@ -107,7 +113,9 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.DurationVar(&c.SASLFailureWindow, "sasl-failure-window", time.Minute, "window of --sasl-max-failures")
 	fs.BoolVar(&c.HeartbeatTLS, "heartbeat-tls", false, "cluster mode: mutual TLS on the heartbeat gRPC port with --tls-dir (peers must present a certificate signed by ca.crt)")
 	fs.BoolVar(&c.DebugPprof, "debug-pprof", false, "serve Go's profiler at /debug/pprof/ on --http-addr")
-	fs.StringVar(&c.InterBrokerMech, "inter-broker-sasl-mechanism", sasl.ScramSHA512, "SASL mechanism of the Kafka requests one broker sends another (transaction markers) when the first listener is SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN (Kafka's sasl.mechanism.inter.broker.protocol)")
+	fs.StringVar(&c.InterBrokerMech, "inter-broker-sasl-mechanism", sasl.ScramSHA512, "SASL mechanism of the Kafka requests one broker sends another (transaction markers) when the first listener is SASL: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or GSSAPI (Kafka's sasl.mechanism.inter.broker.protocol)")
+	fs.StringVar(&c.InterBrokerKrbName, "inter-broker-kerberos-principal", "", "GSSAPI between brokers: the principal a broker logs in as with the key of --sasl-kerberos-keytab (empty: <service-name>/<its advertised host>, in the keytab's realm)")
+	fs.StringVar(&c.InterBrokerKrb5Conf, "inter-broker-krb5-conf", "/etc/krb5.conf", "GSSAPI between brokers: Kerberos configuration (krb5.conf) naming the realm's KDCs")
 	fs.StringVar(&c.InterBrokerUser, "inter-broker-sasl-user", "", "SASL user of the Kafka requests one broker sends another when the first listener is SASL; make its principal a super user (or grant it ClusterAction on the cluster)")
 	fs.StringVar(&c.TokenSecretKey, "delegation-token-secret-key", "", "secret key of delegation tokens, the same on every broker (Kafka's delegation.token.secret.key; give it as KAAS_DELEGATION_TOKEN_SECRET_KEY from a Secret); empty: tokens disabled")
 	fs.DurationVar(&c.TokenMaxLifetime, "delegation-token-max-lifetime", 7*24*time.Hour, "longest a delegation token lives, renewals included (Kafka's delegation.token.max.lifetime.ms)")
@@ -221,17 +229,23 @@ func (c *serveConfig) validateSecurity() error {
 
 // validateInterBroker checks the credentials brokers use towards each other.
 func (s *securityConfig) validateInterBroker() error {
+	gssapi := s.InterBrokerMech == sasl.GSSAPI
 	switch s.InterBrokerMech {
 	case sasl.ScramSHA256, sasl.ScramSHA512, sasl.Plain:
 	case sasl.GSSAPI:
-		return errors.New("--inter-broker-sasl-mechanism GSSAPI is not supported: brokers authenticate to each other with SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN (enable one of them on the first listener beside GSSAPI)")
+		if s.InterBrokerUser != "" || s.InterBrokerPassFile != "" {
+			return errors.New("--inter-broker-sasl-mechanism GSSAPI logs in with --sasl-kerberos-keytab (and --inter-broker-kerberos-principal), not --inter-broker-sasl-user")
+		}
+		if s.KerberosKeytab == "" || s.InterBrokerKrb5Conf == "" {
+			return errors.New("--inter-broker-sasl-mechanism GSSAPI needs --sasl-kerberos-keytab and --inter-broker-krb5-conf")
+		}
 	default:
-		return fmt.Errorf("--inter-broker-sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN", s.InterBrokerMech)
+		return fmt.Errorf("--inter-broker-sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or GSSAPI", s.InterBrokerMech)
 	}
 	if (s.InterBrokerUser == "") != (s.InterBrokerPassFile == "") {
 		return errors.New("--inter-broker-sasl-user and --inter-broker-sasl-password-file go together")
 	}
-	if s.InterBrokerUser != "" && len(s.listenerSpecs) > 0 {
+	if (s.InterBrokerUser != "" || gssapi) && len(s.listenerSpecs) > 0 {
 		mechs, ok := s.listenerMechs[s.listenerSpecs[0].Name]
 		if !ok {
 			mechs = s.saslMechanisms
@@ -599,7 +613,14 @@ func (s *security) interBrokerClientOpts(cfg *serveConfig) []kgo.Opt {
 	}
 	switch cfg.listenerSpecs[0].Protocol {
 	case conn.ProtocolSASLPlaintext, conn.ProtocolSASLSSL:
-		if cfg.InterBrokerUser != "" {
+		switch {
+		case cfg.InterBrokerMech == sasl.GSSAPI:
+			principal := cfg.InterBrokerKrbName
+			if principal == "" {
+				principal = cfg.KerberosService + "/" + cfg.advHost
+			}
+			opts = append(opts, kgo.SASL(interBrokerKerberos(cfg.KerberosKeytab, cfg.InterBrokerKrb5Conf, principal, cfg.KerberosService)))
+		case cfg.InterBrokerUser != "":
 			opts = append(opts, kgo.SASL(interBrokerMechanism(cfg.InterBrokerMech, cfg.InterBrokerUser, cfg.InterBrokerPassFile)))
 		}
 	}
@@ -633,6 +654,34 @@ func interBrokerMechanism(mech, user, passFile string) ksasl.Mechanism {
 			return scram.Auth{User: user, Pass: p}, err
 		})
 	}
+}
+
+// interBrokerKerberos logs in as principal ("name[/host][@REALM]", the
+// keytab's realm by default) with its key in keytabPath and asks the KDCs
+// of krb5Conf for tickets to service/<peer host>. Both files are read at
+// each authentication, so a rotated keytab needs no restart; this runs on
+// the Kafka client's goroutines, never in an actor.
+func interBrokerKerberos(keytabPath, krb5Conf, principal, service string) ksasl.Mechanism {
+	return kerberos.Kerberos(func(context.Context) (kerberos.Auth, error) {
+		kt, err := keytab.Load(keytabPath)
+		if err != nil {
+			return kerberos.Auth{}, fmt.Errorf("--sasl-kerberos-keytab: %w", err)
+		}
+		conf, err := krbconfig.Load(krb5Conf)
+		if err != nil {
+			return kerberos.Auth{}, fmt.Errorf("--inter-broker-krb5-conf: %w", err)
+		}
+		name, realm, ok := strings.Cut(principal, "@")
+		if !ok {
+			if len(kt.Entries) == 0 {
+				return kerberos.Auth{}, fmt.Errorf("--sasl-kerberos-keytab %s holds no key", keytabPath)
+			}
+			realm = kt.Entries[0].Principal.Realm
+		}
+		// A new client for each session: franz-go destroys it after.
+		cl := krbclient.NewWithKeytab(name, realm, kt, conf, krbclient.DisablePAFXFAST(true))
+		return kerberos.Auth{Client: cl, Service: service}, nil
+	})
 }
 
 // advertisedListenersString is the advertised.listeners DescribeConfigs reports.
