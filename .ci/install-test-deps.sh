@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the external programs the integration tests drive: kcat
-# (librdkafka), prometheus and promtool, and kafka-python (python3-kafka, for
-# Debian's /usr/bin/python3) with its snappy, lz4 and zstd codecs from
-# Debian; kafkajs and @platformatic/kafka from npm.
+# (librdkafka), an MIT Kerberos KDC and its tools, prometheus and promtool,
+# and kafka-python (python3-kafka, for Debian's /usr/bin/python3) with its
+# snappy, lz4 and zstd codecs from Debian; kafkajs and @platformatic/kafka
+# from npm.
 # Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,13 @@ apt_install() {
 
 if ! command -v kcat >/dev/null; then
   apt_install kcat
+fi
+# cmd/kaas's GSSAPI tests run their own MIT Kerberos realm: krb5kdc and
+# kdb5_util (krb5-kdc), kadmin.local (krb5-admin-server), kinit (krb5-user,
+# which librdkafka runs) and Cyrus SASL's GSSAPI plugin for librdkafka.
+if ! command -v krb5kdc >/dev/null || ! command -v kadmin.local >/dev/null || ! command -v kinit >/dev/null ||
+  ! compgen -G '/usr/lib/*/sasl2/libgssapiv2.so*' >/dev/null; then
+  apt_install krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit
 fi
 # protoc regenerates proto/heartbeatpb (CI checks the committed code is current).
 if ! command -v protoc >/dev/null; then

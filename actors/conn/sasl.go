@@ -95,8 +95,9 @@ func (a *connActor) mechanisms() []string {
 
 // saslRequest answers SaslHandshake and SaslAuthenticate inside Receive:
 // they change the connection's state, and the work is bounded CPU (SCRAM
-// is a few HMACs; PLAIN one PBKDF2 derivation) with no I/O but a stat of
-// the credentials file at most once a second.
+// is a few HMACs; PLAIN one PBKDF2 derivation; GSSAPI a few AES
+// decryptions and checksums) with no I/O but a stat of the credentials
+// file or keytab at most once a second (and reading it when it changed).
 func (a *connActor) saslRequest(ctx actor.Context, seq uint64, hdr wire.RequestHeader, body kmsg.Request, read time.Time) {
 	var resp kmsg.Response
 	var closeAfter bool

@@ -20,7 +20,7 @@ var groupVersions = map[int16][2]int16{
 	kmsg.OffsetCommit.Int16():            {2, 10},
 	kmsg.OffsetFetch.Int16():             {1, 10},
 	kmsg.FindCoordinator.Int16():         {0, 6},
-	kmsg.JoinGroup.Int16():               {2, 9},
+	kmsg.JoinGroup.Int16():               {0, 9},
 	kmsg.Heartbeat.Int16():               {0, 4},
 	kmsg.LeaveGroup.Int16():              {0, 5},
 	kmsg.SyncGroup.Int16():               {0, 5},

@@ -71,7 +71,16 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"fence-after just within the Lease", []string{"--data-dir", "/tmp", "--lease-duration", "6s", "--renew-deadline", "3s", "--fence-after", "5s", "--dead-after", "8s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "", func(c *serveConfig) bool { return c.FenceAfter == 5*time.Second }},
 		{"inter-broker user without password file", []string{"--inter-broker-sasl-user", "kaas-broker"}, nil, "--inter-broker-sasl-password-file", nil},
-		{"inter-broker mechanism unknown", []string{"--inter-broker-sasl-mechanism", "GSSAPI"}, nil, "--inter-broker-sasl-mechanism", nil},
+		{"inter-broker mechanism unknown", []string{"--inter-broker-sasl-mechanism", "NTLM"}, nil, "--inter-broker-sasl-mechanism", nil},
+		{"inter-broker GSSAPI needs a keytab", []string{"--inter-broker-sasl-mechanism", "GSSAPI"}, nil, "GSSAPI needs --sasl-kerberos-keytab", nil},
+		{"inter-broker GSSAPI takes no user", []string{"--inter-broker-sasl-mechanism", "GSSAPI", "--sasl-kerberos-keytab", "/k",
+			"--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"}, nil, "not --inter-broker-sasl-user", nil},
+		{"inter-broker GSSAPI not enabled", []string{"--listeners", "SASL_PLAINTEXT://:9093", "--sasl-credentials-file", "/c",
+			"--inter-broker-sasl-mechanism", "GSSAPI", "--sasl-kerberos-keytab", "/k"}, nil, "not in --sasl-enabled-mechanisms", nil},
+		{"inter-broker GSSAPI", []string{"--listeners", "SASL_PLAINTEXT://:9093", "--sasl-enabled-mechanisms", "GSSAPI",
+			"--inter-broker-sasl-mechanism", "GSSAPI", "--sasl-kerberos-keytab", "/k"}, nil, "", func(c *serveConfig) bool {
+			return c.InterBrokerKrb5Conf == "/etc/krb5.conf" && c.InterBrokerKrbName == ""
+		}},
 		{"inter-broker mechanism not enabled", []string{"--inter-broker-sasl-mechanism", "PLAIN", "--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"},
 			nil, "not in --sasl-enabled-mechanisms", nil},
 		{"inter-broker credentials", []string{"--inter-broker-sasl-user", "b", "--inter-broker-sasl-password-file", "/p"}, nil, "", func(c *serveConfig) bool {
@@ -80,7 +89,20 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"listener mechanisms of an unknown listener", []string{"--listeners", "SASL_SSL://:9093", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
 			"--listener-sasl-enabled-mechanisms", "OTHER=PLAIN"}, nil, "not a SASL listener", nil},
 		{"listener mechanisms unknown mechanism", []string{"--listeners", "SASL_SSL://:9093", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
-			"--listener-sasl-enabled-mechanisms", "SASL_SSL=GSSAPI"}, nil, "unknown mechanism", nil},
+			"--listener-sasl-enabled-mechanisms", "SASL_SSL=NTLM"}, nil, "unknown mechanism", nil},
+		{"GSSAPI needs a keytab", []string{"--listeners", "SASL_PLAINTEXT://:9093", "--sasl-enabled-mechanisms", "GSSAPI"}, nil, "GSSAPI needs --sasl-kerberos-keytab", nil},
+		{"GSSAPI needs a service name", []string{"--listeners", "SASL_PLAINTEXT://:9093", "--sasl-enabled-mechanisms", "GSSAPI",
+			"--sasl-kerberos-keytab", "/k", "--sasl-kerberos-service-name", ""}, nil, "--sasl-kerberos-service-name", nil},
+		{"GSSAPI with a keytab", []string{"--listeners", "SASL_PLAINTEXT://:9093", "--sasl-enabled-mechanisms", "GSSAPI", "--sasl-kerberos-keytab", "/k"}, nil, "",
+			func(c *serveConfig) bool {
+				name, err := c.kerberosRules.ShortName("kafka/kaas-0.kaas@EXAMPLE.COM", "EXAMPLE.COM")
+				return c.KerberosService == "kafka" && err == nil && name == "kafka" && len(c.saslMechanisms) == 1
+			}},
+		{"bad Kerberos rules", []string{"--sasl-kerberos-principal-to-local-rules", "RULE:x"}, nil, "--sasl-kerberos-principal-to-local-rules", nil},
+		{"Kerberos rules", []string{"--sasl-kerberos-principal-to-local-rules", "RULE:[1:$1]/L,DEFAULT"}, nil, "", func(c *serveConfig) bool {
+			name, err := c.kerberosRules.ShortName("ALICE@EXAMPLE.COM", "EXAMPLE.COM")
+			return err == nil && name == "alice"
+		}},
 		{"listener mechanisms need their files", []string{"--listeners", "SASL_SSL://:9093", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
 			"--listener-sasl-enabled-mechanisms", "SASL_SSL=OAUTHBEARER"}, nil, "--sasl-oauthbearer-jwks-file", nil},
 		{"listener mechanisms", []string{"--listeners", "SASL_SSL://:9093,SASL_PLAINTEXT://:9094", "--tls-dir", "/t", "--sasl-credentials-file", "/c",

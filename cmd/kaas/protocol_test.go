@@ -379,7 +379,7 @@ func TestUnsupportedVersions(t *testing.T) {
 	// Any other version outside the served range closes the connection, as
 	// Kafka's socket server does: Produce v2 (listed in ApiVersions from v0,
 	// never served), versions KIP-896 removed in Kafka 4 (Fetch v3,
-	// ListOffsets v0, OffsetCommit v1, JoinGroup v1, CreateTopics v1,
+	// ListOffsets v0, OffsetCommit v1, OffsetFetch v0, CreateTopics v1,
 	// DescribeAcls v0), Metadata v14 (newer than served). Other connections
 	// are unaffected.
 	good := newClient(t, addr)
@@ -391,7 +391,7 @@ func TestUnsupportedVersions(t *testing.T) {
 		{kmsg.NewPtrFetchRequest(), 3},
 		{kmsg.NewPtrListOffsetsRequest(), 0},
 		{kmsg.NewPtrOffsetCommitRequest(), 1},
-		{kmsg.NewPtrJoinGroupRequest(), 1},
+		{kmsg.NewPtrOffsetFetchRequest(), 0},
 		{kmsg.NewPtrCreateTopicsRequest(), 1},
 		{kmsg.NewPtrDescribeACLsRequest(), 0},
 		{kmsg.NewPtrMetadataRequest(), 14},
@@ -469,5 +469,26 @@ func TestProduceTimestampBounds(t *testing.T) {
 	}
 	if good.Offset != 0 {
 		t.Fatalf("in-range record at offset %d; refused records were appended", good.Offset)
+	}
+}
+
+// TestJoinGroupV0AndV1: JoinGroup v0 (no rebalance timeout: the session
+// timeout stands for it) and v1 join a classic group over the wire and
+// are answered with a member id, generation 1 and themselves as leader.
+func TestJoinGroupV0AndV1(t *testing.T) {
+	_, addr := testBroker(t, "--group-initial-rebalance-delay", "0")
+	for _, v := range []int16{0, 1} {
+		meta := kmsg.NewConsumerMemberMetadata()
+		meta.Topics = []string{"t"}
+		p := kmsg.NewJoinGroupRequestProtocol()
+		p.Name, p.Metadata = "range", meta.AppendTo(nil)
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = fmt.Sprintf("join-v%d", v), 10000, 10000
+		req.ProtocolType, req.Protocols = "consumer", []kmsg.JoinGroupRequestProtocol{p}
+		resp := rawExchange(t, rawConn(t, addr), req, v, 1).(*kmsg.JoinGroupResponse)
+		if resp.ErrorCode != 0 || resp.MemberID == "" || resp.Generation != 1 || resp.LeaderID != resp.MemberID ||
+			resp.Protocol == nil || *resp.Protocol != "range" || len(resp.Members) != 1 {
+			t.Fatalf("JoinGroup v%d: %+v", v, resp)
+		}
 	}
 }

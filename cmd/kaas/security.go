@@ -17,9 +17,13 @@ import (
 	"strings"
 	"time"
 
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	krbconfig "github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 	ksasl "github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/kerberos"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"google.golang.org/grpc"
@@ -49,6 +53,9 @@ type securityConfig struct {
 	OAuthJWKSCAFile     string
 	OAuthIssuer         string
 	OAuthAudience       string
+	KerberosKeytab      string
+	KerberosService     string
+	KerberosRules       string
 	MaxReauth           time.Duration
 	SASLMaxFailures     int
 	SASLFailureWindow   time.Duration
@@ -57,6 +64,8 @@ type securityConfig struct {
 	InterBrokerMech     string
 	InterBrokerUser     string
 	InterBrokerPassFile string
+	InterBrokerKrbName  string
+	InterBrokerKrb5Conf string
 	SSLPrincipalRules   string
 	ListenerMechanisms  string
 	TokenSecretKey      string
@@ -66,6 +75,7 @@ type securityConfig struct {
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
 	principalMapping    *tlsfiles.PrincipalMapper
+	kerberosRules       *sasl.KerberosRules
 	saslMechanisms      []string
 	listenerMechs       map[string][]string // listener -> its own SASL mechanisms
 	needTLS, needSASL   bool
@@ -85,7 +95,7 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "directory holding tls.crt, tls.key and ca.crt (a mounted kubernetes.io/tls Secret, e.g. from cert-manager), re-read when they change; needed by SSL and SASL_SSL listeners and --heartbeat-tls")
 	fs.StringVar(&c.SSLClientAuth, "ssl-client-auth", "none", "client certificates on SSL listeners: none, requested (verified if given) or required (Kafka's ssl.client.auth); verified against ca.crt; the principal is User:<subject DN>")
 	fs.StringVar(&c.SSLPrincipalRules, "ssl-principal-mapping-rules", "DEFAULT", "principal names of client certificates on SSL listeners from their subject DN (Kafka's ssl.principal.mapping.rules): RULE:pattern/replacement/[LU],...,DEFAULT; a certificate no rule applies to is refused")
-	fs.StringVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
+	fs.StringVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI")
 	fs.StringVar(&c.ListenerMechanisms, "listener-sasl-enabled-mechanisms", "", "SASL mechanisms of single listeners instead of --sasl-enabled-mechanisms, NAME=MECH,MECH;NAME=... (Kafka's listener.name.<name>.sasl.enabled.mechanisms)")
 	fs.StringVar(&c.SASLCredentialsFile, "sasl-credentials-file", "", "JSON file of salted SCRAM credentials (kaas scram-credential prints entries) for SCRAM and PLAIN, re-read when it changes")
 	fs.BoolVar(&c.SASLPlainWithoutTLS, "sasl-plain-without-tls", false, "also offer PLAIN (a clear-text password) on SASL_PLAINTEXT listeners")
@@ -95,12 +105,17 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.OAuthJWKSCAFile, "sasl-oauthbearer-jwks-ca-file", "", "OAUTHBEARER: PEM file of the CAs trusted for --sasl-oauthbearer-jwks-url (empty: the system's)")
 	fs.StringVar(&c.OAuthIssuer, "sasl-oauthbearer-issuer", "", "OAUTHBEARER: required iss claim (empty: any)")
 	fs.StringVar(&c.OAuthAudience, "sasl-oauthbearer-audience", "", "OAUTHBEARER: required aud claim (empty: any)")
+	fs.StringVar(&c.KerberosKeytab, "sasl-kerberos-keytab", "", "GSSAPI: keytab holding the keys of the service principals <service-name>/<host>@REALM of the brokers (a mounted Secret), re-read when it changes")
+	fs.StringVar(&c.KerberosService, "sasl-kerberos-service-name", "kafka", "GSSAPI: first component of the service principal clients get tickets for (Kafka's sasl.kerberos.service.name)")
+	fs.StringVar(&c.KerberosRules, "sasl-kerberos-principal-to-local-rules", "DEFAULT", "GSSAPI: principal names of Kerberos clients (Kafka's sasl.kerberos.principal.to.local.rules): RULE:[n:format](regex)s/from/to/g/[LU],...,DEFAULT; DEFAULT maps a principal of the keytab's realm to its first component; a principal no rule applies to is refused")
 	fs.DurationVar(&c.MaxReauth, "connections-max-reauth", 0, "longest SASL session before the client must re-authenticate on its connection, else it is closed (KIP-368, Kafka's connections.max.reauth.ms); 0: only token expiry ends a session")
 	fs.IntVar(&c.SASLMaxFailures, "sasl-max-failures", 10, "failed SASL authentications allowed per client address within --sasl-failure-window before further attempts are refused unchecked; 0: no limit")
 	fs.DurationVar(&c.SASLFailureWindow, "sasl-failure-window", time.Minute, "window of --sasl-max-failures")
 	fs.BoolVar(&c.HeartbeatTLS, "heartbeat-tls", false, "cluster mode: mutual TLS on the heartbeat gRPC port with --tls-dir (peers must present a certificate signed by ca.crt)")
 	fs.BoolVar(&c.DebugPprof, "debug-pprof", false, "serve Go's profiler at /debug/pprof/ on --http-addr")
-	fs.StringVar(&c.InterBrokerMech, "inter-broker-sasl-mechanism", sasl.ScramSHA512, "SASL mechanism of the Kafka requests one broker sends another (transaction markers) when the first listener is SASL: SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN (Kafka's sasl.mechanism.inter.broker.protocol)")
+	fs.StringVar(&c.InterBrokerMech, "inter-broker-sasl-mechanism", sasl.ScramSHA512, "SASL mechanism of the Kafka requests one broker sends another (transaction markers) when the first listener is SASL: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or GSSAPI (Kafka's sasl.mechanism.inter.broker.protocol)")
+	fs.StringVar(&c.InterBrokerKrbName, "inter-broker-kerberos-principal", "", "GSSAPI between brokers: the principal a broker logs in as with the key of --sasl-kerberos-keytab (empty: <service-name>/<its advertised host>, in the keytab's realm)")
+	fs.StringVar(&c.InterBrokerKrb5Conf, "inter-broker-krb5-conf", "/etc/krb5.conf", "GSSAPI between brokers: Kerberos configuration (krb5.conf) naming the realm's KDCs")
 	fs.StringVar(&c.InterBrokerUser, "inter-broker-sasl-user", "", "SASL user of the Kafka requests one broker sends another when the first listener is SASL; make its principal a super user (or grant it ClusterAction on the cluster)")
 	fs.StringVar(&c.TokenSecretKey, "delegation-token-secret-key", "", "secret key of delegation tokens, the same on every broker (Kafka's delegation.token.secret.key; give it as KAAS_DELEGATION_TOKEN_SECRET_KEY from a Secret); empty: tokens disabled")
 	fs.DurationVar(&c.TokenMaxLifetime, "delegation-token-max-lifetime", 7*24*time.Hour, "longest a delegation token lives, renewals included (Kafka's delegation.token.max.lifetime.ms)")
@@ -148,6 +163,11 @@ func (c *serveConfig) validateSecurity() error {
 		}
 		s.principalMapping = m
 	}
+	kerberosRules, rulesErr := sasl.ParseKerberosRules(s.KerberosRules)
+	if rulesErr != nil {
+		return fmt.Errorf("--sasl-kerberos-principal-to-local-rules: %w", rulesErr)
+	}
+	s.kerberosRules = kerberosRules
 	for _, l := range s.listenerSpecs {
 		s.needTLS = s.needTLS || l.Protocol == conn.ProtocolSSL || l.Protocol == conn.ProtocolSASLSSL
 		s.needSASL = s.needSASL || l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL
@@ -183,8 +203,11 @@ func (c *serveConfig) validateSecurity() error {
 			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" && s.OAuthJWKSURL == "" {
 				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file or --sasl-oauthbearer-jwks-url")
 			}
+			if m == sasl.GSSAPI && (s.KerberosKeytab == "" || s.KerberosService == "") {
+				return errors.New("GSSAPI needs --sasl-kerberos-keytab and --sasl-kerberos-service-name")
+			}
 			// In cluster mode SCRAM users can come from KafkaUser objects alone.
-			if m != sasl.OAuthBearer && s.SASLCredentialsFile == "" && (m == sasl.Plain || !c.clusterMode()) {
+			if m != sasl.OAuthBearer && m != sasl.GSSAPI && s.SASLCredentialsFile == "" && (m == sasl.Plain || !c.clusterMode()) {
 				return fmt.Errorf("%s needs --sasl-credentials-file", m)
 			}
 		}
@@ -206,15 +229,23 @@ func (c *serveConfig) validateSecurity() error {
 
 // validateInterBroker checks the credentials brokers use towards each other.
 func (s *securityConfig) validateInterBroker() error {
+	gssapi := s.InterBrokerMech == sasl.GSSAPI
 	switch s.InterBrokerMech {
 	case sasl.ScramSHA256, sasl.ScramSHA512, sasl.Plain:
+	case sasl.GSSAPI:
+		if s.InterBrokerUser != "" || s.InterBrokerPassFile != "" {
+			return errors.New("--inter-broker-sasl-mechanism GSSAPI logs in with --sasl-kerberos-keytab (and --inter-broker-kerberos-principal), not --inter-broker-sasl-user")
+		}
+		if s.KerberosKeytab == "" || s.InterBrokerKrb5Conf == "" {
+			return errors.New("--inter-broker-sasl-mechanism GSSAPI needs --sasl-kerberos-keytab and --inter-broker-krb5-conf")
+		}
 	default:
-		return fmt.Errorf("--inter-broker-sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512 or PLAIN", s.InterBrokerMech)
+		return fmt.Errorf("--inter-broker-sasl-mechanism %q: want SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or GSSAPI", s.InterBrokerMech)
 	}
 	if (s.InterBrokerUser == "") != (s.InterBrokerPassFile == "") {
 		return errors.New("--inter-broker-sasl-user and --inter-broker-sasl-password-file go together")
 	}
-	if s.InterBrokerUser != "" && len(s.listenerSpecs) > 0 {
+	if (s.InterBrokerUser != "" || gssapi) && len(s.listenerSpecs) > 0 {
 		mechs, ok := s.listenerMechs[s.listenerSpecs[0].Name]
 		if !ok {
 			mechs = s.saslMechanisms
@@ -395,13 +426,8 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--tls-dir: %w", err)
 		}
-		d.OnReload = func(err error) {
-			if err != nil {
-				log.Error().Err(err).Str("tls_dir", s.TLSDir).Msg("TLS files changed but do not load; serving the previous certificate")
-				return
-			}
-			log.Info().Str("tls_dir", s.TLSDir).Msg("TLS certificate reloaded")
-		}
+		d.OnReload = logReloads(log.With().Str("tls_dir", s.TLSDir).Logger(),
+			"TLS files changed but do not load; serving the previous certificate", "TLS certificate reloaded")
 		out.tlsDir = d
 	}
 	if s.needSASL {
@@ -414,13 +440,7 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--sasl-credentials-file: %w", err)
 			}
-			f.OnReload = func(err error) {
-				if err != nil {
-					log.Error().Err(err).Msg("SASL credentials file changed but does not load; keeping the previous credentials")
-					return
-				}
-				log.Info().Msg("SASL credentials reloaded")
-			}
+			f.OnReload = logReloads(log, "SASL credentials file changed but does not load; keeping the previous credentials", "SASL credentials reloaded")
 			srv.Credentials, out.creds = f, f
 		}
 		if s.OAuthJWKSFile != "" {
@@ -429,6 +449,15 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 				return nil, fmt.Errorf("--sasl-oauthbearer-jwks-file: %w", err)
 			}
 			srv.Tokens = v
+		}
+		if s.KerberosKeytab != "" {
+			k, err := sasl.OpenKeytab(s.KerberosKeytab, s.KerberosService, s.kerberosRules, time.Now)
+			if err != nil {
+				return nil, fmt.Errorf("--sasl-kerberos-keytab: %w", err)
+			}
+			k.OnReload = logReloads(log.With().Str("keytab", s.KerberosKeytab).Logger(),
+				"Kerberos keytab changed but does not load; keeping the previous keys", "Kerberos keytab reloaded")
+			srv.Keytab = k
 		}
 		if s.OAuthJWKSURL != "" {
 			client, err := jwksClient(s.OAuthJWKSCAFile)
@@ -468,6 +497,18 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		out.settings = append(out.settings, cl)
 	}
 	return out, nil
+}
+
+// logReloads logs the reloads of a watched file: failed ones (the
+// previous content stays in use) as errors.
+func logReloads(log zerolog.Logger, failed, reloaded string) func(error) {
+	return func(err error) {
+		if err != nil {
+			log.Error().Err(err).Msg(failed)
+			return
+		}
+		log.Info().Msg(reloaded)
+	}
 }
 
 // startScramUsers picks the store of SCRAM credentials that SASL logins
@@ -572,7 +613,14 @@ func (s *security) interBrokerClientOpts(cfg *serveConfig) []kgo.Opt {
 	}
 	switch cfg.listenerSpecs[0].Protocol {
 	case conn.ProtocolSASLPlaintext, conn.ProtocolSASLSSL:
-		if cfg.InterBrokerUser != "" {
+		switch {
+		case cfg.InterBrokerMech == sasl.GSSAPI:
+			principal := cfg.InterBrokerKrbName
+			if principal == "" {
+				principal = cfg.KerberosService + "/" + cfg.advHost
+			}
+			opts = append(opts, kgo.SASL(interBrokerKerberos(cfg.KerberosKeytab, cfg.InterBrokerKrb5Conf, principal, cfg.KerberosService)))
+		case cfg.InterBrokerUser != "":
 			opts = append(opts, kgo.SASL(interBrokerMechanism(cfg.InterBrokerMech, cfg.InterBrokerUser, cfg.InterBrokerPassFile)))
 		}
 	}
@@ -606,6 +654,34 @@ func interBrokerMechanism(mech, user, passFile string) ksasl.Mechanism {
 			return scram.Auth{User: user, Pass: p}, err
 		})
 	}
+}
+
+// interBrokerKerberos logs in as principal ("name[/host][@REALM]", the
+// keytab's realm by default) with its key in keytabPath and asks the KDCs
+// of krb5Conf for tickets to service/<peer host>. Both files are read at
+// each authentication, so a rotated keytab needs no restart; this runs on
+// the Kafka client's goroutines, never in an actor.
+func interBrokerKerberos(keytabPath, krb5Conf, principal, service string) ksasl.Mechanism {
+	return kerberos.Kerberos(func(context.Context) (kerberos.Auth, error) {
+		kt, err := keytab.Load(keytabPath)
+		if err != nil {
+			return kerberos.Auth{}, fmt.Errorf("--sasl-kerberos-keytab: %w", err)
+		}
+		conf, err := krbconfig.Load(krb5Conf)
+		if err != nil {
+			return kerberos.Auth{}, fmt.Errorf("--inter-broker-krb5-conf: %w", err)
+		}
+		name, realm, ok := strings.Cut(principal, "@")
+		if !ok {
+			if len(kt.Entries) == 0 {
+				return kerberos.Auth{}, fmt.Errorf("--sasl-kerberos-keytab %s holds no key", keytabPath)
+			}
+			realm = kt.Entries[0].Principal.Realm
+		}
+		// A new client for each session: franz-go destroys it after.
+		cl := krbclient.NewWithKeytab(name, realm, kt, conf, krbclient.DisablePAFXFAST(true))
+		return kerberos.Auth{Client: cl, Service: service}, nil
+	})
 }
 
 // advertisedListenersString is the advertised.listeners DescribeConfigs reports.

@@ -96,24 +96,32 @@ func newSecureEnv(t *testing.T, extra ...string) *secureEnv {
 		"--sasl-credentials-file", e.credsFile,
 		"--sasl-oauthbearer-jwks-file", e.jwks, "--sasl-oauthbearer-audience", "kaas",
 	}, extra...)
+	e.broker, e.logs, e.stop = startLoggedBroker(t, args)
+	return e
+}
+
+// startLoggedBroker starts an in-process broker with args whose log (JSON)
+// the test reads; it is stopped at cleanup or by stop.
+func startLoggedBroker(t *testing.T, args []string) (b *broker, logs *lockedBuffer, stop func()) {
+	t.Helper()
 	cfg, err := parseServe(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	e.logs = &lockedBuffer{}
-	var out io.Writer = e.logs
+	logs = &lockedBuffer{}
+	var out io.Writer = logs
 	if os.Getenv("KAAS_TEST_LOGS") != "" {
-		out = io.MultiWriter(e.logs, os.Stderr)
+		out = io.MultiWriter(logs, os.Stderr)
 	}
-	e.broker, err = startBroker(ctx, cfg, out)
+	b, err = startBroker(ctx, cfg, out)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
-	e.stop = func() { cancel(); e.broker.shutdown() }
-	t.Cleanup(e.stop)
-	return e
+	stop = func() { cancel(); b.shutdown() }
+	t.Cleanup(stop)
+	return b, logs, stop
 }
 
 // tlsClient is a client TLS config trusting the test CA.

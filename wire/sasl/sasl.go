@@ -1,7 +1,8 @@
 // Package sasl is the server side of the SASL mechanisms kaas serves:
 // PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) against
-// salted credentials, and OAUTHBEARER (RFC 7628) with JWTs checked against
-// a JWKS. It is pure logic over bytes: the connection actor feeds it the
+// salted credentials, OAUTHBEARER (RFC 7628) with JWTs checked against
+// a JWKS, and GSSAPI (RFC 4752) with Kerberos tickets checked against a
+// keytab. It is pure logic over bytes: the connection actor feeds it the
 // client's SaslAuthenticate payloads and answers with what it returns.
 package sasl
 
@@ -18,6 +19,7 @@ const (
 	ScramSHA256 = "SCRAM-SHA-256"
 	ScramSHA512 = "SCRAM-SHA-512"
 	OAuthBearer = "OAUTHBEARER"
+	GSSAPI      = "GSSAPI"
 )
 
 // ErrAuthentication is every failed authentication; its text goes to the
@@ -58,6 +60,8 @@ type Server struct {
 	Credentials CredentialStore
 	// Tokens validates OAUTHBEARER tokens.
 	Tokens *TokenValidator
+	// Keytab verifies GSSAPI tickets.
+	Keytab *Keytab
 	// DelegationTokens backs SCRAM with the tokenauth extension (nil: no
 	// token authenticates).
 	DelegationTokens DelegationTokens
@@ -89,13 +93,15 @@ func (s *Server) Start(mech string) (Exchange, error) {
 		return ex, nil
 	case OAuthBearer:
 		return &bearerExchange{tokens: s.Tokens, now: s.Now}, nil
+	case GSSAPI:
+		return &gssapiExchange{kt: s.Keytab}, nil
 	}
 	return nil, fmt.Errorf("mechanism %q is not implemented", mech)
 }
 
 // Supported lists the mechanisms this package implements.
 func Supported() []string {
-	out := []string{Plain, ScramSHA256, ScramSHA512, OAuthBearer}
+	out := []string{Plain, ScramSHA256, ScramSHA512, OAuthBearer, GSSAPI}
 	sort.Strings(out)
 	return out
 }
