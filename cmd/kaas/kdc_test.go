@@ -18,16 +18,35 @@ type testKDC struct {
 	realm, dir string
 	krb5Conf   string // client configuration (KRB5_CONFIG)
 	env        []string
+	tools      map[string]string // tool name -> its path
+}
+
+// kerberosTool finds an MIT Kerberos tool: the KDC and admin tools live in
+// /usr/sbin, which a non-root user's PATH may lack.
+func kerberosTool(t *testing.T, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if p := filepath.Join("/usr/sbin", name); fileExists(p) {
+		return p
+	}
+	return requireTool(t, name)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // startKDC creates a realm with kdb5_util, starts krb5kdc on a free
 // loopback port (UDP and TCP) and stops it at cleanup.
 func startKDC(t *testing.T) *testKDC {
 	t.Helper()
+	k := &testKDC{realm: "KAAS.TEST", dir: t.TempDir(), tools: map[string]string{}}
 	for _, tool := range []string{"krb5kdc", "kdb5_util", "kadmin.local", "kinit"} {
-		requireTool(t, tool)
+		k.tools[tool] = kerberosTool(t, tool)
 	}
-	k := &testKDC{realm: "KAAS.TEST", dir: t.TempDir()}
 	port := freeAddr(t)[len("127.0.0.1:"):]
 	kdcConf := filepath.Join(k.dir, "kdc.conf")
 	k.krb5Conf = filepath.Join(k.dir, "krb5.conf")
@@ -78,7 +97,7 @@ func startKDC(t *testing.T) *testKDC {
 	k.run(t, "", "kdb5_util", "create", "-s", "-r", k.realm, "-P", "kaas-test-master")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "krb5kdc", "-n", "-r", k.realm)
+	cmd := exec.CommandContext(ctx, k.tools["krb5kdc"], "-n", "-r", k.realm)
 	cmd.Env = k.env
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -93,6 +112,7 @@ func startKDC(t *testing.T) *testKDC {
 		<-exited
 	})
 	// Wait until the KDC accepts TCP connections.
+	deadline := time.After(30 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
 		if err == nil {
@@ -103,6 +123,9 @@ func startKDC(t *testing.T) *testKDC {
 		case <-exited:
 			log, _ := os.ReadFile(filepath.Join(k.dir, "kdc.log"))
 			t.Fatalf("krb5kdc exited: %s\n%s", out.String(), log)
+		case <-deadline:
+			log, _ := os.ReadFile(filepath.Join(k.dir, "kdc.log"))
+			t.Fatalf("krb5kdc does not accept connections after 30 s: %s\n%s", out.String(), log)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -113,6 +136,9 @@ func (k *testKDC) run(t *testing.T, stdin, name string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if p, ok := k.tools[name]; ok {
+		name = p
+	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = k.env
 	cmd.Stdin = strings.NewReader(stdin)
