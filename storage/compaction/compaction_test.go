@@ -300,6 +300,9 @@ func TestPassProperty(t *testing.T) {
 					break
 				}
 			}
+			if err := p.EndScan(firstDirty); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
 			if p.MapEnd <= firstDirty {
 				t.Fatalf("seed %d: no progress at %d", seed, firstDirty)
 			}

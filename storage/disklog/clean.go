@@ -92,8 +92,13 @@ func (l *Log) Compact(req storage.CompactRequest) (storage.CompactResult, error)
 	if err := l.buildKeyMap(segs, start, firstDirty, pass, req.Throttle, &res); err != nil {
 		return res, err
 	}
+	if err := pass.EndScan(firstDirty); err != nil {
+		return res, fmt.Errorf("disklog: %w", err)
+	}
 	if pass.MapEnd <= firstDirty {
-		return res, fmt.Errorf("disklog: compaction key map (%d keys) cannot hold one batch at offset %d", pass.Map.Limit(), firstDirty)
+		// A transaction open from firstDirty on: nothing is cleanable
+		// before it ends.
+		return res, nil
 	}
 	for _, s := range segs {
 		if s.base >= pass.MapEnd {
@@ -183,7 +188,8 @@ func (l *Log) eachBatch(s *segment, from int64, th *compaction.Throttle, read *i
 // buildKeyMap runs the pass's first walk (compaction.Pass.Scan) from the
 // log start: it fills the key map from firstDirty up to where it is full
 // (moving pass.MapEnd there), and notes each producer's last batch and the
-// transactions that end below pass.MapEnd.
+// transactions that end below pass.MapEnd (Compact then closes the walk
+// with EndScan).
 func (l *Log) buildKeyMap(segs []*segment, start, firstDirty int64, pass *compaction.Pass, th *compaction.Throttle, res *storage.CompactResult) error {
 	for _, s := range segs {
 		if s.base >= pass.MapEnd {
