@@ -15,7 +15,14 @@ import (
 // cleanerFile records the log's first dirty offset: everything below it was
 // cleaned by an earlier pass. Written in place without fsync: a lost or torn
 // one reads as absent and only makes the next pass clean from the start.
-const cleanerFile = "cleaner-offset"
+const cleanerFile = "cleaner-checkpoint"
+
+// oldCleanerFile is where passes that kept committed transactions whole
+// (never compacting them, and keeping every tombstone after them) recorded
+// their offset. It is ignored, so the first pass over such a log cleans it
+// from the start: a transaction those passes skipped is compacted against
+// every record after it before a tombstone after it may go.
+const oldCleanerFile = "cleaner-offset"
 
 // cleanedSuffix names a cleaned segment being written (".tmp": an open
 // sets a stale one aside, see recover).
@@ -141,6 +148,10 @@ func (l *Log) setFirstDirty(off int64) {
 	l.cleanedTo = off
 	if err := overwriteFile(filepath.Join(l.dir, cleanerFile), encodeNumber(off), l.fileMode); err != nil {
 		l.log.Warn().Err(err).Msg("persist the cleaner's offset")
+		return
+	}
+	if err := os.Remove(filepath.Join(l.dir, oldCleanerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.log.Warn().Err(err).Msg("remove the old cleaner offset")
 	}
 }
 
