@@ -344,11 +344,7 @@ func TestCompactedTopicAbortedTransactions(t *testing.T) {
 	adm := newAdmin(t, addr)
 	ctx := ctxT(t, 90*time.Second)
 	const topic = "compacted-txn"
-	cfg := map[string]*string{"cleanup.policy": sp("compact"), "segment.bytes": sp("2048"),
-		"min.cleanable.dirty.ratio": sp("0.01"), "delete.retention.ms": sp("0")}
-	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
-		t.Fatalf("create: %v %v", err, r[topic].Err)
-	}
+	createCompacted(t, ctx, adm, topic)
 	txn := newClient(t, addr, kgo.TransactionalID("compacting"), kgo.DefaultProduceTopic(topic))
 	var aborted, committed []string
 	for i := 0; i < 20; i++ {
@@ -364,16 +360,7 @@ func TestCompactedTopicAbortedTransactions(t *testing.T) {
 	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic))
 	produced := len(aborted) + len(committed) + 2
 	for round := 0; round < 10; round++ {
-		var recs []*kgo.Record
-		for k := 0; k < 20; k++ {
-			key, v := fmt.Sprintf("key-%02d", k), fmt.Sprintf("value-%02d-%03d", k, round)
-			recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(v)})
-			want[key] = v
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		produced += len(recs)
+		produced += overwriteRound(t, ctx, cl, round, 20, want)
 	}
 	got := rollAndAwaitClean(t, ctx, cl, addr, topic, 4000, want, produced+1, 3)
 	// The pass that removes the aborted records may come after the one
@@ -389,6 +376,33 @@ func TestCompactedTopicAbortedTransactions(t *testing.T) {
 	checkTable(t, "read_uncommitted", got, want)
 	rc := readAllFrom(t, addr, topic, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	checkTable(t, "read_committed", rc, want)
+}
+
+// createCompacted creates topic compacted, in small segments, cleaned as
+// soon as anything is dirty, tombstones and commit markers removable at once.
+func createCompacted(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) {
+	t.Helper()
+	cfg := map[string]*string{"cleanup.policy": sp("compact"), "segment.bytes": sp("2048"),
+		"min.cleanable.dirty.ratio": sp("0.01"), "delete.retention.ms": sp("0")}
+	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
+		t.Fatalf("create: %v %v", err, r[topic].Err)
+	}
+}
+
+// overwriteRound produces (plain) one value of round to each of keys keys
+// key-NN, noting them in want; it returns how many records it wrote.
+func overwriteRound(t *testing.T, ctx context.Context, cl *kgo.Client, round, keys int, want map[string]string) int {
+	t.Helper()
+	var recs []*kgo.Record
+	for k := 0; k < keys; k++ {
+		key, v := fmt.Sprintf("key-%02d", k), fmt.Sprintf("value-%02d-%03d", k, round)
+		recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(v)})
+		want[key] = v
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return len(recs)
 }
 
 // hasValuePrefix reports whether a record's value starts with prefix.
@@ -419,11 +433,7 @@ func TestCompactedTopicCommittedTransactions(t *testing.T) {
 	adm := newAdmin(t, addr)
 	ctx := ctxT(t, 150*time.Second)
 	const topic = "compacted-committed"
-	cfg := map[string]*string{"cleanup.policy": sp("compact"), "segment.bytes": sp("2048"),
-		"min.cleanable.dirty.ratio": sp("0.01"), "delete.retention.ms": sp("0")}
-	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
-		t.Fatalf("create: %v %v", err, r[topic].Err)
-	}
+	createCompacted(t, ctx, adm, topic)
 	txn := newClient(t, addr, kgo.TransactionalID("compacting-committed"), kgo.DefaultProduceTopic(topic))
 	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic))
 	// transact writes one transaction of records key -> value (nil: a
@@ -467,16 +477,7 @@ func TestCompactedTopicCommittedTransactions(t *testing.T) {
 			transact(txn, aborted, false)
 			produced += len(aborted) + 1
 		}
-		recs = nil
-		for k := 0; k < 10; k++ {
-			key, v := fmt.Sprintf("key-%02d", k), fmt.Sprintf("value-%02d-%d", k, round)
-			recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(v)})
-			want[key] = v
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		produced += len(recs)
+		produced += overwriteRound(t, ctx, cl, round, 10, want)
 	}
 	rollAndAwaitClean(t, ctx, cl, addr, topic, 4000, want, produced+1, 3)
 	// check reads the log both ways once the cleaner is done with it: it

@@ -333,23 +333,8 @@ func TestPassPropertyTxns(t *testing.T) {
 			}
 			progress := p.MapEnd > firstDirty
 			if progress {
-				var out [][]byte
-				ends := map[int]bool{}
-				for i, b := range log {
-					h, _ := batch.ParseHeader(b)
-					nb, err := p.Batch(b, h, segEnd[i])
-					if err != nil {
-						t.Fatal(err)
-					}
-					if nb == nil {
-						continue
-					}
-					if segEnd[i] {
-						ends[len(out)] = true
-					}
-					out = append(out, nb)
-				}
-				log, segEnd, firstDirty = out, ends, p.MapEnd
+				log, segEnd = rewrite(t, p, log, segEnd)
+				firstDirty = p.MapEnd
 			}
 			if final {
 				break
@@ -465,38 +450,5 @@ func TestPassScanHoldsTransactionKeys(t *testing.T) {
 				t.Fatalf("pass ends at %d (error %v), want %d (error: %v)", p.MapEnd, err, c.mapEnd, c.failure)
 			}
 		})
-	}
-}
-
-// TestPassCommittedCompressed: a committed transaction's compressed batch
-// (each of Kafka's codecs) is compacted record by record and recompressed
-// with its codec, still transactional, with its producer fields, offsets
-// and timestamps.
-func TestPassCommittedCompressed(t *testing.T) {
-	const now = 1_000_000
-	for c := int16(1); c <= 4; c++ {
-		b := txnData(0, 4, now, rec("a", "1"), rec("b", "2"), rec("a", "3"), rec("c", "4"))
-		h, _ := batch.Validate(b)
-		zb, zh := compressed(t, b, h, c)
-		log := [][]byte{zb, marker(4, 4, now, true), plain(5, -1, now, rec("c", "5"))}
-		p := &Pass{Map: NewKeyMap(1 << 20), MapEnd: 10, Horizon: now - 1000}
-		if err := scanAll(t, p, log, 0); err != nil {
-			t.Fatal(err)
-		}
-		out, err := p.Batch(zb, zh, false)
-		if err != nil {
-			t.Fatalf("codec %d: %v", c, err)
-		}
-		oh, err := batch.Validate(out)
-		if err != nil {
-			t.Fatalf("codec %d: rewritten batch: %v", c, err)
-		}
-		if oh.Attributes != zh.Attributes || oh.NumRecords != 2 || oh.LastOffsetDelta != 3 || oh.ProducerID != 4 ||
-			oh.ProducerEpoch != zh.ProducerEpoch || oh.BaseSequence != zh.BaseSequence || oh.FirstTimestamp != zh.FirstTimestamp || oh.MaxTimestamp != zh.MaxTimestamp {
-			t.Fatalf("codec %d: header %+v from %+v", c, oh, zh)
-		}
-		if got := fmt.Sprint(contents(t, out)); got != "[1:b=2 2:a=3]" {
-			t.Fatalf("codec %d: %s", c, got)
-		}
 	}
 }

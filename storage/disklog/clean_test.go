@@ -197,6 +197,18 @@ func TestCompactKeepsLatestPerKey(t *testing.T) {
 	_ = l.Close()
 }
 
+// overwrite3 appends 40 one-record batches overwriting three keys in turn,
+// and syncs them.
+func overwrite3(t *testing.T, l *Log, now time.Time) {
+	t.Helper()
+	for i := 0; i < 40; i++ {
+		appendBatch(t, l, keyedBatch(0, now.UnixMilli(), [2]string{fmt.Sprintf("k%d", i%3), fmt.Sprintf("v%d", i)}))
+	}
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCompactCrashAtEachStep stops a pass at each step of a segment swap,
 // as a crash would, and reopens: recovery accepts the log and every key
 // reads its latest value.
@@ -208,12 +220,7 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 			cfg := storage.LogConfig{SegmentBytes: 600, Claim: true, ClaimEpoch: 1}
 			l := openLogT(t, o, cfg)
 			now := time.Now()
-			for i := 0; i < 40; i++ {
-				appendBatch(t, l, keyedBatch(0, now.UnixMilli(), [2]string{fmt.Sprintf("k%d", i%3), fmt.Sprintf("v%d", i)}))
-			}
-			if _, err := l.Sync(); err != nil {
-				t.Fatal(err)
-			}
+			overwrite3(t, l, now)
 			want, _ := readTable(t, l)
 			stop := errors.New("crash")
 			cleanHook = func(s string) error {
@@ -479,12 +486,7 @@ func TestCompactIgnoresOldCleanerOffset(t *testing.T) {
 	o := testOpener(t, dir)
 	l := openLogT(t, o, storage.LogConfig{SegmentBytes: 600})
 	now := time.Now()
-	for i := 0; i < 40; i++ {
-		appendBatch(t, l, keyedBatch(0, now.UnixMilli(), [2]string{fmt.Sprintf("k%d", i%3), fmt.Sprintf("v%d", i)}))
-	}
-	if _, err := l.Sync(); err != nil {
-		t.Fatal(err)
-	}
+	overwrite3(t, l, now)
 	_, nBefore := readTable(t, l)
 	if err := overwriteFile(filepath.Join(l.dir, oldCleanerFile), encodeNumber(l.NextOffset()), l.fileMode); err != nil {
 		t.Fatal(err)
