@@ -152,14 +152,14 @@ func TestPassBatch(t *testing.T) {
 				return b, setAttr(b, batch.AttrControl|batch.AttrTransactional)
 			}, want: same},
 		}},
-		{"transactional data kept and protects later tombstones", [][2]any{{"a", int64(9)}}, []step{
+		{"undecided transactional data kept and protects later tombstones", [][2]any{{"a", int64(9)}}, []step{
 			{b: func() ([]byte, batch.Header) {
 				b, _ := mk(0, 4, now, rec("a", "1"))
 				return b, setAttr(b, batch.AttrTransactional)
 			}, want: same},
 			{b: func() ([]byte, batch.Header) { return mk(1, -1, now-5000, tomb("z")) }, want: same},
 		}},
-		{"transactional data kept", [][2]any{{"a", int64(9)}}, []step{
+		{"undecided transactional data kept", [][2]any{{"a", int64(9)}}, []step{
 			{b: func() ([]byte, batch.Header) {
 				b, _ := mk(0, 4, now, rec("a", "1"))
 				return b, setAttr(b, batch.AttrTransactional)

@@ -153,7 +153,7 @@ type txnSpan struct {
 // there (MapEnd moves to its base offset). EndScan closes the walk.
 func (p *Pass) Scan(b []byte, h batch.Header, firstDirty int64) (bool, error) {
 	dirty := h.NextOffset() > firstDirty
-	if dirty && !p.scanKeys(b, h) {
+	if dirty && !p.scanKeys(h) {
 		return false, nil
 	}
 	if Opaque(h) {
@@ -184,7 +184,7 @@ func (p *Pass) Scan(b []byte, h batch.Header, firstDirty int64) (bool, error) {
 
 // scanKeys reports whether the map can take batch h's keys, ending the
 // pass before it (MapEnd, full) when it cannot.
-func (p *Pass) scanKeys(b []byte, h batch.Header) bool {
+func (p *Pass) scanKeys(h batch.Header) bool {
 	if h.IsControl() || h.NumRecords == 0 || p.Map.fits(int(h.NumRecords)) {
 		return true
 	}
