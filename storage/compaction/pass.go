@@ -3,6 +3,7 @@ package compaction
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 
 	"github.com/kaas-project/kaas/storage/batch"
 )
@@ -114,14 +115,19 @@ type Pass struct {
 	LastOfProducer map[int64]int64
 
 	// open: producer id -> its transaction open at the point Scan has
-	// reached. ended: producer id -> the transactions Scan saw end, in
-	// offset order; cursor: producer id -> the first of them Batch has not
-	// walked past.
-	open   map[int64]*openTxn
-	ended  map[int64][]txnSpan
-	cursor map[int64]int
-	// full: Scan stopped because the map could take no more.
-	full bool
+	// reached. notCommitted: producer id -> its transactions Scan saw
+	// abort, or could not see end (an unreadable marker, or still open
+	// where it stopped: EndScan adds those), in offset order; every other
+	// transactional batch Scan walked is of a committed transaction (so
+	// the pass keeps one span per abort, as Kafka's cleaner keeps the
+	// aborted ones, not one per commit). cursor: producer id -> the first
+	// span Batch has not walked past.
+	open         map[int64]*openTxn
+	notCommitted map[int64][]txnSpan
+	cursor       map[int64]int
+	// full: Scan stopped because the map could take no more. scanned:
+	// EndScan ran (before that, no transaction is known committed).
+	full, scanned bool
 	// kept: producers with a transactional data batch kept since their
 	// last marker, as Batch walks the log.
 	kept map[int64]bool
@@ -138,10 +144,11 @@ type openTxn struct {
 	held  int // entries reserved in the map for it
 }
 
-// txnSpan is an ended transaction: from its first data batch to its marker.
+// txnSpan is a transaction that did not commit: from its first data batch
+// to its marker (math.MaxInt64: none seen).
 type txnSpan struct {
 	first, marker int64
-	commit        bool
+	aborted       bool // false: its outcome is unknown
 }
 
 // Scan feeds the pass's first walk one batch (offset order, from the log
@@ -237,17 +244,18 @@ func (p *Pass) endTxn(b []byte, h batch.Header) {
 	delete(p.open, h.ProducerID)
 	p.Map.reserved -= t.held
 	typ, err := batch.ControlType(b)
-	if err != nil || typ != batch.ControlAbort && typ != batch.ControlCommit {
+	if err == nil && typ == batch.ControlCommit {
+		p.Map.addCommitted(t.keys)
 		return
 	}
-	commit := typ == batch.ControlCommit
-	if commit {
-		p.Map.addCommitted(t.keys)
+	p.notCommit(h.ProducerID, txnSpan{t.first, h.BaseOffset, err == nil && typ == batch.ControlAbort})
+}
+
+func (p *Pass) notCommit(pid int64, s txnSpan) {
+	if p.notCommitted == nil {
+		p.notCommitted = map[int64][]txnSpan{}
 	}
-	if p.ended == nil {
-		p.ended = map[int64][]txnSpan{}
-	}
-	p.ended[h.ProducerID] = append(p.ended[h.ProducerID], txnSpan{t.first, h.BaseOffset, commit})
+	p.notCommitted[pid] = append(p.notCommitted[pid], s)
 }
 
 // EndScan closes the first walk. A transaction still open there, with data
@@ -259,7 +267,9 @@ func (p *Pass) endTxn(b []byte, h batch.Header) {
 // It returns an error when the pass cannot move past firstDirty because the
 // map cannot hold one batch, or one transaction, there.
 func (p *Pass) EndScan(firstDirty int64) error {
-	for _, t := range p.open {
+	p.scanned = true
+	for pid, t := range p.open {
+		p.notCommit(pid, txnSpan{first: t.first, marker: math.MaxInt64})
 		if t.dirty >= 0 && t.dirty < p.MapEnd {
 			p.MapEnd = t.dirty
 		}
@@ -271,10 +281,13 @@ func (p *Pass) EndScan(firstDirty int64) error {
 }
 
 // outcome says what became of the transaction holding data batch h:
-// committed, and whether Scan saw it end at all (false: undecided). Batch
-// asks in offset order, so each producer's cursor only moves forward.
+// committed, and whether the pass knows it at all (false: undecided).
+// Batch asks in offset order, so each producer's cursor only moves forward.
 func (p *Pass) outcome(h batch.Header) (commit, known bool) {
-	spans := p.ended[h.ProducerID]
+	if !p.scanned {
+		return false, false
+	}
+	spans := p.notCommitted[h.ProducerID]
 	i := p.cursor[h.ProducerID]
 	for i < len(spans) && spans[i].marker < h.BaseOffset {
 		i++
@@ -286,9 +299,9 @@ func (p *Pass) outcome(h batch.Header) (commit, known bool) {
 		p.cursor[h.ProducerID] = i
 	}
 	if i == len(spans) || spans[i].first > h.BaseOffset {
-		return false, false
+		return true, true
 	}
-	return spans[i].commit, true
+	return false, spans[i].aborted
 }
 
 // Keep decides one record of a batch with max timestamp maxTS.

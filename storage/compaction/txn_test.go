@@ -77,6 +77,7 @@ func TestPassTransactions(t *testing.T) {
 		firstDirty int64
 		segEnds    []int // batches ending a segment besides the last
 		mapEnd     int64 // the pass's end after EndScan (0: 10)
+		mapKeys    int64 // the key map's size in entries (0: plenty)
 	}{
 		{name: "aborted data removed, its marker kept while the data was there",
 			log:  [][]byte{txnData(0, pid, now, rec("a", "1")), plain(1, -1, now, rec("b", "1")), marker(2, pid, old, false), plain(3, pid, now, rec("c", "1"))},
@@ -155,6 +156,11 @@ func TestPassTransactions(t *testing.T) {
 			// a's record past the pass's end decides nothing: a read_committed
 			// reader stops before the open transaction.
 			want: []string{"0:a=1", "same", "same", "same", "same"}},
+		{name: "a transaction below firstDirty whose marker lies past a full map stays whole",
+			log: [][]byte{txnData(0, pid, now, rec("a", "1")), plain(1, -1, old, tomb("z")), plain(2, -1, now, rec("a", "2")),
+				plain(3, -1, now, rec("c", "1"), rec("d", "1"), rec("e", "1")), marker(6, pid, old, true), plain(7, pid, now, rec("f", "1"))},
+			firstDirty: 2, mapKeys: 2, mapEnd: 3,
+			want: []string{"same", "same", "same", "same", "same", "same"}},
 		{name: "undecided transaction kept whole",
 			log:    [][]byte{txnData(0, pid, now, rec("a", "1")), plain(1, -1, now, rec("b", "1"))},
 			mapEnd: -1,
@@ -170,6 +176,9 @@ func TestPassTransactions(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := &Pass{Map: NewKeyMap(1 << 20), MapEnd: 10, Horizon: now - 1000}
+			if c.mapKeys > 0 {
+				p.Map = NewKeyMap(c.mapKeys * EntryBytes)
+			}
 			if err := scanAll(t, p, c.log, c.firstDirty); err != nil {
 				t.Fatal(err)
 			}
