@@ -81,11 +81,13 @@ func TestProducerStateSurvivesCompaction(t *testing.T) {
 }
 
 // TestTransactionStateSurvivesCompaction: the cleaner removes the records
-// of an aborted transaction and keeps its marker; the
-// transaction state rebuilt from the cleaned log (a new leader's open)
-// still lists the aborted transaction, still holds the last stable offset
-// at the transaction left open, and the committed transaction's records
-// are all there, on both log engines.
+// of an aborted transaction and keeps its marker, and compacts committed
+// transactions: a record superseded by a later committed one or by a later
+// plain record goes, and so does the old commit marker of a transaction
+// none of whose batches is left. The transaction state rebuilt from the
+// cleaned log (a new leader's open) still lists the aborted transaction,
+// still holds the last stable offset at the transaction left open, and
+// takes the committed producer's next batch, on both log engines.
 func TestTransactionStateSurvivesCompaction(t *testing.T) {
 	do, err := disklog.NewOpener(t.TempDir(), zerolog.New(io.Discard))
 	if err != nil {
@@ -128,11 +130,16 @@ func TestTransactionStateSurvivesCompaction(t *testing.T) {
 			add(batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Timestamp: now.UnixMilli(),
 				Keys: [][]byte{[]byte(k)}, Values: [][]byte{[]byte(v)}}))
 		}
+		// The first transaction and its marker lie inside the first
+		// segment (a segment's last batch always stays).
+		data(21, "c", "superseded", "f", "superseded")
+		firstCommit := add(batch.Marker(21, 0, true, 0, old))
+		data(21, "c", "committed")
 		abortedFirst := data(20, "a", "aborted", "b", "aborted")
 		data(20, "e", "aborted")
 		abortMarker := add(batch.Marker(20, 0, false, 0, old))
-		data(21, "c", "committed")
-		add(batch.Marker(21, 0, true, 0, old))
+		lastCommit := add(batch.Marker(21, 0, true, 0, old))
+		plain("f", "plain")
 		openFirst := data(20, "d", "open")
 		for i := 0; i < 12; i++ {
 			plain(fmt.Sprint("filler", i), string(make([]byte, 80)))
@@ -145,12 +152,14 @@ func TestTransactionStateSurvivesCompaction(t *testing.T) {
 			t.Fatalf("%T: compact %+v %v", l, res, err)
 		}
 		values := map[string]int{}
-		markers := 0
+		markers := map[int64]bool{}
 		abortedLeft := false // an (emptied) batch of the aborted transaction
+		firstCommitLeft := false
 		err = l.ScanHeaders(0, func(h batch.Header) error {
 			abortedLeft = abortedLeft || (h.ProducerID == 20 && h.IsTransactional() && !h.IsControl() && h.BaseOffset < abortMarker)
+			firstCommitLeft = firstCommitLeft || (h.ProducerID == 21 && !h.IsControl() && h.BaseOffset < firstCommit)
 			if h.IsControl() {
-				markers++
+				markers[h.BaseOffset] = true
 				return nil
 			}
 			recs, err := l.Read(h.BaseOffset, h.Size(), h.NextOffset())
@@ -171,8 +180,12 @@ func TestTransactionStateSurvivesCompaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if values["aborted"] != 0 || values["committed"] != 1 || values["open"] != 1 || markers != 2 {
-			t.Fatalf("%T: after cleaning: values %v, %d markers", l, values, markers)
+		if values["aborted"] != 0 || values["superseded"] != 0 || values["committed"] != 1 || values["plain"] != 1 || values["open"] != 1 {
+			t.Fatalf("%T: after cleaning: values %v", l, values)
+		}
+		// The first commit marker goes with its transaction's batches.
+		if !markers[abortMarker] || !markers[lastCommit] || markers[firstCommit] || firstCommitLeft {
+			t.Fatalf("%T: markers left %v (abort %d, commits %d %d), a batch of the first commit left: %v", l, markers, abortMarker, firstCommit, lastCommit, firstCommitLeft)
 		}
 		prods, _, err := recoverProducers(l)
 		if err != nil {
@@ -187,6 +200,11 @@ func TestTransactionStateSurvivesCompaction(t *testing.T) {
 		}
 		if lso := prods.LastStable(l.NextOffset()); lso != openFirst {
 			t.Fatalf("%T: last stable offset %d, want %d (the open transaction)", l, lso, openFirst)
+		}
+		next := batch.Build(batch.Spec{ProducerID: 21, BaseSequence: seq[21], Timestamp: now.UnixMilli(), Keys: [][]byte{[]byte("g")}, Values: [][]byte{[]byte("x")}})
+		nh, _ := batch.Validate(next)
+		if r := prods.Check(nh); r.ErrorCode != 0 || r.Duplicate != nil {
+			t.Fatalf("%T: the committed producer's next batch after compaction: %+v", l, r)
 		}
 		_ = l.Close()
 	}

@@ -344,11 +344,7 @@ func TestCompactedTopicAbortedTransactions(t *testing.T) {
 	adm := newAdmin(t, addr)
 	ctx := ctxT(t, 90*time.Second)
 	const topic = "compacted-txn"
-	cfg := map[string]*string{"cleanup.policy": sp("compact"), "segment.bytes": sp("2048"),
-		"min.cleanable.dirty.ratio": sp("0.01"), "delete.retention.ms": sp("0")}
-	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
-		t.Fatalf("create: %v %v", err, r[topic].Err)
-	}
+	createCompacted(t, ctx, adm, topic)
 	txn := newClient(t, addr, kgo.TransactionalID("compacting"), kgo.DefaultProduceTopic(topic))
 	var aborted, committed []string
 	for i := 0; i < 20; i++ {
@@ -364,16 +360,7 @@ func TestCompactedTopicAbortedTransactions(t *testing.T) {
 	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic))
 	produced := len(aborted) + len(committed) + 2
 	for round := 0; round < 10; round++ {
-		var recs []*kgo.Record
-		for k := 0; k < 20; k++ {
-			key, v := fmt.Sprintf("key-%02d", k), fmt.Sprintf("value-%02d-%03d", k, round)
-			recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(v)})
-			want[key] = v
-		}
-		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		produced += len(recs)
+		produced += overwriteRound(t, ctx, cl, round, 20, want)
 	}
 	got := rollAndAwaitClean(t, ctx, cl, addr, topic, 4000, want, produced+1, 3)
 	// The pass that removes the aborted records may come after the one
@@ -391,6 +378,33 @@ func TestCompactedTopicAbortedTransactions(t *testing.T) {
 	checkTable(t, "read_committed", rc, want)
 }
 
+// createCompacted creates topic compacted, in small segments, cleaned as
+// soon as anything is dirty, tombstones and commit markers removable at once.
+func createCompacted(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) {
+	t.Helper()
+	cfg := map[string]*string{"cleanup.policy": sp("compact"), "segment.bytes": sp("2048"),
+		"min.cleanable.dirty.ratio": sp("0.01"), "delete.retention.ms": sp("0")}
+	if r, err := adm.CreateTopics(ctx, 1, 1, cfg, topic); err != nil || r[topic].Err != nil {
+		t.Fatalf("create: %v %v", err, r[topic].Err)
+	}
+}
+
+// overwriteRound produces (plain) one value of round to each of keys keys
+// key-NN, noting them in want; it returns how many records it wrote.
+func overwriteRound(t *testing.T, ctx context.Context, cl *kgo.Client, round, keys int, want map[string]string) int {
+	t.Helper()
+	var recs []*kgo.Record
+	for k := 0; k < keys; k++ {
+		key, v := fmt.Sprintf("key-%02d", k), fmt.Sprintf("value-%02d-%03d", k, round)
+		recs = append(recs, &kgo.Record{Key: []byte(key), Value: []byte(v)})
+		want[key] = v
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	return len(recs)
+}
+
 // hasValuePrefix reports whether a record's value starts with prefix.
 func hasValuePrefix(recs []*kgo.Record, prefix string) bool {
 	for _, r := range recs {
@@ -399,4 +413,136 @@ func hasValuePrefix(recs []*kgo.Record, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// TestCompactedTopicCommittedTransactions: on a disk log, a franz-go
+// transactional producer overwrites the same keys in several committed
+// transactions (the last deleting one key with a tombstone), aborts one,
+// and a plain producer overwrites keys of its own in between. Once
+// cleaned, read_uncommitted from offset 0 reads each key at most once,
+// nothing superseded and nothing aborted, and read_committed reads the
+// same table: each key's latest committed or plain value. Commit markers
+// whose transactions are gone go too (delete.retention.ms=0), the abort
+// marker and the last commit marker stay. After a restart (a new leader
+// rebuilding its transaction and producer state from the cleaned log)
+// both readers read the same, and the transactional producer commits again.
+func TestCompactedTopicCommittedTransactions(t *testing.T) {
+	dir, addr := t.TempDir(), freeAddr(t)
+	args := []string{"--data-dir", dir, "--cleaner-interval", "100ms"}
+	_, _, stop := startTestBrokerAt(t, addr, args...)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 150*time.Second)
+	const topic = "compacted-committed"
+	createCompacted(t, ctx, adm, topic)
+	txn := newClient(t, addr, kgo.TransactionalID("compacting-committed"), kgo.DefaultProduceTopic(topic))
+	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic))
+	// transact writes one transaction of records key -> value (nil: a
+	// tombstone) and commits or aborts it.
+	transact := func(p *kgo.Client, recs []*kgo.Record, commit bool) {
+		t.Helper()
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction (commit=%v): %v", commit, err)
+		}
+	}
+	want := map[string]string{}
+	const rounds = 8
+	produced, commits := 0, 0
+	for round := 0; round < rounds; round++ {
+		var recs []*kgo.Record
+		for k := 0; k < 10; k++ {
+			key := fmt.Sprintf("txn-%02d", k)
+			r := &kgo.Record{Key: []byte(key), Value: []byte(fmt.Sprintf("committed-%02d-%d", k, round))}
+			if round == rounds-1 && k == 9 {
+				r.Value = nil
+				delete(want, key)
+			} else {
+				want[key] = string(r.Value)
+			}
+			recs = append(recs, r)
+		}
+		transact(txn, recs, true)
+		commits++
+		produced += len(recs) + 1
+		if round == rounds/2 {
+			var aborted []*kgo.Record
+			for k := 0; k < 10; k++ {
+				aborted = append(aborted, &kgo.Record{Key: []byte(fmt.Sprintf("txn-%02d", k)), Value: []byte(fmt.Sprintf("aborted-%02d", k))})
+			}
+			transact(txn, aborted, false)
+			produced += len(aborted) + 1
+		}
+		produced += overwriteRound(t, ctx, cl, round, 10, want)
+	}
+	rollAndAwaitClean(t, ctx, cl, addr, topic, 4000, want, produced+1, 3)
+	// check reads the log both ways once the cleaner is done with it: it
+	// waits for a read_uncommitted reader to see no aborted, superseded or
+	// repeated record, then compares both readers' tables with want.
+	check := func(who string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			got := readAllFrom(t, addr, topic, kgo.KeepControlRecords())
+			var data []*kgo.Record
+			seen := map[string]bool{}
+			clean := true
+			var commitsLeft, abortsLeft []int64
+			for _, r := range got {
+				if r.Attrs.IsControl() {
+					// The control record's key: version, then type (0 abort, 1 commit).
+					if len(r.Key) == 4 && r.Key[3] == 1 {
+						commitsLeft = append(commitsLeft, r.Offset)
+					} else {
+						abortsLeft = append(abortsLeft, r.Offset)
+					}
+					continue
+				}
+				data = append(data, r)
+				k, v := string(r.Key), string(r.Value)
+				if seen[k] || strings.HasPrefix(v, "aborted-") || r.Value != nil && v != want[k] {
+					clean = false
+				}
+				seen[k] = true
+			}
+			if clean {
+				checkTable(t, who+" read_uncommitted", data, want)
+				if len(abortsLeft) != 1 || len(commitsLeft) == 0 || len(commitsLeft) >= commits {
+					t.Fatalf("%s: markers left: commits at %v (of %d), aborts at %v", who, commitsLeft, commits, abortsLeft)
+				}
+				// The last transaction's marker follows its records.
+				last := commitsLeft[len(commitsLeft)-1]
+				for _, r := range data {
+					if strings.HasPrefix(string(r.Key), "txn-") && r.Offset > last {
+						t.Fatalf("%s: %s at %d after the last commit marker at %d", who, r.Key, r.Offset, last)
+					}
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: superseded, repeated or aborted records still read after cleaning: %d records", who, len(got))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		rc := readAllFrom(t, addr, topic, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		checkTable(t, who+" read_committed", rc, want)
+	}
+	check("cleaned")
+	stop()
+	startTestBrokerAt(t, addr, args...)
+	check("restarted")
+	txn2 := newClient(t, addr, kgo.TransactionalID("compacting-committed"), kgo.DefaultProduceTopic(topic))
+	transact(txn2, []*kgo.Record{{Key: []byte("txn-00"), Value: []byte("after-restart")}}, true)
+	want["txn-00"] = "after-restart"
+	// A plain record after it: a reader stops at the last record it sees.
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("key-00"), Value: []byte("after-restart")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	want["key-00"] = "after-restart"
+	rc := readAllFrom(t, addr, topic, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	checkTable(t, "read_committed after a restart", rc, want)
 }

@@ -152,14 +152,14 @@ func TestPassBatch(t *testing.T) {
 				return b, setAttr(b, batch.AttrControl|batch.AttrTransactional)
 			}, want: same},
 		}},
-		{"transactional data kept and protects later tombstones", [][2]any{{"a", int64(9)}}, []step{
+		{"undecided transactional data kept and protects later tombstones", [][2]any{{"a", int64(9)}}, []step{
 			{b: func() ([]byte, batch.Header) {
 				b, _ := mk(0, 4, now, rec("a", "1"))
 				return b, setAttr(b, batch.AttrTransactional)
 			}, want: same},
 			{b: func() ([]byte, batch.Header) { return mk(1, -1, now-5000, tomb("z")) }, want: same},
 		}},
-		{"transactional data kept", [][2]any{{"a", int64(9)}}, []step{
+		{"undecided transactional data kept", [][2]any{{"a", int64(9)}}, []step{
 			{b: func() ([]byte, batch.Header) {
 				b, _ := mk(0, 4, now, rec("a", "1"))
 				return b, setAttr(b, batch.AttrTransactional)
@@ -287,42 +287,14 @@ func TestPassProperty(t *testing.T) {
 		mapBytes := int64(1+r.IntN(8)) * 5 * EntryBytes
 		for firstDirty < end {
 			p := &Pass{Map: NewKeyMap(mapBytes), MapEnd: end, Horizon: now - 1000}
-			for _, b := range log {
-				h, _ := batch.ParseHeader(b)
-				if h.BaseOffset >= p.MapEnd {
-					break
-				}
-				ok, err := p.Scan(b, h, firstDirty)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !ok {
-					break
-				}
+			if err := scanAll(t, p, log, firstDirty); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
 			}
 			if p.MapEnd <= firstDirty {
 				t.Fatalf("seed %d: no progress at %d", seed, firstDirty)
 			}
-			var out [][]byte
-			ends := map[int]bool{}
-			for i, b := range log {
-				h, _ := batch.ParseHeader(b)
-				nb, err := p.Batch(b, h, segEnd[i])
-				if err != nil {
-					t.Fatal(err)
-				}
-				if nb == nil {
-					continue
-				}
-				if segEnd[i] {
-					ends[len(out)] = true
-					if nh, _ := batch.ParseHeader(nb); nh.NextOffset() != h.NextOffset() {
-						t.Fatalf("seed %d: segment end moved", seed)
-					}
-				}
-				out = append(out, nb)
-			}
-			log, segEnd, firstDirty = out, ends, p.MapEnd
+			log, segEnd = rewrite(t, p, log, segEnd)
+			firstDirty = p.MapEnd
 		}
 		got := map[string]string{}
 		seen := map[string]bool{}
@@ -361,6 +333,33 @@ func TestPassProperty(t *testing.T) {
 	}
 }
 
+// rewrite runs a pass's rewrite walk over log, whose batches segEnd marks
+// as ending a segment: it returns the batches kept and their segment ends,
+// checking each segment still ends at the same offset.
+func rewrite(t *testing.T, p *Pass, log [][]byte, segEnd map[int]bool) ([][]byte, map[int]bool) {
+	t.Helper()
+	var out [][]byte
+	ends := map[int]bool{}
+	for i, b := range log {
+		h, _ := batch.ParseHeader(b)
+		nb, err := p.Batch(b, h, segEnd[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nb == nil {
+			continue
+		}
+		if segEnd[i] {
+			ends[len(out)] = true
+			if nh, _ := batch.ParseHeader(nb); nh.NextOffset() != h.NextOffset() {
+				t.Fatalf("segment ending at %d now ends at %d", h.NextOffset(), nh.NextOffset())
+			}
+		}
+		out = append(out, nb)
+	}
+	return out, ends
+}
+
 // compressed rebuilds an uncompressed batch with codec c.
 func compressed(t *testing.T, b []byte, h batch.Header, c int16) ([]byte, batch.Header) {
 	t.Helper()
@@ -379,30 +378,43 @@ func compressed(t *testing.T, b []byte, h batch.Header, c int16) ([]byte, batch.
 	return out, oh
 }
 
-// TestPassCompressedBatches: a compressed batch (each of Kafka's codecs) is
-// decompressed, compacted and recompressed with its own codec.
+// TestPassCompressedBatches: a compressed batch (each of Kafka's codecs),
+// plain or of a committed transaction, is decompressed, compacted and
+// recompressed with its own codec, with its attributes (transactional
+// included), producer fields, offsets and timestamps.
 func TestPassCompressedBatches(t *testing.T) {
-	for c := int16(1); c <= 4; c++ {
-		b, h := mk(0, -1, 1000, rec("a", "1"), rec("b", "2"), rec("a", "3"), rec("c", "4"))
-		zb, zh := compressed(t, b, h, c)
-		m := NewKeyMap(1 << 20)
-		if ok, err := m.AddBatch(zb, zh); !ok || err != nil {
-			t.Fatalf("codec %d: key map: %v %v", c, ok, err)
-		}
-		p := &Pass{Map: m, MapEnd: 10, Horizon: 0, LastOfProducer: map[int64]int64{}}
-		out, err := p.Batch(zb, zh, false)
-		if err != nil {
-			t.Fatalf("codec %d: %v", c, err)
-		}
-		oh, err := batch.Validate(out)
-		if err != nil {
-			t.Fatalf("codec %d: rewritten batch: %v", c, err)
-		}
-		if oh.Attributes&batch.AttrCompressionMask != c || oh.NumRecords != 3 || oh.LastOffsetDelta != 3 {
-			t.Fatalf("codec %d: header %+v", c, oh)
-		}
-		if got := fmt.Sprint(contents(t, out)); got != "[1:b=2 2:a=3 3:c=4]" {
-			t.Fatalf("codec %d: %s", c, got)
+	const now = 1_000_000
+	for _, txn := range []bool{false, true} {
+		for c := int16(1); c <= 4; c++ {
+			b, h := mk(0, 4, now, rec("a", "1"), rec("b", "2"), rec("a", "3"), rec("c", "4"))
+			log := [][]byte{b, plain(4, -1, now, rec("d", "5"))}
+			want := "[1:b=2 2:a=3 3:c=4]"
+			if txn {
+				h = setAttr(b, batch.AttrTransactional)
+				log = [][]byte{b, marker(4, 4, now, true), plain(5, -1, now, rec("c", "5"))}
+				want = "[1:b=2 2:a=3]"
+			}
+			zb, zh := compressed(t, b, h, c)
+			log[0] = zb
+			p := &Pass{Map: NewKeyMap(1 << 20), MapEnd: 10, Horizon: now - 1000}
+			if err := scanAll(t, p, log, 0); err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.Batch(zb, zh, false)
+			if err != nil {
+				t.Fatalf("codec %d: %v", c, err)
+			}
+			oh, err := batch.Validate(out)
+			if err != nil {
+				t.Fatalf("codec %d: rewritten batch: %v", c, err)
+			}
+			if oh.Attributes != zh.Attributes || oh.LastOffsetDelta != 3 || oh.ProducerID != 4 || oh.ProducerEpoch != zh.ProducerEpoch ||
+				oh.BaseSequence != zh.BaseSequence || oh.FirstTimestamp != zh.FirstTimestamp || oh.MaxTimestamp != zh.MaxTimestamp {
+				t.Fatalf("codec %d (transactional %v): header %+v from %+v", c, txn, oh, zh)
+			}
+			if got := fmt.Sprint(contents(t, out)); got != want {
+				t.Fatalf("codec %d (transactional %v): %s, want %s", c, txn, got, want)
+			}
 		}
 	}
 }

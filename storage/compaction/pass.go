@@ -1,7 +1,9 @@
 package compaction
 
 import (
+	"fmt"
 	"hash/maphash"
+	"math"
 
 	"github.com/kaas-project/kaas/storage/batch"
 )
@@ -16,9 +18,12 @@ const EntryBytes = 48
 // A pass whose dirty range holds more distinct keys than fit stops where the
 // map is full, and the next pass continues from there.
 type KeyMap struct {
-	m      map[[2]uint64]int64
-	limit  int
-	s1, s2 maphash.Seed
+	m     map[[2]uint64]int64
+	limit int
+	// reserved: entries held for the keys of transactions not yet
+	// committed (Pass.Scan), counted against the limit.
+	reserved int
+	s1, s2   maphash.Seed
 }
 
 // NewKeyMap returns a map holding at most limitBytes/EntryBytes keys (at
@@ -44,15 +49,22 @@ func (k *KeyMap) Latest(key []byte) (int64, bool) {
 	return off, ok
 }
 
+// fits reports whether n more entries may go into the map, counting those
+// held back for the transactions still open.
+func (k *KeyMap) fits(n int) bool {
+	return len(k.m)+k.reserved+n <= k.limit
+}
+
 // AddBatch records the keys of batch b (header h) at their offsets. It
 // returns false, adding nothing, when the batch's records might not fit
-// (the pass then ends before this batch). Control and opaque batches add
-// nothing.
+// (the pass then ends before this batch). Control and transactional data
+// batches add nothing here: a pass adds a transaction's keys when it
+// reaches its commit marker (Pass.Scan).
 func (k *KeyMap) AddBatch(b []byte, h batch.Header) (bool, error) {
 	if h.IsControl() || Opaque(h) || h.NumRecords == 0 {
 		return true, nil
 	}
-	if len(k.m)+int(h.NumRecords) > k.limit {
+	if !k.fits(int(h.NumRecords)) {
 		return false, nil
 	}
 	recs, err := Records(b, h)
@@ -67,14 +79,32 @@ func (k *KeyMap) AddBatch(b []byte, h batch.Header) (bool, error) {
 	return true, nil
 }
 
+// keyAt is a key hash and the offset of a record holding it.
+type keyAt struct {
+	hash [2]uint64
+	off  int64
+}
+
+// addCommitted records a committed transaction's keys. A record written
+// after one of them, outside the transaction, may already be in the map:
+// the later offset wins.
+func (k *KeyMap) addCommitted(keys []keyAt) {
+	for _, e := range keys {
+		if cur, ok := k.m[e.hash]; !ok || cur < e.off {
+			k.m[e.hash] = e.off
+		}
+	}
+}
+
 // Pass is one cleaning pass: a key map built over the dirty range
-// [first dirty offset, MapEnd) by Scan, applied by Batch to every batch from
-// the log start up to MapEnd, oldest first (both must see the batches in
-// offset order).
+// [first dirty offset, MapEnd) by Scan (closed by EndScan), applied by Batch
+// to every batch from the log start up to MapEnd, oldest first (both must
+// see the batches in offset order).
 type Pass struct {
 	Map *KeyMap
 	// MapEnd is the first offset the map does not cover: batches at or
-	// above it are kept as they are.
+	// above it are kept as they are, and a map entry at or above it (left
+	// by EndScan's cut) decides nothing.
 	MapEnd int64
 	// Horizon (Unix ms): a tombstone or a commit marker in a batch whose
 	// max timestamp is below it has outlived delete.retention.ms and may be
@@ -84,32 +114,66 @@ type Pass struct {
 	// in the range the pass rewrites: that batch is kept, empty if need be.
 	LastOfProducer map[int64]int64
 
-	// open: producer id -> first offset of its transaction open at the
-	// point Scan has reached; aborted: producer id -> the aborted
-	// transactions Scan found, each [first offset, abort marker offset].
-	open    map[int64]int64
-	aborted map[int64][][2]int64
-	// txnSeen: producers with a transactional data batch since their last
-	// marker, as Batch walks the log.
-	txnSeen    map[int64]bool
+	// open: producer id -> its transaction open at the point Scan has
+	// reached. notCommitted: producer id -> its transactions Scan saw
+	// abort, or could not see end (an unreadable marker, or still open
+	// where it stopped: EndScan adds those), in offset order; every other
+	// transactional batch Scan walked is of a committed transaction (so
+	// the pass keeps one span per abort, as Kafka's cleaner keeps the
+	// aborted ones, not one per commit). cursor: producer id -> the first
+	// span Batch has not walked past.
+	open         map[int64]*openTxn
+	notCommitted map[int64][]txnSpan
+	cursor       map[int64]int
+	// full: Scan stopped because the map could take no more. scanned:
+	// EndScan ran (before that, no transaction is known committed).
+	full, scanned bool
+	// kept: producers with a transactional data batch kept since their
+	// last marker, as Batch walks the log.
+	kept map[int64]bool
+	// opaqueSeen: Batch has walked past the kept data of a transaction
+	// whose outcome the pass does not know.
 	opaqueSeen bool
+}
+
+// openTxn is a transaction Scan is inside of.
+type openTxn struct {
+	first int64 // base offset of its first data batch
+	dirty int64 // base offset of its first batch reaching the dirty range (-1: none)
+	keys  []keyAt
+	held  int // entries reserved in the map for it
+}
+
+// txnSpan is a transaction that did not commit: from its first data batch
+// to its marker (math.MaxInt64: none seen).
+type txnSpan struct {
+	first, marker int64
+	aborted       bool // false: its outcome is unknown
 }
 
 // Scan feeds the pass's first walk one batch (offset order, from the log
 // start up to MapEnd): a batch whose records reach the dirty range (its
-// next offset is above firstDirty) goes into the key map; every batch
-// records its producer's last batch and the transactions that end in the
-// walk. It returns false when the map cannot take the batch: the pass then
-// ends there (MapEnd moves to its base offset).
+// next offset is above firstDirty) goes into the key map, a transactional
+// one once Scan reaches its commit marker; every batch records its
+// producer's last batch and the transactions that end in the walk. It
+// returns false when the map cannot take the batch: the pass then ends
+// there (MapEnd moves to its base offset). EndScan closes the walk.
 func (p *Pass) Scan(b []byte, h batch.Header, firstDirty int64) (bool, error) {
-	if h.NextOffset() > firstDirty {
-		ok, err := p.Map.AddBatch(b, h)
-		if err != nil {
-			return false, err
+	dirty := h.NextOffset() > firstDirty
+	if dirty && !p.scanKeys(h) {
+		return false, nil
+	}
+	if Opaque(h) {
+		t := p.txn(h)
+		// Its keys are held apart until its marker says whether they count.
+		if dirty {
+			if err := p.holdKeys(t, b, h); err != nil {
+				return false, err
+			}
 		}
-		if !ok {
-			p.MapEnd = h.BaseOffset
-			return false, nil
+	} else if dirty {
+		if _, err := p.Map.AddBatch(b, h); err != nil {
+			return false, err
 		}
 	}
 	if !h.HasProducer() {
@@ -119,41 +183,125 @@ func (p *Pass) Scan(b []byte, h batch.Header, firstDirty int64) (bool, error) {
 		p.LastOfProducer = map[int64]int64{}
 	}
 	p.LastOfProducer[h.ProducerID] = h.BaseOffset
-	switch {
-	case Opaque(h):
-		if p.open == nil {
-			p.open = map[int64]int64{}
-		}
-		if _, ok := p.open[h.ProducerID]; !ok {
-			p.open[h.ProducerID] = h.BaseOffset
-		}
-	case h.IsControl():
-		first, ok := p.open[h.ProducerID]
-		if !ok {
-			break
-		}
-		delete(p.open, h.ProducerID)
-		// An unreadable marker resolves nothing: the transaction's data
-		// stays as it is.
-		if typ, err := batch.ControlType(b); err == nil && typ == batch.ControlAbort {
-			if p.aborted == nil {
-				p.aborted = map[int64][][2]int64{}
-			}
-			p.aborted[h.ProducerID] = append(p.aborted[h.ProducerID], [2]int64{first, h.BaseOffset})
-		}
+	if h.IsControl() {
+		p.endTxn(b, h)
 	}
 	return true, nil
 }
 
-// isAborted reports whether the transactional data batch h belongs to a
-// transaction Scan saw aborted.
-func (p *Pass) isAborted(h batch.Header) bool {
-	for _, span := range p.aborted[h.ProducerID] {
-		if h.BaseOffset >= span[0] && h.BaseOffset < span[1] {
-			return true
+// scanKeys reports whether the map can take batch h's keys, ending the
+// pass before it (MapEnd, full) when it cannot.
+func (p *Pass) scanKeys(h batch.Header) bool {
+	if h.IsControl() || h.NumRecords == 0 || p.Map.fits(int(h.NumRecords)) {
+		return true
+	}
+	p.MapEnd, p.full = h.BaseOffset, true
+	return false
+}
+
+// txn returns the transaction producer h.ProducerID has open, opening one
+// at h.
+func (p *Pass) txn(h batch.Header) *openTxn {
+	if p.open == nil {
+		p.open = map[int64]*openTxn{}
+	}
+	t := p.open[h.ProducerID]
+	if t == nil {
+		t = &openTxn{first: h.BaseOffset, dirty: -1}
+		p.open[h.ProducerID] = t
+	}
+	return t
+}
+
+// holdKeys notes the keys of transactional data batch h (in the dirty
+// range) for its transaction t, reserving their room in the map.
+func (p *Pass) holdKeys(t *openTxn, b []byte, h batch.Header) error {
+	if t.dirty < 0 {
+		t.dirty = h.BaseOffset
+	}
+	recs, err := Records(b, h)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if !r.NullKey {
+			t.keys = append(t.keys, keyAt{p.Map.hash(r.Key), r.Offset})
 		}
 	}
-	return false
+	t.held += int(h.NumRecords)
+	p.Map.reserved += int(h.NumRecords)
+	return nil
+}
+
+// endTxn closes the transaction of control batch h's producer: a commit
+// puts its keys in the map, an abort drops them. An unreadable marker
+// resolves nothing: the transaction's data stays as it is.
+func (p *Pass) endTxn(b []byte, h batch.Header) {
+	t := p.open[h.ProducerID]
+	if t == nil {
+		return
+	}
+	delete(p.open, h.ProducerID)
+	p.Map.reserved -= t.held
+	typ, err := batch.ControlType(b)
+	if err == nil && typ == batch.ControlCommit {
+		p.Map.addCommitted(t.keys)
+		return
+	}
+	p.notCommit(h.ProducerID, txnSpan{t.first, h.BaseOffset, err == nil && typ == batch.ControlAbort})
+}
+
+func (p *Pass) notCommit(pid int64, s txnSpan) {
+	if p.notCommitted == nil {
+		p.notCommitted = map[int64][]txnSpan{}
+	}
+	p.notCommitted[pid] = append(p.notCommitted[pid], s)
+}
+
+// EndScan closes the first walk. A transaction still open there, with data
+// in the dirty range, has an outcome the pass does not know, so the pass
+// ends before its first such batch, as Kafka's cleaner stops at the last
+// stable offset: data whose transaction was not decided is never rewritten
+// below MapEnd, so no record is ever left out of a pass that should have
+// compacted it (a later pass reaching the marker rescans it from its start).
+// It returns an error when the pass cannot move past firstDirty because the
+// map cannot hold one batch, or one transaction, there.
+func (p *Pass) EndScan(firstDirty int64) error {
+	p.scanned = true
+	for pid, t := range p.open {
+		p.notCommit(pid, txnSpan{first: t.first, marker: math.MaxInt64})
+		if t.dirty >= 0 && t.dirty < p.MapEnd {
+			p.MapEnd = t.dirty
+		}
+	}
+	if p.MapEnd > firstDirty || !p.full {
+		return nil
+	}
+	return fmt.Errorf("compaction key map (%d keys) cannot hold the batch or transaction at offset %d", p.Map.Limit(), p.MapEnd)
+}
+
+// outcome says what became of the transaction holding data batch h:
+// committed, and whether the pass knows it at all (false: undecided).
+// Batch asks in offset order, so each producer's cursor only moves forward.
+func (p *Pass) outcome(h batch.Header) (commit, known bool) {
+	if !p.scanned {
+		return false, false
+	}
+	spans := p.notCommitted[h.ProducerID]
+	i := p.cursor[h.ProducerID]
+	for i < len(spans) && spans[i].marker < h.BaseOffset {
+		i++
+	}
+	if i > 0 {
+		if p.cursor == nil {
+			p.cursor = map[int64]int{}
+		}
+		p.cursor[h.ProducerID] = i
+	}
+	if i == len(spans) || spans[i].first > h.BaseOffset {
+		return true, true
+	}
+	return false, spans[i].aborted
 }
 
 // Keep decides one record of a batch with max timestamp maxTS.
@@ -161,7 +309,13 @@ func (p *Pass) Keep(r Record, maxTS int64) bool {
 	if r.NullKey {
 		return false
 	}
-	if latest, ok := p.Map.Latest(r.Key); ok && latest > r.Offset {
+	latest, ok := p.Map.Latest(r.Key)
+	if ok && latest >= p.MapEnd {
+		// Its latest record lies past the pass (EndScan moved MapEnd
+		// back): nothing is known of the key within the pass.
+		return true
+	}
+	if ok && latest > r.Offset {
 		return false
 	}
 	if r.Tombstone && maxTS < p.Horizon && !p.opaqueSeen {
@@ -182,23 +336,49 @@ func (p *Pass) Batch(b []byte, h batch.Header, keepHeader bool) ([]byte, error) 
 	if h.IsControl() {
 		return p.marker(b, h, retain), nil
 	}
+	var out []byte
+	var err error
+	commit, known := false, true
 	if Opaque(h) {
-		if p.txnSeen == nil {
-			p.txnSeen = map[int64]bool{}
-		}
-		p.txnSeen[h.ProducerID] = true
-		if !p.isAborted(h) {
-			p.opaqueSeen = true
-			return b, nil
-		}
-		switch {
-		case !retain:
-			return nil, nil
-		case h.NumRecords == 0:
-			return b, nil
-		}
-		return Rebuild(b, h, nil), nil
+		commit, known = p.outcome(h)
 	}
+	switch {
+	case !known:
+		// Undecided: kept whole; a tombstone after it could hide a value
+		// inside it, so none is removed from here on.
+		p.opaqueSeen = true
+		out = b
+	case Opaque(h) && !commit:
+		out = p.aborted(b, h, retain)
+	default:
+		// Plain data and committed transactions: record by record.
+		if out, err = p.records(b, h, retain); err != nil {
+			return nil, err
+		}
+	}
+	if out != nil && Opaque(h) {
+		if p.kept == nil {
+			p.kept = map[int64]bool{}
+		}
+		p.kept[h.ProducerID] = true
+	}
+	return out, nil
+}
+
+// aborted decides a data batch of an aborted transaction: all its records
+// go, and the batch with them unless retain.
+func (p *Pass) aborted(b []byte, h batch.Header, retain bool) []byte {
+	switch {
+	case !retain:
+		return nil
+	case h.NumRecords == 0:
+		return b
+	}
+	return Rebuild(b, h, nil)
+}
+
+// records decides a data batch record by record.
+func (p *Pass) records(b []byte, h batch.Header, retain bool) ([]byte, error) {
 	recs, err := Records(b, h)
 	if err != nil {
 		return nil, err
@@ -219,7 +399,7 @@ func (p *Pass) Batch(b []byte, h batch.Header, keepHeader bool) ([]byte, error) 
 }
 
 // marker decides a control batch: a commit marker goes once no data batch
-// of its transaction is left before it (none seen since the producer's
+// of its transaction is left before it (none kept since the producer's
 // previous marker) and it has outlived delete.retention.ms, as Kafka's
 // cleaner removes it; otherwise it stays whole (an emptied marker would no
 // longer say what it ends). An abort marker always stays: the partition's
@@ -228,8 +408,8 @@ func (p *Pass) Batch(b []byte, h batch.Header, keepHeader bool) ([]byte, error) 
 // fetches, and a client skips that producer's records from the
 // transaction's first offset until it reads the marker.
 func (p *Pass) marker(b []byte, h batch.Header, retain bool) []byte {
-	seen := p.txnSeen[h.ProducerID]
-	delete(p.txnSeen, h.ProducerID)
+	seen := p.kept[h.ProducerID]
+	delete(p.kept, h.ProducerID)
 	if retain || seen || h.MaxTimestamp >= p.Horizon {
 		return b
 	}

@@ -9,22 +9,31 @@
 //   - a tombstone (null value) is kept until delete.retention.ms after its
 //     batch's timestamp, then removed;
 //   - a record without a key is removed (Kafka refuses them on compacted topics);
-//   - records of aborted transactions are removed (a transaction is aborted
-//     when the pass's first walk, Pass.Scan, reaches its abort marker); abort
-//     markers are kept (the aborted-transaction index still names them);
+//   - a transaction is decided when the pass's first walk, Pass.Scan, reaches
+//     its marker. The records of a committed one are compacted like any
+//     others: its keys enter the map at the commit marker (the later offset
+//     wins against a record written meanwhile outside it), and its batches
+//     are decided record by record, tombstones included. The records of an
+//     aborted one are removed; abort markers are kept (the aborted-transaction
+//     index still names them);
+//   - a pass never reaches past the first batch, in its dirty range, of a
+//     transaction it has not seen end (Pass.EndScan), as Kafka's cleaner
+//     stops at the last stable offset: every record is compacted by the
+//     first pass that rewrites it, and a map entry beyond the pass's end
+//     decides nothing;
 //   - a commit marker is removed once no batch of its transaction is left
 //     before it and it is older than delete.retention.ms; until then it is
 //     kept as it is;
 //   - the last batch of each producer id is kept, as an empty batch if all its
 //     records go, so the producer's sequence and epoch survive;
 //   - a rewritten batch keeps its base offset, last offset delta, producer
-//     fields and timestamps; its length, record count and CRC are recomputed.
+//     fields, transactional attribute and timestamps; its length, record
+//     count and CRC are recomputed.
 //
 // A compressed batch is decompressed, decided record by record, and
-// recompressed with its own codec. Data batches of committed transactions,
-// and of transactions whose marker lies beyond the pass, are opaque to the
-// cleaner: they are kept whole and do not enter the key map, so they may keep
-// superseded values, never lose a latest one, and while one lies below a
+// recompressed with its own codec. Data of a transaction whose marker the
+// pass cannot read (or, below the dirty range, did not reach) is opaque to
+// it: kept whole and out of the key map, and while one lies below a
 // tombstone that tombstone is kept (removing it could bring back a value
 // hidden inside).
 package compaction
@@ -46,9 +55,9 @@ type Record struct {
 	Raw       []byte // the record's bytes in the batch: length varint and body
 }
 
-// Opaque reports whether the cleaner does not look into h's records:
-// transactional data (whose fate depends on a marker). Control batches
-// are handled apart (always kept).
+// Opaque reports whether h is transactional data, whose records count only
+// once the pass knows its transaction's outcome (control batches are
+// markers, decided apart).
 func Opaque(h batch.Header) bool {
 	return h.IsTransactional() && !h.IsControl()
 }

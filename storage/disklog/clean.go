@@ -15,7 +15,14 @@ import (
 // cleanerFile records the log's first dirty offset: everything below it was
 // cleaned by an earlier pass. Written in place without fsync: a lost or torn
 // one reads as absent and only makes the next pass clean from the start.
-const cleanerFile = "cleaner-offset"
+const cleanerFile = "cleaner-checkpoint"
+
+// oldCleanerFile is where passes that kept committed transactions whole
+// (never compacting them, and keeping every tombstone after them) recorded
+// their offset. It is ignored, so the first pass over such a log cleans it
+// from the start: a transaction those passes skipped is compacted against
+// every record after it before a tombstone after it may go.
+const oldCleanerFile = "cleaner-offset"
 
 // cleanedSuffix names a cleaned segment being written (".tmp": an open
 // sets a stale one aside, see recover).
@@ -92,8 +99,13 @@ func (l *Log) Compact(req storage.CompactRequest) (storage.CompactResult, error)
 	if err := l.buildKeyMap(segs, start, firstDirty, pass, req.Throttle, &res); err != nil {
 		return res, err
 	}
+	if err := pass.EndScan(firstDirty); err != nil {
+		return res, fmt.Errorf("disklog: %w", err)
+	}
 	if pass.MapEnd <= firstDirty {
-		return res, fmt.Errorf("disklog: compaction key map (%d keys) cannot hold one batch at offset %d", pass.Map.Limit(), firstDirty)
+		// A transaction open from firstDirty on: nothing is cleanable
+		// before it ends.
+		return res, nil
 	}
 	for _, s := range segs {
 		if s.base >= pass.MapEnd {
@@ -136,6 +148,10 @@ func (l *Log) setFirstDirty(off int64) {
 	l.cleanedTo = off
 	if err := overwriteFile(filepath.Join(l.dir, cleanerFile), encodeNumber(off), l.fileMode); err != nil {
 		l.log.Warn().Err(err).Msg("persist the cleaner's offset")
+		return
+	}
+	if err := os.Remove(filepath.Join(l.dir, oldCleanerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.log.Warn().Err(err).Msg("remove the old cleaner offset")
 	}
 }
 
@@ -183,7 +199,8 @@ func (l *Log) eachBatch(s *segment, from int64, th *compaction.Throttle, read *i
 // buildKeyMap runs the pass's first walk (compaction.Pass.Scan) from the
 // log start: it fills the key map from firstDirty up to where it is full
 // (moving pass.MapEnd there), and notes each producer's last batch and the
-// transactions that end below pass.MapEnd.
+// transactions that end below pass.MapEnd (Compact then closes the walk
+// with EndScan).
 func (l *Log) buildKeyMap(segs []*segment, start, firstDirty int64, pass *compaction.Pass, th *compaction.Throttle, res *storage.CompactResult) error {
 	for _, s := range segs {
 		if s.base >= pass.MapEnd {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -196,6 +197,18 @@ func TestCompactKeepsLatestPerKey(t *testing.T) {
 	_ = l.Close()
 }
 
+// overwrite3 appends 40 one-record batches overwriting three keys in turn,
+// and syncs them.
+func overwrite3(t *testing.T, l *Log, now time.Time) {
+	t.Helper()
+	for i := 0; i < 40; i++ {
+		appendBatch(t, l, keyedBatch(0, now.UnixMilli(), [2]string{fmt.Sprintf("k%d", i%3), fmt.Sprintf("v%d", i)}))
+	}
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestCompactCrashAtEachStep stops a pass at each step of a segment swap,
 // as a crash would, and reopens: recovery accepts the log and every key
 // reads its latest value.
@@ -207,12 +220,7 @@ func TestCompactCrashAtEachStep(t *testing.T) {
 			cfg := storage.LogConfig{SegmentBytes: 600, Claim: true, ClaimEpoch: 1}
 			l := openLogT(t, o, cfg)
 			now := time.Now()
-			for i := 0; i < 40; i++ {
-				appendBatch(t, l, keyedBatch(0, now.UnixMilli(), [2]string{fmt.Sprintf("k%d", i%3), fmt.Sprintf("v%d", i)}))
-			}
-			if _, err := l.Sync(); err != nil {
-				t.Fatal(err)
-			}
+			overwrite3(t, l, now)
 			want, _ := readTable(t, l)
 			stop := errors.New("crash")
 			cleanHook = func(s string) error {
@@ -467,4 +475,33 @@ func TestCompactConcurrentWithOwner(t *testing.T) {
 		t.Fatalf("table %v, want %v", got, want)
 	}
 	_ = l.Close()
+}
+
+// TestCompactIgnoresOldCleanerOffset: the offset recorded under the old
+// name (by passes that never compacted committed transactions) is
+// ignored: the first pass cleans the log from its start, records its
+// offset under the new name and removes the old file.
+func TestCompactIgnoresOldCleanerOffset(t *testing.T) {
+	dir := t.TempDir()
+	o := testOpener(t, dir)
+	l := openLogT(t, o, storage.LogConfig{SegmentBytes: 600})
+	now := time.Now()
+	overwrite3(t, l, now)
+	_, nBefore := readTable(t, l)
+	if err := overwriteFile(filepath.Join(l.dir, oldCleanerFile), encodeNumber(l.NextOffset()), l.fileMode); err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.Compact(compactReq(now))
+	if err != nil || !res.Cleaned || res.Segments == 0 {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	if _, n := readTable(t, l); n >= nBefore {
+		t.Fatalf("%d records read after cleaning, %d before", n, nBefore)
+	}
+	if _, err := os.Stat(filepath.Join(l.dir, oldCleanerFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("old cleaner offset left: %v", err)
+	}
+	if n, ok := readNumber(l.dir, cleanerFile); !ok || n != res.CleanedTo {
+		t.Fatalf("cleaner offset %d (%v), want %d", n, ok, res.CleanedTo)
+	}
 }

@@ -1,6 +1,8 @@
 package memlog
 
 import (
+	"fmt"
+
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
 	"github.com/kaas-project/kaas/storage/compaction"
@@ -80,8 +82,11 @@ fill:
 			}
 		}
 	}
+	if err := pass.EndScan(firstDirty); err != nil {
+		return res, fmt.Errorf("memlog: %w", err)
+	}
 	if pass.MapEnd <= firstDirty {
-		return res, nil
+		return res, nil // a transaction open from firstDirty on
 	}
 	// Rewritten segments go into chunks of their own, so the chunks of the
 	// batches they replace are freed once nothing else holds them.
