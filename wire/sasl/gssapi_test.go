@@ -25,7 +25,7 @@ const testRealm = "EXAMPLE.COM"
 // serviceKeytab holds the keys of kafka/broker-0.test and
 // kafka/broker-1.test (one keytab for two pods) and of HTTP/broker-0.test,
 // from password pass at kvno 1.
-func serviceKeytab(t *testing.T, pass string) *keytab.Keytab {
+func serviceKeytab(t testing.TB, pass string) *keytab.Keytab {
 	t.Helper()
 	kt := keytab.New()
 	for _, p := range []string{"kafka/broker-0.test", "kafka/broker-1.test", "HTTP/broker-0.test"} {
@@ -62,7 +62,7 @@ func (c *krbClient) wrapKey() types.EncryptionKey {
 	return c.sessionKey
 }
 
-func newKrbClient(t *testing.T, s ticketSpec) *krbClient {
+func newKrbClient(t testing.TB, s ticketSpec) *krbClient {
 	t.Helper()
 	if s.client == "" {
 		s.client = "alice"
@@ -168,7 +168,7 @@ func (c *krbClient) answer(t *testing.T, offer []byte, wantSeq uint64, payload [
 	return b
 }
 
-func gssServer(t *testing.T, kt *keytab.Keytab, rules *KerberosRules) *Server {
+func gssServer(t testing.TB, kt *keytab.Keytab, rules *KerberosRules) *Server {
 	t.Helper()
 	k, err := NewKeytab(kt, "kafka", rules)
 	if err != nil {
