@@ -273,12 +273,17 @@ func (q *Quotas) Unrecord(kind Kind, user, client string, n int, now time.Time) 
 // Call with q.mu held.
 func (q *Quotas) meter(k meterKey, now time.Time) *meter {
 	q.sweep(now)
-	m := q.meters[k]
-	if m == nil {
-		m = &meter{}
-		q.meters[k] = m
+	return entry(q.meters, k)
+}
+
+// entry is m[k], made on first use.
+func entry[T any](m map[meterKey]*T, k meterKey) *T {
+	v := m[k]
+	if v == nil {
+		v = new(T)
+		m[k] = v
 	}
-	return m
+	return v
 }
 
 // sweep drops meters idle for longer than the whole window and buckets

@@ -115,10 +115,5 @@ func (m *MutationQuota) Throttle() time.Duration {
 // swept with the meters. Call with q.mu held.
 func (q *Quotas) bucket(k meterKey, now time.Time) *bucket {
 	q.sweep(now)
-	b := q.buckets[k]
-	if b == nil {
-		b = &bucket{}
-		q.buckets[k] = b
-	}
-	return b
+	return entry(q.buckets, k)
 }
