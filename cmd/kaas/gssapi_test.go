@@ -12,7 +12,6 @@ import (
 	"github.com/IBM/sarama"
 	krbclient "github.com/jcmturner/gokrb5/v8/client"
 	krbconfig "github.com/jcmturner/gokrb5/v8/config"
-	"github.com/jcmturner/gokrb5/v8/keytab"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -68,18 +67,7 @@ func newKerberosEnv(t *testing.T, k *testKDC, extra ...string) *kerberosEnv {
 // mech is franz-go's GSSAPI client logged in from principal's keytab,
 // asking for tickets of service.
 func (e *kerberosEnv) mech(t *testing.T, principal, service string) ksasl.Mechanism {
-	t.Helper()
-	cfg, err := krbconfig.Load(e.kdc.krb5Conf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kt, err := keytab.Load(e.kdc.keytab(principal))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := krbclient.NewWithKeytab(principal, e.kdc.realm, kt, cfg, krbclient.DisablePAFXFAST(true))
-	t.Cleanup(cl.Destroy)
-	return kerberos.Auth{Client: cl, Service: service}.AsMechanism()
+	return e.kdc.mech(t, principal, service)
 }
 
 // passwordMech is franz-go's GSSAPI client logged in with a password.

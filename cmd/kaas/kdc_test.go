@@ -10,6 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	krbclient "github.com/jcmturner/gokrb5/v8/client"
+	krbconfig "github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+	ksasl "github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/kerberos"
 )
 
 // testKDC is an MIT Kerberos KDC of its own realm, run as this user in a
@@ -163,3 +169,20 @@ func (k *testKDC) admin(t *testing.T, cmds ...string) {
 
 // keytab is a path for a keytab file in the realm's directory.
 func (k *testKDC) keytab(name string) string { return filepath.Join(k.dir, name+".keytab") }
+
+// mech is franz-go's GSSAPI client logged in from principal's keytab,
+// asking for tickets of service.
+func (k *testKDC) mech(t *testing.T, principal, service string) ksasl.Mechanism {
+	t.Helper()
+	cfg, err := krbconfig.Load(k.krb5Conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kt, err := keytab.Load(k.keytab(principal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := krbclient.NewWithKeytab(principal, k.realm, kt, cfg, krbclient.DisablePAFXFAST(true))
+	t.Cleanup(cl.Destroy)
+	return kerberos.Auth{Client: cl, Service: service}.AsMechanism()
+}
