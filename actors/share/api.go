@@ -1,6 +1,8 @@
 package share
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -80,8 +82,12 @@ func readAll(r *conn.Request, parts []PartResult, maxBytes int32) []*partRead {
 		if off < 0 {
 			off = -1 // out of range: the answer carries the log's bounds
 		}
+		var isolation int8
+		if p.ReadCommitted {
+			isolation = 1 // up to the last stable offset, with the aborted transactions
+		}
 		ref.Send(tracing.Wrap(r.Ctx, &messages.Fetch{
-			Offset: off, MaxBytes: maxBytes, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1,
+			Offset: off, MaxBytes: maxBytes, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1, IsolationLevel: isolation,
 			Reply: func(res messages.FetchResult) {
 				pr.res = res
 				if res.Records != nil {
@@ -121,6 +127,44 @@ func bounds(b []byte) (first, last int64) {
 		last = h.LastOffset()
 	}
 	return
+}
+
+// abortedRanges is the offsets of the data batches of b that aborted
+// transactions wrote, found as a read_committed consumer finds them: a
+// producer's batches are skipped from its aborted transaction's first
+// offset until its abort marker. Control batches are not included: they
+// are delivered and acknowledged as gaps, as under read_uncommitted.
+func abortedRanges(b []byte, aborted []messages.AbortedTxn) []Range {
+	pending := slices.SortedFunc(slices.Values(aborted), func(x, y messages.AbortedTxn) int { return cmp.Compare(x.FirstOffset, y.FirstOffset) })
+	batches, _, err := batch.Split(b)
+	if err != nil {
+		return nil
+	}
+	skipping := map[int64]bool{}
+	var out []Range
+	for _, x := range batches {
+		h, err := batch.ParseHeader(x)
+		if err != nil {
+			break
+		}
+		for len(pending) > 0 && pending[0].FirstOffset <= h.LastOffset() {
+			skipping[pending[0].ProducerID] = true
+			pending = pending[1:]
+		}
+		switch {
+		case h.IsControl():
+			if typ, err := batch.ControlType(x); err == nil && typ == batch.ControlAbort {
+				delete(skipping, h.ProducerID)
+			}
+		case h.IsTransactional() && skipping[h.ProducerID]:
+			if k := len(out) - 1; k >= 0 && out[k].Last == h.BaseOffset-1 {
+				out[k].Last = h.LastOffset()
+			} else {
+				out = append(out, Range{First: h.BaseOffset, Last: h.LastOffset()})
+			}
+		}
+	}
+	return out
 }
 
 // acquiredBatches keeps the batches of b that hold an acquired offset.
@@ -164,6 +208,9 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 			first, last := bounds(rd.recs)
 			read := Read{TP: rd.part.TP, Topic: rd.part.Topic, Code: rd.res.ErrorCode,
 				LogStart: rd.res.LogStartOffset, HighWatermark: rd.res.HighWatermark, First: first, Last: last}
+			if len(rd.res.Aborted) > 0 {
+				read.Aborted = abortedRanges(rd.recs, rd.res.Aborted)
+			}
 			if rd.part.Offset < 0 {
 				read.Stored = k.loadStored(group, rd.part)
 				read.Config = k.groupConfig(group)

@@ -8,8 +8,8 @@ import (
 
 // WithGroupConfigs is base with a share group's config overrides applied:
 // share.record.lock.duration.ms, share.delivery.count.limit,
-// share.partition.max.record.locks and share.auto.offset.reset (the
-// others are the coordinator's or fixed). Values are the validated ones
+// share.partition.max.record.locks, share.auto.offset.reset and
+// share.isolation.level (the others are the coordinator's). Values are the validated ones
 // the group config store keeps.
 func WithGroupConfigs(base Config, set map[string]string) Config {
 	cfg := base
@@ -24,6 +24,9 @@ func WithGroupConfigs(base Config, set map[string]string) Config {
 	}
 	if v, ok := set["share.auto.offset.reset"]; ok {
 		cfg.ResetLatest = v != "earliest"
+	}
+	if v, ok := set["share.isolation.level"]; ok {
+		cfg.ReadCommitted = v == "read_committed"
 	}
 	return cfg
 }

@@ -141,9 +141,11 @@ type PartResult struct {
 	// Code is the partition's fetch error.
 	Code int16
 	// Read: read from Offset (-1: the share-partition is not initialized,
-	// any read reports the log's bounds).
-	Read   bool
-	Offset int64
+	// any read reports the log's bounds), read_committed when
+	// ReadCommitted.
+	Read          bool
+	Offset        int64
+	ReadCommitted bool
 }
 
 type beginResult struct {
@@ -161,6 +163,9 @@ type Read struct {
 	LogStart, HighWatermark int64
 	// First and Last bound the batches read (Last < First: none).
 	First, Last int64
+	// Aborted are the offsets of the batches read that aborted
+	// transactions wrote (read_committed): archived, not acquired.
+	Aborted []Range
 	// Stored is the share-partition's persisted state, read for a
 	// share-partition not initialized here (nil: none).
 	Stored *sharestate.Snapshot
@@ -343,7 +348,7 @@ func (k *keeper) begin(m *begin) beginResult {
 			if !ok {
 				continue // the in-flight window is full
 			}
-			r.Offset = off
+			r.Offset, r.ReadCommitted = off, p.ReadCommitted()
 		}
 		r.Read = true
 	}
@@ -422,6 +427,11 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 			k.dirty[key] = true
 			res.again = true
 		}
+		for _, a := range r.Aborted {
+			// Read again at once: what follows may be deliverable.
+			p.Archive(a.First, a.Last)
+			k.dirty[key], res.again = true, true
+		}
 		if r.Last < r.First || left <= 0 {
 			continue
 		}
@@ -462,7 +472,7 @@ func (k *keeper) where(m *where) []PartResult {
 			if !ok {
 				continue
 			}
-			r.Offset = off
+			r.Offset, r.ReadCommitted = off, p.ReadCommitted()
 		}
 		out = append(out, r)
 	}

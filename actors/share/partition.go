@@ -29,6 +29,10 @@ type Config struct {
 	// most records between the start and the end offset of a
 	// share-partition; nothing past it is acquired until the start moves.
 	MaxInFlight int64
+	// ReadCommitted is share.isolation.level=read_committed: records are
+	// read up to the last stable offset, and those of aborted
+	// transactions are archived without being delivered.
+	ReadCommitted bool
 }
 
 // Defaults fills zero fields with Kafka's defaults.
@@ -108,6 +112,10 @@ func (p *Partition) SetConfig(cfg Config) {
 	cfg.Defaults()
 	p.cfg = cfg
 }
+
+// ReadCommitted reports whether the share-partition delivers only what
+// committed transactions and non-transactional producers wrote.
+func (p *Partition) ReadCommitted() bool { return p.cfg.ReadCommitted }
 
 // LockDuration is how long this share-partition's acquisitions last.
 func (p *Partition) LockDuration() time.Duration { return p.cfg.LockDuration }
@@ -232,6 +240,26 @@ func (p *Partition) Acquire(now time.Time, member string, first, last int64, max
 		}
 	}
 	return out
+}
+
+// Archive archives the available offsets of [first, last] without
+// delivering them (the records of an aborted transaction, under
+// read_committed), within the in-flight window as Acquire is.
+func (p *Partition) Archive(first, last int64) {
+	first = max(first, p.start)
+	for o := first; o <= last; o++ {
+		i := o - p.start
+		if i >= p.cfg.MaxInFlight {
+			break
+		}
+		for int64(len(p.recs)) <= i {
+			p.recs = append(p.recs, record{})
+		}
+		if r := &p.recs[i]; r.state == Available {
+			*r = record{state: Archived, count: r.count}
+		}
+	}
+	p.advance()
 }
 
 // Acknowledge applies member's acknowledgement of [first, last]: one type

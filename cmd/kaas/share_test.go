@@ -302,3 +302,93 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestShareGroupReadCommitted: a share group with share.isolation.level
+// read_committed gets the records of committed transactions and of plain
+// producers, never those of an aborted transaction, and nothing past an
+// open transaction until it commits; a read_uncommitted group on the same
+// partition gets every record, the aborted ones too.
+func TestShareGroupReadCommitted(t *testing.T) {
+	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest")
+	const topic = "share-rc"
+	createTopic(t, addr, topic, 1, nil)
+	if code, msg := alterGroupConfigs(t, newClient(t, addr), "sg-rc", "share.isolation.level", "read_committed"); code != 0 {
+		t.Fatalf("share.isolation.level=read_committed: %d %s", code, msg)
+	}
+	ctx := ctxT(t, 60*time.Second)
+	txn := func(id string, commit bool, values ...string) *kgo.Client {
+		t.Helper()
+		cl := newClient(t, addr, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if commit {
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return cl
+	}
+	txn("t-commit", true, "c1", "c2")
+	aborted := txn("t-abort", false, "a1", "a2", "a3")
+	if err := aborted.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	plain := newClient(t, addr, kgo.DefaultProduceTopic(topic))
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("p1")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	open := txn("t-open", false, "o1")
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("p2")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	// read accepts what cl's share group delivers until it has want.
+	read := func(cl *kgo.Client, want ...string) map[string]bool {
+		t.Helper()
+		got := map[string]bool{}
+		for len(got) < len(want) {
+			fs := cl.PollRecords(ctx, 100)
+			if ctx.Err() != nil {
+				t.Fatalf("got %v, want %v: %v", got, want, ctx.Err())
+			}
+			fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)] = true })
+			cl.MarkAcks(kgo.AckAccept)
+		}
+		return got
+	}
+	rc := shareConsumer(t, addr, "sg-rc", topic)
+	got := read(rc, "c1", "c2", "p1")
+	for _, v := range []string{"a1", "a2", "a3", "o1", "p2"} {
+		if got[v] {
+			t.Fatalf("read_committed share group got %q (aborted, open or past the open transaction): %v", v, got)
+		}
+	}
+	// Nothing more while the transaction is open.
+	pollCtx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	fs := rc.PollRecords(pollCtx, 100)
+	cancel()
+	fs.EachRecord(func(r *kgo.Record) {
+		t.Errorf("read_committed share group got %q while its transaction is open", r.Value)
+	})
+	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	got = read(rc, "o1", "p2")
+	if !got["o1"] || !got["p2"] {
+		t.Fatalf("after the commit: %v; want o1 and p2", got)
+	}
+
+	ru := shareConsumer(t, addr, "sg-ru", topic)
+	got = read(ru, "c1", "c2", "a1", "a2", "a3", "p1", "o1", "p2")
+	for _, v := range []string{"a1", "a2", "a3"} {
+		if !got[v] {
+			t.Fatalf("read_uncommitted share group: %v; want the aborted records too", got)
+		}
+	}
+}

@@ -58,8 +58,8 @@ var Keys = map[string]Key{
 		Doc: "The most records in flight in one share-partition of a share group."},
 	"share.auto.offset.reset": {Type: topicconfig.TypeString, Default: "latest", Values: []string{"latest", "earliest"},
 		Doc: "Where a share group starts reading a partition it has not read before: latest or earliest."},
-	"share.isolation.level": {Type: topicconfig.TypeString, Default: "read_uncommitted", Values: []string{"read_uncommitted"},
-		Doc: "How a share group reads transactional records; kaas share groups read uncommitted."},
+	"share.isolation.level": {Type: topicconfig.TypeString, Default: "read_uncommitted", Values: []string{"read_uncommitted", "read_committed"},
+		Doc: "How a share group reads transactional records: read_committed delivers records only up to the last stable offset and never those of aborted transactions."},
 }
 
 // Names are the keys, sorted.

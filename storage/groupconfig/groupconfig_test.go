@@ -27,7 +27,8 @@ func TestValidate(t *testing.T) {
 		{"above max", map[string]string{"share.session.timeout.ms": "60001"}, "outside [45000, 60000]"},
 		{"overflow", map[string]string{"share.partition.max.record.locks": "99999999999"}, "is not an int"},
 		{"bad reset", map[string]string{"share.auto.offset.reset": "by_duration:PT1H"}, "not one of [latest earliest]"},
-		{"read committed", map[string]string{"share.isolation.level": "read_committed"}, "not one of [read_uncommitted]"},
+		{"read committed", map[string]string{"share.isolation.level": "read_committed"}, ""},
+		{"bad isolation", map[string]string{"share.isolation.level": "committed"}, "not one of [read_uncommitted read_committed]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Validate(tc.cfg)
