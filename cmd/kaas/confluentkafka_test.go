@@ -1,0 +1,222 @@
+package main
+
+// confluent-kafka-python (Debian's python3-confluent-kafka 1.7.0, over
+// Debian's librdkafka 2.0.2) against a started `kaas` binary over loopback
+// TCP: librdkafka's transactional producer in a consume-transform-produce
+// loop, its idempotent producer with every codec, its classic consumer
+// group with manual commits, and its AdminClient, which kcat does not
+// reach. The scripts are in testdata/confluentkafka; each prints one JSON
+// object that the tests check, reading the records back with franz-go too.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// cfkAbortOn are librdkafka complaints about the broker's answers, which
+// it logs to stderr and may retry until the script's own timeout.
+var cfkAbortOn = []string{"PROTOERR", "Protocol parse failure", "UNSUPPORTED"}
+
+// confluentKafkaDir is testdata/confluentkafka; it fails the test when
+// confluent-kafka-python is not installed for Debian's python3.
+func confluentKafkaDir(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(kafkaPython, "-c", "import confluent_kafka; print(confluent_kafka.version(), confluent_kafka.libversion())").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s cannot import confluent_kafka (%v: %s): %s", kafkaPython, err, strings.TrimSpace(string(out)), installHint)
+	}
+	dir, err := filepath.Abs(filepath.Join("testdata", "confluentkafka"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// runConfluentKafka runs a script of testdata/confluentkafka and decodes
+// its JSON output into out; its stderr (librdkafka's log) goes to the test
+// log.
+func runConfluentKafka(t *testing.T, timeout time.Duration, script string, out any, args ...string) {
+	t.Helper()
+	dir := confluentKafkaDir(t)
+	res := runToolAbortOn(t, timeout, dir, "", cfkAbortOn, kafkaPython, append([]string{"-B", script}, args...)...)
+	if strings.TrimSpace(res.Stderr) != "" {
+		t.Logf("%s stderr:\n%s", script, truncate(res.Stderr, 4000))
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), out); err != nil {
+		t.Fatalf("%s output: %v\n%s", script, err, truncate(res.Stdout, 4000))
+	}
+	t.Logf("%s took %v", script, res.Took.Round(time.Millisecond))
+}
+
+// cfkError is an error a script caught, as common.error reports it.
+type cfkError *struct {
+	Name      string `json:"name"`
+	Code      int    `json:"code"`
+	Fatal     bool   `json:"fatal"`
+	Retriable bool   `json:"retriable"`
+	Abortable bool   `json:"abortable"`
+}
+
+// TestExternalConfluentKafkaTransactions: librdkafka's transactional
+// producer (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn,
+// TxnOffsetCommit with the live consumer's generation and member id,
+// EndTxn) reading an input topic with a read_committed group consumer that
+// must skip an aborted transaction among its inputs; a committed
+// transaction and an aborted one, read back by librdkafka and franz-go at
+// both isolation levels, the group's offsets those of the commit; then a
+// second producer with the same transactional.id fences the first.
+func TestExternalConfluentKafkaTransactions(t *testing.T) {
+	confluentKafkaDir(t)
+	k := startKaas(t)
+	const in, out, fence, group, txnID = "cfk-txn-in", "cfk-txn-out", "cfk-txn-fence", "cfk-txn-group", "cfk-txn"
+	createTopic(t, k.Addr, in, 2, nil)
+	createTopic(t, k.Addr, out, 2, nil)
+	createTopic(t, k.Addr, fence, 1, nil)
+
+	// The input, per partition: 3 records, an aborted transaction of 2, 3
+	// more. The consumer must read the 6 and skip the 2.
+	ctx := ctxT(t, 20*time.Second)
+	manual := kgo.RecordPartitioner(kgo.ManualPartitioner())
+	plain := newClient(t, k.Addr, manual)
+	txn := newClient(t, k.Addr, manual, kgo.TransactionalID("cfk-txn-input"))
+	produce := func(cl *kgo.Client, p int32, value string) int64 {
+		t.Helper()
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: in, Partition: p, Key: []byte(fmt.Sprintf("key-%d", p)), Value: []byte(value)}).First()
+		if err != nil {
+			t.Fatalf("produce %s to %s/%d: %v", value, in, p, err)
+		}
+		return r.Offset
+	}
+	var consumed []string                                        // what the group consumer must read: "partition/offset/value"
+	var committedOut, abortedOut []string                        // the outputs of each transaction, the same way
+	wantFirst, wantAll := map[string]int64{}, map[string]int64{} // the offsets each transaction sends
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 3; i++ {
+			v := fmt.Sprintf("in-a-%d-%d", p, i)
+			o := produce(plain, p, v)
+			consumed = append(consumed, fmt.Sprintf("%d/%d/%s", p, o, v))
+			// The output topic is empty: the outputs of the first half
+			// take offsets 0-2, the commit marker 3, the second half 4-6.
+			committedOut = append(committedOut, fmt.Sprintf("%d/%d/out-%s", p, i, v))
+			wantFirst[fmt.Sprintf("%s/%d", in, p)] = o + 1
+		}
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 2; i++ {
+			produce(txn, p, fmt.Sprintf("in-aborted-%d-%d", p, i))
+		}
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	var second []string
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < 3; i++ {
+			v := fmt.Sprintf("in-b-%d-%d", p, i)
+			o := produce(plain, p, v)
+			second = append(second, fmt.Sprintf("%d/%d/%s", p, o, v))
+			abortedOut = append(abortedOut, fmt.Sprintf("%d/%d/out-%s", p, 4+i, v))
+			wantAll[fmt.Sprintf("%s/%d", in, p)] = o + 1
+		}
+	}
+	// The consumer reads partition 0 then 1 (sorted by the script).
+	consumed = append(consumed[:3], append(append(second[:3:3], consumed[3:]...), second[3:]...)...)
+
+	var res struct {
+		Consumed         []string         `json:"consumed"`
+		Produced         []string         `json:"produced"`
+		CommittedOffsets map[string]int64 `json:"committedOffsets"`
+		AbortedOffsets   map[string]int64 `json:"abortedOffsets"`
+		GroupCommitted   map[string]int64 `json:"groupCommitted"`
+		ReadCommitted    []string         `json:"readCommitted"`
+		ReadUncommitted  []string         `json:"readUncommitted"`
+		FencedCommit     cfkError         `json:"fencedCommit"`
+		FencerCommit     cfkError         `json:"fencerCommit"`
+		FenceUncommitted []string         `json:"fenceUncommitted"`
+	}
+	runConfluentKafka(t, 60*time.Second, "transactions.py", &res, k.Addr, in, out, fence, group, txnID)
+	if !slices.Equal(res.Consumed, consumed) {
+		t.Errorf("read_committed group consumer read %v, want %v", res.Consumed, consumed)
+	}
+	// Delivery reports of several partitions come in any order.
+	all := append(slices.Clone(committedOut), abortedOut...)
+	slices.Sort(all)
+	slices.Sort(res.Produced)
+	if !slices.Equal(res.Produced, all) {
+		t.Errorf("outputs acknowledged %v, want %v", res.Produced, all)
+	}
+	if !reflect.DeepEqual(res.CommittedOffsets, wantFirst) || !reflect.DeepEqual(res.AbortedOffsets, wantAll) {
+		t.Errorf("offsets sent: %v committed, %v aborted; want %v and %v", res.CommittedOffsets, res.AbortedOffsets, wantFirst, wantAll)
+	}
+
+	// librdkafka's consumers, then franz-go's: read_committed sees the
+	// committed outputs once, read_uncommitted the aborted ones too.
+	slices.Sort(res.ReadCommitted)
+	slices.Sort(res.ReadUncommitted)
+	if !slices.Equal(res.ReadCommitted, committedOut) {
+		t.Errorf("librdkafka read_committed read %v, want %v", res.ReadCommitted, committedOut)
+	}
+	if !slices.Equal(res.ReadUncommitted, all) {
+		t.Errorf("librdkafka read_uncommitted read %v, want %v", res.ReadUncommitted, all)
+	}
+	values := func(rs []string) []string {
+		var v []string
+		for _, r := range rs {
+			v = append(v, r[strings.LastIndexByte(r, '/')+1:])
+		}
+		slices.Sort(v)
+		return v
+	}
+	if got := consumeIsolated(t, k.Addr, out, kgo.ReadCommitted(), len(committedOut), 300*time.Millisecond); !slices.Equal(got, values(committedOut)) {
+		t.Errorf("franz-go read_committed read %v, want %v", got, values(committedOut))
+	}
+	if got := consumeIsolated(t, k.Addr, out, kgo.ReadUncommitted(), len(all), 300*time.Millisecond); !slices.Equal(got, values(all)) {
+		t.Errorf("franz-go read_uncommitted read %v, want %v", got, values(all))
+	}
+
+	// The group's offsets: the committed transaction's, as the consumer
+	// fetched them and as franz-go does.
+	if !reflect.DeepEqual(res.GroupCommitted, wantFirst) {
+		t.Errorf("consumer.committed(): %v, want %v", res.GroupCommitted, wantFirst)
+	}
+	fetched, err := newAdmin(t, k.Addr).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("FetchOffsets %s: %v", group, err)
+	}
+	got := map[string]int64{}
+	fetched.Each(func(o kadm.OffsetResponse) {
+		if o.Err != nil {
+			t.Errorf("FetchOffsets %s/%d: %v", o.Topic, o.Partition, o.Err)
+		}
+		got[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.At
+	})
+	if !reflect.DeepEqual(got, wantFirst) {
+		t.Errorf("group %s committed %v, want %v", group, got, wantFirst)
+	}
+
+	// Fenced: the first producer's AddPartitionsToTxn is refused
+	// (INVALID_PRODUCER_EPOCH to its v0, which librdkafka makes the fatal
+	// _FENCED), so its record is never written; the second commits.
+	if f := res.FencedCommit; f == nil || f.Name != "_FENCED" || !f.Fatal {
+		t.Errorf("fenced producer's commit_transaction: %+v, want the fatal _FENCED", f)
+	}
+	if res.FencerCommit != nil {
+		t.Errorf("fencing producer's commit_transaction: %+v, want success", res.FencerCommit)
+	}
+	if want := []string{"0/0/fencer"}; !slices.Equal(res.FenceUncommitted, want) {
+		t.Errorf("%s read_uncommitted: %v, want %v", fence, res.FenceUncommitted, want)
+	}
+}
