@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,4 +220,200 @@ func TestExternalConfluentKafkaTransactions(t *testing.T) {
 	if want := []string{"0/0/fencer"}; !slices.Equal(res.FenceUncommitted, want) {
 		t.Errorf("%s read_uncommitted: %v, want %v", fence, res.FenceUncommitted, want)
 	}
+}
+
+// TestExternalConfluentKafka: librdkafka's idempotent producer and classic
+// consumer group (ProduceConsumeGroup), then its AdminClient (Admin), which
+// describes the group the first left.
+func TestExternalConfluentKafka(t *testing.T) {
+	confluentKafkaDir(t)
+	k := startKaas(t)
+	const n, prefix, group = 300, "cfk", "cfk-group"
+	t.Run("ProduceConsumeGroup", func(t *testing.T) {
+		testConfluentKafkaProduceConsume(t, k.Addr, prefix, group, n)
+	})
+	t.Run("Admin", func(t *testing.T) {
+		testConfluentKafkaAdmin(t, k.Addr, "cfk-admin", group)
+	})
+}
+
+// testConfluentKafkaProduceConsume: an idempotent acks=all producer per
+// codec (gzip, snappy, lz4, zstd) sends keyed records with headers to a
+// 3-partition topic while two consumers of one group (range assignment,
+// synchronous commits), which split the 12 partitions before the first
+// record, read them. Every record is read once, in per-key order, by the
+// member owning its partition; the committed offsets are the high
+// watermarks; the stored batches carry the codec, one producer id per topic
+// and sequences running with the offsets.
+func testConfluentKafkaProduceConsume(t *testing.T, addr, prefix, group string, n int) {
+	var out kpyProduceConsume
+	runConfluentKafka(t, 60*time.Second, "produce-consume.py", &out, addr, prefix, strconv.Itoa(n), group, strings.Join(kpyCodecNames(), ","))
+	checkPyProduceConsume(t, addr, prefix, group, n, out, true)
+}
+
+// cfkTopics is what admin.py's list_topics reports: the script's topics
+// with their partitions, and every topic's name.
+type cfkTopics struct {
+	Ours map[string]struct {
+		Error      cfkError `json:"error"`
+		Partitions []struct {
+			ID       int32   `json:"id"`
+			Leader   int32   `json:"leader"`
+			Replicas []int32 `json:"replicas"`
+			Isrs     []int32 `json:"isrs"`
+		} `json:"partitions"`
+	} `json:"ours"`
+	Names []string `json:"names"`
+}
+
+// cfkConfig is a config entry describe_configs returned.
+type cfkConfig struct {
+	Value     string `json:"value"`
+	ReadOnly  bool   `json:"readOnly"`
+	Default   bool   `json:"default"`
+	Sensitive bool   `json:"sensitive"`
+	Source    int    `json:"source"`
+}
+
+// librdkafka's config sources (rd_kafka_ConfigSource_t, Kafka's numbering).
+const (
+	cfkDynamicTopic  = 1
+	cfkDynamicBroker = 2
+	cfkStaticBroker  = 4
+	cfkDefault       = 5
+)
+
+// testConfluentKafkaAdmin: every AdminClient call of confluent-kafka-python
+// 1.7.0 (it has no ACL, consumer-group offset or describe-cluster calls),
+// with the answers and errors checked; group is the consumer group
+// testConfluentKafkaProduceConsume left.
+func testConfluentKafkaAdmin(t *testing.T, addr, topic, group string) {
+	var out struct {
+		Create              map[string]cfkError `json:"create"`
+		CreateValidateOnly  map[string]cfkError `json:"createValidateOnly"`
+		CreateInvalidConfig map[string]cfkError `json:"createInvalidConfig"`
+		CreateAgain         map[string]cfkError `json:"createAgain"`
+		Cluster             struct {
+			Brokers    []int32
+			Controller int32
+			ClusterID  string
+		} `json:"cluster"`
+		Topics                       cfkTopics                       `json:"topics"`
+		DescribeConfigs              map[string]map[string]cfkConfig `json:"describeConfigs"`
+		AlterConfigs                 map[string]cfkError             `json:"alterConfigs"`
+		AlterBrokerConfigs           map[string]cfkError             `json:"alterBrokerConfigs"`
+		AlterBrokerReadOnly          map[string]cfkError             `json:"alterBrokerReadOnly"`
+		DescribeConfigsAfter         map[string]map[string]cfkConfig `json:"describeConfigsAfter"`
+		CreatePartitions             map[string]cfkError             `json:"createPartitions"`
+		CreatePartitionsValidateOnly map[string]cfkError             `json:"createPartitionsValidateOnly"`
+		CreatePartitionsFewer        map[string]cfkError             `json:"createPartitionsFewer"`
+		TopicsAfter                  cfkTopics                       `json:"topicsAfter"`
+		ListGroups                   []string                        `json:"listGroups"`
+		DescribeGroup                []struct {
+			ID           string   `json:"id"`
+			Error        cfkError `json:"error"`
+			State        string   `json:"state"`
+			ProtocolType string   `json:"protocolType"`
+			Members      int      `json:"members"`
+			Broker       int32    `json:"broker"`
+		} `json:"describeGroup"`
+		DeleteTopics      map[string]cfkError `json:"deleteTopics"`
+		DeleteTopicsAgain map[string]cfkError `json:"deleteTopicsAgain"`
+		TopicsDeleted     cfkTopics           `json:"topicsDeleted"`
+	}
+	runConfluentKafka(t, 60*time.Second, "admin.py", &out, addr, topic, group)
+	other := topic + "-b"
+
+	// results checks a call's outcome per topic or resource: want names
+	// the error librdkafka raised, "" for success.
+	results := func(call string, got map[string]cfkError, want map[string]string) {
+		t.Helper()
+		names := map[string]string{}
+		for k, e := range got {
+			names[k] = ""
+			if e != nil {
+				names[k] = e.Name
+			}
+		}
+		if !reflect.DeepEqual(names, want) {
+			t.Errorf("%s: %v, want %v", call, names, want)
+		}
+	}
+	results("create_topics", out.Create, map[string]string{topic: "", other: ""})
+	results("create_topics validate_only", out.CreateValidateOnly, map[string]string{topic + "-validated": ""})
+	results("create_topics cleanup.policy=bogus", out.CreateInvalidConfig, map[string]string{topic + "-invalid": "INVALID_CONFIG"})
+	results("create_topics of an existing topic", out.CreateAgain, map[string]string{topic: "TOPIC_ALREADY_EXISTS"})
+
+	broker := out.Cluster.Controller
+	if !slices.Equal(out.Cluster.Brokers, []int32{broker}) || out.Cluster.ClusterID == "" {
+		t.Errorf("list_topics cluster: %+v, want one broker, the controller, and a cluster id", out.Cluster)
+	}
+	// checkTopics: the script's topics are exactly want (name: partitions),
+	// each partition led by the one broker, its one replica and ISR.
+	checkTopics := func(call string, got cfkTopics, want map[string]int) {
+		t.Helper()
+		counts := map[string]int{}
+		for name, tp := range got.Ours {
+			counts[name] = len(tp.Partitions)
+			if tp.Error != nil {
+				t.Errorf("%s %s: error %+v", call, name, tp.Error)
+			}
+			for i, p := range tp.Partitions {
+				if p.ID != int32(i) || p.Leader != broker || !slices.Equal(p.Replicas, []int32{broker}) || !slices.Equal(p.Isrs, []int32{broker}) {
+					t.Errorf("%s %s partition %d: %+v, want led by broker %d, its one replica and ISR", call, name, i, p, broker)
+				}
+			}
+		}
+		if !reflect.DeepEqual(counts, want) {
+			t.Errorf("%s: topics %v, want %v (partitions)", call, counts, want)
+		}
+	}
+	// The validate-only and refused topics were not created.
+	checkTopics("list_topics", out.Topics, map[string]int{topic: 2, other: 1})
+	if !slices.Contains(out.Topics.Names, "__consumer_offsets") {
+		t.Errorf("list_topics %v lacks __consumer_offsets", out.Topics.Names)
+	}
+
+	topicRes, brokerRes := "topic/"+topic, fmt.Sprintf("broker/%d", broker)
+	config := func(call string, described map[string]map[string]cfkConfig, res, name string, want cfkConfig) {
+		t.Helper()
+		if got, ok := described[res][name]; !ok || got != want {
+			t.Errorf("%s %s: %s = %+v (described %v), want %+v", call, res, name, got, ok, want)
+		}
+	}
+	config("describe_configs", out.DescribeConfigs, topicRes, "retention.ms", cfkConfig{Value: "3600000", Source: cfkDynamicTopic})
+	config("describe_configs", out.DescribeConfigs, topicRes, "cleanup.policy", cfkConfig{Value: "delete", Default: true, Source: cfkDefault})
+	// kaas's flags are its static broker configs; num.partitions cannot
+	// change at runtime.
+	config("describe_configs", out.DescribeConfigs, brokerRes, "num.partitions", cfkConfig{Value: "1", ReadOnly: true, Source: cfkStaticBroker})
+	config("describe_configs", out.DescribeConfigs, brokerRes, "log.cleaner.backoff.ms", cfkConfig{Value: "15000", Source: cfkStaticBroker})
+	results("alter_configs of a topic", out.AlterConfigs, map[string]string{topicRes: ""})
+	results("alter_configs of log.cleaner.backoff.ms", out.AlterBrokerConfigs, map[string]string{brokerRes: ""})
+	// As Kafka: a broker config that is not dynamic is INVALID_REQUEST.
+	results("alter_configs of num.partitions", out.AlterBrokerReadOnly, map[string]string{brokerRes: "INVALID_REQUEST"})
+	config("describe_configs after alter_configs", out.DescribeConfigsAfter, topicRes, "retention.ms", cfkConfig{Value: "7200000", Source: cfkDynamicTopic})
+	config("describe_configs after alter_configs", out.DescribeConfigsAfter, topicRes, "cleanup.policy", cfkConfig{Value: "compact", Source: cfkDynamicTopic})
+	config("describe_configs after alter_configs", out.DescribeConfigsAfter, brokerRes, "log.cleaner.backoff.ms", cfkConfig{Value: "20000", Source: cfkDynamicBroker})
+	config("describe_configs after alter_configs", out.DescribeConfigsAfter, brokerRes, "num.partitions", cfkConfig{Value: "1", ReadOnly: true, Source: cfkStaticBroker})
+
+	results("create_partitions to 4", out.CreatePartitions, map[string]string{topic: ""})
+	results("create_partitions validate_only", out.CreatePartitionsValidateOnly, map[string]string{other: ""})
+	results("create_partitions to 3 of 4", out.CreatePartitionsFewer, map[string]string{topic: "INVALID_PARTITIONS"})
+	checkTopics("list_topics after create_partitions", out.TopicsAfter, map[string]int{topic: 4, other: 1})
+
+	// list_groups sends ListGroups, then DescribeGroups: the members left,
+	// so the group is Empty.
+	if !slices.Contains(out.ListGroups, group) {
+		t.Errorf("list_groups %v lacks %s", out.ListGroups, group)
+	}
+	if len(out.DescribeGroup) != 1 {
+		t.Fatalf("list_groups(%s): %+v, want the group", group, out.DescribeGroup)
+	}
+	if g := out.DescribeGroup[0]; g.ID != group || g.Error != nil || g.State != "Empty" || g.ProtocolType != "consumer" || g.Members != 0 || g.Broker != broker {
+		t.Errorf("list_groups(%s): %+v, want an Empty consumer group without members, coordinated by broker %d", group, g, broker)
+	}
+
+	results("delete_topics", out.DeleteTopics, map[string]string{topic: "", other: ""})
+	results("delete_topics of a deleted topic", out.DeleteTopicsAgain, map[string]string{topic: "UNKNOWN_TOPIC_OR_PART"})
+	checkTopics("list_topics after delete_topics", out.TopicsDeleted, map[string]int{})
 }

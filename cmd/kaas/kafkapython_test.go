@@ -163,13 +163,27 @@ func testKafkaPythonPinned(t *testing.T, addr, topic string) {
 // owning its partition; the committed offsets are the high watermarks; the
 // stored batches carry the codec. Returns the high watermarks.
 func testKafkaPythonProduceConsume(t *testing.T, addr, prefix, group string, n int) map[string]int64 {
+	var out kpyProduceConsume
+	runKafkaPython(t, 60*time.Second, "produce-consume.py", &out, addr, prefix, strconv.Itoa(n), group, strings.Join(kpyCodecNames(), ","))
+	return checkPyProduceConsume(t, addr, prefix, group, n, out, false)
+}
+
+func kpyCodecNames() []string {
 	codecs := make([]string, len(kpyCodecs))
 	for i, c := range kpyCodecs {
 		codecs[i] = c.name
 	}
-	var out kpyProduceConsume
-	runKafkaPython(t, 60*time.Second, "produce-consume.py", &out, addr, prefix, strconv.Itoa(n), group, strings.Join(codecs, ","))
+	return codecs
+}
 
+// checkPyProduceConsume checks the output of a Python client's
+// produce-consume.py (kafkapython's or confluentkafka's, which print the
+// same): n records per codec of kpyCodecs to topics prefix-<codec>, read by
+// the two members of group. idempotent: each topic's stored batches carry
+// one producer id and sequences that start at 0 and run with the offsets.
+// Returns the high watermarks.
+func checkPyProduceConsume(t *testing.T, addr, prefix, group string, n int, out kpyProduceConsume, idempotent bool) map[string]int64 {
+	codecs := kpyCodecNames()
 	allParts := map[string]bool{}
 	for _, c := range codecs {
 		topic := prefix + "-" + c
@@ -261,12 +275,20 @@ func testKafkaPythonProduceConsume(t *testing.T, addr, prefix, group string, n i
 			checkKpyHeaders(t, topic, string(r.Value), hs)
 		}
 		checkConsumed(t, want, got, 3)
+		producers := map[int64]bool{}
 		for p := int32(0); p < 3; p++ {
 			for _, b := range rawBatches(t, addr, topic, p) {
 				if b.Attributes&0x07 != c.attr {
 					t.Errorf("%s/%d batch at %d: codec attribute %d, want %d (%s)", topic, p, b.FirstOffset, b.Attributes&0x07, c.attr, c.name)
 				}
+				producers[b.ProducerID] = true
+				if idempotent && (b.ProducerID < 0 || int64(b.FirstSequence) != b.FirstOffset) {
+					t.Errorf("%s/%d batch at %d: producer id %d, sequence %d; want an idempotent producer's, sequence = offset", topic, p, b.FirstOffset, b.ProducerID, b.FirstSequence)
+				}
 			}
+		}
+		if idempotent && len(producers) != 1 {
+			t.Errorf("%s: batches of producer ids %v, want one", topic, producers)
 		}
 	}
 
