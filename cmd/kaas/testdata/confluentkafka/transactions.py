@@ -3,8 +3,9 @@ consume-transform-produce loop against kaas.
 
 usage: transactions.py BOOTSTRAP INPUT OUTPUT FENCE GROUP TXNID
 
-A consumer in GROUP (isolation.level=read_committed, no auto-commit) reads
-INPUT (2 partitions) to its end. A producer with transactional.id TXNID
+Creates OUTPUT with as many partitions as INPUT has, and FENCE. A consumer in
+GROUP (isolation.level=read_committed, no auto-commit) reads INPUT to its
+end. A producer with transactional.id TXNID
 writes "out-<input value>" to the same partition of OUTPUT for the first
 half of each partition's input and sends the consumer's offsets after that
 half with send_offsets_to_transaction, then commits; the second half is
@@ -15,18 +16,24 @@ first: the first's next transaction (to FENCE) fails, the second's commits.
 import sys
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 import common
 
 bootstrap, inp, outp, fence, group, txnid = sys.argv[1:7]
 out = {}
 
+admin = AdminClient(common.config(bootstrap, client_id="cfk-txn-admin"))
+partitions = len(admin.list_topics(inp, timeout=10).topics[inp].partitions)
+for f in admin.create_topics([NewTopic(outp, partitions, 1), NewTopic(fence, 1, 1)], operation_timeout=10).values():
+    f.result(20)
+
 consumer = Consumer(common.config(
     bootstrap, group_id=group, client_id="cfk-txn-consumer", isolation_level="read_committed",
     enable_auto_commit=False, auto_offset_reset="earliest", enable_partition_eof=True,
     session_timeout_ms=10000, heartbeat_interval_ms=500))
 consumer.subscribe([inp])
-records, at_end = {0: [], 1: []}, set()
+records, at_end = {p: [] for p in range(partitions)}, set()
 
 
 def poll_input():
@@ -42,7 +49,7 @@ def poll_input():
     return True
 
 
-common.wait("the input's end", lambda: poll_input() and len(at_end) == 2, 30)
+common.wait("the input's end", lambda: poll_input() and len(at_end) == partitions, 30)
 out["consumed"] = ["%d/%d/%s" % (m.partition(), m.offset(), m.value().decode())
                    for p in sorted(records) for m in records[p]]
 
@@ -84,11 +91,11 @@ out["committedOffsets"] = transact(first, halves[0], first.commit_transaction)
 out["abortedOffsets"] = transact(first, halves[1], first.abort_transaction)
 # What the consumer's OffsetFetch (require_stable) answers for the group.
 out["groupCommitted"] = {common.tp_key(tp.topic, tp.partition): tp.offset
-                         for tp in consumer.committed([TopicPartition(inp, 0), TopicPartition(inp, 1)], 10)}
+                         for tp in consumer.committed([TopicPartition(inp, p) for p in range(partitions)], 10)}
 consumer.close()
 
-out["readCommitted"] = common.read_all(bootstrap, outp, 2, "read_committed")
-out["readUncommitted"] = common.read_all(bootstrap, outp, 2, "read_uncommitted")
+out["readCommitted"] = common.read_all(bootstrap, outp, partitions, "read_committed")
+out["readUncommitted"] = common.read_all(bootstrap, outp, partitions, "read_uncommitted")
 
 # Fencing: the second producer's InitProducerId bumps the epoch.
 second = producer("cfk-txn-2")
