@@ -4,12 +4,14 @@ cmd/kaas run.
 Each script prints one JSON object on stdout; librdkafka logs to stderr
 (CFK_DEBUG=broker,protocol,eos,cgrp,... turns on its debug contexts).
 """
-import json
 import os
 import sys
 import time
 
 from confluent_kafka import KafkaError, KafkaException
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from twomembers import emit, tp_key  # noqa: E402,F401 (the scripts' helpers too)
 
 
 def config(bootstrap, **extra):
@@ -19,16 +21,6 @@ def config(bootstrap, **extra):
         conf["debug"] = os.environ["CFK_DEBUG"]
     conf.update({k.replace("_", "."): v for k, v in extra.items()})
     return conf
-
-
-def emit(obj):
-    json.dump(obj, sys.stdout, sort_keys=True)
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-
-
-def tp_key(topic, partition):
-    return "%s/%d" % (topic, partition)
 
 
 def error(err):
