@@ -9,10 +9,7 @@ package main
 // object that the tests check, reading the records back with franz-go too.
 
 import (
-	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -20,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -32,15 +28,7 @@ var cfkAbortOn = []string{"PROTOERR", "Protocol parse failure", "UNSUPPORTED"}
 // confluent-kafka-python is not installed for Debian's python3.
 func confluentKafkaDir(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command(kafkaPython, "-c", "import confluent_kafka; print(confluent_kafka.version(), confluent_kafka.libversion())").CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s cannot import confluent_kafka (%v: %s): %s", kafkaPython, err, strings.TrimSpace(string(out)), installHint)
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "confluentkafka"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return pythonScripts(t, "confluentkafka", "import confluent_kafka; print(confluent_kafka.version(), confluent_kafka.libversion())", "confluent-kafka-python")
 }
 
 // runConfluentKafka runs a script of testdata/confluentkafka and decodes
@@ -48,15 +36,7 @@ func confluentKafkaDir(t *testing.T) string {
 // log.
 func runConfluentKafka(t *testing.T, timeout time.Duration, script string, out any, args ...string) {
 	t.Helper()
-	dir := confluentKafkaDir(t)
-	res := runToolAbortOn(t, timeout, dir, "", cfkAbortOn, kafkaPython, append([]string{"-B", script}, args...)...)
-	if strings.TrimSpace(res.Stderr) != "" {
-		t.Logf("%s stderr:\n%s", script, truncate(res.Stderr, 4000))
-	}
-	if err := json.Unmarshal([]byte(res.Stdout), out); err != nil {
-		t.Fatalf("%s output: %v\n%s", script, err, truncate(res.Stdout, 4000))
-	}
-	t.Logf("%s took %v", script, res.Took.Round(time.Millisecond))
+	runPythonScript(t, confluentKafkaDir(t), timeout, cfkAbortOn, script, out, args...)
 }
 
 // cfkError is an error a script caught, as common.error reports it.
@@ -96,43 +76,39 @@ func TestExternalConfluentKafkaTransactions(t *testing.T) {
 		}
 		return r.Offset
 	}
-	var consumed []string                                        // what the group consumer must read: "partition/offset/value"
-	var committedOut, abortedOut []string                        // the outputs of each transaction, the same way
-	wantFirst, wantAll := map[string]int64{}, map[string]int64{} // the offsets each transaction sends
+	// consumed is what the group consumer must read, partition 0 then 1, as
+	// "partition/offset/value"; committedOut and abortedOut the outputs of
+	// each transaction alike; wantFirst and wantAll the input offsets each
+	// transaction sends.
+	var consumed, committedOut, abortedOut []string
+	wantFirst, wantAll := map[string]int64{}, map[string]int64{}
 	for p := int32(0); p < 2; p++ {
+		tp := fmt.Sprintf("%s/%d", in, p)
 		for i := 0; i < 3; i++ {
 			v := fmt.Sprintf("in-a-%d-%d", p, i)
 			o := produce(plain, p, v)
 			consumed = append(consumed, fmt.Sprintf("%d/%d/%s", p, o, v))
-			// The output topic is empty: the outputs of the first half
-			// take offsets 0-2, the commit marker 3, the second half 4-6.
+			// The output topic is new: the outputs of the first half take
+			// offsets 0-2, the commit marker 3, the second half 4-6.
 			committedOut = append(committedOut, fmt.Sprintf("%d/%d/out-%s", p, i, v))
-			wantFirst[fmt.Sprintf("%s/%d", in, p)] = o + 1
+			wantFirst[tp] = o + 1
 		}
-	}
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	for p := int32(0); p < 2; p++ {
-		for i := 0; i < 2; i++ {
-			produce(txn, p, fmt.Sprintf("in-aborted-%d-%d", p, i))
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
-		t.Fatal(err)
-	}
-	var second []string
-	for p := int32(0); p < 2; p++ {
+		produce(txn, p, fmt.Sprintf("in-aborted-%d-0", p))
+		produce(txn, p, fmt.Sprintf("in-aborted-%d-1", p))
+		if err := txn.EndTransaction(ctx, kgo.TryAbort); err != nil {
+			t.Fatal(err)
+		}
 		for i := 0; i < 3; i++ {
 			v := fmt.Sprintf("in-b-%d-%d", p, i)
 			o := produce(plain, p, v)
-			second = append(second, fmt.Sprintf("%d/%d/%s", p, o, v))
+			consumed = append(consumed, fmt.Sprintf("%d/%d/%s", p, o, v))
 			abortedOut = append(abortedOut, fmt.Sprintf("%d/%d/out-%s", p, 4+i, v))
-			wantAll[fmt.Sprintf("%s/%d", in, p)] = o + 1
+			wantAll[tp] = o + 1
 		}
 	}
-	// The consumer reads partition 0 then 1 (sorted by the script).
-	consumed = append(consumed[:3], append(append(second[:3:3], consumed[3:]...), second[3:]...)...)
 
 	var res struct {
 		Consumed         []string         `json:"consumed"`
@@ -191,18 +167,7 @@ func TestExternalConfluentKafkaTransactions(t *testing.T) {
 	if !reflect.DeepEqual(res.GroupCommitted, wantFirst) {
 		t.Errorf("consumer.committed(): %v, want %v", res.GroupCommitted, wantFirst)
 	}
-	fetched, err := newAdmin(t, k.Addr).FetchOffsets(ctx, group)
-	if err != nil {
-		t.Fatalf("FetchOffsets %s: %v", group, err)
-	}
-	got := map[string]int64{}
-	fetched.Each(func(o kadm.OffsetResponse) {
-		if o.Err != nil {
-			t.Errorf("FetchOffsets %s/%d: %v", o.Topic, o.Partition, o.Err)
-		}
-		got[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.At
-	})
-	if !reflect.DeepEqual(got, wantFirst) {
+	if got := groupOffsets(t, k.Addr, group); !reflect.DeepEqual(got, wantFirst) {
 		t.Errorf("group %s committed %v, want %v", group, got, wantFirst)
 	}
 

@@ -40,15 +40,23 @@ var kafkaPythonAbortOn = []string{"UnsupportedVersionError", "CorrelationIdError
 // or the compression libraries the scripts use are not installed.
 func kafkaPythonDir(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command(kafkaPython, "-c", "import kafka, snappy, lz4.frame, zstandard; print(kafka.__version__)").CombinedOutput()
+	return pythonScripts(t, "kafkapython", "import kafka, snappy, lz4.frame, zstandard; print(kafka.__version__)", "kafka-python and its codecs")
+}
+
+// pythonScripts is testdata/<dir>, the scripts of a Python client; it fails
+// the test when Debian's python3 cannot run probe, which imports what
+// (the client and what its scripts use).
+func pythonScripts(t *testing.T, dir, probe, what string) string {
+	t.Helper()
+	out, err := exec.Command(kafkaPython, "-c", probe).CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s cannot import kafka-python and its codecs (%v: %s): %s", kafkaPython, err, strings.TrimSpace(string(out)), installHint)
+		t.Fatalf("%s cannot import %s (%v: %s): %s", kafkaPython, what, err, strings.TrimSpace(string(out)), installHint)
 	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "kafkapython"))
+	abs, err := filepath.Abs(filepath.Join("testdata", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return abs
 }
 
 // runKafkaPython runs a script of testdata/kafkapython and decodes its JSON
@@ -60,7 +68,14 @@ func runKafkaPython(t *testing.T, timeout time.Duration, script string, out any,
 
 func runKafkaPythonAbortOn(t *testing.T, timeout time.Duration, abortOn []string, script string, out any, args ...string) {
 	t.Helper()
-	dir := kafkaPythonDir(t)
+	runPythonScript(t, kafkaPythonDir(t), timeout, abortOn, script, out, args...)
+}
+
+// runPythonScript runs script of dir (see pythonScripts), killing it when
+// its stderr shows one of abortOn, and decodes its JSON output into out;
+// its stderr (the client's log) goes to the test log.
+func runPythonScript(t *testing.T, dir string, timeout time.Duration, abortOn []string, script string, out any, args ...string) {
+	t.Helper()
 	// -B: no __pycache__ written into the source tree.
 	res := runToolAbortOn(t, timeout, dir, "", abortOn, kafkaPython, append([]string{"-B", script}, args...)...)
 	if strings.TrimSpace(res.Stderr) != "" {
@@ -303,7 +318,17 @@ func checkPyProduceConsume(t *testing.T, addr, prefix, group string, n int, out 
 			t.Errorf("member %s committed %v, want %v", name, m.Committed, want)
 		}
 	}
-	fetched, err := adm.FetchOffsets(ctx, group)
+	if committed := groupOffsets(t, addr, group); !reflect.DeepEqual(committed, highs) {
+		t.Errorf("group %s committed %v, want the high watermarks %v", group, committed, highs)
+	}
+	return highs
+}
+
+// groupOffsets is group's committed offsets by "topic/partition", as
+// franz-go's kadm fetches them.
+func groupOffsets(t *testing.T, addr, group string) map[string]int64 {
+	t.Helper()
+	fetched, err := newAdmin(t, addr).FetchOffsets(ctxT(t, 10*time.Second), group)
 	if err != nil {
 		t.Fatalf("FetchOffsets %s: %v", group, err)
 	}
@@ -314,10 +339,7 @@ func checkPyProduceConsume(t *testing.T, addr, prefix, group string, n int, out 
 		}
 		committed[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.At
 	})
-	if !reflect.DeepEqual(committed, highs) {
-		t.Errorf("group %s committed %v, want the high watermarks %v", group, committed, highs)
-	}
-	return highs
+	return committed
 }
 
 // checkKpyHeaders: produce-consume.py sends record i of topic <prefix>-<codec>
