@@ -36,20 +36,19 @@ consumer.subscribe([inp])
 records, at_end = {p: [] for p in range(partitions)}, set()
 
 
-def poll_input():
+def input_read():
+    """Polls once; True once every partition was read to its end."""
     m = consumer.poll(0.1)
-    if m is None:
-        return True
-    if m.error():
+    if m is not None and m.error():
         if m.error().code() != KafkaError._PARTITION_EOF:
             raise KafkaException(m.error())
         at_end.add(m.partition())
-    else:
+    elif m is not None:
         records[m.partition()].append(m)
-    return True
+    return len(at_end) == partitions
 
 
-common.wait("the input's end", lambda: poll_input() and len(at_end) == partitions, 30)
+common.wait("the input's end", input_read, 30)
 out["consumed"] = ["%d/%d/%s" % (m.partition(), m.offset(), m.value().decode())
                    for p in sorted(records) for m in records[p]]
 
