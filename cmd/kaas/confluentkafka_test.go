@@ -263,6 +263,8 @@ func testConfluentKafkaAdmin(t *testing.T, addr, topic, group string) {
 		} `json:"cluster"`
 		Topics                       cfkTopics                       `json:"topics"`
 		DescribeConfigs              map[string]map[string]cfkConfig `json:"describeConfigs"`
+		DescribeConfigsMissing       map[string]cfkError             `json:"describeConfigsMissing"`
+		AlterConfigsInvalid          map[string]cfkError             `json:"alterConfigsInvalid"`
 		AlterConfigs                 map[string]cfkError             `json:"alterConfigs"`
 		AlterBrokerConfigs           map[string]cfkError             `json:"alterBrokerConfigs"`
 		AlterBrokerReadOnly          map[string]cfkError             `json:"alterBrokerReadOnly"`
@@ -350,7 +352,9 @@ func testConfluentKafkaAdmin(t *testing.T, addr, topic, group string) {
 	// change at runtime.
 	config("describe_configs", out.DescribeConfigs, brokerRes, "num.partitions", cfkConfig{Value: "1", ReadOnly: true, Source: cfkStaticBroker})
 	config("describe_configs", out.DescribeConfigs, brokerRes, "log.cleaner.backoff.ms", cfkConfig{Value: "15000", Source: cfkStaticBroker})
+	results("describe_configs of a missing topic", out.DescribeConfigsMissing, map[string]string{topicRes + "-missing": "UNKNOWN_TOPIC_OR_PART"})
 	results("alter_configs of a topic", out.AlterConfigs, map[string]string{topicRes: ""})
+	results("alter_configs cleanup.policy=bogus", out.AlterConfigsInvalid, map[string]string{"topic/" + other: "INVALID_CONFIG"})
 	results("alter_configs of log.cleaner.backoff.ms", out.AlterBrokerConfigs, map[string]string{brokerRes: ""})
 	// As Kafka: a broker config that is not dynamic is INVALID_REQUEST.
 	results("alter_configs of num.partitions", out.AlterBrokerReadOnly, map[string]string{brokerRes: "INVALID_REQUEST"})

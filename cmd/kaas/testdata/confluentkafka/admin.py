@@ -66,8 +66,12 @@ out["topics"] = topics()
 broker = str(md.controller_id)
 
 out["describeConfigs"] = configs([ConfigResource("topic", topic), ConfigResource("broker", broker)])
+out["describeConfigsMissing"] = configs([ConfigResource("topic", topic + "-missing")])
 out["alterConfigs"] = results(admin.alter_configs([
     ConfigResource("topic", topic, set_config={"retention.ms": "7200000", "cleanup.policy": "compact"}),
+]))
+out["alterConfigsInvalid"] = results(admin.alter_configs([
+    ConfigResource("topic", other, set_config={"cleanup.policy": "bogus"}),
 ]))
 out["alterBrokerConfigs"] = results(admin.alter_configs([
     ConfigResource("broker", broker, set_config={"log.cleaner.backoff.ms": "20000"}),
