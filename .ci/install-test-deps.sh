@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the external programs the integration tests drive: kcat
 # (librdkafka), an MIT Kerberos KDC and its tools, prometheus and promtool,
-# and kafka-python (python3-kafka, for Debian's /usr/bin/python3) with its
-# snappy, lz4 and zstd codecs from Debian; kafkajs and @platformatic/kafka
-# from npm.
+# kafka-python (python3-kafka, for Debian's /usr/bin/python3) with its
+# snappy, lz4 and zstd codecs and confluent-kafka-python
+# (python3-confluent-kafka, over Debian's librdkafka) from Debian; kafkajs and
+# @platformatic/kafka from npm.
 # Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,6 +82,12 @@ fi
 if ! /usr/bin/python3 -c 'import kafka, snappy, lz4.frame, zstandard' 2>/dev/null; then
   apt_install python3-kafka python3-snappy python3-lz4 python3-zstandard
 fi
+# confluent-kafka-python drives cmd/kaas's TestExternalConfluentKafka*
+# (librdkafka's transactional producer, consumer group and AdminClient),
+# for the same /usr/bin/python3.
+if ! /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null; then
+  apt_install python3-confluent-kafka
+fi
 
 # The npm projects of the JavaScript clients' scripts (kafkajs,
 # @platformatic/kafka), exactly as locked. A project's node_modules is
@@ -104,3 +111,4 @@ npm_project cmd/kaas/testdata/platformatic @platformatic/kafka
 
 kcat -V | head -n 4 | tail -n 1
 echo "kafka-python $(/usr/bin/python3 -c 'import kafka; print(kafka.__version__)')"
+echo "confluent-kafka-python $(/usr/bin/python3 -c 'import confluent_kafka as c; print(c.version()[0], "over librdkafka", c.libversion()[0])')"

@@ -40,15 +40,23 @@ var kafkaPythonAbortOn = []string{"UnsupportedVersionError", "CorrelationIdError
 // or the compression libraries the scripts use are not installed.
 func kafkaPythonDir(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command(kafkaPython, "-c", "import kafka, snappy, lz4.frame, zstandard; print(kafka.__version__)").CombinedOutput()
+	return pythonScripts(t, "kafkapython", "import kafka, snappy, lz4.frame, zstandard; print(kafka.__version__)", "kafka-python and its codecs")
+}
+
+// pythonScripts is testdata/<dir>, the scripts of a Python client; it fails
+// the test when Debian's python3 cannot run probe, which imports what
+// (the client and what its scripts use).
+func pythonScripts(t *testing.T, dir, probe, what string) string {
+	t.Helper()
+	out, err := exec.Command(kafkaPython, "-c", probe).CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s cannot import kafka-python and its codecs (%v: %s): %s", kafkaPython, err, strings.TrimSpace(string(out)), installHint)
+		t.Fatalf("%s cannot import %s (%v: %s): %s", kafkaPython, what, err, strings.TrimSpace(string(out)), installHint)
 	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "kafkapython"))
+	abs, err := filepath.Abs(filepath.Join("testdata", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return abs
 }
 
 // runKafkaPython runs a script of testdata/kafkapython and decodes its JSON
@@ -60,7 +68,14 @@ func runKafkaPython(t *testing.T, timeout time.Duration, script string, out any,
 
 func runKafkaPythonAbortOn(t *testing.T, timeout time.Duration, abortOn []string, script string, out any, args ...string) {
 	t.Helper()
-	dir := kafkaPythonDir(t)
+	runPythonScript(t, kafkaPythonDir(t), timeout, abortOn, script, out, args...)
+}
+
+// runPythonScript runs script of dir (see pythonScripts), killing it when
+// its stderr shows one of abortOn, and decodes its JSON output into out;
+// its stderr (the client's log) goes to the test log.
+func runPythonScript(t *testing.T, dir string, timeout time.Duration, abortOn []string, script string, out any, args ...string) {
+	t.Helper()
 	// -B: no __pycache__ written into the source tree.
 	res := runToolAbortOn(t, timeout, dir, "", abortOn, kafkaPython, append([]string{"-B", script}, args...)...)
 	if strings.TrimSpace(res.Stderr) != "" {
@@ -163,13 +178,27 @@ func testKafkaPythonPinned(t *testing.T, addr, topic string) {
 // owning its partition; the committed offsets are the high watermarks; the
 // stored batches carry the codec. Returns the high watermarks.
 func testKafkaPythonProduceConsume(t *testing.T, addr, prefix, group string, n int) map[string]int64 {
+	var out kpyProduceConsume
+	runKafkaPython(t, 60*time.Second, "produce-consume.py", &out, addr, prefix, strconv.Itoa(n), group, strings.Join(kpyCodecNames(), ","))
+	return checkPyProduceConsume(t, addr, prefix, group, n, out, false)
+}
+
+func kpyCodecNames() []string {
 	codecs := make([]string, len(kpyCodecs))
 	for i, c := range kpyCodecs {
 		codecs[i] = c.name
 	}
-	var out kpyProduceConsume
-	runKafkaPython(t, 60*time.Second, "produce-consume.py", &out, addr, prefix, strconv.Itoa(n), group, strings.Join(codecs, ","))
+	return codecs
+}
 
+// checkPyProduceConsume checks the output of a Python client's
+// produce-consume.py (kafkapython's or confluentkafka's, which print the
+// same): n records per codec of kpyCodecs to topics prefix-<codec>, read by
+// the two members of group. idempotent: each topic's stored batches carry
+// one producer id and sequences that start at 0 and run with the offsets.
+// Returns the high watermarks.
+func checkPyProduceConsume(t *testing.T, addr, prefix, group string, n int, out kpyProduceConsume, idempotent bool) map[string]int64 {
+	codecs := kpyCodecNames()
 	allParts := map[string]bool{}
 	for _, c := range codecs {
 		topic := prefix + "-" + c
@@ -261,12 +290,20 @@ func testKafkaPythonProduceConsume(t *testing.T, addr, prefix, group string, n i
 			checkKpyHeaders(t, topic, string(r.Value), hs)
 		}
 		checkConsumed(t, want, got, 3)
+		producers := map[int64]bool{}
 		for p := int32(0); p < 3; p++ {
 			for _, b := range rawBatches(t, addr, topic, p) {
 				if b.Attributes&0x07 != c.attr {
 					t.Errorf("%s/%d batch at %d: codec attribute %d, want %d (%s)", topic, p, b.FirstOffset, b.Attributes&0x07, c.attr, c.name)
 				}
+				producers[b.ProducerID] = true
+				if idempotent && (b.ProducerID < 0 || int64(b.FirstSequence) != b.FirstOffset) {
+					t.Errorf("%s/%d batch at %d: producer id %d, sequence %d; want an idempotent producer's, sequence = offset", topic, p, b.FirstOffset, b.ProducerID, b.FirstSequence)
+				}
 			}
+		}
+		if idempotent && len(producers) != 1 {
+			t.Errorf("%s: batches of producer ids %v, want one", topic, producers)
 		}
 	}
 
@@ -281,7 +318,17 @@ func testKafkaPythonProduceConsume(t *testing.T, addr, prefix, group string, n i
 			t.Errorf("member %s committed %v, want %v", name, m.Committed, want)
 		}
 	}
-	fetched, err := adm.FetchOffsets(ctx, group)
+	if committed := groupOffsets(t, addr, group); !reflect.DeepEqual(committed, highs) {
+		t.Errorf("group %s committed %v, want the high watermarks %v", group, committed, highs)
+	}
+	return highs
+}
+
+// groupOffsets is group's committed offsets by "topic/partition", as
+// franz-go's kadm fetches them.
+func groupOffsets(t *testing.T, addr, group string) map[string]int64 {
+	t.Helper()
+	fetched, err := newAdmin(t, addr).FetchOffsets(ctxT(t, 10*time.Second), group)
 	if err != nil {
 		t.Fatalf("FetchOffsets %s: %v", group, err)
 	}
@@ -292,10 +339,7 @@ func testKafkaPythonProduceConsume(t *testing.T, addr, prefix, group string, n i
 		}
 		committed[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] = o.At
 	})
-	if !reflect.DeepEqual(committed, highs) {
-		t.Errorf("group %s committed %v, want the high watermarks %v", group, committed, highs)
-	}
-	return highs
+	return committed
 }
 
 // checkKpyHeaders: produce-consume.py sends record i of topic <prefix>-<codec>

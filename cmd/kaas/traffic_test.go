@@ -87,8 +87,8 @@ func recordClient(t *testing.T, drive func(t *testing.T, addr string)) [][]byte 
 }
 
 // TestRecordedClientTrafficDecodes drives each real client (franz-go,
-// sarama, kcat, kafkajs, @platformatic/kafka, kafka-go, kafka-python)
-// through a recording proxy and checks that every request it sent decodes.
+// sarama, kcat, kafkajs, @platformatic/kafka, kafka-go, kafka-python,
+// confluent-kafka-python) through a recording proxy and checks that every request it sent decodes.
 // With KAAS_WRITE_FUZZ_SEEDS=1 it also writes the frames as the wire fuzz
 // seed corpus (wire/testdata/fuzz/FuzzDecodeRequest), named by client.
 func TestRecordedClientTrafficDecodes(t *testing.T) {
@@ -119,6 +119,15 @@ func TestRecordedClientTrafficDecodes(t *testing.T) {
 			runKafkaPython(t, 60*time.Second, "admin.py", &adm, addr, "traffic-kpy-admin", "traffic-kpy-group")
 		}, []kmsg.Key{kmsg.CreateTopics, kmsg.ListOffsets, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.LeaveGroup,
 			kmsg.DescribeConfigs, kmsg.AlterConfigs, kmsg.CreatePartitions, kmsg.ListGroups, kmsg.DescribeGroups, kmsg.DeleteGroups, kmsg.DeleteTopics}},
+		{"confluent-kafka-python", func(t *testing.T, addr string) {
+			var pc kpyProduceConsume
+			runConfluentKafka(t, 60*time.Second, "produce-consume.py", &pc, addr, "traffic-cfk", "20", "traffic-cfk-group", "gzip")
+			var txn, adm map[string]any
+			runConfluentKafka(t, 60*time.Second, "transactions.py", &txn, addr, "traffic-cfk-gzip", "traffic-cfk-out", "traffic-cfk-fence", "traffic-cfk-txn-group", "traffic-cfk-txn")
+			runConfluentKafka(t, 60*time.Second, "admin.py", &adm, addr, "traffic-cfk-admin", "traffic-cfk-group")
+		}, []kmsg.Key{kmsg.CreateTopics, kmsg.ListOffsets, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.LeaveGroup,
+			kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.TxnOffsetCommit, kmsg.EndTxn,
+			kmsg.DescribeConfigs, kmsg.AlterConfigs, kmsg.CreatePartitions, kmsg.ListGroups, kmsg.DescribeGroups, kmsg.DeleteTopics}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			frames := recordClient(t, c.drive)
@@ -226,9 +235,13 @@ func writeFuzzSeeds(t *testing.T, client string, frames [][]byte) {
 			continue
 		}
 		seen[k]++
-		name := fmt.Sprintf("%s-%s-%x", client, kmsg.NameForKey(k), sha256.Sum256(f))
+		prefix := fmt.Sprintf("%s-%s-", client, kmsg.NameForKey(k))
+		name := fmt.Sprintf("%s%x", prefix, sha256.Sum256(f))
+		// 40 characters, or more after a long client and request name:
+		// at least 10 digits of the hash, so frames do not share a name.
+		name = name[:max(40, len(prefix)+10)]
 		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", f)
-		if err := os.WriteFile(filepath.Join(dir, name[:40]), []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

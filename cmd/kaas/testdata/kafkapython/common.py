@@ -3,10 +3,12 @@
 Each script prints one JSON object on stdout; kafka-python's log goes to
 stderr (KPY_LOG=DEBUG for more).
 """
-import json
 import logging
 import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from twomembers import emit, tp_key  # noqa: E402,F401 (the scripts' helpers too)
 
 
 def setup():
@@ -15,13 +17,3 @@ def setup():
         stream=sys.stderr,
         format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s",
     )
-
-
-def emit(obj):
-    json.dump(obj, sys.stdout, sort_keys=True)
-    sys.stdout.write("\n")
-    sys.stdout.flush()
-
-
-def tp_key(topic, partition):
-    return "%s/%d" % (topic, partition)
