@@ -54,9 +54,11 @@ for b in toxiproxy $([ "$brokers" = 3 ] && echo testenv etcd kube-apiserver); do
 	fi
 done
 # The suite's proxies listen on fixed ports: another run of it on this
-# machine holds them.
+# machine holds them. The probe binds as toxiproxy does (SO_REUSEADDR, Go's
+# default for listeners), so only a live listener counts as taken, not the
+# TIME_WAIT connections the previous stage's proxies left on those ports.
 for i in 1 2 3 4 5; do
-	if ! python3 -c 'import socket,sys; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1])))' $((29090 + i)) 2>/dev/null; then
+	if ! python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1); s.bind(("127.0.0.1",int(sys.argv[1])))' $((29090 + i)) 2>/dev/null; then
 		echo "sarama.sh: port $((29090 + i)) (proxy kafka$i) is taken: is another run of sarama's suite on this machine?" >&2
 		exit 1
 	fi
