@@ -271,7 +271,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		a.flush()
 		return
 	}
-	start := a.srv.Clock.Now()
+	start := a.requestStart()
 	body, err := wire.DecodeBody(hdr, in.body)
 	if err != nil {
 		a.log.Warn().Err(err).Msg("malformed request; closing connection")
@@ -352,7 +352,7 @@ func (a *connActor) flush() {
 			}
 			api := metrics.ForAPI(d.hdr.Key)
 			countResponse(api, d.resp)
-			start := a.srv.Clock.Now()
+			start := a.requestStart()
 			f := encodeFrame(d.hdr, d.resp)
 			a.requestTime(d.hdr, start)
 			f.api, f.read = api, d.read

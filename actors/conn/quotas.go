@@ -85,7 +85,7 @@ func (r *Request) mutationThrottle(q *quota.MutationQuota) int32 {
 // counted. Inter-broker requests are exempt, as Kafka exempts cluster
 // actions.
 func (a *connActor) requestTime(hdr wire.RequestHeader, start time.Time) time.Duration {
-	if hdr.Key == kmsg.WriteTxnMarkers.Int16() {
+	if start.IsZero() || hdr.Key == kmsg.WriteTxnMarkers.Int16() {
 		return 0
 	}
 	now := a.srv.Clock.Now()
@@ -98,6 +98,17 @@ func (a *connActor) requestTime(hdr wire.RequestHeader, start time.Time) time.Du
 		metrics.QuotaThrottled(quota.Request.String(), d)
 	}
 	return d
+}
+
+// requestStart is when the actor's work on a request starts, for
+// requestTime; zero (nothing measured) while no entity sets
+// request_percentage, so a broker without request quotas reads no clock
+// per request.
+func (a *connActor) requestStart() time.Time {
+	if !a.srv.Quotas.Timed() {
+		return time.Time{}
+	}
+	return a.srv.Clock.Now()
 }
 
 // throttleAtLeast raises resp's throttle_time_ms to d: a response throttled

@@ -195,6 +195,10 @@ func (q *Quotas) Record(kind Kind, user, client string, n int, now time.Time) ti
 // one thread for one second (Kafka's NanosToPercentagePerSecond).
 const nanosToPercent = 100.0 / float64(time.Second)
 
+// Timed reports whether some entity sets request_percentage: only then is
+// a request's time worth measuring.
+func (q *Quotas) Timed() bool { return q.timed.Load() }
+
 // RecordRequestTime adds d, time the broker spent on one request of a
 // connection of user and client, and returns how long that connection is
 // to be throttled under its request_percentage: at most one sample
