@@ -22,6 +22,12 @@ type CompactRequest struct {
 	MapBytes int64
 	// Throttle paces the pass's reads and writes (nil: unthrottled).
 	Throttle *compaction.Throttle
+	// IndexedAborts holds the offsets of the abort markers the partition's
+	// aborted-transaction index may still name to a fetch, as of log end
+	// offset IndexedTo: the pass keeps them, and every abort marker from
+	// IndexedTo on (compaction.Pass.IndexedAborts).
+	IndexedAborts map[int64]bool
+	IndexedTo     int64
 }
 
 // CompactResult says what a pass did.
@@ -35,4 +41,8 @@ type CompactResult struct {
 	BytesWritten int64
 	// Segments is how many segments the pass replaced.
 	Segments int
+	// AbortsEmptied: the abort markers (offsets) whose transactions have
+	// no record left; AbortsRemoved: the abort markers the pass removed.
+	// Both are set only when the pass swapped in everything it rewrote.
+	AbortsEmptied, AbortsRemoved []int64
 }

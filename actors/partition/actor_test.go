@@ -495,7 +495,7 @@ func TestStaleProducerSnapshotIsRebuilt(t *testing.T) {
 			if err := l.WriteSnapshot("producers", snap); err != nil {
 				t.Fatal(err)
 			}
-			p, _, err := recoverProducers(l)
+			p, _, err := recoverProducers(l, true)
 			if err != nil {
 				t.Fatal(err)
 			}

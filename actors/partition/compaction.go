@@ -81,8 +81,9 @@ func (a *Actor) startClean() {
 		return
 	}
 	a.cleaning = true
-	req := storage.CompactRequest{Now: a.cfg.Clock.Now(), Config: topicconfig.Compaction(a.topicConfig),
-		MapBytes: a.cfg.Cleaner.MapBytes, Throttle: a.cfg.Cleaner.Throttle}
+	now, cfg := a.cfg.Clock.Now(), topicconfig.Compaction(a.topicConfig)
+	req := storage.CompactRequest{Now: now, Config: cfg, MapBytes: a.cfg.Cleaner.MapBytes, Throttle: a.cfg.Cleaner.Throttle,
+		IndexedAborts: a.core.Producers().IndexedAborts(now.UnixMilli(), cfg.DeleteRetention), IndexedTo: l.NextOffset()}
 	self, system, clk := a.self, a.system, a.cfg.Clock
 	go func() {
 		cleanerSlots <- struct{}{}
@@ -110,6 +111,11 @@ func (a *Actor) onCompacted(m compacted) {
 	if m.log != a.core.Log() || !a.core.Leading() {
 		metrics.CleanerForget(a.id.Topic, a.id.Partition)
 		return
+	}
+	if m.res.Cleaned {
+		// Swapped in: reads see the cleaned log from now on, so fetches
+		// stop naming the transactions it emptied.
+		a.core.Producers().AbortsCompacted(m.res.AbortsEmptied, m.res.AbortsRemoved, m.at.UnixMilli())
 	}
 	var err error
 	if !quiet {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -63,7 +64,7 @@ func TestProducerStateSurvivesCompaction(t *testing.T) {
 		if err != nil || !res.Cleaned || res.Segments == 0 {
 			t.Fatalf("%T: compact %+v %v", l, res, err)
 		}
-		prods, _, err := recoverProducers(l)
+		prods, _, err := recoverProducers(l, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +188,7 @@ func TestTransactionStateSurvivesCompaction(t *testing.T) {
 		if !markers[abortMarker] || !markers[lastCommit] || markers[firstCommit] || firstCommitLeft {
 			t.Fatalf("%T: markers left %v (abort %d, commits %d %d), a batch of the first commit left: %v", l, markers, abortMarker, firstCommit, lastCommit, firstCommitLeft)
 		}
-		prods, _, err := recoverProducers(l)
+		prods, _, err := recoverProducers(l, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,6 +206,133 @@ func TestTransactionStateSurvivesCompaction(t *testing.T) {
 		nh, _ := batch.Validate(next)
 		if r := prods.Check(nh); r.ErrorCode != 0 || r.Duplicate != nil {
 			t.Fatalf("%T: the committed producer's next batch after compaction: %+v", l, r)
+		}
+		_ = l.Close()
+	}
+}
+
+// TestAbortedIndexFollowsCompaction: on both engines, the pass that
+// removes an aborted transaction's records keeps its marker while the
+// partition's index names it, and once the pass is recorded no fetch is
+// told of the transaction; a pass within delete.retention.ms of that keeps
+// the marker, a later one removes it and the transaction leaves the index.
+// A producer snapshot written before the cleaning still names it: recovery
+// on a compacted log drops it, its marker being gone (on a log it is not
+// told is compacted, it would keep it, as it has no reason to look).
+func TestAbortedIndexFollowsCompaction(t *testing.T) {
+	do, err := disklog.NewOpener(t.TempDir(), zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = do.Close() })
+	for _, o := range []storage.Opener{memlog.NewOpener(), do} {
+		l, err := o.Open(storage.PartitionID{Topic: "t", TopicID: "00000000-0000-4000-8000-00000000000b"}, storage.LogConfig{SegmentBytes: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		old := now.UnixMilli() - 10_000
+		add := func(b []byte) int64 {
+			t.Helper()
+			off := l.NextOffset()
+			batch.SetBaseOffset(b, off)
+			h, err := batch.Validate(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Append(b, h); err != nil {
+				t.Fatal(err)
+			}
+			return off
+		}
+		seq := int32(0)
+		txnData := func(k string) {
+			b := batch.Build(batch.Spec{ProducerID: 20, BaseSequence: seq, Timestamp: old, Keys: [][]byte{[]byte(k)}, Values: [][]byte{[]byte("v")}})
+			seq++
+			binary.BigEndian.PutUint16(b[21:], uint16(batch.AttrTransactional))
+			binary.BigEndian.PutUint32(b[17:], batch.Checksum(b))
+			add(b)
+		}
+		fill := 0
+		seal := func() {
+			t.Helper()
+			for i := 0; i < 8; i++ {
+				add(batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Timestamp: old,
+					Keys: [][]byte{[]byte(fmt.Sprint("filler", fill))}, Values: [][]byte{make([]byte, 80)}}))
+				fill++
+			}
+			if _, err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		txnData("a")
+		abortMarker := add(batch.Marker(20, 0, false, 0, old))
+		txnData("b")
+		add(batch.Marker(20, 0, true, 0, old))
+		seal()
+		prods, _, err := recoverProducers(l, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := prods.Aborted(0, l.NextOffset()); len(got) != 1 || got[0].LastOffset != abortMarker {
+			t.Fatalf("%T: aborted index %+v, want the transaction ending at %d", l, got, abortMarker)
+		}
+		if err := writeProducerSnapshot(l, prods); err != nil {
+			t.Fatal(err)
+		}
+		const retention = 1000
+		pass := func(at time.Time) storage.CompactResult {
+			t.Helper()
+			res, err := l.(storage.Compactor).Compact(storage.CompactRequest{Now: at, Config: compaction.Config{DeleteRetention: retention}, MapBytes: 1 << 20,
+				IndexedAborts: prods.IndexedAborts(at.UnixMilli(), retention), IndexedTo: l.NextOffset()})
+			if err != nil || !res.Cleaned {
+				t.Fatalf("%T: compact %+v %v", l, res, err)
+			}
+			prods.AbortsCompacted(res.AbortsEmptied, res.AbortsRemoved, at.UnixMilli())
+			return res
+		}
+		markerLeft := func() bool {
+			left := false
+			_ = l.ScanHeaders(0, func(h batch.Header) error {
+				left = left || h.BaseOffset == abortMarker && h.IsControl()
+				return nil
+			})
+			return left
+		}
+		// Every pass walks the abort marker (reported emptied) until one
+		// removes it.
+		steps := []struct {
+			at      time.Time
+			removed bool
+		}{
+			{now, false}, // the records go, the index names the marker
+			{now.Add(retention / 2 * time.Millisecond), false}, // within delete.retention.ms of that
+			{now.Add(2 * retention * time.Millisecond), true},  // past it
+		}
+		for i, s := range steps {
+			if i > 0 {
+				seal()
+			}
+			res := pass(s.at)
+			if !slices.Contains(res.AbortsEmptied, abortMarker) || slices.Contains(res.AbortsRemoved, abortMarker) != s.removed ||
+				markerLeft() == s.removed {
+				t.Fatalf("%T: pass %d: emptied %v, removed %v, marker left %v", l, i, res.AbortsEmptied, res.AbortsRemoved, markerLeft())
+			}
+			if got := prods.Aborted(0, l.NextOffset()); len(got) != 0 {
+				t.Fatalf("%T: pass %d: a fetch is told of %+v, whose records are gone", l, i, got)
+			}
+			if indexed := prods.IndexedAborts(s.at.UnixMilli(), retention)[abortMarker]; indexed == s.removed {
+				t.Fatalf("%T: pass %d: marker indexed %v", l, i, indexed)
+			}
+		}
+		for _, compacted := range []bool{true, false} {
+			p, had, err := recoverProducers(l, compacted)
+			if err != nil || !had {
+				t.Fatalf("%T: recover: %v (snapshot %v)", l, err, had)
+			}
+			if got := p.Aborted(0, l.NextOffset()); len(got) != map[bool]int{true: 0, false: 1}[compacted] {
+				t.Fatalf("%T: recovered from the older snapshot (compacted %v): a fetch is told of %+v", l, compacted, got)
+			}
 		}
 		_ = l.Close()
 	}

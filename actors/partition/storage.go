@@ -27,7 +27,7 @@ func openLog(id storage.PartitionID, cfg *Config, log zerolog.Logger, op Open, a
 	var prods *Producers
 	var hadSnapshot bool
 	if err == nil {
-		prods, hadSnapshot, err = recoverProducers(l)
+		prods, hadSnapshot, err = recoverProducers(l, topicconfig.Compacted(op.Take.Config))
 		if err == nil {
 			err = waitToStamp(cfg.Clock, cfg.Fence, abort)
 		}
@@ -138,14 +138,21 @@ func writeProducerSnapshot(l storage.Log, prods *Producers) error {
 }
 
 // recoverProducers rebuilds idempotent-producer state: the snapshot (if any)
-// plus every batch header after it. The log is the authority.
-func recoverProducers(l storage.Log) (prods *Producers, hadSnapshot bool, err error) {
+// plus every batch header after it. The log is the authority: on a
+// compacted log, the aborted transactions the snapshot names whose markers
+// a pass has removed since are dropped.
+func recoverProducers(l storage.Log, compacted bool) (prods *Producers, hadSnapshot bool, err error) {
 	prods = NewProducers()
 	from := l.StartOffset()
 	if snap, err := l.ReadSnapshot(producerSnapshotName); err == nil && snap != nil {
 		hadSnapshot = true
 		if p, off, err := LoadSnapshot(snap); err == nil && off <= l.NextOffset() && off >= from && snapshotFits(l, off, p) {
 			prods, from = p, off
+		}
+	}
+	if compacted {
+		if err := prods.DropAborts(func(a AbortedTxn) (bool, error) { return markerAt(l, a) }); err != nil {
+			return nil, false, fmt.Errorf("rebuild transaction state: %w", err)
 		}
 	}
 	// Transactional batches are replayed in log order once the scan is
@@ -178,6 +185,26 @@ func recoverProducers(l storage.Log) (prods *Producers, hadSnapshot bool, err er
 	}
 	prods.TrimTxns(l.StartOffset())
 	return prods, hadSnapshot, nil
+}
+
+// errFound stops a header scan at the batch it looked for.
+var errFound = errors.New("found")
+
+// markerAt reports whether the log still holds aborted transaction a's
+// marker (a marker below the log start counts: TrimTxns drops it).
+func markerAt(l storage.Log, a AbortedTxn) (bool, error) {
+	if a.LastOffset < l.StartOffset() {
+		return true, nil
+	}
+	found := false
+	err := l.ScanHeaders(a.LastOffset, func(h batch.Header) error {
+		found = h.BaseOffset == a.LastOffset && h.IsControl() && h.ProducerID == a.ProducerID
+		return errFound
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return false, fmt.Errorf("marker at %d: %w", a.LastOffset, err)
+	}
+	return found, nil
 }
 
 // readControlType reads the control batch h names and returns its type.

@@ -21,6 +21,10 @@ type AbortedTxn struct {
 	ProducerID  int64 `json:"pid"`
 	FirstOffset int64 `json:"first"`
 	LastOffset  int64 `json:"last"`
+	// EmptiedMs is when a compaction pass removed the last of its records
+	// (Unix ms; 0: records may be left). From then on no fetch is told of
+	// it, and its marker may go delete.retention.ms later (IndexedAborts).
+	EmptiedMs int64 `json:"emptied_ms,omitempty"`
 }
 
 // RecordTxn notes a transactional data batch appended at h's offsets.
@@ -87,11 +91,11 @@ func (p *Producers) LastStable(hw int64) int64 {
 
 // Aborted lists the aborted transactions a read_committed fetch of
 // [from, to) must be told about: those that end at or after from and start
-// before to, by first offset.
+// before to and still have records, by first offset.
 func (p *Producers) Aborted(from, to int64) []AbortedTxn {
 	var out []AbortedTxn
 	for _, a := range p.aborted {
-		if a.LastOffset >= from && a.FirstOffset < to {
+		if a.LastOffset >= from && a.FirstOffset < to && a.EmptiedMs == 0 {
 			out = append(out, a)
 		}
 	}
@@ -111,6 +115,75 @@ func (p *Producers) TrimTxns(start int64) {
 	}
 	clear(p.aborted[n:])
 	p.aborted = p.aborted[:n]
+}
+
+// IndexedAborts is the abort markers (offsets) a compaction pass at nowMs
+// must keep, given delete.retention.ms retentionMs: those of the aborted
+// transactions that a fetch may still be told of (records left), or was
+// told of less than retentionMs ago. A read_committed client told of one
+// skips its producer's records until it reads the marker, so the marker
+// outlives the last answer naming the transaction by retentionMs, the grace
+// Kafka gives a reader to reach a marker it must see.
+func (p *Producers) IndexedAborts(nowMs, retentionMs int64) map[int64]bool {
+	out := map[int64]bool{}
+	for _, a := range p.aborted {
+		if a.EmptiedMs == 0 || nowMs-a.EmptiedMs < retentionMs {
+			out[a.LastOffset] = true
+		}
+	}
+	return out
+}
+
+// AbortsCompacted records a compaction pass swapped in at nowMs: emptied
+// are the abort markers whose transactions have no record left, removed
+// the markers the pass removed (their transactions leave the index).
+func (p *Producers) AbortsCompacted(emptied, removed []int64, nowMs int64) {
+	if len(emptied)+len(removed) == 0 {
+		return
+	}
+	gone := make(map[int64]bool, len(removed))
+	for _, off := range removed {
+		gone[off] = true
+	}
+	empty := make(map[int64]bool, len(emptied))
+	for _, off := range emptied {
+		empty[off] = true
+	}
+	n := 0
+	for _, a := range p.aborted {
+		if gone[a.LastOffset] {
+			continue
+		}
+		if empty[a.LastOffset] && a.EmptiedMs == 0 {
+			a.EmptiedMs = nowMs
+		}
+		p.aborted[n] = a
+		n++
+	}
+	clear(p.aborted[n:])
+	p.aborted = p.aborted[:n]
+}
+
+// DropAborts forgets the aborted transactions whose markers are gone from
+// the log (present reports whether a marker is): a compaction pass removed
+// them after a snapshot that still names them was written. A fetch told of
+// such a transaction would have its client skip the producer's later
+// transactions, waiting for a marker that never comes.
+func (p *Producers) DropAborts(present func(AbortedTxn) (bool, error)) error {
+	n := 0
+	for _, a := range p.aborted {
+		ok, err := present(a)
+		if err != nil {
+			return err
+		}
+		if ok {
+			p.aborted[n] = a
+			n++
+		}
+	}
+	clear(p.aborted[n:])
+	p.aborted = p.aborted[:n]
+	return nil
 }
 
 // fence raises producer id's epoch to epoch (a marker's, every marker

@@ -149,3 +149,69 @@ func TestCompactedTopicMovesWhileCleaning(t *testing.T) {
 		t.Fatalf("read %d records of the %d produced: the successor's pass removed too little", len(got), produced)
 	}
 }
+
+// TestCompactedTopicAbortMarkerAfterHandoffAndCrash: broker 1 leads a
+// compacted partition holding an aborted transaction and the same
+// producer's committed one, and hands it to broker 0; its release writes
+// the producer snapshot, which names the aborted transaction. Broker 0
+// cleans the aborted records, then the abort marker, and is killed; broker
+// 1 takes the partition back and recovers from that snapshot, older than
+// the cleaning. Told of the transaction, a read_committed client would
+// skip the producer's committed records waiting for a marker that is gone:
+// recovery drops it, and the committed records are read.
+func TestCompactedTopicAbortMarkerAfterHandoffAndCrash(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, append(slices.Clone(clusterFlags), "--cleaner-interval", "100ms")...)
+	for _, n := range []string{"kaas-0", "kaas-1"} {
+		c.start(n)
+	}
+	waitUntil(t, 30*time.Second, "a controller elected and both brokers alive", func() bool {
+		led, ctrl, _ := c.ledBy()
+		return ctrl != "" && len(led) == 2
+	})
+	ctx := ctxFor(t, 180*time.Second)
+	const topic = "compacted-abort-handoff"
+	cl := c.client(kgo.DefaultProduceTopic(topic))
+	adm := kadm.NewClient(cl)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{1}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "2048",
+		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"} {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 15000
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %+v", err, resp)
+	}
+	leader := func() int32 {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil || len(td[topic].Partitions) != 1 {
+			return -1
+		}
+		return td[topic].Partitions[0].Leader
+	}
+	waitUntil(t, 30*time.Second, "the partition led by broker 1", func() bool { return leader() == 1 })
+	txn := c.client(kgo.TransactionalID("abort-handoff"), kgo.DefaultProduceTopic(topic))
+	want := abortedAndCommitted(t, ctx, txn, topic)
+	txn.Close()
+
+	var move kadm.AlterPartitionAssignmentsReq
+	move.Assign(topic, 0, []int32{0})
+	if res, err := adm.AlterPartitionAssignments(ctx, move); err != nil || res.Error() != nil {
+		t.Fatalf("reassign: %v %v", err, res.Error())
+	}
+	waitUntil(t, 60*time.Second, "the partition led by broker 0", func() bool { return leader() == 0 })
+	addr0, addr1 := c.brokers["kaas-0"].kafka, c.brokers["kaas-1"].kafka
+	cleanAbortMarkers(t, ctx, cl, addr0, topic, want)
+	checkCommittedRead(t, "cleaned on broker 0", addr0, topic, want)
+
+	c.brokers["kaas-0"].kill()
+	waitUntil(t, 60*time.Second, "the partition led by broker 1 again", func() bool { return leader() == 1 })
+	checkCommittedRead(t, "recovered on broker 1", addr1, topic, want)
+}

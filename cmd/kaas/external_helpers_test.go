@@ -254,6 +254,14 @@ func (k *kaasProc) stop(t testing.TB) {
 	}
 }
 
+// kill sends SIGKILL and waits for the process to end: a crash, which the
+// cleanup's stop then does not count as an unclean exit.
+func (k *kaasProc) kill() {
+	_ = k.cmd.Process.Kill()
+	<-k.exited
+	k.waitErr = nil
+}
+
 // requireTool returns the path of an external program the tests need, and
 // fails the test (never skips) when it is not installed.
 func requireTool(t testing.TB, name string) string {

@@ -113,6 +113,18 @@ type Pass struct {
 	// LastOfProducer is the base offset of each producer id's last batch
 	// in the range the pass rewrites: that batch is kept, empty if need be.
 	LastOfProducer map[int64]int64
+	// IndexedAborts holds the offsets of the abort markers whose
+	// transactions the partition's aborted-transaction index may still
+	// name to a read_committed fetch: those markers stay (a client told of
+	// the transaction skips its producer's records until it reads one).
+	// It covers the markers below IndexedTo; those at or past it stay too.
+	IndexedAborts map[int64]bool
+	IndexedTo     int64
+
+	// AbortsEmptied lists the abort markers Batch walked (offset order):
+	// no record of their transactions is left once the pass is swapped
+	// in. AbortsRemoved lists the abort markers the pass removed.
+	AbortsEmptied, AbortsRemoved []int64
 
 	// open: producer id -> its transaction open at the point Scan has
 	// reached. notCommitted: producer id -> its transactions Scan saw
@@ -398,23 +410,34 @@ func (p *Pass) records(b []byte, h batch.Header, retain bool) ([]byte, error) {
 	return Rebuild(b, h, kept), nil
 }
 
-// marker decides a control batch: a commit marker goes once no data batch
-// of its transaction is left before it (none kept since the producer's
-// previous marker) and it has outlived delete.retention.ms, as Kafka's
-// cleaner removes it; otherwise it stays whole (an emptied marker would no
-// longer say what it ends). An abort marker always stays: the partition's
-// aborted-transaction index (kept with the producer state, which a pass
-// does not rewrite) goes on listing its transaction to read_committed
-// fetches, and a client skips that producer's records from the
-// transaction's first offset until it reads the marker.
+// marker decides a control batch, as Kafka's cleaner does: a marker goes
+// once no data batch of its transaction is left before it (none kept since
+// the producer's previous marker: a batch left without its marker would
+// reopen the transaction when the producer state is rebuilt from the log)
+// and it has outlived delete.retention.ms; otherwise it stays whole (an
+// emptied marker would no longer say what it ends). An abort marker also
+// stays while IndexedAborts names it. Every abort marker walked is noted
+// in AbortsEmptied: Batch removes all the records of an aborted
+// transaction whose marker the pass reached.
 func (p *Pass) marker(b []byte, h batch.Header, retain bool) []byte {
 	seen := p.kept[h.ProducerID]
 	delete(p.kept, h.ProducerID)
-	if retain || seen || h.MaxTimestamp >= p.Horizon {
+	typ, err := batch.ControlType(b)
+	if err != nil {
 		return b
 	}
-	if typ, err := batch.ControlType(b); err != nil || typ != batch.ControlCommit {
-		return b
+	abort := typ == batch.ControlAbort
+	if abort {
+		p.AbortsEmptied = append(p.AbortsEmptied, h.BaseOffset)
 	}
-	return nil
+	switch {
+	case retain || seen || h.MaxTimestamp >= p.Horizon:
+		return b
+	case abort && h.BaseOffset < p.IndexedTo && !p.IndexedAborts[h.BaseOffset]:
+		p.AbortsRemoved = append(p.AbortsRemoved, h.BaseOffset)
+		return nil
+	case typ == batch.ControlCommit:
+		return nil
+	}
+	return b
 }

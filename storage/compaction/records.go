@@ -14,16 +14,16 @@
 //     others: its keys enter the map at the commit marker (the later offset
 //     wins against a record written meanwhile outside it), and its batches
 //     are decided record by record, tombstones included. The records of an
-//     aborted one are removed; abort markers are kept (the aborted-transaction
-//     index still names them);
+//     aborted one are removed;
 //   - a pass never reaches past the first batch, in its dirty range, of a
 //     transaction it has not seen end (Pass.EndScan), as Kafka's cleaner
 //     stops at the last stable offset: every record is compacted by the
 //     first pass that rewrites it, and a map entry beyond the pass's end
 //     decides nothing;
-//   - a commit marker is removed once no batch of its transaction is left
-//     before it and it is older than delete.retention.ms; until then it is
-//     kept as it is;
+//   - a marker is removed once no batch of its transaction is left before it
+//     and it is older than delete.retention.ms, an abort marker only once
+//     the partition's aborted-transaction index no longer names it
+//     (Pass.IndexedAborts); until then it is kept as it is;
 //   - the last batch of each producer id is kept, as an empty batch if all its
 //     records go, so the producer's sequence and epoch survive;
 //   - a rewritten batch keeps its base offset, last offset delta, producer

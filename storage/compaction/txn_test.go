@@ -219,6 +219,100 @@ func TestPassTransactions(t *testing.T) {
 	}
 }
 
+// TestPassAbortMarkers: an abort marker goes, as Kafka's cleaner removes
+// it, once no batch of its transaction is left before it, it is older
+// than delete.retention.ms and the partition's aborted-transaction index
+// no longer names it (IndexedAborts, complete below IndexedTo); it stays
+// as its producer's last batch or its segment's last. Every abort marker
+// the pass walks is reported emptied: its transaction's records are gone.
+func TestPassAbortMarkers(t *testing.T) {
+	const now, old = 1_000_000, 1_000_000 - 5000
+	const pid = 4
+	cases := []struct {
+		name             string
+		log              [][]byte
+		indexed          []int64
+		indexedTo        int64 // 0: 10
+		segEnds          []int
+		want             []string
+		emptied, removed []int64
+	}{
+		{name: "old marker without data, out of the index, removed",
+			log:  [][]byte{plain(1, -1, now, rec("b", "1")), marker(2, pid, old, false), plain(3, pid, now, rec("c", "1"))},
+			want: []string{"same", "gone", "same"}, emptied: []int64{2}, removed: []int64{2}},
+		{name: "marker the index names kept",
+			log:     [][]byte{plain(1, -1, now, rec("b", "1")), marker(2, pid, old, false), plain(3, pid, now, rec("c", "1"))},
+			indexed: []int64{2},
+			want:    []string{"same", "same", "same"}, emptied: []int64{2}},
+		{name: "marker past what the index covers kept",
+			log:       [][]byte{plain(1, -1, now, rec("b", "1")), marker(2, pid, old, false), plain(3, pid, now, rec("c", "1"))},
+			indexedTo: 2,
+			want:      []string{"same", "same", "same"}, emptied: []int64{2}},
+		{name: "young marker kept",
+			log:  [][]byte{plain(1, -1, now, rec("b", "1")), marker(2, pid, now, false), plain(3, pid, now, rec("c", "1"))},
+			want: []string{"same", "same", "same"}, emptied: []int64{2}},
+		{name: "marker kept as its producer's last batch",
+			log:  [][]byte{plain(1, -1, now, rec("b", "1")), marker(2, pid, old, false), plain(3, -1, now, rec("c", "1"))},
+			want: []string{"same", "same", "same"}, emptied: []int64{2}},
+		{name: "marker kept behind its transaction's batch emptied at a segment's end",
+			log:     [][]byte{txnData(0, pid, now, rec("a", "1")), marker(1, pid, old, false), plain(2, pid, now, rec("c", "1"))},
+			segEnds: []int{0},
+			want:    []string{"empty", "same", "same"}, emptied: []int64{1}},
+		{name: "aborted data and an unindexed marker go in one pass",
+			log:  [][]byte{txnData(0, pid, now, rec("a", "1")), marker(1, pid, old, false), plain(2, pid, now, rec("c", "1"))},
+			want: []string{"gone", "gone", "same"}, emptied: []int64{1}, removed: []int64{1}},
+		{name: "only the abort markers are reported",
+			log: [][]byte{txnData(0, pid, now, rec("a", "1")), marker(1, pid, old, true), txnData(2, pid, now, rec("b", "1")), marker(3, pid, old, false),
+				garbled(4, pid, old), plain(5, pid, now, rec("c", "1"))},
+			indexed: []int64{3},
+			want:    []string{"same", "same", "gone", "same", "same", "same"}, emptied: []int64{3}},
+		{name: "markers past the pass's end untouched",
+			log:       [][]byte{plain(1, -1, now, rec("b", "1")), plain(2, pid, now, rec("c", "1")), marker(12, pid, old, false)},
+			indexedTo: 20,
+			want:      []string{"same", "same", "same"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := &Pass{Map: NewKeyMap(1 << 20), MapEnd: 10, Horizon: now - 1000, IndexedTo: c.indexedTo, IndexedAborts: map[int64]bool{}}
+			if p.IndexedTo == 0 {
+				p.IndexedTo = 10
+			}
+			for _, off := range c.indexed {
+				p.IndexedAborts[off] = true
+			}
+			if err := scanAll(t, p, c.log, 0); err != nil {
+				t.Fatal(err)
+			}
+			segEnd := map[int]bool{len(c.log) - 1: true}
+			for _, i := range c.segEnds {
+				segEnd[i] = true
+			}
+			for i, b := range c.log {
+				h, _ := batch.Validate(b)
+				out, err := p.Batch(b, h, segEnd[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := "same"
+				switch {
+				case out == nil:
+					got = "gone"
+				case len(out) != len(b):
+					if got = fmt.Sprint(contents(t, out)); got == "[]" {
+						got = "empty"
+					}
+				}
+				if got != c.want[i] {
+					t.Fatalf("batch %d at %d: %s, want %s", i, h.BaseOffset, got, c.want[i])
+				}
+			}
+			if fmt.Sprint(p.AbortsEmptied) != fmt.Sprint(c.emptied) || fmt.Sprint(p.AbortsRemoved) != fmt.Sprint(c.removed) {
+				t.Fatalf("emptied %v, removed %v; want %v, %v", p.AbortsEmptied, p.AbortsRemoved, c.emptied, c.removed)
+			}
+		})
+	}
+}
+
 // TestPassPropertyTxns: random histories of plain records, tombstones and
 // transactions of two producers that commit or abort (their batches
 // compressed now and then, one transaction sometimes left open), over
@@ -332,10 +426,18 @@ func TestPassPropertyTxns(t *testing.T) {
 		}
 		firstDirty := int64(0)
 		mapBytes := int64(1+r.IntN(8)) * 5 * EntryBytes
+		// The aborted-transaction index, as the partition keeps it: a
+		// transaction leaves it one pass after a pass emptied it.
+		emptied := map[int64]bool{}
 		// Passes until none moves on, then one more over all of it (it
 		// sees the markers whose data the earlier passes removed).
 		for final := false; ; {
-			p := &Pass{Map: NewKeyMap(mapBytes), MapEnd: end, Horizon: now - 1000}
+			p := &Pass{Map: NewKeyMap(mapBytes), MapEnd: end, Horizon: now - 1000, IndexedTo: end, IndexedAborts: map[int64]bool{}}
+			for _, b := range log {
+				if h, _ := batch.ParseHeader(b); h.IsControl() && !emptied[h.BaseOffset] {
+					p.IndexedAborts[h.BaseOffset] = true
+				}
+			}
 			if err := scanAll(t, p, log, firstDirty); err != nil {
 				mapBytes *= 2
 				continue
@@ -344,6 +446,19 @@ func TestPassPropertyTxns(t *testing.T) {
 			if progress {
 				log, segEnd = rewrite(t, p, log, segEnd)
 				firstDirty = p.MapEnd
+				for _, m := range p.AbortsRemoved {
+					if p.IndexedAborts[m] {
+						t.Fatalf("seed %d: abort marker at %d removed while indexed", seed, m)
+					}
+				}
+				for _, m := range p.AbortsEmptied {
+					emptied[m] = true
+					for _, b := range log {
+						if h, _ := batch.ParseHeader(b); !h.IsControl() && txnOf[h.BaseOffset] == m && h.NumRecords > 0 {
+							t.Fatalf("seed %d: abort marker at %d reported emptied, its batch at %d keeps %d records", seed, m, h.BaseOffset, h.NumRecords)
+						}
+					}
+				}
 			}
 			if final {
 				break

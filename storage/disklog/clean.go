@@ -95,7 +95,8 @@ func (l *Log) Compact(req storage.CompactRequest) (storage.CompactResult, error)
 		return res, nil
 	}
 	pass := &compaction.Pass{Map: compaction.NewKeyMap(req.MapBytes), MapEnd: res.Plan.DirtyEnd,
-		Horizon: nowMs - req.Config.DeleteRetention, LastOfProducer: map[int64]int64{}}
+		Horizon: nowMs - req.Config.DeleteRetention, LastOfProducer: map[int64]int64{},
+		IndexedAborts: req.IndexedAborts, IndexedTo: req.IndexedTo}
 	if err := l.buildKeyMap(segs, start, firstDirty, pass, req.Throttle, &res); err != nil {
 		return res, err
 	}
@@ -120,6 +121,7 @@ func (l *Log) Compact(req storage.CompactRequest) (storage.CompactResult, error)
 		}
 	}
 	res.Cleaned, res.CleanedTo = true, pass.MapEnd
+	res.AbortsEmptied, res.AbortsRemoved = pass.AbortsEmptied, pass.AbortsRemoved
 	l.setFirstDirty(pass.MapEnd)
 	l.log.Debug().Int64("cleaned_to", pass.MapEnd).Int("segments", res.Segments).Int64("read_bytes", res.BytesRead).
 		Int64("written_bytes", res.BytesWritten).Int("keys", pass.Map.Len()).Msg("log compacted")

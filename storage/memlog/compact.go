@@ -59,7 +59,8 @@ func (l *Log) Compact(req storage.CompactRequest) (storage.CompactResult, error)
 		return res, nil
 	}
 	pass := &compaction.Pass{Map: compaction.NewKeyMap(req.MapBytes), MapEnd: res.Plan.DirtyEnd,
-		Horizon: nowMs - req.Config.DeleteRetention, LastOfProducer: map[int64]int64{}}
+		Horizon: nowMs - req.Config.DeleteRetention, LastOfProducer: map[int64]int64{},
+		IndexedAborts: req.IndexedAborts, IndexedTo: req.IndexedTo}
 fill:
 	for _, es := range snap {
 		for i := range es {
@@ -140,6 +141,7 @@ fill:
 		out[i] = ns
 	}
 	l.mu.Lock()
+	skipped := false
 	for i, s := range segs[:len(out)] {
 		ns := out[i]
 		if ns == nil {
@@ -147,6 +149,7 @@ fill:
 		}
 		if s.gone || len(s.entries) == 0 || &s.entries[0] != &snap[i][0] {
 			ns.drop() // retention changed it meanwhile
+			skipped = true
 			continue
 		}
 		res.BytesWritten += ns.size
@@ -160,6 +163,11 @@ fill:
 	}
 	l.mu.Unlock()
 	res.Cleaned, res.CleanedTo = true, pass.MapEnd
+	if !skipped {
+		// A segment left as it was may still hold an aborted
+		// transaction's records.
+		res.AbortsEmptied, res.AbortsRemoved = pass.AbortsEmptied, pass.AbortsRemoved
+	}
 	l.cleanedTo = pass.MapEnd
 	return res, nil
 }
