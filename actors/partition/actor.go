@@ -73,8 +73,9 @@ func (c *Config) defaults() {
 	}
 }
 
-// openRetryDelay spaces the attempts to open a partition this broker leads.
-const openRetryDelay = time.Second
+// openRetryDelay spaces the attempts to open a partition this broker leads;
+// writeRetryDelay those to append after an append failed.
+const openRetryDelay, writeRetryDelay = time.Second, time.Second
 
 // Actor is the partition actor.
 type Actor struct {
@@ -119,7 +120,7 @@ func New(id storage.PartitionID, cfg Config) func() actor.Actor {
 			cfg:   cfg,
 			log:   log,
 			topic: metrics.ForTopic(id.Topic),
-			core: NewCore(CoreConfig{SyncTimeout: cfg.SyncTimeout, OpenRetryDelay: openRetryDelay,
+			core: NewCore(CoreConfig{SyncTimeout: cfg.SyncTimeout, OpenRetryDelay: openRetryDelay, WriteRetryDelay: writeRetryDelay,
 				MaintenanceInterval: cfg.MaintenanceInterval, Log: log}),
 		}
 	}
@@ -161,7 +162,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			m.LogEnd = l.NextOffset()
 		}
 		a.step(m)
-	case Opened, Closed, WatchdogFired, RetryOpen, MaintenanceTick:
+	case Opened, Closed, WatchdogFired, RetryOpen, RetryWrites, MaintenanceTick:
 		a.step(m.(Event))
 	case *messages.PartitionStatus:
 		r := messages.PartitionStatusResult{Leading: a.core.Leading(), LeaderEpoch: a.core.LeaderEpoch(), HighWatermark: a.core.HighWatermark()}

@@ -42,11 +42,14 @@ type Core struct {
 	closeOnOpen *closeRequest
 	pending     []any // requests that arrived while opening
 
-	log        storage.Log
-	producers  *Producers
-	healthy    bool
-	superseded bool  // a newer leader claimed the files (Log.Superseded)
-	hw         int64 // durable high watermark
+	log       storage.Log
+	producers *Producers
+	healthy   bool
+	// writeFailed: an append failed (a full or failing volume); writes
+	// are refused until RetryWrites, then tried again.
+	writeFailed bool
+	superseded  bool  // a newer leader claimed the files (Log.Superseded)
+	hw          int64 // durable high watermark
 	// epochStart is the log end this leader opened with. Recovery hides
 	// an inherited tail (a killed or released leader's) below the high
 	// watermark until this leader's first Sync; until then ListOffsets
@@ -75,6 +78,9 @@ type CoreConfig struct {
 	SyncTimeout time.Duration
 	// OpenRetryDelay spaces the attempts to open a partition still led.
 	OpenRetryDelay time.Duration
+	// WriteRetryDelay is how long writes are refused after an append
+	// failed, before one is tried again.
+	WriteRetryDelay time.Duration
 	// MaintenanceInterval is how often retention is enforced.
 	MaintenanceInterval time.Duration
 	Log                 zerolog.Logger
@@ -161,7 +167,12 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 	case Produced:
 		c.onProduced(e)
 	case AppendFailed:
-		c.healthy = false
+		c.appendFailed()
+	case RetryWrites:
+		if e.Gen == c.gen && c.writeFailed {
+			c.writeFailed = false
+			c.cfg.Log.Info().Msg("trying writes again after a failed append")
+		}
 	case Stop:
 		c.stop()
 	}
@@ -219,6 +230,8 @@ func (c *Core) Admit(fenced, revoked bool) (int16, string) {
 		return kerr.NotLeaderForPartition.Code, ""
 	case !c.healthy:
 		return kerr.KafkaStorageError.Code, "partition storage is unhealthy"
+	case c.writeFailed:
+		return kerr.KafkaStorageError.Code, "an append to the partition's log failed; writes are tried again shortly"
 	case fenced:
 		// No heartbeat exchange within fence_after: the controller may be
 		// about to give this partition away. Refuse rather than risk two
@@ -302,7 +315,7 @@ func (c *Core) onOpened(e Opened) {
 		return
 	}
 	c.phase = phaseLeading
-	c.healthy = true
+	c.healthy, c.writeFailed = true, false
 	c.log = e.Log
 	if c.epoch > e.Epoch {
 		// A newer epoch arrived while the log was opening.
@@ -536,6 +549,20 @@ func (c *Core) onSynced(e Synced) {
 	if c.phase == phaseLeading && e.LogEnd > c.hw {
 		c.startSync()
 	}
+}
+
+// appendFailed refuses writes for WriteRetryDelay after an append failed:
+// the log refused the batch and kept nothing of it (a full volume, an I/O
+// error), and may take the next one once space is freed or the device
+// recovers. Producers get KAFKA_STORAGE_ERROR meanwhile and retry, in
+// order (an idempotent producer's batches in flight behind the failed one
+// are refused too, not taken out of sequence).
+func (c *Core) appendFailed() {
+	if c.writeFailed || c.phase != phaseLeading {
+		return
+	}
+	c.writeFailed = true
+	c.emit(After{D: c.cfg.WriteRetryDelay, Event: RetryWrites{Gen: c.gen}})
 }
 
 // onWatchdog fails acks=all waiters of a hung fsync with a retriable error

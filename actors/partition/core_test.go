@@ -32,10 +32,11 @@ import (
 //	abandon W                    W's fetch was answered: the watch is no longer needed
 //	synced #N [failed|superseded] | closed [failed]
 //	advance DURATION | fence | unfence | revoke | stop
+//	disk-full | disk-freed       the log refuses appends, or takes them again
 //
 // Effects: "open gN eE", "abort-open", "discard L", "close gN L [delete] [fenced]",
 // "close-now L", "remove", "assign-epoch E", "sync #N L", "watchdog #N" (armed),
-// "watchdog! #N" (fired), "retry-open in D", "notify W", "P: ok@BASE" or
+// "watchdog! #N" (fired), "retry-open in D", "retry-writes in D", "notify W", "P: ok@BASE" or
 // "P: ERROR", "takeE: opened" / "takeE: open failed", "release: ok|failed".
 var coreScenarios = []struct {
 	name   string
@@ -177,6 +178,38 @@ var coreScenarios = []struct {
 		"synced #1 failed -> p1: KAFKA_STORAGE_ERROR; stop-self",
 		"produce p2 -> p2: KAFKA_STORAGE_ERROR",
 	}},
+	{"a failed append refuses writes until the retry, then they are tried again", []string{
+		"take 3 -> open g1 e3",
+		"opened g1 L1 -> take3: opened",
+		"produce p1 -> sync #1 L1; watchdog #1",
+		"disk-full",
+		"produce p2 -> retry-writes in 1s; p2: KAFKA_STORAGE_ERROR",
+		"produce p3 -> p3: KAFKA_STORAGE_ERROR", // refused without an append, not out of order
+		"synced #1 -> p1: ok@0",                 // a commit of what was appended readmits nothing
+		"produce p4 -> p4: KAFKA_STORAGE_ERROR",
+		"advance 1s",
+		"produce p5 -> retry-writes in 1s; p5: KAFKA_STORAGE_ERROR", // still full: one append tried per retry
+		"disk-freed",
+		"advance 500ms",
+		"produce p6 -> p6: KAFKA_STORAGE_ERROR",
+		"advance 500ms",
+		"produce p7 -> sync #2 L1; watchdog #2",
+		"synced #2 -> p7: ok@1",
+	}},
+	{"a failed append's retry belongs to its leadership", []string{
+		"take 3 -> open g1 e3",
+		"opened g1 L1 -> take3: opened",
+		"disk-full",
+		"produce p1 -> retry-writes in 1s; p1: KAFKA_STORAGE_ERROR",
+		"relinquish -> close g2 L1",
+		"closed -> release: ok",
+		"disk-freed",
+		"take 4 -> open g3 e4",
+		"opened g3 L2 -> take4: opened",
+		"produce p2 -> sync #1 L2; watchdog #1", // a new open starts writable
+		"advance 1s",                            // the old retry is stale
+		"synced #1 -> p2: ok@0",
+	}},
 	{"a failed open is retried while still leader", []string{
 		"take 3 -> open g1 e3",
 		"produce p1",
@@ -268,7 +301,9 @@ type harness struct {
 	watchdog clock.Timer
 	fenced   bool
 	revoked  bool
-	out      []string
+	// full: the log refuses appends ("disk-full" / "disk-freed").
+	full bool
+	out  []string
 	// abandoned: watchers whose fetch was answered ("abandon W").
 	abandoned map[string]bool
 }
@@ -276,7 +311,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	return &harness{
 		t:     t,
-		core:  NewCore(CoreConfig{SyncTimeout: 15 * time.Second, OpenRetryDelay: time.Second, MaintenanceInterval: time.Hour, Log: zerolog.Nop()}),
+		core:  NewCore(CoreConfig{SyncTimeout: 15 * time.Second, OpenRetryDelay: time.Second, WriteRetryDelay: time.Second, MaintenanceInterval: time.Hour, Log: zerolog.Nop()}),
 		clock: clock.NewFake(time.Unix(1_700_000_000, 0)),
 		logs:  map[string]*fakeLog{},
 		opens: map[uint64]Open{},
@@ -416,6 +451,8 @@ func (h *harness) run(f []string) []string {
 		h.fenced = f[0] == "fence"
 	case "revoke":
 		h.revoked = true
+	case "disk-full", "disk-freed":
+		h.full = f[0] == "disk-full"
 	case "stop":
 		h.step(Stop{})
 	default:
@@ -471,9 +508,11 @@ func (h *harness) exec(e Effect) {
 			h.watchdog = nil
 		}
 	case After:
-		if r, ok := e.Event.(RetryOpen); ok {
+		switch e.Event.(type) {
+		case RetryOpen:
 			h.record("retry-open in %v", e.D)
-			_ = r
+		case RetryWrites:
+			h.record("retry-writes in %v", e.D)
 		}
 		h.clock.AfterFunc(e.D, func() { h.step(e.Event) })
 	case Serve:
@@ -499,6 +538,11 @@ func (h *harness) serve(m any) {
 	case *messages.Produce:
 		if code, _ := h.core.Admit(h.fenced, h.revoked); code != 0 {
 			m.Reply(messages.ProduceResult{ErrorCode: code})
+			return
+		}
+		if h.full {
+			h.step(AppendFailed{})
+			m.Reply(messages.ProduceResult{ErrorCode: kerr.KafkaStorageError.Code})
 			return
 		}
 		l := h.core.Log().(*fakeLog)

@@ -77,8 +77,11 @@ type (
 		Reply           func(messages.ProduceResult)
 		LogEnd, Durable int64
 	}
-	// AppendFailed marks the storage unhealthy.
+	// AppendFailed: the log refused an append; writes are refused until
+	// RetryWrites.
 	AppendFailed struct{}
+	// RetryWrites is the timer after a failed append.
+	RetryWrites struct{ Gen uint64 }
 	// Stop is the actor stopping without a release (system shutdown).
 	Stop struct{}
 )
@@ -164,6 +167,7 @@ func (MaintenanceTick) isEvent() {}
 func (Request) isEvent()         {}
 func (Produced) isEvent()        {}
 func (AppendFailed) isEvent()    {}
+func (RetryWrites) isEvent()     {}
 func (Stop) isEvent()            {}
 
 func (Open) isEffect()           {}

@@ -105,7 +105,7 @@ func (a *Actor) produceBatch(m *messages.Produce, verified bool) {
 	h.BaseOffset, h.LeaderEpoch = base, epoch
 	if err := l.Append(b, h); err != nil {
 		a.step(AppendFailed{})
-		a.log.Error().Ctx(a.traced.ctx).Err(err).Int64("offset", base).Msg("append failed; partition marked unhealthy")
+		a.log.Error().Ctx(a.traced.ctx).Err(err).Int64("offset", base).Dur("retry_in", writeRetryDelay).Msg("append failed; writes refused until the retry")
 		reply(kerr.KafkaStorageError.Code, err.Error())
 		return
 	}
@@ -394,7 +394,7 @@ func (a *Actor) writeTxnMarker(m *messages.WriteTxnMarker) {
 	h.BaseOffset, h.LeaderEpoch = base, epoch
 	if err := l.Append(b, h); err != nil {
 		a.step(AppendFailed{})
-		a.log.Error().Err(err).Int64("offset", base).Msg("marker append failed; partition marked unhealthy")
+		a.log.Error().Err(err).Int64("offset", base).Dur("retry_in", writeRetryDelay).Msg("marker append failed; writes refused until the retry")
 		m.Reply(kerr.KafkaStorageError.Code)
 		return
 	}
