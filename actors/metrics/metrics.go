@@ -60,6 +60,10 @@ var (
 		Namespace: namespace, Name: "partitions",
 		Help: "Partition actors in this process by phase: opening (log being opened and recovered), leading, closing.",
 	}, []string{"state"})
+	partitionsUnhealthy = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "partitions_unhealthy",
+		Help: "Partitions led by this process whose storage refuses writes now (KAFKA_STORAGE_ERROR): an append or fsync failed, or an fsync hangs.",
+	})
 	consumerGroups = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "consumer_groups",
 		Help: "Consumer groups this process coordinates, by group state.",
@@ -72,7 +76,7 @@ var (
 
 // shared are the series every broker's registry gathers.
 var shared = []prometheus.Collector{requests, requestDuration, partitionErrors, producedBytes, producedRecords,
-	fetchedBytes, groupCommitDuration, groupCommitBatch, partitions, consumerGroups, rebalances}
+	fetchedBytes, groupCommitDuration, groupCommitBatch, partitions, partitionsUnhealthy, consumerGroups, rebalances}
 
 // View is what a broker's scrape-time gauges read (its routing view and the
 // disk log's flush count); each func is called once per scrape.
@@ -242,6 +246,10 @@ func GroupCommitReleased(produces int) { groupCommitBatch.Observe(float64(produc
 // PartitionPhase is the gauge of partitions in one phase ("opening",
 // "leading", "closing"), resolved once by the caller.
 func PartitionPhase(state string) prometheus.Gauge { return partitions.WithLabelValues(state) }
+
+// PartitionsUnhealthy is the gauge of partitions whose storage refuses
+// writes.
+func PartitionsUnhealthy() prometheus.Gauge { return partitionsUnhealthy }
 
 // GroupState is the gauge of consumer groups in one state.
 func GroupState(state string) prometheus.Gauge { return consumerGroups.WithLabelValues(state) }

@@ -96,8 +96,10 @@ type Actor struct {
 	watchdog clock.Timer
 	// topic is this partition's pre-resolved metric series.
 	topic *metrics.Topic
-	// counted is the phase whose gauge counts this partition.
-	counted phase
+	// counted is the phase whose gauge counts this partition;
+	// unhealthyCounted: the unhealthy gauge counts it.
+	counted          phase
+	unhealthyCounted bool
 	// cleaning: a compaction pass is running; cleanerArmed: a cleaner
 	// check is scheduled (compaction.go).
 	cleaning, cleanerArmed bool
@@ -139,12 +141,14 @@ func (a *Actor) Receive(ctx actor.Context) {
 		a.dropVerifications()
 		a.step(Stop{})
 		a.countPhase(phaseIdle) // a stopped actor leads nothing
+		a.countUnhealthy(false)
 	case *actor.Restarting:
 		// Restarted in place by a parent's strategy: the next instance
 		// starts idle, so nothing may stay open behind it.
 		a.dropVerifications()
 		a.step(Stop{})
 		a.countPhase(phaseIdle) // the next incarnation counts itself
+		a.countUnhealthy(false)
 	case *messages.TakeLeadership:
 		a.step(Take{Msg: m})
 	case *messages.RelinquishLeadership:
@@ -230,10 +234,24 @@ func (a *Actor) countPhase(p phase) {
 	a.counted = p
 }
 
+// countUnhealthy moves this partition in or out of the unhealthy gauge.
+func (a *Actor) countUnhealthy(unhealthy bool) {
+	if unhealthy == a.unhealthyCounted {
+		return
+	}
+	if unhealthy {
+		metrics.PartitionsUnhealthy().Inc()
+	} else {
+		metrics.PartitionsUnhealthy().Dec()
+	}
+	a.unhealthyCounted = unhealthy
+}
+
 // step runs an event through the core and executes its effects in order.
 func (a *Actor) step(ev Event) {
 	effects := a.core.Step(ev, a.cfg.Clock.Now())
 	a.countPhase(a.core.phase)
+	a.countUnhealthy(!a.core.StorageHealthy())
 	if _, ok := ev.(Synced); ok {
 		// The produces a group commit releases are the replies it answers.
 		released := 0

@@ -221,6 +221,13 @@ func (c *Core) Log() storage.Log { return c.log }
 // Producers is the idempotent-producer table of the open log.
 func (c *Core) Producers() *Producers { return c.producers }
 
+// StorageHealthy reports whether the log takes writes, as far as storage
+// goes (true when not leading): false after a failed append until the
+// retry, and after a failed or hung fsync.
+func (c *Core) StorageHealthy() bool {
+	return c.phase != phaseLeading || c.healthy && !c.writeFailed
+}
+
 // Admit decides whether a write may go to the log now: the error code and
 // message to refuse it with, or 0. fenced and revoked are the broker's
 // self-fence and the supervisor's revocation, read by the shell.

@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kaas-project/kaas/actors/metrics/metricstest"
 )
 
 // startDiskBroker starts an in-process broker on dir; stop shuts it down
@@ -187,8 +189,11 @@ func TestMetricsCountFsyncs(t *testing.T) {
 // KAFKA_STORAGE_ERROR, which the producer retries; once the volume is
 // grown (remount) the partition takes writes again, without a restart, and
 // every record is acknowledged. All are read back once each, in order, at
-// contiguous offsets.
+// contiguous offsets. kaas_partitions_unhealthy counts the partition while
+// the volume is full.
 func TestFullVolumeHeals(t *testing.T) {
+	unhealthy := func() float64 { v, _ := metricstest.Value(t, "kaas_partitions_unhealthy"); return v }
+	unhealthy0 := unhealthy()
 	vol := filepath.Join(t.TempDir(), "vol")
 	if err := os.Mkdir(vol, 0o755); err != nil {
 		t.Fatal(err)
@@ -234,6 +239,7 @@ func TestFullVolumeHeals(t *testing.T) {
 	if last == 0 || last >= total/2 {
 		t.Fatalf("%d of %d records acknowledged before the volume filled", last, total)
 	}
+	waitUntil(t, 10*time.Second, "the partition counted unhealthy", func() bool { return unhealthy() == unhealthy0+1 })
 	// Still serving: what was acknowledged reads back.
 	if got := readAllFrom(t, addr, topic); int64(len(got)) < last {
 		t.Fatalf("%d records read with the volume full, %d acknowledged", len(got), last)
@@ -245,6 +251,7 @@ func TestFullVolumeHeals(t *testing.T) {
 	if err, _ := failed.Load().(error); err != nil || acked.Load() != total {
 		t.Fatalf("%d of %d acknowledged; first failure: %v", acked.Load(), total, err)
 	}
+	waitUntil(t, 10*time.Second, "the partition counted healthy again", func() bool { return unhealthy() == unhealthy0 })
 	got := readAllFrom(t, addr, topic)
 	if len(got) != total {
 		t.Fatalf("%d records read back, %d acknowledged", len(got), total)
