@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -30,6 +31,38 @@ func cleaningInFlight(dir string) bool {
 	return found
 }
 
+// createPinnedCompacted creates topic with one partition placed on broker
+// (a manual replica assignment), compacted as soon as anything is dirty
+// (delete.retention.ms=0) in segments of segmentBytes; it returns a func
+// that reads the partition's leader from Metadata (-1: none yet).
+func createPinnedCompacted(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, broker int32, segmentBytes int) func() int32 {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{broker}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": fmt.Sprint(segmentBytes),
+		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"} {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 15000
+	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
+		t.Fatalf("create: %v %+v", err, resp)
+	}
+	adm := kadm.NewClient(cl)
+	return func() int32 {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil || len(td[topic].Partitions) != 1 {
+			return -1
+		}
+		return td[topic].Partitions[0].Leader
+	}
+}
+
 // TestCompactedTopicMovesWhileCleaning: on three brokers with a slow
 // cleaner (--cleaner-io-rate 128 KiB/s), a compacted partition led by
 // broker 2 is moved to broker 0 (AlterPartitionAssignments) while broker
@@ -57,30 +90,7 @@ func TestCompactedTopicMovesWhileCleaning(t *testing.T) {
 	cl := c.client(kgo.DefaultProduceTopic(topic))
 	adm := kadm.NewClient(cl)
 
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, []int32{2}
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "65536",
-		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"} {
-		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, cfg)
-	}
-	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 15000
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create: %v %+v", err, resp)
-	}
-	leader := func() int32 {
-		td, err := adm.ListTopics(ctx, topic)
-		if err != nil || len(td[topic].Partitions) != 1 {
-			return -1
-		}
-		return td[topic].Partitions[0].Leader
-	}
+	leader := createPinnedCompacted(t, ctx, cl, topic, 2, 65536)
 	waitUntil(t, 30*time.Second, "the partition led by broker 2", func() bool { return leader() == 2 })
 
 	want := map[string]string{}
@@ -173,29 +183,7 @@ func TestCompactedTopicAbortMarkerAfterHandoffAndCrash(t *testing.T) {
 	const topic = "compacted-abort-handoff"
 	cl := c.client(kgo.DefaultProduceTopic(topic))
 	adm := kadm.NewClient(cl)
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, []int32{1}
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": "2048",
-		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"} {
-		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, cfg)
-	}
-	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 15000
-	if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create: %v %+v", err, resp)
-	}
-	leader := func() int32 {
-		td, err := adm.ListTopics(ctx, topic)
-		if err != nil || len(td[topic].Partitions) != 1 {
-			return -1
-		}
-		return td[topic].Partitions[0].Leader
-	}
+	leader := createPinnedCompacted(t, ctx, cl, topic, 1, 2048)
 	waitUntil(t, 30*time.Second, "the partition led by broker 1", func() bool { return leader() == 1 })
 	txn := c.client(kgo.TransactionalID("abort-handoff"), kgo.DefaultProduceTopic(topic))
 	want := abortedAndCommitted(t, ctx, txn, topic)
