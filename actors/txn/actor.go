@@ -328,9 +328,14 @@ func (m *manager) exec(e any) {
 	case Report:
 		e.Done(e.Unloaded)
 	case Persist:
-		store := m.opts.Store
+		store, log := m.opts.Store, m.opts.Log
 		go func() {
 			err := store.Save(e.State)
+			if err != nil {
+				// The client is answered COORDINATOR_NOT_AVAILABLE and
+				// retries; this says why (a full volume, say).
+				log.Error().Err(err).Str("transactional_id", e.State.ID).Msg("persisting transaction state failed")
+			}
 			m.send(&eventMsg{ev: Persisted{ID: e.State.ID, Seq: e.Seq, Err: err}})
 		}()
 	case After:

@@ -188,9 +188,10 @@ func TestMetricsCountFsyncs(t *testing.T) {
 // it acknowledged, refusing the records past the full point with
 // KAFKA_STORAGE_ERROR, which the producer retries; once the volume is
 // grown (remount) the partition takes writes again, without a restart, and
-// every record is acknowledged. All are read back once each, in order, at
-// contiguous offsets. kaas_partitions_unhealthy counts the partition while
-// the volume is full.
+// every record is acknowledged. All are read back once each, in order. kaas_partitions_unhealthy counts the partition while
+// the volume is full. A transactional producer started while it is full
+// (its coordinator cannot write the transaction's state: clients retry
+// COORDINATOR_NOT_AVAILABLE) commits once it has grown.
 func TestFullVolumeHeals(t *testing.T) {
 	unhealthy := func() float64 { v, _ := metricstest.Value(t, "kaas_partitions_unhealthy"); return v }
 	unhealthy0 := unhealthy()
@@ -244,7 +245,38 @@ func TestFullVolumeHeals(t *testing.T) {
 	if got := readAllFrom(t, addr, topic); int64(len(got)) < last {
 		t.Fatalf("%d records read with the volume full, %d acknowledged", len(got), last)
 	}
+	// The last few KiB a 1 KB record does not fit in go to a file, so
+	// that the coordinator's small writes fail too.
+	pad, err := os.Create(filepath.Join(vol, "pad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err = pad.Write(make([]byte, 4096)); err == nil; _, err = pad.Write(make([]byte, 4096)) {
+	}
+	_ = pad.Close()
+	refused := func() float64 {
+		v, _ := metricstest.Value(t, "kaas_requests_total", "api", "InitProducerID", "error", "COORDINATOR_NOT_AVAILABLE")
+		return v
+	}
+	refused0 := refused()
+	txn := newClient(t, addr, kgo.TransactionalID("full-volume"), kgo.DefaultProduceTopic(topic))
+	committed := make(chan error, 1)
+	go func() {
+		if err := txn.BeginTransaction(); err != nil {
+			committed <- err
+			return
+		}
+		if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("in a transaction")}).FirstErr(); err != nil {
+			committed <- err
+			return
+		}
+		committed <- txn.EndTransaction(ctx, kgo.TryCommit)
+	}()
+	waitUntil(t, 20*time.Second, "the transaction coordinator refusing while full", func() bool { return refused() > refused0 })
 	mount("-o", "remount,size=64m", vol)
+	if err := <-committed; err != nil {
+		t.Fatalf("the transaction started while the volume was full: %v", err)
+	}
 	if err := cl.Flush(ctx); err != nil {
 		t.Fatalf("flush after the volume grew (%d of %d acknowledged): %v", acked.Load(), total, err)
 	}
@@ -252,12 +284,25 @@ func TestFullVolumeHeals(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged; first failure: %v", acked.Load(), total, err)
 	}
 	waitUntil(t, 10*time.Second, "the partition counted healthy again", func() bool { return unhealthy() == unhealthy0 })
-	got := readAllFrom(t, addr, topic)
-	if len(got) != total {
-		t.Fatalf("%d records read back, %d acknowledged", len(got), total)
+	var got []*kgo.Record
+	inTxn := 0
+	// The log ends with the commit marker, which the reader keeps to see
+	// the end.
+	for _, r := range readAllFrom(t, addr, topic, kgo.KeepControlRecords()) {
+		if r.Attrs.IsControl() {
+			continue
+		}
+		if string(r.Value) == "in a transaction" {
+			inTxn++
+			continue
+		}
+		got = append(got, r)
+	}
+	if len(got) != total || inTxn != 1 {
+		t.Fatalf("%d records read back, %d acknowledged; the transaction's read %d times", len(got), total, inTxn)
 	}
 	for i, r := range got {
-		if r.Offset != int64(i) || !strings.HasPrefix(string(r.Value), fmt.Sprintf("%06d-", i)) {
+		if i > 0 && r.Offset <= got[i-1].Offset || !strings.HasPrefix(string(r.Value), fmt.Sprintf("%06d-", i)) {
 			t.Fatalf("record %d: offset %d, value %.7q", i, r.Offset, r.Value)
 		}
 	}
