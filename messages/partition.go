@@ -91,6 +91,16 @@ type ProduceResult struct {
 	BaseOffset     int64
 	LogAppendTime  int64
 	LogStartOffset int64
+	// RecordErrors name the records of a refused batch that caused the
+	// refusal (Produce v8+ record_errors), so a client fails those with
+	// the error and retries or fails the others apart (KIP-467).
+	RecordErrors []RecordError
+}
+
+// RecordError is one refused record of a batch: its index in the batch.
+type RecordError struct {
+	BatchIndex int32
+	Message    string
 }
 
 // Fetch reads records from one partition.

@@ -86,6 +86,11 @@ func handleProduce(r *Request) Pending {
 				return &messages.Produce{Batch: records, Acks: req.Acks, TransactionalID: txnID, Verify: verify, AddToTxn: req.Version >= 12, Abortable: req.Version >= 11, Reply: func(res messages.ProduceResult) {
 					rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = res.ErrorCode, res.BaseOffset, res.LogAppendTime, res.LogStartOffset
 					rp.ErrorMessage = optString(res.ErrorMessage)
+					for _, e := range res.RecordErrors {
+						er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+						er.RelativeOffset, er.ErrorMessage = e.BatchIndex, optString(e.Message)
+						rp.ErrorRecords = append(rp.ErrorRecords, er)
+					}
 					done()
 				}}
 			})
