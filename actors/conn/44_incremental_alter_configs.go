@@ -67,42 +67,46 @@ func handleIncrementalAlterConfigs(r *Request) Pending {
 	}
 }
 
-func topicConfigType(name string) (topicconfig.Type, bool) {
+// topicConfigType, like each config type function, gives a config's type
+// and the default an APPEND or SUBTRACT starts from when the resource does
+// not set it (Kafka's ConfigAdminManager starts from the config's default,
+// so APPEND compact to an unset cleanup.policy gives delete,compact).
+func topicConfigType(name string) (topicconfig.Type, string, bool) {
 	k, ok := topicconfig.Keys[name]
-	return k.Type, ok
+	return k.Type, k.Default, ok
 }
 
 // brokerConfigType is a dynamic broker config's type; a name Kafka does
 // not know is a custom config, a string (Kafka stores custom broker
 // configs).
-func brokerConfigType(name string) (topicconfig.Type, bool) {
+func brokerConfigType(name string) (topicconfig.Type, string, bool) {
 	if k, ok := brokerconfig.Lookup(name); ok {
-		return k.Type, true
+		return k.Type, k.Default, true
 	}
-	return topicconfig.TypeString, true
+	return topicconfig.TypeString, "", true
 }
 
 // clientMetricsConfigType is a CLIENT_METRICS config's type (KIP-714).
-func clientMetricsConfigType(name string) (topicconfig.Type, bool) {
+func clientMetricsConfigType(name string) (topicconfig.Type, string, bool) {
 	switch name {
 	case clientmetrics.Metrics, clientmetrics.Match:
-		return topicconfig.TypeList, true
+		return topicconfig.TypeList, "", true
 	case clientmetrics.IntervalMs:
-		return topicconfig.TypeInt, true
+		return topicconfig.TypeInt, "", true
 	}
-	return 0, false
+	return 0, "", false
 }
 
-func groupConfigType(name string) (topicconfig.Type, bool) {
+func groupConfigType(name string) (topicconfig.Type, string, bool) {
 	k, ok := groupconfig.Keys[name]
-	return k.Type, ok
+	return k.Type, k.Default, ok
 }
 
 // applyIncremental applies ops to cfg, each name looked up by keyType
 // (kind names the resource in the refusal of an unknown name).
-func applyIncremental(cfg map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, kind string, keyType func(string) (topicconfig.Type, bool)) alterResult {
+func applyIncremental(cfg map[string]string, ops []kmsg.IncrementalAlterConfigsRequestResourceConfig, kind string, keyType func(string) (topicconfig.Type, string, bool)) alterResult {
 	for _, op := range ops {
-		typ, known := keyType(op.Name)
+		typ, def, known := keyType(op.Name)
 		if !known {
 			return alterResult{code: kerr.InvalidConfig.Code, msg: "unknown " + kind + " config " + op.Name}
 		}
@@ -119,17 +123,24 @@ func applyIncremental(cfg map[string]string, ops []kmsg.IncrementalAlterConfigsR
 			if typ != topicconfig.TypeList {
 				return alterResult{code: kerr.InvalidConfig.Code, msg: op.Name + " is not a list config"}
 			}
-			cur := topicconfig.Value(cfg, op.Name)
+			cur, set := cfg[op.Name]
+			if !set {
+				cur = def
+			}
 			var items []string
 			if cur != "" {
 				items = strings.Split(cur, ",")
 			}
+			// The value is itself a list (Kafka splits it on commas).
+			vals := strings.Split(val, ",")
 			if op.Op == 2 {
-				if !slices.Contains(items, val) {
-					items = append(items, val)
+				for _, v := range vals {
+					if !slices.Contains(items, v) {
+						items = append(items, v)
+					}
 				}
 			} else {
-				items = slices.DeleteFunc(items, func(s string) bool { return s == val })
+				items = slices.DeleteFunc(items, func(s string) bool { return slices.Contains(vals, s) })
 			}
 			cfg[op.Name] = strings.Join(items, ",")
 		default:

@@ -223,13 +223,16 @@ func TestDynamicBrokerConfigsIncrementalOps(t *testing.T) {
 	if c, _ := brokerConfig(t, ctx, cl, 0, "0", "log.cleaner.backoff.ms"); c.MaybeValue() != "15000" || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
 		t.Errorf("log.cleaner.backoff.ms after delete: %+v", c)
 	}
+	// APPEND to a config the broker does not set starts from its default
+	// (delete), as Kafka's: librdkafka's 0081 appends and subtracts compact
+	// and expects the cluster's topics to delete again.
 	for _, op := range []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "log.cleanup.policy", Value: sp("compact")},
 		{Op: kadm.AppendConfig, Name: "log.cleanup.policy", Value: sp("delete")}} {
 		if r := alter(op); r.Err != nil {
 			t.Fatalf("append: %+v", r)
 		}
 	}
-	if c, _ := brokerConfig(t, ctx, cl, 0, "0", "log.cleanup.policy"); c.MaybeValue() != "compact,delete" {
+	if c, _ := brokerConfig(t, ctx, cl, 0, "0", "log.cleanup.policy"); c.MaybeValue() != "delete,compact" {
 		t.Errorf("log.cleanup.policy after two appends: %+v", c)
 	}
 	if r := alter(kadm.AlterConfig{Op: kadm.SubtractConfig, Name: "log.cleanup.policy", Value: sp("compact")}); r.Err != nil {
