@@ -23,16 +23,7 @@ import (
 // still accepts the producer's next sequence and recognises a retry of its
 // last batch as a duplicate, on both log engines.
 func TestProducerStateSurvivesCompaction(t *testing.T) {
-	do, err := disklog.NewOpener(t.TempDir(), zerolog.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = do.Close() })
-	for _, o := range []storage.Opener{memlog.NewOpener(), do} {
-		l, err := o.Open(storage.PartitionID{Topic: "t", TopicID: "00000000-0000-4000-8000-000000000009"}, storage.LogConfig{SegmentBytes: 300})
-		if err != nil {
-			t.Fatal(err)
-		}
+	bothEngines(t, "00000000-0000-4000-8000-000000000009", func(l storage.Log) {
 		now := time.Now()
 		var last []byte
 		const batches = 40
@@ -77,8 +68,7 @@ func TestProducerStateSurvivesCompaction(t *testing.T) {
 		if r := prods.Check(lh); r.Duplicate == nil {
 			t.Fatalf("%T: retry of the last batch not seen as a duplicate: %+v", l, r)
 		}
-		_ = l.Close()
-	}
+	})
 }
 
 // TestTransactionStateSurvivesCompaction: the cleaner removes the records
@@ -90,32 +80,11 @@ func TestProducerStateSurvivesCompaction(t *testing.T) {
 // still holds the last stable offset at the transaction left open, and
 // takes the committed producer's next batch, on both log engines.
 func TestTransactionStateSurvivesCompaction(t *testing.T) {
-	do, err := disklog.NewOpener(t.TempDir(), zerolog.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = do.Close() })
-	for _, o := range []storage.Opener{memlog.NewOpener(), do} {
-		l, err := o.Open(storage.PartitionID{Topic: "t", TopicID: "00000000-0000-4000-8000-00000000000a"}, storage.LogConfig{SegmentBytes: 300})
-		if err != nil {
-			t.Fatal(err)
-		}
+	bothEngines(t, "00000000-0000-4000-8000-00000000000a", func(l storage.Log) {
 		now := time.Now()
 		old := now.UnixMilli() - 10_000
 		seq := map[int64]int32{}
-		add := func(b []byte) int64 {
-			t.Helper()
-			off := l.NextOffset()
-			batch.SetBaseOffset(b, off)
-			h, err := batch.Validate(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Append(b, h); err != nil {
-				t.Fatal(err)
-			}
-			return off
-		}
+		add := func(b []byte) int64 { return appendAtEnd(t, l, b) }
 		data := func(pid int64, kvs ...string) int64 {
 			s := batch.Spec{ProducerID: pid, BaseSequence: seq[pid], Timestamp: old}
 			for i := 0; i < len(kvs); i += 2 {
@@ -207,8 +176,7 @@ func TestTransactionStateSurvivesCompaction(t *testing.T) {
 		if r := prods.Check(nh); r.ErrorCode != 0 || r.Duplicate != nil {
 			t.Fatalf("%T: the committed producer's next batch after compaction: %+v", l, r)
 		}
-		_ = l.Close()
-	}
+	})
 }
 
 // TestAbortedIndexFollowsCompaction: on both engines, the pass that
@@ -220,31 +188,10 @@ func TestTransactionStateSurvivesCompaction(t *testing.T) {
 // on a compacted log drops it, its marker being gone (on a log it is not
 // told is compacted, it would keep it, as it has no reason to look).
 func TestAbortedIndexFollowsCompaction(t *testing.T) {
-	do, err := disklog.NewOpener(t.TempDir(), zerolog.New(io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = do.Close() })
-	for _, o := range []storage.Opener{memlog.NewOpener(), do} {
-		l, err := o.Open(storage.PartitionID{Topic: "t", TopicID: "00000000-0000-4000-8000-00000000000b"}, storage.LogConfig{SegmentBytes: 300})
-		if err != nil {
-			t.Fatal(err)
-		}
+	bothEngines(t, "00000000-0000-4000-8000-00000000000b", func(l storage.Log) {
 		now := time.Now()
 		old := now.UnixMilli() - 10_000
-		add := func(b []byte) int64 {
-			t.Helper()
-			off := l.NextOffset()
-			batch.SetBaseOffset(b, off)
-			h, err := batch.Validate(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := l.Append(b, h); err != nil {
-				t.Fatal(err)
-			}
-			return off
-		}
+		add := func(b []byte) int64 { return appendAtEnd(t, l, b) }
 		seq := int32(0)
 		txnData := func(k string) {
 			b := batch.Build(batch.Spec{ProducerID: 20, BaseSequence: seq, Timestamp: old, Keys: [][]byte{[]byte(k)}, Values: [][]byte{[]byte("v")}})
@@ -334,6 +281,40 @@ func TestAbortedIndexFollowsCompaction(t *testing.T) {
 				t.Fatalf("%T: recovered from the older snapshot (compacted %v): a fetch is told of %+v", l, compacted, got)
 			}
 		}
+	})
+}
+
+// bothEngines runs f on a fresh log of each engine, in memory then on
+// disk, with 300-byte segments, and closes it after.
+func bothEngines(t *testing.T, topicID string, f func(l storage.Log)) {
+	t.Helper()
+	do, err := disklog.NewOpener(t.TempDir(), zerolog.New(io.Discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = do.Close() })
+	for _, o := range []storage.Opener{memlog.NewOpener(), do} {
+		l, err := o.Open(storage.PartitionID{Topic: "t", TopicID: topicID}, storage.LogConfig{SegmentBytes: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(l)
 		_ = l.Close()
 	}
+}
+
+// appendAtEnd appends batch b at l's end, its base offset set there, and
+// returns that offset.
+func appendAtEnd(t *testing.T, l storage.Log, b []byte) int64 {
+	t.Helper()
+	off := l.NextOffset()
+	batch.SetBaseOffset(b, off)
+	h, err := batch.Validate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(b, h); err != nil {
+		t.Fatal(err)
+	}
+	return off
 }

@@ -186,7 +186,7 @@ func TestCompactedTopicAbortMarkerAfterHandoffAndCrash(t *testing.T) {
 	leader := createPinnedCompacted(t, ctx, cl, topic, 1, 2048)
 	waitUntil(t, 30*time.Second, "the partition led by broker 1", func() bool { return leader() == 1 })
 	txn := c.client(kgo.TransactionalID("abort-handoff"), kgo.DefaultProduceTopic(topic))
-	want := abortedAndCommitted(t, ctx, txn, topic)
+	want := abortedAndCommitted(t, ctx, txn, topic, 10)
 	txn.Close()
 
 	var move kadm.AlterPartitionAssignmentsReq

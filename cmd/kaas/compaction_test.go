@@ -347,19 +347,9 @@ func TestCompactedTopicAbortedTransactions(t *testing.T) {
 	const topic = "compacted-txn"
 	createCompacted(t, ctx, adm, topic)
 	txn := newClient(t, addr, kgo.TransactionalID("compacting"), kgo.DefaultProduceTopic(topic))
-	var aborted, committed []string
-	for i := 0; i < 20; i++ {
-		aborted = append(aborted, fmt.Sprintf("aborted-%02d", i))
-		committed = append(committed, fmt.Sprintf("committed-%02d", i))
-	}
-	txnProduce(t, ctx, txn, topic, aborted, false)
-	txnProduce(t, ctx, txn, topic, committed, true)
-	want := map[string]string{}
-	for _, v := range committed {
-		want[v] = v
-	}
+	want := abortedAndCommitted(t, ctx, txn, topic, 20)
 	cl := newClient(t, addr, kgo.DefaultProduceTopic(topic))
-	produced := len(aborted) + len(committed) + 2
+	produced := 2*20 + 2
 	for round := 0; round < 10; round++ {
 		produced += overwriteRound(t, ctx, cl, round, 20, want)
 	}
@@ -432,7 +422,7 @@ func TestCompactedTopicRemovesAbortMarkers(t *testing.T) {
 	const topic = "compacted-abort-markers"
 	createCompacted(t, ctx, newAdmin(t, k.Addr), topic)
 	txn := newClient(t, k.Addr, kgo.TransactionalID("abort-markers"), kgo.DefaultProduceTopic(topic))
-	want := abortedAndCommitted(t, ctx, txn, topic)
+	want := abortedAndCommitted(t, ctx, txn, topic, 10)
 	cl := newClient(t, k.Addr, kgo.DefaultProduceTopic(topic))
 	cleanAbortMarkers(t, ctx, cl, k.Addr, topic, want)
 	checkCommittedRead(t, "cleaned", k.Addr, topic, want)
@@ -441,13 +431,13 @@ func TestCompactedTopicRemovesAbortMarkers(t *testing.T) {
 	checkCommittedRead(t, "after kill -9", k.Addr, topic, want)
 }
 
-// abortedAndCommitted writes, with one transactional producer, ten
-// records in a transaction it aborts, then ten in one it commits, to
-// partition 0 of topic; it returns the committed records' table.
-func abortedAndCommitted(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) map[string]string {
+// abortedAndCommitted writes, with one transactional producer, n records
+// in a transaction it aborts, then n in one it commits, to partition 0 of
+// topic; it returns the committed records' table.
+func abortedAndCommitted(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, n int) map[string]string {
 	t.Helper()
 	var aborted, committed []string
-	for i := 0; i < 10; i++ {
+	for i := 0; i < n; i++ {
 		aborted = append(aborted, fmt.Sprintf("aborted-%02d", i))
 		committed = append(committed, fmt.Sprintf("committed-%02d", i))
 	}

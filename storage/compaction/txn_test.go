@@ -185,36 +185,7 @@ func TestPassTransactions(t *testing.T) {
 			if want := c.mapEnd; want != 0 && p.MapEnd != max(want, 0) || want == 0 && p.MapEnd != 10 {
 				t.Fatalf("pass ends at %d, want %d", p.MapEnd, c.mapEnd)
 			}
-			segEnd := map[int]bool{len(c.log) - 1: true}
-			for _, i := range c.segEnds {
-				segEnd[i] = true
-			}
-			for i, b := range c.log {
-				h, _ := batch.Validate(b)
-				out, err := p.Batch(b, h, segEnd[i])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := "same"
-				switch {
-				case out == nil:
-					got = "gone"
-				case len(out) != len(b) || &out[0] != &b[0]:
-					got = fmt.Sprint(contents(t, out))
-					got = got[1 : len(got)-1]
-					if got == "" {
-						got = "empty"
-					}
-					oh, _ := batch.ParseHeader(out)
-					if oh.Attributes&batch.AttrTransactional != h.Attributes&batch.AttrTransactional || oh.ProducerID != h.ProducerID ||
-						oh.BaseSequence != h.BaseSequence || oh.NextOffset() != h.NextOffset() {
-						t.Fatalf("batch %d rewritten as %+v from %+v", i, oh, h)
-					}
-				}
-				if got != c.want[i] {
-					t.Fatalf("batch %d at %d: %s, want %s", i, h.BaseOffset, got, c.want[i])
-				}
-			}
+			decideAll(t, p, c.log, c.segEnds, c.want)
 		})
 	}
 }
@@ -283,33 +254,49 @@ func TestPassAbortMarkers(t *testing.T) {
 			if err := scanAll(t, p, c.log, 0); err != nil {
 				t.Fatal(err)
 			}
-			segEnd := map[int]bool{len(c.log) - 1: true}
-			for _, i := range c.segEnds {
-				segEnd[i] = true
-			}
-			for i, b := range c.log {
-				h, _ := batch.Validate(b)
-				out, err := p.Batch(b, h, segEnd[i])
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := "same"
-				switch {
-				case out == nil:
-					got = "gone"
-				case len(out) != len(b):
-					if got = fmt.Sprint(contents(t, out)); got == "[]" {
-						got = "empty"
-					}
-				}
-				if got != c.want[i] {
-					t.Fatalf("batch %d at %d: %s, want %s", i, h.BaseOffset, got, c.want[i])
-				}
-			}
+			decideAll(t, p, c.log, c.segEnds, c.want)
 			if fmt.Sprint(p.AbortsEmptied) != fmt.Sprint(c.emptied) || fmt.Sprint(p.AbortsRemoved) != fmt.Sprint(c.removed) {
 				t.Fatalf("emptied %v, removed %v; want %v, %v", p.AbortsEmptied, p.AbortsRemoved, c.emptied, c.removed)
 			}
 		})
+	}
+}
+
+// decideAll runs the pass's Batch over log, whose last batch and the
+// batches at segEnds end segments, and checks what becomes of each batch:
+// "same", "gone", "empty" or its records; a rewritten batch keeps its
+// producer fields, transactional attribute and offsets.
+func decideAll(t *testing.T, p *Pass, log [][]byte, segEnds []int, want []string) {
+	t.Helper()
+	segEnd := map[int]bool{len(log) - 1: true}
+	for _, i := range segEnds {
+		segEnd[i] = true
+	}
+	for i, b := range log {
+		h, _ := batch.Validate(b)
+		out, err := p.Batch(b, h, segEnd[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := "same"
+		switch {
+		case out == nil:
+			got = "gone"
+		case len(out) != len(b) || &out[0] != &b[0]:
+			got = fmt.Sprint(contents(t, out))
+			got = got[1 : len(got)-1]
+			if got == "" {
+				got = "empty"
+			}
+			oh, _ := batch.ParseHeader(out)
+			if oh.Attributes&batch.AttrTransactional != h.Attributes&batch.AttrTransactional || oh.ProducerID != h.ProducerID ||
+				oh.BaseSequence != h.BaseSequence || oh.NextOffset() != h.NextOffset() {
+				t.Fatalf("batch %d rewritten as %+v from %+v", i, oh, h)
+			}
+		}
+		if got != want[i] {
+			t.Fatalf("batch %d at %d: %s, want %s", i, h.BaseOffset, got, want[i])
+		}
 	}
 }
 
