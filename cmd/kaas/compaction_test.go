@@ -207,11 +207,21 @@ func readAllFrom(t *testing.T, addr, topic string, opts ...kgo.Opt) []*kgo.Recor
 	t.Helper()
 	adm := newAdmin(t, addr)
 	ctx := ctxT(t, 20*time.Second)
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
+	// A leader just opened answers OFFSET_NOT_AVAILABLE until its first
+	// group commit: ask again rather than read to no end.
+	var end int64
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		lo, ok := ends.Lookup(topic, 0)
+		if err == nil && ok && lo.Err == nil {
+			end = lo.Offset
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("end offset of %s: %v %+v", topic, err, lo)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	end := ends[topic][0].Offset
 	cl := newClient(t, addr, append([]kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(0)}})}, opts...)...)
 	defer cl.Close()
 	var out []*kgo.Record
