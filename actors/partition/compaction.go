@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
 	"github.com/kaas-project/kaas/storage/compaction"
@@ -126,19 +127,26 @@ func (a *Actor) onCompacted(m compacted) {
 }
 
 // checkKeys refuses a batch with a record without a key on a compacted
-// topic, as Kafka does (INVALID_RECORD): the cleaner could only drop it.
-func checkKeys(b []byte, h batch.Header) (int16, string) {
+// topic, as Kafka does (INVALID_RECORD): the cleaner could only drop it. It
+// names every keyless record, as Kafka's LogValidator does (one record error
+// each), so the client fails only those; none when the batch does not parse,
+// as then the whole batch is at fault.
+func checkKeys(b []byte, h batch.Header, tp string) (int16, string, []messages.RecordError) {
 	recs, err := compaction.Records(b, h)
 	if errors.Is(err, batch.ErrInvalid) {
-		return kerr.InvalidRecord.Code, err.Error()
+		return kerr.InvalidRecord.Code, err.Error(), nil
 	}
 	if err != nil {
-		return kerr.CorruptMessage.Code, err.Error()
+		return kerr.CorruptMessage.Code, err.Error(), nil
 	}
-	for _, r := range recs {
+	var keyless []messages.RecordError
+	for i, r := range recs {
 		if r.NullKey {
-			return kerr.InvalidRecord.Code, fmt.Sprintf("compacted topic cannot accept a record without a key (offset delta %d)", r.Offset-h.BaseOffset)
+			keyless = append(keyless, messages.RecordError{BatchIndex: int32(i), Message: "Compacted topic cannot accept message without key in topic partition " + tp + "."})
 		}
 	}
-	return 0, ""
+	if len(keyless) == 0 {
+		return 0, "", nil
+	}
+	return kerr.InvalidRecord.Code, fmt.Sprintf("compacted topic cannot accept a record without a key (offset delta %d)", recs[keyless[0].BatchIndex].Offset-h.BaseOffset), keyless
 }

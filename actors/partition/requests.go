@@ -9,7 +9,6 @@ import (
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
-	"github.com/kaas-project/kaas/storage/compaction"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
@@ -57,9 +56,9 @@ func (a *Actor) produceBatch(m *messages.Produce, verified bool) {
 		}
 	}
 	if a.keysRequired {
-		if code, msg := checkKeys(b, h); code != 0 {
+		if code, msg, keyless := checkKeys(b, h, fmt.Sprintf("%s-%d", a.id.Topic, a.id.Partition)); code != 0 {
 			m.Reply(messages.ProduceResult{ErrorCode: code, ErrorMessage: msg, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1,
-				RecordErrors: keylessRecords(b, h, fmt.Sprintf("%s-%d", a.id.Topic, a.id.Partition))})
+				RecordErrors: keyless})
 			return
 		}
 	}
@@ -405,22 +404,4 @@ func (a *Actor) writeTxnMarker(m *messages.WriteTxnMarker) {
 	a.step(Produced{AcksAll: true, Appended: true, Marker: true, End: h.NextOffset(),
 		Result: messages.ProduceResult{BaseOffset: base}, Reply: func(r messages.ProduceResult) { m.Reply(r.ErrorCode) },
 		LogEnd: l.NextOffset(), Durable: l.Durable()})
-}
-
-// keylessRecords names every record without a key in a batch refused on a
-// compacted topic, as Kafka's LogValidator does (one record error each), so
-// the client fails only those with INVALID_RECORD; nil when the batch does
-// not parse, as then the whole batch is at fault.
-func keylessRecords(b []byte, h batch.Header, tp string) []messages.RecordError {
-	recs, err := compaction.Records(b, h)
-	if err != nil {
-		return nil
-	}
-	var out []messages.RecordError
-	for i, r := range recs {
-		if r.NullKey {
-			out = append(out, messages.RecordError{BatchIndex: int32(i), Message: "Compacted topic cannot accept message without key in topic partition " + tp + "."})
-		}
-	}
-	return out
 }

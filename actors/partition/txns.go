@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -106,15 +107,7 @@ func (p *Producers) Aborted(from, to int64) []AbortedTxn {
 // TrimTxns forgets the aborted transactions wholly below the log start
 // offset (retention, DeleteRecords): no fetch can reach them.
 func (p *Producers) TrimTxns(start int64) {
-	n := 0
-	for _, a := range p.aborted {
-		if a.LastOffset >= start {
-			p.aborted[n] = a
-			n++
-		}
-	}
-	clear(p.aborted[n:])
-	p.aborted = p.aborted[:n]
+	p.aborted = slices.DeleteFunc(p.aborted, func(a AbortedTxn) bool { return a.LastOffset < start })
 }
 
 // IndexedAborts is the abort markers (offsets) a compaction pass at nowMs
@@ -149,19 +142,12 @@ func (p *Producers) AbortsCompacted(emptied, removed []int64, nowMs int64) {
 	for _, off := range emptied {
 		empty[off] = true
 	}
-	n := 0
-	for _, a := range p.aborted {
-		if gone[a.LastOffset] {
-			continue
-		}
+	for i, a := range p.aborted {
 		if empty[a.LastOffset] && a.EmptiedMs == 0 {
-			a.EmptiedMs = nowMs
+			p.aborted[i].EmptiedMs = nowMs
 		}
-		p.aborted[n] = a
-		n++
 	}
-	clear(p.aborted[n:])
-	p.aborted = p.aborted[:n]
+	p.aborted = slices.DeleteFunc(p.aborted, func(a AbortedTxn) bool { return gone[a.LastOffset] })
 }
 
 // DropAborts forgets the aborted transactions whose markers are gone from
@@ -170,20 +156,16 @@ func (p *Producers) AbortsCompacted(emptied, removed []int64, nowMs int64) {
 // such a transaction would have its client skip the producer's later
 // transactions, waiting for a marker that never comes.
 func (p *Producers) DropAborts(present func(AbortedTxn) (bool, error)) error {
-	n := 0
-	for _, a := range p.aborted {
-		ok, err := present(a)
+	var err error
+	p.aborted = slices.DeleteFunc(p.aborted, func(a AbortedTxn) bool {
 		if err != nil {
-			return err
+			return false
 		}
-		if ok {
-			p.aborted[n] = a
-			n++
-		}
-	}
-	clear(p.aborted[n:])
-	p.aborted = p.aborted[:n]
-	return nil
+		var ok bool
+		ok, err = present(a)
+		return err == nil && !ok
+	})
+	return err
 }
 
 // fence raises producer id's epoch to epoch (a marker's, every marker
