@@ -88,6 +88,15 @@ type SetPins struct {
 	Reply func(TopicResult)
 }
 
+// UnregisterBroker removes a broker gone for good from the registered set
+// (Kafka's UnregisterBroker): only a dead broker can be. Reply gets a Kafka
+// error code and message, 0 once the broker's row is gone from the
+// assignment.
+type UnregisterBroker struct {
+	ID    int32
+	Reply func(code int16, msg string)
+}
+
 // FirstReplicas returns the pins a manual replica assignment asks for:
 // partition first+i pinned to the first replica of assignment[i].
 func FirstReplicas(first int32, assignment [][]int32) map[int32]int32 {

@@ -3,11 +3,13 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -117,11 +119,53 @@ func streamOnce(ctx context.Context, cfg HeartbeatConfig, target string, seq *ui
 	return int(pongs.Load()), err
 }
 
-func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64, pongs *atomic.Int64) error {
+// dialOptions are the heartbeat client's options, extra (credentials) last.
+func dialOptions(extra []grpc.DialOption) []grpc.DialOption {
 	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(WindowSize), grpc.WithInitialConnWindowSize(WindowSize)}, tracing.GRPCDialOptions()...)
-	opts = append(opts, cfg.Dial...)
-	conn, err := grpc.NewClient(target, opts...)
+	return append(opts, extra...)
+}
+
+// Unregister asks the controller (at target's heartbeat address) to
+// unregister broker id and returns its answer, a Kafka error code and
+// message. While no controller answers (none known yet, unreachable, or
+// no longer the controller) it asks again every 250 ms until ctx ends,
+// then answers REQUEST_TIMED_OUT.
+func Unregister(ctx context.Context, clk clock.Clock, target func() string, dial []grpc.DialOption, id int32) (int16, string) {
+	msg := "no controller is known"
+	for {
+		if t := target(); t != "" {
+			code, m, err := unregisterAt(ctx, t, dial, id)
+			if err == nil && code != kerr.NotController.Code {
+				return code, m
+			}
+			msg = m
+			if err != nil {
+				msg = err.Error()
+			}
+		}
+		sleep(ctx, clk, 250*time.Millisecond)
+		if ctx.Err() != nil {
+			return kerr.RequestTimedOut.Code, msg
+		}
+	}
+}
+
+func unregisterAt(ctx context.Context, target string, dial []grpc.DialOption, id int32) (int16, string, error) {
+	conn, err := grpc.NewClient(target, dialOptions(dial)...)
+	if err != nil {
+		return 0, "", fmt.Errorf("controller %s: %w", target, err)
+	}
+	defer conn.Close()
+	resp, err := heartbeatpb.NewHeartbeatClient(conn).Unregister(ctx, &heartbeatpb.UnregisterRequest{BrokerId: id})
+	if err != nil {
+		return 0, "", fmt.Errorf("controller %s: %w", target, err)
+	}
+	return int16(resp.ErrorCode), resp.ErrorMessage, nil
+}
+
+func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64, pongs *atomic.Int64) error {
+	conn, err := grpc.NewClient(target, dialOptions(cfg.Dial)...)
 	if err != nil {
 		return err
 	}

@@ -250,6 +250,8 @@ func (a *Actor) execute(ctx actor.Context, e Effect) {
 			Traceparent: pushTraceparent(a.traceMsg, e)})
 	case ReportLeaseLost:
 		ctx.Send(ctx.Parent(), &LeaseLost{Epoch: a.cfg.Epoch})
+	case AnswerUnregister:
+		e.Reply(e.Code, e.Msg)
 	}
 }
 

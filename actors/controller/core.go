@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/storage"
@@ -147,7 +148,7 @@ type Core struct {
 	// an open finishing may make room for them.
 	deferred int
 	// grantedAt / slotGrantedAt: the file that last gave each partition a
-	// leader, each consumer-group slot an owner (Reports).
+	// leader, each consumer-group slot an owner or a hold (Reports).
 	grantedAt     map[TP]Position
 	slotGrantedAt map[int]Position
 	// hearingSince is when this broker's own pings were heard again after a
@@ -162,6 +163,10 @@ type Core struct {
 	// straySince: stray partition directories and when each was first seen.
 	straySince    map[storage.PartitionID]time.Time
 	nextStrayScan time.Time
+	// unregistering: brokers removed by UnregisterBroker whose row a file
+	// still has (the balancer must not keep it as dead), with the replies
+	// owed once one without it is written.
+	unregistering map[string][]func(int16, string)
 
 	now time.Time
 	out []Effect
@@ -215,6 +220,8 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 		c.onStrayList(e)
 	case StraysRemoved:
 		c.onStraysRemoved(e)
+	case *UnregisterBroker:
+		c.unregister(e)
 	}
 	out := c.out
 	c.out = nil
@@ -285,6 +292,7 @@ func (c *Core) onWritten(m Written) {
 	c.writer = writerIdle
 	if m.LeaseLost {
 		c.cfg.Log.Error().Err(m.Err).Msg("lease lost; not writing")
+		c.answerUnregistered(nil, kerr.NotController.Code, "the controller lost its Lease before writing the assignment")
 		c.emit(ReportLeaseLost{})
 		return
 	}
@@ -298,6 +306,7 @@ func (c *Core) onWritten(m Written) {
 		c.prev = m.A
 		c.emit(SetWritten{Epoch: m.A.ControllerEpoch, Version: m.A.AssignmentVersion})
 		c.emit(PushChanged{Epoch: m.A.ControllerEpoch, Version: m.A.AssignmentVersion})
+		c.answerUnregistered(m.A, 0, "")
 	}
 	if c.recompute == recomputeDirty {
 		c.recompute = recomputeClean
@@ -319,6 +328,13 @@ func (c *Core) ping(m *BrokerPing) bool {
 	if !ok {
 		row = &brokerRow{}
 		c.brokers[p.Name] = row
+		if replies, ok := c.unregistering[p.Name]; ok {
+			// Back before its row was gone: registered anew.
+			delete(c.unregistering, p.Name)
+			for _, r := range replies {
+				c.emit(AnswerUnregister{Reply: r, Code: kerr.InvalidRequest.Code, Msg: fmt.Sprintf("broker %s heartbeated again: it is registered", p.Name)})
+			}
+		}
 	}
 	row.info.Name, row.info.Host, row.info.Port = p.Name, p.KafkaHost, p.KafkaPort
 	// A drain starts (or health flips) now, not at the next tick: a
@@ -444,6 +460,7 @@ func (c *Core) runRecompute(why string) {
 		ControllerEpoch:     c.cfg.Epoch,
 		ControllerHeartbeat: c.cfg.HeartbeatAddr,
 		Topics:              c.topics,
+		Unregistered:        slices.Sorted(maps.Keys(c.unregistering)),
 	}
 	names := make([]string, 0, len(c.brokers))
 	for n := range c.brokers {
@@ -510,6 +527,56 @@ func (c *Core) runRecompute(why string) {
 	c.write(next)
 }
 
+// unregister removes a dead broker's row: the next file leaves it out, and
+// its consumer-group slot with it (every group may change coordinator, so
+// that file holds every slot until each running broker has applied it:
+// HoldSlots). A broker that is alive or draining is refused: its row is how
+// its partitions and groups are taken from it two-phase.
+func (c *Core) unregister(m *UnregisterBroker) {
+	answer := func(code int16, msg string) { c.emit(AnswerUnregister{Reply: m.Reply, Code: code, Msg: msg}) }
+	name := ""
+	for n := range c.brokers {
+		if id, err := balancer.BrokerID(n); err == nil && id == m.ID {
+			name = n
+		}
+	}
+	if name == "" {
+		answer(kerr.BrokerIDNotRegistered.Code, fmt.Sprintf("broker %d is not registered", m.ID))
+		return
+	}
+	if st := c.states()[name]; st != assignment.Dead {
+		answer(kerr.InvalidRequest.Code, fmt.Sprintf("broker %d (%s) is %s: only a dead broker can be unregistered (stop it first)", m.ID, name, st))
+		return
+	}
+	c.cfg.Log.Info().Str("broker", name).Int32("id", m.ID).Msg("unregistering broker")
+	delete(c.brokers, name)
+	if c.unregistering == nil {
+		c.unregistering = map[string][]func(int16, string){}
+	}
+	c.unregistering[name] = append(c.unregistering[name], m.Reply)
+	c.runRecompute("broker unregistered")
+	if c.writer != writerWriting {
+		// Nothing to write: no file has its row.
+		c.answerUnregistered(c.prev, 0, "")
+	}
+}
+
+// answerUnregistered answers the unregistrations a (the file written; nil
+// for none) has no row for with code, and forgets them.
+func (c *Core) answerUnregistered(a *assignment.Assignment, code int16, msg string) {
+	for name, replies := range c.unregistering {
+		if a != nil {
+			if _, ok := a.BrokerByName(name); ok {
+				continue
+			}
+		}
+		delete(c.unregistering, name)
+		for _, r := range replies {
+			c.emit(AnswerUnregister{Reply: r, Code: code, Msg: msg})
+		}
+	}
+}
+
 func (c *Core) write(next *assignment.Assignment) {
 	c.writer = writerWriting
 	c.emit(WriteFile{A: next})
@@ -564,13 +631,20 @@ func (c *Core) trackGrants(prev, f *assignment.Assignment) {
 	owners, held := assignment.SlotOwners(f), f.ConsumerGroups.Held
 	var prevOwners []string
 	var prevHeld []int
-	if prev != nil && len(prev.ConsumerGroups.Slots) == len(f.ConsumerGroups.Slots) {
+	// A changed slot list (HoldSlots holds every slot): releases wait for
+	// reports from this file on.
+	reset := prev != nil && !slices.Equal(prev.ConsumerGroups.Slots, f.ConsumerGroups.Slots)
+	if prev != nil && !reset {
 		prevOwners, prevHeld = assignment.SlotOwners(prev), prev.ConsumerGroups.Held
 	}
 	for i, o := range owners {
+		// A slot's position moves with its owner and with its hold: a
+		// release waits for every broker to have applied the file that
+		// held it, so the old owner refuses the slot's new groups by then.
 		_, known := c.slotGrantedAt[i]
 		isHeld := slices.Contains(held, i)
-		if !known || (!isHeld && (prevOwners == nil || prevOwners[i] != o || slices.Contains(prevHeld, i))) {
+		changed := prevOwners == nil || prevOwners[i] != o || isHeld != slices.Contains(prevHeld, i)
+		if reset || !known || changed {
 			c.slotGrantedAt[i] = at
 		}
 	}

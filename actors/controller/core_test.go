@@ -79,6 +79,8 @@ func (h *coreHarness) step(ev Event) {
 			h.record(fmt.Sprintf("push %d.%d", e.Epoch, e.Version))
 		case ReportLeaseLost:
 			h.record("lease-lost")
+		case AnswerUnregister:
+			h.record(fmt.Sprintf("answer %d", e.Code))
 		default:
 			h.t.Fatalf("unknown effect %T", e)
 		}
@@ -120,6 +122,7 @@ func int32s(s string) []int32 {
 //	written | write-failed | lease-moved | dirsync-failed
 //	header E.V | header-err | listed ID... | removed | remove-refused
 //	leader-lost | leaders 0,-1,2 (of the last file asked for)
+//	unregister ID | slots kaas-0,kaas-1 held=0,1 (of the last file asked for)
 func (h *coreHarness) run(f []string) []string {
 	h.out = nil
 	if len(f) == 0 {
@@ -211,6 +214,21 @@ func (h *coreHarness) run(f []string) []string {
 		h.step(StraysRemoved{Err: errors.New("lease held by another")})
 	case cmd == "leader-lost":
 		h.leader = false
+	case cmd == "unregister":
+		id, _ := strconv.Atoi(args[0])
+		h.step(&UnregisterBroker{ID: int32(id), Reply: func(int16, string) {}})
+	case cmd == "slots":
+		_, held, _ := strings.Cut(args[1], "=")
+		if got, want := h.last.ConsumerGroups.Slots, strings.Split(args[0], ","); !slices.Equal(got, want) {
+			h.t.Fatalf("slots of %s: %v, want %v", pos(h.last), got, want)
+		}
+		var want []int
+		for _, n := range int32s(held) {
+			want = append(want, int(n))
+		}
+		if got := h.last.ConsumerGroups.Held; !slices.Equal(got, want) {
+			h.t.Fatalf("held slots of %s: %v, want %v", pos(h.last), got, want)
+		}
 	case cmd == "leaders":
 		if got, want := leadersOf(h.last), int32s(args[0]); !slices.Equal(got, want) {
 			h.t.Fatalf("leaders of %s: %v, want %v", pos(h.last), got, want)
@@ -450,6 +468,64 @@ var coreScenarios = []struct {
 		},
 	},
 	{
+		name: "an unregistered dead broker leaves the file and its slot; every slot is held until each running broker applied that file",
+		cfg:  CoreConfig{Epoch: 6, DeadAfter: 4 * time.Second},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 -> soon",
+			"ping kaas-1 lists=1 ->",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.11",
+			"written -> hub 6.11; push 6.11",
+			"unregister 2 -> answer 42", // alive: refused
+			"unregister 0 -> answer 42", // the controller itself
+			"unregister 7 -> answer 102",
+			"+3s",
+			"ping kaas-0 lists=0 ->",
+			"ping kaas-1 lists=1 ->",
+			"+2s", // kaas-2 silent for 5s
+			"ping kaas-0 lists=0 ->",
+			"ping kaas-1 lists=1 ->",
+			"tick -> write 6.12",
+			"leaders 0,1,0",
+			"slots kaas-0,kaas-1,kaas-2 held=",
+			"written -> hub 6.12; push 6.12",
+			"unregister 2 -> write 6.13",
+			"slots kaas-0,kaas-1 held=0,1",
+			"leaders 0,1,0",
+			"written -> hub 6.13; push 6.13; answer 0",
+			"ping kaas-0 lists=0,2 -> soon",
+			"soon -> write 6.14", // slot 1 goes to kaas-1: only kaas-0 had to apply 6.13
+			"slots kaas-0,kaas-1 held=0",
+			"written -> hub 6.14; push 6.14",
+			"ping kaas-1 lists=1 -> soon",
+			"soon -> write 6.15",
+			"slots kaas-0,kaas-1 held=",
+			"written -> hub 6.15; push 6.15",
+			"unregister 2 -> answer 102", // gone
+			// Back (scaled up again): registered anew, every slot held again.
+			"ping kaas-2 ->",
+			"tick -> write 6.16",
+			"slots kaas-0,kaas-1,kaas-2 held=0,1,2",
+		},
+	},
+	{
+		name: "an unregistration the controller could not write is answered NOT_CONTROLLER",
+		cfg:  CoreConfig{Epoch: 6, DeadAfter: 4 * time.Second},
+		prev: inherited(0, 1, 0),
+		script: []string{
+			"start -> hub 6.10",
+			"+5s", // kaas-2 never pinged: dead once the grace is over
+			"ping kaas-0 lists=0,2 -> soon",
+			"ping kaas-1 lists=1 ->",
+			"soon -> write 6.11",
+			"written -> hub 6.11; push 6.11",
+			"unregister 2 -> write 6.12",
+			"lease-moved -> answer 41; lease-lost",
+		},
+	},
+	{
 		name: "a drain writes a hold, then the grant once the release is reported",
 		cfg:  CoreConfig{Epoch: 6},
 		prev: inherited(0, 1, 2),
@@ -466,11 +542,11 @@ var coreScenarios = []struct {
 			"written -> hub 6.12; push 6.12",
 			"ping kaas-0 lists=0 -> soon",
 			"ping kaas-2 lists=2 ->",
-			"soon -> write 6.13", // the group slots move; partition 1 waits for kaas-1
+			"soon ->", // kaas-1 has not applied the file that holds its slot
+			"ping kaas-1 lists=1 draining -> soon",
+			"soon -> write 6.13", // the group slot moves; partition 1 is still listed
 			"leaders 0,-1,2",
 			"written -> hub 6.13; push 6.13",
-			"ping kaas-1 lists=1 draining -> soon",
-			"soon ->",                      // still listed: not released
 			"ping kaas-1 draining -> soon", // released
 			"soon -> write 6.14",
 			"leaders 0,0,2",

@@ -59,18 +59,27 @@ type (
 		IDs []storage.PartitionID
 		Err error
 	}
+	// UnregisterBroker removes a dead broker's row from the registered set
+	// (Kafka's UnregisterBroker, for a broker gone for good): Reply gets a
+	// Kafka error code and message (AnswerUnregister), at once when
+	// refused, else once a file without the row is written.
+	UnregisterBroker struct {
+		ID    int32
+		Reply func(code int16, msg string)
+	}
 )
 
-func (*BrokerPing) isEvent()      {}
-func (*TopicsChanged) isEvent()   {}
-func (Start) isEvent()            {}
-func (Tick) isEvent()             {}
-func (RecomputeNow) isEvent()     {}
-func (Written) isEvent()          {}
-func (DirSyncFailed) isEvent()    {}
-func (HeaderRead) isEvent()       {}
-func (PartitionsListed) isEvent() {}
-func (StraysRemoved) isEvent()    {}
+func (*BrokerPing) isEvent()       {}
+func (*TopicsChanged) isEvent()    {}
+func (Start) isEvent()             {}
+func (Tick) isEvent()              {}
+func (RecomputeNow) isEvent()      {}
+func (Written) isEvent()           {}
+func (DirSyncFailed) isEvent()     {}
+func (HeaderRead) isEvent()        {}
+func (PartitionsListed) isEvent()  {}
+func (StraysRemoved) isEvent()     {}
+func (*UnregisterBroker) isEvent() {}
 
 // Effects.
 type (
@@ -95,13 +104,20 @@ type (
 	// ReportLeaseLost tells the parent that the Lease moved on (LeaseLost):
 	// it stops the controller.
 	ReportLeaseLost struct{}
+	// AnswerUnregister calls an UnregisterBroker's Reply.
+	AnswerUnregister struct {
+		Reply func(code int16, msg string)
+		Code  int16
+		Msg   string
+	}
 )
 
-func (SendRecompute) isEffect()   {}
-func (WriteFile) isEffect()       {}
-func (ReadHeader) isEffect()      {}
-func (ListPartitions) isEffect()  {}
-func (RemoveStrays) isEffect()    {}
-func (SetWritten) isEffect()      {}
-func (PushChanged) isEffect()     {}
-func (ReportLeaseLost) isEffect() {}
+func (SendRecompute) isEffect()    {}
+func (WriteFile) isEffect()        {}
+func (ReadHeader) isEffect()       {}
+func (ListPartitions) isEffect()   {}
+func (RemoveStrays) isEffect()     {}
+func (SetWritten) isEffect()       {}
+func (PushChanged) isEffect()      {}
+func (ReportLeaseLost) isEffect()  {}
+func (AnswerUnregister) isEffect() {}

@@ -27,7 +27,7 @@ type Position = assignment.Position
 type Reports struct {
 	Applied       map[string]Position // per broker: the file its latest ping reflects
 	GrantedAt     map[TP]Position     // per partition: the file that last gave it a leader
-	SlotGrantedAt map[int]Position    // per consumer-group slot: the file that last gave it an owner
+	SlotGrantedAt map[int]Position    // per consumer-group slot: the file that last gave it an owner or a hold
 }
 
 func (r Reports) currentFor(broker string, since Position, ok bool) bool {
@@ -105,13 +105,20 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 // there) is held when its serving broker changes from a broker that is
 // still running, when a running broker other than the new owner still
 // reports a group of that slot, or when it was held already and a running
-// broker other than the new owner has not reported yet. Held slots are
-// written to consumer_groups.held; their groups have no coordinator
-// (clients retry COORDINATOR_NOT_AVAILABLE) until the release is confirmed.
-// next is modified in place; it returns how many slots are held.
+// broker other than the new owner has not reported yet. A file whose slot
+// list differs from prev's (a broker registered or unregistered) changes the
+// modulus, so any group may change coordinator, including one created
+// since its coordinator's last report: it holds every slot, and the slots
+// are released once every running broker has applied it (Reports from the
+// file on: trackGrants) and reports no group of a slot it does not own.
+// Held slots are written to consumer_groups.held; their groups have no
+// coordinator (clients retry COORDINATOR_NOT_AVAILABLE) until the release
+// is confirmed. next is modified in place; it returns how many slots are
+// held.
 func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, groups map[string][]string, reports Reports) int {
 	running := runningIn(states)
 	n := len(next.ConsumerGroups.Slots)
+	reset := prev != nil && !slices.Equal(prev.ConsumerGroups.Slots, next.ConsumerGroups.Slots)
 	nextOwners := assignment.SlotOwners(next)
 	var prevOwners []string
 	var prevHeld []int
@@ -135,7 +142,7 @@ func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.B
 	var held []int
 	for i := 0; i < n; i++ {
 		target := nextOwners[i]
-		hold := false
+		hold := reset
 		if prevOwners != nil && prevOwners[i] != "" && prevOwners[i] != target && running(prevOwners[i]) {
 			hold = true
 		}

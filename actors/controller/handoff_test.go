@@ -11,6 +11,7 @@ func doc(leaders ...int32) *assignment.Assignment {
 	a := &assignment.Assignment{Format: 1, Brokers: []assignment.Broker{
 		{ID: 0, Name: "kaas-0", State: assignment.Alive}, {ID: 1, Name: "kaas-1", State: assignment.Alive}, {ID: 2, Name: "kaas-2", State: assignment.Alive},
 	}, Topics: map[string]assignment.Topic{"t": {ID: "id"}}}
+	a.ConsumerGroups.Slots = []string{"kaas-0", "kaas-1", "kaas-2"}
 	t := a.Topics["t"]
 	for _, l := range leaders {
 		t.Partitions = append(t.Partitions, assignment.Partition{Leader: l, LeaderEpoch: 1})
@@ -133,11 +134,15 @@ func TestHoldSlots(t *testing.T) {
 		{"held and a running broker not heard from", func() *assignment.Assignment { a := slotDoc(A, D, A); a.ConsumerGroups.Held = []int{1}; return a }(),
 			slotDoc(A, D, A), states(A, D, A), map[string][]string{"kaas-0": {}, "kaas-2": {}}, []int{1}},
 		{"dead owner: one step", slotDoc(A, A, A), slotDoc(A, assignment.Dead, A), states(A, assignment.Dead, A), map[string][]string{"kaas-1": {g1}}, nil},
+		{"a broker registers: every slot held", slotDoc(A, A, A), slotDoc(A, A, A, A), states(A, A, A, A), map[string][]string{"kaas-0": {}, "kaas-1": {}, "kaas-2": {}}, []int{0, 1, 2, 3}},
+		{"a broker unregistered: every slot held", slotDoc(A, A, assignment.Dead), slotDoc(A, A), states(A, A), map[string][]string{"kaas-0": {}, "kaas-1": {}}, []int{0, 1}},
+		{"released once every other broker applied the changed list", func() *assignment.Assignment { a := slotDoc(A, A); a.ConsumerGroups.Held = []int{0, 1}; return a }(),
+			slotDoc(A, A), states(A, A), map[string][]string{"kaas-0": {}, "kaas-1": {}}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			HoldSlots(tc.prev, tc.next, tc.states, tc.groups, Reports{})
-			if got := tc.next.ConsumerGroups.Held; len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+			if got := tc.next.ConsumerGroups.Held; !slices.Equal(got, tc.want) {
 				t.Fatalf("held %v, want %v", got, tc.want)
 			}
 		})

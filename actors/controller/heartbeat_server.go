@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/metrics"
@@ -143,5 +146,34 @@ func (h *Hub) Stream(s heartbeatpb.Heartbeat_StreamServer) error {
 				return err
 			}
 		}
+	}
+}
+
+// unregisterTimeout bounds how long an unregistration waits for the
+// controller to write the file without the broker's row.
+const unregisterTimeout = 15 * time.Second
+
+// Unregister implements the Heartbeat service: it hands the request to the
+// controller actor and answers once the controller has (the file without
+// the broker's row written, or a refusal). A broker that is not the
+// controller answers NOT_CONTROLLER (the caller asks again, of the
+// controller the newest file names).
+func (h *Hub) Unregister(ctx context.Context, req *heartbeatpb.UnregisterRequest) (*heartbeatpb.UnregisterResponse, error) {
+	ref, _ := h.current()
+	if !ref.Valid() {
+		return &heartbeatpb.UnregisterResponse{ErrorCode: int32(kerr.NotController.Code), ErrorMessage: "this broker is not the controller"}, nil
+	}
+	done := make(chan *heartbeatpb.UnregisterResponse, 1)
+	ref.Send(&UnregisterBroker{ID: req.BrokerId, Reply: func(code int16, msg string) {
+		done <- &heartbeatpb.UnregisterResponse{ErrorCode: int32(code), ErrorMessage: msg}
+	}})
+	ctx, cancel := context.WithTimeout(ctx, unregisterTimeout)
+	defer cancel()
+	select {
+	case r := <-done:
+		return r, nil
+	case <-ctx.Done():
+		return &heartbeatpb.UnregisterResponse{ErrorCode: int32(kerr.RequestTimedOut.Code),
+			ErrorMessage: "the controller did not write the assignment in time; the broker may still be unregistered"}, nil
 	}
 }

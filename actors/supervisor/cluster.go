@@ -293,6 +293,8 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		s.alterConfig(m)
 	case *messages.SetPins:
 		s.setPins(m)
+	case *messages.UnregisterBroker:
+		s.unregisterBroker(m)
 	case *messages.BrokerDefaultsChanged:
 		s.step(ctx, DefaultsChanged{})
 	}
@@ -316,6 +318,23 @@ func (s *Cluster) setPins(m *messages.SetPins) {
 		default:
 			m.Reply(messages.TopicResult{Name: m.Topic})
 		}
+	}()
+}
+
+// unregisterBroker forwards an UnregisterBroker to the controller over its
+// heartbeat address, as a Kafka broker forwards it to the active
+// controller, asking again while the controller changes hands.
+func (s *Cluster) unregisterBroker(m *messages.UnregisterBroker) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		target := func() string {
+			if a := s.follower.Current(); a != nil {
+				return a.ControllerHeartbeat
+			}
+			return ""
+		}
+		m.Reply(cluster.Unregister(ctx, s.clock, target, s.cfg.HeartbeatDial, m.ID))
 	}()
 }
 

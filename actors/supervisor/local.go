@@ -128,6 +128,13 @@ func (s *Local) Receive(ctx actor.Context) {
 		// The one broker leads everything: a pin to it (the only broker
 		// the caller accepts) is already in force, and nothing is kept.
 		m.Reply(messages.TopicResult{Name: m.Topic})
+	case *messages.UnregisterBroker:
+		// The one broker is alive, and no other is registered.
+		if m.ID == s.cfg.Self.ID {
+			m.Reply(kerr.InvalidRequest.Code, fmt.Sprintf("broker %d is alive: only a dead broker can be unregistered", m.ID))
+		} else {
+			m.Reply(kerr.BrokerIDNotRegistered.Code, fmt.Sprintf("broker %d is not registered", m.ID))
+		}
 	case *Ping:
 		m.Reply()
 	case *actor.Terminated:

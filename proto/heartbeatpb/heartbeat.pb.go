@@ -71,7 +71,104 @@ func (x Push_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Push_Kind.Descriptor instead.
 func (Push_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{2, 0}
+	return file_heartbeat_proto_rawDescGZIP(), []int{4, 0}
+}
+
+type UnregisterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId      int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnregisterRequest) Reset() {
+	*x = UnregisterRequest{}
+	mi := &file_heartbeat_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnregisterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnregisterRequest) ProtoMessage() {}
+
+func (x *UnregisterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_heartbeat_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnregisterRequest.ProtoReflect.Descriptor instead.
+func (*UnregisterRequest) Descriptor() ([]byte, []int) {
+	return file_heartbeat_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *UnregisterRequest) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+// A Kafka error code (0: the broker's row is gone from assignment.json).
+type UnregisterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ErrorCode     int32                  `protobuf:"varint,1,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	ErrorMessage  string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnregisterResponse) Reset() {
+	*x = UnregisterResponse{}
+	mi := &file_heartbeat_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnregisterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnregisterResponse) ProtoMessage() {}
+
+func (x *UnregisterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_heartbeat_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnregisterResponse.ProtoReflect.Descriptor instead.
+func (*UnregisterResponse) Descriptor() ([]byte, []int) {
+	return file_heartbeat_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *UnregisterResponse) GetErrorCode() int32 {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return 0
+}
+
+func (x *UnregisterResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
 }
 
 type Ping struct {
@@ -104,7 +201,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_heartbeat_proto_msgTypes[0]
+	mi := &file_heartbeat_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -116,7 +213,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_heartbeat_proto_msgTypes[0]
+	mi := &file_heartbeat_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -129,7 +226,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{0}
+	return file_heartbeat_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Ping) GetBrokerId() int32 {
@@ -244,7 +341,7 @@ type PartitionLed struct {
 
 func (x *PartitionLed) Reset() {
 	*x = PartitionLed{}
-	mi := &file_heartbeat_proto_msgTypes[1]
+	mi := &file_heartbeat_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -256,7 +353,7 @@ func (x *PartitionLed) String() string {
 func (*PartitionLed) ProtoMessage() {}
 
 func (x *PartitionLed) ProtoReflect() protoreflect.Message {
-	mi := &file_heartbeat_proto_msgTypes[1]
+	mi := &file_heartbeat_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -269,7 +366,7 @@ func (x *PartitionLed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLed.ProtoReflect.Descriptor instead.
 func (*PartitionLed) Descriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{1}
+	return file_heartbeat_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PartitionLed) GetTopic() string {
@@ -324,7 +421,7 @@ type Push struct {
 
 func (x *Push) Reset() {
 	*x = Push{}
-	mi := &file_heartbeat_proto_msgTypes[2]
+	mi := &file_heartbeat_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -336,7 +433,7 @@ func (x *Push) String() string {
 func (*Push) ProtoMessage() {}
 
 func (x *Push) ProtoReflect() protoreflect.Message {
-	mi := &file_heartbeat_proto_msgTypes[2]
+	mi := &file_heartbeat_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -349,7 +446,7 @@ func (x *Push) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Push.ProtoReflect.Descriptor instead.
 func (*Push) Descriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{2}
+	return file_heartbeat_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Push) GetKind() Push_Kind {
@@ -398,7 +495,13 @@ var File_heartbeat_proto protoreflect.FileDescriptor
 
 const file_heartbeat_proto_rawDesc = "" +
 	"\n" +
-	"\x0fheartbeat.proto\x12\x11kaas.heartbeat.v1\"\xd5\x03\n" +
+	"\x0fheartbeat.proto\x12\x11kaas.heartbeat.v1\"0\n" +
+	"\x11UnregisterRequest\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\"X\n" +
+	"\x12UnregisterResponse\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x01 \x01(\x05R\terrorCode\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xd5\x03\n" +
 	"\x04Ping\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
@@ -433,9 +536,11 @@ const file_heartbeat_proto_rawDesc = "" +
 	"\vtraceparent\x18\x06 \x01(\tR\vtraceparent\"(\n" +
 	"\x04Kind\x12\b\n" +
 	"\x04PONG\x10\x00\x12\x16\n" +
-	"\x12ASSIGNMENT_CHANGED\x10\x012K\n" +
+	"\x12ASSIGNMENT_CHANGED\x10\x012\xa6\x01\n" +
 	"\tHeartbeat\x12>\n" +
-	"\x06Stream\x12\x17.kaas.heartbeat.v1.Ping\x1a\x17.kaas.heartbeat.v1.Push(\x010\x01B0Z.github.com/kaas-project/kaas/proto/heartbeatpbb\x06proto3"
+	"\x06Stream\x12\x17.kaas.heartbeat.v1.Ping\x1a\x17.kaas.heartbeat.v1.Push(\x010\x01\x12Y\n" +
+	"\n" +
+	"Unregister\x12$.kaas.heartbeat.v1.UnregisterRequest\x1a%.kaas.heartbeat.v1.UnregisterResponseB0Z.github.com/kaas-project/kaas/proto/heartbeatpbb\x06proto3"
 
 var (
 	file_heartbeat_proto_rawDescOnce sync.Once
@@ -450,20 +555,24 @@ func file_heartbeat_proto_rawDescGZIP() []byte {
 }
 
 var file_heartbeat_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_heartbeat_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_heartbeat_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_heartbeat_proto_goTypes = []any{
-	(Push_Kind)(0),       // 0: kaas.heartbeat.v1.Push.Kind
-	(*Ping)(nil),         // 1: kaas.heartbeat.v1.Ping
-	(*PartitionLed)(nil), // 2: kaas.heartbeat.v1.PartitionLed
-	(*Push)(nil),         // 3: kaas.heartbeat.v1.Push
+	(Push_Kind)(0),             // 0: kaas.heartbeat.v1.Push.Kind
+	(*UnregisterRequest)(nil),  // 1: kaas.heartbeat.v1.UnregisterRequest
+	(*UnregisterResponse)(nil), // 2: kaas.heartbeat.v1.UnregisterResponse
+	(*Ping)(nil),               // 3: kaas.heartbeat.v1.Ping
+	(*PartitionLed)(nil),       // 4: kaas.heartbeat.v1.PartitionLed
+	(*Push)(nil),               // 5: kaas.heartbeat.v1.Push
 }
 var file_heartbeat_proto_depIdxs = []int32{
-	2, // 0: kaas.heartbeat.v1.Ping.partitions:type_name -> kaas.heartbeat.v1.PartitionLed
+	4, // 0: kaas.heartbeat.v1.Ping.partitions:type_name -> kaas.heartbeat.v1.PartitionLed
 	0, // 1: kaas.heartbeat.v1.Push.kind:type_name -> kaas.heartbeat.v1.Push.Kind
-	1, // 2: kaas.heartbeat.v1.Heartbeat.Stream:input_type -> kaas.heartbeat.v1.Ping
-	3, // 3: kaas.heartbeat.v1.Heartbeat.Stream:output_type -> kaas.heartbeat.v1.Push
-	3, // [3:4] is the sub-list for method output_type
-	2, // [2:3] is the sub-list for method input_type
+	3, // 2: kaas.heartbeat.v1.Heartbeat.Stream:input_type -> kaas.heartbeat.v1.Ping
+	1, // 3: kaas.heartbeat.v1.Heartbeat.Unregister:input_type -> kaas.heartbeat.v1.UnregisterRequest
+	5, // 4: kaas.heartbeat.v1.Heartbeat.Stream:output_type -> kaas.heartbeat.v1.Push
+	2, // 5: kaas.heartbeat.v1.Heartbeat.Unregister:output_type -> kaas.heartbeat.v1.UnregisterResponse
+	4, // [4:6] is the sub-list for method output_type
+	2, // [2:4] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
 	2, // [2:2] is the sub-list for extension extendee
 	0, // [0:2] is the sub-list for field type_name
@@ -480,7 +589,7 @@ func file_heartbeat_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_heartbeat_proto_rawDesc), len(file_heartbeat_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   3,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

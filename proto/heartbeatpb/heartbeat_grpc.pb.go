@@ -26,7 +26,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Heartbeat_Stream_FullMethodName = "/kaas.heartbeat.v1.Heartbeat/Stream"
+	Heartbeat_Stream_FullMethodName     = "/kaas.heartbeat.v1.Heartbeat/Stream"
+	Heartbeat_Unregister_FullMethodName = "/kaas.heartbeat.v1.Heartbeat/Unregister"
 )
 
 // HeartbeatClient is the client API for Heartbeat service.
@@ -34,6 +35,9 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type HeartbeatClient interface {
 	Stream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Ping, Push], error)
+	// Removes a dead broker from the registered set (Kafka's UnregisterBroker,
+	// which any broker forwards to the controller).
+	Unregister(ctx context.Context, in *UnregisterRequest, opts ...grpc.CallOption) (*UnregisterResponse, error)
 }
 
 type heartbeatClient struct {
@@ -57,11 +61,24 @@ func (c *heartbeatClient) Stream(ctx context.Context, opts ...grpc.CallOption) (
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Heartbeat_StreamClient = grpc.BidiStreamingClient[Ping, Push]
 
+func (c *heartbeatClient) Unregister(ctx context.Context, in *UnregisterRequest, opts ...grpc.CallOption) (*UnregisterResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnregisterResponse)
+	err := c.cc.Invoke(ctx, Heartbeat_Unregister_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HeartbeatServer is the server API for Heartbeat service.
 // All implementations must embed UnimplementedHeartbeatServer
 // for forward compatibility.
 type HeartbeatServer interface {
 	Stream(grpc.BidiStreamingServer[Ping, Push]) error
+	// Removes a dead broker from the registered set (Kafka's UnregisterBroker,
+	// which any broker forwards to the controller).
+	Unregister(context.Context, *UnregisterRequest) (*UnregisterResponse, error)
 	mustEmbedUnimplementedHeartbeatServer()
 }
 
@@ -74,6 +91,9 @@ type UnimplementedHeartbeatServer struct{}
 
 func (UnimplementedHeartbeatServer) Stream(grpc.BidiStreamingServer[Ping, Push]) error {
 	return status.Errorf(codes.Unimplemented, "method Stream not implemented")
+}
+func (UnimplementedHeartbeatServer) Unregister(context.Context, *UnregisterRequest) (*UnregisterResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Unregister not implemented")
 }
 func (UnimplementedHeartbeatServer) mustEmbedUnimplementedHeartbeatServer() {}
 func (UnimplementedHeartbeatServer) testEmbeddedByValue()                   {}
@@ -103,13 +123,36 @@ func _Heartbeat_Stream_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Heartbeat_StreamServer = grpc.BidiStreamingServer[Ping, Push]
 
+func _Heartbeat_Unregister_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnregisterRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HeartbeatServer).Unregister(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Heartbeat_Unregister_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HeartbeatServer).Unregister(ctx, req.(*UnregisterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Heartbeat_ServiceDesc is the grpc.ServiceDesc for Heartbeat service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Heartbeat_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "kaas.heartbeat.v1.Heartbeat",
 	HandlerType: (*HeartbeatServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Unregister",
+			Handler:    _Heartbeat_Unregister_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Stream",

@@ -87,7 +87,8 @@
 // starts at 0. assignment_version is previous+1 when anything changed
 // (including the controller epoch), else unchanged with no moves. Broker rows
 // are the registered set: the input brokers plus every previous row absent
-// from the input (kept as dead); consumer_groups.slots lists their names in
+// from the input (kept as dead) unless Unregistered names it;
+// consumer_groups.slots lists their names in
 // id order. A topic's partition count never decreases for the same topic id
 // (Kafka cannot shrink a topic; the data would become unreachable).
 package balancer
@@ -95,6 +96,7 @@ package balancer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,6 +140,10 @@ type Input struct {
 	Brokers []BrokerInfo
 	// Topics maps topic name to spec.
 	Topics map[string]TopicSpec
+	// Unregistered names brokers removed from the registered set
+	// (UnregisterBroker): their previous rows are not kept as dead. A name
+	// also in Brokers (it pinged again) is registered anew.
+	Unregistered []string
 }
 
 // Move is one partition whose leader changes. From is assignment.NoLeader
@@ -249,7 +255,7 @@ func brokerRows(in Input) ([]assignment.Broker, error) {
 			names[r.Name] = true
 		}
 		for _, b := range in.Previous.Brokers {
-			if _, taken := byID[b.ID]; taken || names[b.Name] || b.ID < 0 || b.Name == "" {
+			if _, taken := byID[b.ID]; taken || names[b.Name] || b.ID < 0 || b.Name == "" || slices.Contains(in.Unregistered, b.Name) {
 				continue
 			}
 			b.State = assignment.Dead

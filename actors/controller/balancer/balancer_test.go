@@ -3,6 +3,7 @@ package balancer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -403,5 +404,46 @@ func TestLeaderlessPartitionIsPlaced(t *testing.T) {
 	out, moves := mustCompute(t, inputFor(prev, A, A))
 	if leaders(out, "a") != "0 1" || epochs(out, "a") != "1 2" || fmt.Sprint(moves) != "[{a 1 -1 1}]" {
 		t.Fatalf("a=%q epochs %q moves %v", leaders(out, "a"), epochs(out, "a"), moves)
+	}
+}
+
+// An unregistered broker's previous row is dropped, slot and all, and comes
+// back only when the broker is in the input again.
+func TestUnregisteredRowDropped(t *testing.T) {
+	c := newCluster(3)
+	c.addTopic("t", 6)
+	if _, _, err := c.step(); err != nil {
+		t.Fatal(err)
+	}
+	delete(c.brokers, bname(2)) // gone from the input: kept as dead
+	a, _, err := c.step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := a.BrokerByName(bname(2)); !ok || b.State != assignment.Dead || len(a.ConsumerGroups.Slots) != 3 {
+		t.Fatalf("absent broker: row %+v %v, slots %v", b, ok, a.ConsumerGroups.Slots)
+	}
+	in := c.input()
+	in.Unregistered = []string{bname(2)}
+	a, _, err = Compute(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.BrokerByName(bname(2)); ok || !slices.Equal(a.ConsumerGroups.Slots, []string{bname(0), bname(1)}) {
+		t.Fatalf("unregistered broker: brokers %+v, slots %v", a.Brokers, a.ConsumerGroups.Slots)
+	}
+	if a.AssignmentVersion != c.prev.AssignmentVersion+1 {
+		t.Fatalf("version %d after %d", a.AssignmentVersion, c.prev.AssignmentVersion)
+	}
+	c.prev = a
+	c.setBroker(2, assignment.Alive)
+	in = c.input()
+	in.Unregistered = []string{bname(2)}
+	a, _, err = Compute(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := a.BrokerByName(bname(2)); !ok || b.State != assignment.Alive || len(a.ConsumerGroups.Slots) != 3 {
+		t.Fatalf("broker back in the input: row %+v %v, slots %v", b, ok, a.ConsumerGroups.Slots)
 	}
 }

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/storage/assignment"
+)
+
+// A StatefulSet scaled down from three brokers to two: the departed broker
+// is dead, then UnregisterBroker (sent to the broker that is not the
+// controller, which forwards it) removes its row and slot. Groups keep
+// their committed offsets and are coordinated by the two brokers left, both
+// of them; an alive broker and an unknown id are refused; the broker
+// started again registers anew.
+func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, clusterFlags...)
+	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		c.start(n)
+	}
+	var ctrl string
+	waitUntil(t, 30*time.Second, "a controller elected and every broker alive", func() bool {
+		led, name, _ := c.ledBy()
+		ctrl = name
+		return ctrl != "" && len(led) == 3
+	})
+	ctx := ctxFor(t, 120*time.Second)
+	waitUntil(t, 30*time.Second, "three brokers in Metadata", func() bool {
+		m, err := kadm.NewClient(newClient(t, c.brokers["kaas-0"].kafka)).BrokerMetadata(ctx)
+		return err == nil && len(m.Brokers) == 3
+	})
+	others := c.namesBut(ctrl)
+	victim, via := others[1], others[0]
+	victimID, viaID := int32(victim[len(victim)-1]-'0'), int32(via[len(via)-1]-'0')
+	t.Logf("controller %s; %s leaves, the request goes to %s", ctrl, victim, via)
+
+	cl := c.client()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	produceEverywhere(t, cl, "orders", 6, "before")
+	// Groups whose home slot is each of the three, and of the two left.
+	var groups []string
+	for i := 0; len(groups) < 12; i++ {
+		g := fmt.Sprintf("g-%d", i)
+		if assignment.SlotFor(g, 3) == len(groups)%3 && assignment.SlotFor(g, 2) == (len(groups)/3)%2 {
+			groups = append(groups, g)
+		}
+	}
+	for i, g := range groups {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "orders", Partition: int32(i % 6), At: int64(i + 1), LeaderEpoch: -1})
+		if r, err := adm.CommitOffsets(ctx, g, offs); err != nil || r.Error() != nil {
+			t.Fatalf("commit %s: %v %v", g, err, r.Error())
+		}
+	}
+
+	unregister := func(to, id int32) (int16, string) {
+		t.Helper()
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = id
+		resp, err := req.RequestWith(ctx, cl.Broker(int(to)))
+		if err != nil {
+			t.Fatalf("UnregisterBroker %d via broker %d: %v", id, to, err)
+		}
+		msg := ""
+		if resp.ErrorMessage != nil {
+			msg = *resp.ErrorMessage
+		}
+		return resp.ErrorCode, msg
+	}
+	if code, msg := unregister(viaID, victimID); code != kerr.InvalidRequest.Code {
+		t.Fatalf("unregistering alive broker %d: code %d %q, want INVALID_REQUEST", victimID, code, msg)
+	}
+	if code, _ := unregister(viaID, 7); code != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("unregistering unknown broker 7: code %d, want BROKER_ID_NOT_REGISTERED", code)
+	}
+
+	c.brokers[victim].kill()
+	fenced := func() map[int32]bool {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.IncludeFencedBrokers = true
+		resp, err := req.RequestWith(ctx, cl.Broker(int(viaID)))
+		if err != nil {
+			return nil
+		}
+		out := map[int32]bool{}
+		for _, b := range resp.Brokers {
+			out[b.NodeID] = b.IsFenced
+		}
+		return out
+	}
+	waitUntil(t, 30*time.Second, "the departed broker reported fenced", func() bool {
+		return fenced()[victimID]
+	})
+	if code, msg := unregister(viaID, victimID); code != 0 {
+		t.Fatalf("unregistering dead broker %d: code %d %q", victimID, code, msg)
+	}
+	// Answered once the controller wrote the file without it.
+	a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := a.BrokerByName(victim); ok || len(a.ConsumerGroups.Slots) != 2 || slices.Contains(a.ConsumerGroups.Slots, victim) {
+		t.Fatalf("assignment %d.%d after unregistering: brokers %+v, slots %v", a.ControllerEpoch, a.AssignmentVersion, a.Brokers, a.ConsumerGroups.Slots)
+	}
+	waitUntil(t, 10*time.Second, "DescribeCluster without the departed broker", func() bool {
+		f := fenced()
+		_, listed := f[victimID]
+		return len(f) == 2 && !listed
+	})
+	if code, _ := unregister(viaID, victimID); code != kerr.BrokerIDNotRegistered.Code {
+		t.Fatalf("unregistering broker %d twice: code %d, want BROKER_ID_NOT_REGISTERED", victimID, code)
+	}
+
+	// Every group: coordinated by one of the two left (both used), its
+	// offsets kept. A fresh client: this one cached the departed broker
+	// as the coordinator of a third of the groups.
+	adm = kadm.NewClient(c.client())
+	coordinators := map[int32]int{}
+	for i, g := range groups {
+		waitUntil(t, 30*time.Second, "group "+g+" coordinated", func() bool {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.CoordinatorKeys = []string{g}
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil || len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+				return false
+			}
+			coordinators[resp.Coordinators[0].NodeID]++
+			return true
+		})
+		fetched, err := adm.FetchOffsets(ctx, g)
+		if err != nil || fetched.Error() != nil {
+			t.Fatalf("fetch offsets of %s: %v %v", g, err, fetched.Error())
+		}
+		if o, ok := fetched.Lookup("orders", int32(i%6)); !ok || o.At != int64(i+1) {
+			t.Fatalf("group %s: committed %+v %v, want %d", g, o, ok, i+1)
+		}
+	}
+	if len(coordinators) != 2 || coordinators[victimID] != 0 {
+		t.Fatalf("coordinators after the scale-down: %v", coordinators)
+	}
+	produceEverywhere(t, cl, "orders", 6, "after")
+
+	// Scaled up again: registered anew, its slot back.
+	c.start(victim)
+	waitUntil(t, 30*time.Second, "the broker registered again", func() bool {
+		f := fenced()
+		fencedNow, listed := f[victimID]
+		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+		return listed && !fencedNow && err == nil && len(a.ConsumerGroups.Slots) == 3 && len(a.ConsumerGroups.Held) == 0
+	})
+	got := consumeAll(t, c, "orders", 12)
+	if len(got) != 12 {
+		t.Fatalf("read back %d records, want 12", len(got))
+	}
+}
