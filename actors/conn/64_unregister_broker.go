@@ -6,8 +6,9 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// UnregisterBroker (key 64): v0. Removes a broker gone for good (its pod
-// removed by a StatefulSet scale-down) from the registered set: its row
+// UnregisterBroker (key 64): v0. Removes a broker gone for good from the
+// registered set (the controller does so on its own for the brokers a
+// StatefulSet scale-down removed, once they are dead): its row
 // leaves assignment.json, DescribeCluster stops listing it as fenced, and
 // its consumer-group slot goes (every group may change coordinator, two-
 // phase). Any broker forwards it to the controller, as Kafka's brokers do.

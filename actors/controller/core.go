@@ -167,6 +167,8 @@ type Core struct {
 	// still has (the balancer must not keep it as dead), with the replies
 	// owed once one without it is written.
 	unregistering map[string][]func(int16, string)
+	// replicas is the StatefulSet's spec.replicas, -1 while unknown.
+	replicas int32
 
 	now time.Time
 	out []Effect
@@ -175,7 +177,7 @@ type Core struct {
 // NewCore returns the core of a controller elected over prev (the file found
 // on the volume; nil if none). Step(Start) puts it in force.
 func NewCore(cfg CoreConfig, prev *assignment.Assignment) *Core {
-	return &Core{cfg: cfg, prev: prev, brokers: map[string]*brokerRow{}, topics: map[string]balancer.TopicSpec{}}
+	return &Core{cfg: cfg, prev: prev, brokers: map[string]*brokerRow{}, topics: map[string]balancer.TopicSpec{}, replicas: -1}
 }
 
 // Step handles ev at now and returns the effects to execute, in order.
@@ -222,6 +224,12 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 		c.onStraysRemoved(e)
 	case *UnregisterBroker:
 		c.unregister(e)
+	case ReplicasChanged:
+		c.replicas = -1
+		if e.Known {
+			c.replicas = e.Replicas
+		}
+		c.unregisterScaledDown()
 	}
 	out := c.out
 	c.out = nil
@@ -255,6 +263,9 @@ func (c *Core) start() {
 
 func (c *Core) tick() {
 	c.scanStrays()
+	if c.unregisterScaledDown() {
+		return
+	}
 	switch {
 	case c.writer == writerRetry:
 		c.writer = writerIdle
@@ -549,16 +560,54 @@ func (c *Core) unregister(m *UnregisterBroker) {
 		return
 	}
 	c.cfg.Log.Info().Str("broker", name).Int32("id", m.ID).Msg("unregistering broker")
-	delete(c.brokers, name)
-	if c.unregistering == nil {
-		c.unregistering = map[string][]func(int16, string){}
-	}
-	c.unregistering[name] = append(c.unregistering[name], m.Reply)
+	c.remove(name, m.Reply)
 	c.runRecompute("broker unregistered")
 	if c.writer != writerWriting {
 		// Nothing to write: no file has its row.
 		c.answerUnregistered(c.prev, 0, "")
 	}
+}
+
+// remove takes name out of the registered set; reply (nil: none) is
+// answered once a file without its row is written.
+func (c *Core) remove(name string, reply func(int16, string)) {
+	delete(c.brokers, name)
+	if c.unregistering == nil {
+		c.unregistering = map[string][]func(int16, string){}
+	}
+	replies := c.unregistering[name]
+	if reply != nil {
+		replies = append(replies, reply)
+	}
+	c.unregistering[name] = replies
+}
+
+// unregisterScaledDown unregisters the dead brokers a StatefulSet
+// scale-down removed (ordinal at or above its replicas), as an operator
+// would with UnregisterBroker, and reports whether it recomputed. A broker
+// still draining stays until it is dead; one scaled up again later
+// registers anew.
+func (c *Core) unregisterScaledDown() bool {
+	if c.replicas < 0 {
+		return false
+	}
+	states := c.states()
+	var gone []string
+	for name := range c.brokers {
+		if id, err := balancer.BrokerID(name); err == nil && id >= c.replicas && name != c.cfg.Self && states[name] == assignment.Dead {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) == 0 {
+		return false
+	}
+	slices.Sort(gone)
+	for _, name := range gone {
+		c.cfg.Log.Info().Str("broker", name).Int32("replicas", c.replicas).Msg("unregistering a broker the StatefulSet no longer has")
+		c.remove(name, nil)
+	}
+	c.runRecompute("scaled-down brokers unregistered")
+	return true
 }
 
 // answerUnregistered answers the unregistrations a (the file written; nil

@@ -123,6 +123,7 @@ func int32s(s string) []int32 {
 //	header E.V | header-err | listed ID... | removed | remove-refused
 //	leader-lost | leaders 0,-1,2 (of the last file asked for)
 //	unregister ID | slots kaas-0,kaas-1 held=0,1 (of the last file asked for)
+//	replicas N (the StatefulSet's; "replicas none": no StatefulSet)
 func (h *coreHarness) run(f []string) []string {
 	h.out = nil
 	if len(f) == 0 {
@@ -217,6 +218,9 @@ func (h *coreHarness) run(f []string) []string {
 	case cmd == "unregister":
 		id, _ := strconv.Atoi(args[0])
 		h.step(&UnregisterBroker{ID: int32(id), Reply: func(int16, string) {}})
+	case cmd == "replicas":
+		n, err := strconv.Atoi(args[0])
+		h.step(ReplicasChanged{Replicas: int32(n), Known: err == nil})
 	case cmd == "slots":
 		_, held, _ := strings.Cut(args[1], "=")
 		if got, want := h.last.ConsumerGroups.Slots, strings.Split(args[0], ","); !slices.Equal(got, want) {
@@ -508,6 +512,42 @@ var coreScenarios = []struct {
 			"ping kaas-2 ->",
 			"tick -> write 6.16",
 			"slots kaas-0,kaas-1,kaas-2 held=0,1,2",
+		},
+	},
+	{
+		name: "a dead broker the StatefulSet no longer has is unregistered; a live one or one within the replicas stays",
+		cfg:  CoreConfig{Epoch: 6, DeadAfter: 4 * time.Second},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"replicas none ->",
+			"ping kaas-0 lists=0 -> soon",
+			"ping kaas-1 lists=1 ->",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.11",
+			"written -> hub 6.11; push 6.11",
+			"replicas 1 ->", // kaas-1 and kaas-2 are alive (draining, in a real scale-down)
+			"replicas 3 ->",
+			"+3s",
+			"ping kaas-0 lists=0 ->",
+			"+2s", // kaas-1 and kaas-2 silent for 5s: dead, within the replicas
+			"ping kaas-0 lists=0 ->",
+			"tick -> write 6.12",
+			"slots kaas-0,kaas-1,kaas-2 held=",
+			"written -> hub 6.12; push 6.12",
+			"tick -> read-header",
+			"header 6.12 ->",
+			"replicas 2 -> write 6.13",
+			"slots kaas-0,kaas-1 held=0,1",
+			"written -> hub 6.13; push 6.13; write 6.14", // no other running broker to wait for
+			"slots kaas-0,kaas-1 held=",
+			"written -> hub 6.14; push 6.14",
+			"tick -> read-header",
+			"header 6.14 ->",
+			"replicas none ->", // the StatefulSet deleted: nothing more is unregistered
+			"tick -> read-header",
+			"replicas 1 -> write 6.15",
+			"slots kaas-0 held=0",
 		},
 	},
 	{

@@ -67,6 +67,13 @@ type (
 		ID    int32
 		Reply func(code int16, msg string)
 	}
+	// ReplicasChanged is the StatefulSet's spec.replicas (Known false: no
+	// StatefulSet, or it cannot be read). A dead broker whose ordinal is
+	// not below it was removed by a scale-down and is unregistered.
+	ReplicasChanged struct {
+		Replicas int32
+		Known    bool
+	}
 )
 
 func (*BrokerPing) isEvent()       {}
@@ -80,6 +87,7 @@ func (HeaderRead) isEvent()        {}
 func (PartitionsListed) isEvent()  {}
 func (StraysRemoved) isEvent()     {}
 func (*UnregisterBroker) isEvent() {}
+func (ReplicasChanged) isEvent()   {}
 
 // Effects.
 type (

@@ -561,7 +561,16 @@ func (s *Cluster) startController(ctx actor.Context, e StartController) {
 	go cluster.WatchTopics(lctx, s.cfg.Dyn, s.cfg.Namespace, func(ts map[string]balancer.TopicSpec) {
 		ref.Send(&controller.TopicsChanged{Topics: ts})
 	}, s.cfg.Log.With().Str("component", "topic-watch").Logger())
+	if sts := cluster.StatefulSetOf(s.cfg.Self.Name); sts != "" && s.cfg.Kube != nil {
+		go cluster.WatchReplicas(lctx, s.cfg.Kube, s.clock, s.cfg.Namespace, sts, replicasPeriod, func(n int32, known bool) {
+			ref.Send(controller.ReplicasChanged{Replicas: n, Known: known})
+		}, s.cfg.Log.With().Str("component", "replicas-watch").Logger())
+	}
 }
+
+// replicasPeriod is how often the controller reads its StatefulSet's
+// replicas (a scale-down's brokers are unregistered once dead).
+const replicasPeriod = 5 * time.Second
 
 // publish publishes the routing view of the core's state.
 func (s *Cluster) publish() {

@@ -337,6 +337,14 @@ func TestMetadataAndDescribeCluster(t *testing.T) {
 	if err != nil || dc.ErrorCode != 0 || dc.ClusterID != "unit-cluster" || len(dc.Brokers) != 1 || dc.Brokers[0].IsFenced {
 		t.Fatalf("describe cluster: %v %+v", err, dc)
 	}
+	// The one local-dev broker is alive; no other is registered.
+	for id, want := range map[int32]int16{dc.Brokers[0].NodeID: kerr.InvalidRequest.Code, 3: kerr.BrokerIDNotRegistered.Code} {
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = id
+		if resp, err := req.RequestWith(ctx, cl); err != nil || resp.ErrorCode != want {
+			t.Fatalf("unregister broker %d: %v %+v, want code %d", id, err, resp, want)
+		}
+	}
 }
 
 func TestGracefulShutdownUnderLoad(t *testing.T) {

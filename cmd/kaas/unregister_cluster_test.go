@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -160,6 +161,73 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	})
 	got := consumeAll(t, c, "orders", 12)
 	if len(got) != 12 {
+		t.Fatalf("read back %d records, want 12", len(got))
+	}
+}
+
+// The StatefulSet (deploy/base's manifest; no kubelet runs here, the
+// brokers are processes named as its pods) scaled down from three replicas
+// to two: once kaas-2 is dead the controller unregisters it on its own, as
+// it never does for a dead broker the StatefulSet still has.
+func TestScaleDownUnregistersRemovedBroker(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, clusterFlags...)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.kubectl(t, "-n", c.ns, "apply", "-f", filepath.Join(root, "deploy", "base", "statefulset.yaml"))
+	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
+		c.start(n)
+	}
+	waitUntil(t, 30*time.Second, "a controller elected and every broker alive", func() bool {
+		led, ctrl, _ := c.ledBy()
+		return ctrl != "" && len(led) == 3
+	})
+	ctx := ctxFor(t, 120*time.Second)
+	cl := c.client()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 6, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	produceEverywhere(t, cl, "orders", 6, "before")
+	row := func() (present bool, slots int) {
+		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, present = a.BrokerByName("kaas-2")
+		return present, len(a.ConsumerGroups.Slots)
+	}
+
+	c.brokers["kaas-2"].kill()
+	waitUntil(t, 30*time.Second, "kaas-2 dead in assignment.json", func() bool {
+		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+		if err != nil {
+			return false
+		}
+		b, ok := a.BrokerByName("kaas-2")
+		return ok && b.State == assignment.Dead
+	})
+	// Still a replica: kept (a restart, not a scale-down), past a few
+	// controller ticks and StatefulSet reads.
+	time.Sleep(6 * time.Second)
+	if present, slots := row(); !present || slots != 3 {
+		t.Fatalf("dead broker within the replicas: row %v, %d slots", present, slots)
+	}
+
+	api.kubectl(t, "-n", c.ns, "scale", "statefulset/kaas", "--replicas=2")
+	waitUntil(t, 30*time.Second, "kaas-2 unregistered", func() bool {
+		present, slots := row()
+		return !present && slots == 2
+	})
+	produceEverywhere(t, cl, "orders", 6, "after")
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 2, LeaderEpoch: -1})
+	if r, err := adm.CommitOffsets(ctx, "after-scale-down", offs); err != nil || r.Error() != nil {
+		t.Fatalf("commit after the scale-down: %v %v", err, r.Error())
+	}
+	if got := consumeAll(t, c, "orders", 12); len(got) != 12 {
 		t.Fatalf("read back %d records, want 12", len(got))
 	}
 }

@@ -234,7 +234,9 @@ func TestBrokerRBAC(t *testing.T) {
 		check{"", "secrets", "", "get", ns, false},
 		check{"", "configmaps", "", "get", ns, false},
 		check{"", "endpoints", "", "list", ns, false},
-		check{"apps", "statefulsets", "", "get", ns, false},
+		check{"apps", "statefulsets", "", "get", ns, false}, // only the one named kaas (below)
+		check{"apps", "statefulsets", "", "list", ns, false},
+		check{"apps", "statefulsets", "", "update", ns, false},
 		// Namespaced: nothing in another namespace.
 		check{"coordination.k8s.io", "leases", "", "get", "default", false},
 		check{"kaas.dev", "kafkatopics", "", "list", "default", false},
@@ -250,6 +252,21 @@ func TestBrokerRBAC(t *testing.T) {
 		}
 		if r.Status.Allowed != c.allowed {
 			t.Errorf("%s %s.%s/%s in %s: allowed=%v, want %v", c.verb, c.resource, c.group, c.sub, c.ns, r.Status.Allowed, c.allowed)
+		}
+	}
+	// Its own StatefulSet's replicas (the controller unregisters the
+	// brokers a scale-down removed), no other's.
+	for name, allowed := range map[string]bool{"kaas": true, "other": false} {
+		r, err := broker.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Group: "apps", Resource: "statefulsets", Verb: "get", Name: name,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("SelfSubjectAccessReview: %v", err)
+		}
+		if r.Status.Allowed != allowed {
+			t.Errorf("get statefulsets.apps/%s in %s: allowed=%v, want %v", name, ns, r.Status.Allowed, allowed)
 		}
 	}
 
