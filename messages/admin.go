@@ -97,6 +97,34 @@ type UnregisterBroker struct {
 	Reply func(code int16, msg string)
 }
 
+// DescribeQuorum asks for the controller's view of the brokers' progress
+// through the assignment files (Kafka's DescribeQuorum): Reply gets it, or
+// a Kafka error code and message.
+type DescribeQuorum struct {
+	Reply func(Quorum, int16, string)
+}
+
+// Quorum is the controller's view: assignment files play the metadata
+// log, a file's version its offset.
+type Quorum struct {
+	ControllerID int32
+	Epoch        int64
+	// Version is the newest file the controller wrote.
+	Version int64
+	Members []QuorumMember
+}
+
+// QuorumMember is one registered broker's progress: the newest file it
+// applied (-1: not heard from), when it last heartbeated and when it last
+// had applied the newest file (Unix ms, -1: never).
+type QuorumMember struct {
+	ID                 int32
+	Host               string
+	Port               int32
+	Applied            int64
+	LastPing, CaughtUp int64
+}
+
 // FirstReplicas returns the pins a manual replica assignment asks for:
 // partition first+i pinned to the first replica of assignment[i].
 func FirstReplicas(first int32, assignment [][]int32) map[int32]int32 {

@@ -126,16 +126,45 @@ func dialOptions(extra []grpc.DialOption) []grpc.DialOption {
 	return append(opts, extra...)
 }
 
-// Unregister asks the controller (at target's heartbeat address) to
-// unregister broker id and returns its answer, a Kafka error code and
-// message. While no controller answers (none known yet, unreachable, or
-// no longer the controller) it asks again every 250 ms until ctx ends,
-// then answers REQUEST_TIMED_OUT.
+// Unregister asks the controller to unregister broker id and returns its
+// answer, a Kafka error code and message (askController).
 func Unregister(ctx context.Context, clk clock.Clock, target func() string, dial []grpc.DialOption, id int32) (int16, string) {
+	return askController(ctx, clk, target, dial, func(ctx context.Context, c heartbeatpb.HeartbeatClient) (int16, string, error) {
+		resp, err := c.Unregister(ctx, &heartbeatpb.UnregisterRequest{BrokerId: id})
+		if err != nil {
+			return 0, "", err
+		}
+		return int16(resp.ErrorCode), resp.ErrorMessage, nil
+	})
+}
+
+// DescribeQuorum asks the controller for its view of the brokers'
+// progress through the assignment files (askController); resp is nil
+// unless code is 0.
+func DescribeQuorum(ctx context.Context, clk clock.Clock, target func() string, dial []grpc.DialOption) (resp *heartbeatpb.DescribeQuorumResponse, code int16, msg string) {
+	code, msg = askController(ctx, clk, target, dial, func(ctx context.Context, c heartbeatpb.HeartbeatClient) (int16, string, error) {
+		r, err := c.DescribeQuorum(ctx, &heartbeatpb.DescribeQuorumRequest{})
+		if err != nil {
+			return 0, "", err
+		}
+		resp = r
+		return int16(r.ErrorCode), r.ErrorMessage, nil
+	})
+	return resp, code, msg
+}
+
+// askController makes call on the controller at target's heartbeat
+// address, as a Kafka broker forwards a request to the active controller,
+// and returns its Kafka error code and message. While no controller
+// answers (none known yet, unreachable, or no longer the controller:
+// NOT_CONTROLLER) it asks again every 250 ms, of the controller target then
+// names, until ctx ends: then REQUEST_TIMED_OUT.
+func askController(ctx context.Context, clk clock.Clock, target func() string, dial []grpc.DialOption,
+	call func(context.Context, heartbeatpb.HeartbeatClient) (int16, string, error)) (int16, string) {
 	msg := "no controller is known"
 	for {
 		if t := target(); t != "" {
-			code, m, err := unregisterAt(ctx, t, dial, id)
+			code, m, err := callAt(ctx, t, dial, call)
 			if err == nil && code != kerr.NotController.Code {
 				return code, m
 			}
@@ -151,17 +180,17 @@ func Unregister(ctx context.Context, clk clock.Clock, target func() string, dial
 	}
 }
 
-func unregisterAt(ctx context.Context, target string, dial []grpc.DialOption, id int32) (int16, string, error) {
+func callAt(ctx context.Context, target string, dial []grpc.DialOption, call func(context.Context, heartbeatpb.HeartbeatClient) (int16, string, error)) (int16, string, error) {
 	conn, err := grpc.NewClient(target, dialOptions(dial)...)
 	if err != nil {
 		return 0, "", fmt.Errorf("controller %s: %w", target, err)
 	}
 	defer conn.Close()
-	resp, err := heartbeatpb.NewHeartbeatClient(conn).Unregister(ctx, &heartbeatpb.UnregisterRequest{BrokerId: id})
+	code, msg, err := call(ctx, heartbeatpb.NewHeartbeatClient(conn))
 	if err != nil {
 		return 0, "", fmt.Errorf("controller %s: %w", target, err)
 	}
-	return int16(resp.ErrorCode), resp.ErrorMessage, nil
+	return code, msg, nil
 }
 
 func runStream(ctx context.Context, cfg HeartbeatConfig, target string, seq *uint64, pongs *atomic.Int64) error {

@@ -40,6 +40,7 @@ func TestCoreAPITable(t *testing.T) {
 		kmsg.DescribeCluster.Int16():              {0, 2},
 		kmsg.DescribeProducers.Int16():            {0, 0},
 		kmsg.UnregisterBroker.Int16():             {0, 0},
+		kmsg.DescribeQuorum.Int16():               {0, 2},
 		kmsg.SASLHandshake.Int16():                {1, 1},
 		kmsg.SASLAuthenticate.Int16():             {0, 2},
 		kmsg.WriteTxnMarkers.Int16():              {1, 2},

@@ -189,6 +189,7 @@ var authRules = map[int16]authRule{
 	kmsg.AlterClientQuotas.Int16():          needCluster(opAlterConfigs),
 	kmsg.UpdateFeatures.Int16():             needCluster(opAlter),
 	kmsg.UnregisterBroker.Int16():           needCluster(opAlter),
+	kmsg.DescribeQuorum.Int16():             needCluster(opDescribe),
 	kmsg.DescribeCluster.Int16():            authDescribeCluster,
 	kmsg.DescribeProducers.Int16():          authDescribeProducers,
 	kmsg.ConsumerGroupHeartbeat.Int16():     authConsumerGroupHeartbeat,

@@ -252,6 +252,8 @@ func (a *Actor) execute(ctx actor.Context, e Effect) {
 		ctx.Send(ctx.Parent(), &LeaseLost{Epoch: a.cfg.Epoch})
 	case AnswerUnregister:
 		e.Reply(e.Code, e.Msg)
+	case AnswerQuorum:
+		e.Reply(e.Q)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kaas-project/kaas/actors/controller/balancer"
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -129,6 +130,8 @@ type brokerRow struct {
 	// applied is the assignment file the broker had applied when it sent
 	// its latest ping: what it lists is only current from that file on.
 	applied Position
+	// caughtUp is when a ping last named the newest file written then.
+	caughtUp time.Time
 }
 
 // Core is the controller's state machine in etcd raft's shape: Step takes
@@ -224,6 +227,8 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 		c.onStraysRemoved(e)
 	case *UnregisterBroker:
 		c.unregister(e)
+	case *DescribeQuorum:
+		c.emit(AnswerQuorum{Reply: e.Reply, Q: c.quorum()})
 	case ReplicasChanged:
 		c.replicas = -1
 		if e.Known {
@@ -359,6 +364,9 @@ func (c *Core) ping(m *BrokerPing) bool {
 	applied := Position{Epoch: p.ControllerEpoch, Version: p.AssignmentVersion}
 	caughtUp := applied != row.applied
 	row.applied = applied
+	if c.prev == nil || applied.AtLeast(assignment.PositionOf(c.prev)) {
+		row.caughtUp = m.At
+	}
 	listed := make(map[TP]bool, len(p.Partitions))
 	var opening map[TP]bool
 	for _, lp := range p.Partitions {
@@ -566,6 +574,39 @@ func (c *Core) unregister(m *UnregisterBroker) {
 		// Nothing to write: no file has its row.
 		c.answerUnregistered(c.prev, 0, "")
 	}
+}
+
+// quorum describes the registered brokers' progress through the
+// assignment files, as Kafka's DescribeQuorum does a metadata log's
+// replicas: a file's version is its offset, the controller the one voter.
+func (c *Core) quorum() *heartbeatpb.DescribeQuorumResponse {
+	q := &heartbeatpb.DescribeQuorumResponse{ControllerEpoch: c.cfg.Epoch}
+	if c.prev != nil {
+		q.AssignmentVersion = c.prev.AssignmentVersion
+	}
+	q.ControllerId, _ = balancer.BrokerID(c.cfg.Self)
+	ms := func(t time.Time) int64 {
+		if t.IsZero() {
+			return -1
+		}
+		return t.UnixMilli()
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.brokers)) {
+		row := c.brokers[name]
+		id, err := balancer.BrokerID(name)
+		if err != nil {
+			continue
+		}
+		m := &heartbeatpb.QuorumMember{BrokerId: id, Name: name, KafkaHost: row.info.Host, KafkaPort: row.info.Port, AppliedVersion: -1, LastPingMs: -1, CaughtUpMs: -1}
+		switch {
+		case name == c.cfg.Self:
+			m.AppliedVersion, m.LastPingMs, m.CaughtUpMs = q.AssignmentVersion, c.now.UnixMilli(), c.now.UnixMilli()
+		case row.pinged:
+			m.AppliedVersion, m.LastPingMs, m.CaughtUpMs = row.applied.Version, ms(row.lastPing), ms(row.caughtUp)
+		}
+		q.Members = append(q.Members, m)
+	}
+	return q
 }
 
 // remove takes name out of the registered set; reply (nil: none) is

@@ -81,6 +81,17 @@ func (h *coreHarness) step(ev Event) {
 			h.record("lease-lost")
 		case AnswerUnregister:
 			h.record(fmt.Sprintf("answer %d", e.Code))
+		case AnswerQuorum:
+			q := e.Q
+			s := fmt.Sprintf("quorum %d.%d leader %d:", q.ControllerEpoch, q.AssignmentVersion, q.ControllerId)
+			for _, m := range q.Members {
+				caughtUp := "-"
+				if m.CaughtUpMs >= 0 {
+					caughtUp = fmt.Sprintf("%ds", (h.now.UnixMilli()-m.CaughtUpMs)/1000)
+				}
+				s += fmt.Sprintf(" %d@%d/%s", m.BrokerId, m.AppliedVersion, caughtUp)
+			}
+			h.record(s)
 		default:
 			h.t.Fatalf("unknown effect %T", e)
 		}
@@ -124,6 +135,7 @@ func int32s(s string) []int32 {
 //	leader-lost | leaders 0,-1,2 (of the last file asked for)
 //	unregister ID | slots kaas-0,kaas-1 held=0,1 (of the last file asked for)
 //	replicas N (the StatefulSet's; "replicas none": no StatefulSet)
+//	quorum (answers "quorum E.V leader ID: ID@APPLIED/CAUGHT-UP-AGO ...")
 func (h *coreHarness) run(f []string) []string {
 	h.out = nil
 	if len(f) == 0 {
@@ -218,6 +230,8 @@ func (h *coreHarness) run(f []string) []string {
 	case cmd == "unregister":
 		id, _ := strconv.Atoi(args[0])
 		h.step(&UnregisterBroker{ID: int32(id), Reply: func(int16, string) {}})
+	case cmd == "quorum":
+		h.step(&DescribeQuorum{Reply: func(*heartbeatpb.DescribeQuorumResponse) {}})
 	case cmd == "replicas":
 		n, err := strconv.Atoi(args[0])
 		h.step(ReplicasChanged{Replicas: int32(n), Known: err == nil})
@@ -548,6 +562,25 @@ var coreScenarios = []struct {
 			"tick -> read-header",
 			"replicas 1 -> write 6.15",
 			"slots kaas-0 held=0",
+		},
+	},
+	{
+		name: "the quorum is every broker's progress through the files; the controller is the one voter",
+		cfg:  CoreConfig{Epoch: 6, DeadAfter: 4 * time.Second},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"quorum -> quorum 6.10 leader 0: 0@10/0s 1@-1/- 2@-1/-", // not heard from yet
+			"ping kaas-0 lists=0 -> soon",
+			"ping kaas-1 lists=1 ->",
+			"soon -> write 6.11",
+			"written -> hub 6.11; push 6.11",
+			"+2s",
+			"ping kaas-2 v=6.9 lists=2 ->", // behind: never caught up
+			"quorum -> quorum 6.11 leader 0: 0@11/0s 1@10/2s 2@9/-",
+			"ping kaas-1 lists=1 ->",
+			"+1s",
+			"quorum -> quorum 6.11 leader 0: 0@11/0s 1@11/1s 2@9/-",
 		},
 	},
 	{

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -67,6 +68,11 @@ type (
 		ID    int32
 		Reply func(code int16, msg string)
 	}
+	// DescribeQuorum asks for every registered broker's progress through
+	// the assignment files (AnswerQuorum).
+	DescribeQuorum struct {
+		Reply func(*heartbeatpb.DescribeQuorumResponse)
+	}
 	// ReplicasChanged is the StatefulSet's spec.replicas (Known false: no
 	// StatefulSet, or it cannot be read). A dead broker whose ordinal is
 	// not below it was removed by a scale-down and is unregistered.
@@ -88,6 +94,7 @@ func (PartitionsListed) isEvent()  {}
 func (StraysRemoved) isEvent()     {}
 func (*UnregisterBroker) isEvent() {}
 func (ReplicasChanged) isEvent()   {}
+func (*DescribeQuorum) isEvent()   {}
 
 // Effects.
 type (
@@ -112,6 +119,11 @@ type (
 	// ReportLeaseLost tells the parent that the Lease moved on (LeaseLost):
 	// it stops the controller.
 	ReportLeaseLost struct{}
+	// AnswerQuorum calls a DescribeQuorum's Reply.
+	AnswerQuorum struct {
+		Reply func(*heartbeatpb.DescribeQuorumResponse)
+		Q     *heartbeatpb.DescribeQuorumResponse
+	}
 	// AnswerUnregister calls an UnregisterBroker's Reply.
 	AnswerUnregister struct {
 		Reply func(code int16, msg string)
@@ -129,3 +141,4 @@ func (SetWritten) isEffect()       {}
 func (PushChanged) isEffect()      {}
 func (ReportLeaseLost) isEffect()  {}
 func (AnswerUnregister) isEffect() {}
+func (AnswerQuorum) isEffect()     {}

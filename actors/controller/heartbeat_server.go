@@ -153,6 +153,23 @@ func (h *Hub) Stream(s heartbeatpb.Heartbeat_StreamServer) error {
 // controller to write the file without the broker's row.
 const unregisterTimeout = 15 * time.Second
 
+// DescribeQuorum implements the Heartbeat service: the controller actor's
+// view of the brokers' progress through the assignment files.
+func (h *Hub) DescribeQuorum(ctx context.Context, _ *heartbeatpb.DescribeQuorumRequest) (*heartbeatpb.DescribeQuorumResponse, error) {
+	ref, _ := h.current()
+	if !ref.Valid() {
+		return &heartbeatpb.DescribeQuorumResponse{ErrorCode: int32(kerr.NotController.Code), ErrorMessage: "this broker is not the controller"}, nil
+	}
+	done := make(chan *heartbeatpb.DescribeQuorumResponse, 1)
+	ref.Send(&DescribeQuorum{Reply: func(q *heartbeatpb.DescribeQuorumResponse) { done <- q }})
+	select {
+	case q := <-done:
+		return q, nil
+	case <-ctx.Done():
+		return &heartbeatpb.DescribeQuorumResponse{ErrorCode: int32(kerr.RequestTimedOut.Code), ErrorMessage: "the controller did not answer in time"}, nil
+	}
+}
+
 // Unregister implements the Heartbeat service: it hands the request to the
 // controller actor and answers once the controller has (the file without
 // the broker's row written, or a refusal). A broker that is not the

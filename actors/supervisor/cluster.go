@@ -295,6 +295,8 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		s.setPins(m)
 	case *messages.UnregisterBroker:
 		s.unregisterBroker(m)
+	case *messages.DescribeQuorum:
+		s.describeQuorum(m)
 	case *messages.BrokerDefaultsChanged:
 		s.step(ctx, DefaultsChanged{})
 	}
@@ -328,14 +330,37 @@ func (s *Cluster) unregisterBroker(m *messages.UnregisterBroker) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 		defer cancel()
-		target := func() string {
-			if a := s.follower.Current(); a != nil {
-				return a.ControllerHeartbeat
-			}
-			return ""
-		}
-		m.Reply(cluster.Unregister(ctx, s.clock, target, s.cfg.HeartbeatDial, m.ID))
+		m.Reply(cluster.Unregister(ctx, s.clock, s.controllerHeartbeat, s.cfg.HeartbeatDial, m.ID))
 	}()
+}
+
+// describeQuorum asks the controller for its view of the brokers'
+// progress through the assignment files.
+func (s *Cluster) describeQuorum(m *messages.DescribeQuorum) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		resp, code, msg := cluster.DescribeQuorum(ctx, s.clock, s.controllerHeartbeat, s.cfg.HeartbeatDial)
+		if code != 0 {
+			m.Reply(messages.Quorum{}, code, msg)
+			return
+		}
+		q := messages.Quorum{ControllerID: resp.ControllerId, Epoch: resp.ControllerEpoch, Version: resp.AssignmentVersion}
+		for _, b := range resp.Members {
+			q.Members = append(q.Members, messages.QuorumMember{ID: b.BrokerId, Host: b.KafkaHost, Port: b.KafkaPort,
+				Applied: b.AppliedVersion, LastPing: b.LastPingMs, CaughtUp: b.CaughtUpMs})
+		}
+		m.Reply(q, 0, "")
+	}()
+}
+
+// controllerHeartbeat is the controller's heartbeat address as the newest
+// assignment names it ("" before the first).
+func (s *Cluster) controllerHeartbeat() string {
+	if a := s.follower.Current(); a != nil {
+		return a.ControllerHeartbeat
+	}
+	return ""
 }
 
 // step feeds one event to the core and executes its effects in order.

@@ -128,6 +128,12 @@ func (s *Local) Receive(ctx actor.Context) {
 		// The one broker leads everything: a pin to it (the only broker
 		// the caller accepts) is already in force, and nothing is kept.
 		m.Reply(messages.TopicResult{Name: m.Topic})
+	case *messages.DescribeQuorum:
+		// The one broker is its own controller and has no file to follow.
+		now := s.clock.Now().UnixMilli()
+		self := s.cfg.Self
+		m.Reply(messages.Quorum{ControllerID: self.ID, Members: []messages.QuorumMember{
+			{ID: self.ID, Host: self.Host, Port: self.Port, LastPing: now, CaughtUp: now}}}, 0, "")
 	case *messages.UnregisterBroker:
 		// The one broker is alive, and no other is registered.
 		if m.ID == s.cfg.Self.ID {

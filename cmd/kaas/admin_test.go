@@ -337,6 +337,13 @@ func TestMetadataAndDescribeCluster(t *testing.T) {
 	if err != nil || dc.ErrorCode != 0 || dc.ClusterID != "unit-cluster" || len(dc.Brokers) != 1 || dc.Brokers[0].IsFenced {
 		t.Fatalf("describe cluster: %v %+v", err, dc)
 	}
+	// The one local-dev broker is its own controller, the only voter.
+	qreq := kmsg.NewPtrDescribeQuorumRequest()
+	qreq.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
+	if q, err := qreq.RequestWith(ctx, cl); err != nil || q.ErrorCode != 0 || len(q.Topics) != 1 ||
+		q.Topics[0].Partitions[0].LeaderID != dc.Brokers[0].NodeID || len(q.Topics[0].Partitions[0].CurrentVoters) != 1 || len(q.Topics[0].Partitions[0].Observers) != 0 {
+		t.Fatalf("describe quorum: %v %+v", err, q)
+	}
 	// The one local-dev broker is alive; no other is registered.
 	for id, want := range map[int32]int16{dc.Brokers[0].NodeID: kerr.InvalidRequest.Code, 3: kerr.BrokerIDNotRegistered.Code} {
 		req := kmsg.NewPtrUnregisterBrokerRequest()

@@ -64,6 +64,35 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 		}
 	}
 
+	// DescribeQuorum (kafka-metadata-quorum.sh), forwarded to the
+	// controller: the one voter, the others observers of the files.
+	quorum := func() kmsg.DescribeQuorumResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = "__cluster_metadata"
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(viaID)))
+		if err != nil || resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("DescribeQuorum: %v %+v", err, resp)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	ctrlID := int32(ctrl[len(ctrl)-1] - '0')
+	waitUntil(t, 10*time.Second, "every broker caught up with the controller's files", func() bool {
+		p := quorum()
+		if p.LeaderID != ctrlID || p.LeaderEpoch < 0 || len(p.CurrentVoters) != 1 || p.CurrentVoters[0].ReplicaID != ctrlID || len(p.Observers) != 2 {
+			t.Fatalf("quorum %+v", p)
+		}
+		for _, o := range p.Observers {
+			if o.LogEndOffset != p.HighWatermark || time.Since(time.UnixMilli(o.LastFetchTimestamp)) > 5*time.Second {
+				return false
+			}
+		}
+		return true
+	})
+
 	unregister := func(to, id int32) (int16, string) {
 		t.Helper()
 		req := kmsg.NewPtrUnregisterBrokerRequest()
@@ -120,6 +149,9 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	})
 	if code, _ := unregister(viaID, victimID); code != kerr.BrokerIDNotRegistered.Code {
 		t.Fatalf("unregistering broker %d twice: code %d, want BROKER_ID_NOT_REGISTERED", victimID, code)
+	}
+	if p := quorum(); len(p.Observers) != 1 || p.Observers[0].ReplicaID != viaID {
+		t.Fatalf("quorum after unregistering: %+v", p)
 	}
 
 	// Every group: coordinated by one of the two left (both used), its

@@ -71,7 +71,225 @@ func (x Push_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Push_Kind.Descriptor instead.
 func (Push_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{4, 0}
+	return file_heartbeat_proto_rawDescGZIP(), []int{7, 0}
+}
+
+type DescribeQuorumRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeQuorumRequest) Reset() {
+	*x = DescribeQuorumRequest{}
+	mi := &file_heartbeat_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeQuorumRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeQuorumRequest) ProtoMessage() {}
+
+func (x *DescribeQuorumRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_heartbeat_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeQuorumRequest.ProtoReflect.Descriptor instead.
+func (*DescribeQuorumRequest) Descriptor() ([]byte, []int) {
+	return file_heartbeat_proto_rawDescGZIP(), []int{0}
+}
+
+// The assignment files play the metadata log: a file's version is its
+// offset. error_code is a Kafka error code.
+type DescribeQuorumResponse struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ErrorCode       int32                  `protobuf:"varint,1,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	ErrorMessage    string                 `protobuf:"bytes,2,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	ControllerId    int32                  `protobuf:"varint,3,opt,name=controller_id,json=controllerId,proto3" json:"controller_id,omitempty"`
+	ControllerEpoch int64                  `protobuf:"varint,4,opt,name=controller_epoch,json=controllerEpoch,proto3" json:"controller_epoch,omitempty"`
+	// The newest file the controller wrote (or inherited).
+	AssignmentVersion int64           `protobuf:"varint,5,opt,name=assignment_version,json=assignmentVersion,proto3" json:"assignment_version,omitempty"`
+	Members           []*QuorumMember `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DescribeQuorumResponse) Reset() {
+	*x = DescribeQuorumResponse{}
+	mi := &file_heartbeat_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeQuorumResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeQuorumResponse) ProtoMessage() {}
+
+func (x *DescribeQuorumResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_heartbeat_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeQuorumResponse.ProtoReflect.Descriptor instead.
+func (*DescribeQuorumResponse) Descriptor() ([]byte, []int) {
+	return file_heartbeat_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *DescribeQuorumResponse) GetErrorCode() int32 {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return 0
+}
+
+func (x *DescribeQuorumResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+func (x *DescribeQuorumResponse) GetControllerId() int32 {
+	if x != nil {
+		return x.ControllerId
+	}
+	return 0
+}
+
+func (x *DescribeQuorumResponse) GetControllerEpoch() int64 {
+	if x != nil {
+		return x.ControllerEpoch
+	}
+	return 0
+}
+
+func (x *DescribeQuorumResponse) GetAssignmentVersion() int64 {
+	if x != nil {
+		return x.AssignmentVersion
+	}
+	return 0
+}
+
+func (x *DescribeQuorumResponse) GetMembers() []*QuorumMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+type QuorumMember struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	BrokerId  int32                  `protobuf:"varint,1,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	KafkaHost string                 `protobuf:"bytes,3,opt,name=kafka_host,json=kafkaHost,proto3" json:"kafka_host,omitempty"`
+	KafkaPort int32                  `protobuf:"varint,4,opt,name=kafka_port,json=kafkaPort,proto3" json:"kafka_port,omitempty"`
+	// The newest file the broker said it applied (-1: not heard from).
+	AppliedVersion int64 `protobuf:"varint,5,opt,name=applied_version,json=appliedVersion,proto3" json:"applied_version,omitempty"`
+	// Unix ms of its last heartbeat, and of the last one that named the
+	// newest file written then (-1: none).
+	LastPingMs    int64 `protobuf:"varint,6,opt,name=last_ping_ms,json=lastPingMs,proto3" json:"last_ping_ms,omitempty"`
+	CaughtUpMs    int64 `protobuf:"varint,7,opt,name=caught_up_ms,json=caughtUpMs,proto3" json:"caught_up_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuorumMember) Reset() {
+	*x = QuorumMember{}
+	mi := &file_heartbeat_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuorumMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuorumMember) ProtoMessage() {}
+
+func (x *QuorumMember) ProtoReflect() protoreflect.Message {
+	mi := &file_heartbeat_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuorumMember.ProtoReflect.Descriptor instead.
+func (*QuorumMember) Descriptor() ([]byte, []int) {
+	return file_heartbeat_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *QuorumMember) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+func (x *QuorumMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *QuorumMember) GetKafkaHost() string {
+	if x != nil {
+		return x.KafkaHost
+	}
+	return ""
+}
+
+func (x *QuorumMember) GetKafkaPort() int32 {
+	if x != nil {
+		return x.KafkaPort
+	}
+	return 0
+}
+
+func (x *QuorumMember) GetAppliedVersion() int64 {
+	if x != nil {
+		return x.AppliedVersion
+	}
+	return 0
+}
+
+func (x *QuorumMember) GetLastPingMs() int64 {
+	if x != nil {
+		return x.LastPingMs
+	}
+	return 0
+}
+
+func (x *QuorumMember) GetCaughtUpMs() int64 {
+	if x != nil {
+		return x.CaughtUpMs
+	}
+	return 0
 }
 
 type UnregisterRequest struct {
@@ -83,7 +301,7 @@ type UnregisterRequest struct {
 
 func (x *UnregisterRequest) Reset() {
 	*x = UnregisterRequest{}
-	mi := &file_heartbeat_proto_msgTypes[0]
+	mi := &file_heartbeat_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -95,7 +313,7 @@ func (x *UnregisterRequest) String() string {
 func (*UnregisterRequest) ProtoMessage() {}
 
 func (x *UnregisterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_heartbeat_proto_msgTypes[0]
+	mi := &file_heartbeat_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -108,7 +326,7 @@ func (x *UnregisterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterRequest.ProtoReflect.Descriptor instead.
 func (*UnregisterRequest) Descriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{0}
+	return file_heartbeat_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *UnregisterRequest) GetBrokerId() int32 {
@@ -129,7 +347,7 @@ type UnregisterResponse struct {
 
 func (x *UnregisterResponse) Reset() {
 	*x = UnregisterResponse{}
-	mi := &file_heartbeat_proto_msgTypes[1]
+	mi := &file_heartbeat_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -141,7 +359,7 @@ func (x *UnregisterResponse) String() string {
 func (*UnregisterResponse) ProtoMessage() {}
 
 func (x *UnregisterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_heartbeat_proto_msgTypes[1]
+	mi := &file_heartbeat_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -154,7 +372,7 @@ func (x *UnregisterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnregisterResponse.ProtoReflect.Descriptor instead.
 func (*UnregisterResponse) Descriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{1}
+	return file_heartbeat_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UnregisterResponse) GetErrorCode() int32 {
@@ -201,7 +419,7 @@ type Ping struct {
 
 func (x *Ping) Reset() {
 	*x = Ping{}
-	mi := &file_heartbeat_proto_msgTypes[2]
+	mi := &file_heartbeat_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -213,7 +431,7 @@ func (x *Ping) String() string {
 func (*Ping) ProtoMessage() {}
 
 func (x *Ping) ProtoReflect() protoreflect.Message {
-	mi := &file_heartbeat_proto_msgTypes[2]
+	mi := &file_heartbeat_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -226,7 +444,7 @@ func (x *Ping) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ping.ProtoReflect.Descriptor instead.
 func (*Ping) Descriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{2}
+	return file_heartbeat_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Ping) GetBrokerId() int32 {
@@ -341,7 +559,7 @@ type PartitionLed struct {
 
 func (x *PartitionLed) Reset() {
 	*x = PartitionLed{}
-	mi := &file_heartbeat_proto_msgTypes[3]
+	mi := &file_heartbeat_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -353,7 +571,7 @@ func (x *PartitionLed) String() string {
 func (*PartitionLed) ProtoMessage() {}
 
 func (x *PartitionLed) ProtoReflect() protoreflect.Message {
-	mi := &file_heartbeat_proto_msgTypes[3]
+	mi := &file_heartbeat_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -366,7 +584,7 @@ func (x *PartitionLed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLed.ProtoReflect.Descriptor instead.
 func (*PartitionLed) Descriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{3}
+	return file_heartbeat_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PartitionLed) GetTopic() string {
@@ -421,7 +639,7 @@ type Push struct {
 
 func (x *Push) Reset() {
 	*x = Push{}
-	mi := &file_heartbeat_proto_msgTypes[4]
+	mi := &file_heartbeat_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -433,7 +651,7 @@ func (x *Push) String() string {
 func (*Push) ProtoMessage() {}
 
 func (x *Push) ProtoReflect() protoreflect.Message {
-	mi := &file_heartbeat_proto_msgTypes[4]
+	mi := &file_heartbeat_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -446,7 +664,7 @@ func (x *Push) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Push.ProtoReflect.Descriptor instead.
 func (*Push) Descriptor() ([]byte, []int) {
-	return file_heartbeat_proto_rawDescGZIP(), []int{4}
+	return file_heartbeat_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Push) GetKind() Push_Kind {
@@ -495,7 +713,28 @@ var File_heartbeat_proto protoreflect.FileDescriptor
 
 const file_heartbeat_proto_rawDesc = "" +
 	"\n" +
-	"\x0fheartbeat.proto\x12\x11kaas.heartbeat.v1\"0\n" +
+	"\x0fheartbeat.proto\x12\x11kaas.heartbeat.v1\"\x17\n" +
+	"\x15DescribeQuorumRequest\"\x96\x02\n" +
+	"\x16DescribeQuorumResponse\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x01 \x01(\x05R\terrorCode\x12#\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\x12#\n" +
+	"\rcontroller_id\x18\x03 \x01(\x05R\fcontrollerId\x12)\n" +
+	"\x10controller_epoch\x18\x04 \x01(\x03R\x0fcontrollerEpoch\x12-\n" +
+	"\x12assignment_version\x18\x05 \x01(\x03R\x11assignmentVersion\x129\n" +
+	"\amembers\x18\x06 \x03(\v2\x1f.kaas.heartbeat.v1.QuorumMemberR\amembers\"\xea\x01\n" +
+	"\fQuorumMember\x12\x1b\n" +
+	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"kafka_host\x18\x03 \x01(\tR\tkafkaHost\x12\x1d\n" +
+	"\n" +
+	"kafka_port\x18\x04 \x01(\x05R\tkafkaPort\x12'\n" +
+	"\x0fapplied_version\x18\x05 \x01(\x03R\x0eappliedVersion\x12 \n" +
+	"\flast_ping_ms\x18\x06 \x01(\x03R\n" +
+	"lastPingMs\x12 \n" +
+	"\fcaught_up_ms\x18\a \x01(\x03R\n" +
+	"caughtUpMs\"0\n" +
 	"\x11UnregisterRequest\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\"X\n" +
 	"\x12UnregisterResponse\x12\x1d\n" +
@@ -536,11 +775,12 @@ const file_heartbeat_proto_rawDesc = "" +
 	"\vtraceparent\x18\x06 \x01(\tR\vtraceparent\"(\n" +
 	"\x04Kind\x12\b\n" +
 	"\x04PONG\x10\x00\x12\x16\n" +
-	"\x12ASSIGNMENT_CHANGED\x10\x012\xa6\x01\n" +
+	"\x12ASSIGNMENT_CHANGED\x10\x012\x8d\x02\n" +
 	"\tHeartbeat\x12>\n" +
 	"\x06Stream\x12\x17.kaas.heartbeat.v1.Ping\x1a\x17.kaas.heartbeat.v1.Push(\x010\x01\x12Y\n" +
 	"\n" +
-	"Unregister\x12$.kaas.heartbeat.v1.UnregisterRequest\x1a%.kaas.heartbeat.v1.UnregisterResponseB0Z.github.com/kaas-project/kaas/proto/heartbeatpbb\x06proto3"
+	"Unregister\x12$.kaas.heartbeat.v1.UnregisterRequest\x1a%.kaas.heartbeat.v1.UnregisterResponse\x12e\n" +
+	"\x0eDescribeQuorum\x12(.kaas.heartbeat.v1.DescribeQuorumRequest\x1a).kaas.heartbeat.v1.DescribeQuorumResponseB0Z.github.com/kaas-project/kaas/proto/heartbeatpbb\x06proto3"
 
 var (
 	file_heartbeat_proto_rawDescOnce sync.Once
@@ -555,27 +795,33 @@ func file_heartbeat_proto_rawDescGZIP() []byte {
 }
 
 var file_heartbeat_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_heartbeat_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_heartbeat_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_heartbeat_proto_goTypes = []any{
-	(Push_Kind)(0),             // 0: kaas.heartbeat.v1.Push.Kind
-	(*UnregisterRequest)(nil),  // 1: kaas.heartbeat.v1.UnregisterRequest
-	(*UnregisterResponse)(nil), // 2: kaas.heartbeat.v1.UnregisterResponse
-	(*Ping)(nil),               // 3: kaas.heartbeat.v1.Ping
-	(*PartitionLed)(nil),       // 4: kaas.heartbeat.v1.PartitionLed
-	(*Push)(nil),               // 5: kaas.heartbeat.v1.Push
+	(Push_Kind)(0),                 // 0: kaas.heartbeat.v1.Push.Kind
+	(*DescribeQuorumRequest)(nil),  // 1: kaas.heartbeat.v1.DescribeQuorumRequest
+	(*DescribeQuorumResponse)(nil), // 2: kaas.heartbeat.v1.DescribeQuorumResponse
+	(*QuorumMember)(nil),           // 3: kaas.heartbeat.v1.QuorumMember
+	(*UnregisterRequest)(nil),      // 4: kaas.heartbeat.v1.UnregisterRequest
+	(*UnregisterResponse)(nil),     // 5: kaas.heartbeat.v1.UnregisterResponse
+	(*Ping)(nil),                   // 6: kaas.heartbeat.v1.Ping
+	(*PartitionLed)(nil),           // 7: kaas.heartbeat.v1.PartitionLed
+	(*Push)(nil),                   // 8: kaas.heartbeat.v1.Push
 }
 var file_heartbeat_proto_depIdxs = []int32{
-	4, // 0: kaas.heartbeat.v1.Ping.partitions:type_name -> kaas.heartbeat.v1.PartitionLed
-	0, // 1: kaas.heartbeat.v1.Push.kind:type_name -> kaas.heartbeat.v1.Push.Kind
-	3, // 2: kaas.heartbeat.v1.Heartbeat.Stream:input_type -> kaas.heartbeat.v1.Ping
-	1, // 3: kaas.heartbeat.v1.Heartbeat.Unregister:input_type -> kaas.heartbeat.v1.UnregisterRequest
-	5, // 4: kaas.heartbeat.v1.Heartbeat.Stream:output_type -> kaas.heartbeat.v1.Push
-	2, // 5: kaas.heartbeat.v1.Heartbeat.Unregister:output_type -> kaas.heartbeat.v1.UnregisterResponse
-	4, // [4:6] is the sub-list for method output_type
-	2, // [2:4] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	3, // 0: kaas.heartbeat.v1.DescribeQuorumResponse.members:type_name -> kaas.heartbeat.v1.QuorumMember
+	7, // 1: kaas.heartbeat.v1.Ping.partitions:type_name -> kaas.heartbeat.v1.PartitionLed
+	0, // 2: kaas.heartbeat.v1.Push.kind:type_name -> kaas.heartbeat.v1.Push.Kind
+	6, // 3: kaas.heartbeat.v1.Heartbeat.Stream:input_type -> kaas.heartbeat.v1.Ping
+	4, // 4: kaas.heartbeat.v1.Heartbeat.Unregister:input_type -> kaas.heartbeat.v1.UnregisterRequest
+	1, // 5: kaas.heartbeat.v1.Heartbeat.DescribeQuorum:input_type -> kaas.heartbeat.v1.DescribeQuorumRequest
+	8, // 6: kaas.heartbeat.v1.Heartbeat.Stream:output_type -> kaas.heartbeat.v1.Push
+	5, // 7: kaas.heartbeat.v1.Heartbeat.Unregister:output_type -> kaas.heartbeat.v1.UnregisterResponse
+	2, // 8: kaas.heartbeat.v1.Heartbeat.DescribeQuorum:output_type -> kaas.heartbeat.v1.DescribeQuorumResponse
+	6, // [6:9] is the sub-list for method output_type
+	3, // [3:6] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_heartbeat_proto_init() }
@@ -589,7 +835,7 @@ func file_heartbeat_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_heartbeat_proto_rawDesc), len(file_heartbeat_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   5,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,8 +26,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Heartbeat_Stream_FullMethodName     = "/kaas.heartbeat.v1.Heartbeat/Stream"
-	Heartbeat_Unregister_FullMethodName = "/kaas.heartbeat.v1.Heartbeat/Unregister"
+	Heartbeat_Stream_FullMethodName         = "/kaas.heartbeat.v1.Heartbeat/Stream"
+	Heartbeat_Unregister_FullMethodName     = "/kaas.heartbeat.v1.Heartbeat/Unregister"
+	Heartbeat_DescribeQuorum_FullMethodName = "/kaas.heartbeat.v1.Heartbeat/DescribeQuorum"
 )
 
 // HeartbeatClient is the client API for Heartbeat service.
@@ -38,6 +39,9 @@ type HeartbeatClient interface {
 	// Removes a dead broker from the registered set (Kafka's UnregisterBroker,
 	// which any broker forwards to the controller).
 	Unregister(ctx context.Context, in *UnregisterRequest, opts ...grpc.CallOption) (*UnregisterResponse, error)
+	// The controller's view of every broker's progress through the
+	// assignment files (Kafka's DescribeQuorum, forwarded by any broker).
+	DescribeQuorum(ctx context.Context, in *DescribeQuorumRequest, opts ...grpc.CallOption) (*DescribeQuorumResponse, error)
 }
 
 type heartbeatClient struct {
@@ -71,6 +75,16 @@ func (c *heartbeatClient) Unregister(ctx context.Context, in *UnregisterRequest,
 	return out, nil
 }
 
+func (c *heartbeatClient) DescribeQuorum(ctx context.Context, in *DescribeQuorumRequest, opts ...grpc.CallOption) (*DescribeQuorumResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribeQuorumResponse)
+	err := c.cc.Invoke(ctx, Heartbeat_DescribeQuorum_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HeartbeatServer is the server API for Heartbeat service.
 // All implementations must embed UnimplementedHeartbeatServer
 // for forward compatibility.
@@ -79,6 +93,9 @@ type HeartbeatServer interface {
 	// Removes a dead broker from the registered set (Kafka's UnregisterBroker,
 	// which any broker forwards to the controller).
 	Unregister(context.Context, *UnregisterRequest) (*UnregisterResponse, error)
+	// The controller's view of every broker's progress through the
+	// assignment files (Kafka's DescribeQuorum, forwarded by any broker).
+	DescribeQuorum(context.Context, *DescribeQuorumRequest) (*DescribeQuorumResponse, error)
 	mustEmbedUnimplementedHeartbeatServer()
 }
 
@@ -94,6 +111,9 @@ func (UnimplementedHeartbeatServer) Stream(grpc.BidiStreamingServer[Ping, Push])
 }
 func (UnimplementedHeartbeatServer) Unregister(context.Context, *UnregisterRequest) (*UnregisterResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Unregister not implemented")
+}
+func (UnimplementedHeartbeatServer) DescribeQuorum(context.Context, *DescribeQuorumRequest) (*DescribeQuorumResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DescribeQuorum not implemented")
 }
 func (UnimplementedHeartbeatServer) mustEmbedUnimplementedHeartbeatServer() {}
 func (UnimplementedHeartbeatServer) testEmbeddedByValue()                   {}
@@ -141,6 +161,24 @@ func _Heartbeat_Unregister_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Heartbeat_DescribeQuorum_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeQuorumRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HeartbeatServer).DescribeQuorum(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Heartbeat_DescribeQuorum_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HeartbeatServer).DescribeQuorum(ctx, req.(*DescribeQuorumRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Heartbeat_ServiceDesc is the grpc.ServiceDesc for Heartbeat service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -151,6 +189,10 @@ var Heartbeat_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Unregister",
 			Handler:    _Heartbeat_Unregister_Handler,
+		},
+		{
+			MethodName: "DescribeQuorum",
+			Handler:    _Heartbeat_DescribeQuorum_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
