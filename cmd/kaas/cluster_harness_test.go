@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -315,4 +316,27 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// startAll starts names and waits until a controller is elected, every
+// one of them is alive and a fresh client's Metadata lists them all (a
+// client's first Metadata may predate the later brokers); it returns the
+// controller's name.
+func (c *kaasCluster) startAll(names ...string) string {
+	t := c.t
+	t.Helper()
+	for _, n := range names {
+		c.start(n)
+	}
+	var ctrl string
+	waitUntil(t, 30*time.Second, "a controller elected and every broker alive", func() bool {
+		led, name, _ := c.ledBy()
+		ctrl = name
+		return ctrl != "" && len(led) == len(names)
+	})
+	waitUntil(t, 30*time.Second, "every broker in Metadata", func() bool {
+		m, err := kadm.NewClient(newClient(t, c.brokers[names[0]].kafka)).BrokerMetadata(ctxFor(t, 10*time.Second))
+		return err == nil && len(m.Brokers) == len(names)
+	})
+	return ctrl
 }

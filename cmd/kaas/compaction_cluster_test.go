@@ -74,18 +74,8 @@ func createPinnedCompacted(t *testing.T, ctx context.Context, cl *kgo.Client, to
 func TestCompactedTopicMovesWhileCleaning(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, append(slices.Clone(clusterFlags), "--cleaner-interval", "100ms", "--cleaner-io-rate", "131072")...)
-	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
-		c.start(n)
-	}
-	waitUntil(t, 30*time.Second, "a controller elected and every broker alive", func() bool {
-		led, ctrl, _ := c.ledBy()
-		return ctrl != "" && len(led) == 3
-	})
+	c.startAll("kaas-0", "kaas-1", "kaas-2")
 	ctx := ctxFor(t, 240*time.Second)
-	waitUntil(t, 30*time.Second, "three brokers in Metadata", func() bool {
-		m, err := kadm.NewClient(newClient(t, c.brokers["kaas-0"].kafka)).BrokerMetadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
 	const topic = "compacted-moving"
 	cl := c.client(kgo.DefaultProduceTopic(topic))
 	adm := kadm.NewClient(cl)

@@ -20,19 +20,8 @@ import (
 func TestReassignmentOnCluster(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, clusterFlags...)
-	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
-		c.start(n)
-	}
-	waitUntil(t, 30*time.Second, "a controller elected and every broker alive", func() bool {
-		led, ctrl, _ := c.ledBy()
-		return ctrl != "" && len(led) == 3
-	})
+	c.startAll("kaas-0", "kaas-1", "kaas-2")
 	ctx := ctxFor(t, 120*time.Second)
-	// Fresh clients: a client's first Metadata may predate the later brokers.
-	waitUntil(t, 30*time.Second, "three brokers in Metadata", func() bool {
-		m, err := kadm.NewClient(newClient(t, c.brokers["kaas-0"].kafka)).BrokerMetadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
 	cl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	adm := kadm.NewClient(cl)
 

@@ -23,20 +23,8 @@ import (
 func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, clusterFlags...)
-	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
-		c.start(n)
-	}
-	var ctrl string
-	waitUntil(t, 30*time.Second, "a controller elected and every broker alive", func() bool {
-		led, name, _ := c.ledBy()
-		ctrl = name
-		return ctrl != "" && len(led) == 3
-	})
+	ctrl := c.startAll("kaas-0", "kaas-1", "kaas-2")
 	ctx := ctxFor(t, 120*time.Second)
-	waitUntil(t, 30*time.Second, "three brokers in Metadata", func() bool {
-		m, err := kadm.NewClient(newClient(t, c.brokers["kaas-0"].kafka)).BrokerMetadata(ctx)
-		return err == nil && len(m.Brokers) == 3
-	})
 	others := c.namesBut(ctrl)
 	victim, via := others[1], others[0]
 	victimID, viaID := int32(victim[len(victim)-1]-'0'), int32(via[len(via)-1]-'0')
@@ -209,13 +197,7 @@ func TestScaleDownUnregistersRemovedBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	api.kubectl(t, "-n", c.ns, "apply", "-f", filepath.Join(root, "deploy", "base", "statefulset.yaml"))
-	for _, n := range []string{"kaas-0", "kaas-1", "kaas-2"} {
-		c.start(n)
-	}
-	waitUntil(t, 30*time.Second, "a controller elected and every broker alive", func() bool {
-		led, ctrl, _ := c.ledBy()
-		return ctrl != "" && len(led) == 3
-	})
+	c.startAll("kaas-0", "kaas-1", "kaas-2")
 	ctx := ctxFor(t, 120*time.Second)
 	cl := c.client()
 	adm := kadm.NewClient(cl)
