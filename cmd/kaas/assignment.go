@@ -109,6 +109,14 @@ func printAssignment(w io.Writer, a *assignment.Assignment) error {
 	fmt.Fprintf(tw, "assignment version:\t%d\n", a.AssignmentVersion)
 	fmt.Fprintf(tw, "topics:\t%d (%d partitions, %d without leader)\n", len(a.Topics), parts, leaderless)
 	fmt.Fprintf(tw, "group slots:\t%s\n", strings.Join(a.ConsumerGroups.Slots, " "))
+	if len(a.ConsumerGroups.Held) > 0 {
+		// Between coordinators: their groups answer COORDINATOR_NOT_AVAILABLE.
+		held := make([]string, len(a.ConsumerGroups.Held))
+		for i, s := range a.ConsumerGroups.Held {
+			held[i] = strconv.Itoa(s)
+		}
+		fmt.Fprintf(tw, "held group slots:\t%s\n", strings.Join(held, " "))
+	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "ID\tNAME\tADDRESS\tSTATE\tLEADS")
 	brokers := append([]assignment.Broker(nil), a.Brokers...)

@@ -124,6 +124,7 @@ func TestAssignmentCmdShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ := assignment.Decode([]byte(out))
+	a.ConsumerGroups.Held = []int{0, 2}
 	dir := t.TempDir()
 	if err := assignment.WriteFile(dir, a); err != nil {
 		t.Fatal(err)
@@ -139,6 +140,7 @@ func TestAssignmentCmdShow(t *testing.T) {
 			"assignment version:    1\n",
 			"topics:                2 (4 partitions, 0 without leader)\n",
 			"group slots:           kaas-0 kaas-1 kaas-2\n",
+			"held group slots:      0 2\n",
 			"ID  NAME    ADDRESS                  STATE     LEADS\n",
 			"2   kaas-2  kaas-2.kaas.ns.svc:9092  draining  0\n",
 			"TOPIC   PARTITION  LEADER      LEADER_EPOCH  TOPIC_ID\n",
