@@ -1,6 +1,7 @@
 // Command kaas is the Kafka-compatible broker. `kaas` serves; `kaas version`
 // prints the version; `kaas assignment ...` inspects and plans
-// assignment.json; `kaas bench` measures a cluster's throughput and latency.
+// assignment.json; `kaas bench` measures a cluster's throughput and latency;
+// `kaas dump-log` prints a segment file's batches and records.
 package main
 
 import (
@@ -65,11 +66,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runScramCredential(args, os.Stdin, stdout, stderr)
 	case "bench":
 		err = runBench(args, stdout, stderr)
+	case "dump-log":
+		err = runDumpLog(args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags]")
+		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags] | kaas dump-log [flags] FILE.log ...")
 		newServeFlags(&serveConfig{}, stdout).PrintDefaults()
 	default:
-		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, scram-credential, bench, help)", cmd)
+		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, scram-credential, bench, dump-log, help)", cmd)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
