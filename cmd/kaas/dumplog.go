@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -49,11 +50,20 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 		if filepath.Ext(p) != ".log" {
 			return fmt.Errorf("dump-log: %s: only segment files (.log) can be dumped", p)
 		}
-		b, err := os.ReadFile(p)
+		f, err := os.Open(p)
 		if err != nil {
 			return fmt.Errorf("dump-log: %w", err)
 		}
-		if !dumpSegment(stdout, p, b, *deep || *data, *data) {
+		var ok bool
+		st, err := f.Stat()
+		if err == nil {
+			ok, err = dumpSegment(stdout, p, bufio.NewReaderSize(f, 1<<20), st.Size(), *deep || *data, *data)
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("dump-log: %s: %w", p, err)
+		}
+		if !ok {
 			bad = append(bad, p)
 		}
 	}
@@ -63,26 +73,48 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// dumpSegment prints segment b (read from path) and reports whether every
-// byte of it is a valid batch.
-func dumpSegment(w io.Writer, path string, b []byte, deep, data bool) bool {
+// dumpSegment prints the segment of size bytes r reads (from path), one
+// batch in memory at a time, and reports whether every byte of it is a
+// valid batch; err is a failure to read it.
+func dumpSegment(w io.Writer, path string, r io.Reader, size int64, deep, data bool) (valid bool, err error) {
 	fmt.Fprintf(w, "Dumping %s\n", path)
 	if base, ok := segmentBase(path); ok {
 		fmt.Fprintf(w, "Log starting offset: %d\n", base)
 	}
-	valid := true
+	valid = true
 	pos := 0
-	for pos < len(b) {
-		rest := b[pos:]
-		h, err := batch.ParseHeader(rest)
-		if err != nil || h.Size() > len(rest) {
-			if err == nil {
-				err = fmt.Errorf("batch of %d bytes, %d left in the file", h.Size(), len(rest))
-			}
-			fmt.Fprintf(w, "Found %d bytes at position %d that are not a whole batch: %v\n", len(rest), pos, err)
-			return false
+	head := make([]byte, batch.HeaderSize)
+	for {
+		n, err := io.ReadFull(r, head)
+		if err == io.EOF {
+			return valid, nil
 		}
-		whole := rest[:h.Size()]
+		var h batch.Header
+		if err == nil {
+			h, err = batch.ParseHeader(head)
+		}
+		if err == nil && int64(pos)+int64(h.Size()) > size {
+			err = fmt.Errorf("%w: a batch of %d bytes, %d left in the file", io.ErrUnexpectedEOF, h.Size(), size-int64(pos))
+		}
+		var whole []byte
+		if err == nil {
+			whole = make([]byte, h.Size())
+			copy(whole, head)
+			var m int
+			m, err = io.ReadFull(r, whole[len(head):])
+			n += m
+		}
+		if err != nil {
+			if !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, batch.ErrCorrupt) && !errors.Is(err, batch.ErrUnsupportedMagic) {
+				return false, err
+			}
+			rest, rerr := io.Copy(io.Discard, r)
+			if rerr != nil {
+				return false, rerr
+			}
+			fmt.Fprintf(w, "Found %d bytes at position %d that are not a whole batch: %v\n", int64(n)+rest, pos, err)
+			return false, nil
+		}
 		_, verr := batch.Validate(whole)
 		if verr != nil {
 			valid = false
@@ -96,7 +128,6 @@ func dumpSegment(w io.Writer, path string, b []byte, deep, data bool) bool {
 		}
 		pos += h.Size()
 	}
-	return valid
 }
 
 // segmentBase is the base offset a segment's name gives

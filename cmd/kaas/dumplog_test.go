@@ -121,6 +121,18 @@ func TestDumpLogReadsSegments(t *testing.T) {
 		t.Errorf("%d valid batches around the damaged one, want 2:\n%s", n, got)
 	}
 
+	// A length field past the end of the file: reported, not allocated.
+	huge := append([]byte(nil), b[:len(b)-3]...)
+	huge[at+8], huge[at+9], huge[at+10], huge[at+11] = 0x7f, 0xff, 0xff, 0xff
+	if err := os.WriteFile(damaged, huge, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run([]string{"dump-log", damaged}, &out, &errOut); code == 0 ||
+		!strings.Contains(out.String(), "bytes at position "+pos[1]+" that are not a whole batch") {
+		t.Fatalf("a length past the end: exit %d\n%s", code, out.String())
+	}
+
 	// Not a segment.
 	if code := run([]string{"dump-log", filepath.Join(filepath.Dir(segs[0]), "leader-epoch-checkpoint")}, &out, &errOut); code == 0 {
 		t.Fatal("dump-log accepted a file that is not a segment")
