@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/storage/assignment"
@@ -187,8 +190,10 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 
 // The StatefulSet (deploy/base's manifest; no kubelet runs here, the
 // brokers are processes named as its pods) scaled down from three replicas
-// to two: once kaas-2 is dead the controller unregisters it on its own, as
-// it never does for a dead broker the StatefulSet still has.
+// to two while a producer and a consumer group run: once kaas-2 is dead the
+// controller unregisters it on its own, as it never does for a dead broker
+// the StatefulSet still has; the group, whose coordinator may change with
+// the slot list, consumes every acknowledged record and commits.
 func TestScaleDownUnregistersRemovedBroker(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, clusterFlags...)
@@ -205,6 +210,46 @@ func TestScaleDownUnregistersRemovedBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceEverywhere(t, cl, "orders", 6, "before")
+
+	// A producer and a consumer group running throughout.
+	var mu sync.Mutex
+	acked, seen := map[string]bool{}, map[string]bool{}
+	prod := c.client(kgo.DefaultProduceTopic("orders"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	stopProducing := make(chan struct{})
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		for i := 0; ; i++ {
+			select {
+			case <-stopProducing:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			v := fmt.Sprintf("live-%05d", i)
+			prod.Produce(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}, func(r *kgo.Record, err error) {
+				if err == nil {
+					mu.Lock()
+					acked[string(r.Value)] = true
+					mu.Unlock()
+				}
+			})
+		}
+	}()
+	cons := c.client(kgo.ConsumeTopics("orders"), kgo.ConsumerGroup("live"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	consumed := make(chan struct{})
+	cctx, stopConsuming := context.WithCancel(ctx)
+	go func() {
+		defer close(consumed)
+		for cctx.Err() == nil {
+			cons.PollFetches(cctx).EachRecord(func(r *kgo.Record) {
+				mu.Lock()
+				seen[string(r.Value)] = true
+				mu.Unlock()
+			})
+		}
+	}()
+	time.Sleep(2 * time.Second)
+
 	row := func() (present bool, slots int) {
 		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
 		if err != nil {
@@ -235,13 +280,41 @@ func TestScaleDownUnregistersRemovedBroker(t *testing.T) {
 		present, slots := row()
 		return !present && slots == 2
 	})
-	produceEverywhere(t, cl, "orders", 6, "after")
-	offs := kadm.Offsets{}
-	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 2, LeaderEpoch: -1})
-	if r, err := adm.CommitOffsets(ctx, "after-scale-down", offs); err != nil || r.Error() != nil {
-		t.Fatalf("commit after the scale-down: %v %v", err, r.Error())
+	time.Sleep(2 * time.Second)
+	close(stopProducing)
+	<-produced
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if got := consumeAll(t, c, "orders", 12); len(got) != 12 {
-		t.Fatalf("read back %d records, want 12", len(got))
+	waitUntil(t, 60*time.Second, "the group consumed every acknowledged record", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for v := range acked {
+			if !seen[v] {
+				return false
+			}
+		}
+		return true
+	})
+	stopConsuming()
+	<-consumed
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("the group's commit after the scale-down: %v", err)
 	}
+	committed, err := adm.FetchOffsets(ctx, "live")
+	if err != nil || committed.Error() != nil {
+		t.Fatalf("fetch the group's offsets: %v %v", err, committed.Error())
+	}
+	ends, err := adm.ListEndOffsets(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		if o, ok := committed.Lookup("orders", e.Partition); !ok || o.At != e.Offset {
+			t.Errorf("partition %d: committed %+v, end %d", e.Partition, o, e.Offset)
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d records acknowledged while kaas-2 left, all consumed by the group", len(acked))
 }
