@@ -96,6 +96,9 @@ type View struct {
 	// FetchSessions reports the incremental fetch sessions (KIP-227) open,
 	// the partitions they hold and the sessions evicted so far (nil: none).
 	FetchSessions func() (sessions, partitions int, evictions int64)
+	// Brokers counts the registered brokers of the assignment applied:
+	// alive, and fenced (draining or dead) (nil: none).
+	Brokers func() (alive, fenced int)
 }
 
 // NewRegistry returns a registry with the shared series, v's gauges and the
@@ -118,6 +121,19 @@ func NewRegistry(v View) *prometheus.Registry {
 	r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "disk_fsyncs_total",
 		Help: "Device flushes (fdatasync or syncfs) issued by the disk log in this process."},
 		func() float64 { return float64(v.DiskFsyncs()) }))
+	if v.Brokers != nil {
+		for _, state := range []string{"alive", "fenced"} {
+			r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "brokers",
+				Help: "Registered brokers of the assignment this broker applies, by state: alive, or fenced (draining or dead).", ConstLabels: prometheus.Labels{"state": state}},
+				func() float64 {
+					alive, fenced := v.Brokers()
+					if state == "alive" {
+						return float64(alive)
+					}
+					return float64(fenced)
+				}))
+		}
+	}
 	if v.FetchSessions != nil {
 		gauge("fetch_sessions", "Incremental fetch sessions (KIP-227) this broker keeps.", func() float64 { s, _, _ := v.FetchSessions(); return float64(s) })
 		gauge("fetch_session_partitions", "Partitions held by this broker's fetch sessions.", func() float64 { _, p, _ := v.FetchSessions(); return float64(p) })

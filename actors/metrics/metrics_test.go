@@ -12,7 +12,7 @@ func TestRegistryGathersEverySeries(t *testing.T) {
 	r := NewRegistry(View{
 		PartitionsLed: func() int { return 3 }, Topics: func() int { return 2 },
 		ControllerEpoch: func() int64 { return 7 }, AssignmentVersion: func() int64 { return 11 },
-		DiskFsyncs: func() int64 { return 5 },
+		DiskFsyncs: func() int64 { return 5 }, Brokers: func() (int, int) { return 2, 1 },
 	})
 	api := ForAPI(0)
 	api.Request(0)
@@ -86,7 +86,13 @@ kaas_controller_epoch 7
 # TYPE kaas_disk_fsyncs_total counter
 kaas_disk_fsyncs_total 5
 `
-	if err := testutil.GatherAndCompare(r, strings.NewReader(want), "kaas_controller_epoch", "kaas_disk_fsyncs_total"); err != nil {
+	want += `
+# HELP kaas_brokers Registered brokers of the assignment this broker applies, by state: alive, or fenced (draining or dead).
+# TYPE kaas_brokers gauge
+kaas_brokers{state="alive"} 2
+kaas_brokers{state="fenced"} 1
+`
+	if err := testutil.GatherAndCompare(r, strings.NewReader(want), "kaas_controller_epoch", "kaas_disk_fsyncs_total", "kaas_brokers"); err != nil {
 		t.Error(err)
 	}
 	if problems, err := testutil.GatherAndLint(r); err != nil || len(problems) > 0 {

@@ -455,6 +455,17 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		CommittedOffsets:  func() []metrics.CommittedOffset { return committedOffsets(b) },
 		HighWatermarks:    func() map[metrics.TopicPartition]int64 { return ledHighWatermarks(b.views.Load(), hwmScrapeTimeout) },
 		FetchSessions:     b.srv.FetchSessionStats,
+		Brokers: func() (alive, fenced int) {
+			for _, br := range b.views.Load().Brokers {
+				switch {
+				case br.Fenced:
+					fenced++
+				case br.Alive:
+					alive++
+				}
+			}
+			return alive, fenced
+		},
 	})
 	if b.telemetry != nil {
 		reg.MustRegister(b.telemetry)

@@ -122,6 +122,13 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	waitUntil(t, 30*time.Second, "the departed broker reported fenced", func() bool {
 		return fenced()[victimID]
 	})
+	brokers := func() (alive, fenced float64) {
+		_, fams := scrape(t, c.brokers[via].http)
+		return sample(fams, "kaas_brokers", "state", "alive"), sample(fams, "kaas_brokers", "state", "fenced")
+	}
+	if alive, fenced := brokers(); alive != 2 || fenced != 1 {
+		t.Fatalf("kaas_brokers with a dead broker: alive %v, fenced %v", alive, fenced)
+	}
 	if code, msg := unregister(viaID, victimID); code != 0 {
 		t.Fatalf("unregistering dead broker %d: code %d %q", victimID, code, msg)
 	}
@@ -140,6 +147,9 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	})
 	if code, _ := unregister(viaID, victimID); code != kerr.BrokerIDNotRegistered.Code {
 		t.Fatalf("unregistering broker %d twice: code %d, want BROKER_ID_NOT_REGISTERED", victimID, code)
+	}
+	if alive, fenced := brokers(); alive != 2 || fenced != 0 {
+		t.Fatalf("kaas_brokers after unregistering: alive %v, fenced %v", alive, fenced)
 	}
 	if p := quorum(); len(p.Observers) != 1 || p.Observers[0].ReplicaID != viaID {
 		t.Fatalf("quorum after unregistering: %+v", p)
