@@ -1,9 +1,11 @@
 // Package sharestate persists share-partition state (KIP-932) on the
 // shared volume: one file per share group and partition,
 // <data-dir>/__share/<group dir>/<topic>-<partition>.state, holding one
-// CRC-32C framed snapshot (start offset, then each in-flight record's
-// state and delivery count), replaced atomically (tmp file, fsync,
-// rename, fsync dir). The partition's next leader reads it.
+// CRC-32C framed snapshot (the topic's id, the start offset, then each
+// in-flight record's state and delivery count), replaced atomically (tmp
+// file, fsync, rename, fsync dir). The partition's next leader reads it.
+// The topic id ties the state to one incarnation of the topic: a topic
+// deleted and created again under the same name starts afresh.
 package sharestate
 
 import (
@@ -24,9 +26,12 @@ import (
 // Snapshot is one share-partition's state: the start offset and, from it
 // on, each record's state and delivery count.
 type Snapshot struct {
-	Start  int64
-	States []uint8
-	Counts []int16
+	// TopicID is the topic the state belongs to; zero in a snapshot
+	// written without one (format version 1).
+	TopicID [16]byte
+	Start   int64
+	States  []uint8
+	Counts  []int16
 }
 
 // Store reads and writes snapshots under a data directory.
@@ -77,13 +82,19 @@ func (s *Store) Save(group, topic string, partition int32, snap Snapshot) error 
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-const version = 1
+// Format versions: 1 has no topic id, 2 has one after the version byte.
+const (
+	versionNoID = 1
+	version     = 2
+)
 
 // Encode frames snap: payload length, CRC-32C of the payload, payload
-// (version, start, record count, then state and count per record).
+// (version, topic id, start, record count, then state and count per
+// record).
 func Encode(snap Snapshot) []byte {
-	p := make([]byte, 0, 13+3*len(snap.States))
+	p := make([]byte, 0, 29+3*len(snap.States))
 	p = append(p, version)
+	p = append(p, snap.TopicID[:]...)
 	p = binary.BigEndian.AppendUint64(p, uint64(snap.Start))
 	p = binary.BigEndian.AppendUint32(p, uint32(len(snap.States)))
 	for i, st := range snap.States {
@@ -98,7 +109,8 @@ func Encode(snap Snapshot) []byte {
 // ErrCorrupt is a snapshot whose frame or payload does not check out.
 var ErrCorrupt = errors.New("corrupt share-partition snapshot")
 
-// Decode reads a snapshot Encode wrote.
+// Decode reads a snapshot Encode wrote, or one of format version 1 (its
+// TopicID zero).
 func Decode(b []byte) (Snapshot, error) {
 	if len(b) < 8 {
 		return Snapshot{}, ErrCorrupt
@@ -108,10 +120,16 @@ func Decode(b []byte) (Snapshot, error) {
 	if uint32(len(p)) != n || crc32.Checksum(p, castagnoli) != binary.BigEndian.Uint32(b[4:]) {
 		return Snapshot{}, ErrCorrupt
 	}
-	if len(p) < 13 || p[0] != version {
+	var snap Snapshot
+	switch {
+	case len(p) >= 29 && p[0] == version:
+		snap.TopicID = [16]byte(p[1:17])
+		p = p[16:]
+	case len(p) >= 13 && p[0] == versionNoID:
+	default:
 		return Snapshot{}, ErrCorrupt
 	}
-	snap := Snapshot{Start: int64(binary.BigEndian.Uint64(p[1:]))}
+	snap.Start = int64(binary.BigEndian.Uint64(p[1:]))
 	count := binary.BigEndian.Uint32(p[9:])
 	p = p[13:]
 	if uint64(len(p)) != 3*uint64(count) {
@@ -127,6 +145,13 @@ func Decode(b []byte) (Snapshot, error) {
 		}
 	}
 	return snap, nil
+}
+
+// Of reports whether the snapshot belongs to the topic whose id is id: a
+// snapshot without a topic id is taken for the topic's current
+// incarnation (nothing tells otherwise), and gets the id when next saved.
+func (s Snapshot) Of(id [16]byte) bool {
+	return s.TopicID == [16]byte{} || s.TopicID == id
 }
 
 // Partitions lists the partitions a share group has state for, by topic.
@@ -145,15 +170,11 @@ func (s *Store) Partitions(group string) (map[string][]int32, error) {
 		if !ok {
 			continue
 		}
-		i := strings.LastIndexByte(name, '-')
-		if i <= 0 {
+		topic, p, ok := splitName(name)
+		if !ok {
 			continue
 		}
-		p, err := strconv.ParseInt(name[i+1:], 10, 32)
-		if err != nil || p < 0 {
-			continue
-		}
-		out[name[:i]] = append(out[name[:i]], int32(p))
+		out[topic] = append(out[topic], p)
 	}
 	for _, ps := range out {
 		slices.Sort(ps)
@@ -215,4 +236,94 @@ func (s *Store) LoadMark(group, topic string, partition int32) (uint64, error) {
 		return 0, fmt.Errorf("share state mark %s/%s: %w", dir, name, ErrCorrupt)
 	}
 	return binary.BigEndian.Uint64(b), nil
+}
+
+// DropTopics removes, in every share group, the snapshots and admin marks
+// of the share-partitions gone reports as its topic's state (a deleted
+// topic's: Kafka drops share state with its topic). gone is asked with the
+// topic's name and the snapshot's topic id (zero for a snapshot without
+// one, or a mark without a snapshot). An unreadable snapshot is left
+// alone. It returns how many share-partitions it removed.
+func (s *Store) DropTopics(gone func(topic string, id [16]byte) bool) (int, error) {
+	groups, err := os.ReadDir(s.dir)
+	if err != nil {
+		return 0, fmt.Errorf("list share state: %w", err)
+	}
+	removed := 0
+	var errs []error
+	for _, g := range groups {
+		if !g.IsDir() {
+			continue
+		}
+		dir := filepath.Join(s.dir, g.Name())
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list share state %s: %w", dir, err))
+			continue
+		}
+		states := map[string]bool{}
+		for _, e := range entries {
+			if base, ok := strings.CutSuffix(e.Name(), ".state"); ok {
+				states[base] = true
+			}
+		}
+		changed := false
+		for _, e := range entries {
+			base, isState := strings.CutSuffix(e.Name(), ".state")
+			if !isState {
+				b, isMark := strings.CutSuffix(e.Name(), ".mark")
+				if !isMark || states[b] {
+					continue // a mark goes with its snapshot
+				}
+				base = b
+			}
+			topic, _, ok := splitName(base)
+			if !ok {
+				continue
+			}
+			var id [16]byte
+			if isState {
+				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				if err != nil {
+					errs = append(errs, fmt.Errorf("read share state %s/%s: %w", dir, e.Name(), err))
+					continue
+				}
+				snap, err := Decode(b)
+				if err != nil {
+					continue
+				}
+				id = snap.TopicID
+			}
+			if !gone(topic, id) {
+				continue
+			}
+			for _, name := range []string{base + ".state", base + ".mark"} {
+				if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, fmt.Errorf("remove share state %s/%s: %w", dir, name, err))
+				}
+			}
+			removed++
+			changed = true
+		}
+		if changed {
+			if err := atomicfile.SyncDir(dir); err != nil {
+				errs = append(errs, fmt.Errorf("remove share state in %s: %w", dir, err))
+			}
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// splitName is the topic and partition of a share-partition's file name
+// without its suffix (<topic>-<partition>).
+func splitName(base string) (string, int32, bool) {
+	i := strings.LastIndexByte(base, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	p, err := strconv.ParseInt(base[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return "", 0, false
+	}
+	return base[:i], int32(p), true
 }
