@@ -779,9 +779,8 @@ func (t viewTopics) ByID(id [16]byte) (TopicInfo, bool) {
 	return info(x), true
 }
 
-// Complete: the view comes from an applied assignment (cluster mode) or
-// the local registry, so a topic missing from it was deleted.
-func (t viewTopics) Complete() bool { return t.v != nil && (t.v.Role == "local" || t.v.Version > 0) }
+// Complete: a topic missing from the view was deleted.
+func (t viewTopics) Complete() bool { return t.v.KnowsTopics() }
 
 func (t viewTopics) Names() []string {
 	if t.v == nil {

@@ -126,6 +126,12 @@ func (v *View) HeldFromBroker(id int32) int {
 	return n
 }
 
+// KnowsTopics reports whether the view knows which topics exist: it comes
+// from an applied assignment (cluster mode) or the local registry, so a
+// topic missing from it was deleted. A broker without an assignment yet
+// cannot tell.
+func (v *View) KnowsTopics() bool { return v != nil && (v.Role == "local" || v.Version > 0) }
+
 // TopicNames returns topic names, sorted.
 func (v *View) TopicNames() []string {
 	out := make([]string, 0, len(v.Topics))
