@@ -27,14 +27,18 @@ type starts struct {
 }
 
 func (k *keeper) starts(m *starts) map[routing.TP]int64 {
+	var v *routing.View
+	if k.opts.Views != nil {
+		v = k.opts.Views.Load()
+	}
 	out := map[routing.TP]int64{}
 	for key, p := range k.parts {
-		if key.group == m.group && p.Initialized() {
+		if key.group == m.group && p.Initialized() && !ofDeletedTopic(v, key.tp.Topic, k.ids[key]) {
 			out[key.tp] = p.Start()
 		}
 	}
 	for key, snap := range k.memStored {
-		if _, ok := out[key.tp]; key.group == m.group && !ok {
+		if _, ok := out[key.tp]; key.group == m.group && !ok && !ofDeletedTopic(v, key.tp.Topic, snap.TopicID) {
 			out[key.tp] = snap.Start
 		}
 	}
@@ -57,7 +61,7 @@ func (k *Keeper) handleDescribeShareGroupOffsets(r *conn.Request) conn.Pending {
 		for gi, g := range req.Groups {
 			rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 			rg.GroupID = g.GroupID
-			known, err := k.groupStarts(g.GroupID, waits, gi)
+			known, err := k.groupStarts(v, g.GroupID, waits, gi)
 			if err != nil {
 				rg.ErrorCode = kerr.KafkaStorageError.Code
 				resp.Groups = append(resp.Groups, rg)
@@ -105,8 +109,9 @@ func (k *Keeper) handleDescribeShareGroupOffsets(r *conn.Request) conn.Pending {
 }
 
 // groupStarts is a group's share-partition start offsets: from the
-// volume (read here, in the request's handler), or from the keeper.
-func (k *Keeper) groupStarts(group string, waits []func() map[routing.TP]int64, i int) (map[routing.TP]int64, error) {
+// volume (read here, in the request's handler), or from the keeper. State
+// of a deleted topic is left out, of one created again too.
+func (k *Keeper) groupStarts(v *routing.View, group string, waits []func() map[routing.TP]int64, i int) (map[routing.TP]int64, error) {
 	if k.opts.Store == nil {
 		return waits[i](), nil
 	}
@@ -123,7 +128,7 @@ func (k *Keeper) groupStarts(group string, waits []func() map[routing.TP]int64, 
 				k.opts.Log.Error().Err(err).Str("group", group).Msg("reading share-partition state failed")
 				continue
 			}
-			if ok {
+			if ok && !ofDeletedTopic(v, topic, snap.TopicID) {
 				out[routing.TP{Topic: topic, Partition: p}] = snap.Start
 			}
 		}

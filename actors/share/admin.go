@@ -64,11 +64,19 @@ func (k *Keeper) admin(ctx context.Context, m *adminSet) error {
 // state; the reply waits for the writes.
 func (k *keeper) adminSet(m *adminSet) func() error {
 	var written []<-chan error
+	var v *routing.View
+	if k.opts.Views != nil {
+		v = k.opts.Views.Load()
+	}
 	for i, tp := range m.tps {
 		key := pkey{m.group, tp}
-		delete(k.parts, key)
-		delete(k.marks, key)
-		delete(k.dirty, key)
+		k.forget(key)
+		if snap := m.snaps[i]; snap != nil && v != nil {
+			// The state set is the topic's now.
+			if t, ok := v.Topics[tp.Topic]; ok {
+				snap.TopicID = t.ID
+			}
+		}
 		if k.writer != nil {
 			written = append(written, k.writer.putAdmin(key, m.snaps[i], rand.Uint64()|1))
 			continue
@@ -107,9 +115,9 @@ func (k *keeper) recheck(m *recheck) map[routing.TP]bool {
 	for tp, mark := range m.marks {
 		key := pkey{m.group, tp}
 		if p, ok := k.parts[key]; ok && p.Initialized() && k.marks[key] != mark {
-			k.parts[key] = NewPartition(k.opts.Partition)
-			delete(k.marks, key)
-			delete(k.dirty, key)
+			id := k.ids[key]
+			k.forget(key)
+			k.partition(m.group, tp, id)
 			dropped[tp] = true
 		}
 	}

@@ -286,7 +286,8 @@ func (k *Keeper) waitForData(r *conn.Request, reads []*partRead, deadline time.T
 // loadStored reads a share-partition's persisted state for its first use
 // on this broker (here, in the request's handler, not in the keeper's
 // Receive); nil when there is none, or none readable (logged: the
-// share-partition starts afresh).
+// share-partition starts afresh). A snapshot of an earlier topic of the
+// same name is removed and none is returned.
 func (k *Keeper) loadStored(group string, p PartResult) *sharestate.Snapshot {
 	if k.opts.Store == nil {
 		return nil
@@ -297,6 +298,13 @@ func (k *Keeper) loadStored(group string, p PartResult) *sharestate.Snapshot {
 		return nil
 	}
 	if !ok {
+		return nil
+	}
+	if !snap.Of(p.TopicID) {
+		k.opts.Log.Info().Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("share-partition state of a deleted topic of the same name removed; starting afresh")
+		if err := k.opts.Store.Delete(group, p.Topic, p.Partition); err != nil {
+			k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("removing share-partition state of a deleted topic failed")
+		}
 		return nil
 	}
 	return &snap

@@ -60,12 +60,15 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 		return nil, fmt.Errorf("start share-partition keeper: %w", err)
 	}
 	k.ref = ref
+	if opts.Views != nil {
+		opts.Views.OnPublish(func() { ref.Send(&viewChanged{}) })
+	}
 	return k, nil
 }
 
 func newKeeper(opts *Options) *keeper {
 	return &keeper{opts: opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{},
-		marks: map[pkey]uint64{}, memStored: map[pkey]sharestate.Snapshot{}}
+		marks: map[pkey]uint64{}, memStored: map[pkey]sharestate.Snapshot{}, ids: map[pkey][16]byte{}}
 }
 
 // Ref is the keeper actor.
@@ -213,6 +216,13 @@ type keeper struct {
 	// memStored is the state admins set without a store, taken by the
 	// share-partition's next initialization.
 	memStored map[pkey]sharestate.Snapshot
+	// ids is the topic id of each share-partition in parts: its state
+	// belongs to that incarnation of the topic only.
+	ids map[pkey][16]byte
+	// known is each topic's id in the last view that knew which topics
+	// exist (nil before one): a topic missing from the next, or there
+	// with another id, was deleted.
+	known map[string][16]byte
 }
 
 func (k *keeper) Receive(ctx actor.Context) {
@@ -221,6 +231,9 @@ func (k *keeper) Receive(ctx actor.Context) {
 		if k.opts.Store != nil {
 			k.writer = startWriter(k.opts.Store, k.opts.Log)
 		}
+		k.dropDeleted()
+	case *viewChanged:
+		k.dropDeleted()
 	case *actor.Stopping, *actor.Restarting:
 		if k.writer != nil {
 			k.writer.stop()
@@ -244,14 +257,23 @@ func (k *keeper) Receive(ctx actor.Context) {
 	}
 }
 
-func (k *keeper) partition(group string, tp routing.TP) *Partition {
+func (k *keeper) partition(group string, tp routing.TP, id [16]byte) *Partition {
 	key := pkey{group, tp}
 	p, ok := k.parts[key]
 	if !ok {
 		p = NewPartition(k.opts.Partition)
 		k.parts[key] = p
+		k.ids[key] = id
 	}
 	return p
+}
+
+// forget drops a share-partition's state from memory.
+func (k *keeper) forget(key pkey) {
+	delete(k.parts, key)
+	delete(k.ids, key)
+	delete(k.marks, key)
+	delete(k.dirty, key)
 }
 
 // resolve maps a partition to its name, or to the error a client sees:
@@ -267,9 +289,17 @@ func (k *keeper) resolve(v *routing.View, group string, tp TP) (routing.TP, stri
 		return routing.TP{}, t.Name, kerr.UnknownTopicOrPartition.Code
 	}
 	rtp := routing.TP{Topic: t.Name, Partition: tp.Partition}
+	key := pkey{group, rtp}
 	if _, led := v.Local[rtp]; !led {
-		delete(k.parts, pkey{group, rtp})
+		k.forget(key)
 		return rtp, t.Name, kerr.NotLeaderForPartition.Code
+	}
+	// State of an earlier topic of this name is not this one's.
+	if _, ok := k.parts[key]; ok && k.ids[key] != tp.TopicID {
+		k.forget(key)
+	}
+	if snap, ok := k.memStored[key]; ok && !snap.Of(tp.TopicID) {
+		delete(k.memStored, key)
 	}
 	return rtp, t.Name, 0
 }
@@ -341,7 +371,7 @@ func (k *keeper) begin(m *begin) beginResult {
 		if code != 0 {
 			continue
 		}
-		p := k.partition(m.group, rtp)
+		p := k.partition(m.group, rtp, tp.TopicID)
 		r.Offset = -1
 		if p.Initialized() {
 			off, ok := p.FetchOffset(now)
@@ -396,7 +426,7 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 	for _, r := range m.reads {
 		key := pkey{m.group, routing.TP{Topic: r.Topic, Partition: r.Partition}}
 		p, ok := k.parts[key]
-		if !ok || (r.Code != 0 && r.Code != kerr.OffsetOutOfRange.Code) {
+		if !ok || k.ids[key] != r.TopicID || (r.Code != 0 && r.Code != kerr.OffsetOutOfRange.Code) {
 			continue
 		}
 		if !p.Initialized() {
@@ -404,7 +434,7 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 				p.SetConfig(*r.Config)
 			}
 			k.marks[key] = r.Mark
-			if snap, ok := k.memStored[key]; ok && r.Stored == nil {
+			if snap, ok := k.memStored[key]; ok && r.Stored == nil && snap.Of(r.TopicID) {
 				r.Stored = &snap
 				delete(k.memStored, key)
 			}
@@ -490,7 +520,7 @@ func (k *keeper) flushDirty() func() {
 		for key := range k.dirty {
 			if p, ok := k.parts[key]; ok && p.Initialized() {
 				start, states, counts := p.Snapshot()
-				snap := sharestate.Snapshot{Start: start, States: make([]uint8, len(states)), Counts: counts}
+				snap := sharestate.Snapshot{TopicID: k.ids[key], Start: start, States: make([]uint8, len(states)), Counts: counts}
 				for i, s := range states {
 					snap.States[i] = uint8(s)
 				}
@@ -502,5 +532,84 @@ func (k *keeper) flushDirty() func() {
 		for _, ch := range written {
 			<-ch
 		}
+	}
+}
+
+// viewChanged: the broker's view was published again; the keeper drops
+// the state of topics it no longer has.
+type viewChanged struct{}
+
+// ofDeletedTopic reports whether state kept for topic, of the topic whose
+// id is id (zero: not known), belongs to a topic since deleted: v has no
+// topic of that name, or one with another id (deleted and created again).
+// Kafka keys share-partition state by topic id and drops it with the
+// topic; without this a new topic of the same name would start from the
+// old one's offsets and delivery counts. A view that cannot tell which
+// topics exist judges nothing.
+func ofDeletedTopic(v *routing.View, topic string, id [16]byte) bool {
+	if !v.KnowsTopics() {
+		return false
+	}
+	t, ok := v.Topics[topic]
+	return !ok || !sharestate.SameTopic(id, t.ID)
+}
+
+// dropDeleted removes the state of deleted topics' share-partitions: from
+// memory, and (through the writer, after what it has queued) from the
+// volume. On the volume, once this keeper has seen a view, only the
+// incarnations it saw deleted go (a snapshot without an id with them): a
+// leader whose view is newer than this broker's may already have written
+// state for a topic created again. Before that (at start) every snapshot
+// of a deleted topic goes.
+func (k *keeper) dropDeleted() {
+	if k.opts.Views == nil {
+		return
+	}
+	v := k.opts.Views.Load()
+	if !v.KnowsTopics() {
+		return
+	}
+	dropped := 0
+	for key := range k.parts {
+		if ofDeletedTopic(v, key.tp.Topic, k.ids[key]) {
+			k.forget(key)
+			dropped++
+		}
+	}
+	for key, snap := range k.memStored {
+		if ofDeletedTopic(v, key.tp.Topic, snap.TopicID) {
+			delete(k.memStored, key)
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		k.opts.Log.Info().Int("share_partitions", dropped).Msg("dropped share-partition state of deleted topics")
+	}
+	prev := k.known
+	k.known = make(map[string][16]byte, len(v.Topics))
+	for name, t := range v.Topics {
+		k.known[name] = t.ID
+	}
+	if k.writer == nil {
+		return
+	}
+	if prev == nil {
+		// Judged by the view when the writer gets to it: a topic created
+		// meanwhile keeps the state written for it.
+		views := k.opts.Views
+		k.writer.dropTopics(func(topic string, id [16]byte) bool { return ofDeletedTopic(views.Load(), topic, id) })
+		return
+	}
+	deleted := map[string][16]byte{}
+	for name, id := range prev {
+		if ofDeletedTopic(v, name, id) {
+			deleted[name] = id
+		}
+	}
+	if len(deleted) > 0 {
+		k.writer.dropTopics(func(topic string, id [16]byte) bool {
+			old, ok := deleted[topic]
+			return ok && sharestate.SameTopic(id, old)
+		})
 	}
 }

@@ -182,3 +182,144 @@ func TestKeeperAdminChanges(t *testing.T) {
 		t.Fatal("state left after the admin removed it")
 	}
 }
+
+// recreated is v with topic "t" deleted and created again (a new id), in a
+// view that knows which topics exist.
+func recreated(v *routing.View) (*routing.View, TP) {
+	t := &routing.Topic{Name: "t", ID: [16]byte{3}, Partitions: make([]routing.Partition, 2)}
+	nv := *v
+	nv.Role = "local"
+	nv.Topics = map[string]*routing.Topic{"t": t, "away": v.Topics["away"]}
+	nv.TopicIDs = map[[16]byte]*routing.Topic{t.ID: t, v.Topics["away"].ID: v.Topics["away"]}
+	return &nv, TP{TopicID: t.ID, Partition: 0}
+}
+
+// TestKeeperTopicRecreated: a share-partition's state belongs to its
+// topic's id; the topic created again under the same name starts afresh
+// (at the reset position, every delivery count 1), and its old state is
+// not reported.
+func TestKeeperTopicRecreated(t *testing.T) {
+	k, v, _ := testKeeper()
+	k.opts.Partition.ResetLatest = true
+	k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, LogStart: 0, HighWatermark: 0, First: 0, Last: -1}}})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9}}})
+	// Released twice: the next delivery would be the third.
+	for epoch := int32(1); epoch <= 2; epoch++ {
+		k.begin(&begin{op: opAck, group: "g", member: "m", epoch: epoch, view: v,
+			parts: []PartReq{{TP: t0, Acks: []AckBatch{{First: 0, Last: 9, Types: []AckType{AckRelease}}}}}})
+		k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9}}})
+	}
+
+	nv, n0 := recreated(v)
+	res := k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: nv, parts: []PartReq{{TP: n0}}})
+	if p := res.parts[0]; p.Code != 0 || !p.Read || p.Offset != -1 {
+		t.Fatalf("new topic's share-partition: %+v, want a read of an uninitialized one", p)
+	}
+	// A read of the old topic answered after the new one began is not
+	// the new one's.
+	if got := k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9}}}); len(got.ranges) != 0 {
+		t.Fatalf("old topic's read acquired %+v", got.ranges)
+	}
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: n0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, LogStart: 0, HighWatermark: 4, First: 0, Last: -1}}})
+	got := k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: n0, Topic: "t", HighWatermark: 6, First: 0, Last: 5}}})
+	if rg := got.ranges[n0]; len(rg) != 1 || rg[0] != (Range{First: 4, Last: 5, DeliveryCount: 1}) {
+		t.Fatalf("new topic acquired %+v, want 4-5 (latest) delivered once", got.ranges)
+	}
+}
+
+// TestKeeperDropsDeletedTopics: once the published view has no topic of a
+// share-partition's name (or one with another id), its state leaves
+// memory and DescribeShareGroupOffsets' answer.
+func TestKeeperDropsDeletedTopics(t *testing.T) {
+	k, v, _ := testKeeper()
+	views := &routing.Store{}
+	k.opts.Views = views
+	k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, LogStart: 0, HighWatermark: 5, First: 0, Last: -1}}})
+	tp := routing.TP{Topic: "t", Partition: 0}
+	nv, _ := recreated(v)
+	views.Publish(nv)
+	if s, ok := k.starts(&starts{group: "g"})[tp]; ok {
+		t.Fatalf("the deleted topic's start %d reported for the new topic", s)
+	}
+	k.dropDeleted()
+	if _, ok := k.parts[pkey{"g", tp}]; ok {
+		t.Fatal("the deleted topic's share-partition is still held")
+	}
+}
+
+// TestLoadStoredOfAnotherTopic: a snapshot on the volume written for an
+// earlier topic of the same name is removed, not loaded; one without a
+// topic id is loaded as the current topic's.
+func TestLoadStoredOfAnotherTopic(t *testing.T) {
+	st, err := sharestate.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &Keeper{opts: &Options{Store: st}}
+	cur := PartResult{TP: TP{TopicID: [16]byte{3}, Partition: 0}, Topic: "t"}
+	if err := st.Save("g", "t", 0, sharestate.Snapshot{TopicID: [16]byte{1}, Start: 8, States: []uint8{1}, Counts: []int16{3}}); err != nil {
+		t.Fatal(err)
+	}
+	if snap := k.loadStored("g", cur); snap != nil {
+		t.Fatalf("loaded %+v of another topic", snap)
+	}
+	if _, ok, _ := st.Load("g", "t", 0); ok {
+		t.Fatal("the other topic's snapshot is left on the volume")
+	}
+	if err := st.Save("g", "t", 0, sharestate.Snapshot{TopicID: [16]byte{3}, Start: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if snap := k.loadStored("g", cur); snap == nil || snap.Start != 8 {
+		t.Fatalf("own snapshot: %+v", snap)
+	}
+}
+
+// TestDropDeletedRemovesSnapshots: the keeper removes from the volume the
+// snapshots of the topics the view no longer has, at start every one of
+// them, then only the incarnations it saw deleted.
+func TestDropDeletedRemovesSnapshots(t *testing.T) {
+	st, err := sharestate.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, v, _ := testKeeper()
+	views := &routing.Store{}
+	k.opts.Views, k.opts.Store = views, st
+	k.writer = startWriter(st, k.opts.Log)
+	defer k.writer.stop()
+	save := func(topic string, id [16]byte) {
+		t.Helper()
+		if err := st.Save("g", topic, 0, sharestate.Snapshot{TopicID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	has := func(topic string) bool {
+		_, ok, _ := st.Load("g", topic, 0)
+		return ok
+	}
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			if cond() {
+				return
+			}
+		}
+		t.Fatal(what)
+	}
+	save("t", [16]byte{1})
+	save("dead", [16]byte{4})
+	lv := *v
+	lv.Role = "local"
+	views.Publish(&lv)
+	k.dropDeleted()
+	eventually("a deleted topic's snapshot was left at start", func() bool { return !has("dead") })
+	if !has("t") {
+		t.Fatal("a live topic's snapshot was removed")
+	}
+	nv, _ := recreated(v)
+	views.Publish(nv)
+	k.dropDeleted()
+	eventually("the recreated topic's old snapshot was left", func() bool { return !has("t") })
+}

@@ -17,8 +17,11 @@ type writer struct {
 	log     zerolog.Logger
 	mu      sync.Mutex
 	pending map[pkey]*pendingSnap
-	kick    chan struct{}
-	done    chan struct{}
+	// drops are the deleted topics to remove from the volume after the
+	// pending snapshots (sharestate.Store.DropTopics).
+	drops []func(topic string, id [16]byte) bool
+	kick  chan struct{}
+	done  chan struct{}
 }
 
 type pendingSnap struct {
@@ -73,6 +76,18 @@ func (w *writer) queue(key pkey, op pendingSnap) <-chan error {
 	return ch
 }
 
+// dropTopics queues the removal of the share-partition state gone names
+// (sharestate.Store.DropTopics), after the snapshots queued before.
+func (w *writer) dropTopics(gone func(topic string, id [16]byte) bool) {
+	w.mu.Lock()
+	w.drops = append(w.drops, gone)
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
 // stop ends the goroutine once what is pending is written.
 func (w *writer) stop() { close(w.done) }
 
@@ -90,9 +105,10 @@ func (w *writer) run() {
 
 func (w *writer) flush() {
 	w.mu.Lock()
-	batch := w.pending
-	w.pending = map[pkey]*pendingSnap{}
+	batch, drops := w.pending, w.drops
+	w.pending, w.drops = map[pkey]*pendingSnap{}, nil
 	w.mu.Unlock()
+	defer w.drop(drops)
 	for key, p := range batch {
 		var err error
 		if p.remove {
@@ -111,6 +127,18 @@ func (w *writer) flush() {
 			// The share-partition goes on from memory; its next leader
 			// may redeliver what this snapshot would have recorded.
 			w.log.Error().Err(err).Str("group", key.group).Str("topic", key.tp.Topic).Int32("partition", key.tp.Partition).Msg("persisting share-partition state failed")
+		}
+	}
+}
+
+func (w *writer) drop(drops []func(topic string, id [16]byte) bool) {
+	for _, gone := range drops {
+		n, err := w.store.DropTopics(gone)
+		if err != nil {
+			w.log.Error().Err(err).Msg("removing share-partition state of deleted topics failed")
+		}
+		if n > 0 {
+			w.log.Info().Int("share_partitions", n).Msg("removed share-partition state of deleted topics")
 		}
 	}
 }

@@ -150,8 +150,12 @@ func Decode(b []byte) (Snapshot, error) {
 // Of reports whether the snapshot belongs to the topic whose id is id: a
 // snapshot without a topic id is taken for the topic's current
 // incarnation (nothing tells otherwise), and gets the id when next saved.
-func (s Snapshot) Of(id [16]byte) bool {
-	return s.TopicID == [16]byte{} || s.TopicID == id
+func (s Snapshot) Of(id [16]byte) bool { return SameTopic(s.TopicID, id) }
+
+// SameTopic reports whether state stored for the topic whose id is stored
+// (zero: written without one) belongs to the topic whose id is current.
+func SameTopic(stored, current [16]byte) bool {
+	return stored == [16]byte{} || stored == current
 }
 
 // Partitions lists the partitions a share group has state for, by topic.
