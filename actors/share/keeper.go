@@ -556,11 +556,14 @@ func ofDeletedTopic(v *routing.View, topic string, id [16]byte) bool {
 
 // dropDeleted removes the state of deleted topics' share-partitions: from
 // memory, and (through the writer, after what it has queued) from the
-// volume. On the volume, once this keeper has seen a view, only the
-// incarnations it saw deleted go (a snapshot without an id with them): a
-// leader whose view is newer than this broker's may already have written
-// state for a topic created again. Before that (at start) every snapshot
-// of a deleted topic goes.
+// volume. On the volume only the incarnations this keeper saw deleted go
+// (a snapshot without an id with them): in a cluster, a leader whose view
+// is newer than this broker's may already have written state for a topic
+// created again, or for a topic this view does not have yet. A snapshot of
+// a topic deleted while no broker ran stays on the volume, unread: a
+// leader discards it when it loads it for a topic of the same name, and
+// DescribeShareGroupOffsets leaves it out. A local-dev broker, the only
+// one, removes every snapshot of a deleted topic at start.
 func (k *keeper) dropDeleted() {
 	if k.opts.Views == nil {
 		return
@@ -594,10 +597,12 @@ func (k *keeper) dropDeleted() {
 		return
 	}
 	if prev == nil {
-		// Judged by the view when the writer gets to it: a topic created
-		// meanwhile keeps the state written for it.
-		views := k.opts.Views
-		k.writer.dropTopics(func(topic string, id [16]byte) bool { return ofDeletedTopic(views.Load(), topic, id) })
+		if v.Role == "local" {
+			// Judged by the view when the writer gets to it: a topic
+			// created meanwhile keeps the state written for it.
+			views := k.opts.Views
+			k.writer.dropTopics(func(topic string, id [16]byte) bool { return ofDeletedTopic(views.Load(), topic, id) })
+		}
 		return
 	}
 	deleted := map[string][16]byte{}
