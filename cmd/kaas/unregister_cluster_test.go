@@ -156,8 +156,9 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	}
 
 	// Every group: coordinated by one of the two left (both used), its
-	// offsets kept. A fresh client: this one cached the departed broker
-	// as the coordinator of a third of the groups.
+	// offsets kept. A client seeded with the brokers left: this one knows
+	// the departed broker (a seed, the coordinator of a third of the
+	// groups), and kgo does not retry every request a refused dial fails.
 	adm = kadm.NewClient(c.client())
 	coordinators := map[int32]int{}
 	for i, g := range groups {
@@ -311,6 +312,10 @@ func TestScaleDownUnregistersRemovedBroker(t *testing.T) {
 	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatalf("the group's commit after the scale-down: %v", err)
 	}
+	// A client seeded with the brokers left: kgo sends a request that is
+	// for any broker to a seed it picks, the departed one included, and
+	// does not retry a refused dial.
+	adm = kadm.NewClient(c.client())
 	committed, err := adm.FetchOffsets(ctx, "live")
 	if err != nil || committed.Error() != nil {
 		t.Fatalf("fetch the group's offsets: %v %v", err, committed.Error())
