@@ -144,17 +144,21 @@ func segmentBase(path string) (int64, bool) {
 
 // printBatch prints one batch header in kafka-dump-log.sh's words.
 func printBatch(w io.Writer, h batch.Header, pos int, verr error) {
-	ts := "CreateTime"
-	if h.Attributes&batch.AttrTimestampType != 0 {
-		ts = "LogAppendTime"
-	}
 	fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d producerEpoch: %d "+
 		"partitionLeaderEpoch: %d isTransactional: %t isControl: %t position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %t\n",
 		h.BaseOffset, h.LastOffset(), h.NumRecords, h.BaseSequence, h.LastSequence(), h.ProducerID, h.ProducerEpoch,
-		h.LeaderEpoch, h.IsTransactional(), h.IsControl(), pos, ts, h.MaxTimestamp, h.Size(), h.Magic, codecName(h.Codec()), h.CRC, verr == nil)
+		h.LeaderEpoch, h.IsTransactional(), h.IsControl(), pos, timestampType(h), h.MaxTimestamp, h.Size(), h.Magic, codecName(h.Codec()), h.CRC, verr == nil)
 	if verr != nil {
 		fmt.Fprintf(w, "| invalid: %v\n", verr)
 	}
+}
+
+// timestampType names what a batch's timestamps are.
+func timestampType(h batch.Header) string {
+	if h.Attributes&batch.AttrTimestampType != 0 {
+		return "LogAppendTime"
+	}
+	return "CreateTime"
 }
 
 func codecName(c int16) string {
@@ -191,9 +195,12 @@ func printRecords(w io.Writer, b []byte, h batch.Header, data bool) error {
 			return fmt.Errorf("record %d: %w", i, err)
 		}
 		p = p[n+int(length):]
+		ts := h.FirstTimestamp + r.TimestampDelta64
+		if h.Attributes&batch.AttrTimestampType != 0 {
+			ts = h.MaxTimestamp // every record has the batch's append time
+		}
 		line := fmt.Sprintf("| offset: %d %s: %d keySize: %d valueSize: %d", h.BaseOffset+int64(r.OffsetDelta),
-			map[bool]string{true: "LogAppendTime", false: "CreateTime"}[h.Attributes&batch.AttrTimestampType != 0],
-			h.FirstTimestamp+r.TimestampDelta64, nullableLen(r.Key), nullableLen(r.Value))
+			timestampType(h), ts, nullableLen(r.Key), nullableLen(r.Value))
 		if h.HasProducer() && !h.IsControl() {
 			line += fmt.Sprintf(" sequence: %d", h.BaseSequence+r.OffsetDelta)
 		}

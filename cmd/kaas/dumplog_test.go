@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kaas-project/kaas/storage/batch"
 )
 
 // kaas dump-log reads the segments a broker wrote on --data-dir: an
@@ -131,6 +133,20 @@ func TestDumpLogReadsSegments(t *testing.T) {
 	if code := run([]string{"dump-log", damaged}, &out, &errOut); code == 0 ||
 		!strings.Contains(out.String(), "bytes at position "+pos[1]+" that are not a whole batch") {
 		t.Fatalf("a length past the end: exit %d\n%s", code, out.String())
+	}
+
+	// A batch with LogAppendTime: each record has the batch's append time,
+	// not the producer's timestamps.
+	lat := batch.Build(batch.Spec{ProducerID: -1, Timestamp: 1000, Values: [][]byte{[]byte("a"), []byte("b")}})
+	batch.SetLogAppendTime(lat, 5000)
+	latFile := filepath.Join(t.TempDir(), "00000000-00000000000000000000.log")
+	if err := os.WriteFile(latFile, lat, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if code := run([]string{"dump-log", "--deep-iteration", latFile}, &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), "LogAppendTime: 5000 size: ") || strings.Count(out.String(), "LogAppendTime: 5000 keySize: ") != 2 {
+		t.Fatalf("LogAppendTime batch: exit %d\n%s", code, out.String())
 	}
 
 	// Not a segment.
