@@ -1,0 +1,147 @@
+// Package streams is a KIP-1071 streams group (Kafka Streams' rebalance
+// protocol, group.protocol=streams) as Apache Kafka 4.2's group coordinator
+// keeps it: members and their epochs, the group's topology and its
+// configuration against the cluster's topics (the internal topics to
+// create, the statuses members are told), the sticky task assignment of
+// active and standby tasks, and each member's reconciliation towards its
+// target (tasks revoked before they are given to another member).
+//
+// It is plain data driven with an explicit clock, as share.Members is: the
+// group coordinator (actors/group) owns one Group per streams group, feeds
+// it heartbeats and ticks, saves what Save returns beside the group's
+// offsets, and creates the internal topics a heartbeat names.
+package streams
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// GroupConfig holds the streams-group settings (Kafka's names in comments).
+type GroupConfig struct {
+	// HeartbeatInterval is group.streams.heartbeat.interval.ms (5 s), or the
+	// group's streams.heartbeat.interval.ms.
+	HeartbeatInterval time.Duration
+	// SessionTimeout is group.streams.session.timeout.ms (45 s), or the
+	// group's streams.session.timeout.ms.
+	SessionTimeout time.Duration
+	// NumStandbyReplicas is group.streams.num.standby.replicas (0), or the
+	// group's streams.num.standby.replicas.
+	NumStandbyReplicas int
+	// MaxSize is group.streams.max.size.
+	MaxSize int
+	// NewID returns a fresh member id when a member joins without one
+	// (tests may make it deterministic).
+	NewID func() string
+}
+
+// Defaults fills zero fields with Kafka's defaults.
+func (c *GroupConfig) Defaults() { panic("unimplemented") }
+
+// Topic is what the group needs to know of a topic.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+}
+
+// Topics is the cluster's topic metadata (the routing view, or a map in
+// tests).
+type Topics interface {
+	ByName(name string) (Topic, bool)
+	// Names lists every topic, sorted (source topic regexes match them).
+	Names() []string
+}
+
+// Client identifies the connection a heartbeat came from.
+type Client struct {
+	ID, Host string
+}
+
+// InternalTopic is a changelog or repartition topic the group's topology
+// needs and the cluster lacks: the broker creates it.
+type InternalTopic struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16 // 0 or -1: the broker's default
+	Configs           map[string]string
+}
+
+// State is the group state, named as Kafka names a streams group's.
+type State string
+
+const (
+	Empty       State = "Empty"
+	NotReady    State = "NotReady"
+	Assigning   State = "Assigning"
+	Reconciling State = "Reconciling"
+	Stable      State = "Stable"
+)
+
+// Group is one streams group. It is not safe for concurrent use.
+type Group struct{}
+
+// New returns an empty streams group.
+func New(cfg GroupConfig) *Group { panic("unimplemented") }
+
+// SetConfig replaces the settings (the group's configs changed).
+func (g *Group) SetConfig(cfg GroupConfig) { panic("unimplemented") }
+
+// Heartbeat serves a StreamsGroupHeartbeat (key 88): epoch 0 joins with the
+// topology, -1 leaves, anything else heartbeats. create lists the internal
+// topics the topology needs that do not exist yet.
+func (g *Group) Heartbeat(now time.Time, c Client, req *kmsg.StreamsGroupHeartbeatRequest, topics Topics) (resp *kmsg.StreamsGroupHeartbeatResponse, create []InternalTopic) {
+	panic("unimplemented")
+}
+
+// Describe is the group's StreamsGroupDescribe (key 89) answer; the caller
+// sets GroupID and AuthorizedOperations.
+func (g *Group) Describe(now time.Time, topics Topics) kmsg.StreamsGroupDescribeResponseGroup {
+	panic("unimplemented")
+}
+
+// Expire removes the members whose session timed out (or that did not
+// revoke in their rebalance timeout) and returns their ids.
+func (g *Group) Expire(now time.Time) []string { panic("unimplemented") }
+
+// NextDeadline is the earliest pending timer, or zero.
+func (g *Group) NextDeadline() time.Time { panic("unimplemented") }
+
+// Len is the number of members.
+func (g *Group) Len() int { panic("unimplemented") }
+
+// Epoch is the group epoch.
+func (g *Group) Epoch() int32 { panic("unimplemented") }
+
+// State is the group state.
+func (g *Group) State() State { panic("unimplemented") }
+
+// Version moves whenever Save may answer differently.
+func (g *Group) Version() uint64 { panic("unimplemented") }
+
+// ValidateCommit checks an OffsetCommit (or TxnOffsetCommit) from member
+// at epoch; 0 accepts it. An admin commit (epoch < 0, empty member id) is
+// accepted only while the group has no members.
+func (g *Group) ValidateCommit(now time.Time, memberID string, epoch int32) int16 { panic("unimplemented") }
+
+// ValidateFetch checks an OffsetFetch naming a member and epoch (v9+);
+// an admin fetch (nil member, epoch < 0) is always accepted.
+func (g *Group) ValidateFetch(memberID *string, epoch int32) int16 { panic("unimplemented") }
+
+// Topics lists the topics the group's topology reads and writes: its
+// source topics and internal topics (offsets retention keeps a group's
+// offsets of these while it has members).
+func (g *Group) Topics() []string { panic("unimplemented") }
+
+// Saved is what the coordinator saves beside the group's offsets, so a
+// coordinator move or restart does not rebalance the group. It encodes as
+// JSON.
+type Saved struct{}
+
+// Save returns the membership to persist.
+func (g *Group) Save() Saved { panic("unimplemented") }
+
+// Restore installs a saved membership into a new group; every member's
+// session starts afresh at now.
+func (g *Group) Restore(now time.Time, s Saved) error { panic("unimplemented") }
