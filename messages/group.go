@@ -59,6 +59,9 @@ type GroupDescribeConsumer struct{}
 // GroupDescribeShare is one group's part of ShareGroupDescribe.
 type GroupDescribeShare struct{}
 
+// GroupDescribeStreams is one group's part of StreamsGroupDescribe.
+type GroupDescribeStreams struct{}
+
 // GroupConfigsChanged tells the group coordinator that a group's GROUP
 // configs changed on this broker: its actor, when it has one, reads them
 // again.

@@ -12,10 +12,11 @@ import (
 // TestFeatureLevels pins the reported levels: each makes clients use
 // protocols kaas serves (transaction.version 2: KIP-890 part 2, whose
 // Produce v12 is served here; share.version 1: share groups, served by
-// actors/share, TestFeatures checks), and changing a level means raising
+// actors/share, TestFeatures checks; streams.version 1: streams groups,
+// served by actors/group and actors/streams), and changing a level means raising
 // the epoch.
 func TestFeatureLevels(t *testing.T) {
-	want := map[string]int16{"metadata.version": 28, "group.version": 1, "share.version": 1, "transaction.version": 2}
+	want := map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2}
 	if a, ok := coreAPIs[kmsg.Produce.Int16()]; !ok || a.MaxVersion < 12 {
 		t.Errorf("transaction.version 2 without Produce v12")
 	}
@@ -27,8 +28,8 @@ func TestFeatureLevels(t *testing.T) {
 			t.Errorf("%s at %d (known %v), want %d", name, got, ok, level)
 		}
 	}
-	if finalizedFeaturesEpoch != 3 {
-		t.Errorf("epoch %d: the levels above are those of epoch 3", finalizedFeaturesEpoch)
+	if finalizedFeaturesEpoch != 4 {
+		t.Errorf("epoch %d: the levels above are those of epoch 4", finalizedFeaturesEpoch)
 	}
 }
 
@@ -44,15 +45,15 @@ func TestApiVersionsFeatures(t *testing.T) {
 		{version: 2, epoch: -1},
 		{
 			version:   3,
-			supported: map[string]feat{"metadata.version": {28, 28}, "group.version": {1, 1}, "share.version": {1, 1}, "transaction.version": {2, 2}},
-			finalized: map[string]int16{"metadata.version": 28, "group.version": 1, "share.version": 1, "transaction.version": 2},
-			epoch:     3,
+			supported: map[string]feat{"metadata.version": {29, 29}, "group.version": {1, 1}, "share.version": {1, 1}, "streams.version": {1, 1}, "transaction.version": {2, 2}},
+			finalized: map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2},
+			epoch:     4,
 		},
 		{
 			version:   4,
-			supported: map[string]feat{"metadata.version": {28, 28}, "group.version": {1, 1}, "share.version": {1, 1}, "transaction.version": {2, 2}},
-			finalized: map[string]int16{"metadata.version": 28, "group.version": 1, "share.version": 1, "transaction.version": 2},
-			epoch:     3,
+			supported: map[string]feat{"metadata.version": {29, 29}, "group.version": {1, 1}, "share.version": {1, 1}, "streams.version": {1, 1}, "transaction.version": {2, 2}},
+			finalized: map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2},
+			epoch:     4,
 		},
 	} {
 		t.Run(fmt.Sprintf("v%d", tc.version), func(t *testing.T) {
@@ -106,13 +107,13 @@ func TestUpdateFeatures(t *testing.T) {
 		code    int16
 		msg     string // in the top-level message
 	}{
-		{name: "finalized level is a no-op", version: 1, updates: []upd{{"metadata.version", 28, 1, false}, {"group.version", 1, 1, false}}, code: ok},
+		{name: "finalized level is a no-op", version: 1, updates: []upd{{"metadata.version", 29, 1, false}, {"group.version", 1, 1, false}}, code: ok},
 		{name: "transaction.version stays 2", version: 1, updates: []upd{{"transaction.version", 2, 1, false}}, code: ok},
 		{name: "unknown feature at 0", version: 1, updates: []upd{{"kraft.version", 0, 1, false}}, code: ok},
 		{name: "v0 same level", version: 0, updates: []upd{{"group.version", 1, 0, false}}, code: ok},
-		{name: "v2 same level", version: 2, updates: []upd{{"metadata.version", 28, 1, false}}, code: ok},
+		{name: "v2 same level", version: 2, updates: []upd{{"metadata.version", 29, 1, false}}, code: ok},
 		{name: "transaction protocol v1", version: 1, updates: []upd{{"transaction.version", 1, 2, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "transaction.version at level 2 only"},
-		{name: "metadata.version upgrade", version: 2, updates: []upd{{"metadata.version", 29, 1, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "metadata.version at level 28"},
+		{name: "metadata.version upgrade", version: 2, updates: []upd{{"metadata.version", 30, 1, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "metadata.version at level 29"},
 		{name: "group.version downgrade", version: 1, updates: []upd{{"group.version", 0, 2, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "group.version"},
 		{name: "v0 delete", version: 0, updates: []upd{{"group.version", 0, 0, true}}, code: kerr.InvalidUpdateVersion.Code, msg: "group.version"},
 		{name: "unknown feature above 0", version: 1, updates: []upd{{"kraft.version", 1, 1, false}}, code: kerr.InvalidUpdateVersion.Code, msg: "kraft.version at level 0"},

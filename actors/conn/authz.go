@@ -197,13 +197,16 @@ var authRules = map[int16]authRule{
 	// Share groups (KIP-932): READ on the group; ShareFetch and
 	// ShareAcknowledge also READ on each topic, whose partitions are
 	// refused one by one.
-	kmsg.ShareGroupHeartbeat.Int16():          authShareGroupHeartbeat,
-	kmsg.ShareGroupDescribe.Int16():           authShareGroupDescribe,
-	kmsg.ShareFetch.Int16():                   authShareFetch,
-	kmsg.ShareAcknowledge.Int16():             authShareAcknowledge,
-	kmsg.DescribeShareGroupOffsets.Int16():    authDescribeShareGroupOffsets,
-	kmsg.AlterShareGroupOffsets.Int16():       authAlterShareGroupOffsets,
-	kmsg.DeleteShareGroupOffsets.Int16():      authDeleteShareGroupOffsets,
+	kmsg.ShareGroupHeartbeat.Int16():       authShareGroupHeartbeat,
+	kmsg.ShareGroupDescribe.Int16():        authShareGroupDescribe,
+	kmsg.ShareFetch.Int16():                authShareFetch,
+	kmsg.ShareAcknowledge.Int16():          authShareAcknowledge,
+	kmsg.DescribeShareGroupOffsets.Int16(): authDescribeShareGroupOffsets,
+	kmsg.AlterShareGroupOffsets.Int16():    authAlterShareGroupOffsets,
+	kmsg.DeleteShareGroupOffsets.Int16():   authDeleteShareGroupOffsets,
+	// Streams groups (KIP-1071): authz_streams.go.
+	kmsg.StreamsGroupHeartbeat.Int16():        authStreamsGroupHeartbeat,
+	kmsg.StreamsGroupDescribe.Int16():         authStreamsGroupDescribe,
 	kmsg.AddPartitionsToTxn.Int16():           authAddPartitionsToTxn,
 	kmsg.TxnOffsetCommit.Int16():              authTxnOffsetCommit,
 	kmsg.DescribeUserSCRAMCredentials.Int16(): needCluster(opDescribe),
@@ -232,6 +235,7 @@ var kip430Keys = map[int16]bool{
 	kmsg.Metadata.Int16(): true, kmsg.DescribeGroups.Int16(): true,
 	kmsg.DescribeCluster.Int16(): true, kmsg.ConsumerGroupDescribe.Int16(): true,
 	kmsg.ShareGroupDescribe.Int16(): true, kmsg.DescribeTopicPartitions.Int16(): true,
+	kmsg.StreamsGroupDescribe.Int16(): true,
 }
 
 // authorize runs the rule of req's API key.
@@ -1158,4 +1162,13 @@ func split[T any](items []T, ok func(T) bool) (keep, refused []T) {
 		}
 	}
 	return keep, refused
+}
+
+// MayCreateTopic reports whether the request's principal may create topic
+// name: CREATE on the cluster or on the topic, as CreateTopics checks it
+// (a handler that creates topics on a client's behalf asks it; true with
+// authorization off).
+func (r *Request) MayCreateTopic(name string) bool {
+	z := authz{a: r.Server.Authorizer, s: r.Session, view: r.View}
+	return z.cluster(opCreate) || z.topic(opCreate, name)
 }

@@ -13,18 +13,20 @@ type feature struct {
 }
 
 // features are the levels kaas reports, named and numbered as Apache Kafka
-// 4.2 does (MetadataVersion, GroupVersion, ShareVersion,
+// 4.2 does (MetadataVersion, GroupVersion, ShareVersion, StreamsVersion,
 // TransactionVersion), chosen so that no client switches to a protocol kaas
 // does not serve:
-//   - metadata.version 28 (4.2-IV0), the level whose defaults switch on
-//     share groups; 4.2-IV1 switches on streams groups (KIP-1071), which
-//     kaas does not serve. Clients do not key behaviour on it; kaas's API
-//     versions are those of Kafka 4.2.
+//   - metadata.version 29 (4.2-IV1), Kafka 4.2's latest level, whose
+//     defaults switch on share groups and streams groups. Clients do not
+//     key behaviour on it; kaas's API versions are those of Kafka 4.2.
 //   - group.version 1: KIP-848 consumer groups are served
 //     (ConsumerGroupHeartbeat and ConsumerGroupDescribe).
 //   - share.version 1: share groups (KIP-932) are served (ShareGroupHeartbeat,
 //     ShareFetch, ShareAcknowledge and their admin APIs); level 2 adds
 //     their dead-letter queue (KIP-1191), which kaas does not have.
+//   - streams.version 1: streams groups (KIP-1071) are served
+//     (StreamsGroupHeartbeat and StreamsGroupDescribe), as Kafka 4.2 serves
+//     them from 4.2-IV1.
 //   - transaction.version 2: the transaction protocol v2 of KIP-890 part 2
 //     (Produce v12 adds partitions to a transaction, TxnOffsetCommit v5
 //     adds the group, EndTxn v5 bumps the epoch), which Kafka 4 clients
@@ -32,12 +34,12 @@ type feature struct {
 //     know the feature keep the classic protocol, also served.
 //
 // kraft.version and eligible.leader.replicas.version are not reported: kaas
-// has no KRaft quorum and keeps one copy of each partition; nor is
-// streams.version (no streams groups).
+// has no KRaft quorum and keeps one copy of each partition.
 var features = []feature{
 	{Name: "group.version", Level: 1},
-	{Name: "metadata.version", Level: 28},
+	{Name: "metadata.version", Level: 29},
 	{Name: "share.version", Level: 1},
+	{Name: "streams.version", Level: 1},
 	{Name: "transaction.version", Level: 2},
 }
 
@@ -45,7 +47,7 @@ var features = []feature{
 // levels under. The levels change only with the build, so the epoch is a
 // constant, raised whenever a level in features changes (clients keep the
 // levels of the highest epoch they have seen).
-const finalizedFeaturesEpoch = 3
+const finalizedFeaturesEpoch = 4
 
 // featureLevel is the level this build runs name at; false for a feature
 // kaas does not know.

@@ -407,6 +407,8 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 		gc.Reply(a.g.ConsumerHeartbeat(now, client, op, topics))
 	case *kmsg.ShareGroupHeartbeatRequest:
 		gc.Reply(a.g.ShareHeartbeat(now, client, op, topics))
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		gc.Reply(a.g.StreamsHeartbeat(now, client, op, topics))
 	case *kmsg.OffsetCommitRequest:
 		pc := a.g.OffsetCommit(now, op, topics)
 		if len(pc.Records) == 0 {
@@ -453,6 +455,8 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 		gc.Reply(a.g.DescribeConsumerGroup(now, topics))
 	case *messages.GroupDescribeShare:
 		gc.Reply(a.g.DescribeShareGroup(now, topics))
+	case *messages.GroupDescribeStreams:
+		gc.Reply(a.g.DescribeStreamsGroup(now, topics))
 	case *messages.GroupShareAdmin:
 		gc.Reply(a.g.ShareAdmin(now, op.Create))
 	case *messages.GroupDelete:

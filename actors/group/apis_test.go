@@ -35,6 +35,8 @@ var groupVersions = map[int16][2]int16{
 	kmsg.ShareGroupDescribe.Int16():      {0, 1},
 	kmsg.AlterShareGroupOffsets.Int16():  {0, 0},
 	kmsg.DeleteShareGroupOffsets.Int16(): {0, 0},
+	kmsg.StreamsGroupHeartbeat.Int16():   {0, 0},
+	kmsg.StreamsGroupDescribe.Int16():    {0, 0},
 }
 
 // TestGroupAPITable pins the versions of the group APIs. None sets an
@@ -133,6 +135,12 @@ func groupOps() []groupOp {
 			return req
 		}, 1},
 		{kmsg.ShareGroupDescribe.Int16(), func(int16) any { return &messages.GroupDescribeShare{} }, 1},
+		{kmsg.StreamsGroupHeartbeat.Int16(), func(v int16) any {
+			req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+			req.Version, req.Group, req.MemberID, req.MemberEpoch = v, "g", "m", 2
+			return req
+		}, 1},
+		{kmsg.StreamsGroupDescribe.Int16(), func(int16) any { return &messages.GroupDescribeStreams{} }, 1},
 		{kmsg.TxnOffsetCommit.Int16(), func(v int16) any {
 			req := kmsg.NewPtrTxnOffsetCommitRequest()
 			req.Version, req.Group, req.MemberID = v, "g", "m"
@@ -161,6 +169,12 @@ func TestGroupErrorReplies(t *testing.T) {
 		r := groupVersions[o.key]
 		for v := r[0]; v <= r[1]; v++ {
 			got := errorReply("g", o.op(v), code)
+			if sr, ok := got.(StreamsReply); ok {
+				if sr.Create != nil {
+					t.Errorf("%s v%d: an error reply creates topics", name, v)
+				}
+				got = sr.Response
+			}
 			if got == nil {
 				t.Fatalf("%s v%d: no error reply", name, v)
 			}
@@ -215,6 +229,14 @@ func TestGroupErrorReplies(t *testing.T) {
 					t.Errorf("%s v%d: %+v", name, v, x)
 				}
 			case kmsg.ConsumerGroupDescribeResponseGroup:
+				if x.Group != "g" || x.Members != nil {
+					t.Errorf("%s v%d: %+v", name, v, x)
+				}
+			case *kmsg.StreamsGroupHeartbeatResponse:
+				if x.ErrorMessage != nil || x.MemberID != "" {
+					t.Errorf("%s v%d: message %v member %q", name, v, x.ErrorMessage, x.MemberID)
+				}
+			case kmsg.StreamsGroupDescribeResponseGroup:
 				if x.Group != "g" || x.Members != nil {
 					t.Errorf("%s v%d: %+v", name, v, x)
 				}

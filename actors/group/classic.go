@@ -80,9 +80,12 @@ func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, t
 		reply(joinError(req, kerr.CoordinatorNotAvailable.Code))
 		return
 	}
-	if g.kind == KindShare {
+	if g.kind == KindShare || g.streamsMembers() > 0 {
 		reply(joinError(req, kerr.InconsistentGroupProtocol.Code))
 		return
+	}
+	if g.kind == KindStreams {
+		g.streamsToClassic(now)
 	}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
 	if session < g.cfg.MinSessionTimeout || session > g.cfg.MaxSessionTimeout {

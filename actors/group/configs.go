@@ -9,8 +9,10 @@ import (
 // WithGroupConfigs is base with a group's GROUP config overrides applied:
 // consumer.session.timeout.ms and consumer.heartbeat.interval.ms (KIP-848
 // consumer groups), share.session.timeout.ms and
-// share.heartbeat.interval.ms (share groups), each bounded by the broker's
-// limits for it (Kafka's group.consumer.min/max.* and group.share.min/max.*
+// share.heartbeat.interval.ms (share groups), streams.session.timeout.ms,
+// streams.heartbeat.interval.ms and streams.num.standby.replicas (streams
+// groups), each bounded by the broker's limits for it (Kafka's
+// group.consumer.min/max.*, group.share.min/max.* and group.streams.*
 // defaults, the ranges groupconfig validates against). The other configs
 // are the share-partitions' (share.WithGroupConfigs).
 func WithGroupConfigs(base Config, set map[string]string) Config {
@@ -26,6 +28,16 @@ func WithGroupConfigs(base Config, set map[string]string) Config {
 	}
 	if d, ok := boundedMillis(set, "share.heartbeat.interval.ms"); ok {
 		cfg.Share.HeartbeatInterval = d
+	}
+	if d, ok := boundedMillis(set, "streams.session.timeout.ms"); ok {
+		cfg.Streams.SessionTimeout = d
+	}
+	if d, ok := boundedMillis(set, "streams.heartbeat.interval.ms"); ok {
+		cfg.Streams.HeartbeatInterval = d
+	}
+	if n, ok := groupconfig.Int(set, "streams.num.standby.replicas"); ok {
+		k := groupconfig.Keys["streams.num.standby.replicas"]
+		cfg.Streams.NumStandbyReplicas = int(min(max(n, k.Min), k.Max))
 	}
 	return cfg
 }
@@ -48,6 +60,9 @@ func (g *Group) SetGroupConfigs(set map[string]string) {
 	g.cfg = WithGroupConfigs(g.base, set)
 	if g.share != nil {
 		g.share.SetConfig(g.cfg.Share)
+	}
+	if g.streams != nil {
+		g.streams.SetConfig(g.cfg.Streams)
 	}
 }
 

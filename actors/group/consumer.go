@@ -181,7 +181,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 		return g.consumerLeave(now, req)
 	}
 	classicMembers := g.kind == KindClassic && len(g.members) > 0
-	if g.kind == KindShare || (classicMembers && req.MemberEpoch != epochJoin) {
+	if g.kind == KindShare || g.kind == KindStreams || (classicMembers && req.MemberEpoch != epochJoin) {
 		return cgError(kerr.GroupIDNotFound.Code, "Group "+g.ID+" is not a consumer group.")
 	}
 	if classicMembers {

@@ -41,6 +41,10 @@ func errorReply(group string, op any, code int16) any {
 		return shareHeartbeatError(code)
 	case *messages.GroupDescribeShare:
 		return shareGroupDescribeError(group, code)
+	case *kmsg.StreamsGroupHeartbeatRequest:
+		return StreamsReply{Response: streamsHeartbeatError(code, "")}
+	case *messages.GroupDescribeStreams:
+		return streamsGroupDescribeError(group, code)
 	}
 	return nil
 }

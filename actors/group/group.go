@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/share"
+	"github.com/kaas-project/kaas/actors/streams"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	// (group.share.heartbeat.interval.ms, group.share.session.timeout.ms,
 	// group.share.max.size).
 	Share share.GroupConfig
+	// Streams holds the streams-group settings
+	// (group.streams.heartbeat.interval.ms, group.streams.session.timeout.ms,
+	// group.streams.num.standby.replicas, group.streams.max.size).
+	Streams streams.GroupConfig
 	// NewID returns a fresh UUID-like string for member ids (tests may
 	// make it deterministic).
 	NewID func() string
@@ -106,6 +111,9 @@ func (c *Config) Defaults() {
 	if c.NewID == nil {
 		c.NewID = newUUID
 	}
+	if c.Streams.NewID == nil {
+		c.Streams.NewID = c.NewID
+	}
 }
 
 func (c *Config) initialDelay() time.Duration { return max(c.InitialRebalanceDelay, 0) }
@@ -132,6 +140,8 @@ const (
 	KindConsumer
 	// KindShare is a KIP-932 share group (share.go).
 	KindShare
+	// KindStreams is a KIP-1071 streams group (streams.go).
+	KindStreams
 )
 
 // String is the ListGroups group type.
@@ -143,6 +153,8 @@ func (k Kind) String() string {
 		return "consumer"
 	case KindShare:
 		return "share"
+	case KindStreams:
+		return "streams"
 	}
 	return ""
 }
@@ -158,10 +170,11 @@ const (
 	Dead
 	Assigning   // consumer groups: target assignment pending
 	Reconciling // consumer groups: members converging to the target
+	NotReady    // streams groups: the topology cannot be configured yet
 )
 
 func (s State) String() string {
-	return [...]string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Assigning", "Reconciling"}[s]
+	return [...]string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Assigning", "Reconciling", "NotReady"}[s]
 }
 
 // Client identifies the connection a request came from.
@@ -240,6 +253,10 @@ type Group struct {
 	// share is the KIP-932 membership of a share group (nil otherwise).
 	share *share.Members
 
+	// streams is the KIP-1071 membership of a streams group (nil
+	// otherwise).
+	streams *streams.Group
+
 	// offsets
 	offsets    map[groupstore.TP]groupstore.Commit
 	inflight   map[groupstore.TP]int
@@ -268,6 +285,7 @@ func (g *Group) reset() {
 	g.static = map[string]string{}
 	g.cons = newConsumerState()
 	g.share = nil
+	g.streams = nil
 	g.offsets = map[groupstore.TP]groupstore.Commit{}
 	g.offsetsVersion++
 	g.inflight = map[groupstore.TP]int{}
@@ -304,8 +322,12 @@ func (g *Group) Load(now time.Time, st groupstore.State) {
 	}
 	g.kind = KindClassic
 	if st.Meta != nil {
-		if st.Meta.Kind == KindConsumer.String() {
+		switch st.Meta.Kind {
+		case KindConsumer.String():
 			g.kind = KindConsumer
+		case KindStreams.String():
+			g.kind = KindStreams
+			g.streams = streams.New(g.cfg.Streams)
 		}
 		g.protocolType = st.Meta.ProtocolType
 		if st.Meta.EmptySince > 0 {
@@ -314,8 +336,11 @@ func (g *Group) Load(now time.Time, st groupstore.State) {
 			g.emptySince = now
 		}
 	}
-	if g.kind == KindConsumer {
+	switch g.kind {
+	case KindConsumer:
 		g.protocolType = "consumer"
+	case KindStreams:
+		g.protocolType = "streams"
 	}
 }
 
@@ -339,7 +364,7 @@ func (g *Group) Exists() bool { return g.kind != KindNone || len(g.offsets) > 0 
 
 // HasMembers reports whether any member (or pending member) is present.
 func (g *Group) HasMembers() bool {
-	return len(g.members) > 0 || len(g.pending) > 0 || len(g.cons.members) > 0 || g.shareMembers() > 0
+	return len(g.members) > 0 || len(g.pending) > 0 || len(g.cons.members) > 0 || g.shareMembers() > 0 || g.streamsMembers() > 0
 }
 
 // Idle reports whether the group holds nothing worth keeping an actor for:
@@ -410,6 +435,9 @@ func (g *Group) NextDeadline() time.Time {
 	if g.share != nil {
 		at(g.share.NextDeadline())
 	}
+	if g.streams != nil {
+		at(g.streams.NextDeadline())
+	}
 	return next
 }
 
@@ -423,6 +451,7 @@ func (g *Group) Tick(now time.Time) {
 	g.classicTick(now)
 	g.consumerTick(now)
 	g.shareTick(now)
+	g.streamsTick(now)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

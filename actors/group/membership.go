@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/share"
+	"github.com/kaas-project/kaas/actors/streams"
 )
 
 // A group's membership is saved beside its offsets (groupstore's
@@ -26,7 +27,7 @@ import (
 
 // savedMembership is one group's saved membership.
 type savedMembership struct {
-	Kind string `json:"kind"` // "classic", "consumer" or "share"
+	Kind string `json:"kind"` // "classic", "consumer", "share" or "streams"
 
 	// classic: the last completed generation
 	ProtocolType string         `json:"protocolType,omitempty"`
@@ -44,6 +45,9 @@ type savedMembership struct {
 
 	// share (KIP-932)
 	Share *share.Saved `json:"share,omitempty"`
+
+	// streams (KIP-1071)
+	Streams *streams.Saved `json:"streams,omitempty"`
 }
 
 type savedClassic struct {
@@ -103,13 +107,16 @@ type savedEpoch struct {
 
 // MembershipVersion moves whenever MembershipToSave may answer
 // differently; the coordinator encodes the membership only then.
-type MembershipVersion struct{ group, share uint64 }
+type MembershipVersion struct{ group, share, streams uint64 }
 
 // MembershipVersion is the membership's current version.
 func (g *Group) MembershipVersion() MembershipVersion {
 	v := MembershipVersion{group: g.membersVersion}
 	if g.share != nil {
 		v.share = g.share.Version()
+	}
+	if g.streams != nil {
+		v.streams = g.streams.Version()
 	}
 	return v
 }
@@ -138,6 +145,9 @@ func (g *Group) MembershipToSave() ([]byte, bool) {
 	case g.kind == KindShare && g.shareMembers() > 0:
 		saved := g.share.Save()
 		s = savedMembership{Kind: KindShare.String(), Share: &saved}
+	case g.kind == KindStreams && g.streamsMembers() > 0:
+		saved := g.streams.Save()
+		s = savedMembership{Kind: KindStreams.String(), Streams: &saved}
 	default:
 		return nil, true
 	}
@@ -262,6 +272,8 @@ func (g *Group) RestoreMembership(now time.Time, b []byte, topics Topics) error 
 		return g.restoreConsumer(now, s, topics)
 	case KindShare.String():
 		return g.restoreShare(now, s)
+	case KindStreams.String():
+		return g.restoreStreams(now, s)
 	default:
 		return fmt.Errorf("group: saved membership of unknown kind %q", s.Kind)
 	}
@@ -364,5 +376,21 @@ func (g *Group) restoreShare(now time.Time, s savedMembership) error {
 	}
 	g.kind, g.protocolType, g.share = KindShare, "", m
 	g.updateShareState(now)
+	return nil
+}
+
+func (g *Group) restoreStreams(now time.Time, s savedMembership) error {
+	if s.Streams == nil {
+		return nil
+	}
+	m := streams.New(g.cfg.Streams)
+	if err := m.Restore(now, *s.Streams); err != nil {
+		return fmt.Errorf("group: %w", err)
+	}
+	if m.Len() == 0 {
+		return nil
+	}
+	g.kind, g.protocolType, g.streams = KindStreams, "streams", m
+	g.updateStreamsState(now)
 	return nil
 }

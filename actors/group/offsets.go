@@ -106,6 +106,8 @@ func (g *Group) offsetCommit(now time.Time, req *kmsg.OffsetCommitRequest, topic
 		// A share group's progress is its share-partitions' state, not
 		// committed offsets.
 		code = kerr.GroupIDNotFound.Code
+	case g.kind == KindStreams:
+		code = g.validateStreamsCommit(now, req.Version, txn, generation, req.MemberID, req.InstanceID)
 	default:
 		code, perPartition = g.validateConsumerCommit(now, req.Version, txn, generation, req.MemberID)
 	}
@@ -199,11 +201,16 @@ func (g *Group) FetchOffsets(now time.Time, f *messages.GroupFetchOffsets, topic
 		out.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return out
 	}
-	if g.kind == KindConsumer {
-		if code := g.validateConsumerFetch(f.MemberID, f.MemberEpoch); code != 0 {
-			out.ErrorCode = code
-			return out
-		}
+	code := int16(0)
+	switch g.kind {
+	case KindConsumer:
+		code = g.validateConsumerFetch(f.MemberID, f.MemberEpoch)
+	case KindStreams:
+		code = g.streams.ValidateFetch(f.MemberID, f.MemberEpoch)
+	}
+	if code != 0 {
+		out.ErrorCode = code
+		return out
 	}
 	byID := f.Version >= 10
 	partition := func(tp groupstore.TP) kmsg.OffsetFetchResponseGroupTopicPartition {
@@ -371,6 +378,10 @@ func (g *Group) OffsetDelete(now time.Time, req *kmsg.OffsetDeleteRequest, topic
 	switch {
 	case g.kind == KindConsumer:
 		subscribed = g.consumerSubscribed()
+	case g.kind == KindStreams:
+		if g.streamsMembers() > 0 {
+			subscribed = g.streamsSubscribed()
+		}
 	case g.state != Empty:
 		if g.protocolType != "consumer" {
 			resp.ErrorCode = kerr.NonEmptyGroup.Code
@@ -428,6 +439,11 @@ func (g *Group) Expire(now time.Time) []groupstore.Record {
 	switch {
 	case g.kind == KindConsumer:
 		subscribed = g.consumerSubscribed()
+	case g.kind == KindStreams && g.streamsMembers() > 0:
+		subscribed = g.streamsSubscribed()
+	case g.kind == KindStreams && !g.emptySince.IsZero():
+		since := g.emptySince.UnixMilli()
+		base = func(groupstore.Commit) int64 { return since }
 	case g.protocolType == "":
 	case g.state == Empty:
 		if !g.emptySince.IsZero() {
@@ -469,6 +485,8 @@ func (g *Group) Delete(now time.Time) int16 {
 		return kerr.GroupIDNotFound.Code
 	case g.kind == KindConsumer && len(g.cons.members) > 0:
 		return kerr.NonEmptyGroup.Code
+	case g.kind == KindStreams && g.streamsMembers() > 0:
+		return kerr.NonEmptyGroup.Code
 	case g.kind == KindClassic && g.state != Empty:
 		return kerr.NonEmptyGroup.Code
 	}
@@ -506,7 +524,7 @@ func (g *Group) DescribeGroup(now time.Time, version int16) kmsg.DescribeGroupsR
 	switch {
 	case g.state == Dead || !g.Exists():
 		return notFound("Group " + g.ID + " not found.")
-	case g.kind == KindConsumer, g.kind == KindShare:
+	case g.kind == KindConsumer, g.kind == KindShare, g.kind == KindStreams:
 		return notFound("Group " + g.ID + " is not a classic group.")
 	}
 	d.State = g.state.String()

@@ -38,7 +38,7 @@ func (g *Group) ShareHeartbeat(now time.Time, c Client, req *kmsg.ShareGroupHear
 		return shareHeartbeatError(kerr.CoordinatorNotAvailable.Code)
 	}
 	if g.kind != KindShare {
-		if g.kind != KindNone && (g.HasMembers() || len(g.offsets) > 0) {
+		if g.kind == KindStreams || g.kind != KindNone && (g.HasMembers() || len(g.offsets) > 0) {
 			r := shareHeartbeatError(kerr.GroupIDNotFound.Code)
 			r.ErrorMessage = strp("Group " + g.ID + " is not a share group.")
 			return r
@@ -87,7 +87,7 @@ func (g *Group) ShareAdmin(now time.Time, create bool) int16 {
 		return kerr.CoordinatorNotAvailable.Code
 	}
 	if g.kind != KindShare {
-		if (g.kind != KindNone && (g.HasMembers() || len(g.offsets) > 0)) || !create {
+		if g.kind == KindStreams || (g.kind != KindNone && (g.HasMembers() || len(g.offsets) > 0)) || !create {
 			return kerr.GroupIDNotFound.Code
 		}
 		g.kind = KindShare

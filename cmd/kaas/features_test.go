@@ -37,7 +37,7 @@ func TestFeatures(t *testing.T) {
 		}
 		finalized := map[string]int16{}
 		kversion.FromApiVersionsResponse(raw).EachFinalizedFeature(func(name string, level int16) { finalized[name] = level })
-		want := map[string]int16{"metadata.version": 28, "group.version": 1, "share.version": 1, "transaction.version": 2}
+		want := map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2}
 		if len(finalized) != len(want) {
 			t.Errorf("finalized %v, want %v", finalized, want)
 		}
@@ -56,6 +56,12 @@ func TestFeatures(t *testing.T) {
 				t.Errorf("share.version 1 without %s in ApiVersions", kmsg.NameForKey(k.Int16()))
 			}
 		}
+		// streams.version 1 says streams groups are served.
+		for _, k := range []kmsg.Key{kmsg.StreamsGroupHeartbeat, kmsg.StreamsGroupDescribe} {
+			if !served[k.Int16()] {
+				t.Errorf("streams.version 1 without %s in ApiVersions", kmsg.NameForKey(k.Int16()))
+			}
+		}
 		supported := map[string][2]int16{}
 		kversion.FromApiVersionsResponse(raw).EachSupportedFeature(func(name string, min, max int16) { supported[name] = [2]int16{min, max} })
 		if r := supported["transaction.version"]; r != [2]int16{2, 2} {
@@ -65,7 +71,7 @@ func TestFeatures(t *testing.T) {
 
 	for _, validateOnly := range []bool{true, false} {
 		res, err := adm.UpdateFeatures(ctx, validateOnly,
-			kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 28, UpgradeType: 1},
+			kadm.FeatureUpdate{Feature: "metadata.version", MaxVersionLevel: 29, UpgradeType: 1},
 			kadm.FeatureUpdate{Feature: "group.version", MaxVersionLevel: 1, UpgradeType: 1},
 			kadm.FeatureUpdate{Feature: "transaction.version", MaxVersionLevel: 2, UpgradeType: 1})
 		if err != nil || res.Error() != nil || len(res) != 3 {

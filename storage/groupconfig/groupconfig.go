@@ -58,6 +58,12 @@ var Keys = map[string]Key{
 		Doc: "The most records in flight in one share-partition of a share group."},
 	"share.auto.offset.reset": {Type: topicconfig.TypeString, Default: "latest", Values: []string{"latest", "earliest"},
 		Doc: "Where a share group starts reading a partition it has not read before: latest or earliest."},
+	"streams.session.timeout.ms": {Type: topicconfig.TypeInt, Default: "45000", Min: 45000, Max: 60000,
+		Doc: "The timeout to detect client failures of a streams group member (KIP-1071)."},
+	"streams.heartbeat.interval.ms": {Type: topicconfig.TypeInt, Default: "5000", Min: 5000, Max: 15000,
+		Doc: "The heartbeat interval given to the members of a streams group (KIP-1071)."},
+	"streams.num.standby.replicas": {Type: topicconfig.TypeInt, Default: "0", Min: 0, Max: 2,
+		Doc: "The number of standby replicas of each task of a streams group (KIP-1071)."},
 	"share.isolation.level": {Type: topicconfig.TypeString, Default: "read_uncommitted", Values: []string{"read_uncommitted", "read_committed"},
 		Doc: "How a share group reads transactional records: read_committed delivers records only up to the last stable offset and never those of aborted transactions."},
 }

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestStreamsGroupTasksMoveBetweenMembers runs an application over the
+// streams rebalance protocol (streamsApp): its first member's heartbeat
+// makes the broker create the changelog topic, a second member takes half
+// the tasks once the first has revoked them (never two owners of a task),
+// the group is described, listed and kept from deletion while it has
+// members, and when one member leaves the other gets every task. Every
+// record is processed and committed exactly once.
+func TestStreamsGroupTasksMoveBetweenMembers(t *testing.T) {
+	_, addr := testBroker(t)
+	const group, source = "wordcount", "words"
+	createTopic(t, addr, source, 4, nil)
+	produceKeys(t, addr, source, 0, 200)
+	app := newStreamsApp(t, addr, group, source)
+	a, b := app.member("a"), app.member("b")
+	ctx := ctxT(t, 120*time.Second)
+
+	// Kafka's internal topics are refused in a topology.
+	bad := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	badTop := app.topology
+	badTop.Subtopologies = slices.Clone(badTop.Subtopologies)
+	badTop.Subtopologies[0].SourceTopics = []string{source, "__consumer_offsets"}
+	bad.Group, bad.MemberID, bad.RebalanceTimeoutMillis, bad.Topology = group, "bad", 30000, &badTop
+	bad.ActiveTasks, bad.StandbyTasks, bad.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	if r, err := bad.RequestWith(ctx, a.hb); err != nil || r.ErrorCode != kerr.StreamsInvalidTopology.Code {
+		t.Fatalf("a topology reading __consumer_offsets: %v %+v, want STREAMS_INVALID_TOPOLOGY", err, r)
+	}
+
+	// The first heartbeat finds no changelog topic: the member is told so
+	// and the broker creates it, with the source topic's partitions.
+	resp, err := a.heartbeat(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(a.statuses, 3) { // MISSING_INTERNAL_TOPICS
+		t.Fatalf("first heartbeat statuses %v, want MISSING_INTERNAL_TOPICS (3); response %+v", a.statuses, resp)
+	}
+	adm := newAdmin(t, addr)
+	app.run(ctx, []*streamsMember{a}, func() bool { return len(a.owned) == 4 })
+	td, err := adm.ListTopics(ctx, streamsChangelog(group))
+	if err != nil || td.Error() != nil || len(td[streamsChangelog(group)].Partitions) != 4 {
+		t.Fatalf("changelog topic: %v %v %+v", err, td.Error(), td)
+	}
+	rc, err := adm.DescribeTopicConfigs(ctx, streamsChangelog(group))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := rc.On(streamsChangelog(group), nil); err != nil || !hasConfig(c, "cleanup.policy", "compact") {
+		t.Fatalf("changelog configs: %v %+v", err, c)
+	}
+
+	app.run(ctx, []*streamsMember{a}, func() bool { return app.count() == 200 })
+
+	// A second member: the tasks are split once a has revoked two.
+	app.run(ctx, []*streamsMember{a, b}, func() bool {
+		return len(a.owned) == 2 && len(b.owned) == 2 && a.epoch == b.epoch
+	})
+	produceKeys(t, addr, source, 200, 400)
+	app.run(ctx, []*streamsMember{a, b}, func() bool { return app.count() == 400 })
+
+	d := describeStreamsGroup(t, a.hb, group)
+	if d.ErrorCode != 0 || d.State != "Stable" || len(d.Members) != 2 || d.Topology == nil ||
+		len(d.Topology.Subtopologies) != 1 || !slices.Equal(d.Topology.Subtopologies[0].SourceTopics, []string{source}) {
+		t.Fatalf("describe: %+v", d)
+	}
+	for _, dm := range d.Members {
+		n := 0
+		for _, ti := range dm.Assignment.ActiveTasks {
+			n += len(ti.Partitions)
+		}
+		if n != 2 || dm.ProcessID != "process-"+dm.MemberID || dm.MemberEpoch != d.Epoch {
+			t.Fatalf("describe member: %+v (ownership %s)", dm, ownership(a, b))
+		}
+	}
+	groups, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := groups[group]; !ok || g.GroupType != "streams" || g.State != "Stable" {
+		t.Fatalf("ListGroups shows %s as %+v, want a Stable streams group", group, g)
+	}
+	if dg, err := adm.DeleteGroup(ctx, group); err != nil || !errors.Is(dg.Err, kerr.NonEmptyGroup) {
+		t.Fatalf("deleting a streams group with members: %v %v, want NON_EMPTY_GROUP", err, dg.Err)
+	}
+	// The consumer protocol cannot take the group over.
+	ch := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	ch.Group, ch.MemberID, ch.RebalanceTimeoutMillis, ch.SubscribedTopicNames = group, "c", 30000, []string{source}
+	ch.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r, err := ch.RequestWith(ctx, a.hb); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ConsumerGroupHeartbeat to a streams group: %v %+v", err, r)
+	}
+
+	// a leaves: b ends up with every task.
+	if err := a.leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	produceKeys(t, addr, source, 400, 500)
+	app.run(ctx, []*streamsMember{b}, func() bool { return len(b.owned) == 4 && app.count() == 500 })
+	for _, k := range keysUpTo(500) {
+		if n := app.processed[k]; n != 1 {
+			t.Fatalf("record %s processed and committed %d times, want once", k, n)
+		}
+	}
+	ends, err := adm.ListEndOffsets(ctx, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(e kadm.ListedOffset) {
+		if o, ok := committed.Lookup(source, e.Partition); !ok || o.At != e.Offset {
+			t.Errorf("partition %d: committed %+v, end %d", e.Partition, o, e.Offset)
+		}
+	})
+
+	// Empty, the group can be deleted, and its offsets go with it.
+	if err := b.leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if dg, err := adm.DeleteGroup(ctx, group); err != nil || dg.Err != nil {
+		t.Fatalf("deleting the empty streams group: %v %v", err, dg.Err)
+	}
+	if d := describeStreamsGroup(t, a.hb, group); d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("describe after delete: %+v", d)
+	}
+}
+
+func (a *streamsApp) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.processed)
+}
+
+func describeStreamsGroup(t *testing.T, cl *kgo.Client, group string) kmsg.StreamsGroupDescribeResponseGroup {
+	t.Helper()
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+	if err != nil || len(resp.Groups) != 1 {
+		t.Fatalf("StreamsGroupDescribe: %v %+v", err, resp)
+	}
+	return resp.Groups[0]
+}
+
+// TestStreamsGroupMembershipSurvivesRestart: with --data-dir a streams
+// group's members, epochs, tasks and topology are saved beside its offsets,
+// so a broker restart does not rebalance it: after the restart both members
+// heartbeat on at their epochs with their tasks and process new records.
+func TestStreamsGroupMembershipSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--data-dir", dir}
+	_, addr, stop := startTestBroker(t, args...)
+	const group, source = "restarted-app", "restarted-words"
+	createTopic(t, addr, source, 4, nil)
+	produceKeys(t, addr, source, 0, 100)
+	app := newStreamsApp(t, addr, group, source)
+	a, b := app.member("a"), app.member("b")
+	ctx := ctxT(t, 120*time.Second)
+	app.run(ctx, []*streamsMember{a, b}, func() bool {
+		return len(a.owned) == 2 && len(b.owned) == 2 && a.epoch == b.epoch && app.count() == 100
+	})
+	before := describeStreamsGroup(t, a.hb, group)
+	epochA, epochB, ownedA, ownedB := a.epoch, b.epoch, slices.Clone(a.owned), slices.Clone(b.owned)
+
+	stop()
+	startTestBroker(t, append(args, "--kafka-addr", addr)...) // the last --kafka-addr wins
+	produceKeys(t, addr, source, 100, 200)
+	app.run(ctx, []*streamsMember{a, b}, func() bool { return app.count() == 200 })
+	if a.epoch != epochA || b.epoch != epochB || !slices.Equal(a.owned, ownedA) || !slices.Equal(b.owned, ownedB) {
+		t.Fatalf("after the restart: epochs %d/%d tasks %v/%v, before %d/%d %v/%v",
+			a.epoch, b.epoch, a.owned, b.owned, epochA, epochB, ownedA, ownedB)
+	}
+	after := describeStreamsGroup(t, a.hb, group)
+	if after.State != "Stable" || after.Epoch != before.Epoch || len(after.Members) != 2 {
+		t.Fatalf("after the restart: %+v, before %+v", after, before)
+	}
+	for _, k := range keysUpTo(200) {
+		if n := app.processed[k]; n != 1 {
+			t.Fatalf("record %s processed and committed %d times, want once", k, n)
+		}
+	}
+}
