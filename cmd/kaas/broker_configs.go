@@ -53,6 +53,9 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"group.consumer.heartbeat.interval.ms": c("group-consumer-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupConsumerHeartbeatInterval)),
 		"group.consumer.session.timeout.ms":    c("group-consumer-session-timeout", topicconfig.TypeInt, ms(cfg.GroupConsumerSessionTimeout)),
 		"group.consumer.migration.policy":      c("group-consumer-migration-policy", topicconfig.TypeString, cfg.GroupMigrationPolicy),
+		"group.streams.heartbeat.interval.ms":  c("group-streams-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupStreamsHeartbeatInterval)),
+		"group.streams.session.timeout.ms":     c("group-streams-session-timeout", topicconfig.TypeInt, ms(cfg.GroupStreamsSessionTimeout)),
+		"group.streams.num.standby.replicas":   c("group-streams-num-standby-replicas", topicconfig.TypeInt, strconv.Itoa(cfg.GroupStreamsNumStandbyReplicas)),
 	}
 }
 

@@ -50,6 +50,9 @@ func registerGroups(b *broker) {
 	if set["group-consumer-session-timeout"] {
 		opts.Group.ConsumerSessionTimeout = b.cfg.GroupConsumerSessionTimeout
 	}
+	opts.Group.Streams.HeartbeatInterval = b.cfg.GroupStreamsHeartbeatInterval
+	opts.Group.Streams.SessionTimeout = b.cfg.GroupStreamsSessionTimeout
+	opts.Group.Streams.NumStandbyReplicas = b.cfg.GroupStreamsNumStandbyReplicas
 	// Validated with the flags.
 	opts.Group.MigrationPolicy, _ = group.ParseMigrationPolicy(b.cfg.GroupMigrationPolicy)
 	if set["offsets-retention-minutes"] {

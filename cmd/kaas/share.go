@@ -57,6 +57,9 @@ func groupConfigStore(cfg *serveConfig) *groupconfig.Store {
 		"share.auto.offset.reset":        cfg.ShareAutoOffsetReset,
 		"consumer.heartbeat.interval.ms": strconv.FormatInt(cfg.GroupConsumerHeartbeatInterval.Milliseconds(), 10),
 		"consumer.session.timeout.ms":    strconv.FormatInt(cfg.GroupConsumerSessionTimeout.Milliseconds(), 10),
+		"streams.heartbeat.interval.ms":  strconv.FormatInt(cfg.GroupStreamsHeartbeatInterval.Milliseconds(), 10),
+		"streams.session.timeout.ms":     strconv.FormatInt(cfg.GroupStreamsSessionTimeout.Milliseconds(), 10),
+		"streams.num.standby.replicas":   strconv.Itoa(cfg.GroupStreamsNumStandbyReplicas),
 	}
 	if cfg.DataDir == "" {
 		return groupconfig.NewMemory(defaults)
