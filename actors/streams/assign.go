@@ -1,0 +1,165 @@
+package streams
+
+import (
+	"slices"
+	"sort"
+)
+
+// assignee is what the assignor knows of a member.
+type assignee struct {
+	id, process string
+	prev        tasks // the member's previous target
+}
+
+// assign is the sticky task assignor: active tasks stay with their
+// previous owner (or a previous standby) while the members stay balanced
+// (no member more than one task above another), the rest go to the least
+// loaded member; standby tasks go to members of processes holding no copy
+// of the task, preferring their previous owner. It gives no warm-up tasks.
+func assign(members []assignee, taskCounts map[string]int32, standbys int) map[string]tasks {
+	out := make(map[string]tasks, len(members))
+	if len(members) == 0 {
+		return out
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].id < members[j].id })
+	for _, m := range members {
+		out[m.id] = newTasks()
+	}
+	var all []taskID
+	for _, sub := range sortedKeys(taskCounts) {
+		for p := int32(0); p < taskCounts[sub]; p++ {
+			all = append(all, taskID{sub, p})
+		}
+	}
+	n := len(members)
+	floor, extra := len(all)/n, len(all)%n
+	// quota lets exactly extra members take floor+1 tasks.
+	atCeil := 0
+	underQuota := func(id string) bool {
+		have := len(out[id].Active)
+		if have < floor {
+			return true
+		}
+		return have == floor && atCeil < extra
+	}
+	give := func(id string, t taskID) {
+		out[id].Active[t] = struct{}{}
+		if len(out[id].Active) == floor+1 {
+			atCeil++
+		}
+	}
+	valid := map[taskID]bool{}
+	for _, t := range all {
+		valid[t] = true
+	}
+	owned := map[taskID]bool{}
+	// Sticky: previous active owners first, then previous standby owners.
+	for pass := 0; pass < 2; pass++ {
+		for _, m := range members {
+			prev := m.prev.Active
+			if pass == 1 {
+				prev = m.prev.Standby
+			}
+			for _, t := range prev.sorted() {
+				if valid[t] && !owned[t] && underQuota(m.id) {
+					give(m.id, t)
+					owned[t] = true
+				}
+			}
+		}
+	}
+	processLoad := map[string]int{}
+	processSize := map[string]int{}
+	for _, m := range members {
+		processLoad[m.process] += len(out[m.id].Active)
+		processSize[m.process]++
+	}
+	for _, t := range all {
+		if owned[t] {
+			continue
+		}
+		best := -1
+		for i, m := range members {
+			if !underQuota(m.id) {
+				continue
+			}
+			if best < 0 || lessLoaded(m, members[best], out, processLoad, processSize) {
+				best = i
+			}
+		}
+		m := members[best]
+		give(m.id, t)
+		owned[t] = true
+		processLoad[m.process]++
+	}
+	if standbys > 0 {
+		assignStandbys(members, all, standbys, out)
+	}
+	return out
+}
+
+// lessLoaded orders members by their tasks, then their process's load per
+// member, then id.
+func lessLoaded(a, b assignee, out map[string]tasks, load, size map[string]int) bool {
+	ta, tb := len(out[a.id].Active), len(out[b.id].Active)
+	if ta != tb {
+		return ta < tb
+	}
+	// load[a]/size[a] < load[b]/size[b]
+	la, lb := load[a.process]*size[b.process], load[b.process]*size[a.process]
+	if la != lb {
+		return la < lb
+	}
+	return a.id < b.id
+}
+
+// assignStandbys places up to standbys copies of each task, never on a
+// process that holds the task already.
+func assignStandbys(members []assignee, all []taskID, standbys int, out map[string]tasks) {
+	holders := func(t taskID) map[string]bool {
+		h := map[string]bool{}
+		for _, m := range members {
+			if out[m.id].Active.has(t) || out[m.id].Standby.has(t) {
+				h[m.process] = true
+			}
+		}
+		return h
+	}
+	load := func(id string) int { return len(out[id].Active) + len(out[id].Standby) }
+	for _, t := range all {
+		for r := 0; r < standbys; r++ {
+			h := holders(t)
+			best := -1
+			// A previous standby owner keeps its copy.
+			for i, m := range members {
+				if !h[m.process] && m.prev.Standby.has(t) && (best < 0 || load(m.id) < load(members[best].id)) {
+					best = i
+				}
+			}
+			if best < 0 {
+				for i, m := range members {
+					if h[m.process] {
+						continue
+					}
+					if best < 0 || load(m.id) < load(members[best].id) {
+						best = i
+					}
+				}
+			}
+			if best < 0 {
+				break // every process holds a copy
+			}
+			out[members[best].id].Standby[t] = struct{}{}
+		}
+	}
+}
+
+// processes lists the distinct processes of the members, sorted.
+func processes(members []assignee) []string {
+	var ps []string
+	for _, m := range members {
+		ps = append(ps, m.process)
+	}
+	slices.Sort(ps)
+	return slices.Compact(ps)
+}

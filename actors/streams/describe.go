@@ -1,0 +1,196 @@
+package streams
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ready is whether the topology is configured: from the configuration
+// when one was made, else from the validated epoch a saved group carries.
+func (g *Group) ready() bool {
+	if g.conf != nil {
+		return g.conf.ready()
+	}
+	return g.topo != nil && g.validated >= 0 && g.validated == g.topo.Epoch
+}
+
+func (g *Group) state() State {
+	switch {
+	case len(g.members) == 0:
+		return Empty
+	case !g.ready():
+		return NotReady
+	case g.epoch > g.assignmentEpoch:
+		return Assigning
+	}
+	for _, m := range g.members {
+		if m.epoch != g.assignmentEpoch || m.state != stateStable {
+			return Reconciling
+		}
+	}
+	return Stable
+}
+
+func describeTopics(ts []topicInfo, decided map[string]int32) []kmsg.TopicInfo {
+	out := []kmsg.TopicInfo{}
+	for _, t := range ts {
+		ti := kmsg.TopicInfo{Topic: t.Name, NumPartitions: t.Partitions, ReplicationFactor: t.Replication}
+		if ti.NumPartitions == 0 && decided != nil {
+			ti.NumPartitions = decided[t.Name]
+		}
+		for _, c := range t.Configs {
+			ti.Configs = append(ti.Configs, kmsg.TopicInfoConfig{Key: c.Key, Value: c.Value})
+		}
+		out = append(out, ti)
+	}
+	return out
+}
+
+// describeTopology is the topology as Kafka describes it: configured
+// (internal topics with their decided partitions) when it could be, with
+// no subtopologies when it could not, as sent when it was never tried.
+func (g *Group) describeTopology(topics Topics) *kmsg.StreamsGroupDescribeResponseGroupTopology {
+	if g.topo == nil {
+		return nil
+	}
+	conf := g.conf
+	if conf == nil && topics != nil {
+		conf = g.topo.configure(topics)
+	}
+	t := &kmsg.StreamsGroupDescribeResponseGroupTopology{Epoch: g.topo.Epoch}
+	if conf != nil && conf.tasks == nil {
+		return t
+	}
+	var decided map[string]int32
+	if conf != nil {
+		decided = conf.partitions
+	}
+	t.Subtopologies = []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{}
+	for _, s := range g.topo.Subs {
+		t.Subtopologies = append(t.Subtopologies, kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{
+			SubtopologyID:           s.ID,
+			SourceTopics:            append([]string{}, s.Sources...),
+			RepartitionSinkTopics:   append([]string{}, s.RepartitionSinks...),
+			StateChangelogTopics:    describeTopics(s.Changelogs, decided),
+			RepartitionSourceTopics: describeTopics(s.RepartitionSources, decided),
+		})
+	}
+	return t
+}
+
+func (g *Group) describe(topics Topics) kmsg.StreamsGroupDescribeResponseGroup {
+	d := kmsg.NewStreamsGroupDescribeResponseGroup()
+	d.State = string(g.state())
+	d.Epoch = g.epoch
+	d.AssignmentEpoch = g.assignmentEpoch
+	d.Topology = g.describeTopology(topics)
+	d.Members = []kmsg.StreamsGroupDescribeResponseGroupMember{}
+	for _, id := range sortedKeys(g.members) {
+		m := g.members[id]
+		dm := kmsg.NewStreamsGroupDescribeResponseGroupMember()
+		dm.MemberID = m.id
+		dm.MemberEpoch = m.epoch
+		dm.RackID = cloneStr(m.rackID)
+		dm.ClientID = m.clientID
+		dm.ClientHost = m.host
+		dm.TopologyEpoch = m.topologyEpoch
+		dm.ProcessID = m.process
+		if m.endpoint != nil {
+			dm.UserEndpoint = &kmsg.StreamsGroupDescribeResponseGroupMemberUserEndpoint{Host: m.endpoint.Host, Port: m.endpoint.Port}
+		}
+		dm.ClientTags = []kmsg.StreamsGroupDescribeResponseGroupMemberClientTag{}
+		for _, k := range sortedKeys(m.tags) {
+			dm.ClientTags = append(dm.ClientTags, kmsg.StreamsGroupDescribeResponseGroupMemberClientTag{Key: k, Value: m.tags[k]})
+		}
+		dm.TaskOffsets = append([]kmsg.TaskOffset{}, m.offsets...)
+		dm.TaskEndOffsets = append([]kmsg.TaskOffset{}, m.endOffsets...)
+		dm.Assignment = m.assigned.assignment()
+		target := g.target[id]
+		if target.Active == nil {
+			target = newTasks()
+		}
+		dm.TargetAssignment = target.assignment()
+		d.Members = append(d.Members, dm)
+	}
+	return d
+}
+
+// endpointPartitions is the interactive-queries map: for every member
+// with an endpoint, the partitions of its subtopologies' input topics its
+// active and standby tasks hold. The asking member comes last, as in
+// Kafka.
+func (g *Group) endpointPartitions(self *member, topics Topics) []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint {
+	out := []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint{}
+	ids := sortedKeys(g.members)
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id == self.id })
+	ids = append(ids, self.id)
+	for _, id := range ids {
+		m := g.members[id]
+		if m.endpoint == nil {
+			continue
+		}
+		e := kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint{
+			UserEndpoint: kmsg.Endpoint{Host: m.endpoint.Host, Port: m.endpoint.Port},
+		}
+		active, standby := g.inputPartitions(m.assigned.Active, topics), g.inputPartitions(m.assigned.Standby, topics)
+		e.ActivePartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{}
+		for _, tp := range active {
+			e.ActivePartitions = append(e.ActivePartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{Topic: tp.topic, Partitions: tp.parts})
+		}
+		e.StandbyPartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{}
+		for _, tp := range standby {
+			e.StandbyPartitions = append(e.StandbyPartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{Topic: tp.topic, Partitions: tp.parts})
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+type topicParts struct {
+	topic string
+	parts []int32
+}
+
+// inputPartitions maps tasks to the partitions of their subtopology's
+// source and repartition source topics (a topic with fewer partitions than
+// the subtopology has tasks contributes the partitions it has).
+func (g *Group) inputPartitions(s taskSet, topics Topics) []topicParts {
+	if g.topo == nil || len(s) == 0 {
+		return nil
+	}
+	byTopic := map[string][]int32{}
+	for _, sub := range g.topo.Subs {
+		var inputs []string
+		inputs = append(inputs, sub.Sources...)
+		for _, r := range sub.RepartitionSources {
+			inputs = append(inputs, r.Name)
+		}
+		for _, t := range s.sorted() {
+			if t.Sub != sub.ID {
+				continue
+			}
+			for _, topic := range inputs {
+				n := int32(-1)
+				if tp, ok := topics.ByName(topic); ok {
+					n = tp.Partitions
+				} else if g.conf != nil {
+					if p, ok := g.conf.partitions[topic]; ok {
+						n = p
+					}
+				}
+				if n >= 0 && t.Part >= n {
+					continue
+				}
+				byTopic[topic] = append(byTopic[topic], t.Part)
+			}
+		}
+	}
+	var out []topicParts
+	for _, topic := range sortedKeys(byTopic) {
+		ps := byTopic[topic]
+		slices.Sort(ps)
+		out = append(out, topicParts{topic, slices.Compact(ps)})
+	}
+	return out
+}

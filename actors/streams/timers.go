@@ -1,0 +1,79 @@
+package streams
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// expire fences the members whose session ran out, and those that did not
+// revoke their tasks within their rebalance timeout.
+func (g *Group) expire(now time.Time) []string {
+	var gone []string
+	for _, id := range sortedKeys(g.members) {
+		m := g.members[id]
+		late := !m.session.After(now)
+		if m.state == stateUnrevoked && !m.revoke.IsZero() && !m.revoke.After(now) {
+			late = true
+		}
+		if late {
+			g.remove(m)
+			gone = append(gone, id)
+		}
+	}
+	return gone
+}
+
+func (g *Group) nextDeadline() time.Time {
+	var next time.Time
+	earlier := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, m := range g.members {
+		earlier(m.session)
+		if m.state == stateUnrevoked {
+			earlier(m.revoke)
+		}
+	}
+	return next
+}
+
+// validateCommit is Kafka's StreamsGroup.validateOffsetCommit: a member
+// commits at its current epoch; an admin only while the group is empty.
+func (g *Group) validateCommit(_ time.Time, memberID string, epoch int32) int16 {
+	if epoch < 0 && memberID == "" {
+		if len(g.members) > 0 {
+			return kerr.UnknownMemberID.Code
+		}
+		return 0
+	}
+	m := g.members[memberID]
+	if m == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	if epoch != m.epoch {
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}
+
+// validateFetch is Kafka's StreamsGroup.validateOffsetFetch.
+func (g *Group) validateFetch(memberID *string, epoch int32) int16 {
+	if memberID == nil && epoch < 0 {
+		return 0
+	}
+	id := ""
+	if memberID != nil {
+		id = *memberID
+	}
+	m := g.members[id]
+	if m == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	if epoch != m.epoch {
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
+}
