@@ -1,9 +1,6 @@
 package streams
 
-import (
-	"slices"
-	"sort"
-)
+import "sort"
 
 // assignee is what the assignor knows of a member.
 type assignee struct {
@@ -152,14 +149,4 @@ func assignStandbys(members []assignee, all []taskID, standbys int, out map[stri
 			out[members[best].id].Standby[t] = struct{}{}
 		}
 	}
-}
-
-// processes lists the distinct processes of the members, sorted.
-func processes(members []assignee) []string {
-	var ps []string
-	for _, m := range members {
-		ps = append(ps, m.process)
-	}
-	slices.Sort(ps)
-	return slices.Compact(ps)
 }

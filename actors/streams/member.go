@@ -1,7 +1,6 @@
 package streams
 
 import (
-	"maps"
 	"slices"
 	"time"
 
@@ -74,7 +73,5 @@ func sameEndpoint(a, b *endpoint) bool {
 	}
 	return *a == *b
 }
-
-func sameTags(a, b map[string]string) bool { return maps.Equal(a, b) }
 
 func cloneOffsets(o []kmsg.TaskOffset) []kmsg.TaskOffset { return slices.Clone(o) }

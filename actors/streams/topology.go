@@ -124,7 +124,6 @@ const (
 	statusIncorrectlyPartitioned int8 = 2
 	statusMissingInternalTopics  int8 = 3
 	statusShutdownApplication    int8 = 4
-	statusAssignmentDelayed      int8 = 5
 )
 
 // configured is the topology configured against the cluster's topics.
