@@ -2,6 +2,7 @@ package streams
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -32,6 +33,9 @@ func (g *Group) state() State {
 	return Stable
 }
 
+// describeTopics lists internal topics sorted by name, with their
+// configs sorted by key; decided fills the partition counts the topology
+// left to the coordinator.
 func describeTopics(ts []topicInfo, decided map[string]int32) []kmsg.TopicInfo {
 	out := []kmsg.TopicInfo{}
 	for _, t := range ts {
@@ -42,14 +46,22 @@ func describeTopics(ts []topicInfo, decided map[string]int32) []kmsg.TopicInfo {
 		for _, c := range t.Configs {
 			ti.Configs = append(ti.Configs, kmsg.TopicInfoConfig{Key: c.Key, Value: c.Value})
 		}
+		slices.SortFunc(ti.Configs, func(a, b kmsg.TopicInfoConfig) int { return strings.Compare(a.Key, b.Key) })
 		out = append(out, ti)
 	}
+	slices.SortFunc(out, func(a, b kmsg.TopicInfo) int { return strings.Compare(a.Topic, b.Topic) })
 	return out
 }
 
+func sortedCopy(ss []string) []string {
+	c := append([]string{}, ss...)
+	slices.Sort(c)
+	return c
+}
+
 // describeTopology is the topology as Kafka describes it: configured
-// (internal topics with their decided partitions) when it could be, with
-// no subtopologies when it could not, as sent when it was never tried.
+// (internal topics with their decided partition counts) when it is
+// ready, else as the members sent it.
 func (g *Group) describeTopology(topics Topics) *kmsg.StreamsGroupDescribeResponseGroupTopology {
 	if g.topo == nil {
 		return nil
@@ -58,20 +70,17 @@ func (g *Group) describeTopology(topics Topics) *kmsg.StreamsGroupDescribeRespon
 	if conf == nil && topics != nil {
 		conf = g.topo.configure(topics)
 	}
-	t := &kmsg.StreamsGroupDescribeResponseGroupTopology{Epoch: g.topo.Epoch}
-	if conf != nil && conf.tasks == nil {
-		return t
-	}
 	var decided map[string]int32
-	if conf != nil {
+	if conf.ready() {
 		decided = conf.partitions
 	}
+	t := &kmsg.StreamsGroupDescribeResponseGroupTopology{Epoch: g.topo.Epoch}
 	t.Subtopologies = []kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{}
 	for _, s := range g.topo.Subs {
 		t.Subtopologies = append(t.Subtopologies, kmsg.StreamsGroupDescribeResponseGroupTopologySubtopology{
 			SubtopologyID:           s.ID,
-			SourceTopics:            append([]string{}, s.Sources...),
-			RepartitionSinkTopics:   append([]string{}, s.RepartitionSinks...),
+			SourceTopics:            sortedCopy(s.Sources),
+			RepartitionSinkTopics:   sortedCopy(s.RepartitionSinks),
 			StateChangelogTopics:    describeTopics(s.Changelogs, decided),
 			RepartitionSourceTopics: describeTopics(s.RepartitionSources, decided),
 		})

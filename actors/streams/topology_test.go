@@ -48,7 +48,9 @@ func TestMissingSourceTopicThenRecovery(t *testing.T) {
 	if len(resp.ActiveTasks) != 0 || g.State() != NotReady {
 		t.Fatalf("tasks %v state %s", resp.ActiveTasks, g.State())
 	}
-	if d := g.Describe(t0, topics); d.Topology == nil || d.Topology.Subtopologies != nil || d.State != "NotReady" {
+	// Not ready, the topology is described as sent.
+	d := g.Describe(t0, topics)
+	if d.State != "NotReady" || d.Topology == nil || len(d.Topology.Subtopologies) != 1 || d.Topology.Subtopologies[0].StateChangelogTopics[0].NumPartitions != 0 {
 		t.Fatalf("describe while not ready: %+v", d)
 	}
 	epoch := g.Epoch()
