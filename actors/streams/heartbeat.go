@@ -325,7 +325,12 @@ func (g *Group) updateMember(m *member, c Client, req *kmsg.StreamsGroupHeartbea
 	}
 	set(c.ID != m.clientID, func() { m.clientID = c.ID })
 	set(c.Host != m.host, func() { m.host = c.Host })
-	set(req.ProcessID != nil && *req.ProcessID != m.process, func() { m.process = *req.ProcessID })
+	set(req.ProcessID != nil && *req.ProcessID != m.process, func() {
+		// The copies a member holds are counted by its process.
+		g.owners.add(m, -1)
+		m.process = *req.ProcessID
+		g.owners.add(m, 1)
+	})
 	if req.ClientTags != nil {
 		tags := map[string]string{}
 		for _, t := range req.ClientTags {

@@ -22,6 +22,26 @@ func checkOneActiveOwner(t *testing.T, step string, g *Group, sims []*sim) {
 			}
 		}
 	}
+	// No process holds a task both active and standby, in the target or
+	// in what the members hold.
+	for _, view := range []func(string) tasks{
+		func(id string) tasks { return g.target[id] },
+		func(id string) tasks { return g.members[id].assigned },
+	} {
+		activeOn := map[taskID]string{}
+		for id, m := range g.members {
+			for task := range view(id).Active {
+				activeOn[task] = m.process
+			}
+		}
+		for id, m := range g.members {
+			for task := range view(id).Standby {
+				if p, ok := activeOn[task]; ok && p == m.process {
+					t.Fatalf("%s: task %v active and standby on process %s", step, task, p)
+				}
+			}
+		}
+	}
 	for task, ids := range activeOwners(sims...) {
 		if len(ids) > 1 {
 			t.Fatalf("%s: task %v held by clients %v", step, task, ids)
