@@ -112,8 +112,8 @@ func (g *Group) describe(topics Topics) kmsg.StreamsGroupDescribeResponseGroup {
 		for _, k := range sortedKeys(m.tags) {
 			dm.ClientTags = append(dm.ClientTags, kmsg.StreamsGroupDescribeResponseGroupMemberClientTag{Key: k, Value: m.tags[k]})
 		}
-		dm.TaskOffsets = append([]kmsg.TaskOffset{}, m.offsets...)
-		dm.TaskEndOffsets = append([]kmsg.TaskOffset{}, m.endOffsets...)
+		// Kafka 4.2 refuses task offsets in heartbeats.
+		dm.TaskOffsets, dm.TaskEndOffsets = []kmsg.TaskOffset{}, []kmsg.TaskOffset{}
 		dm.Assignment = m.assigned.assignment()
 		target := g.target[id]
 		if target.Active == nil {

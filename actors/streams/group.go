@@ -32,6 +32,11 @@ type GroupConfig struct {
 	NumStandbyReplicas int
 	// MaxSize is group.streams.max.size.
 	MaxSize int
+	// InitialRebalanceDelay is group.streams.initial.rebalance.delay.ms
+	// (3 s), or the group's streams.initial.rebalance.delay.ms: a new
+	// group's first assignment waits this long for more members. Negative
+	// means none.
+	InitialRebalanceDelay time.Duration
 	// NewID returns a fresh member id when a member joins without one
 	// (tests may make it deterministic).
 	NewID func() string
@@ -50,6 +55,9 @@ func (c *GroupConfig) Defaults() {
 	}
 	if c.MaxSize <= 0 {
 		c.MaxSize = math.MaxInt32
+	}
+	if c.InitialRebalanceDelay == 0 {
+		c.InitialRebalanceDelay = 3 * time.Second
 	}
 }
 
@@ -113,6 +121,14 @@ type Group struct {
 	target  map[string]tasks
 	owners  owners
 
+	// standbys is the standby replica count the target was last
+	// computed with (Kafka's last assignment configs).
+	standbys int
+
+	// delay is when the new group's delayed first assignment runs; zero
+	// when none is pending.
+	delay time.Time
+
 	endpointEpoch int32
 	// shutdownBy is the member that asked the application to shut down.
 	shutdownBy string
@@ -131,20 +147,23 @@ func New(cfg GroupConfig) *Group {
 	}
 }
 
-// SetConfig replaces the settings (the group's configs changed).
+// SetConfig replaces the settings (the group's configs changed). A new
+// standby count rebalances the group at its next heartbeat.
 func (g *Group) SetConfig(cfg GroupConfig) {
 	cfg.Defaults()
-	if g.cfg.NumStandbyReplicas != cfg.NumStandbyReplicas && g.exists {
-		// Kafka rebalances when the assignment configs change.
-		g.bumpEpoch()
-	}
 	g.cfg = cfg
 }
 
 func (g *Group) changed() { g.version++ }
 
+// bumpEpoch moves the group epoch; a new group goes from 0 to 2, as in
+// Kafka, where epoch 1 is the empty assignment of the initial delay.
 func (g *Group) bumpEpoch() {
-	g.epoch++
+	if g.epoch == 0 {
+		g.epoch = 2
+	} else {
+		g.epoch++
+	}
 	g.changed()
 }
 

@@ -97,7 +97,7 @@ func TestTaskMovesOnlyAfterRevocation(t *testing.T) {
 	}
 	// a is asked to revoke one task, and keeps its epoch until it does.
 	resp = a.beat(t, g, t0, topics, false)
-	if got := len(fromTaskIDs(resp.ActiveTasks)); got != 1 || resp.MemberEpoch != 1 {
+	if got := len(fromTaskIDs(resp.ActiveTasks)); got != 1 || resp.MemberEpoch != 2 {
 		t.Fatalf("a told to keep %d tasks at epoch %d", got, resp.MemberEpoch)
 	}
 	// a still reports both: b gets nothing, and a is not asked again.

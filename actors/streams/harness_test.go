@@ -47,7 +47,10 @@ var t0 = time.Unix(1_700_000_000, 0)
 
 func testConfig() GroupConfig {
 	n := 0
-	return GroupConfig{NewID: func() string { n++; return fmt.Sprintf("gen-%d", n) }}
+	return GroupConfig{
+		NewID:                 func() string { n++; return fmt.Sprintf("gen-%d", n) },
+		InitialRebalanceDelay: -1,
+	}
 }
 
 // oneSub is a topology of one subtopology reading source, with a changelog.

@@ -27,9 +27,20 @@ func errorResponse(req *kmsg.StreamsGroupHeartbeatRequest, e *hbError) *kmsg.Str
 	return resp
 }
 
-// validateRequest checks the request alone, as Kafka's group coordinator
-// service does before it reaches the group.
+// validateRequest checks the request alone, in the order Kafka's group
+// coordinator service does before the request reaches the group.
 func validateRequest(req *kmsg.StreamsGroupHeartbeatRequest) *hbError {
+	joining := req.MemberEpoch == 0
+	switch {
+	case req.InstanceID != nil:
+		return errf(kerr.InvalidRequest, "Static membership is not yet supported.")
+	case req.TaskOffsets != nil:
+		return errf(kerr.InvalidRequest, "TaskOffsets are not supported yet.")
+	case req.TaskEndOffsets != nil:
+		return errf(kerr.InvalidRequest, "TaskEndOffsets are not supported yet.")
+	case len(req.WarmupTasks) > 0:
+		return errf(kerr.InvalidRequest, "WarmupTasks are not supported yet.")
+	}
 	if req.Topology != nil {
 		for _, s := range req.Topology.Subtopologies {
 			if len(s.SourceTopicRegex) > 0 {
@@ -37,15 +48,13 @@ func validateRequest(req *kmsg.StreamsGroupHeartbeatRequest) *hbError {
 			}
 		}
 	}
-	joining := req.MemberEpoch == 0
+	// A join without a member id is given one (GroupConfig.NewID); Kafka
+	// 4.2's clients always send theirs.
 	if req.MemberID == "" && !joining {
 		return errf(kerr.InvalidRequest, "MemberId can't be empty.")
 	}
 	if req.Group == "" {
 		return errf(kerr.InvalidRequest, "GroupId can't be empty.")
-	}
-	if req.InstanceID != nil && *req.InstanceID == "" {
-		return errf(kerr.InvalidRequest, "InstanceId can't be empty.")
 	}
 	if req.RackID != nil && *req.RackID == "" {
 		return errf(kerr.InvalidRequest, "RackId can't be empty.")
@@ -61,9 +70,6 @@ func validateRequest(req *kmsg.StreamsGroupHeartbeatRequest) *hbError {
 		if len(req.StandbyTasks) > 0 {
 			return errf(kerr.InvalidRequest, "StandbyTasks must be empty when (re-)joining.")
 		}
-		if len(req.WarmupTasks) > 0 {
-			return errf(kerr.InvalidRequest, "WarmupTasks must be empty when (re-)joining.")
-		}
 		if req.Topology == nil {
 			return errf(kerr.InvalidRequest, "Topology must be non-null when (re-)joining.")
 		}
@@ -75,9 +81,8 @@ func validateRequest(req *kmsg.StreamsGroupHeartbeatRequest) *hbError {
 			}
 		}
 	case req.MemberEpoch == -2:
-		if req.InstanceID == nil {
-			return errf(kerr.InvalidRequest, "InstanceId can't be null.")
-		}
+		// Only a static member leaves with -2, and none passes above.
+		return errf(kerr.InvalidRequest, "InstanceId can't be null.")
 	case req.MemberEpoch < -2:
 		return errf(kerr.InvalidRequest, "MemberEpoch is %d, but must be greater than or equal to -2.", req.MemberEpoch)
 	}
@@ -88,10 +93,6 @@ func validateRequest(req *kmsg.StreamsGroupHeartbeatRequest) *hbError {
 	}
 	if !joining && req.Topology != nil {
 		return errf(kerr.InvalidRequest, "Topology can only be provided when (re-)joining.")
-	}
-	if req.InstanceID != nil {
-		// Kafka 4.2 has no static membership in streams groups.
-		return errf(kerr.InvalidRequest, "Static membership is not yet supported for streams groups.")
 	}
 	return nil
 }
@@ -138,6 +139,7 @@ func (g *Group) leave(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGrou
 	g.remove(m)
 	resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
 	resp.MemberID, resp.MemberEpoch = req.MemberID, req.MemberEpoch
+	resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
 	return resp, nil
 }
 
@@ -169,10 +171,13 @@ func (g *Group) join(now time.Time, c Client, req *kmsg.StreamsGroupHeartbeatReq
 	}
 	old := g.members[id]
 	reported := owned(req)
-	if !joining {
-		if old == nil {
-			return nil, nil, errf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, req.Group)
-		}
+	if old == nil && !joining {
+		return nil, nil, errf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", id, req.Group)
+	}
+	// Kafka checks a known member's epoch on a join too: a member it
+	// still holds at a later epoch is fenced unless it comes back from
+	// epoch 0 with none of its tasks.
+	if old != nil {
 		if e := epochError(old, req.MemberEpoch, reported); e != nil {
 			return nil, nil, e
 		}
@@ -243,20 +248,31 @@ func (g *Group) join(now time.Time, c Client, req *kmsg.StreamsGroupHeartbeatReq
 	if g.updateMember(m, c, req) {
 		bump = true
 	}
-	if req.TaskOffsets != nil {
-		m.offsets = cloneOffsets(req.TaskOffsets)
+	if !bump && g.standbys != g.cfg.NumStandbyReplicas {
+		bump = true
 	}
-	if req.TaskEndOffsets != nil {
-		m.endOffsets = cloneOffsets(req.TaskEndOffsets)
-	}
+	isNew := g.epoch == 0
 	if bump {
 		g.bumpEpoch()
+		if g.standbys != g.cfg.NumStandbyReplicas {
+			g.standbys = g.cfg.NumStandbyReplicas
+			g.changed()
+		}
 	}
-	if g.epoch > g.assignmentEpoch {
+	if isNew && g.cfg.InitialRebalanceDelay > 0 && g.delay.IsZero() {
+		g.delay = now.Add(g.cfg.InitialRebalanceDelay)
+	}
+	target, targetEpoch := g.target[id], g.assignmentEpoch
+	switch {
+	case g.epoch > g.assignmentEpoch && !g.delay.IsZero() && g.assignmentEpoch == 0:
+		// The initial delay: members wait at epoch 1 with no tasks.
+		target, targetEpoch = newTasks(), 1
+	case g.epoch > g.assignmentEpoch:
 		g.computeTarget()
+		target, targetEpoch = g.target[id], g.assignmentEpoch
 	}
 	before := m.assigned.clone()
-	if g.reconcile(m, reported) {
+	if g.reconcile(m, reported, target, targetEpoch) {
 		g.changed()
 		if m.state == stateUnrevoked {
 			m.revoke = now.Add(m.rebalanceTimeout)
@@ -348,7 +364,8 @@ func (g *Group) updateMember(m *member, c Client, req *kmsg.StreamsGroupHeartbea
 	return changed
 }
 
-// computeTarget runs the assignor for the group epoch.
+// computeTarget runs the assignor for the group epoch (every member gets
+// no tasks while the topology is not ready).
 func (g *Group) computeTarget() {
 	var counts map[string]int32
 	if g.conf.ready() {
@@ -374,6 +391,7 @@ func (g *Group) response(req *kmsg.StreamsGroupHeartbeatRequest, m *member, join
 	resp.MemberID = m.id
 	resp.MemberEpoch = m.epoch
 	resp.HeartbeatIntervalMillis = int32(g.cfg.HeartbeatInterval.Milliseconds())
+	resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
 	if joining || tasksChanged {
 		resp.ActiveTasks = m.assigned.Active.taskIDs()
 		resp.StandbyTasks = m.assigned.Standby.taskIDs()

@@ -36,7 +36,7 @@ func TestHeartbeatValidation(t *testing.T) {
 	}{
 		{"empty group", join(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Group = "" }), 42, "GroupId can't be empty."},
 		{"empty member id heartbeat", beat(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID = "" }), 42, "MemberId can't be empty."},
-		{"empty instance id", join(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = strp("") }), 42, "InstanceId can't be empty."},
+		{"empty instance id", join(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = strp("") }), 42, "Static membership is not yet supported."},
 		{"empty rack", join(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.RackID = strp("") }), 42, "RackId can't be empty."},
 		{"no rebalance timeout", join(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.RebalanceTimeoutMillis = -1 }), 42, "RebalanceTimeoutMs must be provided in first request."},
 		{"join with tasks", join(func(r *kmsg.StreamsGroupHeartbeatRequest) {
@@ -54,7 +54,18 @@ func TestHeartbeatValidation(t *testing.T) {
 			r.Topology = oneSub("in")
 			r.Topology.Subtopologies[0].StateChangelogTopics[0].NumPartitions = 3
 		}), kerr.StreamsInvalidTopology.Code, "Changelog topic app-store-changelog must have an undefined partition count, but it is set to 3."},
-		{"static member", join(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = strp("i") }), 42, "Static membership is not yet supported for streams groups."},
+		{"static member", join(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID = strp("i") }), 42, "Static membership is not yet supported."},
+		{"static member leaving", beat(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.InstanceID, r.MemberEpoch = strp("i"), -2 }), 42, "Static membership is not yet supported."},
+		{"task offsets", beat(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.TaskOffsets = []kmsg.TaskOffset{} }), 42, "TaskOffsets are not supported yet."},
+		{"task end offsets", beat(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.TaskEndOffsets = []kmsg.TaskOffset{} }), 42, "TaskEndOffsets are not supported yet."},
+		{"warmup tasks", beat(func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			r.ActiveTasks, r.StandbyTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+			r.WarmupTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0}}}
+		}), 42, "WarmupTasks are not supported yet."},
+		{"a known member rejoining at epoch 0 with tasks unknown", join(func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			r.MemberID = "a"
+			r.ActiveTasks, r.StandbyTasks, r.WarmupTasks = nil, nil, nil
+		}), kerr.FencedMemberEpoch.Code, "The streams group member has a smaller member epoch (0) than the one known by the group coordinator (2). The member must abandon all its partitions and rejoin."},
 		{"unknown member", beat(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID = "nobody" }), kerr.UnknownMemberID.Code, "Member nobody is not a member of group app."},
 		{"unknown member leaving", beat(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID, r.MemberEpoch = "nobody", -1 }), kerr.UnknownMemberID.Code, "Member nobody is not a member of group app."},
 		{"invalid task", beat(func(r *kmsg.StreamsGroupHeartbeatRequest) {
@@ -217,7 +228,11 @@ func TestResponseFields(t *testing.T) {
 	topics := topicsOf("in", 2, "app-store-changelog", 2)
 	a := newSim("a", "pa", oneSub("in"))
 	resp := a.beat(t, g, t0, topics, true)
-	if resp.HeartbeatIntervalMillis != 5000 || resp.MemberEpoch != 1 || resp.ActiveTasks == nil || resp.StandbyTasks == nil || resp.WarmupTasks == nil {
+	// A new group's first epoch is 2; the statuses are an empty list; 4.2
+	// sets neither the recovery lag nor the task offset interval.
+	if resp.HeartbeatIntervalMillis != 5000 || resp.MemberEpoch != 2 || resp.ActiveTasks == nil || resp.StandbyTasks == nil ||
+		resp.WarmupTasks == nil || resp.Status == nil || len(resp.Status) != 0 || resp.PartitionsByUserEndpoint != nil ||
+		resp.AcceptableRecoveryLagLegacy != 0 || resp.TaskOffsetIntervalMillis != 0 || resp.EndpointInformationEpoch != 0 {
 		t.Fatalf("join response %+v", resp)
 	}
 	settle(t, g, t0, topics, a)
@@ -266,7 +281,6 @@ func TestDescribe(t *testing.T) {
 	r := a.request()
 	r.RackID = strp("r1")
 	r.ClientTags = []kmsg.StreamsGroupHeartbeatRequestClientTag{{Key: "zone", Value: "z1"}}
-	r.TaskOffsets = []kmsg.TaskOffset{{SubtopologyID: "0", Partition: 1, Offset: 42}}
 	g.Heartbeat(t0, Client{ID: "client-a", Host: "/10.0.0.1"}, r, topics)
 	settle(t, g, t0, topics, a)
 	d := g.Describe(t0, topics)
@@ -292,7 +306,7 @@ func TestDescribe(t *testing.T) {
 		m.ClientID != "client-a" || m.ClientHost != "/10.0.0.1" || m.TopologyEpoch != 1 || m.ProcessID != "pa" ||
 		m.UserEndpoint == nil || m.UserEndpoint.Host != "a.local" || m.UserEndpoint.Port != 8080 ||
 		!reflect.DeepEqual(m.ClientTags, []kmsg.StreamsGroupDescribeResponseGroupMemberClientTag{{Key: "zone", Value: "z1"}}) ||
-		!reflect.DeepEqual(m.TaskOffsets, []kmsg.TaskOffset{{SubtopologyID: "0", Partition: 1, Offset: 42}}) ||
+		!reflect.DeepEqual(m.TaskOffsets, []kmsg.TaskOffset{}) ||
 		!reflect.DeepEqual(m.Assignment, all) || !reflect.DeepEqual(m.TargetAssignment, all) || m.IsClassic {
 		t.Fatalf("member %+v", m)
 	}

@@ -1,10 +1,7 @@
 package streams
 
 import (
-	"slices"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // endpoint is a member's interactive-queries endpoint.
@@ -15,17 +12,16 @@ type endpoint struct {
 
 // member is one streams group member.
 type member struct {
-	id                  string
-	epoch, prevEpoch    int32
-	state               memberState
-	instanceID, rackID  *string
-	clientID, host      string
-	rebalanceTimeout    time.Duration
-	topologyEpoch       int32
-	process             string
-	endpoint            *endpoint
-	tags                map[string]string
-	offsets, endOffsets []kmsg.TaskOffset
+	id                 string
+	epoch, prevEpoch   int32
+	state              memberState
+	instanceID, rackID *string
+	clientID, host     string
+	rebalanceTimeout   time.Duration
+	topologyEpoch      int32
+	process            string
+	endpoint           *endpoint
+	tags               map[string]string
 
 	// assigned is what the member holds; revoking what it must give up.
 	assigned, revoking tasks
@@ -73,5 +69,3 @@ func sameEndpoint(a, b *endpoint) bool {
 	}
 	return *a == *b
 }
-
-func cloneOffsets(o []kmsg.TaskOffset) []kmsg.TaskOffset { return slices.Clone(o) }

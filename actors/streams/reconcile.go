@@ -66,34 +66,33 @@ func (o owners) add(m *member, d int) {
 	addCopies(o.warmup, m.revoking.Warmup, m.process, d)
 }
 
-// reconcile moves a member towards its target as Kafka's
+// reconcile moves a member towards its target at epoch as Kafka's
 // CurrentAssignmentBuilder does. owned is what the member reported
 // holding (nil: not reported). It returns whether the member changed.
-func (g *Group) reconcile(m *member, owned *tasks) bool {
-	target := g.target[m.id]
+func (g *Group) reconcile(m *member, owned *tasks, target tasks, epoch int32) bool {
 	if target.Active == nil {
 		target = newTasks()
 	}
+	// stay is the epoch the member keeps if it has tasks to revoke.
+	stay := m.epoch
 	switch m.state {
 	case stateStable:
-		if m.epoch == g.assignmentEpoch {
+		if m.epoch == epoch {
 			return false
 		}
-		return g.nextAssignment(m, m.epoch, target, owned)
 	case stateUnrevoked:
 		if owned == nil || owned.intersects(m.revoking) {
 			return false
 		}
-		return g.nextAssignment(m, m.epoch, target, owned)
-	default:
-		return g.nextAssignment(m, m.epoch, target, owned)
+		stay = m.epoch + 1
 	}
+	return g.nextAssignment(m, target, epoch, stay, owned)
 }
 
 // nextAssignment keeps the tasks the member has and the target keeps,
 // asks it to revoke the others, and gives it the target's tasks no other
 // member still holds.
-func (g *Group) nextAssignment(m *member, epoch int32, target tasks, owned *tasks) bool {
+func (g *Group) nextAssignment(m *member, target tasks, targetEpoch, stay int32, owned *tasks) bool {
 	keep, revoke, give := newTasks(), newTasks(), newTasks()
 	unreleased := false
 	diff := func(cur, tgt, k, r, gv taskSet, held func(taskID) bool) {
@@ -136,7 +135,7 @@ func (g *Group) nextAssignment(m *member, epoch int32, target tasks, owned *task
 	switch {
 	case !revoke.empty() && (owned == nil || owned.intersects(revoke)):
 		m.state = stateUnrevoked
-		m.setEpoch(epoch)
+		m.setEpoch(stay)
 		m.assigned, m.revoking = keep, revoke
 	case !give.empty():
 		if unreleased {
@@ -144,7 +143,7 @@ func (g *Group) nextAssignment(m *member, epoch int32, target tasks, owned *task
 		} else {
 			m.state = stateStable
 		}
-		m.setEpoch(g.assignmentEpoch)
+		m.setEpoch(targetEpoch)
 		for t := range give.Active {
 			keep.Active[t] = struct{}{}
 		}
@@ -161,7 +160,7 @@ func (g *Group) nextAssignment(m *member, epoch int32, target tasks, owned *task
 		} else {
 			m.state = stateStable
 		}
-		m.setEpoch(g.assignmentEpoch)
+		m.setEpoch(targetEpoch)
 		m.assigned, m.revoking = keep, newTasks()
 	}
 	g.owners.add(m, 1)

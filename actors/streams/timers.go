@@ -6,9 +6,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// expire fences the members whose session ran out, and those that did not
-// revoke their tasks within their rebalance timeout.
+// expire runs the new group's delayed first assignment when due, and
+// fences the members whose session ran out and those that did not revoke
+// their tasks within their rebalance timeout.
 func (g *Group) expire(now time.Time) []string {
+	if !g.delay.IsZero() && !g.delay.After(now) {
+		g.delay = time.Time{}
+		if len(g.members) > 0 && g.epoch > g.assignmentEpoch && g.conf != nil {
+			g.computeTarget()
+		}
+	}
 	var gone []string
 	for _, id := range sortedKeys(g.members) {
 		m := g.members[id]
@@ -31,6 +38,7 @@ func (g *Group) nextDeadline() time.Time {
 			next = t
 		}
 	}
+	earlier(g.delay)
 	for _, m := range g.members {
 		earlier(m.session)
 		if m.state == stateUnrevoked {
