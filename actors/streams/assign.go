@@ -11,9 +11,11 @@ type assignee struct {
 // assign is the sticky task assignor: active tasks stay with their
 // previous owner (or a previous standby) while the members stay balanced
 // (no member more than one task above another), the rest go to the least
-// loaded member; standby tasks go to members of processes holding no copy
-// of the task, preferring their previous owner. It gives no warm-up tasks.
-func assign(members []assignee, taskCounts map[string]int32, standbys int) map[string]tasks {
+// loaded process and its least loaded member. Standby tasks of stateful
+// subtopologies go to processes holding no copy of the task, preferring
+// the previous active owner, then a previous standby. Kafka 4.2 gives no
+// warm-up tasks.
+func assign(members []assignee, taskCounts map[string]int32, stateful map[string]bool, standbys int) map[string]tasks {
 	out := make(map[string]tasks, len(members))
 	if len(members) == 0 {
 		return out
@@ -90,22 +92,28 @@ func assign(members []assignee, taskCounts map[string]int32, standbys int) map[s
 		processLoad[m.process]++
 	}
 	if standbys > 0 {
-		assignStandbys(members, all, standbys, out)
+		var withState []taskID
+		for _, t := range all {
+			if stateful[t.Sub] {
+				withState = append(withState, t)
+			}
+		}
+		assignStandbys(members, withState, standbys, out)
 	}
 	return out
 }
 
-// lessLoaded orders members by their tasks, then their process's load per
-// member, then id.
+// lessLoaded orders members by their process's load per member, then
+// their own tasks, then id.
 func lessLoaded(a, b assignee, out map[string]tasks, load, size map[string]int) bool {
-	ta, tb := len(out[a.id].Active), len(out[b.id].Active)
-	if ta != tb {
-		return ta < tb
-	}
 	// load[a]/size[a] < load[b]/size[b]
 	la, lb := load[a.process]*size[b.process], load[b.process]*size[a.process]
 	if la != lb {
 		return la < lb
+	}
+	ta, tb := len(out[a.id].Active), len(out[b.id].Active)
+	if ta != tb {
+		return ta < tb
 	}
 	return a.id < b.id
 }
@@ -127,10 +135,16 @@ func assignStandbys(members []assignee, all []taskID, standbys int, out map[stri
 		for r := 0; r < standbys; r++ {
 			h := holders(t)
 			best := -1
-			// A previous standby owner keeps its copy.
-			for i, m := range members {
-				if !h[m.process] && m.prev.Standby.has(t) && (best < 0 || load(m.id) < load(members[best].id)) {
-					best = i
+			// The previous active owner keeps a copy, else a previous
+			// standby owner.
+			for _, prev := range []func(assignee) bool{
+				func(m assignee) bool { return m.prev.Active.has(t) },
+				func(m assignee) bool { return m.prev.Standby.has(t) },
+			} {
+				for i, m := range members {
+					if best < 0 && !h[m.process] && prev(m) {
+						best = i
+					}
 				}
 			}
 			if best < 0 {

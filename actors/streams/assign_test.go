@@ -48,7 +48,7 @@ func TestAssignSplitsTasks(t *testing.T) {
 			for i := 0; i < tc.members; i++ {
 				as = append(as, assignee{id: fmt.Sprintf("m%d", i), process: fmt.Sprintf("p%d", i), prev: newTasks()})
 			}
-			checkBalanced(t, assign(as, tc.counts, 0), tc.counts)
+			checkBalanced(t, assign(as, tc.counts, nil, 0), tc.counts)
 		})
 	}
 }
@@ -56,10 +56,10 @@ func TestAssignSplitsTasks(t *testing.T) {
 func TestAssignIsSticky(t *testing.T) {
 	counts := map[string]int32{"0": 6}
 	as := []assignee{{id: "a", process: "pa", prev: newTasks()}, {id: "b", process: "pb", prev: newTasks()}}
-	first := assign(as, counts, 0)
+	first := assign(as, counts, nil, 0)
 	// A third member takes tasks from both, and both keep the rest.
 	as = []assignee{{id: "a", process: "pa", prev: first["a"]}, {id: "b", process: "pb", prev: first["b"]}, {id: "c", process: "pc", prev: newTasks()}}
-	second := assign(as, counts, 0)
+	second := assign(as, counts, nil, 0)
 	checkBalanced(t, second, counts)
 	for _, id := range []string{"a", "b"} {
 		if lost := first[id].Active.minus(second[id].Active); len(lost) != 1 {
@@ -68,7 +68,7 @@ func TestAssignIsSticky(t *testing.T) {
 	}
 	// A member that leaves gives its tasks to the others, who keep theirs.
 	as = []assignee{{id: "a", process: "pa", prev: second["a"]}, {id: "b", process: "pb", prev: second["b"]}}
-	third := assign(as, counts, 0)
+	third := assign(as, counts, nil, 0)
 	for _, id := range []string{"a", "b"} {
 		if lost := second[id].Active.minus(third[id].Active); len(lost) != 0 {
 			t.Errorf("%s lost %v", id, lost.sorted())
@@ -76,7 +76,7 @@ func TestAssignIsSticky(t *testing.T) {
 	}
 	// A previous standby becomes the active when the active is gone.
 	as = []assignee{{id: "a", process: "pa", prev: tasks{taskSet{}, taskSet{{"0", 5}: {}}, taskSet{}}}, {id: "b", process: "pb", prev: newTasks()}}
-	if got := assign(as, map[string]int32{"0": 6}, 0); !got["a"].Active.has(taskID{"0", 5}) {
+	if got := assign(as, map[string]int32{"0": 6}, nil, 0); !got["a"].Active.has(taskID{"0", 5}) {
 		t.Errorf("previous standby of 0_5 did not get it: %v", got["a"].Active.sorted())
 	}
 }
@@ -95,7 +95,7 @@ func TestAssignStandbys(t *testing.T) {
 		{"none asked", []string{"p1", "p2"}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			counts := map[string]int32{"0": 4, "1": 2}
+			counts := map[string]int32{"0": 4, "1": 2, "2": 3} // 2 is stateless
 			var as []assignee
 			proc := map[string]string{}
 			for i, p := range tc.processes {
@@ -103,7 +103,7 @@ func TestAssignStandbys(t *testing.T) {
 				as = append(as, assignee{id: id, process: p, prev: newTasks()})
 				proc[id] = p
 			}
-			out := assign(as, counts, tc.standbys)
+			out := assign(as, counts, map[string]bool{"0": true, "1": true, "2": false}, tc.standbys)
 			checkBalanced(t, out, counts)
 			copies := map[taskID][]string{}
 			active := map[taskID]string{}
@@ -116,6 +116,12 @@ func TestAssignStandbys(t *testing.T) {
 				}
 			}
 			for task, p := range active {
+				if task.Sub == "2" {
+					if len(copies[task]) != 0 {
+						t.Errorf("stateless task %v has standbys", task)
+					}
+					continue
+				}
 				if len(copies[task]) != tc.want {
 					t.Errorf("task %v has %d standbys, want %d", task, len(copies[task]), tc.want)
 				}

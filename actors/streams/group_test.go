@@ -214,3 +214,50 @@ func TestStandbyTasksInGroup(t *testing.T) {
 		}
 	}
 }
+
+func TestInitialRebalanceDelay(t *testing.T) {
+	cfg := testConfig()
+	cfg.InitialRebalanceDelay = 3 * time.Second
+	g := New(cfg)
+	topics := topicsOf("in", 4, "app-store-changelog", 4)
+	a, b := newSim("a", "pa", oneSub("in")), newSim("b", "pb", oneSub("in"))
+	// During the delay members wait at epoch 1 with no tasks.
+	for _, s := range []*sim{a, b, a, b} {
+		resp := s.beat(t, g, t0.Add(time.Second), topics, true)
+		if resp.MemberEpoch != 1 || len(resp.ActiveTasks) != 0 && resp.ActiveTasks != nil {
+			t.Fatalf("%s during the delay: epoch %d tasks %v", s.id, resp.MemberEpoch, resp.ActiveTasks)
+		}
+	}
+	if g.State() != Assigning || g.Epoch() != 3 {
+		t.Fatalf("state %s epoch %d during the delay", g.State(), g.Epoch())
+	}
+	// The delay runs from the first join.
+	if want := t0.Add(4 * time.Second); !g.NextDeadline().Equal(want) {
+		t.Fatalf("next deadline %v, want %v", g.NextDeadline(), want)
+	}
+	if got := g.Expire(t0.Add(4 * time.Second)); len(got) != 0 || g.State() != Reconciling {
+		t.Fatalf("the delay expired members %v; state %s", got, g.State())
+	}
+	settle(t, g, t0.Add(4*time.Second), topics, a, b)
+	if len(a.owned.Active) != 2 || len(b.owned.Active) != 2 || a.epoch != 3 {
+		t.Fatalf("after the delay a %v (epoch %d) b %v", a.active(), a.epoch, b.active())
+	}
+}
+
+func TestStandbyConfigChangeRebalances(t *testing.T) {
+	cfg := testConfig()
+	g := New(cfg)
+	topics := topicsOf("in", 2, "app-store-changelog", 2)
+	a, b := newSim("a", "pa", oneSub("in")), newSim("b", "pb", oneSub("in"))
+	settle(t, g, t0, topics, a, b)
+	epoch := g.Epoch()
+	cfg.NumStandbyReplicas = 1
+	g.SetConfig(cfg)
+	if g.Epoch() != epoch {
+		t.Fatal("SetConfig bumped the epoch before a heartbeat")
+	}
+	settle(t, g, t0, topics, a, b)
+	if g.Epoch() != epoch+1 || len(a.owned.Standby) != 1 || len(b.owned.Standby) != 1 {
+		t.Fatalf("epoch %d, standbys a %v b %v", g.Epoch(), a.owned.Standby.sorted(), b.owned.Standby.sorted())
+	}
+}

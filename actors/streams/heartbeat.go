@@ -380,7 +380,11 @@ func (g *Group) computeTarget() {
 		}
 		as = append(as, assignee{id: id, process: m.process, prev: prev})
 	}
-	g.target = assign(as, counts, g.cfg.NumStandbyReplicas)
+	stateful := map[string]bool{}
+	for _, s := range g.topo.Subs {
+		stateful[s.ID] = len(s.Changelogs) > 0
+	}
+	g.target = assign(as, counts, stateful, g.standbys)
 	g.assignmentEpoch = g.epoch
 	g.changed()
 }

@@ -18,9 +18,12 @@ type Saved struct {
 	// against. Both keep a restored group from bumping its epoch.
 	ValidatedTopologyEpoch int32
 	MetadataHash           uint64
-	EndpointEpoch          int32
-	ShutdownBy             string        `json:",omitempty"`
-	Members                []SavedMember `json:",omitempty"`
+	// NumStandbyReplicas is the standby count the target was computed
+	// with (a different configured count rebalances the group).
+	NumStandbyReplicas int
+	EndpointEpoch      int32
+	ShutdownBy         string        `json:",omitempty"`
+	Members            []SavedMember `json:",omitempty"`
 }
 
 // SavedMember is one member of a Saved group.
@@ -49,6 +52,7 @@ func (g *Group) save() Saved {
 		Topology:               g.topo,
 		ValidatedTopologyEpoch: g.validated,
 		MetadataHash:           g.hash,
+		NumStandbyReplicas:     g.standbys,
 		EndpointEpoch:          g.endpointEpoch,
 		ShutdownBy:             g.shutdownBy,
 	}
@@ -89,7 +93,7 @@ func (g *Group) restore(now time.Time, s Saved) error {
 	}
 	g.epoch, g.assignmentEpoch = s.Epoch, s.AssignmentEpoch
 	g.topo = s.Topology
-	g.validated, g.hash = s.ValidatedTopologyEpoch, s.MetadataHash
+	g.validated, g.hash, g.standbys = s.ValidatedTopologyEpoch, s.MetadataHash, s.NumStandbyReplicas
 	g.endpointEpoch, g.shutdownBy = s.EndpointEpoch, s.ShutdownBy
 	g.exists = s.Epoch > 0 || s.Topology != nil
 	g.conf = nil

@@ -85,9 +85,6 @@ func checkTopology(t *topology) string {
 		if i > 0 && t.Subs[i-1].ID == s.ID {
 			return fmt.Sprintf("Subtopology %s is defined more than once.", s.ID)
 		}
-		if len(s.Sources)+len(s.RepartitionSources) == 0 {
-			return fmt.Sprintf("Subtopology %s has no source topics.", s.ID)
-		}
 		for _, r := range s.RepartitionSources {
 			if r.Partitions < 0 {
 				return fmt.Sprintf("Repartition topic %s has a negative partition count %d.", r.Name, r.Partitions)
@@ -195,8 +192,15 @@ func (t *topology) configure(topics Topics) *configured {
 		}
 		return c
 	}
+	// A subtopology has as many tasks as its most partitioned input, and
+	// its changelogs as many partitions.
 	c.tasks = map[string]int32{}
 	for _, s := range t.Subs {
+		if len(s.Sources)+len(s.RepartitionSources) == 0 {
+			c.invalid = "No source topics found for subtopology " + s.ID
+			c.tasks = nil
+			return c
+		}
 		var n int32
 		for _, src := range s.Sources {
 			p, _ := count(src)
@@ -208,9 +212,7 @@ func (t *topology) configure(topics Topics) *configured {
 		}
 		c.tasks[s.ID] = n
 		for _, cl := range s.Changelogs {
-			if !slices.Contains(s.Sources, cl.Name) {
-				c.partitions[cl.Name] = n
-			}
+			c.partitions[cl.Name] = n
 		}
 	}
 	// The internal topics to create, or those existing with another count.

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -168,5 +169,68 @@ func TestTopologyEpochs(t *testing.T) {
 	}
 	if g.Len() != 2 {
 		t.Fatalf("%d members", g.Len())
+	}
+}
+
+func TestTopologyConfigurationCases(t *testing.T) {
+	sub := func(id string, sources []string, repSources []string, sinks []string, changelogs ...string) kmsg.StreamsGroupHeartbeatRequestTopologySubtopology {
+		s := kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{SubtopologyID: id, SourceTopics: sources, RepartitionSinkTopics: sinks}
+		for _, r := range repSources {
+			s.RepartitionSourceTopics = append(s.RepartitionSourceTopics, kmsg.TopicInfo{Topic: r})
+		}
+		for _, c := range changelogs {
+			s.StateChangelogTopics = append(s.StateChangelogTopics, kmsg.TopicInfo{Topic: c})
+		}
+		return s
+	}
+	topo := func(subs ...kmsg.StreamsGroupHeartbeatRequestTopologySubtopology) *kmsg.StreamsGroupHeartbeatRequestTopology {
+		return &kmsg.StreamsGroupHeartbeatRequestTopology{Epoch: 1, Subtopologies: subs}
+	}
+	for _, tc := range []struct {
+		name    string
+		topo    *kmsg.StreamsGroupHeartbeatRequestTopology
+		topics  fakeTopics
+		code    int16
+		msg     string
+		status  []kmsg.StreamsGroupHeartbeatResponseStatus
+		created []string
+	}{
+		{name: "a source topic as its own changelog is not created",
+			topo: topo(sub("0", []string{"table"}, nil, nil, "table")), topics: topicsOf("table", 3)},
+		{name: "missing sources are summarized",
+			topo: topo(sub("0", []string{"e", "d", "c", "b", "a"}, nil, nil)), topics: topicsOf(),
+			status: []kmsg.StreamsGroupHeartbeatResponseStatus{{StatusCode: 1, StatusDetail: "Source topics a, b, c and 2 additional topics are missing."}}},
+		{name: "a subtopology without inputs",
+			topo: topo(sub("0", []string{"in"}, nil, nil), sub("1", nil, nil, nil, "store")), topics: topicsOf("in", 1),
+			code: 130, msg: "No source topics found for subtopology 1"},
+		{name: "a repartition topic nobody writes",
+			topo: topo(sub("0", []string{"in"}, []string{"rep"}, nil)), topics: topicsOf("in", 1),
+			code: 130, msg: "Failed to compute number of partitions for all repartition topics, because a repartition source topic is never used as a sink topic."},
+		{name: "repartition chain takes the largest input",
+			topo: topo(sub("0", []string{"small", "big"}, nil, []string{"rep1"}), sub("1", nil, []string{"rep1"}, []string{"rep2"}), sub("2", nil, []string{"rep2"}, nil, "store")),
+			topics: topicsOf("small", 2, "big", 6),
+			status: []kmsg.StreamsGroupHeartbeatResponseStatus{{StatusCode: 3, StatusDetail: "Internal topics are missing: rep1, rep2, store"}},
+			created: []string{"rep1/6", "rep2/6", "store/6"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := New(testConfig())
+			resp, create := g.Heartbeat(t0, Client{}, newSim("a", "pa", tc.topo).request(), tc.topics)
+			if resp.ErrorCode != tc.code || (tc.code != 0 && *resp.ErrorMessage != tc.msg) {
+				t.Fatalf("error %d %v, want %d %q", resp.ErrorCode, resp.ErrorMessage, tc.code, tc.msg)
+			}
+			if tc.code != 0 {
+				return
+			}
+			if got := statusOf(resp); !reflect.DeepEqual(got, tc.status) {
+				t.Fatalf("status %+v, want %+v", got, tc.status)
+			}
+			var names []string
+			for _, c := range create {
+				names = append(names, fmt.Sprintf("%s/%d", c.Name, c.Partitions))
+			}
+			if !reflect.DeepEqual(names, tc.created) {
+				t.Fatalf("created %v, want %v", names, tc.created)
+			}
+		})
 	}
 }
