@@ -207,9 +207,9 @@ func TestTopologyConfigurationCases(t *testing.T) {
 			topo: topo(sub("0", []string{"in"}, []string{"rep"}, nil)), topics: topicsOf("in", 1),
 			code: 130, msg: "Failed to compute number of partitions for all repartition topics, because a repartition source topic is never used as a sink topic."},
 		{name: "repartition chain takes the largest input",
-			topo: topo(sub("0", []string{"small", "big"}, nil, []string{"rep1"}), sub("1", nil, []string{"rep1"}, []string{"rep2"}), sub("2", nil, []string{"rep2"}, nil, "store")),
-			topics: topicsOf("small", 2, "big", 6),
-			status: []kmsg.StreamsGroupHeartbeatResponseStatus{{StatusCode: 3, StatusDetail: "Internal topics are missing: rep1, rep2, store"}},
+			topo:    topo(sub("0", []string{"small", "big"}, nil, []string{"rep1"}), sub("1", nil, []string{"rep1"}, []string{"rep2"}), sub("2", nil, []string{"rep2"}, nil, "store")),
+			topics:  topicsOf("small", 2, "big", 6),
+			status:  []kmsg.StreamsGroupHeartbeatResponseStatus{{StatusCode: 3, StatusDetail: "Internal topics are missing: rep1, rep2, store"}},
 			created: []string{"rep1/6", "rep2/6", "store/6"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
