@@ -161,45 +161,36 @@ type topicParts struct {
 	parts []int32
 }
 
-// inputPartitions maps tasks to the partitions of their subtopology's
-// source and repartition source topics (a topic with fewer partitions than
-// the subtopology has tasks contributes the partitions it has).
+// inputPartitions lists, for each subtopology the tasks belong to and
+// each of its source and repartition source topics, the tasks'
+// partitions; a topic with fewer partitions than there are tasks lists
+// that many of the lowest, as Kafka's EndpointToPartitionsManager does.
 func (g *Group) inputPartitions(s taskSet, topics Topics) []topicParts {
 	if g.topo == nil || len(s) == 0 {
 		return nil
 	}
-	byTopic := map[string][]int32{}
+	bySub := map[string][]int32{}
+	for _, t := range s.sorted() {
+		bySub[t.Sub] = append(bySub[t.Sub], t.Part)
+	}
+	var out []topicParts
 	for _, sub := range g.topo.Subs {
-		var inputs []string
-		inputs = append(inputs, sub.Sources...)
+		parts, ok := bySub[sub.ID]
+		if !ok {
+			continue
+		}
+		inputs := append([]string{}, sub.Sources...)
 		for _, r := range sub.RepartitionSources {
 			inputs = append(inputs, r.Name)
 		}
-		for _, t := range s.sorted() {
-			if t.Sub != sub.ID {
-				continue
+		slices.Sort(inputs)
+		for _, topic := range slices.Compact(inputs) {
+			ps := slices.Clone(parts)
+			if tp, ok := topics.ByName(topic); ok && int(tp.Partitions) < len(ps) {
+				ps = ps[:max(tp.Partitions, 0)]
 			}
-			for _, topic := range inputs {
-				n := int32(-1)
-				if tp, ok := topics.ByName(topic); ok {
-					n = tp.Partitions
-				} else if g.conf != nil {
-					if p, ok := g.conf.partitions[topic]; ok {
-						n = p
-					}
-				}
-				if n >= 0 && t.Part >= n {
-					continue
-				}
-				byTopic[topic] = append(byTopic[topic], t.Part)
-			}
+			out = append(out, topicParts{topic, ps})
 		}
-	}
-	var out []topicParts
-	for _, topic := range sortedKeys(byTopic) {
-		ps := byTopic[topic]
-		slices.Sort(ps)
-		out = append(out, topicParts{topic, slices.Compact(ps)})
 	}
 	return out
 }

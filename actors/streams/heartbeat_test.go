@@ -415,3 +415,16 @@ func TestValidateCommitAndFetch(t *testing.T) {
 		})
 	}
 }
+
+func TestEndpointPartitionsOfTasks(t *testing.T) {
+	g := New(testConfig())
+	topo := oneSub("big")
+	topo.Subtopologies[0].SourceTopics = []string{"big", "small"}
+	g.topo = fromRequest(topo)
+	tasks := taskSet{{"0", 2}: {}, {"0", 0}: {}, {"0", 1}: {}}
+	got := g.inputPartitions(tasks, topicsOf("big", 3, "small", 1))
+	want := []topicParts{{"big", []int32{0, 1, 2}}, {"small", []int32{0}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%+v, want %+v", got, want)
+	}
+}
