@@ -1,10 +1,6 @@
 package streams
 
-import (
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-)
+import "time"
 
 // expire runs the new group's delayed first assignment when due, and
 // fences the members whose session ran out and those that did not revoke
@@ -46,42 +42,4 @@ func (g *Group) nextDeadline() time.Time {
 		}
 	}
 	return next
-}
-
-// validateCommit is Kafka's StreamsGroup.validateOffsetCommit: a member
-// commits at its current epoch; an admin only while the group is empty.
-func (g *Group) validateCommit(_ time.Time, memberID string, epoch int32) int16 {
-	if epoch < 0 && memberID == "" {
-		if len(g.members) > 0 {
-			return kerr.UnknownMemberID.Code
-		}
-		return 0
-	}
-	m := g.members[memberID]
-	if m == nil {
-		return kerr.UnknownMemberID.Code
-	}
-	if epoch != m.epoch {
-		return kerr.StaleMemberEpoch.Code
-	}
-	return 0
-}
-
-// validateFetch is Kafka's StreamsGroup.validateOffsetFetch.
-func (g *Group) validateFetch(memberID *string, epoch int32) int16 {
-	if memberID == nil && epoch < 0 {
-		return 0
-	}
-	id := ""
-	if memberID != nil {
-		id = *memberID
-	}
-	m := g.members[id]
-	if m == nil {
-		return kerr.UnknownMemberID.Code
-	}
-	if epoch != m.epoch {
-		return kerr.StaleMemberEpoch.Code
-	}
-	return 0
 }
