@@ -128,10 +128,7 @@ func (g *Group) leave(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGrou
 	if !g.exists {
 		return nil, errf(kerr.GroupIDNotFound, "Streams group %s not found.", req.Group)
 	}
-	if req.ShutdownApplication && g.shutdownBy != req.MemberID {
-		g.shutdownBy = req.MemberID
-		g.changed()
-	}
+	g.requestShutdown(req.ShutdownApplication, req.MemberID)
 	m := g.members[req.MemberID]
 	if m == nil {
 		return nil, errf(kerr.UnknownMemberID, "Member %s is not a member of group %s.", req.MemberID, req.Group)
@@ -141,6 +138,15 @@ func (g *Group) leave(req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGrou
 	resp.MemberID, resp.MemberEpoch = req.MemberID, req.MemberEpoch
 	resp.Status = []kmsg.StreamsGroupHeartbeatResponseStatus{}
 	return resp, nil
+}
+
+// requestShutdown keeps the first member that asked the application to
+// shut down; every member is told until the group empties.
+func (g *Group) requestShutdown(asked bool, id string) {
+	if asked && g.shutdownBy == "" {
+		g.shutdownBy = id
+		g.changed()
+	}
 }
 
 // remove fences a member: its tasks are free at once and the group epoch
@@ -282,10 +288,7 @@ func (g *Group) join(now time.Time, c Client, req *kmsg.StreamsGroupHeartbeatReq
 		m.revoke = time.Time{}
 	}
 	m.session = now.Add(g.cfg.SessionTimeout)
-	if req.ShutdownApplication && g.shutdownBy != id {
-		g.shutdownBy = id
-		g.changed()
-	}
+	g.requestShutdown(req.ShutdownApplication, id)
 	return g.response(req, m, joining, !before.equal(m.assigned), created, topics), conf.create, nil
 }
 

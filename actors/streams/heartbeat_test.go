@@ -192,8 +192,11 @@ func TestShutdownApplicationReachesEveryMember(t *testing.T) {
 	if got := statusOf(resp); !reflect.DeepEqual(got, want) {
 		t.Fatalf("a got %+v", got)
 	}
-	if got := statusOf(b.beat(t, g, t0, topics, true)); !reflect.DeepEqual(got, want) {
-		t.Fatalf("b got %+v", got)
+	// A second request keeps the first requester.
+	r = b.request()
+	r.ShutdownApplication = true
+	if resp, _ := g.Heartbeat(t0, Client{}, r, topics); !reflect.DeepEqual(statusOf(resp), want) {
+		t.Fatalf("b got %+v", statusOf(resp))
 	}
 	// It lasts while the group has members, and is saved.
 	var s Saved
@@ -380,8 +383,10 @@ func TestVersionMovesWithSave(t *testing.T) {
 func TestValidateCommitAndFetch(t *testing.T) {
 	g := New(testConfig())
 	topics := topicsOf("in", 2, "app-store-changelog", 2)
-	if code := g.ValidateCommit(t0, "", -1); code != 0 {
-		t.Fatalf("admin commit to an empty group: %d", code)
+	for _, id := range []string{"", "standalone"} {
+		if code := g.ValidateCommit(t0, id, -1); code != 0 {
+			t.Fatalf("commit without an epoch to an empty group (member %q): %d", id, code)
+		}
 	}
 	a := newSim("a", "pa", oneSub("in"))
 	settle(t, g, t0, topics, a)
