@@ -38,7 +38,8 @@ type GroupConfig struct {
 	// means none.
 	InitialRebalanceDelay time.Duration
 	// NewID returns a fresh member id when a member joins without one
-	// (tests may make it deterministic).
+	// (tests may make it deterministic); nil refuses such a join with
+	// INVALID_REQUEST, as Kafka 4.2 does.
 	NewID func() string
 }
 

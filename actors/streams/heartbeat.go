@@ -173,6 +173,9 @@ func (g *Group) join(now time.Time, c Client, req *kmsg.StreamsGroupHeartbeatReq
 	}
 	id := req.MemberID
 	if id == "" {
+		if g.cfg.NewID == nil {
+			return nil, nil, errf(kerr.InvalidRequest, "MemberId can't be empty.")
+		}
 		id = g.cfg.NewID()
 	}
 	old := g.members[id]

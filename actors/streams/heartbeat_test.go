@@ -121,6 +121,13 @@ func TestMemberIDGeneratedWhenEmpty(t *testing.T) {
 	if resp.ErrorCode != 0 || resp.MemberID != "gen-1" || g.members["gen-1"] == nil {
 		t.Fatalf("joined as %q (error %d)", resp.MemberID, resp.ErrorCode)
 	}
+	// Without NewID the join is refused as Kafka refuses it.
+	cfg := testConfig()
+	cfg.NewID = nil
+	resp, _ = New(cfg).Heartbeat(t0, Client{}, newSim("", "pa", oneSub("in")).request(), topicsOf("in", 1))
+	if resp.ErrorCode != kerr.InvalidRequest.Code || *resp.ErrorMessage != "MemberId can't be empty." {
+		t.Fatalf("%d %v", resp.ErrorCode, resp.ErrorMessage)
+	}
 }
 
 func TestGroupMaxSize(t *testing.T) {
