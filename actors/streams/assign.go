@@ -47,31 +47,49 @@ func assign(members []assignee, taskCounts map[string]int32, stateful map[string
 			atCeil++
 		}
 	}
-	valid := map[taskID]bool{}
-	for _, t := range all {
-		valid[t] = true
-	}
-	owned := map[taskID]bool{}
-	// Sticky: previous active owners first, then previous standby owners.
-	for pass := 0; pass < 2; pass++ {
-		for _, m := range members {
-			prev := m.prev.Active
-			if pass == 1 {
-				prev = m.prev.Standby
-			}
-			for _, t := range prev.sorted() {
-				if valid[t] && !owned[t] && underQuota(m.id) {
-					give(m.id, t)
-					owned[t] = true
-				}
-			}
-		}
-	}
 	processLoad := map[string]int{}
 	processSize := map[string]int{}
 	for _, m := range members {
-		processLoad[m.process] += len(out[m.id].Active)
 		processSize[m.process]++
+	}
+	owned := map[taskID]bool{}
+	take := func(m assignee, t taskID) {
+		give(m.id, t)
+		owned[t] = true
+		processLoad[m.process]++
+	}
+	// Sticky, in Kafka's order (by partition, then subtopology): a task
+	// stays with its previous active owner, else goes to the least loaded
+	// of its previous standby owners, while their quota allows.
+	byPartition := append([]taskID{}, all...)
+	sort.Slice(byPartition, func(i, j int) bool {
+		a, b := byPartition[i], byPartition[j]
+		if a.Part != b.Part {
+			return a.Part < b.Part
+		}
+		return a.Sub < b.Sub
+	})
+	for _, t := range byPartition {
+		for _, m := range members {
+			if m.prev.Active.has(t) && underQuota(m.id) {
+				take(m, t)
+				break
+			}
+		}
+	}
+	for _, t := range byPartition {
+		if owned[t] {
+			continue
+		}
+		best := -1
+		for i, m := range members {
+			if m.prev.Standby.has(t) && (best < 0 || lessLoaded(m, members[best], out, processLoad, processSize)) {
+				best = i
+			}
+		}
+		if best >= 0 && underQuota(members[best].id) {
+			take(members[best], t)
+		}
 	}
 	for _, t := range all {
 		if owned[t] {
@@ -86,10 +104,7 @@ func assign(members []assignee, taskCounts map[string]int32, stateful map[string
 				best = i
 			}
 		}
-		m := members[best]
-		give(m.id, t)
-		owned[t] = true
-		processLoad[m.process]++
+		take(members[best], t)
 	}
 	if standbys > 0 {
 		var withState []taskID
