@@ -6,8 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/acl"
-	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/internal/kmsgtest"
+	"github.com/kaas-project/kaas/actors/routing"
 )
 
 // TestAuthStreamsGroup: a streams heartbeat needs READ on the group and,

@@ -35,6 +35,12 @@ func WithGroupConfigs(base Config, set map[string]string) Config {
 	if d, ok := boundedMillis(set, "streams.heartbeat.interval.ms"); ok {
 		cfg.Streams.HeartbeatInterval = d
 	}
+	if n, ok := groupconfig.Int(set, "streams.initial.rebalance.delay.ms"); ok {
+		cfg.Streams.InitialRebalanceDelay = time.Duration(n) * time.Millisecond
+		if n == 0 {
+			cfg.Streams.InitialRebalanceDelay = -1 // no delay
+		}
+	}
 	if n, ok := groupconfig.Int(set, "streams.num.standby.replicas"); ok {
 		k := groupconfig.Keys["streams.num.standby.replicas"]
 		cfg.Streams.NumStandbyReplicas = int(min(max(n, k.Min), k.Max))

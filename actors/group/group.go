@@ -111,9 +111,6 @@ func (c *Config) Defaults() {
 	if c.NewID == nil {
 		c.NewID = newUUID
 	}
-	if c.Streams.NewID == nil {
-		c.Streams.NewID = c.NewID
-	}
 }
 
 func (c *Config) initialDelay() time.Duration { return max(c.InitialRebalanceDelay, 0) }
@@ -173,9 +170,10 @@ const (
 	NotReady    // streams groups: the topology cannot be configured yet
 )
 
-func (s State) String() string {
-	return [...]string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Assigning", "Reconciling", "NotReady"}[s]
-}
+// stateNames are the states' names, by State.
+var stateNames = [...]string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Assigning", "Reconciling", "NotReady"}
+
+func (s State) String() string { return stateNames[s] }
 
 // Client identifies the connection a request came from.
 type Client struct {

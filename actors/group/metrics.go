@@ -12,8 +12,8 @@ import (
 // stateGauges are the consumer-groups gauges by state, resolved once.
 var stateGauges = func() []prometheus.Gauge {
 	var g []prometheus.Gauge
-	for s := Empty; s <= Reconciling; s++ {
-		g = append(g, metrics.GroupState(s.String()))
+	for _, name := range stateNames {
+		g = append(g, metrics.GroupState(name))
 	}
 	return g
 }()

@@ -30,6 +30,15 @@ func TestTrackStateCountsGroupsAndRebalances(t *testing.T) {
 	}
 	a.g.state = PreparingRebalance
 	a.trackState(false)
+	// A streams group waiting for its topics counts as NotReady.
+	notReady0 := value(NotReady)
+	a.g.state = NotReady
+	a.trackState(false)
+	if value(NotReady) != notReady0+1 || value(PreparingRebalance) != preparing0 {
+		t.Fatalf("NotReady %v PreparingRebalance %v after the move", value(NotReady), value(PreparingRebalance))
+	}
+	a.g.state = PreparingRebalance
+	a.trackState(false)
 	if value(Stable) != stable0 || value(PreparingRebalance) != preparing0+1 {
 		t.Fatalf("Stable %v PreparingRebalance %v after the move", value(Stable), value(PreparingRebalance))
 	}

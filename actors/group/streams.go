@@ -109,10 +109,10 @@ func (g *Group) streamsTick(now time.Time) {
 	if g.streams == nil {
 		return
 	}
-	if len(g.streams.Expire(now)) > 0 {
-		g.membersVersion++
-		g.updateStreamsState(now)
-	}
+	// Expire also ends the initial rebalance delay, which assigns the
+	// tasks: the state follows either way.
+	g.streams.Expire(now)
+	g.updateStreamsState(now)
 }
 
 // updateStreamsState mirrors the streams group's state in the group's.

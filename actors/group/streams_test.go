@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaas-project/kaas/messages"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/kaas-project/kaas/messages"
 )
 
 // streamsJoin is a join of member id to a streams group whose one

@@ -47,15 +47,16 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 
 		"max.incremental.fetch.session.cache.slots": c("fetch-session-cache-slots", topicconfig.TypeInt, strconv.Itoa(cfg.FetchSessionSlots)),
 
-		"group.initial.rebalance.delay.ms":     c("group-initial-rebalance-delay", topicconfig.TypeInt, ms(cfg.GroupInitialRebalanceDelay)),
-		"group.min.session.timeout.ms":         c("group-min-session-timeout", topicconfig.TypeInt, ms(cfg.GroupMinSessionTimeout)),
-		"group.max.session.timeout.ms":         c("group-max-session-timeout", topicconfig.TypeInt, ms(cfg.GroupMaxSessionTimeout)),
-		"group.consumer.heartbeat.interval.ms": c("group-consumer-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupConsumerHeartbeatInterval)),
-		"group.consumer.session.timeout.ms":    c("group-consumer-session-timeout", topicconfig.TypeInt, ms(cfg.GroupConsumerSessionTimeout)),
-		"group.consumer.migration.policy":      c("group-consumer-migration-policy", topicconfig.TypeString, cfg.GroupMigrationPolicy),
-		"group.streams.heartbeat.interval.ms":  c("group-streams-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupStreamsHeartbeatInterval)),
-		"group.streams.session.timeout.ms":     c("group-streams-session-timeout", topicconfig.TypeInt, ms(cfg.GroupStreamsSessionTimeout)),
-		"group.streams.num.standby.replicas":   c("group-streams-num-standby-replicas", topicconfig.TypeInt, strconv.Itoa(cfg.GroupStreamsNumStandbyReplicas)),
+		"group.initial.rebalance.delay.ms":         c("group-initial-rebalance-delay", topicconfig.TypeInt, ms(cfg.GroupInitialRebalanceDelay)),
+		"group.min.session.timeout.ms":             c("group-min-session-timeout", topicconfig.TypeInt, ms(cfg.GroupMinSessionTimeout)),
+		"group.max.session.timeout.ms":             c("group-max-session-timeout", topicconfig.TypeInt, ms(cfg.GroupMaxSessionTimeout)),
+		"group.consumer.heartbeat.interval.ms":     c("group-consumer-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupConsumerHeartbeatInterval)),
+		"group.consumer.session.timeout.ms":        c("group-consumer-session-timeout", topicconfig.TypeInt, ms(cfg.GroupConsumerSessionTimeout)),
+		"group.consumer.migration.policy":          c("group-consumer-migration-policy", topicconfig.TypeString, cfg.GroupMigrationPolicy),
+		"group.streams.heartbeat.interval.ms":      c("group-streams-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupStreamsHeartbeatInterval)),
+		"group.streams.session.timeout.ms":         c("group-streams-session-timeout", topicconfig.TypeInt, ms(cfg.GroupStreamsSessionTimeout)),
+		"group.streams.num.standby.replicas":       c("group-streams-num-standby-replicas", topicconfig.TypeInt, strconv.Itoa(cfg.GroupStreamsNumStandbyReplicas)),
+		"group.streams.initial.rebalance.delay.ms": c("group-streams-initial-rebalance-delay", topicconfig.TypeInt, ms(cfg.GroupStreamsInitialDelay)),
 	}
 }
 

@@ -78,6 +78,7 @@ type serveConfig struct {
 	GroupStreamsHeartbeatInterval  time.Duration
 	GroupStreamsSessionTimeout     time.Duration
 	GroupStreamsNumStandbyReplicas int
+	GroupStreamsInitialDelay       time.Duration
 	ShareRecordLockDuration        time.Duration
 	ShareDeliveryCountLimit        int
 	ShareAutoOffsetReset           string
@@ -146,6 +147,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.GroupMigrationPolicy, "group-consumer-migration-policy", "bidirectional", "consumer groups: whether a group with members switches protocol as its consumers do: bidirectional, upgrade (classic to the KIP-848 consumer protocol only), downgrade (back only) or disabled (Kafka's group.consumer.migration.policy)")
 	fs.DurationVar(&cfg.GroupStreamsHeartbeatInterval, "group-streams-heartbeat-interval", 5*time.Second, "streams groups: heartbeat interval given to KIP-1071 streams-group members (Kafka's group.streams.heartbeat.interval.ms)")
 	fs.DurationVar(&cfg.GroupStreamsSessionTimeout, "group-streams-session-timeout", 45*time.Second, "streams groups: a KIP-1071 streams-group member silent this long is removed; must exceed --group-streams-heartbeat-interval (Kafka's group.streams.session.timeout.ms)")
+	fs.DurationVar(&cfg.GroupStreamsInitialDelay, "group-streams-initial-rebalance-delay", 3*time.Second, "streams groups: how long a new KIP-1071 streams group waits for more members before its first task assignment; 0 does not wait (Kafka's group.streams.initial.rebalance.delay.ms)")
 	fs.IntVar(&cfg.GroupStreamsNumStandbyReplicas, "group-streams-num-standby-replicas", 0, "streams groups: standby replicas of each stateful task, 0 to 2 (Kafka's group.streams.num.standby.replicas)")
 	fs.DurationVar(&cfg.ShareRecordLockDuration, "share-record-lock-duration", 30*time.Second, "share groups: how long a record acquired by a share consumer stays locked to it before it can be delivered again (Kafka's share.record.lock.duration.ms)")
 	fs.IntVar(&cfg.ShareDeliveryCountLimit, "share-delivery-count-limit", 5, "share groups: deliveries after which a record not accepted is archived, 2 to 10 (Kafka's group.share.delivery.count.limit)")
@@ -255,6 +257,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.GroupStreamsHeartbeatInterval <= 0 || c.GroupStreamsSessionTimeout <= c.GroupStreamsHeartbeatInterval {
 		return fmt.Errorf("--group-streams-session-timeout %s must exceed --group-streams-heartbeat-interval %s", c.GroupStreamsSessionTimeout, c.GroupStreamsHeartbeatInterval)
+	}
+	if c.GroupStreamsInitialDelay < 0 {
+		return fmt.Errorf("--group-streams-initial-rebalance-delay %s: must not be negative", c.GroupStreamsInitialDelay)
 	}
 	if c.GroupStreamsNumStandbyReplicas < 0 || c.GroupStreamsNumStandbyReplicas > 2 {
 		return fmt.Errorf("--group-streams-num-standby-replicas %d: must be 0 to 2", c.GroupStreamsNumStandbyReplicas)

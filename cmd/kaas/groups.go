@@ -53,6 +53,10 @@ func registerGroups(b *broker) {
 	opts.Group.Streams.HeartbeatInterval = b.cfg.GroupStreamsHeartbeatInterval
 	opts.Group.Streams.SessionTimeout = b.cfg.GroupStreamsSessionTimeout
 	opts.Group.Streams.NumStandbyReplicas = b.cfg.GroupStreamsNumStandbyReplicas
+	opts.Group.Streams.InitialRebalanceDelay = b.cfg.GroupStreamsInitialDelay
+	if opts.Group.Streams.InitialRebalanceDelay == 0 {
+		opts.Group.Streams.InitialRebalanceDelay = -1 // no delay
+	}
 	// Validated with the flags.
 	opts.Group.MigrationPolicy, _ = group.ParseMigrationPolicy(b.cfg.GroupMigrationPolicy)
 	if set["offsets-retention-minutes"] {

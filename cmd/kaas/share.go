@@ -52,14 +52,15 @@ func registerShare(b *broker) {
 // defaults of the configs they correspond to.
 func groupConfigStore(cfg *serveConfig) *groupconfig.Store {
 	defaults := map[string]string{
-		"share.record.lock.duration.ms":  strconv.FormatInt(cfg.ShareRecordLockDuration.Milliseconds(), 10),
-		"share.delivery.count.limit":     strconv.Itoa(cfg.ShareDeliveryCountLimit),
-		"share.auto.offset.reset":        cfg.ShareAutoOffsetReset,
-		"consumer.heartbeat.interval.ms": strconv.FormatInt(cfg.GroupConsumerHeartbeatInterval.Milliseconds(), 10),
-		"consumer.session.timeout.ms":    strconv.FormatInt(cfg.GroupConsumerSessionTimeout.Milliseconds(), 10),
-		"streams.heartbeat.interval.ms":  strconv.FormatInt(cfg.GroupStreamsHeartbeatInterval.Milliseconds(), 10),
-		"streams.session.timeout.ms":     strconv.FormatInt(cfg.GroupStreamsSessionTimeout.Milliseconds(), 10),
-		"streams.num.standby.replicas":   strconv.Itoa(cfg.GroupStreamsNumStandbyReplicas),
+		"share.record.lock.duration.ms":      strconv.FormatInt(cfg.ShareRecordLockDuration.Milliseconds(), 10),
+		"share.delivery.count.limit":         strconv.Itoa(cfg.ShareDeliveryCountLimit),
+		"share.auto.offset.reset":            cfg.ShareAutoOffsetReset,
+		"consumer.heartbeat.interval.ms":     strconv.FormatInt(cfg.GroupConsumerHeartbeatInterval.Milliseconds(), 10),
+		"consumer.session.timeout.ms":        strconv.FormatInt(cfg.GroupConsumerSessionTimeout.Milliseconds(), 10),
+		"streams.heartbeat.interval.ms":      strconv.FormatInt(cfg.GroupStreamsHeartbeatInterval.Milliseconds(), 10),
+		"streams.session.timeout.ms":         strconv.FormatInt(cfg.GroupStreamsSessionTimeout.Milliseconds(), 10),
+		"streams.num.standby.replicas":       strconv.Itoa(cfg.GroupStreamsNumStandbyReplicas),
+		"streams.initial.rebalance.delay.ms": strconv.FormatInt(cfg.GroupStreamsInitialDelay.Milliseconds(), 10),
 	}
 	if cfg.DataDir == "" {
 		return groupconfig.NewMemory(defaults)

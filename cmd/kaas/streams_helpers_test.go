@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // A streamsApp is what a Kafka Streams application does over the streams
@@ -78,10 +79,19 @@ type streamsMember struct {
 func (a *streamsApp) member(id string) *streamsMember {
 	t := a.t
 	return &streamsMember{app: a, id: id, process: "process-" + id,
-		hb:   newClient(t, a.addr),
+		hb:   newClient(t, a.addr, commitsByName()),
 		cons: newClient(t, a.addr, kgo.FetchMaxWait(200*time.Millisecond)),
 		prod: newClient(t, a.addr, kgo.RequiredAcks(kgo.AllISRAcks())),
 	}
+}
+
+// commitsByName caps OffsetCommit and OffsetFetch at v9, the last versions
+// that name topics (the member's requests are built by hand with names).
+func commitsByName() kgo.Opt {
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(kmsg.OffsetCommit.Int16(), 9)
+	v.SetMaxKeyVersion(kmsg.OffsetFetch.Int16(), 9)
+	return kgo.MaxVersions(v)
 }
 
 func taskIDs(parts []int32) []kmsg.TaskIDs {
@@ -108,12 +118,16 @@ func (m *streamsMember) heartbeat(ctx context.Context) (*kmsg.StreamsGroupHeartb
 		req.ProcessID = &m.process
 		req.ClientTags = []kmsg.StreamsGroupHeartbeatRequestClientTag{}
 	}
-	resp, err := req.RequestWith(ctx, m.hb)
+	resp, err := streamsHeartbeat(ctx, m.hb, req)
 	if err != nil {
 		return nil, err
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return resp, fmt.Errorf("member %s: %w (%v)", m.id, err, resp.ErrorMessage)
+		msg := ""
+		if resp.ErrorMessage != nil {
+			msg = *resp.ErrorMessage
+		}
+		return resp, fmt.Errorf("member %s at epoch %d: %w (%s)", m.id, m.epoch, err, msg)
 	}
 	m.epoch = resp.MemberEpoch
 	m.statuses = m.statuses[:0]
@@ -272,7 +286,7 @@ func (m *streamsMember) leave(ctx context.Context) error {
 	m.owned = nil
 	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = m.app.group, m.id, -1
-	resp, err := req.RequestWith(ctx, m.hb)
+	resp, err := streamsHeartbeat(ctx, m.hb, req)
 	if err != nil {
 		return err
 	}
@@ -347,4 +361,32 @@ func keysUpTo(n int) []string {
 		out[i] = strconv.Itoa(i)
 	}
 	return out
+}
+
+// coordinatorRequest sends req to group's coordinator: franz-go's client
+// routes the group requests it knows itself, not the streams groups'.
+func coordinatorRequest(ctx context.Context, cl *kgo.Client, group string, req kmsg.Request) (kmsg.Response, error) {
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey, fc.CoordinatorKeys = group, []string{group}
+	resp, err := fc.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	node := resp.NodeID
+	if len(resp.Coordinators) > 0 {
+		c := resp.Coordinators[0]
+		if err := kerr.ErrorForCode(c.ErrorCode); err != nil {
+			return nil, fmt.Errorf("find coordinator of %s: %w", group, err)
+		}
+		node = c.NodeID
+	}
+	return cl.Broker(int(node)).Request(ctx, req)
+}
+
+func streamsHeartbeat(ctx context.Context, cl *kgo.Client, req *kmsg.StreamsGroupHeartbeatRequest) (*kmsg.StreamsGroupHeartbeatResponse, error) {
+	resp, err := coordinatorRequest(ctx, cl, req.Group, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.StreamsGroupHeartbeatResponse), nil
 }

@@ -78,7 +78,7 @@ func init() {
 		"transaction.state.log.min.isr", "transactional.id.expiration.ms", "group.initial.rebalance.delay.ms",
 		"group.min.session.timeout.ms", "group.max.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
 		"group.consumer.session.timeout.ms", "group.streams.heartbeat.interval.ms", "group.streams.session.timeout.ms",
-		"group.streams.num.standby.replicas", "max.incremental.fetch.session.cache.slots", "authorizer.class.name",
+		"group.streams.num.standby.replicas", "group.streams.initial.rebalance.delay.ms", "max.incremental.fetch.session.cache.slots", "authorizer.class.name",
 		"super.users", "allow.everyone.if.no.acl.found", "log.cleaner.enable", "log.retention.check.interval.ms",
 		"quota.window.num", "quota.window.size.seconds", "connections.max.idle.ms", "request.timeout.ms",
 		"sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "cluster.id",

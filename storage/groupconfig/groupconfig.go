@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,8 @@ var Keys = map[string]Key{
 		Doc: "The timeout to detect client failures of a streams group member (KIP-1071)."},
 	"streams.heartbeat.interval.ms": {Type: topicconfig.TypeInt, Default: "5000", Min: 5000, Max: 15000,
 		Doc: "The heartbeat interval given to the members of a streams group (KIP-1071)."},
+	"streams.initial.rebalance.delay.ms": {Type: topicconfig.TypeInt, Default: "3000", Min: 0, Max: math.MaxInt32,
+		Doc: "How long a new streams group waits for more members before its first task assignment (KIP-1071)."},
 	"streams.num.standby.replicas": {Type: topicconfig.TypeInt, Default: "0", Min: 0, Max: 2,
 		Doc: "The number of standby replicas of each task of a streams group (KIP-1071)."},
 	"share.isolation.level": {Type: topicconfig.TypeString, Default: "read_uncommitted", Values: []string{"read_uncommitted", "read_committed"},
