@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,5 +198,67 @@ func TestStreamsGroupMembershipSurvivesRestart(t *testing.T) {
 		if n := app.processed[k]; n != 1 {
 			t.Fatalf("record %s processed and committed %d times, want once", k, n)
 		}
+	}
+}
+
+// TestStreamsGroupACLs: with --authorizer=acl a streams member needs READ
+// on its group and DESCRIBE on its topology's topics to join, and its
+// internal topics are created for it only with CREATE on them (the
+// status names those it may not create); StreamsGroupDescribe refuses a
+// group whose topics the caller may not describe.
+func TestStreamsGroupACLs(t *testing.T) {
+	addr, _ := aclBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 60*time.Second)
+	const group, source = "acl-app", "acl-words"
+	changelog := streamsChangelog(group)
+	mustCreateACLs(t, adm, kadm.NewACLs().Clusters().Allow(anon).AllowHosts("*").Operations(kadm.OpCreate))
+	createTopic(t, addr, source, 2, nil)
+	mustDeleteACLs(t, adm, kadm.NewACLs().Clusters().Allow(anon).AllowHosts("*").Operations(kadm.OpCreate))
+
+	app := newStreamsApp(t, addr, group, source)
+	m := app.member("a")
+	if _, err := m.heartbeat(ctx); !errors.Is(err, kerr.GroupAuthorizationFailed) {
+		t.Fatalf("join without READ on the group: %v", err)
+	}
+	mustCreateACLs(t, adm, kadm.NewACLs().Groups(group).Allow(anon).Operations(kadm.OpRead, kadm.OpDescribe))
+	mustCreateACLs(t, adm, kadm.NewACLs().Topics(source).Allow(anon).Operations(kadm.OpDescribe, kadm.OpRead))
+	if _, err := m.heartbeat(ctx); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("join without DESCRIBE on the changelog: %v", err)
+	}
+	mustCreateACLs(t, adm, kadm.NewACLs().Topics(changelog).Allow(anon).Operations(kadm.OpDescribe, kadm.OpWrite))
+	resp, err := m.heartbeat(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail := ""
+	for _, s := range resp.Status {
+		if s.StatusCode == 3 {
+			detail = s.StatusDetail
+		}
+	}
+	if !strings.Contains(detail, "Unauthorized to CREATE on topics "+changelog+".") {
+		t.Fatalf("MISSING_INTERNAL_TOPICS detail %q, want it to name %s", detail, changelog)
+	}
+	if td, err := newAdmin(t, addr).ListTopics(ctx, changelog); err != nil || td.Error() == nil {
+		t.Fatalf("changelog created without CREATE on it: %v %v", err, td)
+	}
+
+	mustCreateACLs(t, adm, kadm.NewACLs().Topics(changelog).Allow(anon).Operations(kadm.OpCreate))
+	app.run(ctx, []*streamsMember{m}, func() bool { return len(m.owned) == 2 })
+	// (A fresh client: kgo answers Metadata from its cache for a while.)
+	if td, err := newAdmin(t, addr).ListTopics(ctx, changelog); err != nil || td.Error() != nil {
+		t.Fatalf("changelog not created with CREATE on it: %v %v", err, td)
+	}
+	if d := describeStreamsGroup(t, m.hb, group); d.ErrorCode != 0 || len(d.Members) != 1 {
+		t.Fatalf("describe with DESCRIBE on the group and its topics: %+v", d)
+	}
+	// (WRITE and CREATE imply DESCRIBE, as in Kafka: all go.)
+	if n := mustDeleteACLs(t, adm, kadm.NewACLs().Topics(changelog).Allow(anon).AllowHosts("*").
+		Operations(kadm.OpDescribe, kadm.OpWrite, kadm.OpCreate)); n != 3 {
+		t.Fatalf("deleted %d ACLs of the changelog, want 3", n)
+	}
+	if d := describeStreamsGroup(t, m.hb, group); d.ErrorCode != kerr.TopicAuthorizationFailed.Code || len(d.Members) != 0 {
+		t.Fatalf("describe without DESCRIBE on the changelog: %+v", d)
 	}
 }
