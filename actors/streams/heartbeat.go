@@ -420,7 +420,7 @@ func (g *Group) response(req *kmsg.StreamsGroupHeartbeatRequest, m *member, join
 	}
 	if g.topo != nil && m.topologyEpoch < g.topo.Epoch {
 		resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{
-			StatusCode:   statusStaleTopology,
+			StatusCode:   StatusStaleTopology,
 			StatusDetail: fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", m.topologyEpoch, g.topo.Epoch),
 		})
 	}
@@ -429,7 +429,7 @@ func (g *Group) response(req *kmsg.StreamsGroupHeartbeatRequest, m *member, join
 	}
 	if g.shutdownBy != "" {
 		resp.Status = append(resp.Status, kmsg.StreamsGroupHeartbeatResponseStatus{
-			StatusCode:   statusShutdownApplication,
+			StatusCode:   StatusShutdownApplication,
 			StatusDetail: fmt.Sprintf("Streams group member %s encountered a fatal error and requested a shutdown for the entire application.", g.shutdownBy),
 		})
 	}

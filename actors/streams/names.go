@@ -1,10 +1,6 @@
 package streams
 
-import (
-	"slices"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 // Heartbeat status codes (StreamsGroupHeartbeatResponse.Status).
 const (
@@ -19,17 +15,5 @@ const (
 // source, repartition sink and source, and changelog topics (what Kafka's
 // broker checks before its coordinator sees a join).
 func TopologyTopics(t *kmsg.StreamsGroupHeartbeatRequestTopology) []string {
-	var out []string
-	for _, s := range t.Subtopologies {
-		out = append(out, s.SourceTopics...)
-		out = append(out, s.RepartitionSinkTopics...)
-		for _, ti := range s.RepartitionSourceTopics {
-			out = append(out, ti.Topic)
-		}
-		for _, ti := range s.StateChangelogTopics {
-			out = append(out, ti.Topic)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return fromRequest(t).topicNames()
 }

@@ -114,15 +114,6 @@ func (t *topology) equal(o *topology) bool {
 	return bytes.Equal(a, b)
 }
 
-// Status codes of StreamsGroupHeartbeatResponse.Status.
-const (
-	statusStaleTopology          int8 = 0
-	statusMissingSourceTopics    int8 = 1
-	statusIncorrectlyPartitioned int8 = 2
-	statusMissingInternalTopics  int8 = 3
-	statusShutdownApplication    int8 = 4
-)
-
 // configured is the topology configured against the cluster's topics.
 type configured struct {
 	// tasks is each subtopology's number of tasks; nil when the topology
@@ -176,7 +167,7 @@ func (t *topology) configure(topics Topics) *configured {
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		c.status, c.detail = statusMissingSourceTopics, "Source topics "+summarize(missing)+" are missing."
+		c.status, c.detail = StatusMissingSourceTopics, "Source topics "+summarize(missing)+" are missing."
 		return c
 	}
 	c.partitions = map[string]int32{}
@@ -239,7 +230,7 @@ func (t *topology) configure(topics Topics) *configured {
 		it := want[name]
 		if tp, ok := topics.ByName(name); ok {
 			if tp.Partitions != it.Partitions {
-				c.status = statusIncorrectlyPartitioned
+				c.status = StatusIncorrectlyPartitionedTopics
 				c.detail = fmt.Sprintf("Existing topic %s has different number of partitions: expected %d, found %d", name, it.Partitions, tp.Partitions)
 				c.tasks, c.create = nil, nil
 				return c
@@ -253,7 +244,7 @@ func (t *topology) configure(topics Topics) *configured {
 		for i, it := range c.create {
 			names[i] = it.Name
 		}
-		c.status, c.detail = statusMissingInternalTopics, "Internal topics are missing: "+summarize(names)
+		c.status, c.detail = StatusMissingInternalTopics, "Internal topics are missing: "+summarize(names)
 	}
 	return c
 }
@@ -357,7 +348,7 @@ func (t *topology) copartition(out map[string]int32, count func(string) (int32, 
 					if first < 0 {
 						first = p
 					} else if p != first {
-						return "Following topics do not have the same number of partitions: [" + mapString(repart) + "]", statusIncorrectlyPartitioned
+						return "Following topics do not have the same number of partitions: [" + mapString(repart) + "]", StatusIncorrectlyPartitionedTopics
 					}
 				}
 				use = first
@@ -374,13 +365,13 @@ func (t *topology) copartition(out map[string]int32, count func(string) (int32, 
 					if use < 0 {
 						use = external[n]
 					} else if external[n] != use {
-						return "Following topics do not have the same number of partitions: [" + mapString(external) + "]", statusIncorrectlyPartitioned
+						return "Following topics do not have the same number of partitions: [" + mapString(external) + "]", StatusIncorrectlyPartitionedTopics
 					}
 				}
 			}
 			for _, n := range sortedKeys(repart) {
 				if fixed[n] && repart[n] != use {
-					return fmt.Sprintf("Number of partitions [%d] of repartition topic [%s] doesn't match number of partitions [%d] of the source topic.", repart[n], n, use), statusIncorrectlyPartitioned
+					return fmt.Sprintf("Number of partitions [%d] of repartition topic [%s] doesn't match number of partitions [%d] of the source topic.", repart[n], n, use), StatusIncorrectlyPartitionedTopics
 				}
 				out[n] = use
 			}
