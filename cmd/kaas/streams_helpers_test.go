@@ -28,7 +28,7 @@ import (
 // moment two members own the same active task.
 type streamsApp struct {
 	t        *testing.T
-	addr     string
+	client   func(...kgo.Opt) *kgo.Client
 	group    string
 	source   string
 	topology kmsg.StreamsGroupHeartbeatRequestTopology
@@ -36,6 +36,12 @@ type streamsApp struct {
 	mu        sync.Mutex
 	owner     map[int32]string // source partition (task "0_p") -> member owning it
 	processed map[string]int   // source record key -> times processed and committed
+
+	// tolerant keeps the members running through a broker's death: a
+	// failed heartbeat is sent again, and a task whose records could not
+	// be written or committed starts again from its committed offset, as
+	// Kafka Streams does (records may then be processed twice).
+	tolerant bool
 }
 
 // streamsChangelog is the changelog topic of the store "counts" of
@@ -43,6 +49,11 @@ type streamsApp struct {
 func streamsChangelog(group string) string { return group + "-counts-changelog" }
 
 func newStreamsApp(t *testing.T, addr, group, source string) *streamsApp {
+	return newStreamsAppOf(t, func(opts ...kgo.Opt) *kgo.Client { return newClient(t, addr, opts...) }, group, source)
+}
+
+// newStreamsAppOf is newStreamsApp whose members' clients come from client.
+func newStreamsAppOf(t *testing.T, client func(...kgo.Opt) *kgo.Client, group, source string) *streamsApp {
 	sub := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
 	sub.SubtopologyID = "0"
 	sub.SourceTopics = []string{source}
@@ -57,7 +68,7 @@ func newStreamsApp(t *testing.T, addr, group, source string) *streamsApp {
 	top := kmsg.NewStreamsGroupHeartbeatRequestTopology()
 	top.Epoch = 0
 	top.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{sub}
-	return &streamsApp{t: t, addr: addr, group: group, source: source, topology: top,
+	return &streamsApp{t: t, client: client, group: group, source: source, topology: top,
 		owner: map[int32]string{}, processed: map[string]int{}}
 }
 
@@ -77,11 +88,10 @@ type streamsMember struct {
 }
 
 func (a *streamsApp) member(id string) *streamsMember {
-	t := a.t
 	return &streamsMember{app: a, id: id, process: "process-" + id,
-		hb:   newClient(t, a.addr, commitsByName()),
-		cons: newClient(t, a.addr, kgo.FetchMaxWait(200*time.Millisecond)),
-		prod: newClient(t, a.addr, kgo.RequiredAcks(kgo.AllISRAcks())),
+		hb:   a.client(commitsByName()),
+		cons: a.client(kgo.FetchMaxWait(200 * time.Millisecond)),
+		prod: a.client(kgo.RequiredAcks(kgo.AllISRAcks())),
 	}
 }
 
@@ -165,7 +175,9 @@ func (m *streamsMember) reassign(ctx context.Context, next []int32) error {
 		}
 	}
 	if len(revoked) > 0 {
-		if err := m.work(ctx); err != nil {
+		// What is not committed now is processed again by the task's
+		// next owner, from the committed offset.
+		if err := m.work(ctx); err != nil && !m.app.tolerant {
 			return err
 		}
 		m.cons.RemoveConsumePartitions(map[string][]int32{m.app.source: revoked})
@@ -183,6 +195,25 @@ func (m *streamsMember) reassign(ctx context.Context, next []int32) error {
 	}
 	m.owned = next
 	return nil
+}
+
+// restart reads every owned task again from its committed offset.
+func (m *streamsMember) restart(ctx context.Context) error {
+	if len(m.owned) == 0 {
+		return nil
+	}
+	m.cons.RemoveConsumePartitions(map[string][]int32{m.app.source: m.owned})
+	offsets, err := m.committed(ctx, m.owned)
+	if err != nil {
+		// Read from the start of the log: what was committed is
+		// processed again, never skipped.
+		offsets = map[int32]kgo.Offset{}
+		for _, p := range m.owned {
+			offsets[p] = kgo.NewOffset().AtStart()
+		}
+	}
+	m.cons.AddConsumePartitions(map[string]map[int32]kgo.Offset{m.app.source: offsets})
+	return err
 }
 
 // committed is where each partition's reading starts: the group's
@@ -329,13 +360,18 @@ func (a *streamsApp) run(ctx context.Context, members []*streamsMember, done fun
 				continue
 			}
 			if _, err := m.heartbeat(ctx); err != nil {
-				if kerr.IsRetriable(err) {
+				if kerr.IsRetriable(err) || a.tolerant && ctx.Err() == nil {
 					continue // a coordinator loading or moving: heartbeat again
 				}
 				a.t.Fatal(err)
 			}
 			if err := m.work(ctx); err != nil {
-				a.t.Fatal(err)
+				if !a.tolerant || ctx.Err() != nil {
+					a.t.Fatal(err)
+				}
+				if err := m.restart(ctx); err != nil {
+					a.t.Logf("member %s: restarting its tasks: %v", m.id, err)
+				}
 			}
 		}
 		if done() {
