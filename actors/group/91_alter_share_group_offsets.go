@@ -24,7 +24,7 @@ func init() {
 type ShareStates interface {
 	SetStarts(ctx context.Context, group string, starts map[routing.TP]int64) error
 	DeleteStates(ctx context.Context, group string, tps []routing.TP) error
-	HasState(ctx context.Context, group string) bool
+	HasState(ctx context.Context, v *routing.View, group string) bool
 }
 
 // SetShareStates gives the coordinator the share-partition state it changes

@@ -32,7 +32,7 @@ func (c *Coordinator) handleDeleteShareGroupOffsets(r *conn.Request) conn.Pendin
 	}
 	return func() kmsg.Response {
 		// Whether the group has state is read here, off the actors.
-		create := c.shares.HasState(r.Ctx, req.GroupID)
+		create := c.shares.HasState(r.Ctx, r.CurrentView(), req.GroupID)
 		if code := c.call(r, req.GroupID, &messages.GroupShareAdmin{Create: create})().(int16); code != 0 {
 			resp.ErrorCode = code
 			return resp

@@ -115,6 +115,13 @@ func (k *Keeper) groupStarts(v *routing.View, group string, waits []func() map[r
 	if k.opts.Store == nil {
 		return waits[i](), nil
 	}
+	return k.storedStarts(v, group)
+}
+
+// storedStarts is a group's share-partition start offsets on the volume,
+// of the topics v has (a snapshot of a deleted topic, or of an earlier
+// topic of the same name, left out).
+func (k *Keeper) storedStarts(v *routing.View, group string) (map[routing.TP]int64, error) {
 	parts, err := k.opts.Store.Partitions(group)
 	if err != nil {
 		k.opts.Log.Error().Err(err).Str("group", group).Msg("listing share-partition state failed")

@@ -171,14 +171,13 @@ func (k *Keeper) loadMark(group string, p PartResult) uint64 {
 }
 
 // HasState reports whether group has share-partition state (on the
-// volume; without a store, in this keeper).
-func (k *Keeper) HasState(ctx context.Context, group string) bool {
+// volume; without a store, in this keeper) of the topics v has: a snapshot
+// left from a deleted topic, or from an earlier topic of the same name,
+// does not count.
+func (k *Keeper) HasState(ctx context.Context, v *routing.View, group string) bool {
 	if k.opts.Store != nil {
-		parts, err := k.opts.Store.Partitions(group)
-		if err != nil {
-			k.opts.Log.Error().Err(err).Str("group", group).Msg("listing share-partition state failed")
-		}
-		return len(parts) > 0
+		starts, _ := k.storedStarts(v, group)
+		return len(starts) > 0
 	}
 	ch := make(chan map[routing.TP]int64, 1)
 	k.ref.Send(tracing.Wrap(ctx, &starts{group: group, reply: func(x map[routing.TP]int64) { ch <- x }}))

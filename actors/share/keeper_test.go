@@ -1,6 +1,7 @@
 package share
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -322,4 +323,32 @@ func TestDropDeletedRemovesSnapshots(t *testing.T) {
 	views.Publish(nv)
 	k.dropDeleted()
 	eventually("the recreated topic's old snapshot was left", func() bool { return !has("t") })
+}
+
+// TestHasStateOfTopicsThatExist: whether a group has share-partition state
+// (DeleteShareGroupOffsets' test of the group) counts the snapshots of the
+// topics the view has, not one left from an earlier topic of the same name.
+func TestHasStateOfTopicsThatExist(t *testing.T) {
+	st, err := sharestate.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v, _ := testKeeper()
+	nv, _ := recreated(v) // "t" now has id {3}
+	k := &Keeper{opts: &Options{Store: st}}
+	if k.HasState(context.Background(), nv, "g") {
+		t.Fatal("state reported with no snapshot")
+	}
+	if err := st.Save("g", "t", 0, sharestate.Snapshot{TopicID: [16]byte{1}, Start: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if k.HasState(context.Background(), nv, "g") {
+		t.Fatal("a snapshot of an earlier topic t counts as the group's state")
+	}
+	if err := st.Save("g", "t", 1, sharestate.Snapshot{TopicID: [16]byte{3}, Start: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if !k.HasState(context.Background(), nv, "g") {
+		t.Fatal("a snapshot of the current topic t is not counted")
+	}
 }

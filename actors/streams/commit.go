@@ -14,14 +14,7 @@ func (g *Group) validateCommit(_ time.Time, memberID string, epoch int32) int16 
 	if epoch < 0 && len(g.members) == 0 {
 		return 0
 	}
-	m := g.members[memberID]
-	if m == nil {
-		return kerr.UnknownMemberID.Code
-	}
-	if epoch != m.epoch {
-		return kerr.StaleMemberEpoch.Code
-	}
-	return 0
+	return g.checkMemberEpoch(memberID, epoch)
 }
 
 // validateFetch is Kafka's StreamsGroup.validateOffsetFetch.
@@ -33,7 +26,12 @@ func (g *Group) validateFetch(memberID *string, epoch int32) int16 {
 	if memberID != nil {
 		id = *memberID
 	}
-	m := g.members[id]
+	return g.checkMemberEpoch(id, epoch)
+}
+
+// checkMemberEpoch accepts a known member at its current epoch only.
+func (g *Group) checkMemberEpoch(memberID string, epoch int32) int16 {
+	m := g.members[memberID]
 	if m == nil {
 		return kerr.UnknownMemberID.Code
 	}

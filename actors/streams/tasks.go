@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"maps"
 	"slices"
 	"sort"
 
@@ -158,11 +159,4 @@ func (s savedTasks) load() tasks {
 	return tasks{loadSet(s.Active), loadSet(s.Standby), loadSet(s.Warmup)}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
