@@ -262,3 +262,42 @@ func TestStreamsGroupACLs(t *testing.T) {
 		t.Fatalf("describe without DESCRIBE on the changelog: %+v", d)
 	}
 }
+
+// TestStreamsGroupSurvivesGroupActorKills: the actor of a stable streams
+// group is stopped, poisoned and made to panic (--debug-chaos); each time
+// the group comes back from what it saved (in memory here) and both
+// members heartbeat on at their epochs with their tasks, processing new
+// records.
+func TestStreamsGroupSurvivesGroupActorKills(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, addr := testBroker(t, "--debug-chaos", "--http-addr", httpAddr, "--group-streams-initial-rebalance-delay", "0s")
+	const group, source = "healed-app", "healed-words"
+	createTopic(t, addr, source, 4, nil)
+	app := newStreamsApp(t, addr, group, source)
+	app.tolerant = true
+	a, b := app.member("a"), app.member("b")
+	ctx := ctxT(t, 120*time.Second)
+	produceKeys(t, addr, source, 0, 50)
+	app.run(ctx, []*streamsMember{a, b}, func() bool {
+		return len(a.owned) == 2 && len(b.owned) == 2 && a.epoch == b.epoch && app.count() == 50
+	})
+	epochA, epochB, ownedA, ownedB := a.epoch, b.epoch, slices.Clone(a.owned), slices.Clone(b.owned)
+	n := 50
+	for _, how := range []string{"panic", "stop", "poison"} {
+		body, err := chaosPost(httpAddr, "/debug/chaos/kill?kind=group&how="+how)
+		if err != nil {
+			t.Fatalf("kill the group actor (%s): %v", how, err)
+		}
+		t.Logf("%s: %s", how, body)
+		produceKeys(t, addr, source, n, n+50)
+		n += 50
+		app.run(ctx, []*streamsMember{a, b}, func() bool { return app.count() == n })
+		if a.epoch != epochA || b.epoch != epochB || !slices.Equal(a.owned, ownedA) || !slices.Equal(b.owned, ownedB) {
+			t.Fatalf("after a %s: epochs %d/%d tasks %v/%v, before %d/%d %v/%v",
+				how, a.epoch, b.epoch, a.owned, b.owned, epochA, epochB, ownedA, ownedB)
+		}
+	}
+	if r := scrapeRestarts(t, httpAddr); r["group"] < 3 {
+		t.Fatalf("group actor restarts %v, want 3", r)
+	}
+}
