@@ -2,10 +2,13 @@ package group
 
 import (
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/streams"
@@ -55,7 +58,7 @@ func (c *Coordinator) handleStreamsGroupHeartbeat(r *conn.Request) conn.Pending 
 	return func() kmsg.Response {
 		rep := wait().(StreamsReply)
 		if len(rep.Create) > 0 && rep.Response.ErrorCode == 0 {
-			createInternalTopics(r, rep.Response, rep.Create)
+			c.createInternalTopics(r, rep.Response, rep.Create)
 		}
 		return rep.Response
 	}
@@ -64,11 +67,13 @@ func (c *Coordinator) handleStreamsGroupHeartbeat(r *conn.Request) conn.Pending 
 // createInternalTopics asks the supervisor to create topics when the
 // request's principal may create every one (CREATE on the cluster or on
 // each topic); otherwise none is created and the MISSING_INTERNAL_TOPICS
-// status says which it may not create, as Kafka answers.
-func createInternalTopics(r *conn.Request, resp *kmsg.StreamsGroupHeartbeatResponse, topics []streams.InternalTopic) {
-	var refused []string
+// status says which it may not create, as Kafka answers. Creations that
+// failed in the last two heartbeat intervals are named in the status too.
+func (c *Coordinator) createInternalTopics(r *conn.Request, resp *kmsg.StreamsGroupHeartbeatResponse, topics []streams.InternalTopic) {
+	var refused, names []string
 	specs := make([]messages.TopicSpec, 0, len(topics))
 	for _, t := range topics {
+		names = append(names, t.Name)
 		if !r.MayCreateTopic(t.Name) {
 			refused = append(refused, t.Name)
 			continue
@@ -79,11 +84,20 @@ func createInternalTopics(r *conn.Request, resp *kmsg.StreamsGroupHeartbeatRespo
 		}
 		specs = append(specs, messages.TopicSpec{Name: t.Name, Partitions: t.Partitions, ReplicationFactor: rf, Config: t.Configs})
 	}
+	window := 2 * time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
+	var details []string
 	if len(refused) == 0 {
-		r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, Reply: func([]messages.TopicResult) {}})
+		r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, Reply: c.creations.record})
+	} else {
+		details = append(details, "Unauthorized to CREATE on topics "+strings.Join(refused, ", ")+".")
+	}
+	if failed := c.creations.recent(names, window); failed != "" {
+		details = append(details, "Creation failed: "+failed+".")
+	}
+	if len(details) == 0 {
 		return
 	}
-	detail := "Unauthorized to CREATE on topics " + strings.Join(refused, ", ") + "."
+	detail := strings.Join(details, "; ")
 	for i := range resp.Status {
 		if s := &resp.Status[i]; s.StatusCode == streams.StatusMissingInternalTopics {
 			s.StatusDetail += "; " + detail
@@ -93,4 +107,57 @@ func createInternalTopics(r *conn.Request, resp *kmsg.StreamsGroupHeartbeatRespo
 	s := kmsg.NewStreamsGroupHeartbeatResponseStatus()
 	s.StatusCode, s.StatusDetail = streams.StatusMissingInternalTopics, detail
 	resp.Status = append(resp.Status, s)
+}
+
+// creationFailures remembers the internal topics whose creation failed
+// and when, so the next heartbeats of their group say why they are still
+// missing (Kafka's broker keeps them for two heartbeat intervals).
+type creationFailures struct {
+	clock  clock.Clock
+	mu     sync.Mutex
+	failed map[string]creationFailure
+}
+
+type creationFailure struct {
+	code int16
+	at   time.Time
+}
+
+// record keeps the failures of a CreateTopics and forgets the topics it
+// created (one that exists already is not a failure).
+func (f *creationFailures) record(results []messages.TopicResult) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock.Now()
+	for _, res := range results {
+		if res.ErrorCode == 0 || res.ErrorCode == kerr.TopicAlreadyExists.Code {
+			delete(f.failed, res.Name)
+			continue
+		}
+		if f.failed == nil {
+			f.failed = map[string]creationFailure{}
+		}
+		f.failed[res.Name] = creationFailure{code: res.ErrorCode, at: now}
+	}
+}
+
+// recent names those of topics whose creation failed within window, with
+// the error, as "t (ERROR), u (ERROR)"; "" for none. Older failures are
+// forgotten.
+func (f *creationFailures) recent(topics []string, window time.Duration) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock.Now()
+	var out []string
+	for _, t := range topics {
+		fail, ok := f.failed[t]
+		switch {
+		case !ok:
+		case now.Sub(fail.at) > window:
+			delete(f.failed, t)
+		default:
+			out = append(out, t+" ("+kerr.TypedErrorForCode(fail.code).Message+")")
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -185,5 +186,31 @@ func TestStreamsMembershipSurvivesMove(t *testing.T) {
 	n.Tick(later.Add(46 * time.Second))
 	if n.HasMembers() || n.State() != Empty {
 		t.Fatalf("after the session: state %v", n.State())
+	}
+}
+
+// TestCreationFailuresKeptTwoIntervals: a failed creation of an internal
+// topic is named (with its error) for two heartbeat intervals, a later
+// success or TOPIC_ALREADY_EXISTS forgets it.
+func TestCreationFailuresKeptTwoIntervals(t *testing.T) {
+	clk := clock.NewFake(t0)
+	f := creationFailures{clock: clk}
+	f.record([]messages.TopicResult{
+		{Name: "app-a-changelog", ErrorCode: kerr.InvalidConfig.Code},
+		{Name: "app-b-changelog", ErrorCode: kerr.PolicyViolation.Code},
+		{Name: "app-c-changelog"},
+	})
+	names := []string{"app-a-changelog", "app-b-changelog", "app-c-changelog"}
+	if got := f.recent(names, 10*time.Second); got != "app-a-changelog (INVALID_CONFIG), app-b-changelog (POLICY_VIOLATION)" {
+		t.Fatalf("recent failures %q", got)
+	}
+	f.record([]messages.TopicResult{{Name: "app-b-changelog", ErrorCode: kerr.TopicAlreadyExists.Code}})
+	clk.Advance(10 * time.Second)
+	if got := f.recent(names, 10*time.Second); got != "app-a-changelog (INVALID_CONFIG)" {
+		t.Fatalf("after b exists: %q", got)
+	}
+	clk.Advance(time.Millisecond)
+	if got := f.recent(names, 10*time.Second); got != "" || len(f.failed) != 0 {
+		t.Fatalf("after two intervals: %q (%d kept)", got, len(f.failed))
 	}
 }

@@ -301,3 +301,34 @@ func TestStreamsGroupSurvivesGroupActorKills(t *testing.T) {
 		t.Fatalf("group actor restarts %v, want 3", r)
 	}
 }
+
+// TestStreamsGroupInternalTopicCreationFails: an internal topic the broker
+// cannot create (the client sent a config no topic may have) stays
+// missing, and the members' MISSING_INTERNAL_TOPICS status says why.
+func TestStreamsGroupInternalTopicCreationFails(t *testing.T) {
+	_, addr := testBroker(t)
+	const group, source = "bad-config-app", "bad-config-words"
+	createTopic(t, addr, source, 2, nil)
+	app := newStreamsApp(t, addr, group, source)
+	bogus := kmsg.NewTopicInfoConfig()
+	bogus.Key, bogus.Value = "cleanup.policy", "sometimes"
+	app.topology.Subtopologies[0].StateChangelogTopics[0].Configs = []kmsg.TopicInfoConfig{bogus}
+	m := app.member("a")
+	ctx := ctxT(t, 30*time.Second)
+	want := "Creation failed: " + streamsChangelog(group) + " (INVALID_CONFIG)."
+	waitUntil(t, 20*time.Second, "the status naming the failed creation", func() bool {
+		resp, err := m.heartbeat(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range resp.Status {
+			if s.StatusCode == 3 && strings.Contains(s.StatusDetail, want) {
+				return true
+			}
+		}
+		return false
+	})
+	if len(m.owned) != 0 {
+		t.Fatalf("tasks %v given while the changelog is missing", m.owned)
+	}
+}
