@@ -441,9 +441,6 @@ func (g *Group) Expire(now time.Time) []groupstore.Record {
 		subscribed = g.consumerSubscribed()
 	case g.kind == KindStreams && g.streamsMembers() > 0:
 		subscribed = g.streamsSubscribed()
-	case g.kind == KindStreams && !g.emptySince.IsZero():
-		since := g.emptySince.UnixMilli()
-		base = func(groupstore.Commit) int64 { return since }
 	case g.protocolType == "":
 	case g.state == Empty:
 		if !g.emptySince.IsZero() {

@@ -39,10 +39,10 @@ type StreamsReply struct {
 	Create   []streams.InternalTopic
 }
 
-// StreamsHeartbeat serves StreamsGroupHeartbeat (key 88). A group of another
-// kind with members answers GROUP_ID_NOT_FOUND, as Kafka does; one with
-// only committed offsets becomes a streams group keeping them (Kafka's
-// offline migration).
+// StreamsHeartbeat serves StreamsGroupHeartbeat (key 88). A join to a
+// classic group without members (one that only stores offsets) makes it a
+// streams group keeping them (Kafka's offline migration); any other group
+// of another kind answers GROUP_ID_NOT_FOUND, as Kafka does.
 func (g *Group) StreamsHeartbeat(now time.Time, c Client, req *kmsg.StreamsGroupHeartbeatRequest, topics Topics) StreamsReply {
 	g.Tick(now)
 	defer g.Tick(now)

@@ -214,3 +214,32 @@ func TestCreationFailuresKeptTwoIntervals(t *testing.T) {
 		t.Fatalf("after two intervals: %q (%d kept)", got, len(f.failed))
 	}
 }
+
+// TestStreamsGroupOffsetsRetention: while a streams group has members the
+// offsets of its topology's topics are kept past the retention; another
+// topic's expire; once the group is empty the retention counts from then.
+func TestStreamsGroupOffsetsRetention(t *testing.T) {
+	g := New("g", testConfig()) // one hour's retention
+	now, epoch := streamsMemberUntilTasks(t, g, t0, "a", 4)
+	commit(g, now, commitReq(9, epoch, "a", map[string]map[int32]int64{"t": {0: 5}, "u": {0: 7}}))
+	start := now
+	for now.Before(start.Add(61 * time.Minute)) {
+		now = now.Add(30 * time.Second)
+		if r := g.StreamsHeartbeat(now, client, streamsBeat("a", epoch, 0, 1, 2, 3), topics); r.Response.ErrorCode != 0 {
+			t.Fatalf("heartbeat: %s", code(r.Response.ErrorCode))
+		}
+	}
+	recs := g.Expire(now)
+	if len(recs) != 1 || recs[0].TP.Topic != "u" {
+		t.Fatalf("expired %+v, want u's offset only", recs)
+	}
+	leave := streamsBeat("a", -1)
+	leave.ActiveTasks, leave.StandbyTasks, leave.WarmupTasks = nil, nil, nil
+	g.StreamsHeartbeat(now, client, leave, topics)
+	if recs := g.Expire(now.Add(59 * time.Minute)); len(recs) != 0 {
+		t.Fatalf("expired %+v within the hour after the group emptied", recs)
+	}
+	if recs := g.Expire(now.Add(61 * time.Minute)); len(recs) != 1 || recs[0].TP.Topic != "t" {
+		t.Fatalf("expired %+v an hour after the group emptied, want t's offset", recs)
+	}
+}
