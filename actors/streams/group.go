@@ -37,10 +37,6 @@ type GroupConfig struct {
 	// group's first assignment waits this long for more members. Negative
 	// means none.
 	InitialRebalanceDelay time.Duration
-	// NewID returns a fresh member id when a member joins without one
-	// (tests may make it deterministic); nil refuses such a join with
-	// INVALID_REQUEST, as Kafka 4.2 does.
-	NewID func() string
 }
 
 // Defaults fills zero fields with Kafka's defaults.

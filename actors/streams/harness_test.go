@@ -1,7 +1,6 @@
 package streams
 
 import (
-	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -46,11 +45,7 @@ func topicsOf(kv ...any) fakeTopics {
 var t0 = time.Unix(1_700_000_000, 0)
 
 func testConfig() GroupConfig {
-	n := 0
-	return GroupConfig{
-		NewID:                 func() string { n++; return fmt.Sprintf("gen-%d", n) },
-		InitialRebalanceDelay: -1,
-	}
+	return GroupConfig{InitialRebalanceDelay: -1}
 }
 
 // oneSub is a topology of one subtopology reading source, with a changelog.

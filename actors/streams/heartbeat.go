@@ -48,9 +48,8 @@ func validateRequest(req *kmsg.StreamsGroupHeartbeatRequest) *hbError {
 			}
 		}
 	}
-	// A join without a member id is given one (GroupConfig.NewID); Kafka
-	// 4.2's clients always send theirs.
-	if req.MemberID == "" && !joining {
+	// The client names its member, on its first join too.
+	if req.MemberID == "" {
 		return errf(kerr.InvalidRequest, "MemberId can't be empty.")
 	}
 	if req.Group == "" {
@@ -172,12 +171,6 @@ func (g *Group) join(now time.Time, c Client, req *kmsg.StreamsGroupHeartbeatReq
 		return nil, nil, errf(kerr.GroupMaxSizeReached, "The streams group has reached its maximum capacity of %d members.", g.cfg.MaxSize)
 	}
 	id := req.MemberID
-	if id == "" {
-		if g.cfg.NewID == nil {
-			return nil, nil, errf(kerr.InvalidRequest, "MemberId can't be empty.")
-		}
-		id = g.cfg.NewID()
-	}
 	old := g.members[id]
 	reported := owned(req)
 	if old == nil && !joining {
