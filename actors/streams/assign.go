@@ -69,12 +69,17 @@ func assign(members []assignee, taskCounts map[string]int32, stateful map[string
 		}
 		return a.Sub < b.Sub
 	})
+	// A task has one previous active owner (targets never share one), so
+	// it is found by task, not by asking every member.
+	prevActive := make(map[taskID]int, len(all))
+	for i, m := range members {
+		for t := range m.prev.Active {
+			prevActive[t] = i
+		}
+	}
 	for _, t := range byPartition {
-		for _, m := range members {
-			if m.prev.Active.has(t) && underQuota(m.id) {
-				take(m, t)
-				break
-			}
+		if i, ok := prevActive[t]; ok && underQuota(members[i].id) {
+			take(members[i], t)
 		}
 	}
 	for _, t := range byPartition {
