@@ -67,8 +67,9 @@ func (c *Coordinator) handleStreamsGroupHeartbeat(r *conn.Request) conn.Pending 
 // createInternalTopics asks the supervisor to create topics when the
 // request's principal may create every one (CREATE on the cluster or on
 // each topic); otherwise none is created and the MISSING_INTERNAL_TOPICS
-// status says which it may not create, as Kafka answers. Creations that
-// failed in the last two heartbeat intervals are named in the status too.
+// status says which it may not create, as Kafka answers. A topic being
+// created is not asked for again; creations that failed in the last two
+// heartbeat intervals are named in the status.
 func (c *Coordinator) createInternalTopics(r *conn.Request, resp *kmsg.StreamsGroupHeartbeatResponse, topics []streams.InternalTopic) {
 	var refused, names []string
 	specs := make([]messages.TopicSpec, 0, len(topics))
@@ -87,7 +88,9 @@ func (c *Coordinator) createInternalTopics(r *conn.Request, resp *kmsg.StreamsGr
 	window := 2 * time.Duration(resp.HeartbeatIntervalMillis) * time.Millisecond
 	var details []string
 	if len(refused) == 0 {
-		r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, Reply: c.creations.record})
+		if specs := c.creations.start(specs, window); len(specs) > 0 {
+			r.Server.Supervisor().Send(&messages.CreateTopics{Topics: specs, Reply: c.creations.record})
+		}
 	} else {
 		details = append(details, "Unauthorized to CREATE on topics "+strings.Join(refused, ", ")+".")
 	}
@@ -109,13 +112,16 @@ func (c *Coordinator) createInternalTopics(r *conn.Request, resp *kmsg.StreamsGr
 	resp.Status = append(resp.Status, s)
 }
 
-// creationFailures remembers the internal topics whose creation failed
-// and when, so the next heartbeats of their group say why they are still
-// missing (Kafka's broker keeps them for two heartbeat intervals).
-type creationFailures struct {
-	clock  clock.Clock
-	mu     sync.Mutex
-	failed map[string]creationFailure
+// topicCreations follows the internal topics the coordinator asked to
+// create: those in flight, which the members' next heartbeats do not ask
+// for again, and those whose creation failed and when, so the next
+// heartbeats of their group say why they are still missing (Kafka's
+// broker keeps both for two heartbeat intervals).
+type topicCreations struct {
+	clock    clock.Clock
+	mu       sync.Mutex
+	inflight map[string]time.Time
+	failed   map[string]creationFailure
 }
 
 type creationFailure struct {
@@ -123,13 +129,34 @@ type creationFailure struct {
 	at   time.Time
 }
 
-// record keeps the failures of a CreateTopics and forgets the topics it
-// created (one that exists already is not a failure).
-func (f *creationFailures) record(results []messages.TopicResult) {
+// start keeps of specs those not already being created within window and
+// marks them in flight.
+func (f *topicCreations) start(specs []messages.TopicSpec, window time.Duration) []messages.TopicSpec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock.Now()
+	if f.inflight == nil {
+		f.inflight = map[string]time.Time{}
+	}
+	var out []messages.TopicSpec
+	for _, s := range specs {
+		if at, ok := f.inflight[s.Name]; ok && now.Sub(at) <= window {
+			continue
+		}
+		f.inflight[s.Name] = now
+		out = append(out, s)
+	}
+	return out
+}
+
+// record ends the creations of a CreateTopics: it keeps the failures and
+// forgets the topics created (one that exists already is not a failure).
+func (f *topicCreations) record(results []messages.TopicResult) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.clock.Now()
 	for _, res := range results {
+		delete(f.inflight, res.Name)
 		if res.ErrorCode == 0 || res.ErrorCode == kerr.TopicAlreadyExists.Code {
 			delete(f.failed, res.Name)
 			continue
@@ -144,7 +171,7 @@ func (f *creationFailures) record(results []messages.TopicResult) {
 // recent names those of topics whose creation failed within window, with
 // the error, as "t (ERROR), u (ERROR)"; "" for none. Older failures are
 // forgotten.
-func (f *creationFailures) recent(topics []string, window time.Duration) string {
+func (f *topicCreations) recent(topics []string, window time.Duration) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.clock.Now()

@@ -37,9 +37,9 @@ type Coordinator struct {
 	// served (nil: they answer UNSUPPORTED_VERSION).
 	shares ShareStates
 
-	// creations are the streams groups' internal topics whose creation
-	// failed lately (88_streams_group_heartbeat.go).
-	creations creationFailures
+	// creations are the streams groups' internal topics being created,
+	// or whose creation failed lately (88_streams_group_heartbeat.go).
+	creations topicCreations
 
 	clock clock.Clock
 }
@@ -48,7 +48,7 @@ type Coordinator struct {
 // (the supervisor) stops, after relinquishing every group.
 func Start(system *actorsys.System, name string, opts Options) (*Coordinator, error) {
 	opts.defaults()
-	c := &Coordinator{done: make(chan struct{}), clock: opts.Clock, creations: creationFailures{clock: opts.Clock}}
+	c := &Coordinator{done: make(chan struct{}), clock: opts.Clock, creations: topicCreations{clock: opts.Clock}}
 	opts.offsets = &c.offsets
 	ref, err := system.Spawn(name, func() actor.Actor {
 		return &manager{opts: &opts, c: c, groups: map[string]*entry{}, restarts: heal.NewTracker(heal.Groups)}

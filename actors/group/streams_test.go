@@ -194,7 +194,7 @@ func TestStreamsMembershipSurvivesMove(t *testing.T) {
 // success or TOPIC_ALREADY_EXISTS forgets it.
 func TestCreationFailuresKeptTwoIntervals(t *testing.T) {
 	clk := clock.NewFake(t0)
-	f := creationFailures{clock: clk}
+	f := topicCreations{clock: clk}
 	f.record([]messages.TopicResult{
 		{Name: "app-a-changelog", ErrorCode: kerr.InvalidConfig.Code},
 		{Name: "app-b-changelog", ErrorCode: kerr.PolicyViolation.Code},
@@ -241,5 +241,28 @@ func TestStreamsGroupOffsetsRetention(t *testing.T) {
 	}
 	if recs := g.Expire(now.Add(61 * time.Minute)); len(recs) != 1 || recs[0].TP.Topic != "t" {
 		t.Fatalf("expired %+v an hour after the group emptied, want t's offset", recs)
+	}
+}
+
+// TestCreationsInFlightNotAskedAgain: a topic being created is not asked
+// for again until its creation ends or two heartbeat intervals pass.
+func TestCreationsInFlightNotAskedAgain(t *testing.T) {
+	clk := clock.NewFake(t0)
+	f := topicCreations{clock: clk}
+	specs := []messages.TopicSpec{{Name: "a"}, {Name: "b"}}
+	if got := f.start(specs, 10*time.Second); len(got) != 2 {
+		t.Fatalf("first ask: %+v", got)
+	}
+	clk.Advance(5 * time.Second)
+	if got := f.start(specs, 10*time.Second); len(got) != 0 {
+		t.Fatalf("asked again while in flight: %+v", got)
+	}
+	f.record([]messages.TopicResult{{Name: "a", ErrorCode: kerr.InvalidConfig.Code}})
+	if got := f.start(specs, 10*time.Second); len(got) != 1 || got[0].Name != "a" {
+		t.Fatalf("after a's creation ended: %+v, want a", got)
+	}
+	clk.Advance(5*time.Second + time.Millisecond) // b asked for 10 s ago, a 5 s ago
+	if got := f.start(specs, 10*time.Second); len(got) != 1 || got[0].Name != "b" {
+		t.Fatalf("two intervals after b was asked for, its reply unseen: %+v, want b", got)
 	}
 }
