@@ -53,8 +53,15 @@ func BenchmarkTickStable(b *testing.B) {
 // stableConsumerGroup is a KIP-848 group of n members over a topic of n
 // partitions, heartbeaten until stable.
 func stableConsumerGroup(b *testing.B, n int) *Group {
+	g, _ := stableConsumerMembers(b, n, int32(n))
+	return g
+}
+
+// stableConsumerMembers is a KIP-848 group of n members over a topic of
+// parts partitions, heartbeaten until stable, and its members.
+func stableConsumerMembers(b *testing.B, n int, parts int32) (*Group, []*cgm) {
 	g := New("g", testConfig())
-	topics := fakeTopics{"t": int32(n)}
+	topics := fakeTopics{"t": parts}
 	var ms []*cgm
 	for i := range n {
 		m := newCGM(b, g, fmt.Sprint("m", i))
@@ -66,5 +73,5 @@ func stableConsumerGroup(b *testing.B, n int) *Group {
 			m.beat(t0)
 		}
 	}
-	return g
+	return g, ms
 }

@@ -14,19 +14,8 @@ import (
 func BenchmarkStableHeartbeat(b *testing.B) {
 	const members, parts = 100, 1000
 	b.Run("consumer", func(b *testing.B) {
-		g := New("g", testConfig())
+		g, ms := stableConsumerMembers(b, members, parts)
 		topics := fakeTopics{"t": parts}
-		var ms []*cgm
-		for i := range members {
-			m := newCGM(b, g, fmt.Sprint("m", i))
-			m.topics = topics
-			ms = append(ms, m)
-		}
-		for range 3 {
-			for _, m := range ms {
-				m.beat(t0)
-			}
-		}
 		reqs := make([]*kmsg.ConsumerGroupHeartbeatRequest, members)
 		for i, m := range ms {
 			r := m.req(m.epoch)
@@ -111,19 +100,8 @@ func stableStreamsGroup(b *testing.B, n int, parts int32) (*Group, []*kmsg.Strea
 func BenchmarkJoinAndLeave(b *testing.B) {
 	const members, parts = 100, 1000
 	b.Run("consumer", func(b *testing.B) {
-		g := New("g", testConfig())
+		g, ms := stableConsumerMembers(b, members, parts)
 		topics := fakeTopics{"t": parts}
-		var ms []*cgm
-		for i := range members {
-			m := newCGM(b, g, fmt.Sprint("m", i))
-			m.topics = topics
-			ms = append(ms, m)
-		}
-		for range 3 {
-			for _, m := range ms {
-				m.beat(t0)
-			}
-		}
 		x := newCGM(b, g, "x")
 		x.topics = topics
 		for b.Loop() {
