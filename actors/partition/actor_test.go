@@ -24,12 +24,17 @@ import (
 // slowLog is a memlog whose Sync blocks until released: an NFS stall.
 type slowLog struct {
 	*memlog.Log
-	release    chan struct{}
-	started    chan int64 // when set, told the end each Sync covers as it begins
-	returned   chan int64 // when set, told the end each Sync covers as it returns
-	mu         sync.Mutex
-	durable    int64
-	superseded atomic.Bool
+	release  chan struct{}
+	started  chan int64 // when set, told the end each Sync covers as it begins
+	returned chan int64 // when set, told the end each Sync covers as it returns
+	// held, when set, holds each Sync after it made its data durable (and
+	// told durable) and before it returns: a disk log's Sync after its
+	// fdatasync, before the caller reads the claim.
+	held        chan struct{}
+	madeDurable chan int64
+	mu          sync.Mutex
+	durable     int64
+	superseded  atomic.Bool
 }
 
 func (l *slowLog) Superseded(int32) bool { return l.superseded.Load() }
@@ -44,6 +49,10 @@ func (l *slowLog) Sync() (int64, error) {
 	l.mu.Lock()
 	l.durable = max(l.durable, n)
 	l.mu.Unlock()
+	if l.held != nil {
+		l.madeDurable <- n
+		<-l.held
+	}
 	select {
 	case l.returned <- n:
 	default:
@@ -362,6 +371,34 @@ func TestSupersededLeaderDoesNotAcknowledge(t *testing.T) {
 	}
 	if r := within(t, produce(ref, -1, "b"), time.Second, "produce"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("produce after the claim: error %d, want NOT_LEADER_OR_FOLLOWER", r.ErrorCode)
+	}
+}
+
+// A produce appended while a Sync has made its data durable but not yet
+// read the claim (which here names a newer leader) sees the log's Durable
+// cover the earlier batch: it is still not acknowledged, since that leader's
+// recovery may not have read it.
+func TestSupersededLeaderAcknowledgesNothingBeforeTheClaimCheck(t *testing.T) {
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{}), started: make(chan int64, 1),
+		held: make(chan struct{}), madeDurable: make(chan int64, 1)}
+	ref := spawn(t, slowOpener{log: sl}, 10*time.Second)
+	first := produce(ref, -1, "a")
+	within(t, sl.started, time.Second, "the Sync")
+	sl.superseded.Store(true)
+	close(sl.release) // the Sync makes "a" durable, then waits on held
+	within(t, sl.madeDurable, time.Second, "the Sync's fdatasync")
+	second := produce(ref, -1, "b")
+	barrier(t, ref)
+	select {
+	case r := <-first:
+		t.Fatalf("first produce answered (error %d) before its Sync read the claim", r.ErrorCode)
+	default:
+	}
+	close(sl.held)
+	for i, ch := range []chan messages.ProduceResult{first, second} {
+		if r := within(t, ch, time.Second, "produce"); r.ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("produce %d: error %d, want NOT_LEADER_OR_FOLLOWER", i, r.ErrorCode)
+		}
 	}
 }
 

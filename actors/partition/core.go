@@ -48,8 +48,11 @@ type Core struct {
 	// writeFailed: an append failed (a full or failing volume); writes
 	// are refused until RetryWrites, then tried again.
 	writeFailed bool
-	superseded  bool  // a newer leader claimed the files (Log.Superseded)
-	hw          int64 // durable high watermark
+	superseded  bool // a newer leader claimed the files (Log.Superseded)
+	// durableOnAppend: the log is durable once written (memory); else the
+	// high watermark moves only through a Synced, which checked the claim.
+	durableOnAppend bool
+	hw              int64 // durable high watermark
 	// epochStart is the log end this leader opened with. Recovery hides
 	// an inherited tail (a killed or released leader's) below the high
 	// watermark until this leader's first Sync; until then ListOffsets
@@ -329,6 +332,7 @@ func (c *Core) onOpened(e Opened) {
 		c.emit(AssignEpoch{Epoch: c.epoch})
 	}
 	c.producers = e.Producers
+	c.durableOnAppend = e.DurableOnAppend
 	c.hw = e.Durable
 	c.epochStart = e.LogEnd
 	c.emit(After{D: c.cfg.MaintenanceInterval, Event: MaintenanceTick{Gen: c.gen}})
@@ -485,7 +489,10 @@ func (c *Core) onProduced(e Produced) {
 		// watermark when it closes the oldest open transaction.
 		c.notifyWatchers(false)
 	}
-	if e.Durable > c.hw {
+	// A disk log's Durable moves inside a Sync, before that Sync reads the
+	// claim: acknowledging up to it here, ahead of the Synced, could
+	// acknowledge batches a newer leader's recovery never read.
+	if c.durableOnAppend && e.Durable > c.hw {
 		c.advanceHW(e.Durable)
 	}
 	if e.LogEnd > c.hw {

@@ -30,6 +30,8 @@ import (
 //	produce P [acks=1]           acks=all unless said; one record, appended at the log end
 //	fetch F | watch W OFFSET     served from the core's state (fetch: "F: hw=N")
 //	abandon W                    W's fetch was answered: the watch is no longer needed
+//	fsynced #N                   sync #N's data is durable (the log's Durable covers it);
+//	                             its Synced, with the claim read after it, comes later
 //	synced #N [failed|superseded] | closed [failed]
 //	advance DURATION | fence | unfence | revoke | stop
 //	disk-full | disk-freed       the log refuses appends, or takes them again
@@ -157,6 +159,14 @@ var coreScenarios = []struct {
 		"produce p2",
 		"synced #1 superseded -> p1: NOT_LEADER_FOR_PARTITION; p2: NOT_LEADER_FOR_PARTITION",
 		"produce p3 -> p3: NOT_LEADER_FOR_PARTITION",
+	}},
+	{"a produce between a commit's fsync and its claim check acknowledges nothing", []string{
+		"take 3 -> open g1 e3",
+		"opened g1 L1 -> take3: opened",
+		"produce p1 -> sync #1 L1; watchdog #1",
+		"fsynced #1", // the log's Durable now covers p1; the claim is read next
+		"produce p2", // its append reads that Durable: p1 still waits for the check
+		"synced #1 superseded -> p1: NOT_LEADER_FOR_PARTITION; p2: NOT_LEADER_FOR_PARTITION",
 	}},
 	{"the watchdog fails the waiters of a hung commit", []string{
 		"take 3 -> open g1 e3",
@@ -404,6 +414,14 @@ func (h *harness) run(f []string) []string {
 			Abandoned: func() bool { return h.abandoned[name] }}})
 	case "abandon":
 		h.abandoned[f[1]] = true
+	case "fsynced":
+		seq := uint64(h.atoi(strings.TrimPrefix(f[1], "#")))
+		s, ok := h.syncs[seq]
+		if !ok {
+			h.t.Fatalf("no sync #%d", seq)
+		}
+		l := s.Log.(*fakeLog)
+		l.durable = max(l.durable, l.syncsInFlight[seq])
 	case "synced":
 		seq := uint64(h.atoi(strings.TrimPrefix(f[1], "#")))
 		s, ok := h.syncs[seq]

@@ -28,15 +28,18 @@ type (
 		Done           func(error)
 	}
 	// Opened is the result of Open. Durable and LogEnd are the opened
-	// log's (zero on error).
+	// log's (zero on error). DurableOnAppend: the log is durable as soon
+	// as written (memory), with no group commit to run and no claim to
+	// check.
 	Opened struct {
-		Gen       uint64
-		Epoch     int32 // the leader epoch the open stamped
-		Log       storage.Log
-		Producers *Producers
-		Err       error
-		Durable   int64
-		LogEnd    int64
+		Gen             uint64
+		Epoch           int32 // the leader epoch the open stamped
+		Log             storage.Log
+		Producers       *Producers
+		Err             error
+		Durable         int64
+		LogEnd          int64
+		DurableOnAppend bool
 	}
 	// RetryOpen is the timer after a failed open.
 	RetryOpen struct{ Gen uint64 }

@@ -56,7 +56,8 @@ func openLog(id storage.PartitionID, cfg *Config, log zerolog.Logger, op Open, a
 	// assignment applied with its counts at Info.
 	log.Debug().Int32("leader_epoch", epoch).Int64("log_start", l.StartOffset()).Int64("log_end", l.NextOffset()).
 		Dur("took", cfg.Clock.Since(start)).Msg("partition opened")
-	return Opened{Gen: op.Gen, Epoch: epoch, Log: l, Producers: prods, Durable: l.Durable(), LogEnd: l.NextOffset()}
+	return Opened{Gen: op.Gen, Epoch: epoch, Log: l, Producers: prods, Durable: l.Durable(), LogEnd: l.NextOffset(),
+		DurableOnAppend: !cfg.Opener.Persistent()}
 }
 
 // closeLog writes the producer snapshot and releases (or deletes) the log.
