@@ -185,6 +185,12 @@ if [ -n "${SARAMA_LOG:-}" ]; then
 	for l in "${logs[@]}"; do cp "$l" "$SARAMA_LOG.$(basename "$l")"; done
 fi
 if [ "$rc" != 0 ]; then
+	# A failed test's own lines (t.Errorf, t.Logf: "file_test.go:N: ..."),
+	# which the summary above leaves out.
+	for name in $(grep -oE -- '--- FAIL: [^ ]+' "$work/sarama.log" | awk '{print $3}' | sort -u); do
+		echo "--- $name: its test lines (last 40) ---" >&2
+		awk -v n="$name" '/^=== (RUN|CONT|NAME|PAUSE) / { on = ($3 == n) } on && /_test\.go:[0-9]+:/' "$work/sarama.log" | tail -n 40 >&2
+	done
 	for l in "${logs[@]}"; do
 		echo "--- $(basename "$l") (tail) ---" >&2
 		tail -n 40 "$l" >&2 || true
