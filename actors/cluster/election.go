@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,9 +37,9 @@ type ElectionConfig struct {
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
-	// OnElected is called with the epoch (leaseTransitions) once this
-	// process holds the Lease; ctx ends when leadership is lost.
-	OnElected func(ctx context.Context, epoch int64)
+	// OnElected is called once this process holds the Lease; ctx ends when
+	// leadership is lost.
+	OnElected func(ctx context.Context, e Election)
 	// OnDeposed is called when leadership ends (renew deadline passed or
 	// shutdown).
 	OnDeposed func()
@@ -145,7 +146,7 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 			Name:          cfg.LeaseName,
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(lctx context.Context) {
-					epoch, err := HolderEpoch(lctx, cfg.Client, cfg.Namespace, cfg.LeaseName, cfg.Identity)
+					el, err := HeldLease(lctx, cfg.Client, cfg.Namespace, cfg.LeaseName, cfg.Identity)
 					mu.Lock()
 					defer mu.Unlock()
 					if stopped || lctx.Err() != nil {
@@ -157,9 +158,13 @@ func RunElection(ctx context.Context, cfg ElectionConfig) error {
 						return
 					}
 					started = true
-					cfg.Log.Info().Int64("epoch", epoch).Str("identity", cfg.Identity).Msg("elected controller")
-					go watchHolder(lctx, cfg, epoch, endRound)
-					cfg.OnElected(lctx, epoch)
+					ev := cfg.Log.Info().Int64("epoch", el.Epoch).Str("identity", cfg.Identity)
+					if el.Released {
+						ev = ev.Int64("released_at_epoch", el.ReleasedAt)
+					}
+					ev.Msg("elected controller")
+					go watchHolder(lctx, cfg, el.Epoch, endRound)
+					cfg.OnElected(lctx, el)
 				},
 				OnStoppedLeading: func() {
 					mu.Lock()
@@ -293,7 +298,8 @@ func watchHolder(ctx context.Context, cfg ElectionConfig, epoch int64, endRound 
 
 // releaseLease clears the Lease if, on a fresh read, it still names this
 // identity; the update carries that read's resourceVersion, so a Lease
-// taken over meanwhile is left alone (conflict). leaseTransitions is kept.
+// taken over meanwhile is left alone (conflict). leaseTransitions is kept,
+// and ReleasedAtAnnotation names it.
 func releaseLease(cfg ElectionConfig) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.RenewDeadline)
 	defer cancel()
@@ -308,6 +314,14 @@ func releaseLease(cfg ElectionConfig) {
 	}
 	now := metav1.NewMicroTime(time.Now())
 	one := int32(1)
+	var epoch int32
+	if l.Spec.LeaseTransitions != nil {
+		epoch = *l.Spec.LeaseTransitions
+	}
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[ReleasedAtAnnotation] = strconv.Itoa(int(epoch))
 	l.Spec.HolderIdentity = nil
 	l.Spec.LeaseDurationSeconds = &one
 	l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
@@ -333,21 +347,43 @@ func LeaseEpoch(ctx context.Context, client kubernetes.Interface, ns, name strin
 	return int64(*l.Spec.LeaseTransitions), nil
 }
 
-// HolderEpoch reads the Lease's epoch, checking in the same read that
-// identity holds it: an epoch read after the Lease changed hands again would
-// be the next holder's.
-func HolderEpoch(ctx context.Context, client kubernetes.Interface, ns, name, identity string) (int64, error) {
+// ReleasedAtAnnotation is written on the Lease by a holder that releases it
+// (a drain): the epoch it held. It stays through the next acquisitions
+// (client-go rewrites only the spec), so a new controller can tell whether
+// the controller of a given epoch gave the Lease up, and was still serving
+// when it did, rather than lost it.
+const ReleasedAtAnnotation = "kaas.io/released-at-epoch"
+
+// Election is what a won campaign read from the Lease: the epoch
+// (leaseTransitions), and the epoch whose holder last released the Lease
+// (ReleasedAt, when Released).
+type Election struct {
+	Epoch      int64
+	Released   bool
+	ReleasedAt int64
+}
+
+// HeldLease reads the Lease's epoch and release mark, checking in the same
+// read that identity holds it: an epoch read after the Lease changed hands
+// again would be the next holder's.
+func HeldLease(ctx context.Context, client kubernetes.Interface, ns, name, identity string) (Election, error) {
 	l, err := client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return 0, fmt.Errorf("get lease %s/%s: %w", ns, name, err)
+		return Election{}, fmt.Errorf("get lease %s/%s: %w", ns, name, err)
 	}
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != identity {
-		return 0, fmt.Errorf("%w: lease %s/%s is held by someone else", ErrNotHolder, ns, name)
+		return Election{}, fmt.Errorf("%w: lease %s/%s is held by someone else", ErrNotHolder, ns, name)
 	}
-	if l.Spec.LeaseTransitions == nil {
-		return 0, nil
+	var el Election
+	if l.Spec.LeaseTransitions != nil {
+		el.Epoch = int64(*l.Spec.LeaseTransitions)
 	}
-	return int64(*l.Spec.LeaseTransitions), nil
+	if v, ok := l.Annotations[ReleasedAtAnnotation]; ok {
+		if at, err := strconv.ParseInt(v, 10, 64); err == nil {
+			el.Released, el.ReleasedAt = true, at
+		}
+	}
+	return el, nil
 }
 
 // WatchLeaseEpoch polls the Lease every period and reports its epoch, so a

@@ -135,16 +135,17 @@ func newClusterSim(t *testing.T, seed int64) *clusterSim {
 		s.groups = append(s.groups, fmt.Sprintf("group-%d", i))
 	}
 	s.brokers = append(s.brokers, &simBroker{name: "kaas-0", id: 0, running: true, parts: map[int32]simPart{}})
-	s.elect(s.brokers[0], nil)
+	s.elect(s.brokers[0], nil, false)
 	return s
 }
 
 // elect makes b's controller the one, at the next epoch, over prev (the
-// newest file; nil for none).
-func (s *clusterSim) elect(b *simBroker, prev *assignment.Assignment) {
+// newest file; nil for none); released: prev's controller released the
+// Lease.
+func (s *clusterSim) elect(b *simBroker, prev *assignment.Assignment, released bool) {
 	s.ctrl, s.epoch = b, s.epoch+1
 	s.core = NewCore(CoreConfig{Self: b.name, SelfHost: "127.0.0.1", SelfPort: 9092 + b.id, HeartbeatAddr: "127.0.0.1:9094",
-		Epoch: s.epoch, DeadAfter: 4 * time.Second, Log: zerolog.Nop()}, prev)
+		Epoch: s.epoch, DeadAfter: 4 * time.Second, PrevReleased: released, Log: zerolog.Nop()}, prev)
 	s.log = append(s.log, fmt.Sprintf("%s controller at epoch %d", b.name, s.epoch))
 	s.step(Start{})
 	s.step(&TopicsChanged{Topics: map[string]balancer.TopicSpec{"t": {ID: "id", Partitions: simPartitions, Config: map[string]string{}}}})
@@ -252,16 +253,25 @@ func (s *clusterSim) act() {
 		s.ping(b)
 	case k == 23 && len(others) > 0:
 		// The Lease moves to another broker, whose controller inherits
-		// the newest file. The old controller's broker has fenced itself
-		// by then (its exchanges are dated by its Lease renewals, the
-		// last a lease duration ago); it may also have crashed.
+		// the newest file. Either the old controller lost it: its broker
+		// has fenced itself by then (its exchanges are dated by its Lease
+		// renewals, the last a lease duration ago), and it may also have
+		// crashed. Or it released it in a drain: its broker goes on
+		// serving what it leads, draining, unfenced.
 		old := s.ctrl
-		old.exchanged = time.Time{}
-		if s.r.Intn(2) == 0 {
+		released := s.r.Intn(3) == 0
+		switch {
+		case released:
+			old.draining = true
+			s.log = append(s.log, "drain and release the Lease "+old.name)
+		case s.r.Intn(2) == 0:
+			old.exchanged = time.Time{}
 			old.running, old.applied, old.parts, old.draining = false, nil, map[int32]simPart{}, false
 			s.log = append(s.log, "crash "+old.name)
+		default:
+			old.exchanged = time.Time{}
 		}
-		s.elect(others[s.r.Intn(len(others))], s.files[len(s.files)-1])
+		s.elect(others[s.r.Intn(len(others))], s.files[len(s.files)-1], released)
 	case k < 18 && len(others) > 0: // a broker other than the controller crashes, or starts draining
 		b := others[s.r.Intn(len(others))]
 		if s.r.Intn(3) == 0 {
@@ -335,14 +345,17 @@ func (s *clusterSim) check(step int) {
 }
 
 // Brokers join, crash, drain, restart and are unregistered, and the Lease
-// moves to another broker's controller, while every broker applies the
+// moves to another broker's controller (lost, or released by a draining
+// controller), while every broker applies the
 // controller's files, opens and closes partitions and
 // reports at its own pace, fencing itself as a real one does: no partition
 // ever has two writers (invariant 1) and no group two coordinators. Each of
 // the handoff rules is needed: without HoldUnreleased's two-phase move, a
 // file that holds every slot when the slot list changes (HoldSlots), or
 // releases that wait for every broker to have applied the file that made
-// the hold (trackGrants), some of these 500 histories break one.
+// the hold (trackGrants), or the grace a new controller gives brokers
+// draining in the file it inherits and a controller that released the
+// Lease (states, PrevReleased), some of these 500 histories break one.
 func TestClusterSimOneWriterOneCoordinator(t *testing.T) {
 	for seed := int64(1); seed <= 500; seed++ {
 		s := newClusterSim(t, seed)

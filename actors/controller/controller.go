@@ -72,6 +72,8 @@ type Config struct {
 	ConcurrentMoves int
 	// Cordoned: CoreConfig.Cordoned.
 	Cordoned map[string]bool
+	// PrevReleased: CoreConfig.PrevReleased.
+	PrevReleased bool
 	// WriteFile writes an assignment file (assignment.WriteFileStaged when
 	// nil; tests slow it down).
 	WriteFile func(dataDir string, a *assignment.Assignment, permit <-chan error, visible func()) (assignment.WriteTiming, error)
@@ -160,7 +162,7 @@ func coreConfig(cfg Config) CoreConfig {
 	}
 	return CoreConfig{
 		Self: cfg.Self, SelfHost: cfg.SelfHost, SelfPort: cfg.SelfPort, HeartbeatAddr: cfg.HeartbeatAddr, Epoch: cfg.Epoch,
-		DeadAfter: cfg.DeadAfter, StrayGrace: grace, ConcurrentMoves: cfg.ConcurrentMoves, Cordoned: cfg.Cordoned, StillLeader: cfg.StillLeader, Log: cfg.Log,
+		DeadAfter: cfg.DeadAfter, StrayGrace: grace, ConcurrentMoves: cfg.ConcurrentMoves, Cordoned: cfg.Cordoned, PrevReleased: cfg.PrevReleased, StillLeader: cfg.StillLeader, Log: cfg.Log,
 	}
 }
 

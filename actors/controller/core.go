@@ -33,6 +33,10 @@ type CoreConfig struct {
 	// until its first one the recompute that follows an election already
 	// keeps new partitions off it.
 	Cordoned map[string]bool
+	// PrevReleased: the controller that wrote the inherited file released
+	// the Lease (a drain) instead of losing it, so its broker did not
+	// fence itself: it gets the same grace as the other brokers (states).
+	PrevReleased bool
 	// StillLeader is the cheap in-memory Lease check made before deciding
 	// to write (nil: always).
 	StillLeader func() bool
@@ -118,7 +122,8 @@ type brokerRow struct {
 	healthy  bool
 	draining bool
 	// heldLease: the broker wrote the inherited file as controller and has
-	// since lost the Lease (not this controller's own broker).
+	// since lost the Lease, not released it (not this controller's own
+	// broker).
 	heldLease bool
 	// listed is what the broker's latest ping says it serves (opening,
 	// leading or still closing): the release confirmation of two-phase moves.
@@ -254,7 +259,8 @@ func (c *Core) start() {
 		fileEpoch, fileVersion = c.prev.ControllerEpoch, c.prev.AssignmentVersion
 		for _, b := range c.prev.Brokers {
 			c.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, State: b.State, Cordoned: c.cfg.Cordoned[b.Name]},
-				healthy: b.State == assignment.Alive, heldLease: b.Name == c.prev.Controller && b.Name != c.cfg.Self}
+				healthy: b.State == assignment.Alive, draining: b.State == assignment.Draining,
+				heldLease: b.Name == c.prev.Controller && b.Name != c.cfg.Self && !c.cfg.PrevReleased}
 		}
 		for name, t := range c.prev.Topics {
 			c.topics[name] = balancer.TopicSpec{ID: t.ID, Partitions: len(t.Partitions), Config: t.Config, Pins: t.Pins}
@@ -417,12 +423,16 @@ func (c *Core) waiting(tp TP) bool {
 // always alive (never an empty assignment). Right after election, brokers
 // that were alive in the inherited assignment stay presumed alive until
 // DeadAfter passes without a ping, so a new controller does not move
-// partitions away from brokers that simply have not dialed it yet. The
+// partitions away from brokers that simply have not dialed it yet; those
+// that were draining stay draining (still serving what they have not
+// released: what they lead moves two-phase, not as a failover). The
 // broker that wrote the inherited file as controller gets no such grace: it
 // lost the Lease, so it has not renewed it for a lease duration, and its
 // broker fenced itself before that (--fence-after); until it pings, it is
 // dead, and its partitions move at the first write instead of DeadAfter
-// later.
+// later. One that released the Lease (a drain: PrevReleased) was serving
+// when it did, and is presumed alive like the others: it goes on draining,
+// its partitions moving two-phase.
 //
 // Silence is only evidence while pings are being received at all: a
 // controller starved of CPU (or its hub stalled) hears nobody, its own
@@ -447,9 +457,14 @@ func (c *Core) states() map[string]assignment.BrokerState {
 		case name == c.cfg.Self:
 			out[name] = assignment.Alive
 		case !row.pinged:
-			if row.healthy && !row.heldLease && now.Sub(c.electedAt) < c.cfg.DeadAfter {
+			switch {
+			case row.heldLease || now.Sub(c.electedAt) >= c.cfg.DeadAfter:
+				out[name] = assignment.Dead
+			case row.draining:
+				out[name] = assignment.Draining
+			case row.healthy:
 				out[name] = assignment.Alive
-			} else {
+			default:
 				out[name] = assignment.Dead
 			}
 		case now.Sub(row.lastPing) > c.cfg.DeadAfter && (hearing || c.lastState[name] == assignment.Dead):

@@ -702,6 +702,27 @@ var coreScenarios = []struct {
 		},
 	},
 	{
+		name: "a controller that released the Lease (a drain) keeps the others' grace: its partitions move two-phase",
+		cfg:  CoreConfig{Epoch: 7, DeadAfter: 4 * time.Second, PrevReleased: true},
+		prev: inheritedFrom("kaas-1", 0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"topics 3 -> write 7.11",
+			"leaders 0,1,2", // presumed alive until it pings: still serving partition 1
+			"written -> hub 7.11; push 7.11",
+			"ping kaas-1 v=7.11 lists=1 draining ->",
+			"tick -> write 7.12", // the alive set changed: kaas-1 drains
+			"leaders 0,-1,2",     // held until kaas-1 reports it closed
+			"written -> hub 7.12; push 7.12",
+			"ping kaas-0 v=7.12 lists=0 -> soon",
+			"ping kaas-2 v=7.12 lists=2 ->",
+			"soon ->",                             // kaas-1 still lists partition 1
+			"ping kaas-1 v=7.12 draining -> soon", // released
+			"soon -> write 7.13",
+			"leaders 0,0,2",
+		},
+	},
+	{
 		name: "a controller that stopped hearing its own broker declares nobody dead until it has heard it again for dead-after/2",
 		cfg:  CoreConfig{Epoch: 6, DeadAfter: 4 * time.Second},
 		prev: inherited(0, 1, 2),

@@ -95,9 +95,10 @@ type (
 		changes    assignment.Changes
 	}
 	elected struct {
-		ctx   context.Context
-		epoch int64
-		prev  *assignment.Assignment
+		ctx          context.Context
+		epoch        int64
+		prev         *assignment.Assignment
+		prevReleased bool
 	}
 	deposed struct{}
 	// coreEvent is an event for the core from a callback or timer.
@@ -246,7 +247,7 @@ func (s *Cluster) Receive(ctx actor.Context) {
 		span.End()
 	case *elected:
 		s.leaseCtx = m.ctx
-		s.step(ctx, Elected{Epoch: m.epoch, Prev: m.prev, Ended: m.ctx.Err() != nil})
+		s.step(ctx, Elected{Epoch: m.epoch, Prev: m.prev, PrevReleased: m.prevReleased, Ended: m.ctx.Err() != nil})
 	case *deposed:
 		s.step(ctx, Deposed{})
 	case *controller.LeaseLost:
@@ -462,15 +463,16 @@ func (s *Cluster) start(ctx actor.Context) {
 		err := cluster.RunElection(electCtx, cluster.ElectionConfig{
 			Client: s.cfg.Kube, Namespace: s.cfg.Namespace, LeaseName: s.cfg.LeaseName, Identity: s.cfg.Incarnation,
 			LeaseDuration: s.cfg.LeaseDuration, RenewDeadline: s.cfg.RenewDeadline, RetryPeriod: s.cfg.RetryPeriod,
-			OnElected: func(lctx context.Context, epoch int64) {
+			OnElected: func(lctx context.Context, el cluster.Election) {
 				s.isLeader.Store(true)
-				s.follower.SetMinEpoch(epoch)
+				s.follower.SetMinEpoch(el.Epoch)
 				prev, err := assignment.ReadFile(assignment.Path(s.cfg.DataDir))
 				if err != nil {
 					log.Warn().Err(err).Msg("no usable assignment on the volume; starting from scratch")
 					prev = nil
 				}
-				send(&elected{ctx: lctx, epoch: epoch, prev: prev})
+				released := prev != nil && el.Released && el.ReleasedAt == prev.ControllerEpoch
+				send(&elected{ctx: lctx, epoch: el.Epoch, prev: prev, prevReleased: released})
 			},
 			OnDeposed: func() {
 				s.isLeader.Store(false)
@@ -551,6 +553,7 @@ func (s *Cluster) startController(ctx actor.Context, e StartController) {
 		Epoch: e.Epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
 		ConcurrentMoves: s.cfg.ConcurrentMoves,
 		Cordoned:        s.cordonedBrokers(e.Prev),
+		PrevReleased:    e.PrevReleased,
 		StillLeader:     func() bool { return s.isLeader.Load() && lctx.Err() == nil },
 		ErrLeaseMovedOn: cluster.ErrNotHolder,
 		VerifyLease: func(ctx context.Context) error {

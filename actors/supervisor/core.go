@@ -63,9 +63,11 @@ type Core struct {
 	ctrlSeq   uint64
 	lastCtrl  uint64
 	ctrlEpoch int64
-	groups    []string // consumer groups this broker coordinates (GroupsLed)
-	txnIDs    []string // transactional ids this broker coordinates (TxnIDsLed)
-	gens      uint64   // partition actors spawned (unique names)
+	// ctrlPrevReleased is the running controller's StartController.PrevReleased.
+	ctrlPrevReleased bool
+	groups           []string // consumer groups this broker coordinates (GroupsLed)
+	txnIDs           []string // transactional ids this broker coordinates (TxnIDsLed)
+	gens             uint64   // partition actors spawned (unique names)
 	healTrackers
 }
 
@@ -125,11 +127,14 @@ type (
 	RetireDue struct{ Gen uint64 }
 	// Elected: this broker won the Lease at Epoch. Ended: the leadership
 	// was already lost when the event was handled. Prev is the file on
-	// the volume, for the controller to start from.
+	// the volume, for the controller to start from; PrevReleased: the
+	// controller that wrote it released the Lease (a drain) rather than
+	// lost it.
 	Elected struct {
-		Epoch int64
-		Prev  *assignment.Assignment
-		Ended bool
+		Epoch        int64
+		Prev         *assignment.Assignment
+		PrevReleased bool
+		Ended        bool
 	}
 	// Deposed: client-go reports the Lease lost.
 	Deposed struct{}
@@ -207,9 +212,10 @@ type (
 	Kick struct{}
 	// StartController spawns controller incarnation Seq at Epoch.
 	StartController struct {
-		Epoch int64
-		Seq   uint64
-		Prev  *assignment.Assignment
+		Epoch        int64
+		Seq          uint64
+		Prev         *assignment.Assignment
+		PrevReleased bool // as in Elected
 	}
 	// StopController stops the running controller.
 	StopController struct{}
@@ -262,8 +268,8 @@ func (c *Core) Step(ev Event, now time.Time) []Effect {
 			return out // deposed before this event was handled
 		}
 		c.lastCtrl++
-		c.ctrlSeq, c.ctrlEpoch = c.lastCtrl, e.Epoch
-		return append(out, StartController{Epoch: e.Epoch, Seq: c.ctrlSeq, Prev: e.Prev}, Publish{})
+		c.ctrlSeq, c.ctrlEpoch, c.ctrlPrevReleased = c.lastCtrl, e.Epoch, e.PrevReleased
+		return append(out, StartController{Epoch: e.Epoch, Seq: c.ctrlSeq, Prev: e.Prev, PrevReleased: e.PrevReleased}, Publish{})
 	case ControllerFailed:
 		if c.ctrlSeq == e.Seq {
 			c.ctrlSeq = 0

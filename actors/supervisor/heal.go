@@ -113,7 +113,7 @@ func (c *Core) stepHeal(ev Event, now time.Time) []Effect {
 		if c.ctrlSeq == e.Seq {
 			c.lastCtrl++
 			c.ctrlSeq = c.lastCtrl
-			return []Effect{StartController{Epoch: c.ctrlEpoch, Seq: c.ctrlSeq, Prev: e.Prev}, Publish{}}
+			return []Effect{StartController{Epoch: c.ctrlEpoch, Seq: c.ctrlSeq, Prev: e.Prev, PrevReleased: c.ctrlPrevReleased}, Publish{}}
 		}
 	}
 	return nil

@@ -16,7 +16,7 @@ import (
 
 // campaign is one RunElection under test, with what it reported.
 type campaign struct {
-	elected chan int64
+	elected chan cluster.Election
 	deposed chan struct{}
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -30,13 +30,13 @@ func startCampaign(t *testing.T, kc kubernetes.Interface, ns, identity string) *
 // six of them, renew deadline four).
 func startCampaignEvery(t *testing.T, kc kubernetes.Interface, ns, identity string, retry time.Duration) *campaign {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &campaign{elected: make(chan int64, 8), deposed: make(chan struct{}, 8), cancel: cancel, done: make(chan struct{})}
+	c := &campaign{elected: make(chan cluster.Election, 8), deposed: make(chan struct{}, 8), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
 		err := cluster.RunElection(ctx, cluster.ElectionConfig{
 			Client: kc, Namespace: ns, LeaseName: "kaas-controller", Identity: identity,
 			LeaseDuration: 6 * retry, RenewDeadline: 4 * retry, RetryPeriod: retry,
-			OnElected: func(_ context.Context, epoch int64) { c.elected <- epoch },
+			OnElected: func(_ context.Context, e cluster.Election) { c.elected <- e },
 			OnDeposed: func() { c.deposed <- struct{}{} },
 			Log:       zerolog.Nop(),
 		})
@@ -50,12 +50,17 @@ func startCampaignEvery(t *testing.T, kc kubernetes.Interface, ns, identity stri
 
 func (c *campaign) waitElected(t *testing.T) int64 {
 	t.Helper()
+	return c.waitElection(t).Epoch
+}
+
+func (c *campaign) waitElection(t *testing.T) cluster.Election {
+	t.Helper()
 	select {
 	case e := <-c.elected:
 		return e
 	case <-time.After(20 * time.Second):
 		t.Fatal("not elected within 20s")
-		return 0
+		return cluster.Election{}
 	}
 }
 
@@ -125,10 +130,16 @@ func TestElectionEpochs(t *testing.T) {
 			holder, now := lease(t, ns)
 			t.Fatalf("still leading at epoch %d after the Lease was released (now held by %q at %d)", e0, holder, now)
 		}
-		e1 := a.waitElected(t)
+		el := a.waitElection(t)
+		e1 := el.Epoch
 		holder, now := lease(t, ns)
 		if e1 <= e0 || holder != "a" || int64(now) != e1 {
 			t.Fatalf("re-elected at epoch %d (was %d); Lease held by %q at %d", e1, e0, holder, now)
+		}
+		// Cleared by another elector, not released by a kaas holder: no
+		// controller of any epoch is known to have given it up.
+		if el.Released {
+			t.Fatalf("re-election reports a release at epoch %d; none happened", el.ReleasedAt)
 		}
 	})
 
@@ -160,7 +171,9 @@ func TestElectionEpochs(t *testing.T) {
 	// A candidate learns of a release from its watch of the Lease and
 	// campaigns at once: with a 30 s retry period its elector's next try
 	// would come 30-66 s after its first (lost) one, so an election within
-	// 15 s of the release can only be the watch's doing.
+	// 15 s of the release can only be the watch's doing. The winner learns
+	// which epoch's controller released it, and so does the one after it
+	// (the mark stays until another release).
 	t.Run("release hands over at once", func(t *testing.T) {
 		ns := namespace(t)
 		a := startCampaign(t, kc, ns, "a")
@@ -169,14 +182,27 @@ func TestElectionEpochs(t *testing.T) {
 		time.Sleep(time.Second) // b's first try has found the Lease held
 		a.cancel()
 		<-a.done
+		var e1 int64
 		select {
-		case e1 := <-b.elected:
-			if e1 <= e0 {
-				t.Fatalf("b elected at epoch %d, not above a's %d", e1, e0)
+		case el := <-b.elected:
+			e1 = el.Epoch
+			if el.Epoch <= e0 {
+				t.Fatalf("b elected at epoch %d, not above a's %d", el.Epoch, e0)
+			}
+			if !el.Released || el.ReleasedAt != e0 {
+				t.Fatalf("b elected with release mark %v at %d, want a's epoch %d", el.Released, el.ReleasedAt, e0)
 			}
 		case <-time.After(15 * time.Second):
 			holder, epoch := lease(t, ns)
 			t.Fatalf("b not elected within 15 s of a's release (Lease held by %q at %d)", holder, epoch)
+		}
+		// b loses the Lease to another elector (x, which then stops
+		// renewing): the next winner's mark still names a's epoch, not b's.
+		x := "x"
+		rewrite(t, ns, &x, int32(e1)+1)
+		c := startCampaign(t, kc, ns, "c")
+		if el := c.waitElection(t); el.Epoch <= e1+1 || !el.Released || el.ReleasedAt != e0 {
+			t.Fatalf("c elected at %d with release mark %v at %d, want above %d and a's epoch %d", el.Epoch, el.Released, el.ReleasedAt, e1+1, e0)
 		}
 	})
 }

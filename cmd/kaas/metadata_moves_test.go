@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -80,6 +81,8 @@ func (p *metadataPoller) run(ctx context.Context, t *testing.T, addr, topic stri
 // both kinds of planned move: a drain (SIGTERM) and the rebalance back onto
 // the restarted broker, with the two other brokers polled throughout. The
 // drained broker exits only once the file granting its partitions is in.
+// Then the controller drains: its successor moves its partitions two-phase
+// too, never taking it for dead while it runs.
 func TestMetadataDuringPlannedMoves(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, clusterFlags...)
@@ -176,4 +179,55 @@ func TestMetadataDuringPlannedMoves(t *testing.T) {
 			t.Errorf("%s: %s", p.broker, e)
 		}
 	}
+
+	// 3. Drain the controller. It gives up the Lease first; its successor
+	// knows the Lease was released, not lost, so it presumes the drained
+	// broker alive, then draining, and moves its partitions two-phase: no
+	// file of the successor's epochs declares it dead while it runs (a
+	// failover would give its partitions away while it still writes).
+	_, ctrl, epoch := c.ledBy()
+	if ctrl == "" {
+		t.Fatal("no controller")
+	}
+	watched := make(chan struct{})
+	var newer, deadWhileRunning []int64
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-c.brokers[ctrl].exited:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+			if err != nil || a.ControllerEpoch <= epoch {
+				continue
+			}
+			if len(newer) == 0 || newer[len(newer)-1] != a.AssignmentVersion {
+				newer = append(newer, a.AssignmentVersion)
+			}
+			for _, b := range a.Brokers {
+				if b.Name == ctrl && b.State == assignment.Dead && !slices.Contains(deadWhileRunning, a.AssignmentVersion) {
+					deadWhileRunning = append(deadWhileRunning, a.AssignmentVersion)
+				}
+			}
+		}
+	}()
+	_ = c.brokers[ctrl].cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.brokers[ctrl].exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("controller %s did not exit after SIGTERM", ctrl)
+	}
+	<-watched
+	if len(newer) == 0 {
+		t.Fatalf("no file of an epoch above %d was written while %s drained", epoch, ctrl)
+	}
+	if len(deadWhileRunning) > 0 {
+		t.Errorf("files %v of the new controller declared the draining %s dead while it ran (files seen: %v)", deadWhileRunning, ctrl, newer)
+	}
+	waitUntil(t, 30*time.Second, "the drained controller's partitions led by the others", func() bool {
+		led, _, _ := c.ledBy()
+		return led[ctrl] == 0 && led["kaas-0"]+led["kaas-1"]+led["kaas-2"] == parts
+	})
 }
