@@ -426,6 +426,7 @@ func (l *loadChecker) verify(c *kaasCluster) checked {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lost, dups, disorder, epochDrops, moved := 0, 0, 0, 0, 0
+	var lostSome []string // the first few, to find them in the brokers' logs
 	for p := int32(0); p < int32(l.parts); p++ {
 		count := map[int]int{}
 		lastSeq, lastEpoch := -1, int32(-1)
@@ -447,6 +448,14 @@ func (l *loadChecker) verify(c *kaasCluster) checked {
 		for _, a := range l.acked[p] {
 			if count[a.seq] == 0 {
 				lost++
+				if len(lostSome) < 20 {
+					end := int64(-1)
+					if o, ok := ends.Lookup(l.topic, p); ok {
+						end = o.Offset
+					}
+					lostSome = append(lostSome, fmt.Sprintf("p%d seq %d acknowledged at offset %d at %s (sent %s; log end %d)",
+						p, a.seq, a.offset, a.at.UTC().Format("15:04:05.000"), a.sent.UTC().Format("15:04:05.000"), end))
+				}
 			} else if offsets[p][a.offset] != a.seq {
 				moved++
 			}
@@ -459,6 +468,9 @@ func (l *loadChecker) verify(c *kaasCluster) checked {
 	t.Logf("produce errors by kind: %v", l.kinds)
 	t.Logf("checker: %d acknowledged, %d in the log, %d produce errors; lost %d, duplicates %d, out of order %d, epoch regressions %d, not at acked offset %d",
 		total, got, l.errs, lost, dups, disorder, epochDrops, moved)
+	if len(lostSome) > 0 {
+		t.Logf("lost (the first %d): %s", len(lostSome), strings.Join(lostSome, "; "))
+	}
 	if lost+dups+disorder+epochDrops+moved > 0 || total == 0 {
 		t.Errorf("invariants violated")
 	}
