@@ -415,20 +415,10 @@ func (h *harness) run(f []string) []string {
 	case "abandon":
 		h.abandoned[f[1]] = true
 	case "fsynced":
-		seq := uint64(h.atoi(strings.TrimPrefix(f[1], "#")))
-		s, ok := h.syncs[seq]
-		if !ok {
-			h.t.Fatalf("no sync #%d", seq)
-		}
-		l := s.Log.(*fakeLog)
+		_, seq, l := h.sync(f[1])
 		l.durable = max(l.durable, l.syncsInFlight[seq])
 	case "synced":
-		seq := uint64(h.atoi(strings.TrimPrefix(f[1], "#")))
-		s, ok := h.syncs[seq]
-		if !ok {
-			h.t.Fatalf("no sync #%d", seq)
-		}
-		l := s.Log.(*fakeLog)
+		s, seq, l := h.sync(f[1])
 		ev := Synced{Gen: s.Gen, Seq: seq, UpTo: l.syncsInFlight[seq], LogEnd: l.end}
 		switch {
 		case has("failed"):
@@ -577,6 +567,16 @@ func (h *harness) serve(m any) {
 	default:
 		h.t.Fatalf("serve %T", m)
 	}
+}
+
+// sync returns the Sync effect named "#N", its sequence and its log.
+func (h *harness) sync(name string) (Sync, uint64, *fakeLog) {
+	seq := uint64(h.atoi(strings.TrimPrefix(name, "#")))
+	s, ok := h.syncs[seq]
+	if !ok {
+		h.t.Fatalf("no sync #%d", seq)
+	}
+	return s, seq, s.Log.(*fakeLog)
 }
 
 func (h *harness) log(name string) *fakeLog {
