@@ -156,18 +156,16 @@ const unregisterTimeout = 15 * time.Second
 // DescribeQuorum implements the Heartbeat service: the controller actor's
 // view of the brokers' progress through the assignment files.
 func (h *Hub) DescribeQuorum(ctx context.Context, _ *heartbeatpb.DescribeQuorumRequest) (*heartbeatpb.DescribeQuorumResponse, error) {
-	ref, _ := h.current()
-	if !ref.Valid() {
+	q, st := askController(ctx, h, func(reply func(*heartbeatpb.DescribeQuorumResponse)) any {
+		return &DescribeQuorum{Reply: reply}
+	})
+	switch st {
+	case askedNoController:
 		return &heartbeatpb.DescribeQuorumResponse{ErrorCode: int32(kerr.NotController.Code), ErrorMessage: "this broker is not the controller"}, nil
-	}
-	done := make(chan *heartbeatpb.DescribeQuorumResponse, 1)
-	ref.Send(&DescribeQuorum{Reply: func(q *heartbeatpb.DescribeQuorumResponse) { done <- q }})
-	select {
-	case q := <-done:
-		return q, nil
-	case <-ctx.Done():
+	case askTimedOut:
 		return &heartbeatpb.DescribeQuorumResponse{ErrorCode: int32(kerr.RequestTimedOut.Code), ErrorMessage: "the controller did not answer in time"}, nil
 	}
+	return q, nil
 }
 
 // Unregister implements the Heartbeat service: it hands the request to the
@@ -176,21 +174,46 @@ func (h *Hub) DescribeQuorum(ctx context.Context, _ *heartbeatpb.DescribeQuorumR
 // controller answers NOT_CONTROLLER (the caller asks again, of the
 // controller the newest file names).
 func (h *Hub) Unregister(ctx context.Context, req *heartbeatpb.UnregisterRequest) (*heartbeatpb.UnregisterResponse, error) {
-	ref, _ := h.current()
-	if !ref.Valid() {
-		return &heartbeatpb.UnregisterResponse{ErrorCode: int32(kerr.NotController.Code), ErrorMessage: "this broker is not the controller"}, nil
-	}
-	done := make(chan *heartbeatpb.UnregisterResponse, 1)
-	ref.Send(&UnregisterBroker{ID: req.BrokerId, Reply: func(code int16, msg string) {
-		done <- &heartbeatpb.UnregisterResponse{ErrorCode: int32(code), ErrorMessage: msg}
-	}})
 	ctx, cancel := context.WithTimeout(ctx, unregisterTimeout)
 	defer cancel()
-	select {
-	case r := <-done:
-		return r, nil
-	case <-ctx.Done():
+	r, st := askController(ctx, h, func(reply func(*heartbeatpb.UnregisterResponse)) any {
+		return &UnregisterBroker{ID: req.BrokerId, Reply: func(code int16, msg string) {
+			reply(&heartbeatpb.UnregisterResponse{ErrorCode: int32(code), ErrorMessage: msg})
+		}}
+	})
+	switch st {
+	case askedNoController:
+		return &heartbeatpb.UnregisterResponse{ErrorCode: int32(kerr.NotController.Code), ErrorMessage: "this broker is not the controller"}, nil
+	case askTimedOut:
 		return &heartbeatpb.UnregisterResponse{ErrorCode: int32(kerr.RequestTimedOut.Code),
 			ErrorMessage: "the controller did not write the assignment in time; the broker may still be unregistered"}, nil
+	}
+	return r, nil
+}
+
+// askState is how a question to the controller actor ended.
+type askState uint8
+
+const (
+	askAnswered       askState = iota
+	askedNoController          // this broker runs no controller
+	askTimedOut                // ctx ended first
+)
+
+// askController sends this broker's controller actor the message msg builds
+// around a reply function, and waits for the reply until ctx ends.
+func askController[T any](ctx context.Context, h *Hub, msg func(reply func(T)) any) (T, askState) {
+	var zero T
+	ref, _ := h.current()
+	if !ref.Valid() {
+		return zero, askedNoController
+	}
+	done := make(chan T, 1)
+	ref.Send(msg(func(r T) { done <- r }))
+	select {
+	case r := <-done:
+		return r, askAnswered
+	case <-ctx.Done():
+		return zero, askTimedOut
 	}
 }
