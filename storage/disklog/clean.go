@@ -10,6 +10,7 @@ import (
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
 	"github.com/kaas-project/kaas/storage/compaction"
+	"github.com/kaas-project/kaas/storage/filelock"
 )
 
 // cleanerFile records the log's first dirty offset: everything below it was
@@ -327,7 +328,7 @@ func (l *Log) swapCleaned(s *segment, tmp string, entries []indexEntry, sum summ
 	claimed, epoch := l.cfg.Claim, l.cfg.ClaimEpoch
 	l.mu.RUnlock()
 	if claimed {
-		unlock, _, err := openLocked(filepath.Join(l.dir, claimFile+lockSuffix), l.fileMode, claimLockWait)
+		unlock, _, err := filelock.Acquire(filepath.Join(l.dir, claimFile+lockSuffix), l.fileMode, claimLockWait)
 		if unlock == nil {
 			return false, fmt.Errorf("disklog: compaction: claim lock: %w", err)
 		}

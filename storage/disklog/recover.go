@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/filelock"
 )
 
 // openLog creates or recovers the log in dir.
@@ -86,7 +87,7 @@ const staleTmpAge = time.Minute
 // lost with its NFS lease) is waited for at most claimLockWait, after which
 // the claim is written anyway: that holder is gone.
 func claim(dir string, epoch int32, mode os.FileMode, log zerolog.Logger) error {
-	unlock, locked, err := openLocked(filepath.Join(dir, claimFile+lockSuffix), mode, claimLockWait)
+	unlock, locked, err := filelock.Acquire(filepath.Join(dir, claimFile+lockSuffix), mode, claimLockWait)
 	if unlock == nil {
 		return fmt.Errorf("disklog: open claim lock: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,34 +30,6 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: larger than %d bytes", path, len(buf)-1)
 	}
 	return buf[:n], nil
-}
-
-// openLocked opens (creating) a lock file and takes an exclusive
-// open-file-description lock on it (fcntl F_OFD_SETLK: owned by this
-// descriptor, so goroutines and processes exclude each other; NFS forwards
-// it to the server), retrying until timeout. It reports whether the lock
-// was taken; closing the descriptor releases it.
-func openLocked(path string, mode os.FileMode, timeout time.Duration) (unlock func(), locked bool, err error) {
-	fd, err := openRaw(path, unix.O_RDWR|unix.O_CREAT, uint32(mode.Perm()))
-	if err != nil {
-		return nil, false, err
-	}
-	unlock = func() { _ = unix.Close(fd) }
-	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0}
-	deadline := time.Now().Add(timeout)
-	for {
-		err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &lk)
-		if err == nil {
-			return unlock, true, nil
-		}
-		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EINTR) {
-			return unlock, false, err
-		}
-		if time.Now().After(deadline) {
-			return unlock, false, nil
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // syncfs flushes every dirty page and the journal of f's filesystem, and

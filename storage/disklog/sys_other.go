@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"time"
 )
 
 // readSmall reads a small file (the leader claim, the start offset).
@@ -16,16 +15,6 @@ func readSmall(path string, buf []byte) ([]byte, error) {
 		return nil, errors.New("read " + path + ": file too large")
 	}
 	return b, err
-}
-
-// openLocked opens the lock file; the lock itself is Linux only
-// (open-file-description locks): elsewhere claims are written without it.
-func openLocked(path string, mode os.FileMode, _ time.Duration) (func(), bool, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, mode)
-	if err != nil {
-		return nil, false, err
-	}
-	return func() { _ = f.Close() }, false, nil
 }
 
 // syncfs is Linux only: the Opener falls back to SyncFiles.
