@@ -2,6 +2,8 @@ package group
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
 	"sync"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
@@ -162,15 +165,21 @@ type groupActor struct {
 	parent *actor.PID
 	system *actor.ActorSystem
 
-	g         *Group
-	phase     phase
-	glog      groupstore.Log
-	queued    []*messages.GroupCall
-	graceOver bool
-	handled   uint64
-	idleAt    uint64 // handled count at the last idle report
-	reported  Summary
-	everSent  bool
+	g     *Group
+	phase phase
+	glog  groupstore.Log
+	// claim is the assignment file position the log was loaded from, the
+	// group store's claim (cluster mode); superseded: a coordinator
+	// loaded from a later file has claimed the group, and this one
+	// answers NOT_COORDINATOR.
+	claim      *assignment.Position
+	superseded bool
+	queued     []*messages.GroupCall
+	graceOver  bool
+	handled    uint64
+	idleAt     uint64 // handled count at the last idle report
+	reported   Summary
+	everSent   bool
 
 	writing   bool
 	writes    []write
@@ -308,12 +317,34 @@ func (a *groupActor) stopTimers() {
 	}
 }
 
+// claimOpener is a store that fences a group's files by a coordinator claim
+// (groupstore.File).
+type claimOpener interface {
+	OpenAt(group string, claim assignment.Position) (groupstore.Log, groupstore.State, error)
+}
+
+// openLog opens the group's log, claimed at claim when the store claims.
+func openLog(store groupstore.Store, id string, claim *assignment.Position) (groupstore.Log, groupstore.State, error) {
+	if co, ok := store.(claimOpener); ok && claim != nil {
+		return co.OpenAt(id, *claim)
+	}
+	return store.Open(id)
+}
+
 func (a *groupActor) load() {
 	store, id := a.opts.Store, a.id
 	self, system := a.self, a.system
 	configs := a.opts.Configs
+	// Each attempt claims from the file this broker follows now: the one
+	// that has it coordinate the group, later than any file from which an
+	// earlier coordinator loaded it.
+	a.claim = nil
+	if v := a.opts.Views.Load(); v != nil {
+		a.claim = &assignment.Position{Epoch: v.Epoch, Version: v.Version}
+	}
+	claim := a.claim
 	go func() {
-		l, st, err := store.Open(id)
+		l, st, err := openLog(store, id, claim)
 		m := &loaded{log: l, st: st, err: err}
 		if configs != nil {
 			m.configs.set, m.configs.err = configs.Load(id)
@@ -383,6 +414,10 @@ func (a *groupActor) serveCall(gc *messages.GroupCall) {
 		a.queued = append(a.queued, gc)
 		return
 	case phaseReleasing:
+		gc.Reply(errorReply(a.id, gc.Op, kerr.NotCoordinator.Code))
+		return
+	}
+	if a.superseded {
 		gc.Reply(errorReply(a.id, gc.Op, kerr.NotCoordinator.Code))
 		return
 	}
@@ -575,13 +610,13 @@ func (a *groupActor) kick() {
 	batch := a.writes[:n:n]
 	a.writes = a.writes[n:]
 	a.writing = true
-	l, store, id := a.glog, a.opts.Store, a.id
+	l, store, id, claim := a.glog, a.opts.Store, a.id, a.claim
 	self, system := a.self, a.system
 	go func() {
 		w := &written{batch: batch}
 		if batch[0].destroy {
 			w.err = l.Destroy()
-			nl, _, err := store.Open(id)
+			nl, _, err := openLog(store, id, claim)
 			if err == nil {
 				w.newLog = nl
 			} else if w.err == nil {
@@ -604,7 +639,7 @@ func (a *groupActor) kick() {
 				// cut off on open); the records of this batch are
 				// answered as failed.
 				_ = l.Close()
-				if nl, _, err := store.Open(id); err == nil {
+				if nl, _, err := openLog(store, id, claim); err == nil {
 					w.newLog = nl
 				}
 			}
@@ -617,6 +652,14 @@ func (a *groupActor) onWritten(m *written) {
 	a.writing = false
 	if m.newLog != nil {
 		a.glog = m.newLog
+	}
+	if !a.superseded && (errors.Is(m.err, groupstore.ErrSuperseded) || errors.Is(m.membersErr, groupstore.ErrSuperseded)) {
+		// It stalled past dead-after: its successor has the group, and
+		// what this write covered was not acknowledged.
+		a.superseded = true
+		a.log.Warn().Err(cmp.Or(m.err, m.membersErr)).Msg("a newer coordinator claimed the group; answering NOT_COORDINATOR")
+		a.g.Abandon(kerr.NotCoordinator.Code)
+		a.flushQueued(kerr.NotCoordinator.Code)
 	}
 	for _, w := range m.batch {
 		if w.done != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
@@ -125,5 +126,49 @@ func TestTxnOffsetsSurviveCoordinatorMoves(t *testing.T) {
 				t.Fatalf("after a reload: offset %d code %s, want %d", o, code(e), tc.want)
 			}
 		})
+	}
+}
+
+// TestCoordinatorClaim: with a claiming store (cluster mode), a group's
+// coordinator whose files a coordinator loaded from a later assignment file
+// has claimed (it stalled past dead-after) acknowledges no commit after
+// that, answers NOT_COORDINATOR from then on, and the later coordinator's
+// offsets are what the next load finds.
+func TestCoordinatorClaim(t *testing.T) {
+	dir := t.TempDir()
+	views := &routing.Store{}
+	v := view(nil)
+	v.Epoch, v.Version = 3, 10
+	views.Publish(v)
+	st, err := groupstore.NewFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Claims = true
+	c, _ := startCoordinator(t, st, views)
+	commit := func(off int64) int16 {
+		r := await(t, callGroup(c, "g", commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: off}}))).(*kmsg.OffsetCommitResponse)
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	if got := commit(3); got != 0 {
+		t.Fatalf("commit: %s", code(got))
+	}
+	// The next coordinator loads the group from file 3.20 and commits.
+	next, loaded, err := st.OpenAt("g", assignment.Position{Epoch: 3, Version: 20})
+	if err != nil || loaded.Offsets[groupstore.TP{Topic: "t", Partition: 0}].Offset != 3 {
+		t.Fatalf("next coordinator's load: %+v, %v", loaded.Offsets, err)
+	}
+	if err := next.Append([]groupstore.Record{{TP: groupstore.TP{Topic: "t", Partition: 0}, Commit: &groupstore.Commit{Offset: 8, ExpireTime: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := commit(5); got == 0 {
+		t.Fatal("the superseded coordinator acknowledged a commit")
+	}
+	if got := commit(6); got != kerr.NotCoordinator.Code {
+		t.Fatalf("commit after the coordinator learned it was superseded: %s, want NOT_COORDINATOR", code(got))
+	}
+	_, loaded, err = st.OpenAt("g", assignment.Position{Epoch: 3, Version: 30})
+	if got := loaded.Offsets[groupstore.TP{Topic: "t", Partition: 0}].Offset; err != nil || got != 8 {
+		t.Fatalf("next load: offset %d, %v; want the later coordinator's 8", got, err)
 	}
 }

@@ -86,6 +86,10 @@ func registerGroups(b *broker) {
 			b.log.Error().Err(err).Msg("consumer-group offset store unavailable")
 			opts.Store = brokenStore{err: err}
 		} else {
+			// Coordinators move between processes only in cluster
+			// mode: there a group's files are claimed by the
+			// coordinator that loads them.
+			st.Claims = b.fence != nil
 			opts.Store = st
 		}
 	} else {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/atomicfile"
 )
 
@@ -49,6 +50,9 @@ type File struct {
 	// CompactMin is how many records a log holds before it may be rewritten
 	// (it is rewritten once it holds more than twice its live records).
 	CompactMin int
+	// Claims: OpenAt claims the group for the coordinator (claim.go);
+	// cluster mode, where coordinators move between processes.
+	Claims bool
 }
 
 // NewFile opens (creating) the store under dataDir/__groups.
@@ -121,13 +125,33 @@ func readHeader(path string) (string, bool) {
 
 // Open implements Store. A torn or corrupt tail is cut off; a log holding
 // superseded records is rewritten compacted before it is returned.
-func (s *File) Open(group string) (Log, State, error) {
+func (s *File) Open(group string) (Log, State, error) { return s.open(group, nil) }
+
+// OpenAt is Open for the coordinator that loads the group from the
+// assignment file at claim. With Claims, it records the claim before it
+// reads anything (ErrSuperseded if a later one holds the group) and
+// rewrites the log it loaded, so a stalled earlier coordinator's late
+// appends go to a file nobody reads; a group without files is claimed at
+// its first write.
+func (s *File) OpenAt(group string, claim assignment.Position) (Log, State, error) {
+	return s.open(group, &claim)
+}
+
+func (s *File) open(group string, claim *assignment.Position) (Log, State, error) {
 	dir := filepath.Join(s.Root, DirName(group))
 	l := &fileLog{root: s.Root, dir: dir, path: filepath.Join(dir, logName), group: group, compactMin: s.CompactMin}
 	if l.compactMin <= 0 {
 		l.compactMin = defaultCompactMin
 	}
 	l.state = State{Offsets: map[TP]Commit{}}
+	if s.Claims && claim != nil {
+		l.claims, l.claim = true, *claim
+		if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+			l.lazy = true
+		} else if err := l.fenced(func() error { return nil }); err != nil {
+			return nil, State{}, err
+		}
+	}
 	_ = os.Remove(l.path + atomicfile.TmpSuffix) // an interrupted compaction
 	members, err := os.ReadFile(filepath.Join(dir, membersName))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -169,7 +193,7 @@ func (s *File) Open(group string) (Log, State, error) {
 		}
 	}
 	l.f, l.size, l.records = f, good, records
-	if l.records > l.live()+1 {
+	if l.records > l.live()+1 || l.claimed {
 		if err := l.compact(); err != nil {
 			_ = l.Close()
 			return nil, State{}, err
@@ -219,6 +243,12 @@ type fileLog struct {
 	group           string
 	compactMin      int
 
+	// claims: the log is fenced by a claim (claim.go); claimed: the
+	// claim is recorded; lazy: opened on no files, so claimed at the
+	// first write.
+	claims, claimed, lazy bool
+	claim                 assignment.Position
+
 	f       *os.File // nil until the first Append creates the file
 	size    int64
 	records int   // records in the file, header included
@@ -245,6 +275,10 @@ func (l *fileLog) create() error {
 	if err := syncDir(l.root); err != nil {
 		return err
 	}
+	return l.fenced(l.createFile)
+}
+
+func (l *fileLog) createFile() error {
 	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("group store: create %s: %w", l.path, err)
@@ -294,6 +328,14 @@ func (l *fileLog) Append(recs []Record) error {
 		l.rollback()
 		return fmt.Errorf("group store: sync %s: %w", l.path, err)
 	}
+	if l.claims {
+		// After the fsync: if no later claim is there now, the next
+		// coordinator claims after it and reads these records.
+		if err := l.superseded(); err != nil {
+			l.broken = err
+			return err
+		}
+	}
 	l.size += int64(len(buf))
 	l.records += len(recs)
 	for _, r := range recs {
@@ -333,19 +375,26 @@ func (l *fileLog) compact() error {
 		n++
 	}
 	renamed := false
-	if _, err := atomicfile.WriteWith(l.dir, logName, buf, atomicfile.Options{Mode: 0o644, Renamed: func() { renamed = true }}); err != nil {
-		err = fmt.Errorf("group store: %w", err)
-		if renamed {
+	var f *os.File
+	// The reopen runs under the claim lock too: a later claimant's own
+	// rewrite may not come between the rename and it.
+	if err := l.fenced(func() error {
+		if _, err := atomicfile.WriteWith(l.dir, logName, buf, atomicfile.Options{Mode: 0o644, Renamed: func() { renamed = true }}); err != nil {
+			return fmt.Errorf("group store: %w", err)
+		}
+		var err error
+		if f, err = os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0o644); err != nil {
+			l.broken = fmt.Errorf("group store: reopen %s after compaction: %w", l.path, err)
+			return l.broken
+		}
+		return nil
+	}); err != nil {
+		if renamed && l.broken == nil {
 			// The compacted log is in place but its rename may not be
 			// durable: appends after it could be lost with it.
 			l.broken = err
 		}
 		return err
-	}
-	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND, 0o644)
-	if err != nil {
-		l.broken = fmt.Errorf("group store: reopen %s after compaction: %w", l.path, err)
-		return l.broken
 	}
 	if l.f != nil {
 		_ = l.f.Close()
@@ -359,6 +408,21 @@ func (l *fileLog) SaveMembers(b []byte) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if l.claims {
+		if _, err := os.Stat(l.dir); errors.Is(err, os.ErrNotExist) && b != nil {
+			if err := os.MkdirAll(l.dir, 0o755); err != nil {
+				return fmt.Errorf("group store: %w", err)
+			}
+			if err := syncDir(l.root); err != nil {
+				return err
+			}
+		}
+		return l.fenced(func() error { return l.saveMembers(b) })
+	}
+	return l.saveMembers(b)
+}
+
+func (l *fileLog) saveMembers(b []byte) error {
 	if b == nil {
 		err := os.Remove(filepath.Join(l.dir, membersName))
 		if errors.Is(err, os.ErrNotExist) {
@@ -383,13 +447,24 @@ func (l *fileLog) SaveMembers(b []byte) error {
 	return nil
 }
 
-// Destroy implements Log: the directory is renamed aside, then removed.
+// Destroy implements Log: the directory is renamed aside, then removed. A
+// log a later claim superseded removes nothing.
 func (l *fileLog) Destroy() error {
 	if l.f != nil {
 		_ = l.f.Close()
 		l.f = nil
 	}
 	l.closed = true
+	if l.claims {
+		if _, err := os.Stat(l.dir); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return l.fenced(l.removeDir)
+	}
+	return l.removeDir()
+}
+
+func (l *fileLog) removeDir() error {
 	trash := filepath.Join(l.root, "."+filepath.Base(l.dir)+"-deleted-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if err := os.Rename(l.dir, trash); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
