@@ -409,7 +409,10 @@ func (l *fileLog) SaveMembers(b []byte) error {
 		return ErrClosed
 	}
 	if l.claims {
-		if _, err := os.Stat(l.dir); errors.Is(err, os.ErrNotExist) && b != nil {
+		if _, err := os.Stat(l.dir); errors.Is(err, os.ErrNotExist) {
+			if b == nil {
+				return nil // nothing saved to remove
+			}
 			if err := os.MkdirAll(l.dir, 0o755); err != nil {
 				return fmt.Errorf("group store: %w", err)
 			}
