@@ -653,14 +653,7 @@ func (a *groupActor) onWritten(m *written) {
 	if m.newLog != nil {
 		a.glog = m.newLog
 	}
-	if !a.superseded && (errors.Is(m.err, groupstore.ErrSuperseded) || errors.Is(m.membersErr, groupstore.ErrSuperseded)) {
-		// It stalled past dead-after: its successor has the group, and
-		// what this write covered was not acknowledged.
-		a.superseded = true
-		a.log.Warn().Err(cmp.Or(m.err, m.membersErr)).Msg("a newer coordinator claimed the group; answering NOT_COORDINATOR")
-		a.g.Abandon(kerr.NotCoordinator.Code)
-		a.flushQueued(kerr.NotCoordinator.Code)
-	}
+	superseded := errors.Is(m.err, groupstore.ErrSuperseded) || errors.Is(m.membersErr, groupstore.ErrSuperseded)
 	for _, w := range m.batch {
 		if w.done != nil {
 			w.done(m.err)
@@ -678,7 +671,39 @@ func (a *groupActor) onWritten(m *written) {
 	if len(m.batch) > 0 && m.batch[0].destroy {
 		a.membersSaved = nil
 	}
+	if superseded && !a.superseded {
+		a.supersede(cmp.Or(m.err, m.membersErr))
+		return
+	}
 	a.kick()
+}
+
+// supersede gives the group up: another coordinator claimed its files (this
+// one stalled past dead-after), or wrote them since this one loaded them
+// empty. Nothing queued is written; the log is closed and the manager told,
+// as after a release, so the next call loads the group again: that fails
+// while this broker's view is older than the claim (until the manager
+// relinquishes the group), and otherwise reads what the other one wrote.
+func (a *groupActor) supersede(err error) {
+	a.superseded = true
+	a.log.Warn().Err(err).Msg("another coordinator claimed the group's files; giving it up")
+	writes := a.writes
+	a.writes = nil
+	for _, w := range writes {
+		if w.done != nil {
+			w.done(err)
+		}
+	}
+	a.g.Abandon(kerr.NotCoordinator.Code)
+	a.flushQueued(kerr.NotCoordinator.Code)
+	l, self, system := a.glog, a.self, a.system
+	a.glog = nil
+	go func() {
+		if l != nil {
+			_ = l.Close()
+		}
+		system.Root.Send(self, &logClosed{})
+	}()
 }
 
 func (a *groupActor) onRelinquish() {

@@ -132,8 +132,9 @@ func TestTxnOffsetsSurviveCoordinatorMoves(t *testing.T) {
 // TestCoordinatorClaim: with a claiming store (cluster mode), a group's
 // coordinator whose files a coordinator loaded from a later assignment file
 // has claimed (it stalled past dead-after) acknowledges no commit after
-// that, answers NOT_COORDINATOR from then on, and the later coordinator's
-// offsets are what the next load finds.
+// that and gives the group up; loading it again is refused while this
+// broker's view is older than the claim, and once the group comes back in a
+// later file the load starts from the other coordinator's offsets.
 func TestCoordinatorClaim(t *testing.T) {
 	dir := t.TempDir()
 	views := &routing.Store{}
@@ -145,7 +146,7 @@ func TestCoordinatorClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Claims = true
-	c, _ := startCoordinator(t, st, views)
+	c, clk := startCoordinator(t, st, views)
 	commit := func(off int64) int16 {
 		r := await(t, callGroup(c, "g", commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: off}}))).(*kmsg.OffsetCommitResponse)
 		return r.Topics[0].Partitions[0].ErrorCode
@@ -164,11 +165,43 @@ func TestCoordinatorClaim(t *testing.T) {
 	if got := commit(5); got == 0 {
 		t.Fatal("the superseded coordinator acknowledged a commit")
 	}
-	if got := commit(6); got != kerr.NotCoordinator.Code {
-		t.Fatalf("commit after the coordinator learned it was superseded: %s, want NOT_COORDINATOR", code(got))
+	// It gave the group up; loading it again from file 3.10 is refused.
+	if got := commit(6); got != kerr.CoordinatorLoadInProgress.Code && got != kerr.NotCoordinator.Code {
+		t.Fatalf("commit while this broker's view is older than the claim: %s, want a retriable refusal", code(got))
 	}
-	_, loaded, err = st.OpenAt("g", assignment.Position{Epoch: 3, Version: 30})
-	if got := loaded.Offsets[groupstore.TP{Topic: "t", Partition: 0}].Offset; err != nil || got != 8 {
-		t.Fatalf("next load: offset %d, %v; want the later coordinator's 8", got, err)
+	// The group comes back to this broker in a later file: the next load
+	// claims it and starts from the other coordinator's offsets.
+	v = view(nil)
+	v.Epoch, v.Version = 3, 30
+	views.Publish(v)
+	// Each refused load is retried a second later (virtual time).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		clk.Advance(time.Second)
+		f := await(t, callGroup(c, "g", &messages.GroupFetchOffsets{Version: 8, MemberEpoch: -1,
+			Topics: []messages.GroupTopic{{Topic: "t", Partitions: []int32{0}}}})).(kmsg.OffsetFetchResponseGroup)
+		o, e := offsetOf(f, "t", 0)
+		if f.ErrorCode != 0 {
+			e = f.ErrorCode
+		}
+		if e == 0 {
+			if o != 8 {
+				t.Fatalf("after the reload: offset %d, want the other coordinator's 8", o)
+			}
+			break
+		}
+		// Until the manager has let the old actor go, it answers
+		// NOT_COORDINATOR; a refused load LOAD_IN_PROGRESS.
+		if e != kerr.CoordinatorLoadInProgress.Code && e != kerr.NotCoordinator.Code || time.Now().After(deadline) {
+			t.Fatalf("fetch after the group came back: %s", code(e))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := commit(9); got != 0 {
+		t.Fatalf("commit after the reload: %s", code(got))
+	}
+	_, loaded, err = st.OpenAt("g", assignment.Position{Epoch: 3, Version: 40})
+	if got := loaded.Offsets[groupstore.TP{Topic: "t", Partition: 0}].Offset; err != nil || got != 9 {
+		t.Fatalf("next load: offset %d, %v; want 9", got, err)
 	}
 }
