@@ -1,8 +1,9 @@
+//go:build linux
+
 package filelock
 
 import (
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 )
@@ -10,9 +11,6 @@ import (
 // A second holder waits for the first and gets the lock once it is
 // released; while it is held, the second gives up after its timeout.
 func TestAcquireExcludes(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("open-file-description locks are Linux only")
-	}
 	path := filepath.Join(t.TempDir(), "claim.lock")
 	unlock, locked, err := Acquire(path, 0o644, time.Second)
 	if err != nil || !locked {
