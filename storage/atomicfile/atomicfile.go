@@ -42,6 +42,10 @@ type Options struct {
 	// file. A failure after it means the new file is in place but its
 	// rename may not survive a crash.
 	Renamed func()
+	// Volatile skips both fsyncs: every reader sees the whole new file from
+	// the rename on, but a crash may lose it (a claim that matters only
+	// while its writer and the writer it fences both run).
+	Volatile bool
 }
 
 // Timing is where a write's time went.
@@ -91,8 +95,10 @@ func WriteWith(dir, name string, data []byte, opt Options) (Timing, error) {
 		}
 	}
 	step = time.Now()
-	if err := f.Sync(); err != nil {
-		return fail("fsync", err)
+	if !opt.Volatile {
+		if err := f.Sync(); err != nil {
+			return fail("fsync", err)
+		}
 	}
 	tm.TmpSync = time.Since(step)
 	if err := f.Close(); err != nil {
@@ -119,6 +125,9 @@ func WriteWith(dir, name string, data []byte, opt Options) (Timing, error) {
 	tm.Visible = time.Since(start)
 	if opt.Renamed != nil {
 		opt.Renamed()
+	}
+	if opt.Volatile {
+		return tm, nil
 	}
 	step = time.Now()
 	err = SyncDir(dir)

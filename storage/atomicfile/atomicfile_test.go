@@ -64,3 +64,25 @@ func TestWriteWithStages(t *testing.T) {
 		t.Fatalf("after a refused write: content %q, directory %v", b, entries)
 	}
 }
+
+// A volatile write replaces the file whole, as any other, without the
+// directory fsync.
+func TestWriteVolatile(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(dir, "f", []byte("one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm, err := WriteWith(dir, "f", []byte("two"), Options{Mode: 0o644, Volatile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "f")); err != nil || string(b) != "two" {
+		t.Fatalf("content %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "f"+TmpSuffix)); !os.IsNotExist(err) {
+		t.Fatal("temporary file left behind")
+	}
+	if tm.DirSync != 0 {
+		t.Fatalf("directory fsynced (%v)", tm.DirSync)
+	}
+}

@@ -129,7 +129,9 @@ func (l *fileLog) takeClaim() error {
 		}
 	}
 	if !ok || c != l.claim {
-		if err := atomicfile.Write(l.dir, claimName, encodeClaim(l.claim), 0o644); err != nil {
+		// Not fsynced, as the leader claim is not: it only matters while
+		// this coordinator and one it fences both run.
+		if _, err := atomicfile.WriteWith(l.dir, claimName, encodeClaim(l.claim), atomicfile.Options{Mode: 0o644, Volatile: true}); err != nil {
 			return fmt.Errorf("group store: write claim: %w", err)
 		}
 	}
