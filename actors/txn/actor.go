@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/txnlog"
 )
 
@@ -210,7 +212,14 @@ func (m *manager) receive(ctx actor.Context) {
 		q := m.loading[msg.id]
 		delete(m.loading, msg.id)
 		if msg.err != nil {
-			m.opts.Log.Error().Err(msg.err).Str("transactional_id", msg.id).Msg("load transaction state")
+			ev := m.opts.Log.Error()
+			if errors.Is(msg.err, txnlog.ErrSuperseded) {
+				// This broker follows an older assignment file than the
+				// coordinator that claimed the id: retried until it
+				// catches up (and lets the id go).
+				ev = m.opts.Log.Info()
+			}
+			ev.Err(msg.err).Str("transactional_id", msg.id).Msg("load transaction state")
 			for _, ev := range q {
 				answer(ev, Result{ErrorCode: kerr.CoordinatorLoadInProgress.Code, ProducerID: -1, Epoch: -1})
 			}
@@ -304,10 +313,31 @@ func (m *manager) scan() {
 	}()
 }
 
+// claimLoader is a store that fences an id's log by a coordinator claim
+// (txnlog.File in cluster mode).
+type claimLoader interface {
+	LoadAt(id string, at assignment.Position) (txnlog.State, bool, error)
+}
+
 func (m *manager) load(id string) {
 	store := m.opts.Store
+	// Each load claims from the file this broker follows now: the one
+	// that makes it the id's coordinator.
+	var at *assignment.Position
+	if v := m.opts.Views.Load(); v != nil {
+		at = &assignment.Position{Epoch: v.Epoch, Version: v.Version}
+	}
 	go func() {
-		st, found, err := store.Load(id)
+		var (
+			st    txnlog.State
+			found bool
+			err   error
+		)
+		if cl, ok := store.(claimLoader); ok && at != nil {
+			st, found, err = cl.LoadAt(id, *at)
+		} else {
+			st, found, err = store.Load(id)
+		}
 		if !found {
 			st = txnlog.State{ID: id}
 		}
@@ -331,7 +361,14 @@ func (m *manager) exec(e any) {
 		store, log := m.opts.Store, m.opts.Log
 		go func() {
 			err := store.Save(e.State)
-			if err != nil {
+			switch {
+			case errors.Is(err, txnlog.ErrSuperseded):
+				// A coordinator loaded from a later assignment file
+				// holds the id: this one's state is stale. The core
+				// forgets it; a reload is refused while this broker
+				// follows an older file than the claim's.
+				log.Warn().Err(err).Str("transactional_id", e.State.ID).Msg("another coordinator claimed the transactional id; giving it up")
+			case err != nil:
 				// The client is answered COORDINATOR_NOT_AVAILABLE and
 				// retries; this says why (a full volume, say).
 				log.Error().Err(err).Str("transactional_id", e.State.ID).Msg("persisting transaction state failed")

@@ -11,6 +11,7 @@
 package txn
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"time"
@@ -842,10 +843,11 @@ func (c *Core) removed(e Removed) {
 	if !ok || !t.busy || t.seq != e.Seq {
 		return
 	}
-	if e.Err != nil {
+	if e.Err != nil && !errors.Is(e.Err, txnlog.ErrSuperseded) {
 		t.busy = false // kept; the next tick tries again
 		return
 	}
+	// Removed, or claimed by a later coordinator: forgotten either way.
 	delete(c.txns, e.ID)
 }
 

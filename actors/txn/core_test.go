@@ -2,6 +2,7 @@ package txn
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -425,6 +426,15 @@ func TestIdleIDsExpireInVirtualTime(t *testing.T) {
 	r = removes()
 	if len(r) != 1 {
 		t.Fatalf("no retry of the failed remove: %+v", r)
+	}
+	h.step(Removed{ID: "idle", Seq: r[0].Seq, Err: fmt.Errorf("remove: %w", txnlog.ErrSuperseded)})
+	if h.c.Has("idle") {
+		t.Fatal("an id another coordinator claimed is kept")
+	}
+	h.step(Loaded{State: txnlog.State{ID: "idle", ProducerID: 200, LastProducerID: -1, LastEpoch: -1, Status: txnlog.CompleteCommit}, Found: true})
+	r = removes()
+	if len(r) != 1 {
+		t.Fatalf("no remove of the reloaded id: %+v", r)
 	}
 	h.step(Removed{ID: "idle", Seq: r[0].Seq})
 	if h.c.Has("idle") || !h.c.Has("open") {

@@ -40,6 +40,9 @@ func registerTransactions(b *broker) {
 			b.log.Error().Err(err).Msg("transaction log unavailable; transactions disabled")
 			return
 		}
+		// Coordinators move between processes only in cluster mode:
+		// there an id's log is claimed by the coordinator that loads it.
+		st.Claims = b.fence != nil
 		opts.Store = st
 	} else {
 		opts.Store = txnlog.NewMemory()

@@ -156,10 +156,27 @@ func TestOpenAtWithoutClaims(t *testing.T) {
 	if err := l.Append([]Record{rec("t", 0, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(s.Root, DirName("g"), claimName)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(s.Root, DirName("g"), "claim")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("claim file without Claims: %v", err)
 	}
 	if _, _, err := s.OpenAt("g", assignment.Position{}); err != nil {
 		t.Fatalf("a lower position without Claims: %v", err)
+	}
+}
+
+// A commit a stalled coordinator makes after a later one deleted the group
+// (its claim with it) is not acknowledged: it went to a file nobody reads.
+func TestClaimGoneWithTheGroup(t *testing.T) {
+	s := claimedStore(t)
+	a, _ := openAt(t, s, "g", 1, 10)
+	if err := a.Append([]Record{rec("t", 0, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := openAt(t, s, "g", 1, 20)
+	if err := b.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append([]Record{rec("t", 0, 6)}); !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("append after the group's deletion by a later coordinator: %v, want ErrSuperseded", err)
 	}
 }

@@ -7,6 +7,15 @@
 // whenever it grows past compactAfter records. Save returns once the record
 // is fsynced, so a coordinator answers a client only after the transition it
 // reports survives a crash or a move to another broker.
+//
+// In cluster mode (File.Claims) each id's log is fenced by a coordinator
+// claim (storage/claim), <name>.claim: the coordinator that loads the id
+// records the position of the assignment file it coordinates from before it
+// reads the log, and rewrites the log when the claim is new, so that a
+// stalled earlier coordinator's open descriptor names a file nobody reads.
+// Every append reads the claim after its fsync, before the transition
+// counts as saved; compaction and removal run under the claim's lock and
+// only while the claim is still this coordinator's.
 package txnlog
 
 import (
@@ -21,7 +30,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/atomicfile"
+	"github.com/kaas-project/kaas/storage/claim"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
@@ -119,7 +130,8 @@ func (s State) Clone() State {
 }
 
 // Store persists transaction states. Its methods block on disk and are
-// called off the coordinator actor's Receive.
+// called off the coordinator actor's Receive; calls for one id are never
+// concurrent (the coordinator persists one transition of an id at a time).
 type Store interface {
 	// IDs lists the transactional ids with a stored state.
 	IDs() ([]string, error)
@@ -186,10 +198,20 @@ func (s *Memory) Persistent() bool { return false }
 // per transactional id, named by groupstore.DirName(id) + ".log".
 type File struct {
 	Root string
+	// Claims: LoadAt claims an id's log for the coordinator, and its
+	// writes are fenced by the claim (cluster mode, where coordinators
+	// move between processes).
+	Claims bool
 
 	mu     sync.Mutex
 	counts map[string]int // records in each log since it was last compacted
+	// claims holds the claim each id was loaded at (Claims).
+	claims map[string]assignment.Position
 }
+
+// ErrSuperseded: a coordinator with a later claim has loaded the id; what
+// this store wrote since does not count.
+var ErrSuperseded = claim.ErrSuperseded
 
 const (
 	suffix = ".log"
@@ -204,7 +226,7 @@ func NewFile(dataDir string) (*File, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("transaction log: %w", err)
 	}
-	return &File{Root: root, counts: map[string]int{}}, nil
+	return &File{Root: root, counts: map[string]int{}, claims: map[string]assignment.Position{}}, nil
 }
 
 // Persistent implements Store.
@@ -240,53 +262,172 @@ func (s *File) IDs() ([]string, error) {
 
 func (s *File) name(id string) string { return groupstore.DirName(id) + suffix }
 
+// claimFile is id's claim, <name>.claim, locked through <name>.claim.lock.
+func (s *File) claimFile(id string) claim.File {
+	return claim.File{Dir: s.Root, Name: groupstore.DirName(id) + ".claim"}
+}
+
 // Load implements Store; a log of more than one record is compacted.
-func (s *File) Load(id string) (State, bool, error) {
+// With Claims, use LoadAt.
+func (s *File) Load(id string) (State, bool, error) { return s.load(id, nil) }
+
+// LoadAt is Load for a coordinator that follows the assignment file at
+// position at: with Claims, it records that claim before it reads the log
+// (ErrSuperseded when a later one is there) and fences the id's writes by
+// it from then on.
+func (s *File) LoadAt(id string, at assignment.Position) (State, bool, error) {
+	return s.load(id, &at)
+}
+
+func (s *File) load(id string, at *assignment.Position) (State, bool, error) {
+	claimed := false
+	if s.Claims {
+		if at == nil {
+			return State{}, false, fmt.Errorf("load transaction log of %q: claims need the coordinator's assignment position", id)
+		}
+		cf := s.claimFile(id)
+		unlock, err := cf.Lock()
+		if err != nil {
+			return State{}, false, fmt.Errorf("load transaction log of %q: %w", id, err)
+		}
+		defer unlock()
+		if claimed, err = cf.Take(*at); err != nil {
+			return State{}, false, fmt.Errorf("load transaction log of %q: %w", id, err)
+		}
+	}
 	name := s.name(id)
 	st, n, torn, err := readLog(filepath.Join(s.Root, name))
 	if err != nil {
 		return State{}, false, err
 	}
 	if n == 0 {
-		if torn {
-			// Not one whole record: a first Save torn by a crash.
-			if err := os.Remove(filepath.Join(s.Root, name)); err != nil {
+		if torn || claimed {
+			// Not one whole record: a first Save torn by a crash, or
+			// (with a new claim) the empty file an earlier
+			// coordinator's first Save opened, which then writes to a
+			// file nobody reads.
+			if err := os.Remove(filepath.Join(s.Root, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return State{}, false, fmt.Errorf("remove torn transaction log: %w", err)
 			}
 		}
+		s.loaded(id, at, 0)
 		return State{}, false, nil
 	}
 	if st.ID != id {
 		return State{}, false, fmt.Errorf("transaction log %s names %q, not %q", name, st.ID, id)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if n > 1 || torn {
+	if n > 1 || torn || claimed {
+		// A new claim rewrites even a one-record log: a coordinator
+		// that opened it before the claim then appends to a file
+		// nobody reads.
 		if err := s.rewrite(st); err != nil {
 			return State{}, false, err
 		}
-	} else {
-		s.counts[id] = 1
 	}
+	s.loaded(id, at, 1)
 	return st, true, nil
 }
 
-// Save implements Store: append and fsync, compacting a long log.
+// loaded records what a load of id found: records in its log, and the
+// claim it was loaded at.
+func (s *File) loaded(id string, at *assignment.Position, records int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts[id] = records
+	if at != nil && s.Claims {
+		s.claims[id] = *at
+	}
+}
+
+// claimOf returns the claim id was loaded at (Claims).
+func (s *File) claimOf(id string) (assignment.Position, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.claims[id]
+	if !ok {
+		return assignment.Position{}, fmt.Errorf("transaction log of %q: written before this coordinator loaded it", id)
+	}
+	return at, nil
+}
+
+// fenced runs op under id's claim lock while the claim is still the one
+// id was loaded at; without Claims it runs op.
+func (s *File) fenced(id string, op func() error) error {
+	if !s.Claims {
+		return op()
+	}
+	at, err := s.claimOf(id)
+	if err != nil {
+		return err
+	}
+	cf := s.claimFile(id)
+	unlock, err := cf.Lock()
+	if err != nil {
+		return fmt.Errorf("transaction log of %q: %w", id, err)
+	}
+	defer unlock()
+	if err := cf.Held(at); err != nil {
+		return fmt.Errorf("transaction log of %q: %w", id, err)
+	}
+	return op()
+}
+
+// Save implements Store: append and fsync, compacting a long log. With
+// Claims it fails with ErrSuperseded, and st does not count as saved, when
+// the id's claim is no longer the one it was loaded at.
 func (s *File) Save(st State) error {
 	payload, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encode transaction %q: %w", st.ID, err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.counts[st.ID] >= compactAfter {
-		return s.rewrite(st)
+	long := s.counts[st.ID] >= compactAfter
+	s.mu.Unlock()
+	if long {
+		return s.fenced(st.ID, func() error { return s.rewrite(st) })
 	}
-	path := filepath.Join(s.Root, s.name(st.ID))
+	held := func() error { return nil }
+	if s.Claims {
+		at, err := s.claimOf(st.ID)
+		if err != nil {
+			return err
+		}
+		held = func() error {
+			if err := s.claimFile(st.ID).Held(at); err != nil {
+				return fmt.Errorf("transaction log of %q: %w", st.ID, err)
+			}
+			return nil
+		}
+	}
+	if err := s.append(st.ID, payload, held); err != nil {
+		return err
+	}
+	// After the fsync: if the claim is still this coordinator's, the next
+	// one claims after it and reads this record.
+	if err := held(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.counts[st.ID]++
+	s.mu.Unlock()
+	return nil
+}
+
+// append appends one record to id's log and fsyncs it (and the directory,
+// for a new log). held runs once the log is open, before the write: a log
+// opened after a later coordinator claimed the id is its, and a log opened
+// before is the file its load replaces, so that what this writes after the
+// load is never read.
+func (s *File) append(id string, payload []byte, held func() error) error {
+	path := filepath.Join(s.Root, s.name(id))
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("open transaction log: %w", err)
+	}
+	if err := held(); err != nil {
+		_ = f.Close()
+		return err
 	}
 	_, werr := f.Write(groupstore.AppendFrame(nil, payload))
 	if werr == nil {
@@ -296,34 +437,46 @@ func (s *File) Save(st State) error {
 		werr = cerr
 	}
 	if werr != nil {
-		return fmt.Errorf("append transaction log of %q: %w", st.ID, werr)
+		return fmt.Errorf("append transaction log of %q: %w", id, werr)
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
-		if err := syncDir(s.Root); err != nil {
-			return err
-		}
+		return syncDir(s.Root)
 	}
-	s.counts[st.ID]++
 	return nil
 }
 
 // Remove implements Store: the log goes, and its directory entry is
-// synced so that a crash does not bring it back.
+// synced so that a crash does not bring it back. With Claims, only while
+// the claim is the one the id was loaded at; the claim and its lock file
+// go with the log, and a coordinator that loaded the id earlier finds no
+// claim of its own and writes nothing more.
 func (s *File) Remove(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := os.Remove(filepath.Join(s.Root, s.name(id)))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	err := s.fenced(id, func() error {
+		err := os.Remove(filepath.Join(s.Root, s.name(id)))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove transaction log of %q: %w", id, err)
+		}
+		if s.Claims {
+			cf := s.claimFile(id)
+			for _, name := range []string{cf.Name, cf.Name + ".lock"} {
+				if err := os.Remove(filepath.Join(s.Root, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("remove transaction claim of %q: %w", id, err)
+				}
+			}
+		}
+		return syncDir(s.Root)
+	})
 	if err != nil {
-		return fmt.Errorf("remove transaction log of %q: %w", id, err)
+		return err
 	}
+	s.mu.Lock()
 	delete(s.counts, id)
-	return syncDir(s.Root)
+	delete(s.claims, id)
+	s.mu.Unlock()
+	return nil
 }
 
-// rewrite replaces id's log with the single record st (s.mu held).
+// rewrite replaces id's log with the single record st.
 func (s *File) rewrite(st State) error {
 	payload, err := json.Marshal(st)
 	if err != nil {
@@ -332,7 +485,9 @@ func (s *File) rewrite(st State) error {
 	if err := atomicfile.Write(s.Root, s.name(st.ID), groupstore.AppendFrame(nil, payload), 0o644); err != nil {
 		return fmt.Errorf("compact transaction log of %q: %w", st.ID, err)
 	}
+	s.mu.Lock()
 	s.counts[st.ID] = 1
+	s.mu.Unlock()
 	return nil
 }
 
