@@ -157,19 +157,6 @@ func (k *Keeper) recheckMarks(ctx context.Context, group string, parts []PartRes
 	}
 }
 
-// loadMark is a share-partition's admin mark, read with its snapshot for
-// its first use here (0: none, or unreadable, logged).
-func (k *Keeper) loadMark(group string, p PartResult) uint64 {
-	if k.opts.Store == nil {
-		return 0
-	}
-	mark, err := k.opts.Store.LoadMark(group, p.Topic, p.Partition)
-	if err != nil {
-		k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("share-partition mark unreadable")
-	}
-	return mark
-}
-
 // HasState reports whether group has share-partition state (on the
 // volume; without a store, in this keeper) of the topics v has: a snapshot
 // left from a deleted topic, or from an earlier topic of the same name,

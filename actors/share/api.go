@@ -2,9 +2,11 @@ package share
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -212,7 +214,11 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 				read.Aborted = abortedRanges(rd.recs, rd.res.Aborted)
 			}
 			if rd.part.Offset < 0 {
-				read.Stored = k.loadStored(group, rd.part)
+				var code int16
+				read.Stored, read.Mark, code = k.loadStored(group, rd.part)
+				if code != 0 {
+					read.Code, errs[rd.part.TP] = code, code
+				}
 				read.Config = k.groupConfig(group)
 			}
 			acq.reads = append(acq.reads, read)
@@ -283,31 +289,50 @@ func (k *Keeper) waitForData(r *conn.Request, reads []*partRead, deadline time.T
 	}
 }
 
-// loadStored reads a share-partition's persisted state for its first use
-// on this broker (here, in the request's handler, not in the keeper's
-// Receive); nil when there is none, or none readable (logged: the
-// share-partition starts afresh). A snapshot of an earlier topic of the
-// same name is removed and none is returned.
-func (k *Keeper) loadStored(group string, p PartResult) *sharestate.Snapshot {
+// loadStored reads a share-partition's persisted state and admin mark for
+// its first use on this broker (here, in the request's handler, not in the
+// keeper's Receive). The mark is read first: an admin change between the
+// two reads leaves a newer snapshot with an older mark, which the next
+// share session's recheck reloads. The snapshot is nil when there is none,
+// or a corrupt one (logged: the share-partition starts afresh); a snapshot
+// of an earlier topic of the same name is removed and none is returned.
+// A read the volume fails answers KAFKA_STORAGE_ERROR: the share-partition
+// stays uninitialized and the client's next fetch reads again, where
+// starting afresh would skip what the stored state had still to deliver.
+func (k *Keeper) loadStored(group string, p PartResult) (stored *sharestate.Snapshot, mark uint64, code int16) {
 	if k.opts.Store == nil {
-		return nil
+		return nil, 0, 0
+	}
+	log := func(err error) *zerolog.Event {
+		return k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition)
+	}
+	mark, err := k.opts.Store.LoadMark(group, p.Topic, p.Partition)
+	switch {
+	case errors.Is(err, sharestate.ErrCorrupt):
+		log(err).Msg("share-partition mark unreadable")
+	case err != nil:
+		log(err).Msg("reading share-partition state failed; the fetch is answered KAFKA_STORAGE_ERROR")
+		return nil, 0, kerr.KafkaStorageError.Code
 	}
 	snap, ok, err := k.opts.Store.Load(group, p.Topic, p.Partition)
-	if err != nil {
-		k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("share-partition state unreadable; starting afresh")
-		return nil
-	}
-	if !ok {
-		return nil
+	switch {
+	case errors.Is(err, sharestate.ErrCorrupt):
+		log(err).Msg("share-partition state unreadable; starting afresh")
+		return nil, mark, 0
+	case err != nil:
+		log(err).Msg("reading share-partition state failed; the fetch is answered KAFKA_STORAGE_ERROR")
+		return nil, 0, kerr.KafkaStorageError.Code
+	case !ok:
+		return nil, mark, 0
 	}
 	if !snap.Of(p.TopicID) {
 		k.opts.Log.Info().Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("share-partition state of a deleted topic of the same name removed; starting afresh")
 		if err := k.opts.Store.Delete(group, p.Topic, p.Partition); err != nil {
-			k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("removing share-partition state of a deleted topic failed")
+			log(err).Msg("removing share-partition state of a deleted topic failed")
 		}
-		return nil
+		return nil, mark, 0
 	}
-	return &snap
+	return &snap, mark, 0
 }
 
 // groupConfig is the share-partition settings with group's config

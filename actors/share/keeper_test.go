@@ -2,6 +2,8 @@ package share
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/groupstore"
 	"github.com/kaas-project/kaas/storage/sharestate"
 )
 
@@ -263,7 +266,7 @@ func TestLoadStoredOfAnotherTopic(t *testing.T) {
 	if err := st.Save("g", "t", 0, sharestate.Snapshot{TopicID: [16]byte{1}, Start: 8, States: []uint8{1}, Counts: []int16{3}}); err != nil {
 		t.Fatal(err)
 	}
-	if snap := k.loadStored("g", cur); snap != nil {
+	if snap, _, _ := k.loadStored("g", cur); snap != nil {
 		t.Fatalf("loaded %+v of another topic", snap)
 	}
 	if _, ok, _ := st.Load("g", "t", 0); ok {
@@ -272,8 +275,51 @@ func TestLoadStoredOfAnotherTopic(t *testing.T) {
 	if err := st.Save("g", "t", 0, sharestate.Snapshot{TopicID: [16]byte{3}, Start: 8}); err != nil {
 		t.Fatal(err)
 	}
-	if snap := k.loadStored("g", cur); snap == nil || snap.Start != 8 {
+	if snap, _, _ := k.loadStored("g", cur); snap == nil || snap.Start != 8 {
 		t.Fatalf("own snapshot: %+v", snap)
+	}
+}
+
+// loadStored reads the admin mark with the snapshot (each new share
+// session compares it with the volume's), answers a read the volume fails
+// KAFKA_STORAGE_ERROR instead of starting afresh, and starts afresh from a
+// corrupt snapshot.
+func TestLoadStoredMarkAndErrors(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sharestate.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &Keeper{opts: &Options{Store: st}}
+	cur := PartResult{TP: TP{TopicID: [16]byte{3}, Partition: 0}, Topic: "t"}
+	if err := st.Save("g", "t", 0, sharestate.Snapshot{TopicID: [16]byte{3}, Start: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SaveMark("g", "t", 0, 5); err != nil {
+		t.Fatal(err)
+	}
+	if snap, mark, code := k.loadStored("g", cur); snap == nil || snap.Start != 8 || mark != 5 || code != 0 {
+		t.Fatalf("loadStored = %+v, mark %d, code %d; want start 8, the admin's mark 5", snap, mark, code)
+	}
+	// The volume fails the read (the snapshot's name is a directory).
+	path := filepath.Join(dir, "__share", groupstore.DirName("g"), "t-0.state")
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if snap, _, code := k.loadStored("g", cur); snap != nil || code != kerr.KafkaStorageError.Code {
+		t.Fatalf("unreadable volume: %+v, code %v; want KAFKA_STORAGE_ERROR", snap, kerr.ErrorForCode(code))
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("not a snapshot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if snap, mark, code := k.loadStored("g", cur); snap != nil || code != 0 || mark != 5 {
+		t.Fatalf("corrupt snapshot: %+v, mark %d, code %d; want a fresh start", snap, mark, code)
 	}
 }
 

@@ -178,3 +178,51 @@ func TestShareGroupOffsetsAdminKadm(t *testing.T) {
 		t.Fatalf("after the restart consumed %v", got)
 	}
 }
+
+// TestShareGroupSessionAfterAlterKeepsAcquisitions: the partition leader
+// records the admin mark it loaded a share-partition with, so a new share
+// session after an AlterShareGroupOffsets does not take the state for one
+// an admin changed since: the records a member holds stay its own, not
+// released to the next member.
+func TestShareGroupSessionAfterAlterKeepsAcquisitions(t *testing.T) {
+	dir := t.TempDir()
+	_, addr, _ := startTestBroker(t, "--data-dir", dir, "--share-auto-offset-reset", "earliest")
+	const topic, group, n = "share-hold", "sg-hold", 10
+	createTopic(t, addr, topic, 1, nil)
+	produceKeys(t, addr, topic, 0, n)
+	adm := newAdmin(t, addr)
+	var os kadm.Offsets
+	os.AddOffset(topic, 0, 0, -1)
+	if r, err := adm.AlterShareGroupOffsets(ctxT(t, 10*time.Second), group, os); err != nil || r.Error() != nil {
+		t.Fatalf("alter: %v %v", err, r.Error())
+	}
+
+	holder := shareConsumer(t, addr, group, topic)
+	defer holder.Close()
+	held := map[int64]bool{}
+	ctx := ctxT(t, 30*time.Second)
+	for len(held) == 0 {
+		holder.PollRecords(ctx, n).EachRecord(func(r *kgo.Record) { held[r.Offset] = true })
+		if ctx.Err() != nil {
+			t.Fatal("the first member got no records")
+		}
+	}
+	// A second member opens its share session: the share-partition's
+	// state on the leader is the same one, with the first member's
+	// acquisitions (locked for 30 s).
+	next := shareConsumer(t, addr, group, topic)
+	defer next.Close()
+	waitShareStable(t, adm, group, 2)
+	window := ctxT(t, 3*time.Second)
+	for window.Err() == nil {
+		next.PollRecords(window, n).EachRecord(func(r *kgo.Record) {
+			if held[r.Offset] {
+				t.Errorf("offset %d delivered to the second member while the first holds it", r.Offset)
+			}
+		})
+	}
+	holder.MarkAcks(kgo.AckAccept)
+	if err := holder.FlushAcks(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatalf("the first member's acknowledgements: %v", err)
+	}
+}
