@@ -209,6 +209,8 @@ var authRules = map[int16]authRule{
 	kmsg.StreamsGroupDescribe.Int16():         authStreamsGroupDescribe,
 	kmsg.AddPartitionsToTxn.Int16():           authAddPartitionsToTxn,
 	kmsg.TxnOffsetCommit.Int16():              authTxnOffsetCommit,
+	kmsg.DescribeTransactions.Int16():         authDescribeTransactions,
+	kmsg.ListTransactions.Int16():             authListTransactions,
 	kmsg.DescribeUserSCRAMCredentials.Int16(): needCluster(opDescribe),
 	kmsg.AlterUserSCRAMCredentials.Int16():    needCluster(opAlter),
 	kmsg.EndTxn.Int16(): func(z authz, api API, req kmsg.Request) authDecision {
@@ -236,6 +238,14 @@ var kip430Keys = map[int16]bool{
 	kmsg.DescribeCluster.Int16(): true, kmsg.ConsumerGroupDescribe.Int16(): true,
 	kmsg.ShareGroupDescribe.Int16(): true, kmsg.DescribeTopicPartitions.Int16(): true,
 	kmsg.StreamsGroupDescribe.Int16(): true,
+}
+
+// HasAuthRule reports whether key has an authorization rule: a served key
+// without one is refused with CLUSTER_AUTHORIZATION_FAILED while
+// authorization is on.
+func HasAuthRule(key int16) bool {
+	_, ok := authRules[key]
+	return ok
 }
 
 // authorize runs the rule of req's API key.

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/conn"
 )
 
 // Until SASL supplies principals every connection here is User:ANONYMOUS:
@@ -663,5 +665,63 @@ func TestACLHostBlocks(t *testing.T) {
 		if n != want {
 			t.Errorf("DescribeAcls host %s: %d bindings, want %d", host, n, want)
 		}
+	}
+}
+
+// TestEveryServedAPIHasAnAuthRule: every API key the broker serves (the
+// core table and those the group, share, transaction and other
+// coordinators register) has an authorization rule; a key without one
+// would be refused to every principal under --authorizer=acl.
+func TestEveryServedAPIHasAnAuthRule(t *testing.T) {
+	b, _, _ := startTestBroker(t, "--data-dir", t.TempDir(), "--authorizer", "acl", "--super-users", anon)
+	for _, a := range b.srv.APIs() {
+		if !conn.HasAuthRule(a.Key) {
+			t.Errorf("%s (key %d) is served without an authorization rule", kmsg.NameForKey(a.Key), a.Key)
+		}
+	}
+}
+
+// TestACLTransactionAdmin: DescribeTransactions and ListTransactions need
+// DESCRIBE on each transactional id, as Kafka's: an id the principal may
+// not describe is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and a listing
+// leaves it out.
+func TestACLTransactionAdmin(t *testing.T) {
+	addr, _ := aclBroker(t)
+	adm := newAdmin(t, addr)
+	ctx := ctxT(t, 30*time.Second)
+	mustCreateACLs(t, adm, kadm.NewACLs().TransactionalIDs("tx-seen", "tx-hidden").Allow(anon).Operations(kadm.OpWrite))
+	cl := newClient(t, addr)
+	for _, id := range []string{"tx-seen", "tx-hidden"} {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = &id, 60_000
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("InitProducerId %s: %v %v", id, err, kerr.ErrorForCode(resp.ErrorCode))
+		}
+	}
+	if n := mustDeleteACLs(t, adm, kadm.NewACLs().TransactionalIDs("tx-hidden").Allow(anon).AllowHosts().Operations(kadm.OpWrite)); n != 1 {
+		t.Fatalf("deleted %d ACLs, want 1", n)
+	}
+	dreq := kmsg.NewPtrDescribeTransactionsRequest()
+	dreq.TransactionalIDs = []string{"tx-seen", "tx-hidden"}
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err != nil || len(dresp.TransactionStates) != 2 {
+		t.Fatalf("DescribeTransactions: %+v, %v", dresp, err)
+	}
+	for _, st := range dresp.TransactionStates {
+		want := int16(0)
+		if st.TransactionalID == "tx-hidden" {
+			want = kerr.TransactionalIDAuthorizationFailed.Code
+		}
+		if st.ErrorCode != want || (want == 0 && st.State != "Empty") {
+			t.Errorf("describe %s: %v, state %q; want %v", st.TransactionalID, kerr.ErrorForCode(st.ErrorCode), st.State, kerr.ErrorForCode(want))
+		}
+	}
+	listed, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := listed.TransactionalIDs(); !slices.Equal(ids, []string{"tx-seen"}) {
+		t.Fatalf("listed %v, want only tx-seen", ids)
 	}
 }
