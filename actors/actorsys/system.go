@@ -72,11 +72,6 @@ func SpawnChildPrefix(ctx actor.Context, prefix string, producer func() actor.Ac
 	return SpawnChild(ctx, prefix+ctx.ActorSystem().ProcessRegistry.NextId(), producer)
 }
 
-// RefOf wraps a PID seen inside an actor (for example ctx.Self()).
-func RefOf(ctx actor.Context, pid *actor.PID) Ref {
-	return Ref{pid: pid, sys: &System{as: ctx.ActorSystem()}}
-}
-
 // Shutdown stops the system.
 func (s *System) Shutdown() { s.as.Shutdown() }
 

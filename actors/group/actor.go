@@ -221,8 +221,6 @@ func newGroupActor(opts *Options, id string, seq uint64) func() actor.Actor {
 	}
 }
 
-func (a *groupActor) send(msg any) { a.system.Root.Send(a.self, msg) }
-
 func (a *groupActor) after(d time.Duration, msg any) clock.Timer {
 	self, system := a.self, a.system
 	return a.opts.Clock.AfterFunc(d, func() { system.Root.Send(self, msg) })

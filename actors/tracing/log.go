@@ -1,8 +1,6 @@
 package tracing
 
 import (
-	"context"
-
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -22,13 +20,4 @@ func (LogHook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		e.Str("trace_id", sc.TraceID().String()).Str("span_id", sc.SpanID().String())
 	}
-}
-
-// Logger returns log bound to ctx: its lines carry ctx's trace and span ids
-// (through LogHook). While tracing is off it returns log itself.
-func Logger(ctx context.Context, log zerolog.Logger) zerolog.Logger {
-	if !On() || !trace.SpanContextFromContext(ctx).IsValid() {
-		return log
-	}
-	return log.With().Ctx(ctx).Logger()
 }

@@ -49,18 +49,6 @@ func EndWait(span trace.Span, bytes int) {
 	}
 }
 
-// Start starts a span under ctx (a new trace when ctx has none). With
-// tracing off it returns ctx and a no-op span without allocating.
-func Start(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if !On() {
-		return ctx, trace.SpanFromContext(context.Background())
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return Tracer().Start(ctx, name, trace.WithAttributes(attrs...))
-}
-
 // Fail marks span as failed with err (nothing when err is nil).
 func Fail(span trace.Span, err error) {
 	if err != nil && span.IsRecording() {

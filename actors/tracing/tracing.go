@@ -62,9 +62,6 @@ func Provider() trace.TracerProvider {
 	return noop.NewTracerProvider()
 }
 
-// Propagator is the W3C trace context propagator (the gRPC heartbeat's).
-func Propagator() propagation.TextMapPropagator { return propagator }
-
 // headerCarrier adapts an envelope header to the propagator.
 type headerCarrier map[string]string
 

@@ -62,14 +62,6 @@ const (
 
 var matchKeys = []string{KeyInstanceID, KeyClientID, KeySoftwareName, KeySoftwareVersion, KeySourceAddress, KeySourcePort}
 
-// Default is a config's value when the subscription does not set it.
-func Default(name string) string {
-	if name == IntervalMs {
-		return strconv.FormatInt(DefaultInterval.Milliseconds(), 10)
-	}
-	return ""
-}
-
 // Subscription is one CLIENT_METRICS resource, parsed.
 type Subscription struct {
 	Name     string
