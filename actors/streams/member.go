@@ -12,16 +12,16 @@ type endpoint struct {
 
 // member is one streams group member.
 type member struct {
-	id                 string
-	epoch, prevEpoch   int32
-	state              memberState
-	instanceID, rackID *string
-	clientID, host     string
-	rebalanceTimeout   time.Duration
-	topologyEpoch      int32
-	process            string
-	endpoint           *endpoint
-	tags               map[string]string
+	id               string
+	epoch, prevEpoch int32
+	state            memberState
+	rackID           *string
+	clientID, host   string
+	rebalanceTimeout time.Duration
+	topologyEpoch    int32
+	process          string
+	endpoint         *endpoint
+	tags             map[string]string
 
 	// assigned is what the member holds; revoking what it must give up.
 	assigned, revoking tasks

@@ -148,7 +148,7 @@ func TestClusterTransactionalETLThroughKills(t *testing.T) {
 				kgo.OnPartitionsAssigned(assigned("assigned")), kgo.OnPartitionsRevoked(assigned("revoked")), kgo.OnPartitionsLost(assigned("lost")),
 				kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond),
-				kgo.RequireStableFetchOffsets(), kgo.RetryTimeout(60 * time.Second), kgo.FetchMaxPartitionBytes(1500),
+				kgo.RetryTimeout(60 * time.Second), kgo.FetchMaxPartitionBytes(1500),
 				kgo.TransactionTimeout(30 * time.Second), kgo.MetadataMinAge(100 * time.Millisecond)}, opts...)...)
 			if err != nil {
 				t.Error(err)

@@ -226,7 +226,7 @@ func etlSession(t *testing.T, addr, txnID string) *kgo.GroupTransactSession {
 	s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID(txnID),
 		kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond),
-		kgo.RequireStableFetchOffsets(), kgo.RetryTimeout(10*time.Second), kgo.FetchMaxPartitionBytes(2000))
+		kgo.RetryTimeout(10*time.Second), kgo.FetchMaxPartitionBytes(2000))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func TestTransactionProtocols(t *testing.T) {
 			opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.TransactionalID("etl-" + tc.name),
 				kgo.ConsumerGroup("etl-" + tc.name), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100 * time.Millisecond),
-				kgo.RequireStableFetchOffsets(), kgo.RetryTimeout(10 * time.Second), kgo.FetchMaxPartitionBytes(200),
+				kgo.RetryTimeout(10 * time.Second), kgo.FetchMaxPartitionBytes(200),
 				kgo.WithHooks(counter), clientLog(t)}, tc.opts...)
 			s, err := kgo.NewGroupTransactSession(opts...)
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kaas-project/kaas/storage/atomicfile"
 	"github.com/kaas-project/kaas/wire/reload"
 )
 
@@ -209,8 +210,9 @@ func (f *FileStore) Lookup(user, mech string) (ScramCredential, bool) {
 // Content implements UserStore.
 func (f *FileStore) Content() *Credentials { return f.file.Get() }
 
-// Alter implements UserStore: the file is rewritten atomically (a
-// temporary file renamed over it) and read back.
+// Alter implements UserStore: the file is rewritten atomically
+// (atomicfile: a temporary file fsynced and renamed over it, the directory
+// fsynced) and read back; a failed write changes nothing and is returned.
 func (f *FileStore) Alter(_ context.Context, alts []Alteration) error {
 	f.writeMu.Lock()
 	defer f.writeMu.Unlock()
@@ -219,25 +221,9 @@ func (f *FileStore) Alter(_ context.Context, alts []Alteration) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".users-*.json")
-	if err != nil {
-		return fmt.Errorf("credentials file: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err == nil {
-		_, err = tmp.Write(b)
-		if err == nil {
-			err = tmp.Sync()
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), f.path)
-		}
-	}
-	if err != nil {
-		_ = tmp.Close()
+	// A unique temporary name: the file's watcher (wire/reload) tells it
+	// from the file itself.
+	if _, err := atomicfile.WriteWith(filepath.Dir(f.path), filepath.Base(f.path), b, atomicfile.Options{Mode: 0o600, UniqueTmp: true}); err != nil {
 		return fmt.Errorf("credentials file %s: %w", f.path, err)
 	}
 	f.file.Refresh()

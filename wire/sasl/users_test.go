@@ -114,4 +114,16 @@ func TestFileStoreAlter(t *testing.T) {
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Fatalf("file mode %v", st.Mode())
 	}
+
+	// A write that fails is returned, not taken for done: the file's name
+	// is now a directory the new file cannot be renamed over.
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(path, "in-the-way"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Alter(context.Background(), []Alteration{{User: "carol", Mech: ScramSHA256, Cred: cred}}); err == nil {
+		t.Fatal("Alter reported a failed write as done")
+	}
 }
