@@ -122,3 +122,24 @@ func TestMiddlewareStartsChildSpan(t *testing.T) {
 		t.Errorf("Receive saw %q, want the actor's own span", got)
 	}
 }
+
+// FuzzRecordTraceparents: the traceparent headers are read from a
+// produced batch before the partition validates it, so any bytes a client
+// sends go through here: nothing may panic, and no more than max values
+// come back.
+func FuzzRecordTraceparents(f *testing.F) {
+	tp := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	r := kmsg.Record{Value: []byte("a"), Headers: []kmsg.Header{{Key: "traceparent", Value: []byte(tp)}}}
+	body := r.AppendTo(nil)[1:]
+	recs := append(binary.AppendVarint(nil, int64(len(body))), body...)
+	b := append(batch.Build(batch.Spec{Values: [][]byte{nil}})[:batch.HeaderSize], recs...)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	f.Add(b, 2)
+	f.Add(b[:batch.HeaderSize+3], 1)
+	f.Fuzz(func(t *testing.T, b []byte, max int) {
+		max = max & 63
+		if got := RecordTraceparents(b, max); len(got) > max {
+			t.Fatalf("%d values, max %d", len(got), max)
+		}
+	})
+}
