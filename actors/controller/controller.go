@@ -35,6 +35,7 @@ type Config struct {
 	Self          string // this broker's name
 	SelfHost      string
 	SelfPort      int32
+	SelfRack      string // this broker's broker.rack ("": none)
 	HeartbeatAddr string // advertised heartbeat address of this broker
 	Epoch         int64
 	DataDir       string
@@ -161,7 +162,7 @@ func coreConfig(cfg Config) CoreConfig {
 		grace = 0
 	}
 	return CoreConfig{
-		Self: cfg.Self, SelfHost: cfg.SelfHost, SelfPort: cfg.SelfPort, HeartbeatAddr: cfg.HeartbeatAddr, Epoch: cfg.Epoch,
+		Self: cfg.Self, SelfHost: cfg.SelfHost, SelfPort: cfg.SelfPort, SelfRack: cfg.SelfRack, HeartbeatAddr: cfg.HeartbeatAddr, Epoch: cfg.Epoch,
 		DeadAfter: cfg.DeadAfter, StrayGrace: grace, ConcurrentMoves: cfg.ConcurrentMoves, Cordoned: cfg.Cordoned, PrevReleased: cfg.PrevReleased, StillLeader: cfg.StillLeader, Log: cfg.Log,
 	}
 }

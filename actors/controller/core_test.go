@@ -129,10 +129,10 @@ func int32s(s string) []int32 {
 // run executes one script command and returns the effects it produced.
 //
 //	start | tick | +DUR (virtual time passes) | soon (the queued RecomputeNow)
-//	topics N | ping NAME [v=E.V] [lists=0,1] [opening=2] [draining] [cordoned]
+//	topics N | ping NAME [v=E.V] [lists=0,1] [opening=2] [draining] [cordoned] [rack=R]
 //	written | write-failed | lease-moved | dirsync-failed
 //	header E.V | header-err | listed ID... | removed | remove-refused
-//	leader-lost | leaders 0,-1,2 (of the last file asked for)
+//	leader-lost | leaders 0,-1,2 | racks a,-,b (of the last file asked for)
 //	unregister ID | slots kaas-0,kaas-1 held=0,1 (of the last file asked for)
 //	replicas N (the StatefulSet's; "replicas none": no StatefulSet)
 //	quorum (answers "quorum E.V leader ID: ID@APPLIED/CAUGHT-UP-AGO ...")
@@ -183,6 +183,8 @@ func (h *coreHarness) run(f []string) []string {
 				p.Draining = true
 			case "cordoned":
 				p.Cordoned = true
+			case "rack":
+				p.KafkaRack = v
 			default:
 				h.t.Fatalf("ping: unknown %q", a)
 			}
@@ -246,6 +248,18 @@ func (h *coreHarness) run(f []string) []string {
 		}
 		if got := h.last.ConsumerGroups.Held; !slices.Equal(got, want) {
 			h.t.Fatalf("held slots of %s: %v, want %v", pos(h.last), got, want)
+		}
+	case cmd == "racks":
+		var got []string
+		for _, b := range h.last.Brokers {
+			r := b.Rack
+			if r == "" {
+				r = "-"
+			}
+			got = append(got, r)
+		}
+		if want := strings.Split(args[0], ","); !slices.Equal(got, want) {
+			h.t.Fatalf("racks of %s: %v, want %v", pos(h.last), got, want)
 		}
 	case cmd == "leaders":
 		if got, want := leadersOf(h.last), int32s(args[0]); !slices.Equal(got, want) {
@@ -404,6 +418,27 @@ var coreScenarios = []struct {
 			"ping kaas-2 lists=2 -> soon", // uncordoned
 			"soon -> write 6.13",
 			"leaders -1,1,2,0,1,0,1", // partition 0 moves from kaas-0 to kaas-2, held until released
+		},
+	},
+	{
+		name: "each broker's rack goes into its row, and a changed one into the next file",
+		cfg:  CoreConfig{Epoch: 6, SelfRack: "zone-a"},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 rack=zone-a -> soon",
+			"ping kaas-1 lists=1 rack=zone-b ->",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.11",
+			"racks zone-a,zone-b,-",
+			"written -> hub 6.11; push 6.11",
+			"ping kaas-2 lists=2 rack=zone-c -> soon", // restarted in another zone
+			"soon -> write 6.12",
+			"racks zone-a,zone-b,zone-c",
+			"leaders 0,1,2",
+			"written -> hub 6.12; push 6.12",
+			"ping kaas-2 lists=2 rack=zone-c ->",
+			"tick -> read-header",
 		},
 	},
 	{

@@ -449,8 +449,9 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 			v.ControllerID = b.ID
 		}
 		for _, b := range a.Brokers {
-			v.Brokers = append(v.Brokers, routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port,
-				Alive: b.State != assignment.Dead, Fenced: b.State != assignment.Alive})
+			rb := brokerOf(b)
+			rb.Alive, rb.Fenced = b.State != assignment.Dead, b.State != assignment.Alive
+			v.Brokers = append(v.Brokers, rb)
 		}
 		for name, t := range a.Topics {
 			id, err := ParseUUID(t.ID)
@@ -482,14 +483,18 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 			if !ok {
 				return routing.Broker{}, false
 			}
-			return routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port, Alive: true}, b.ID == selfID
+			rb := brokerOf(b)
+			rb.Alive = true
+			return rb, b.ID == selfID
 		}
 		v.NextCoordinator = func(group string) (routing.Broker, bool) {
 			b, ok := assignment.NextCoordinatorFor(group, a)
 			if !ok {
 				return routing.Broker{}, false
 			}
-			return routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port, Alive: true}, b.ID == selfID
+			rb := brokerOf(b)
+			rb.Alive = true
+			return rb, b.ID == selfID
 		}
 		v.GroupSlots = groupSlots(a)
 	}
@@ -535,4 +540,14 @@ func groupSlots(a *assignment.Assignment) []int32 {
 		}
 	}
 	return out
+}
+
+// brokerOf is an assignment file's broker row as the view holds it.
+func brokerOf(b assignment.Broker) routing.Broker {
+	rb := routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port}
+	if b.Rack != "" {
+		rack := b.Rack
+		rb.Rack = &rack
+	}
+	return rb
 }

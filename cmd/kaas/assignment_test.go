@@ -125,6 +125,7 @@ func TestAssignmentCmdShow(t *testing.T) {
 	}
 	a, _ := assignment.Decode([]byte(out))
 	a.ConsumerGroups.Held = []int{0, 2}
+	a.Brokers[2].Rack = "zone-c"
 	dir := t.TempDir()
 	if err := assignment.WriteFile(dir, a); err != nil {
 		t.Fatal(err)
@@ -141,8 +142,9 @@ func TestAssignmentCmdShow(t *testing.T) {
 			"topics:                2 (4 partitions, 0 without leader)\n",
 			"group slots:           kaas-0 kaas-1 kaas-2\n",
 			"held group slots:      0 2\n",
-			"ID  NAME    ADDRESS                  STATE     LEADS\n",
-			"2   kaas-2  kaas-2.kaas.ns.svc:9092  draining  0\n",
+			"ID  NAME    ADDRESS                  RACK    STATE     LEADS\n",
+			"0   kaas-0  kaas-0.kaas.ns.svc:9092  -       alive",
+			"2   kaas-2  kaas-2.kaas.ns.svc:9092  zone-c  draining  0\n",
 			"TOPIC   PARTITION  LEADER      LEADER_EPOCH  TOPIC_ID\n",
 			"orders  0          ",
 			"u-orders\n",
@@ -153,9 +155,9 @@ func TestAssignmentCmdShow(t *testing.T) {
 		}
 		leads := 0
 		for _, line := range strings.Split(got, "\n") {
-			if f := strings.Fields(line); len(f) == 5 && strings.HasPrefix(f[1], "kaas-") && (f[3] == "alive" || f[3] == "draining") {
+			if f := strings.Fields(line); len(f) == 6 && strings.HasPrefix(f[1], "kaas-") && (f[4] == "alive" || f[4] == "draining") {
 				n := 0
-				for _, c := range f[4] {
+				for _, c := range f[5] {
 					n = n*10 + int(c-'0')
 				}
 				leads += n

@@ -31,6 +31,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	return map[string]conn.BrokerConfig{
 		"broker.id":                 c("broker-id", topicconfig.TypeInt, strconv.Itoa(cfg.BrokerID)),
+		"broker.rack":               c("rack", topicconfig.TypeString, cfg.Rack),
 		"advertised.listeners":      c("advertised-listeners", topicconfig.TypeString, cfg.advertisedListenersString()),
 		"socket.request.max.bytes":  c("max-request-size", topicconfig.TypeInt, strconv.Itoa(cfg.MaxRequestSize)),
 		"auto.create.topics.enable": c("auto-create-topics", topicconfig.TypeBoolean, strconv.FormatBool(cfg.AutoCreateTopics)),

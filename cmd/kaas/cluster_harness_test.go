@@ -105,6 +105,8 @@ type clusterBroker struct {
 	cmd       *exec.Cmd
 	log       *brokerLog
 	exited    chan struct{}
+	// env is added to the broker's environment at each start (KAAS_RACK=...).
+	env []string
 }
 
 // brokerLog is a broker's output, in a file the process writes itself: a
@@ -167,11 +169,20 @@ func (c *kaasCluster) loopbackAddr() string {
 
 // start launches broker name (kaas-N), reusing its ports after a restart.
 func (c *kaasCluster) start(name string) *clusterBroker {
+	return c.startWith(name)
+}
+
+// startWith is start with env added to the broker's environment (kept for
+// its restarts unless given again).
+func (c *kaasCluster) startWith(name string, env ...string) *clusterBroker {
 	t := c.t
 	t.Helper()
 	b, ok := c.brokers[name]
+	if ok && env != nil {
+		b.env = env
+	}
 	if !ok {
-		b = &clusterBroker{name: name}
+		b = &clusterBroker{name: name, env: env}
 		if c.netns != nil {
 			b.kafka, b.http, b.heartbeat = c.netns.addBroker(name)
 		} else {
@@ -223,6 +234,7 @@ func (c *kaasCluster) start(name string) *clusterBroker {
 	}
 	b.cmd.Env = append(b.cmd.Env, "MY_POD_NAME="+name, "MY_POD_NAMESPACE="+c.ns,
 		fmt.Sprintf("MY_POD_UID=uid-%s-%d", name, time.Now().UnixNano()), "KUBECONFIG="+kubeconfig)
+	b.cmd.Env = append(b.cmd.Env, b.env...)
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

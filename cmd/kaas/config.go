@@ -42,6 +42,7 @@ type serveConfig struct {
 	DefaultPartitions int
 	ClusterID         string
 	BrokerID          int
+	Rack              string
 	DebugChaos        bool
 
 	// client quotas
@@ -139,6 +140,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.SuperUsers, "super-users", "", "authorization: principals allowed everything whatever the ACLs, separated by ';' (User:admin;User:ops) (Kafka's super.users)")
 	fs.BoolVar(&cfg.AllowEveryoneIfNoACL, "allow-everyone-if-no-acl-found", false, "authorization: allow a request on a resource that no ACL names (Kafka's allow.everyone.if.no.acl.found)")
 	fs.IntVar(&cfg.BrokerID, "broker-id", 0, "broker id in local mode (cluster mode takes it from the pod name)")
+	fs.StringVar(&cfg.Rack, "rack", "", "rack (zone) of this broker, shown to clients in Metadata and DescribeCluster; empty: none (Kafka's broker.rack)")
 	fs.DurationVar(&cfg.GroupInitialRebalanceDelay, "group-initial-rebalance-delay", 3*time.Second, "consumer groups: how long the first rebalance of an empty classic group waits for more members to join; 0 does not wait (Kafka's group.initial.rebalance.delay.ms)")
 	fs.DurationVar(&cfg.GroupMinSessionTimeout, "group-min-session-timeout", 6*time.Second, "consumer groups: shortest session timeout a classic group member may ask for (Kafka's group.min.session.timeout.ms)")
 	fs.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "consumer groups: longest session timeout a classic group member may ask for (Kafka's group.max.session.timeout.ms)")
@@ -287,6 +289,9 @@ func (c *serveConfig) validate() error {
 	if c.BrokerID < 0 {
 		return fmt.Errorf("--broker-id %d: must not be negative", c.BrokerID)
 	}
+	if len(c.Rack) > maxRackLen {
+		return fmt.Errorf("--rack: %d bytes, at most %d", len(c.Rack), maxRackLen)
+	}
 	if c.clusterMode() {
 		if err := c.validateCluster(); err != nil {
 			return err
@@ -390,4 +395,16 @@ func brokerOrdinal(pod string) (int, error) {
 		return 0, fmt.Errorf("pod name %q: bad ordinal", pod)
 	}
 	return n, nil
+}
+
+// maxRackLen bounds --rack: a rack is a zone name, and it travels in every
+// Metadata response.
+const maxRackLen = 255
+
+// rack is --rack as the view holds it (nil: none).
+func (c *serveConfig) rack() *string {
+	if c.Rack == "" {
+		return nil
+	}
+	return &c.Rack
 }

@@ -412,7 +412,10 @@ type Ping struct {
 	Seq               uint64 `protobuf:"varint,13,opt,name=seq,proto3" json:"seq,omitempty"`
 	// The broker's log dir is cordoned (KIP-1066's cordoned.log.dirs in
 	// force on it): the controller gives it no partition it does not lead.
-	Cordoned      bool `protobuf:"varint,14,opt,name=cordoned,proto3" json:"cordoned,omitempty"`
+	Cordoned bool `protobuf:"varint,14,opt,name=cordoned,proto3" json:"cordoned,omitempty"`
+	// The broker's broker.rack (--rack; empty: none), which the controller
+	// writes into its row of the assignment file for clients to read.
+	KafkaRack     string `protobuf:"bytes,15,opt,name=kafka_rack,json=kafkaRack,proto3" json:"kafka_rack,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -543,6 +546,13 @@ func (x *Ping) GetCordoned() bool {
 		return x.Cordoned
 	}
 	return false
+}
+
+func (x *Ping) GetKafkaRack() string {
+	if x != nil {
+		return x.KafkaRack
+	}
+	return ""
 }
 
 type PartitionLed struct {
@@ -740,7 +750,7 @@ const file_heartbeat_proto_rawDesc = "" +
 	"\x12UnregisterResponse\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\x01 \x01(\x05R\terrorCode\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xd5\x03\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xf4\x03\n" +
 	"\x04Ping\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
@@ -760,7 +770,9 @@ const file_heartbeat_proto_rawDesc = "" +
 	"\x10controller_epoch\x18\v \x01(\x03R\x0fcontrollerEpoch\x12-\n" +
 	"\x12assignment_version\x18\f \x01(\x03R\x11assignmentVersion\x12\x10\n" +
 	"\x03seq\x18\r \x01(\x04R\x03seq\x12\x1a\n" +
-	"\bcordoned\x18\x0e \x01(\bR\bcordoned\"\x7f\n" +
+	"\bcordoned\x18\x0e \x01(\bR\bcordoned\x12\x1d\n" +
+	"\n" +
+	"kafka_rack\x18\x0f \x01(\tR\tkafkaRack\"\x7f\n" +
 	"\fPartitionLed\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +

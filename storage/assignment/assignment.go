@@ -55,10 +55,13 @@ type Assignment struct {
 
 // Broker is one registered broker row. ID is the StatefulSet ordinal.
 type Broker struct {
-	ID    int32       `json:"id"`
-	Name  string      `json:"name"`
-	Host  string      `json:"host"`
-	Port  int32       `json:"port"`
+	ID   int32  `json:"id"`
+	Name string `json:"name"`
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+	// Rack is the broker's broker.rack ("": none), shown to clients in
+	// Metadata and DescribeCluster.
+	Rack  string      `json:"rack,omitempty"`
 	State BrokerState `json:"state"`
 }
 

@@ -45,6 +45,10 @@ func Encode(a *Assignment) ([]byte, error) {
 		b = appendString(b, br.Host)
 		b = append(b, ", \"port\": "...)
 		b = strconv.AppendInt(b, int64(br.Port), 10)
+		if br.Rack != "" {
+			b = append(b, ", \"rack\": "...)
+			b = appendString(b, br.Rack)
+		}
 		b = append(b, ", \"state\": "...)
 		b = appendString(b, string(br.State))
 		b = append(b, '}')

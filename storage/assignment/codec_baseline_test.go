@@ -27,6 +27,7 @@ type wireBroker struct {
 	Name  *string      `json:"name"`
 	Host  string       `json:"host"`
 	Port  int32        `json:"port"`
+	Rack  string       `json:"rack"`
 	State *BrokerState `json:"state"`
 }
 
@@ -237,7 +238,7 @@ func (w *wireAssignment) convert() (*Assignment, error) {
 		case b.State == nil:
 			return nil, invalid("broker %d: missing state", i)
 		}
-		a.Brokers[i] = Broker{ID: *b.ID, Name: *b.Name, Host: b.Host, Port: b.Port, State: *b.State}
+		a.Brokers[i] = Broker{ID: *b.ID, Name: *b.Name, Host: b.Host, Port: b.Port, Rack: b.Rack, State: *b.State}
 	}
 	for name, t := range w.Topics {
 		if t.ID == nil {

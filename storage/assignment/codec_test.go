@@ -14,7 +14,7 @@ const sample = `{
   "controller": "kaas-0",
   "controller_heartbeat": "kaas-0.kaas.ns.svc:9094",
   "brokers": [ {"id": 0, "name": "kaas-0", "host": "kaas-0.kaas.ns.svc", "port": 9092, "state": "alive"},
-               {"id": 1, "name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "state": "alive"},
+               {"id": 1, "name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "rack": "zone-b", "state": "alive"},
                {"id": 2, "name": "kaas-2", "host": "kaas-2.kaas.ns.svc", "port": 9092, "state": "dead"} ],
   "topics": { "orders": {"id": "0b6e4b8e-6a8f-4a57-9d53-0f3d1e0c1a2b", "config": {"retention.ms": "604800000"},
               "partitions": [ {"leader": 0, "leader_epoch": 3}, {"leader": 1, "leader_epoch": 1} ] } },
@@ -33,7 +33,7 @@ func sampleAssignment(t testing.TB) *Assignment {
 func TestDecodeSample(t *testing.T) {
 	a := sampleAssignment(t)
 	if a.ControllerEpoch != 7 || a.AssignmentVersion != 42 || a.Controller != "kaas-0" || len(a.Brokers) != 3 ||
-		a.Brokers[2].State != Dead || a.Topics["orders"].Partitions[0] != (Partition{0, 3}) ||
+		a.Brokers[2].State != Dead || a.Brokers[1].Rack != "zone-b" || a.Brokers[0].Rack != "" || a.Topics["orders"].Partitions[0] != (Partition{0, 3}) ||
 		a.Topics["orders"].Config["retention.ms"] != "604800000" || len(a.ConsumerGroups.Slots) != 3 {
 		t.Fatalf("decoded %+v", a)
 	}
@@ -64,7 +64,7 @@ func TestEncodeRoundTripAndDeterminism(t *testing.T) {
   "controller_heartbeat": "kaas-0.kaas.ns.svc:9094",
   "brokers": [
     {"id": 0, "name": "kaas-0", "host": "kaas-0.kaas.ns.svc", "port": 9092, "state": "alive"},
-    {"id": 1, "name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "state": "alive"},
+    {"id": 1, "name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "rack": "zone-b", "state": "alive"},
     {"id": 2, "name": "kaas-2", "host": "kaas-2.kaas.ns.svc", "port": 9092, "state": "dead"}
   ],
   "topics": {
@@ -262,8 +262,8 @@ func withConfig(t Topic, cfg map[string]string) Topic {
 // A draining broker still leads what the controller has not moved yet
 // (moves run in waves); a dead one never leads.
 func TestDrainingBrokerMayLead(t *testing.T) {
-	doc := strings.Replace(sample, `"name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "state": "alive"`,
-		`"name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "state": "draining"`, 1)
+	doc := strings.Replace(sample, `"name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "rack": "zone-b", "state": "alive"`,
+		`"name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "rack": "zone-b", "state": "draining"`, 1)
 	if doc == sample {
 		t.Fatal("test case did not change the document")
 	}
