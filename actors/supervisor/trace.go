@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -17,20 +18,29 @@ import (
 // to the supervisor (actor): the apply joins the controller's trace. The
 // push is what makes a broker read the file on a shared volume without
 // change notifications (NFS); where the file watch sees the file first (a
-// local volume), the apply starts a trace of its own, and the push, when
-// it arrives, records a "supervisor push received" span in the
-// controller's trace that links to that apply.
+// local volume), the apply starts a trace of its own, and a "supervisor
+// push received" span in the controller's trace links to that apply:
+// recorded by the push when it comes later, or by the apply when the push
+// came while it started.
 type pushedTraces struct {
 	mu          sync.Mutex
 	epoch       int64
 	version     int64
 	traceparent string
-	// unjoined is the newest apply that found no push for its file.
-	unjoined struct {
-		epoch, version int64
-		span           trace.SpanContext
-	}
+	// unjoined are the newest applies that found no push for their file
+	// (oldest first; the file watch may apply several files before their
+	// pushes arrive).
+	unjoined []unjoinedApply
 }
+
+type unjoinedApply struct {
+	epoch, version int64
+	span           trace.SpanContext
+}
+
+// maxUnjoined bounds the applies kept waiting for their pushes: a push
+// comes within a heartbeat exchange, or was dropped (a full stream).
+const maxUnjoined = 8
 
 func (p *pushedTraces) note(push *heartbeatpb.Push) {
 	if push.Traceparent == "" {
@@ -38,21 +48,46 @@ func (p *pushedTraces) note(push *heartbeatpb.Push) {
 	}
 	p.mu.Lock()
 	p.epoch, p.version, p.traceparent = push.ControllerEpoch, push.AssignmentVersion, push.Traceparent
-	u := p.unjoined
+	var joined []trace.SpanContext
+	p.unjoined = slices.DeleteFunc(p.unjoined, func(u unjoinedApply) bool {
+		if u.epoch == push.ControllerEpoch && u.version == push.AssignmentVersion {
+			joined = append(joined, u.span)
+			return true
+		}
+		return false
+	})
 	p.mu.Unlock()
-	if u.span.IsValid() && u.epoch == push.ControllerEpoch && u.version == push.AssignmentVersion {
-		_, span := tracing.Tracer().Start(tracing.ContextFromTraceparent(push.Traceparent), "supervisor push received",
-			trace.WithLinks(trace.Link{SpanContext: u.span}), trace.WithAttributes(
-				attribute.Int64("kaas.controller.epoch", push.ControllerEpoch), attribute.Int64("kaas.assignment.version", push.AssignmentVersion)))
-		span.End()
+	for _, sc := range joined {
+		linkPush(push.Traceparent, push.ControllerEpoch, push.AssignmentVersion, sc)
 	}
 }
 
-// applied notes an apply that found no push for its file.
+// applied notes an apply that found no push for its file; a push for it
+// noted since the apply looked is linked at once.
 func (p *pushedTraces) applied(a *assignment.Assignment, sc trace.SpanContext) {
 	p.mu.Lock()
-	p.unjoined.epoch, p.unjoined.version, p.unjoined.span = a.ControllerEpoch, a.AssignmentVersion, sc
+	tp := ""
+	if p.epoch == a.ControllerEpoch && p.version == a.AssignmentVersion {
+		tp = p.traceparent
+	} else {
+		if len(p.unjoined) == maxUnjoined {
+			p.unjoined = slices.Delete(p.unjoined, 0, 1)
+		}
+		p.unjoined = append(p.unjoined, unjoinedApply{epoch: a.ControllerEpoch, version: a.AssignmentVersion, span: sc})
+	}
 	p.mu.Unlock()
+	if tp != "" {
+		linkPush(tp, a.ControllerEpoch, a.AssignmentVersion, sc)
+	}
+}
+
+// linkPush records, in the push's trace, the span linking it to the apply
+// of its file that started a trace of its own.
+func linkPush(traceparent string, epoch, version int64, apply trace.SpanContext) {
+	_, span := tracing.Tracer().Start(tracing.ContextFromTraceparent(traceparent), "supervisor push received",
+		trace.WithLinks(trace.Link{SpanContext: apply}), trace.WithAttributes(
+			attribute.Int64("kaas.controller.epoch", epoch), attribute.Int64("kaas.assignment.version", version)))
+	span.End()
 }
 
 // of returns the traceparent pushed for a's version ("" when none was).
