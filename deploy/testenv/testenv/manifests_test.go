@@ -77,7 +77,8 @@ func TestBaseManifests(t *testing.T) {
 	for _, e := range c.Env {
 		env[e.Name] = e
 	}
-	for name, field := range map[string]string{"MY_POD_NAME": "metadata.name", "MY_POD_NAMESPACE": "metadata.namespace", "MY_POD_UID": "metadata.uid"} {
+	for name, field := range map[string]string{"MY_POD_NAME": "metadata.name", "MY_POD_NAMESPACE": "metadata.namespace", "MY_POD_UID": "metadata.uid",
+		"KAAS_RACK": "metadata.labels['topology.kubernetes.io/zone']"} {
 		if e, ok := env[name]; !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != field {
 			t.Errorf("env %s: want downward API %s, got %+v", name, field, e)
 		}
