@@ -123,7 +123,7 @@ func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, t
 }
 
 func (g *Group) full() bool {
-	return g.cfg.MaxSize > 0 && len(g.members)+len(g.pending) >= g.cfg.MaxSize
+	return g.cfg.ClassicMaxSize > 0 && len(g.members)+len(g.pending) >= g.cfg.ClassicMaxSize
 }
 
 func (g *Group) joinNewMember(now time.Time, c Client, req *kmsg.JoinGroupRequest, session, rebalance time.Duration, reply Reply) {

@@ -205,7 +205,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 	if r != nil {
 		return r
 	}
-	if isNew && !replaced && g.cfg.MaxSize > 0 && len(g.cons.members) >= g.cfg.MaxSize {
+	if isNew && !replaced && g.cfg.ConsumerMaxSize > 0 && len(g.cons.members) >= g.cfg.ConsumerMaxSize {
 		return cgError(kerr.GroupMaxSizeReached.Code, "")
 	}
 	// A heartbeat changes the saved membership through the group's epochs

@@ -43,8 +43,16 @@ type Config struct {
 	// NewMemberJoinTimeout bounds how long a new classic member may wait in
 	// JoinGroup (5 min, as Kafka's GroupCoordinator).
 	NewMemberJoinTimeout time.Duration
-	// MaxSize is group.max.size (0 = unlimited) for both protocols.
-	MaxSize int
+	// ClassicMaxSize is group.max.size (0 = unlimited): the most members
+	// a classic group takes; a new member's JoinGroup into a full group
+	// is refused, and a consumer group with classic members is turned
+	// back into a classic group only if they fit.
+	ClassicMaxSize int
+	// ConsumerMaxSize is group.consumer.max.size (0 = unlimited): the
+	// most members a consumer (KIP-848) group takes, whichever protocol
+	// each member speaks; a classic group is turned into a consumer group
+	// only if its members fit.
+	ConsumerMaxSize int
 	// OffsetsRetention is offsets.retention.minutes (7 days).
 	OffsetsRetention time.Duration
 	// MaxMetadataSize is offset.metadata.max.bytes (4096).

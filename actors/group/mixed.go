@@ -85,9 +85,9 @@ func due(now, deadline time.Time) bool { return !deadline.IsZero() && !now.Befor
 func (g *Group) upgrade(now time.Time, topics Topics) *kmsg.ConsumerGroupHeartbeatResponse {
 	switch {
 	case !g.cfg.MigrationPolicy.upgrades(), g.protocolType != "consumer",
-		g.cfg.MaxSize > 0 && len(g.members) > g.cfg.MaxSize:
+		g.cfg.ConsumerMaxSize > 0 && len(g.members) > g.cfg.ConsumerMaxSize:
 		return cgError(kerr.GroupIDNotFound.Code, "Group "+g.ID+" is not a consumer group.")
-	case g.cfg.MaxSize > 0 && len(g.members) >= g.cfg.MaxSize:
+	case g.cfg.ConsumerMaxSize > 0 && len(g.members) >= g.cfg.ConsumerMaxSize:
 		return cgError(kerr.GroupMaxSizeReached.Code, "")
 	}
 	protocol := g.protocol
@@ -164,7 +164,7 @@ func (g *Group) mayDowngrade(leaving string) bool {
 		}
 		n++
 	}
-	return n > 0 && g.cfg.MigrationPolicy.downgrades() && (g.cfg.MaxSize <= 0 || n <= g.cfg.MaxSize)
+	return n > 0 && g.cfg.MigrationPolicy.downgrades() && (g.cfg.ClassicMaxSize <= 0 || n <= g.cfg.ClassicMaxSize)
 }
 
 // downgrade turns this consumer group, without member leaving, into a
@@ -260,7 +260,7 @@ func (g *Group) joinConsumerGroup(now time.Time, c Client, req *kmsg.JoinGroupRe
 		replaced = g.cons.members[g.static[*req.InstanceID]]
 	}
 	m := g.cons.members[id]
-	if m == nil && replaced == nil && g.cfg.MaxSize > 0 && len(g.cons.members) >= g.cfg.MaxSize {
+	if m == nil && replaced == nil && g.cfg.ConsumerMaxSize > 0 && len(g.cons.members) >= g.cfg.ConsumerMaxSize {
 		reply(joinError(req, kerr.GroupMaxSizeReached.Code))
 		return
 	}

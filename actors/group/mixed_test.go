@@ -377,14 +377,14 @@ func TestUpgradeRefused(t *testing.T) {
 		{name: "policy disabled", cfg: func(c *Config) { c.MigrationPolicy = MigrationDisabled }, want: kerr.GroupIDNotFound.Code},
 		{name: "policy downgrade only", cfg: func(c *Config) { c.MigrationPolicy = MigrationDowngrade }, want: kerr.GroupIDNotFound.Code},
 		{name: "a heartbeat that is not a join", epoch: 3, want: kerr.GroupIDNotFound.Code},
-		{name: "larger than group.max.size", cfg: func(c *Config) { c.MaxSize = 1 }, want: kerr.GroupIDNotFound.Code,
+		{name: "larger than group.consumer.max.size", cfg: func(c *Config) { c.ConsumerMaxSize = 1 }, want: kerr.GroupIDNotFound.Code,
 			build: func(t *testing.T, g *Group, now *time.Time) {
 				// Two members joined before the limit was lowered.
-				g.cfg.MaxSize = 0
+				g.cfg.ConsumerMaxSize = 0
 				classicRebalance(t, now, newCCM(t, g, false), newCCM(t, g, false))
-				g.cfg.MaxSize = 1
+				g.cfg.ConsumerMaxSize = 1
 			}},
-		{name: "full", cfg: func(c *Config) { c.MaxSize = 2 }, want: kerr.GroupMaxSizeReached.Code},
+		{name: "full", cfg: func(c *Config) { c.ConsumerMaxSize = 2 }, want: kerr.GroupMaxSizeReached.Code},
 		{name: "another protocol type", want: kerr.GroupIDNotFound.Code,
 			build: func(t *testing.T, g *Group, now *time.Time) {
 				r := joinReq("", "m")

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -76,6 +77,10 @@ type serveConfig struct {
 	GroupConsumerHeartbeatInterval time.Duration
 	GroupConsumerSessionTimeout    time.Duration
 	GroupMigrationPolicy           string
+	GroupMaxSize                   int
+	GroupConsumerMaxSize           int
+	GroupShareMaxSize              int
+	GroupStreamsMaxSize            int
 	GroupStreamsHeartbeatInterval  time.Duration
 	GroupStreamsSessionTimeout     time.Duration
 	GroupStreamsNumStandbyReplicas int
@@ -147,6 +152,10 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.GroupConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "consumer groups: heartbeat interval given to KIP-848 consumer-protocol members (Kafka's group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&cfg.GroupConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second, "consumer groups: a KIP-848 consumer-protocol member silent this long is removed; must exceed --group-consumer-heartbeat-interval (Kafka's group.consumer.session.timeout.ms)")
 	fs.StringVar(&cfg.GroupMigrationPolicy, "group-consumer-migration-policy", "bidirectional", "consumer groups: whether a group with members switches protocol as its consumers do: bidirectional, upgrade (classic to the KIP-848 consumer protocol only), downgrade (back only) or disabled (Kafka's group.consumer.migration.policy)")
+	fs.IntVar(&cfg.GroupMaxSize, "group-max-size", math.MaxInt32, "consumer groups: most members a classic group takes; a new member's JoinGroup into a full group gets GROUP_MAX_SIZE_REACHED, and a consumer group goes back to the classic protocol only if its members fit (Kafka's group.max.size)")
+	fs.IntVar(&cfg.GroupConsumerMaxSize, "group-consumer-max-size", math.MaxInt32, "consumer groups: most members a KIP-848 consumer group takes, classic-protocol members included; a new member of a full group gets GROUP_MAX_SIZE_REACHED, and a classic group moves to the consumer protocol only if its members fit (Kafka's group.consumer.max.size)")
+	fs.IntVar(&cfg.GroupShareMaxSize, "group-share-max-size", 200, "share groups: most members a share group takes, 1 to 1000; a new member of a full group gets GROUP_MAX_SIZE_REACHED (Kafka's group.share.max.size)")
+	fs.IntVar(&cfg.GroupStreamsMaxSize, "group-streams-max-size", math.MaxInt32, "streams groups: most members a KIP-1071 streams group takes; a new member of a full group gets GROUP_MAX_SIZE_REACHED (Kafka's group.streams.max.size)")
 	fs.DurationVar(&cfg.GroupStreamsHeartbeatInterval, "group-streams-heartbeat-interval", 5*time.Second, "streams groups: heartbeat interval given to KIP-1071 streams-group members (Kafka's group.streams.heartbeat.interval.ms)")
 	fs.DurationVar(&cfg.GroupStreamsSessionTimeout, "group-streams-session-timeout", 45*time.Second, "streams groups: a KIP-1071 streams-group member silent this long is removed; must exceed --group-streams-heartbeat-interval (Kafka's group.streams.session.timeout.ms)")
 	fs.DurationVar(&cfg.GroupStreamsInitialDelay, "group-streams-initial-rebalance-delay", 3*time.Second, "streams groups: how long a new KIP-1071 streams group waits for more members before its first task assignment; 0 does not wait (Kafka's group.streams.initial.rebalance.delay.ms)")
@@ -265,6 +274,18 @@ func (c *serveConfig) validate() error {
 	}
 	if c.GroupStreamsNumStandbyReplicas < 0 || c.GroupStreamsNumStandbyReplicas > 2 {
 		return fmt.Errorf("--group-streams-num-standby-replicas %d: must be 0 to 2", c.GroupStreamsNumStandbyReplicas)
+	}
+	if c.GroupMaxSize < 1 {
+		return fmt.Errorf("--group-max-size %d: must be at least 1", c.GroupMaxSize)
+	}
+	if c.GroupConsumerMaxSize < 1 {
+		return fmt.Errorf("--group-consumer-max-size %d: must be at least 1", c.GroupConsumerMaxSize)
+	}
+	if c.GroupShareMaxSize < 1 || c.GroupShareMaxSize > 1000 {
+		return fmt.Errorf("--group-share-max-size %d: must be 1 to 1000", c.GroupShareMaxSize)
+	}
+	if c.GroupStreamsMaxSize < 1 {
+		return fmt.Errorf("--group-streams-max-size %d: must be at least 1", c.GroupStreamsMaxSize)
 	}
 	policy, err := group.ParseMigrationPolicy(c.GroupMigrationPolicy)
 	if err != nil {

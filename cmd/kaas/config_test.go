@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,17 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"migration policy in capitals", []string{"--group-consumer-migration-policy", "UPGRADE"}, nil, "", func(c *serveConfig) bool {
 			return c.GroupMigrationPolicy == "upgrade"
 		}},
+		{"group size defaults", nil, nil, "", func(c *serveConfig) bool {
+			return c.GroupMaxSize == math.MaxInt32 && c.GroupConsumerMaxSize == math.MaxInt32 && c.GroupShareMaxSize == 200 && c.GroupStreamsMaxSize == math.MaxInt32
+		}},
+		{"group size from the environment", nil, map[string]string{"KAAS_GROUP_SHARE_MAX_SIZE": "1000", "KAAS_GROUP_CONSUMER_MAX_SIZE": "7"}, "", func(c *serveConfig) bool {
+			return c.GroupShareMaxSize == 1000 && c.GroupConsumerMaxSize == 7
+		}},
+		{"group max size zero", []string{"--group-max-size", "0"}, nil, "--group-max-size 0", nil},
+		{"consumer group max size zero", []string{"--group-consumer-max-size", "0"}, nil, "--group-consumer-max-size 0", nil},
+		{"share group max size over 1000", []string{"--group-share-max-size", "1001"}, nil, "--group-share-max-size 1001", nil},
+		{"share group max size zero", []string{"--group-share-max-size", "0"}, nil, "--group-share-max-size 0", nil},
+		{"streams group max size negative", []string{"--group-streams-max-size", "-1"}, nil, "--group-streams-max-size -1", nil},
 		{"fsync per file", []string{"--fsync", "file"}, nil, "", func(c *serveConfig) bool { return c.syncMode == disklog.SyncFiles }},
 		{"stray argument", []string{"extra"}, nil, "unexpected argument", nil},
 		{"cluster needs a data dir", nil, map[string]string{"MY_POD_NAME": "kaas-2", "MY_POD_NAMESPACE": "ns"}, "--data-dir", nil},

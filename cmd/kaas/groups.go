@@ -50,6 +50,12 @@ func registerGroups(b *broker) {
 	if set["group-consumer-session-timeout"] {
 		opts.Group.ConsumerSessionTimeout = b.cfg.GroupConsumerSessionTimeout
 	}
+	// Validated with the flags (at least 1; Kafka's defaults are
+	// 2147483647, in effect unlimited).
+	opts.Group.ClassicMaxSize = b.cfg.GroupMaxSize
+	opts.Group.ConsumerMaxSize = b.cfg.GroupConsumerMaxSize
+	opts.Group.Share.MaxSize = b.cfg.GroupShareMaxSize
+	opts.Group.Streams.MaxSize = b.cfg.GroupStreamsMaxSize
 	opts.Group.Streams.HeartbeatInterval = b.cfg.GroupStreamsHeartbeatInterval
 	opts.Group.Streams.SessionTimeout = b.cfg.GroupStreamsSessionTimeout
 	opts.Group.Streams.NumStandbyReplicas = b.cfg.GroupStreamsNumStandbyReplicas
