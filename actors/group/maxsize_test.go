@@ -45,8 +45,9 @@ func TestConsumerGroupMaxSize(t *testing.T) {
 	g := New("g", cfg)
 	a, b, c := newCGM(t, g, "a"), newCGM(t, g, "b"), newCGM(t, g, "c")
 	converge(t, t0, a, b)
-	if r := c.beat(t0); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
-		t.Fatalf("third member: %s, want GROUP_MAX_SIZE_REACHED", code(r.ErrorCode))
+	if r := c.beat(t0); r.ErrorCode != kerr.GroupMaxSizeReached.Code || r.ErrorMessage == nil ||
+		*r.ErrorMessage != "The consumer group has reached its maximum capacity of 2 members." {
+		t.Fatalf("third member: %s %v, want GROUP_MAX_SIZE_REACHED with Kafka's message", code(r.ErrorCode), r.ErrorMessage)
 	}
 	if r := a.beat(t0); r.ErrorCode != 0 || r.MemberEpoch != a.epoch || a.epoch == 0 {
 		t.Fatalf("member a: %s epoch %d", code(r.ErrorCode), r.MemberEpoch)
