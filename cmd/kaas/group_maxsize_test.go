@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -117,5 +120,111 @@ func TestGroupMaxSizeFlags(t *testing.T) {
 		if err != nil || !errors.Is(res[0].Err, kerr.InvalidRequest) || !strings.Contains(res[0].ErrMessage, "Cannot update these configs dynamically") {
 			t.Errorf("alter %s: %v %+v, want INVALID_REQUEST, read-only", name, err, res)
 		}
+	}
+}
+
+// classicJoin sends one JoinGroup of a consumer-protocol classic member.
+func classicJoin(ctx context.Context, cl *kgo.Client, group, member, topic string) (*kmsg.JoinGroupResponse, error) {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.MemberID, req.ProtocolType = group, member, "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 30000, 10000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", (&kmsg.ConsumerMemberMetadata{Topics: []string{topic}}).AppendTo(nil)
+	req.Protocols = append(req.Protocols, p)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("JoinGroup of %q: %w", member, err)
+	}
+	return resp, nil
+}
+
+// joinAll sends a JoinGroup of each member at once, each on its client (a
+// JoinGroup waits for the rebalance), and returns the answers in order.
+func joinAll(t *testing.T, ctx context.Context, cls []*kgo.Client, group string, ids []string) []*kmsg.JoinGroupResponse {
+	t.Helper()
+	out := make([]*kmsg.JoinGroupResponse, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() { out[i], errs[i] = classicJoin(ctx, cls[i], group, ids[i], "t") })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGroupMaxSizeLoweredAcrossRestart: a classic group of three members,
+// saved by a broker with --group-max-size=3, is loaded by one restarted
+// with --group-max-size=2: its members are told to rejoin, two of them
+// make the next generation and the third is refused with
+// GROUP_MAX_SIZE_REACHED and removed.
+func TestGroupMaxSizeLoweredAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	_, addr, stop := startTestBroker(t, "--data-dir", dir, "--group-max-size=3")
+	ctx := ctxT(t, 30*time.Second)
+	const group = "maxsize-lowered"
+	cls := []*kgo.Client{newClient(t, addr), newClient(t, addr), newClient(t, addr)}
+	ids := make([]string, len(cls))
+	for i, cl := range cls {
+		r, err := classicJoin(ctx, cl, group, "", "t")
+		if err != nil || r.ErrorCode != kerr.MemberIDRequired.Code {
+			t.Fatalf("first join: %v %+v", err, r)
+		}
+		ids[i] = r.MemberID
+	}
+	joined := joinAll(t, ctx, cls, group, ids)
+	leader := slices.Index(ids, joined[0].LeaderID)
+	if leader < 0 {
+		t.Fatalf("leader %q is none of %v", joined[0].LeaderID, ids)
+	}
+	syncMember := func(i int, assign bool) {
+		t.Helper()
+		req := kmsg.NewPtrSyncGroupRequest()
+		req.Group, req.MemberID, req.Generation = group, ids[i], joined[i].Generation
+		if assign {
+			for _, id := range ids {
+				a := kmsg.NewSyncGroupRequestGroupAssignment()
+				a.MemberID, a.MemberAssignment = id, (&kmsg.ConsumerMemberAssignment{}).AppendTo(nil)
+				req.GroupAssignment = append(req.GroupAssignment, a)
+			}
+		}
+		if r, err := req.RequestWith(ctx, cls[i]); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("sync of %s: %v %+v", ids[i], err, r)
+		}
+	}
+	syncMember(leader, true) // answered once the membership is saved
+	for i := range ids {
+		if i != leader {
+			syncMember(i, false)
+		}
+	}
+
+	stop()
+	startTestBroker(t, "--data-dir", dir, "--group-max-size=2", "--kafka-addr", addr)
+	waitFor(t, ctx, "the restored group to call its members back", func() bool {
+		req := kmsg.NewPtrHeartbeatRequest()
+		req.Group, req.MemberID, req.Generation = group, ids[0], joined[0].Generation
+		r, err := req.RequestWith(ctx, cls[0])
+		return err == nil && r.ErrorCode == kerr.RebalanceInProgress.Code
+	})
+	var kept, refused int
+	for i, r := range joinAll(t, ctx, cls, group, ids) {
+		switch {
+		case r.ErrorCode == 0 && r.Generation == joined[i].Generation+1:
+			kept++
+		case r.ErrorCode == kerr.GroupMaxSizeReached.Code:
+			refused++
+		default:
+			t.Errorf("rejoin of %s: %v generation %d", ids[i], kerr.ErrorForCode(r.ErrorCode), r.Generation)
+		}
+	}
+	if kept != 2 || refused != 1 {
+		t.Fatalf("%d members kept, %d refused; want 2 and 1", kept, refused)
+	}
+	d, err := newAdmin(t, addr).DescribeGroups(ctx, group)
+	if err != nil || len(d[group].Members) != 2 {
+		t.Fatalf("after the rejoins: %v, %d members, want 2", err, len(d[group].Members))
 	}
 }
