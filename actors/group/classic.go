@@ -122,8 +122,28 @@ func (g *Group) JoinGroup(now time.Time, c Client, req *kmsg.JoinGroupRequest, t
 	g.joinExistingMember(now, c, req, session, rebalance, reply)
 }
 
+// full reports whether a new member is refused: members and pending
+// members (KIP-394 ids handed out, each holding a place) reach
+// group.max.size.
 func (g *Group) full() bool {
 	return g.cfg.ClassicMaxSize > 0 && len(g.members)+len(g.pending) >= g.cfg.ClassicMaxSize
+}
+
+// roomToRejoin reports whether a member may rejoin a rebalancing group:
+// the members that already rejoined, with the pending ones (they join the
+// next generation too), are fewer than group.max.size. Below the limit a
+// member always has room; over it, the last to rejoin are left out.
+func (g *Group) roomToRejoin() bool {
+	if g.cfg.ClassicMaxSize <= 0 {
+		return true
+	}
+	n := len(g.pending)
+	for _, m := range g.members {
+		if m.join != nil {
+			n++
+		}
+	}
+	return n < g.cfg.ClassicMaxSize
 }
 
 func (g *Group) joinNewMember(now time.Time, c Client, req *kmsg.JoinGroupRequest, session, rebalance time.Duration, reply Reply) {
@@ -167,6 +187,16 @@ func (g *Group) joinExistingMember(now time.Time, c Client, req *kmsg.JoinGroupR
 	m := g.members[req.MemberID]
 	switch g.state {
 	case PreparingRebalance:
+		if m.join == nil && !g.roomToRejoin() {
+			// A group over group.max.size (restored after the limit
+			// was lowered) keeps its first members to rejoin; the
+			// rest are removed, as Kafka's coordinator does.
+			g.removeAndRebalance(now, m)
+			r := joinError(req, kerr.GroupMaxSizeReached.Code)
+			r.MemberID = ""
+			reply(r)
+			return
+		}
 		g.updateMember(now, m, req, session, rebalance, reply)
 	case CompletingRebalance:
 		if m.matches(req.Protocols) {

@@ -151,6 +151,13 @@ func newConsumerState() consumerState {
 
 func (s *consumerState) learn(ti TopicInfo) { s.names[ti.ID] = ti.Name }
 
+// consumerGroupFull is the answer to a new member of a group at
+// group.consumer.max.size, with Kafka's message.
+func (g *Group) consumerGroupFull() *kmsg.ConsumerGroupHeartbeatResponse {
+	return cgError(kerr.GroupMaxSizeReached.Code,
+		"The consumer group has reached its maximum capacity of "+strconv.Itoa(g.cfg.ConsumerMaxSize)+" members.")
+}
+
 func cgError(code int16, msg string) *kmsg.ConsumerGroupHeartbeatResponse {
 	r := kmsg.NewPtrConsumerGroupHeartbeatResponse()
 	r.ErrorCode = code
@@ -206,7 +213,7 @@ func (g *Group) ConsumerHeartbeat(now time.Time, c Client, req *kmsg.ConsumerGro
 		return r
 	}
 	if isNew && !replaced && g.cfg.ConsumerMaxSize > 0 && len(g.cons.members) >= g.cfg.ConsumerMaxSize {
-		return cgError(kerr.GroupMaxSizeReached.Code, "")
+		return g.consumerGroupFull()
 	}
 	// A heartbeat changes the saved membership through the group's epochs
 	// and signature, this member, or other members' resolved topics.

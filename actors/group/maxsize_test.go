@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
 // TestClassicGroupMaxSize: a new member's JoinGroup into a classic group of
@@ -43,8 +45,9 @@ func TestConsumerGroupMaxSize(t *testing.T) {
 	g := New("g", cfg)
 	a, b, c := newCGM(t, g, "a"), newCGM(t, g, "b"), newCGM(t, g, "c")
 	converge(t, t0, a, b)
-	if r := c.beat(t0); r.ErrorCode != kerr.GroupMaxSizeReached.Code {
-		t.Fatalf("third member: %s, want GROUP_MAX_SIZE_REACHED", code(r.ErrorCode))
+	if r := c.beat(t0); r.ErrorCode != kerr.GroupMaxSizeReached.Code || r.ErrorMessage == nil ||
+		*r.ErrorMessage != "The consumer group has reached its maximum capacity of 2 members." {
+		t.Fatalf("third member: %s %v, want GROUP_MAX_SIZE_REACHED with Kafka's message", code(r.ErrorCode), r.ErrorMessage)
 	}
 	if r := a.beat(t0); r.ErrorCode != 0 || r.MemberEpoch != a.epoch || a.epoch == 0 {
 		t.Fatalf("member a: %s epoch %d", code(r.ErrorCode), r.MemberEpoch)
@@ -116,5 +119,51 @@ func TestDowngradeBoundedByClassicMaxSize(t *testing.T) {
 				t.Fatalf("kind %v, want %v", g.Kind(), tc.want)
 			}
 		})
+	}
+}
+
+// TestClassicGroupOverMaxSizeAfterRestore: a classic group restored with
+// more members than group.max.size (the limit lowered between two
+// coordinators) rebalances; the first members to rejoin, up to the
+// limit, make the next generation, a member resending its JoinGroup
+// included; the later ones are refused with GROUP_MAX_SIZE_REACHED and
+// removed.
+func TestClassicGroupOverMaxSizeAfterRestore(t *testing.T) {
+	g, ids, now := stableGroup(t, 4)
+	saved, _ := g.MembershipToSave()
+	cfg := testConfig()
+	cfg.ClassicMaxSize = 2
+	n := New("g", cfg)
+	n.Load(now, groupstore.State{Offsets: map[groupstore.TP]groupstore.Commit{}})
+	if err := n.RestoreMembership(now, saved, fakeTopics{"t": 6}); err != nil {
+		t.Fatal(err)
+	}
+	if n.State() != PreparingRebalance {
+		t.Fatalf("restored over the limit: state %v, want PreparingRebalance", n.State())
+	}
+	if c := heartbeat(n, now, ids[3], 1); c != kerr.RebalanceInProgress.Code {
+		t.Fatalf("heartbeat: %s, want REBALANCE_IN_PROGRESS", code(c))
+	}
+	first := join(n, now, joinReq(ids[0], "m"))
+	b1 := join(n, now, joinReq(ids[1], "m"))
+	b0 := join(n, now, joinReq(ids[0], "m")) // a resent JoinGroup
+	if r := first.join(t); r.ErrorCode != kerr.RebalanceInProgress.Code {
+		t.Fatalf("replaced JoinGroup: %s", code(r.ErrorCode))
+	}
+	for _, id := range ids[2:] {
+		if r := join(n, now, joinReq(id, "m")).join(t); r.ErrorCode != kerr.GroupMaxSizeReached.Code || r.MemberID != "" {
+			t.Fatalf("%s over the limit: %s member %q, want GROUP_MAX_SIZE_REACHED", id, code(r.ErrorCode), r.MemberID)
+		}
+	}
+	for i, b := range []*box{b0, b1} {
+		if r := b.join(t); r.ErrorCode != 0 || r.Generation != 2 || (r.LeaderID == r.MemberID) != (len(r.Members) == 2) {
+			t.Fatalf("member %s: %s generation %d, %d members", ids[i], code(r.ErrorCode), r.Generation, len(r.Members))
+		}
+	}
+	if n.State() != CompletingRebalance || len(n.members) != 2 {
+		t.Fatalf("state %v, %d members", n.State(), len(n.members))
+	}
+	if c := heartbeat(n, now, ids[3], 2); c != kerr.UnknownMemberID.Code {
+		t.Fatalf("heartbeat of a removed member: %s, want UNKNOWN_MEMBER_ID", code(c))
 	}
 }

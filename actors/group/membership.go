@@ -299,6 +299,12 @@ func (g *Group) restoreClassic(now time.Time, s savedMembership) {
 	}
 	g.subscribed = g.subscribedTopics()
 	g.setState(now, Stable)
+	if g.cfg.ClassicMaxSize > 0 && len(g.members) > g.cfg.ClassicMaxSize {
+		// group.max.size was lowered: a rebalance, in which only that
+		// many members are let back in (roomToRejoin); the members
+		// commit their offsets first, as on Kafka.
+		g.prepareRebalance(now)
+	}
 }
 
 func (g *Group) restoreConsumer(now time.Time, s savedMembership, topics Topics) error {

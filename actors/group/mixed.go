@@ -88,7 +88,7 @@ func (g *Group) upgrade(now time.Time, topics Topics) *kmsg.ConsumerGroupHeartbe
 		g.cfg.ConsumerMaxSize > 0 && len(g.members) > g.cfg.ConsumerMaxSize:
 		return cgError(kerr.GroupIDNotFound.Code, "Group "+g.ID+" is not a consumer group.")
 	case g.cfg.ConsumerMaxSize > 0 && len(g.members) >= g.cfg.ConsumerMaxSize:
-		return cgError(kerr.GroupMaxSizeReached.Code, "")
+		return g.consumerGroupFull()
 	}
 	protocol := g.protocol
 	if protocol == "" {

@@ -175,7 +175,7 @@ func (g *Members) Heartbeat(now time.Time, clientID, host string, req *kmsg.Shar
 	case 0:
 		if m == nil {
 			if len(g.members) >= g.cfg.MaxSize {
-				return fail(kerr.GroupMaxSizeReached.Code, ""), ""
+				return fail(kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The share group has reached its maximum capacity of %d members.", g.cfg.MaxSize)), ""
 			}
 			m = &Member{ID: req.MemberID}
 			g.members[m.ID] = m

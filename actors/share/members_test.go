@@ -91,8 +91,13 @@ func TestMembersErrorsAndLeave(t *testing.T) {
 		{"stale epoch", hb("a", 99), kerr.FencedMemberEpoch.Code},
 	}
 	for _, c := range cases {
-		if r, _ := g.Heartbeat(now, "c", "h", c.req, topics); r.ErrorCode != c.want {
+		r, _ := g.Heartbeat(now, "c", "h", c.req, topics)
+		if r.ErrorCode != c.want {
 			t.Fatalf("%s: code %d, want %d", c.name, r.ErrorCode, c.want)
+		}
+		if c.want == kerr.GroupMaxSizeReached.Code && (r.ErrorMessage == nil ||
+			*r.ErrorMessage != "The share group has reached its maximum capacity of 2 members.") {
+			t.Fatalf("%s: message %v, want Kafka's", c.name, r.ErrorMessage)
 		}
 	}
 	r, left := g.Heartbeat(now, "c", "h", hb("a", -1), topics)
