@@ -52,6 +52,7 @@ type readerDone struct{ err error }
 type connActor struct {
 	srv  *Server
 	c    net.Conn
+	id   int64 // Request.Conn
 	log  zerolog.Logger
 	host string
 
@@ -75,12 +76,13 @@ type connActor struct {
 	auth    saslState
 }
 
-func newConnActor(s *Server, c net.Conn, lst *Listener) func() actor.Actor {
+func newConnActor(s *Server, c net.Conn, lst *Listener, id int64) func() actor.Actor {
 	return func() actor.Actor {
 		host, port, _ := net.SplitHostPort(c.RemoteAddr().String())
 		return &connActor{
 			srv:     s,
 			c:       c,
+			id:      id,
 			host:    host,
 			log:     s.cfg.Log.With().Str("peer", c.RemoteAddr().String()).Str("listener", lst.Name).Logger(),
 			done:    map[uint64]answered{},
@@ -134,6 +136,7 @@ func (a *connActor) Receive(ctx actor.Context) {
 		<-a.writerOK
 		_ = a.c.Close()
 		a.srv.live.Delete(a)
+		a.srv.connectionClosed(a.id)
 		a.srv.conns.Done()
 	}
 }
@@ -292,7 +295,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	if tracing.On() {
 		spanCtx, span = tracing.StartRequest(hdr.Key, hdr.Version, hdr.ClientIDString(), a.host, read)
 	}
-	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, listener: a.lst, Ctx: spanCtx, Size: len(in.body)}
+	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, Conn: a.id, listener: a.lst, Ctx: spanCtx, Size: len(in.body)}
 	pending := a.safeAuthorizeAndHandle(api, req)
 	req.throttle = max(req.throttle, a.requestTime(hdr, start))
 	frame := reusableFrame(hdr, in.frame)

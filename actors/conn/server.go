@@ -62,6 +62,10 @@ type Request struct {
 	// Session is who the connection authenticated as, and on which
 	// listener (authorization reads it).
 	Session Session
+	// Conn is the connection's id, unique within this server: state a
+	// client keeps per connection (share sessions) is dropped when
+	// OnConnectionClosed reports it.
+	Conn int64
 	// Ctx carries the request's span while tracing is on (nil while off):
 	// handlers pass it to the actors they ask (tracing.Wrap).
 	Ctx context.Context
@@ -189,6 +193,8 @@ type Server struct {
 	SASLFailures *sasl.Limiter
 
 	fetchSessions *fetchsession.Cache
+	// closedHooks run when a connection closes (OnConnectionClosed).
+	closedHooks []func(conn int64)
 	// VerifyTxn checks a transactional produce's partitions with the
 	// transaction coordinator (KIP-890; set before Serve; nil: not
 	// checked).
@@ -247,6 +253,24 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 func (s *Server) FetchSessionStats() (sessions, partitions int, evictions int64) {
 	st := s.fetchSessions.Stats()
 	return st.Sessions, st.Partitions, st.Evictions
+}
+
+// OnConnectionClosed registers fn to be told the id (Request.Conn) of
+// every connection that closes, whatever closed it. fn runs on the
+// connection's actor and must not block. Call before Serve.
+func (s *Server) OnConnectionClosed(fn func(conn int64)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closedHooks = append(s.closedHooks, fn)
+}
+
+func (s *Server) connectionClosed(conn int64) {
+	s.mu.RLock()
+	hooks := s.closedHooks
+	s.mu.RUnlock()
+	for _, fn := range hooks {
+		fn(conn)
+	}
 }
 
 // Register adds or replaces an API. Call before Serve.
@@ -339,7 +363,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l *Listener
 		}
 		id := s.connSeq.Add(1)
 		s.conns.Add(1)
-		if _, err := s.system.SpawnGuarded("conn/"+itoa(id), newConnActor(s, c, l), connStrategy(s)); err != nil {
+		if _, err := s.system.SpawnGuarded("conn/"+itoa(id), newConnActor(s, c, l, id), connStrategy(s)); err != nil {
 			s.cfg.Log.Error().Err(err).Msg("spawn connection actor")
 			_ = c.Close()
 			s.conns.Done()

@@ -96,6 +96,9 @@ type View struct {
 	// FetchSessions reports the incremental fetch sessions (KIP-227) open,
 	// the partitions they hold and the sessions evicted so far (nil: none).
 	FetchSessions func() (sessions, partitions int, evictions int64)
+	// ShareSessions reports the share sessions (KIP-932) open and those
+	// evicted so far because their client's connection closed (nil: none).
+	ShareSessions func() (open, evicted int64)
 	// Brokers counts the registered brokers of the assignment applied:
 	// alive, and fenced (draining or dead) (nil: none).
 	Brokers func() (alive, fenced int)
@@ -140,6 +143,12 @@ func NewRegistry(v View) *prometheus.Registry {
 		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "fetch_session_evictions_total",
 			Help: "Fetch sessions evicted to make room for new ones."},
 			func() float64 { _, _, e := v.FetchSessions(); return float64(e) }))
+	}
+	if v.ShareSessions != nil {
+		gauge("share_sessions", "Share sessions (KIP-932) this broker keeps.", func() float64 { o, _ := v.ShareSessions(); return float64(o) })
+		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "share_session_evictions_total",
+			Help: "Share sessions dropped because the connection that opened them closed."},
+			func() float64 { _, e := v.ShareSessions(); return float64(e) }))
 	}
 	return r
 }

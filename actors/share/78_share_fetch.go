@@ -29,7 +29,7 @@ func (k *Keeper) handleShareFetch(r *conn.Request) conn.Pending {
 		return conn.Ready(resp)
 	}
 	group, member := *req.GroupID, *req.MemberID
-	b := &begin{op: opFetch, group: group, member: member, epoch: req.ShareSessionEpoch, renew: renew, view: r.View}
+	b := &begin{op: opFetch, group: group, member: member, epoch: req.ShareSessionEpoch, renew: renew, view: r.View, conn: r.Conn}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			b.parts = append(b.parts, PartReq{TP: TP{t.TopicID, p.Partition},

@@ -24,6 +24,7 @@ func (k *Keeper) Register(srv *conn.Server) {
 	srv.Register(conn.API{Key: kmsg.ShareFetch.Int16(), MinVersion: 0, MaxVersion: 2, Handle: k.handleShareFetch})
 	srv.Register(conn.API{Key: kmsg.ShareAcknowledge.Int16(), MinVersion: 0, MaxVersion: 2, Handle: k.handleShareAcknowledge})
 	k.registerDescribeOffsets(srv)
+	srv.OnConnectionClosed(func(c int64) { k.ref.Send(&connClosed{conn: c}) })
 }
 
 // call sends msg to the keeper and returns a wait for the reply.

@@ -3,6 +3,7 @@ package share
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -33,6 +34,19 @@ type Options struct {
 	// GroupConfigs holds the share groups' config overrides (nil: every
 	// group has Partition's settings).
 	GroupConfigs *groupconfig.Store
+	// MaxSessions is the most share sessions the keeper holds, Kafka's
+	// group.share.max.share.sessions (0: its default, 2000); a member
+	// opening one more gets SHARE_SESSION_LIMIT_REACHED.
+	MaxSessions int
+}
+
+// SessionStats counts the keeper's share sessions, for metrics.
+type SessionStats struct {
+	// Open is the share sessions held now.
+	Open atomic.Int64
+	// Evicted counts the sessions dropped because the connection that
+	// opened them closed (the client went away without closing them).
+	Evicted atomic.Int64
 }
 
 // Keeper is this broker's share-partition leader: one actor that holds
@@ -41,8 +55,9 @@ type Options struct {
 // ShareFetch and ShareAcknowledge (78_share_fetch.go,
 // 79_share_acknowledge.go).
 type Keeper struct {
-	ref  actorsys.Ref
-	opts *Options
+	ref   actorsys.Ref
+	opts  *Options
+	stats *SessionStats
 }
 
 // Start spawns the Keeper under system.
@@ -52,9 +67,11 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 	if opts.MaxRecords <= 0 {
 		opts.MaxRecords = 500
 	}
-	k := &Keeper{opts: &opts}
+	k := &Keeper{opts: &opts, stats: &SessionStats{}}
 	ref, err := system.Spawn(name, func() actor.Actor {
-		return newKeeper(&opts)
+		kp := newKeeper(&opts)
+		kp.stats = k.stats
+		return kp
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start share-partition keeper: %w", err)
@@ -67,12 +84,21 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 }
 
 func newKeeper(opts *Options) *keeper {
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 2000
+	}
 	return &keeper{opts: opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{},
-		marks: map[pkey]uint64{}, memStored: map[pkey]sharestate.Snapshot{}, ids: map[pkey][16]byte{}}
+		marks: map[pkey]uint64{}, memStored: map[pkey]sharestate.Snapshot{}, ids: map[pkey][16]byte{},
+		byConn: map[int64]map[skey]bool{}, stats: &SessionStats{}}
 }
 
 // Ref is the keeper actor.
 func (k *Keeper) Ref() actorsys.Ref { return k.ref }
+
+// Sessions reports the share sessions held and those evicted so far.
+func (k *Keeper) Sessions() (open, evicted int64) {
+	return k.stats.Open.Load(), k.stats.Evicted.Load()
+}
 
 // TP is a partition by topic id, as the share APIs name it.
 type TP struct {
@@ -88,10 +114,13 @@ type pkey struct {
 type skey struct{ group, member string }
 
 // session is a KIP-932 share session: the partitions a member fetches
-// from this broker, and the epoch its next request must carry.
+// from this broker, the epoch its next request must carry, and the
+// connection that opened it (the session goes when that connection
+// closes, as on Kafka).
 type session struct {
 	epoch int32
 	parts map[TP]bool
+	conn  int64
 }
 
 func (s *session) bump() {
@@ -132,7 +161,9 @@ type begin struct {
 	forgotten     []TP
 	renew         bool
 	view          *routing.View
-	reply         func(beginResult)
+	// conn is the connection the request came on (conn.Request.Conn).
+	conn  int64
+	reply func(beginResult)
 }
 
 // PartResult is one partition's part of a response.
@@ -206,6 +237,9 @@ type keeper struct {
 	opts     *Options
 	parts    map[pkey]*Partition
 	sessions map[skey]*session
+	// byConn are the sessions each connection opened.
+	byConn map[int64]map[skey]bool
+	stats  *SessionStats
 	// dirty are the share-partitions changed while serving the current
 	// message; their snapshots go to the writer after it.
 	dirty  map[pkey]bool
@@ -228,6 +262,7 @@ type keeper struct {
 func (k *keeper) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		k.stats.Open.Store(int64(len(k.sessions)))
 		if k.opts.Store != nil {
 			k.writer = startWriter(k.opts.Store, k.opts.Log)
 		}
@@ -254,7 +289,51 @@ func (k *keeper) Receive(ctx actor.Context) {
 		m.reply(k.adminSet(m))
 	case *recheck:
 		m.reply(k.recheck(m))
+	case *connClosed:
+		k.connClosed(m.conn)
+		k.flushDirty()
 	}
+}
+
+// connClosed is sent when a client connection closes.
+type connClosed struct{ conn int64 }
+
+// connClosed drops the sessions the connection opened, and the records
+// their members hold in them go back to the others, as Kafka's share
+// session cache does when a client disconnects: a client gone without
+// closing its session holds nothing until its locks run out.
+func (k *keeper) connClosed(conn int64) {
+	var v *routing.View
+	if k.opts.Views != nil {
+		v = k.opts.Views.Load()
+	}
+	for key := range k.byConn[conn] {
+		if v != nil {
+			k.releaseSession(key.group, key.member, k.sessions[key], v)
+		}
+		k.removeSession(key)
+		k.stats.Evicted.Add(1)
+	}
+}
+
+func (k *keeper) addSession(key skey, s *session) {
+	k.sessions[key] = s
+	if k.byConn[s.conn] == nil {
+		k.byConn[s.conn] = map[skey]bool{}
+	}
+	k.byConn[s.conn][key] = true
+	k.stats.Open.Store(int64(len(k.sessions)))
+}
+
+func (k *keeper) removeSession(key skey) {
+	if s, ok := k.sessions[key]; ok {
+		delete(k.byConn[s.conn], key)
+		if len(k.byConn[s.conn]) == 0 {
+			delete(k.byConn, s.conn)
+		}
+	}
+	delete(k.sessions, key)
+	k.stats.Open.Store(int64(len(k.sessions)))
 }
 
 func (k *keeper) partition(group string, tp routing.TP, id [16]byte) *Partition {
@@ -322,9 +401,13 @@ func (k *keeper) begin(m *begin) beginResult {
 		// records go back to the others.
 		if s != nil {
 			k.releaseSession(m.group, m.member, s, m.view)
+			k.removeSession(key)
 		}
-		s = &session{parts: map[TP]bool{}}
-		k.sessions[key] = s
+		if len(k.sessions) >= k.opts.MaxSessions {
+			return beginResult{code: kerr.ShareSessionLimitReached.Code}
+		}
+		s = &session{parts: map[TP]bool{}, conn: m.conn}
+		k.addSession(key, s)
 	case s == nil:
 		return beginResult{code: kerr.ShareSessionNotFound.Code}
 	case m.epoch > 0 && m.epoch != s.epoch:
@@ -358,7 +441,7 @@ func (k *keeper) begin(m *begin) beginResult {
 	}
 	if m.epoch == -1 {
 		k.releaseSession(m.group, m.member, s, m.view)
-		delete(k.sessions, key)
+		k.removeSession(key)
 		return beginResult{parts: out}
 	}
 	s.bump()

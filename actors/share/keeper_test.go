@@ -398,3 +398,80 @@ func TestHasStateOfTopicsThatExist(t *testing.T) {
 		t.Fatal("a snapshot of the current topic t is not counted")
 	}
 }
+
+// TestKeeperSessionLimit: at MaxSessions a new member's session is
+// refused with SHARE_SESSION_LIMIT_REACHED (retriable); a member opening
+// its session again replaces its own, and a closed session frees a place.
+func TestKeeperSessionLimit(t *testing.T) {
+	k, v, _ := testKeeper()
+	k.opts.MaxSessions = 2
+	open := func(member string, conn int64) int16 {
+		return k.begin(&begin{op: opFetch, group: "g", member: member, epoch: 0, view: v, conn: conn, parts: []PartReq{{TP: t0}}}).code
+	}
+	if c := open("a", 1); c != 0 {
+		t.Fatalf("a: %d", c)
+	}
+	if c := open("b", 2); c != 0 {
+		t.Fatalf("b: %d", c)
+	}
+	if c := open("c", 3); c != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("c over the limit: %d, want SHARE_SESSION_LIMIT_REACHED", c)
+	}
+	if c := open("a", 4); c != 0 {
+		t.Fatalf("a opening its session again: %d", c)
+	}
+	if open := k.stats.Open.Load(); open != 2 {
+		t.Fatalf("%d sessions counted, want 2", open)
+	}
+	if c := k.begin(&begin{op: opAck, group: "g", member: "b", epoch: -1, view: v}).code; c != 0 {
+		t.Fatalf("b closing: %d", c)
+	}
+	if c := open("c", 3); c != 0 {
+		t.Fatalf("c after b closed: %d", c)
+	}
+}
+
+// TestKeeperConnectionClosed: the sessions a connection opened go when it
+// closes, and what their members hold is available to the others at once;
+// a session the member opened again on another connection stays.
+func TestKeeperConnectionClosed(t *testing.T) {
+	k, v, _ := testKeeper()
+	k.opts.Views = &routing.Store{}
+	k.opts.Views.Publish(v)
+	k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, conn: 7, parts: []PartReq{{TP: t0}}})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, LogStart: 0, HighWatermark: 10, First: 0, Last: -1}}})
+	if res := k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9}}}); len(res.ranges[t0]) != 1 {
+		t.Fatalf("acquired %+v", res.ranges)
+	}
+	k.begin(&begin{op: opFetch, group: "g", member: "n", epoch: 0, view: v, conn: 8, parts: []PartReq{{TP: t1}}})
+	k.begin(&begin{op: opFetch, group: "h", member: "m", epoch: 0, view: v, conn: 7, parts: []PartReq{{TP: t1}}})
+	k.begin(&begin{op: opFetch, group: "h", member: "m", epoch: 0, view: v, conn: 9, parts: []PartReq{{TP: t1}}})
+
+	k.connClosed(7)
+	if _, ok := k.sessions[skey{"g", "m"}]; ok {
+		t.Fatal("the session of the closed connection is still held")
+	}
+	if _, ok := k.sessions[skey{"h", "m"}]; !ok {
+		t.Fatal("a session opened again on another connection went with the first")
+	}
+	if _, ok := k.sessions[skey{"g", "n"}]; !ok {
+		t.Fatal("another connection's session went")
+	}
+	if open, evicted := k.stats.Open.Load(), k.stats.Evicted.Load(); open != 2 || evicted != 1 {
+		t.Fatalf("counted %d open, %d evicted; want 2, 1", open, evicted)
+	}
+	if !k.dirty[pkey{"g", routing.TP{Topic: "t", Partition: 0}}] {
+		t.Fatal("the released share-partition is not saved")
+	}
+	w := k.where(&where{group: "g", parts: []PartResult{{TP: t0, Topic: "t"}}})
+	if len(w) != 1 || w[0].Offset != 0 {
+		t.Fatalf("after the connection closed, read from %+v, want 0 (released)", w)
+	}
+	if res := k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 1, view: v}); res.code != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("the member continuing its dropped session: %d, want SHARE_SESSION_NOT_FOUND", res.code)
+	}
+	k.connClosed(7) // nothing left: a no-op
+	if len(k.byConn) != 2 {
+		t.Fatalf("connections indexed: %v", k.byConn)
+	}
+}

@@ -57,6 +57,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"group.max.size":                           c("group-max-size", topicconfig.TypeInt, strconv.Itoa(cfg.GroupMaxSize)),
 		"group.consumer.max.size":                  c("group-consumer-max-size", topicconfig.TypeInt, strconv.Itoa(cfg.GroupConsumerMaxSize)),
 		"group.share.max.size":                     c("group-share-max-size", topicconfig.TypeInt, strconv.Itoa(cfg.GroupShareMaxSize)),
+		"group.share.max.share.sessions":           c("group-share-max-share-sessions", topicconfig.TypeInt, strconv.Itoa(cfg.GroupShareMaxShareSessions)),
 		"group.streams.max.size":                   c("group-streams-max-size", topicconfig.TypeInt, strconv.Itoa(cfg.GroupStreamsMaxSize)),
 		"group.streams.heartbeat.interval.ms":      c("group-streams-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupStreamsHeartbeatInterval)),
 		"group.streams.session.timeout.ms":         c("group-streams-session-timeout", topicconfig.TypeInt, ms(cfg.GroupStreamsSessionTimeout)),

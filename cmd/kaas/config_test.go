@@ -46,7 +46,8 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			return c.GroupMigrationPolicy == "upgrade"
 		}},
 		{"group size defaults", nil, nil, "", func(c *serveConfig) bool {
-			return c.GroupMaxSize == math.MaxInt32 && c.GroupConsumerMaxSize == math.MaxInt32 && c.GroupShareMaxSize == 200 && c.GroupStreamsMaxSize == math.MaxInt32
+			return c.GroupMaxSize == math.MaxInt32 && c.GroupConsumerMaxSize == math.MaxInt32 && c.GroupShareMaxSize == 200 && c.GroupStreamsMaxSize == math.MaxInt32 &&
+				c.GroupShareMaxShareSessions == 2000
 		}},
 		{"group size from the environment", nil, map[string]string{"KAAS_GROUP_SHARE_MAX_SIZE": "1000", "KAAS_GROUP_CONSUMER_MAX_SIZE": "7"}, "", func(c *serveConfig) bool {
 			return c.GroupShareMaxSize == 1000 && c.GroupConsumerMaxSize == 7
@@ -55,6 +56,11 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"consumer group max size zero", []string{"--group-consumer-max-size", "0"}, nil, "--group-consumer-max-size 0", nil},
 		{"share group max size over 1000", []string{"--group-share-max-size", "1001"}, nil, "--group-share-max-size 1001", nil},
 		{"share group max size zero", []string{"--group-share-max-size", "0"}, nil, "--group-share-max-size 0", nil},
+		{"share sessions from the environment", nil, map[string]string{"KAAS_GROUP_SHARE_MAX_SHARE_SESSIONS": "300"}, "", func(c *serveConfig) bool {
+			return c.GroupShareMaxShareSessions == 300
+		}},
+		{"share sessions fewer than share group members", []string{"--group-share-max-size", "50", "--group-share-max-share-sessions", "49"}, nil,
+			"--group-share-max-share-sessions 49: must be at least --group-share-max-size (50)", nil},
 		{"streams group max size negative", []string{"--group-streams-max-size", "-1"}, nil, "--group-streams-max-size -1", nil},
 		{"fsync per file", []string{"--fsync", "file"}, nil, "", func(c *serveConfig) bool { return c.syncMode == disklog.SyncFiles }},
 		{"stray argument", []string{"extra"}, nil, "unexpected argument", nil},

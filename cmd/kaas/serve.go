@@ -31,6 +31,7 @@ import (
 	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/actors/share"
 	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/actors/telemetry"
 	"github.com/kaas-project/kaas/actors/tracing"
@@ -88,6 +89,7 @@ type broker struct {
 	hbLn     net.Listener
 	fence    *cluster.Fence     // cluster mode: self-fencing clock
 	groups   *group.Coordinator // consumer-group coordinator (nil if it failed to start)
+	share    *share.Keeper      // share-partition keeper (nil if it failed to start)
 	grpc     *grpc.Server
 	opener   storage.Opener     // closed last (disklog keeps a descriptor on the volume for syncfs)
 	faults   *faultlog.Injector // --debug-chaos: fsync faults of the partitions' storage
@@ -455,6 +457,12 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		CommittedOffsets:  func() []metrics.CommittedOffset { return committedOffsets(b) },
 		HighWatermarks:    func() map[metrics.TopicPartition]int64 { return ledHighWatermarks(b.views.Load(), hwmScrapeTimeout) },
 		FetchSessions:     b.srv.FetchSessionStats,
+		ShareSessions: func() (open, evicted int64) {
+			if b.share == nil {
+				return 0, 0
+			}
+			return b.share.Sessions()
+		},
 		Brokers: func() (alive, fenced int) {
 			for _, br := range b.views.Load().Brokers {
 				switch {

@@ -23,6 +23,7 @@ func registerShare(b *broker) {
 			ResetLatest:   b.cfg.ShareAutoOffsetReset != "earliest",
 		},
 		GroupConfigs: b.srv.GroupConfigs,
+		MaxSessions:  b.cfg.GroupShareMaxShareSessions,
 	}
 	if b.cfg.DataDir != "" {
 		st, err := sharestate.New(b.cfg.DataDir)
@@ -40,6 +41,7 @@ func registerShare(b *broker) {
 		return
 	}
 	k.Register(b.srv)
+	b.share = k
 	if b.groups != nil {
 		// AlterShareGroupOffsets and DeleteShareGroupOffsets: the group
 		// coordinator checks the group, the keeper writes the state.

@@ -79,7 +79,7 @@ func init() {
 		"group.min.session.timeout.ms", "group.max.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
 		"group.consumer.session.timeout.ms", "group.streams.heartbeat.interval.ms", "group.streams.session.timeout.ms",
 		"group.streams.num.standby.replicas", "group.streams.initial.rebalance.delay.ms", "group.max.size", "group.consumer.max.size",
-		"group.share.max.size", "group.streams.max.size", "max.incremental.fetch.session.cache.slots", "authorizer.class.name",
+		"group.share.max.size", "group.share.max.share.sessions", "group.streams.max.size", "max.incremental.fetch.session.cache.slots", "authorizer.class.name",
 		"super.users", "allow.everyone.if.no.acl.found", "log.cleaner.enable", "log.retention.check.interval.ms",
 		"quota.window.num", "quota.window.size.seconds", "connections.max.idle.ms", "request.timeout.ms",
 		"sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "cluster.id",

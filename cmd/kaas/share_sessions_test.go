@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rawShareSession is a share session driven by hand over one client's
+// connection to the broker: what a client does, minus its closing the
+// session when it leaves.
+type rawShareSession struct {
+	cl            *kgo.Client
+	group, member string
+	topicID       [16]byte
+	epoch         int32
+}
+
+func (s *rawShareSession) fetch(ctx context.Context) (*kmsg.ShareFetchResponse, error) {
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version = 1
+	req.GroupID, req.MemberID = &s.group, &s.member
+	req.ShareSessionEpoch = s.epoch
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = 500, 1, 1<<20, 100, 100
+	t := kmsg.NewShareFetchRequestTopic()
+	t.TopicID = s.topicID
+	p := kmsg.NewShareFetchRequestTopicPartition()
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	r, err := s.cl.Broker(0).Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := r.(*kmsg.ShareFetchResponse)
+	if resp.ErrorCode == 0 {
+		s.epoch++
+	}
+	return resp, nil
+}
+
+// acquire fetches until the session holds records and returns how many.
+func (s *rawShareSession) acquire(t *testing.T, ctx context.Context) int64 {
+	t.Helper()
+	for ctx.Err() == nil {
+		resp, err := s.fetch(ctx)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("share fetch of %s: %v %v", s.member, err, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		var n int64
+		for _, tp := range resp.Topics {
+			for _, p := range tp.Partitions {
+				for _, ar := range p.AcquiredRecords {
+					n += ar.LastOffset - ar.FirstOffset + 1
+				}
+			}
+		}
+		if n > 0 {
+			return n
+		}
+	}
+	t.Fatalf("%s acquired nothing: %v", s.member, ctx.Err())
+	return 0
+}
+
+// TestShareSessionGoesWithItsConnection: a client that acquires records
+// and goes away without closing its share session (its connection just
+// closes) holds nothing: the broker drops the session as Kafka does, and
+// another member gets the records at once, not after their 60 s lock.
+// /metrics counts the sessions and the eviction.
+func TestShareSessionGoesWithItsConnection(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest", "--share-record-lock-duration", "60s", "--http-addr", httpAddr)
+	const topic, group, n = "share-vanish", "sg-vanish", 10
+	createTopic(t, addr, topic, 1, nil)
+	produceKeys(t, addr, topic, 0, n)
+	td, err := newAdmin(t, addr).ListTopics(ctxT(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	gone, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawShareSession{cl: gone, group: group, member: "vanishing-member", topicID: td[topic].ID}
+	if got := s.acquire(t, ctxT(t, 20*time.Second)); got != n {
+		t.Fatalf("the first member acquired %d records, want %d", got, n)
+	}
+	if _, fam := scrape(t, httpAddr); sample(fam, "kaas_share_sessions") != 1 {
+		t.Fatalf("kaas_share_sessions = %v, want 1", sample(fam, "kaas_share_sessions"))
+	}
+	gone.Close()
+
+	next := shareConsumer(t, addr, group, topic)
+	ctx := ctxT(t, 20*time.Second)
+	redelivered := map[string]bool{}
+	for len(redelivered) < n {
+		fs := next.PollRecords(ctx, n)
+		if ctx.Err() != nil {
+			t.Fatalf("the second member got %d of the %d records the vanished member held: %v", len(redelivered), n, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.DeliveryCount() != 2 {
+				t.Errorf("record %s delivered with count %d, want 2", r.Key, r.DeliveryCount())
+			}
+			redelivered[string(r.Key)] = true
+		})
+		next.MarkAcks(kgo.AckAccept)
+	}
+	_, fam := scrape(t, httpAddr)
+	if got := sample(fam, "kaas_share_session_evictions_total"); got != 1 {
+		t.Errorf("kaas_share_session_evictions_total = %v, want 1", got)
+	}
+	if got := sample(fam, "kaas_share_sessions"); got != 1 {
+		t.Errorf("kaas_share_sessions = %v, want 1 (the second member's)", got)
+	}
+}
+
+// TestShareSessionLimit: with --group-share-max-share-sessions=1 a second
+// member's new session is refused with SHARE_SESSION_LIMIT_REACHED until
+// the first member's session goes, closed or with its connection; the
+// limit is reported as the broker config group.share.max.share.sessions.
+func TestShareSessionLimit(t *testing.T) {
+	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest", "--group-share-max-size", "1", "--group-share-max-share-sessions", "1")
+	const topic, group = "share-limit", "sg-limit"
+	createTopic(t, addr, topic, 1, nil)
+	produceKeys(t, addr, topic, 0, 3)
+	adm := newAdmin(t, addr)
+	td, err := adm.ListTopics(ctxT(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 30*time.Second)
+	open := func(member string) (*rawShareSession, int16) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		s := &rawShareSession{cl: cl, group: group, member: member, topicID: td[topic].ID}
+		resp, err := s.fetch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, resp.ErrorCode
+	}
+	a, code := open("member-a")
+	if code != 0 {
+		t.Fatalf("first session: %v", kerr.ErrorForCode(code))
+	}
+	if _, code := open("member-b"); code != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("second session: %v, want SHARE_SESSION_LIMIT_REACHED", kerr.ErrorForCode(code))
+	}
+	// Closing the session (epoch -1) frees its place.
+	a.epoch = -1
+	if resp, err := a.fetch(ctx); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("closing the first session: %v %v", err, resp)
+	}
+	b, code := open("member-b")
+	if code != 0 {
+		t.Fatalf("second session after the first closed: %v", kerr.ErrorForCode(code))
+	}
+	// So does the connection that opened it closing.
+	if _, code := open("member-c"); code != kerr.ShareSessionLimitReached.Code {
+		t.Fatalf("third session: %v, want SHARE_SESSION_LIMIT_REACHED", kerr.ErrorForCode(code))
+	}
+	b.cl.Close()
+	for {
+		_, code := open("member-c")
+		if code == 0 {
+			break
+		}
+		if code != kerr.ShareSessionLimitReached.Code || ctx.Err() != nil {
+			t.Fatalf("third session after the second's connection closed: %v (%v)", kerr.ErrorForCode(code), ctx.Err())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	const name = "group.share.max.share.sessions"
+	if cfg, ok := brokerConfig(t, ctx, newClient(t, addr), 0, "0", name); !ok || cfg.MaybeValue() != "1" {
+		t.Errorf("%s: %q (found %v), want 1", name, cfg.MaybeValue(), ok)
+	}
+	v := "3"
+	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: name, Value: &v}}, 0)
+	if err != nil || !errors.Is(res[0].Err, kerr.InvalidRequest) {
+		t.Errorf("alter %s: %v %+v, want INVALID_REQUEST (read-only)", name, err, res)
+	}
+}
