@@ -7,9 +7,9 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/kaas-project/kaas/actors/tracing"
+	"github.com/kaas-project/kaas/actors/tracing/tracingtest"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/batch"
@@ -34,13 +34,7 @@ func (o gatedSlowOpener) Persistent() bool                 { return true }
 // held and served once the log is open, in another Receive; the group
 // commit that makes it durable is still a child of the produce's span.
 func TestProduceHeldWhileOpeningStaysInItsTrace(t *testing.T) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	tracing.Enable(tp)
-	t.Cleanup(func() {
-		tracing.Disable()
-		_ = tp.Shutdown(context.Background())
-	})
+	sr, tp := tracingtest.Record(t)
 	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
 	close(sl.release) // a Sync returns at once; Durable lags until it does
 	gate := make(chan struct{})

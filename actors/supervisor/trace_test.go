@@ -4,11 +4,10 @@ import (
 	"context"
 	"testing"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kaas-project/kaas/actors/tracing"
+	"github.com/kaas-project/kaas/actors/tracing/tracingtest"
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage/assignment"
 )
@@ -16,13 +15,7 @@ import (
 // Every apply the file watch made before its push is linked from that
 // push's trace exactly once, whichever order they come in.
 func TestPushedTracesLinkEveryApply(t *testing.T) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	tracing.Enable(tp)
-	t.Cleanup(func() {
-		tracing.Disable()
-		_ = tp.Shutdown(context.Background())
-	})
+	sr, _ := tracingtest.Record(t)
 	file := func(v int64) *assignment.Assignment {
 		return &assignment.Assignment{ControllerEpoch: 3, AssignmentVersion: v}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/kaas-project/kaas/actors/tracing"
+	"github.com/kaas-project/kaas/actors/tracing/tracingtest"
 )
 
 // recordSpans turns tracing on for the rest of the test with an in-memory
@@ -19,13 +18,7 @@ import (
 // tracing middleware.
 func recordSpans(t *testing.T) *tracetest.SpanRecorder {
 	t.Helper()
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	tracing.Enable(tp)
-	t.Cleanup(func() {
-		tracing.Disable()
-		_ = tp.Shutdown(context.Background())
-	})
+	sr, _ := tracingtest.Record(t)
 	return sr
 }
 
