@@ -166,7 +166,7 @@ func (k *Keeper) HasState(ctx context.Context, v *routing.View, group string) bo
 		starts, _ := k.storedStarts(v, group)
 		return len(starts) > 0
 	}
-	ch := make(chan map[routing.TP]int64, 1)
-	k.ref.Send(tracing.Wrap(ctx, &starts{group: group, reply: func(x map[routing.TP]int64) { ch <- x }}))
+	ch := make(chan map[routing.TP]progress, 1)
+	k.ref.Send(tracing.Wrap(ctx, &starts{group: group, reply: func(x map[routing.TP]progress) { ch <- x }}))
 	return len(<-ch) > 0
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/interbroker"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/sharestate"
@@ -38,6 +39,10 @@ type Options struct {
 	// group.share.max.share.sessions (0: its default, 2000); a member
 	// opening one more gets SHARE_SESSION_LIMIT_REACHED.
 	MaxSessions int
+	// Peers reach the other brokers: DescribeShareGroupOffsets asks the
+	// leaders of partitions led elsewhere for their end offsets (nil:
+	// those partitions' lag is LEADER_NOT_AVAILABLE).
+	Peers *interbroker.Clients
 }
 
 // SessionStats counts the keeper's share sessions, for metrics.

@@ -151,14 +151,14 @@ func TestKeeperAdminChanges(t *testing.T) {
 			LogStart: 0, HighWatermark: 10, First: 0, Last: -1, Stored: stored, Mark: mark}}})
 	}
 	initialize(nil, 0)
-	if s := k.starts(&starts{group: "g"})[tp]; s != 0 {
+	if s := k.starts(&starts{group: "g"})[tp]; s.start != 0 {
 		t.Fatalf("start %d, want 0 (earliest)", s)
 	}
 	wait := k.adminSet(&adminSet{group: "g", tps: []routing.TP{tp}, snaps: []*sharestate.Snapshot{{Start: 4}}})
 	if err := wait(); err != nil {
 		t.Fatal(err)
 	}
-	if s := k.starts(&starts{group: "g"})[tp]; s != 4 {
+	if s := k.starts(&starts{group: "g"})[tp]; s.start != 4 {
 		t.Fatalf("start after the admin's change %d, want 4", s)
 	}
 	initialize(nil, 0)

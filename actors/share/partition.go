@@ -354,6 +354,35 @@ func (p *Partition) release(r *record) {
 	*r = record{state: Available, count: r.count}
 }
 
+// DeliveryComplete is how many records from the start on are done
+// (acknowledged or archived): Kafka's deliveryCompleteCount (KIP-1226).
+func (p *Partition) DeliveryComplete() int64 {
+	var n int64
+	for _, r := range p.recs {
+		if r.state == Acknowledged || r.state == Archived {
+			n++
+		}
+	}
+	return n
+}
+
+// DeliveryComplete is Partition.DeliveryComplete of saved states.
+func DeliveryComplete(states []uint8) int64 {
+	var n int64
+	for _, st := range states {
+		if State(st) == Acknowledged || State(st) == Archived {
+			n++
+		}
+	}
+	return n
+}
+
+// Lag is a share-partition's lag (KIP-1226): the records from its start
+// offset to the partition's end offset that are not done yet.
+func Lag(end, start, complete int64) int64 {
+	return max(end-start-complete, 0)
+}
+
 // advance moves the start past records that are done.
 func (p *Partition) advance() {
 	i := 0

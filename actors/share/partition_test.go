@@ -205,3 +205,43 @@ func TestPartitionRestoreReleasesAcquired(t *testing.T) {
 		t.Fatalf("delivery count of 6 is %d, want 2", c)
 	}
 }
+
+// TestShareLag: Kafka's share-partition lag (KIP-1226), the end offset
+// less the start offset and the records after it already done, from the
+// state in memory and from a saved snapshot alike.
+func TestShareLag(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	p := NewPartition(Config{LockDuration: time.Minute})
+	p.Initialize(0, 0)
+	if got := p.Acquire(t0, "m", 0, 9, 100); len(got) != 1 {
+		t.Fatalf("acquired %+v", got)
+	}
+	// 2-3 accepted, 5 rejected (archived), 7 released: 0-1 still held,
+	// so the start stays at 0 with three records done after it.
+	p.Acknowledge(t0, "m", 2, 3, []AckType{AckAccept})
+	p.Acknowledge(t0, "m", 5, 5, []AckType{AckReject})
+	p.Acknowledge(t0, "m", 7, 7, []AckType{AckRelease})
+	start, states, _ := p.Snapshot()
+	saved := make([]uint8, len(states))
+	for i, s := range states {
+		saved[i] = uint8(s)
+	}
+	if start != 0 || p.DeliveryComplete() != 3 || DeliveryComplete(saved) != 3 {
+		t.Fatalf("start %d, done %d (saved %d); want 0, 3", start, p.DeliveryComplete(), DeliveryComplete(saved))
+	}
+	cases := []struct{ end, want int64 }{
+		{10, 7},  // 0, 1, 4, 6, 7, 8, 9 not done
+		{25, 22}, // and 15 more produced
+		{3, 0},   // an end behind what is known (never below 0)
+	}
+	for _, c := range cases {
+		if got := Lag(c.end, start, p.DeliveryComplete()); got != c.want {
+			t.Errorf("Lag(end %d) = %d, want %d", c.end, got, c.want)
+		}
+	}
+	// Accepting 0-1 moves the start past what is done.
+	p.Acknowledge(t0, "m", 0, 1, []AckType{AckAccept})
+	if p.Start() != 4 || p.DeliveryComplete() != 1 || Lag(10, p.Start(), p.DeliveryComplete()) != 5 {
+		t.Fatalf("start %d, done %d: lag %d, want 4, 1, 5", p.Start(), p.DeliveryComplete(), Lag(10, p.Start(), p.DeliveryComplete()))
+	}
+}

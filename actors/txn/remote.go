@@ -1,33 +1,21 @@
 package txn
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"strconv"
-	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/interbroker"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
 
 // Remote sends markers for partitions led by other brokers as a Kafka
-// WriteTxnMarkers request to the leader's listener (one client per broker
-// address, created on first use). It is Options.Remote.
+// WriteTxnMarkers request to the leader's listener, through the clients
+// this broker keeps to the others. It is Options.Remote.
 type Remote struct {
-	// Timeout bounds one request.
-	Timeout time.Duration
-	// ClientOpts configure each client beyond its seed broker: TLS and SASL
-	// when the published listener needs them.
-	ClientOpts []kgo.Opt
-
-	mu      sync.Mutex
-	clients map[string]*kgo.Client
+	Peers *interbroker.Clients
 }
 
 // Write implements Options.Remote: done gets the partitions whose marker
@@ -54,7 +42,7 @@ func (r *Remote) Write(b routing.Broker, w WriteMarkers, tps []TP, done func(fai
 		m.Topics[i].Partitions = append(m.Topics[i].Partitions, tp.Partition)
 	}
 	req.Markers = append(req.Markers, m)
-	r.request(b, req, func(kr kmsg.Response, err error) {
+	r.Peers.Request(b, req, func(kr kmsg.Response, err error) {
 		if err != nil {
 			done(tps, err)
 			return
@@ -96,7 +84,7 @@ func (r *Remote) WriteGroup(b routing.Broker, m *messages.TxnOffsetsEnd) {
 	t.Topic, t.Partitions = messages.GroupMarkerTopic(m.Group), []int32{0}
 	x.Topics = append(x.Topics, t)
 	req.Markers = append(req.Markers, x)
-	r.request(b, req, func(kr kmsg.Response, err error) {
+	r.Peers.Request(b, req, func(kr kmsg.Response, err error) {
 		if err != nil {
 			m.Reply(kerr.NetworkException.Code)
 			return
@@ -129,42 +117,13 @@ func (r *Remote) Verify(b routing.Broker, v messages.VerifyTxn) {
 	t.Topic, t.Partitions = v.Topic, []int32{v.Partition}
 	x.Topics = append(x.Topics, t)
 	req.Transactions = append(req.Transactions, x)
-	r.request(b, req, func(kr kmsg.Response, err error) {
+	r.Peers.Request(b, req, func(kr kmsg.Response, err error) {
 		if err != nil {
 			v.Reply(kerr.NetworkException.Code)
 			return
 		}
 		v.Reply(verifyCode(kr.(*kmsg.AddPartitionsToTxnResponse), v))
 	})
-}
-
-// request sends req to broker b's published listener and calls answer with
-// the response or the error: at once when b has no client, else from a
-// goroutine of its own, within the request timeout, so the caller (an
-// actor) never waits on the network.
-func (r *Remote) request(b routing.Broker, req kmsg.Request, answer func(kmsg.Response, error)) {
-	addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
-	cl, err := r.client(addr)
-	if err != nil {
-		answer(nil, fmt.Errorf("client for %s: %w", addr, err))
-		return
-	}
-	timeout := r.timeout()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		seeds := cl.SeedBrokers()
-		if len(seeds) == 0 {
-			answer(nil, fmt.Errorf("no client for %s", addr))
-			return
-		}
-		kr, err := seeds[0].Request(ctx, req)
-		if err != nil {
-			answer(nil, fmt.Errorf("%s to %s: %w", kmsg.NameForKey(req.Key()), addr, err))
-			return
-		}
-		answer(kr, nil)
-	}()
 }
 
 // verifyCode is the answer to v in resp: the request's error, else its
@@ -189,38 +148,4 @@ func verifyCode(resp *kmsg.AddPartitionsToTxnResponse, v messages.VerifyTxn) int
 		}
 	}
 	return kerr.InvalidTxnState.Code
-}
-
-func (r *Remote) timeout() time.Duration {
-	if r.Timeout <= 0 {
-		return 10 * time.Second
-	}
-	return r.Timeout
-}
-
-func (r *Remote) client(addr string) (*kgo.Client, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if cl, ok := r.clients[addr]; ok {
-		return cl, nil
-	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, r.ClientOpts...)...)
-	if err != nil {
-		return nil, err
-	}
-	if r.clients == nil {
-		r.clients = map[string]*kgo.Client{}
-	}
-	r.clients[addr] = cl
-	return cl, nil
-}
-
-// Close closes the clients.
-func (r *Remote) Close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, cl := range r.clients {
-		cl.Close()
-	}
-	r.clients = nil
 }

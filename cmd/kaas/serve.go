@@ -26,6 +26,7 @@ import (
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/actors/group"
+	"github.com/kaas-project/kaas/actors/interbroker"
 	"github.com/kaas-project/kaas/actors/loggers"
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/partition"
@@ -90,6 +91,9 @@ type broker struct {
 	fence    *cluster.Fence     // cluster mode: self-fencing clock
 	groups   *group.Coordinator // consumer-group coordinator (nil if it failed to start)
 	share    *share.Keeper      // share-partition keeper (nil if it failed to start)
+	// peers are the Kafka clients to the other brokers' published
+	// listeners (transaction markers, share-partition end offsets).
+	peers    *interbroker.Clients
 	grpc     *grpc.Server
 	opener   storage.Opener     // closed last (disklog keeps a descriptor on the volume for syncfs)
 	faults   *faultlog.Injector // --debug-chaos: fsync faults of the partitions' storage
@@ -204,6 +208,8 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.SASLFailures = b.sec.limiter
 	b.srv.Delegation, b.srv.DelegationTokens = b.sec.tokenCfg, b.sec.tokens
 	b.srv.GroupConfigs = groupConfigStore(cfg)
+	// Requests to other brokers go over the first listener's protocol.
+	b.peers = &interbroker.Clients{ClientOpts: b.sec.interBrokerClientOpts(cfg)}
 	registerGroups(b)
 	registerTransactions(b)
 	registerShare(b)
@@ -270,6 +276,9 @@ func (b *broker) stop() {
 		_ = b.httpLn.Close()
 	}
 	b.system.Shutdown()
+	if b.peers != nil {
+		b.peers.Close()
+	}
 	if c, ok := b.opener.(interface{ Close() error }); ok {
 		if err := c.Close(); err != nil {
 			b.log.Error().Err(err).Msg("close storage")

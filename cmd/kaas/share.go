@@ -24,6 +24,7 @@ func registerShare(b *broker) {
 		},
 		GroupConfigs: b.srv.GroupConfigs,
 		MaxSessions:  b.cfg.GroupShareMaxShareSessions,
+		Peers:        b.peers,
 	}
 	if b.cfg.DataDir != "" {
 		st, err := sharestate.New(b.cfg.DataDir)

@@ -17,7 +17,8 @@ import (
 // share-partition state from the volume: accepted records are not
 // delivered again, and the records produced after the move are. Then,
 // the group empty, AlterShareGroupOffsets moves every partition's start
-// back to 0 through the group's coordinator: the leaders, on either
+// back to 0 through the group's coordinator: DescribeShareGroupOffsets
+// reports every partition's lag as its end offset, the leaders, on either
 // broker, drop the state they hold for the one on the volume, and every
 // record is delivered again.
 func TestClusterShareGroup(t *testing.T) {
@@ -125,6 +126,29 @@ func TestClusterShareGroup(t *testing.T) {
 		r, err := adm.AlterShareGroupOffsets(ctx, group, starts)
 		return err == nil && r.Error() == nil
 	})
+	// Lag (KIP-1226): the starts at 0 and nothing in flight, each
+	// share-partition's lag is its end offset; the broker answering asks
+	// the leaders on the other broker for theirs.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil || ends.Error() != nil {
+		t.Fatalf("end offsets: %v %v", err, ends.Error())
+	}
+	offs, err := adm.DescribeShareGroupOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lags int64
+	for p := range int32(6) {
+		o, ok := offs[group].Offsets[topic][p]
+		end, _ := ends.Lookup(topic, p)
+		if !ok || o.Err != nil || o.StartOffset != 0 || o.Lag != end.Offset {
+			t.Errorf("partition %d: start %d lag %d (%v, found %v), want 0 and its end offset %d", p, o.StartOffset, o.Lag, o.Err, ok, end.Offset)
+		}
+		lags += o.Lag
+	}
+	if lags != 400 {
+		t.Errorf("lags add up to %d, want the 400 records", lags)
+	}
 	again, stopAgain := context.WithCancel(context.Background())
 	defer stopAgain()
 	wg.Add(1)

@@ -192,3 +192,95 @@ func TestShareSessionLimit(t *testing.T) {
 		t.Errorf("alter %s: %v %+v, want INVALID_REQUEST (read-only)", name, err, res)
 	}
 }
+
+// acknowledge sends one ShareAcknowledge of first-last with ackType in the
+// session.
+func (s *rawShareSession) acknowledge(t *testing.T, ctx context.Context, first, last int64, ackType int8) {
+	t.Helper()
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.GroupID, req.MemberID = &s.group, &s.member
+	req.ShareSessionEpoch = s.epoch
+	tp := kmsg.NewShareAcknowledgeRequestTopic()
+	tp.TopicID = s.topicID
+	p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+	b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = first, last, []int8{ackType}
+	p.AcknowledgementBatches = append(p.AcknowledgementBatches, b)
+	tp.Partitions = append(tp.Partitions, p)
+	req.Topics = append(req.Topics, tp)
+	r, err := s.cl.Broker(0).Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := r.(*kmsg.ShareAcknowledgeResponse)
+	code := resp.ErrorCode
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			code = max(code, rp.ErrorCode)
+		}
+	}
+	if code != 0 {
+		t.Fatalf("acknowledge %d-%d: %v", first, last, kerr.ErrorForCode(code))
+	}
+	s.epoch++
+}
+
+// shareLag is a share-partition's start offset and lag as
+// DescribeShareGroupOffsets (v1, through kadm) reports them.
+func shareLag(t *testing.T, adm *kadm.Client, group, topic string) (start, lag int64) {
+	t.Helper()
+	offs, err := adm.DescribeShareGroupOffsets(ctxT(t, 20*time.Second), group)
+	if err != nil {
+		t.Fatalf("describe share group offsets: %v", err)
+	}
+	o, ok := offs[group].Offsets[topic][0]
+	if !ok || o.Err != nil {
+		t.Fatalf("describe share group offsets of %s: found %v, %v", topic, ok, o.Err)
+	}
+	return o.StartOffset, o.Lag
+}
+
+// TestShareGroupLag: DescribeShareGroupOffsets v1 reports each
+// share-partition's lag as Kafka 4.2 does (KIP-1226): the end offset less
+// the start offset and the records after it already acknowledged or
+// archived; with the state in memory and on the volume.
+func TestShareGroupLag(t *testing.T) {
+	for _, withDir := range []bool{false, true} {
+		name := "memory"
+		args := []string{"--share-auto-offset-reset", "earliest"}
+		if withDir {
+			name = "data-dir"
+			args = append(args, "--data-dir", t.TempDir())
+		}
+		t.Run(name, func(t *testing.T) {
+			_, addr := testBroker(t, args...)
+			const topic, group, n = "share-lag", "sg-lag", 10
+			createTopic(t, addr, topic, 1, nil)
+			produceKeys(t, addr, topic, 0, n)
+			adm := newAdmin(t, addr)
+			td, err := adm.ListTopics(ctxT(t, 10*time.Second), topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := ctxT(t, 30*time.Second)
+			s := &rawShareSession{cl: newClient(t, addr), group: group, member: "lag-member", topicID: td[topic].ID}
+			if got := s.acquire(t, ctx); got != n {
+				t.Fatalf("acquired %d records, want %d", got, n)
+			}
+			if start, lag := shareLag(t, adm, group, topic); start != 0 || lag != n {
+				t.Fatalf("all %d held: start %d lag %d, want 0 and %d", n, start, lag, n)
+			}
+			s.acknowledge(t, ctx, 2, 3, 1) // accept
+			s.acknowledge(t, ctx, 5, 5, 3) // reject: archived
+			if start, lag := shareLag(t, adm, group, topic); start != 0 || lag != n-3 {
+				t.Fatalf("3 of %d done: start %d lag %d, want 0 and %d", n, start, lag, n-3)
+			}
+			s.acknowledge(t, ctx, 0, 1, 1)
+			produceKeys(t, addr, topic, n, n+5)
+			// 0-3 and 5 done: the start moves to 4; 4 and 6-14 remain.
+			if start, lag := shareLag(t, adm, group, topic); start != 4 || lag != 10 {
+				t.Fatalf("after 5 more produced: start %d lag %d, want 4 and 10", start, lag)
+			}
+		})
+	}
+}

@@ -49,7 +49,7 @@ func registerTransactions(b *broker) {
 	}
 	// Markers for partitions led by other brokers go to their leaders as
 	// WriteTxnMarkers requests, over the first listener's protocol.
-	remote := &txn.Remote{ClientOpts: b.sec.interBrokerClientOpts(b.cfg)}
+	remote := &txn.Remote{Peers: b.peers}
 	opts.Remote = remote.Write
 	opts.RemoteVerify = remote.Verify
 	if b.groups != nil {
@@ -94,8 +94,4 @@ func registerTransactions(b *broker) {
 	c.Register(b.srv)
 	// Transactional batches are verified with the coordinator (KIP-890).
 	b.srv.VerifyTxn = c.Verify
-	go func() {
-		<-c.Done()
-		remote.Close()
-	}()
 }
