@@ -287,7 +287,7 @@ func (c *serveConfig) validate() error {
 		return fmt.Errorf("--group-share-max-size %d: must be 1 to 1000", c.GroupShareMaxSize)
 	}
 	if c.GroupShareMaxShareSessions < c.GroupShareMaxSize {
-		return fmt.Errorf("--group-share-max-share-sessions %d: must be at least --group-share-max-size (%d)", c.GroupShareMaxShareSessions, c.GroupShareMaxSize)
+		return fmt.Errorf("--group-share-max-share-sessions=%d: must be at least --group-share-max-size (%d)", c.GroupShareMaxShareSessions, c.GroupShareMaxSize)
 	}
 	if c.GroupStreamsMaxSize < 1 {
 		return fmt.Errorf("--group-streams-max-size %d: must be at least 1", c.GroupStreamsMaxSize)

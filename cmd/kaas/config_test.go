@@ -60,7 +60,7 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			return c.GroupShareMaxShareSessions == 300
 		}},
 		{"share sessions fewer than share group members", []string{"--group-share-max-size", "50", "--group-share-max-share-sessions", "49"}, nil,
-			"--group-share-max-share-sessions 49: must be at least --group-share-max-size (50)", nil},
+			"--group-share-max-share-sessions=49: must be at least --group-share-max-size (50)", nil},
 		{"streams group max size negative", []string{"--group-streams-max-size", "-1"}, nil, "--group-streams-max-size -1", nil},
 		{"fsync per file", []string{"--fsync", "file"}, nil, "", func(c *serveConfig) bool { return c.syncMode == disklog.SyncFiles }},
 		{"stray argument", []string{"extra"}, nil, "unexpected argument", nil},
