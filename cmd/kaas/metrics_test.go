@@ -217,8 +217,9 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 }
 
 // TestPrometheusScrapesBroker runs a real Prometheus server against the
-// broker's /metrics and asks it, through PromQL, how many records a topic
-// received.
+// broker's /metrics, with the alerting rules under deploy/ loaded, and asks
+// it, through PromQL, how many records a topic received; then runs the
+// dashboard's queries and checks the alerting rules evaluate.
 func TestPrometheusScrapesBroker(t *testing.T) {
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -230,14 +231,20 @@ func TestPrometheusScrapesBroker(t *testing.T) {
 	produceRecords(t, addr, topic, n)
 
 	dir := t.TempDir()
+	rules, err := filepath.Abs(alertRules)
+	if err != nil {
+		t.Fatal(err)
+	}
 	config := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
 scrape_configs:
   - job_name: kaas
     static_configs:
       - targets: [%q]
-`, httpAddr)
+`, rules, httpAddr)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -282,6 +289,7 @@ scrape_configs:
 		time.Sleep(250 * time.Millisecond)
 	}
 	checkDashboard(t, "http://"+promAddr, "http://"+httpAddr+"/metrics")
+	checkAlertRules(t, "http://"+promAddr, "http://"+httpAddr+"/metrics")
 }
 
 // checkDashboard runs every query of the Grafana dashboard under deploy/
@@ -305,36 +313,13 @@ func checkDashboard(t *testing.T, prom, metricsURL string) {
 	if err := json.Unmarshal(raw, &dash); err != nil {
 		t.Fatalf("deploy/grafana/kaas.json: %v", err)
 	}
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Get(metricsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exposition, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	known := func(name string) bool {
-		if strings.HasPrefix(name, "kaas_") {
-			base := name
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				base = strings.TrimSuffix(base, suffix)
-			}
-			return strings.Contains(string(doc), "| `"+base+"` |")
-		}
-		return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `[{ ]`).Match(exposition)
-	}
-	series := regexp.MustCompile(`\b(?:kaas|go|process)_[a-z_]+\b`)
+	known := seriesKnown(t, metricsURL)
 	queries := 0
 	for _, p := range dash.Panels {
 		for _, tg := range p.Targets {
 			queries++
 			expr := strings.ReplaceAll(tg.Expr, "$__rate_interval", "1m")
-			for _, name := range series.FindAllString(expr, -1) {
+			for _, name := range seriesRE.FindAllString(expr, -1) {
 				if !known(name) {
 					t.Errorf("panel %q queries %s, which is neither documented nor exported", p.Title, name)
 				}
@@ -356,6 +341,124 @@ func checkDashboard(t *testing.T, prom, metricsURL string) {
 	}
 	if queries == 0 {
 		t.Fatal("the dashboard has no queries")
+	}
+}
+
+// seriesRE matches the series names in a PromQL expression.
+var seriesRE = regexp.MustCompile(`\b(?:kaas|go|process)_[a-z_]+\b`)
+
+// seriesKnown reports whether a series name is one docs/operations.md
+// documents (kaas_*, histogram suffixes stripped) or one the broker at
+// metricsURL exports (go_*, process_*).
+func seriesKnown(t *testing.T, metricsURL string) func(string) bool {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposition, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(name string) bool {
+		if strings.HasPrefix(name, "kaas_") {
+			base := name
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				base = strings.TrimSuffix(base, suffix)
+			}
+			return strings.Contains(string(doc), "| `"+base+"` |")
+		}
+		return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `[{ ]`).Match(exposition)
+	}
+}
+
+// alertRules is the alerting rules file under deploy/.
+var alertRules = filepath.Join("..", "..", "deploy", "prometheus", "alerts.yaml")
+
+// TestAlertRules: promtool finds the alerting rules valid, and their unit
+// tests (deploy/prometheus/alerts_test.yaml: each alert fires on the
+// series that should raise it, and only then) pass.
+func TestAlertRules(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatal("promtool is not installed (.ci/install-test-deps.sh installs it)")
+	}
+	for _, args := range [][]string{{"check", "rules", "alerts.yaml"}, {"test", "rules", "alerts_test.yaml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = filepath.Dir(alertRules)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// checkAlertRules asks the Prometheus server that loaded the alerting
+// rules and scrapes a broker how each rule fared: every rule evaluated
+// without an error, and every series it names is one the broker
+// documents or exports.
+func checkAlertRules(t *testing.T, prom, metricsURL string) {
+	t.Helper()
+	raw, err := os.ReadFile(alertRules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Count(string(raw), "- alert: ")
+	known := seriesKnown(t, metricsURL)
+	type rule struct {
+		Name           string `json:"name"`
+		Query          string `json:"query"`
+		Health         string `json:"health"`
+		LastError      string `json:"lastError"`
+		LastEvaluation string `json:"lastEvaluation"`
+	}
+	var rules []rule
+	evaluated := func() bool {
+		resp, err := http.Get(prom + "/api/v1/rules?type=alert")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var r struct {
+			Status string `json:"status"`
+			Data   struct {
+				Groups []struct {
+					Rules []rule `json:"rules"`
+				} `json:"groups"`
+			} `json:"data"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&r) != nil || r.Status != "success" {
+			return false
+		}
+		rules = rules[:0]
+		for _, g := range r.Data.Groups {
+			rules = append(rules, g.Rules...)
+		}
+		for _, ru := range rules {
+			if ru.Health == "unknown" || strings.HasPrefix(ru.LastEvaluation, "0001-") {
+				return false
+			}
+		}
+		return len(rules) == want
+	}
+	for deadline := time.Now().Add(30 * time.Second); !evaluated(); time.Sleep(250 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus has %d alerting rules evaluated, want the %d of %s: %+v", len(rules), want, alertRules, rules)
+		}
+	}
+	for _, ru := range rules {
+		if ru.Health != "ok" || ru.LastError != "" {
+			t.Errorf("rule %s: health %s, error %q", ru.Name, ru.Health, ru.LastError)
+		}
+		for _, name := range seriesRE.FindAllString(ru.Query, -1) {
+			if !known(name) {
+				t.Errorf("rule %s names %s, which is neither documented nor exported", ru.Name, name)
+			}
+		}
 	}
 }
 
