@@ -135,39 +135,40 @@ func describeStarts(v *routing.View, topics []kmsg.DescribeShareGroupOffsetsRequ
 // start offset and the records after it already done. A partition whose
 // end offset its leader cannot tell gets the leader's error.
 func (k *Keeper) fillLags(ctx context.Context, v *routing.View, resp *kmsg.DescribeShareGroupOffsetsResponse, knowns []map[routing.TP]progress) {
+	type target struct {
+		rp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition
+		tp routing.TP
+		pr progress
+	}
+	var targets []target
 	need := map[routing.TP]bool{}
-	each := func(fn func(rp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition, tp routing.TP, pr progress)) {
-		for gi := range resp.Groups {
-			for ti := range resp.Groups[gi].Topics {
-				rt := &resp.Groups[gi].Topics[ti]
-				for pi := range rt.Partitions {
-					rp := &rt.Partitions[pi]
-					tp := routing.TP{Topic: rt.Topic, Partition: rp.Partition}
-					if pr, ok := knowns[gi][tp]; ok && rp.ErrorCode == 0 {
-						fn(rp, tp, pr)
-					}
+	for gi := range resp.Groups {
+		for ti := range resp.Groups[gi].Topics {
+			rt := &resp.Groups[gi].Topics[ti]
+			for pi := range rt.Partitions {
+				rp := &rt.Partitions[pi]
+				tp := routing.TP{Topic: rt.Topic, Partition: rp.Partition}
+				if pr, ok := knowns[gi][tp]; ok && rp.ErrorCode == 0 {
+					targets = append(targets, target{rp, tp, pr})
+					need[tp] = true
 				}
 			}
 		}
 	}
-	each(func(_ *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition, tp routing.TP, _ progress) {
-		need[tp] = true
-	})
-	if len(need) == 0 {
+	if len(targets) == 0 {
 		return
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ends := k.endOffsets(ctx, v, slices.Collect(maps.Keys(need)))
-	each(func(rp *kmsg.DescribeShareGroupOffsetsResponseGroupTopicPartition, tp routing.TP, pr progress) {
-		e := ends[tp]
-		if e.code != 0 {
-			rp.ErrorCode = e.code
-			return
+	for _, x := range targets {
+		if e := ends[x.tp]; e.code != 0 {
+			x.rp.ErrorCode = e.code
+		} else {
+			x.rp.Lag = Lag(e.offset, x.pr.start, x.pr.complete)
 		}
-		rp.Lag = Lag(e.offset, pr.start, pr.complete)
-	})
+	}
 }
 
 // endOffset is a partition's end offset, or the error its leader answered.

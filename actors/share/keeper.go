@@ -72,11 +72,12 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 	if opts.MaxRecords <= 0 {
 		opts.MaxRecords = 500
 	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = 2000
+	}
 	k := &Keeper{opts: &opts, stats: &SessionStats{}}
 	ref, err := system.Spawn(name, func() actor.Actor {
-		kp := newKeeper(&opts)
-		kp.stats = k.stats
-		return kp
+		return newKeeper(&opts, k.stats)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start share-partition keeper: %w", err)
@@ -88,13 +89,10 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 	return k, nil
 }
 
-func newKeeper(opts *Options) *keeper {
-	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = 2000
-	}
+func newKeeper(opts *Options, stats *SessionStats) *keeper {
 	return &keeper{opts: opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{},
 		marks: map[pkey]uint64{}, memStored: map[pkey]sharestate.Snapshot{}, ids: map[pkey][16]byte{},
-		byConn: map[int64]map[skey]bool{}, stats: &SessionStats{}}
+		byConn: map[int64]map[skey]bool{}, stats: stats}
 }
 
 // Ref is the keeper actor.

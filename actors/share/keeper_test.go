@@ -20,7 +20,7 @@ import (
 // led here) and topic "away" (led elsewhere), driven in virtual time.
 func testKeeper() (*keeper, *routing.View, *clock.Fake) {
 	clk := clock.NewFake(time.Unix(0, 0))
-	opts := &Options{Clock: clk, Partition: Config{LockDuration: 10 * time.Second}}
+	opts := &Options{Clock: clk, Partition: Config{LockDuration: 10 * time.Second}, MaxSessions: 2000}
 	opts.Partition.Defaults()
 	t := &routing.Topic{Name: "t", ID: [16]byte{1}, Partitions: make([]routing.Partition, 2)}
 	away := &routing.Topic{Name: "away", ID: [16]byte{2}, Partitions: make([]routing.Partition, 1)}
@@ -29,7 +29,7 @@ func testKeeper() (*keeper, *routing.View, *clock.Fake) {
 		TopicIDs: map[[16]byte]*routing.Topic{t.ID: t, away.ID: away},
 		Local:    map[routing.TP]actorsys.Ref{{Topic: "t", Partition: 0}: {}, {Topic: "t", Partition: 1}: {}},
 	}
-	return newKeeper(opts), v, clk
+	return newKeeper(opts, &SessionStats{}), v, clk
 }
 
 var (
