@@ -11,12 +11,12 @@ import (
 
 // TestFeatureLevels pins the reported levels: each makes clients use
 // protocols kaas serves (transaction.version 2: KIP-890 part 2, whose
-// Produce v12 is served here; share.version 1: share groups, served by
-// actors/share, TestFeatures checks; streams.version 1: streams groups,
+// Produce v12 is served here; share.version 2: share groups with their
+// dead-letter queue, served by actors/share, TestFeatures checks; streams.version 1: streams groups,
 // served by actors/group and actors/streams), and changing a level means raising
 // the epoch.
 func TestFeatureLevels(t *testing.T) {
-	want := map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2}
+	want := map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 2, "streams.version": 1, "transaction.version": 2}
 	if a, ok := coreAPIs[kmsg.Produce.Int16()]; !ok || a.MaxVersion < 12 {
 		t.Errorf("transaction.version 2 without Produce v12")
 	}
@@ -28,8 +28,8 @@ func TestFeatureLevels(t *testing.T) {
 			t.Errorf("%s at %d (known %v), want %d", name, got, ok, level)
 		}
 	}
-	if finalizedFeaturesEpoch != 4 {
-		t.Errorf("epoch %d: the levels above are those of epoch 4", finalizedFeaturesEpoch)
+	if finalizedFeaturesEpoch != 5 {
+		t.Errorf("epoch %d: the levels above are those of epoch 5", finalizedFeaturesEpoch)
 	}
 }
 
@@ -45,15 +45,15 @@ func TestApiVersionsFeatures(t *testing.T) {
 		{version: 2, epoch: -1},
 		{
 			version:   3,
-			supported: map[string]feat{"metadata.version": {29, 29}, "group.version": {1, 1}, "share.version": {1, 1}, "streams.version": {1, 1}, "transaction.version": {2, 2}},
-			finalized: map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2},
-			epoch:     4,
+			supported: map[string]feat{"metadata.version": {29, 29}, "group.version": {1, 1}, "share.version": {2, 2}, "streams.version": {1, 1}, "transaction.version": {2, 2}},
+			finalized: map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 2, "streams.version": 1, "transaction.version": 2},
+			epoch:     5,
 		},
 		{
 			version:   4,
-			supported: map[string]feat{"metadata.version": {29, 29}, "group.version": {1, 1}, "share.version": {1, 1}, "streams.version": {1, 1}, "transaction.version": {2, 2}},
-			finalized: map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2},
-			epoch:     4,
+			supported: map[string]feat{"metadata.version": {29, 29}, "group.version": {1, 1}, "share.version": {2, 2}, "streams.version": {1, 1}, "transaction.version": {2, 2}},
+			finalized: map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 2, "streams.version": 1, "transaction.version": 2},
+			epoch:     5,
 		},
 	} {
 		t.Run(fmt.Sprintf("v%d", tc.version), func(t *testing.T) {

@@ -21,9 +21,9 @@ type feature struct {
 //     key behaviour on it; kaas's API versions are those of Kafka 4.2.
 //   - group.version 1: KIP-848 consumer groups are served
 //     (ConsumerGroupHeartbeat and ConsumerGroupDescribe).
-//   - share.version 1: share groups (KIP-932) are served (ShareGroupHeartbeat,
-//     ShareFetch, ShareAcknowledge and their admin APIs); level 2 adds
-//     their dead-letter queue (KIP-1191), which kaas does not have.
+//   - share.version 2: share groups (KIP-932) are served (ShareGroupHeartbeat,
+//     ShareFetch, ShareAcknowledge and their admin APIs) with their
+//     dead-letter queue (KIP-1191), which level 2 adds.
 //   - streams.version 1: streams groups (KIP-1071) are served
 //     (StreamsGroupHeartbeat and StreamsGroupDescribe), as Kafka 4.2 serves
 //     them from 4.2-IV1.
@@ -38,7 +38,7 @@ type feature struct {
 var features = []feature{
 	{Name: "group.version", Level: 1},
 	{Name: "metadata.version", Level: 29},
-	{Name: "share.version", Level: 1},
+	{Name: "share.version", Level: 2},
 	{Name: "streams.version", Level: 1},
 	{Name: "transaction.version", Level: 2},
 }
@@ -47,7 +47,7 @@ var features = []feature{
 // levels under. The levels change only with the build, so the epoch is a
 // constant, raised whenever a level in features changes (clients keep the
 // levels of the highest epoch they have seen).
-const finalizedFeaturesEpoch = 4
+const finalizedFeaturesEpoch = 5
 
 // featureLevel is the level this build runs name at; false for a feature
 // kaas does not know.

@@ -99,6 +99,10 @@ type View struct {
 	// ShareSessions reports the share sessions (KIP-932) open and those
 	// evicted so far because their client's connection closed (nil: none).
 	ShareSessions func() (open, evicted int64)
+	// ShareDeadLetters reports the records share groups gave up on that
+	// were written to their dead-letter topic (KIP-1191) and those
+	// archived without that write.
+	ShareDeadLetters func() (written, failed int64)
 	// Brokers counts the registered brokers of the assignment applied:
 	// alive, and fenced (draining or dead) (nil: none).
 	Brokers func() (alive, fenced int)
@@ -149,6 +153,20 @@ func NewRegistry(v View) *prometheus.Registry {
 		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "share_session_evictions_total",
 			Help: "Share sessions dropped because the connection that opened them closed."},
 			func() float64 { _, e := v.ShareSessions(); return float64(e) }))
+	}
+	if v.ShareDeadLetters != nil {
+		for _, result := range []string{"written", "failed"} {
+			r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "share_dead_letter_records_total",
+				Help:        "Records share groups gave up on (rejected, or at the delivery count limit) with a dead-letter topic (KIP-1191), by result: written to it, or failed (archived without the write: the topic cannot take it, or the write failed after its retries).",
+				ConstLabels: prometheus.Labels{"result": result}},
+				func() float64 {
+					w, f := v.ShareDeadLetters()
+					if result == "written" {
+						return float64(w)
+					}
+					return float64(f)
+				}))
+		}
 	}
 	return r
 }

@@ -8,8 +8,11 @@ import (
 
 // WithGroupConfigs is base with a share group's config overrides applied:
 // share.record.lock.duration.ms, share.delivery.count.limit,
-// share.partition.max.record.locks, share.auto.offset.reset and
-// share.isolation.level (the others are the coordinator's). Values are the validated ones
+// share.partition.max.record.locks, share.auto.offset.reset,
+// share.isolation.level and the dead-letter queue's
+// errors.deadletterqueue.topic.name and
+// errors.deadletterqueue.copy.record.enable (the others are the
+// coordinator's). Values are the validated ones
 // the group config store keeps.
 func WithGroupConfigs(base Config, set map[string]string) Config {
 	cfg := base
@@ -27,6 +30,12 @@ func WithGroupConfigs(base Config, set map[string]string) Config {
 	}
 	if v, ok := set["share.isolation.level"]; ok {
 		cfg.ReadCommitted = v == "read_committed"
+	}
+	if v, ok := set["errors.deadletterqueue.topic.name"]; ok {
+		cfg.DeadLetterTopic = v
+	}
+	if b, ok := groupconfig.Bool(set, "errors.deadletterqueue.copy.record.enable"); ok {
+		cfg.CopyRecord = b
 	}
 	return cfg
 }

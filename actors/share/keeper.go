@@ -1,6 +1,7 @@
 package share
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -43,6 +44,19 @@ type Options struct {
 	// leaders of partitions led elsewhere for their end offsets (nil:
 	// those partitions' lag is LEADER_NOT_AVAILABLE).
 	Peers *interbroker.Clients
+	// DeadLetters writes the records share groups give up on to their
+	// dead-letter topics (KIP-1191; nil: such records are archived
+	// without a write).
+	DeadLetters *DeadLetterWriter
+}
+
+// DeadLetterStats counts the records given up on with a dead-letter topic.
+type DeadLetterStats struct {
+	// Written are records written to their group's dead-letter topic.
+	Written atomic.Int64
+	// Failed are records archived without their write: the topic could
+	// not take it (Kafka's checks) or the write failed after its retries.
+	Failed atomic.Int64
 }
 
 // SessionStats counts the keeper's share sessions, for metrics.
@@ -60,9 +74,10 @@ type SessionStats struct {
 // ShareFetch and ShareAcknowledge (78_share_fetch.go,
 // 79_share_acknowledge.go).
 type Keeper struct {
-	ref   actorsys.Ref
-	opts  *Options
-	stats *SessionStats
+	ref     actorsys.Ref
+	opts    *Options
+	stats   *SessionStats
+	letters *DeadLetterStats
 }
 
 // Start spawns the Keeper under system.
@@ -75,9 +90,11 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 2000
 	}
-	k := &Keeper{opts: &opts, stats: &SessionStats{}}
+	k := &Keeper{opts: &opts, stats: &SessionStats{}, letters: &DeadLetterStats{}}
 	ref, err := system.Spawn(name, func() actor.Actor {
-		return newKeeper(&opts, k.stats)
+		kp := newKeeper(&opts, k.stats)
+		kp.letters = k.letters
+		return kp
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start share-partition keeper: %w", err)
@@ -92,11 +109,18 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 func newKeeper(opts *Options, stats *SessionStats) *keeper {
 	return &keeper{opts: opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{},
 		marks: map[pkey]uint64{}, memStored: map[pkey]sharestate.Snapshot{}, ids: map[pkey][16]byte{},
-		byConn: map[int64]map[skey]bool{}, stats: stats}
+		byConn: map[int64]map[skey]bool{}, stats: stats, letters: &DeadLetterStats{},
+		writing: map[pkey]bool{}}
 }
 
 // Ref is the keeper actor.
 func (k *Keeper) Ref() actorsys.Ref { return k.ref }
+
+// DeadLetters reports the records written to dead-letter topics and those
+// archived without their write, so far.
+func (k *Keeper) DeadLetters() (written, failed int64) {
+	return k.letters.Written.Load(), k.letters.Failed.Load()
+}
 
 // Sessions reports the share sessions held and those evicted so far.
 func (k *Keeper) Sessions() (open, evicted int64) {
@@ -260,11 +284,21 @@ type keeper struct {
 	// exist (nil before one): a topic missing from the next, or there
 	// with another id, was deleted.
 	known map[string][16]byte
+	// self and system reach the keeper from the dead-letter writes it
+	// starts; stop ends them.
+	self    *actor.PID
+	system  *actor.ActorSystem
+	stop    context.CancelFunc
+	stopCtx context.Context
+	letters *DeadLetterStats
+	// writing are the share-partitions with a dead-letter write under way.
+	writing map[pkey]bool
 }
 
 func (k *keeper) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		k.self, k.system = ctx.Self(), ctx.ActorSystem()
 		k.stats.Open.Store(int64(len(k.sessions)))
 		if k.opts.Store != nil {
 			k.writer = startWriter(k.opts.Store, k.opts.Log)
@@ -276,14 +310,23 @@ func (k *keeper) Receive(ctx actor.Context) {
 		if k.writer != nil {
 			k.writer.stop()
 		}
+		if k.stop != nil {
+			k.stop()
+		}
 	case *begin:
 		res := k.begin(m)
+		k.sendDeadLetters()
 		res.durable = k.flushDirty()
 		m.reply(res)
 	case *acquire:
 		res := k.acquire(m)
+		k.sendDeadLetters()
 		res.durable = k.flushDirty()
 		m.reply(res)
+	case *deadLettered:
+		k.deadLettered(m)
+		k.sendDeadLetters()
+		k.flushDirty()
 	case *where:
 		m.reply(k.where(m))
 	case *starts:
@@ -294,8 +337,85 @@ func (k *keeper) Receive(ctx actor.Context) {
 		m.reply(k.recheck(m))
 	case *connClosed:
 		k.connClosed(m.conn)
+		k.sendDeadLetters()
 		k.flushDirty()
 	}
+}
+
+// deadLettered: the dead-letter writes of a share-partition's runs ended.
+type deadLettered struct {
+	key     pkey
+	id      [16]byte
+	letters []DeadLetter
+	// written is how many records of each run were written; err says why
+	// the rest were not.
+	written []int
+	err     error
+}
+
+// sendDeadLetters starts the dead-letter writes of the runs the
+// share-partitions changed by the last message gave up on: one write at a
+// time per share-partition, its runs in offset order, so that its
+// dead-letter records keep their order. Each write runs off the keeper's
+// mailbox and reports back with deadLettered.
+func (k *keeper) sendDeadLetters() {
+	for key := range k.dirty {
+		p, ok := k.parts[key]
+		if !ok || k.writing[key] {
+			continue
+		}
+		letters := p.DeadLetters()
+		if len(letters) == 0 {
+			continue
+		}
+		if k.opts.DeadLetters == nil || k.self == nil {
+			for _, d := range letters {
+				p.DeadLettered(d.First, d.Last)
+			}
+			continue
+		}
+		if k.stop == nil {
+			k.stopCtx, k.stop = context.WithCancel(context.Background())
+		}
+		k.writing[key] = true
+		job := deadLetterJob{group: key.group, topic: key.tp.Topic, topicID: k.ids[key], partition: key.tp.Partition, cfg: p.cfg}
+		self, system, w, ctx := k.self, k.system, k.opts.DeadLetters, k.stopCtx
+		go func() {
+			done := &deadLettered{key: key, id: job.topicID, letters: letters, written: make([]int, len(letters))}
+			for i, d := range letters {
+				job.letter = d
+				done.written[i], done.err = w.write(ctx, job)
+				if done.err != nil {
+					break
+				}
+			}
+			system.Root.Send(self, done)
+		}()
+	}
+}
+
+// deadLettered archives the runs whose dead-letter write ended, written or
+// not (a record that cannot be written must not hold the start for ever),
+// and lets the share-partition's next runs go.
+func (k *keeper) deadLettered(m *deadLettered) {
+	delete(k.writing, m.key)
+	for i, d := range m.letters {
+		k.letters.Written.Add(int64(m.written[i]))
+		if failed := d.Last - d.First + 1 - int64(m.written[i]); failed > 0 {
+			k.letters.Failed.Add(failed)
+			k.opts.Log.Warn().Err(m.err).Str("group", m.key.group).Str("topic", m.key.tp.Topic).Int32("partition", m.key.tp.Partition).
+				Int64("first_offset", d.First).Int64("last_offset", d.Last).Int64("records", failed).
+				Msg("records archived without their dead-letter write")
+		}
+	}
+	p, ok := k.parts[m.key]
+	if !ok || k.ids[m.key] != m.id {
+		return
+	}
+	for _, d := range m.letters {
+		p.DeadLettered(d.First, d.Last)
+	}
+	k.dirty[m.key] = true
 }
 
 // connClosed is sent when a client connection closes.

@@ -33,6 +33,14 @@ type Config struct {
 	// read up to the last stable offset, and those of aborted
 	// transactions are archived without being delivered.
 	ReadCommitted bool
+	// DeadLetterTopic is errors.deadletterqueue.topic.name (KIP-1191, ""
+	// for none): a record rejected by its consumer or released at the
+	// delivery limit is written there before it is archived.
+	DeadLetterTopic string
+	// CopyRecord is errors.deadletterqueue.copy.record.enable: a
+	// dead-letter record carries the key and value of the record it stands
+	// for (otherwise only the headers that say where it came from).
+	CopyRecord bool
 }
 
 // Defaults fills zero fields with Kafka's defaults.
@@ -56,10 +64,14 @@ const (
 	Acquired
 	Acknowledged
 	Archived
+	// Archiving records wait for their write to the group's dead-letter
+	// topic (KIP-1191) and are archived once it is done or has failed;
+	// until then they hold the start.
+	Archiving
 )
 
 func (s State) String() string {
-	return [...]string{"available", "acquired", "acknowledged", "archived"}[s]
+	return [...]string{"available", "acquired", "acknowledged", "archived", "archiving"}[s]
 }
 
 // AckType is a ShareAcknowledge acknowledgement type (KIP-932, KIP-1222).
@@ -84,6 +96,19 @@ type record struct {
 	owner    string
 	deadline time.Time
 	count    int16
+	// rejected: an Archiving record its consumer rejected (else it
+	// reached the delivery limit); sent: its dead-letter write is under way.
+	rejected, sent bool
+}
+
+// DeadLetter is a run of Archiving records of one delivery count and one
+// cause, to be written to the group's dead-letter topic.
+type DeadLetter struct {
+	First, Last   int64
+	DeliveryCount int16
+	// Rejected: the consumer rejected them; otherwise they reached the
+	// delivery count limit.
+	Rejected bool
 }
 
 // Partition is one share-partition: the records of one topic partition as
@@ -135,7 +160,10 @@ func (p *Partition) Initialize(logStart, highWatermark int64) {
 
 // Restore sets the state as it was persisted: start and the states of the
 // records from start on (acquired records come back available, since their
-// consumer's lock does not survive a move).
+// consumer's lock does not survive a move). Archiving records come back
+// to be written to the dead-letter topic again; their cause is not
+// persisted, so one at the delivery limit counts as having reached it and
+// any other as rejected, as Kafka infers it.
 func (p *Partition) Restore(start int64, states []State, counts []int16) {
 	p.initialized = true
 	p.start = start
@@ -145,6 +173,9 @@ func (p *Partition) Restore(start int64, states []State, counts []int16) {
 			s = Available
 		}
 		p.recs[i] = record{state: s, count: counts[i]}
+		if s == Archiving {
+			p.recs[i].rejected = counts[i] < p.cfg.DeliveryLimit
+		}
 	}
 	p.advance()
 }
@@ -294,8 +325,10 @@ func (p *Partition) Acknowledge(now time.Time, member string, first, last int64,
 		switch t {
 		case AckAccept:
 			*r = record{state: Acknowledged, count: r.count}
-		case AckGap, AckReject:
+		case AckGap:
 			*r = record{state: Archived, count: r.count}
+		case AckReject:
+			p.giveUp(r, true)
 		case AckRelease:
 			p.release(r)
 		case AckRenew:
@@ -344,22 +377,73 @@ func (p *Partition) Snapshot() (start int64, states []State, counts []int16) {
 	return p.start, states, counts
 }
 
-// release makes an acquired record available, or archives it at the
+// release makes an acquired record available, or gives up on it at the
 // delivery limit.
 func (p *Partition) release(r *record) {
 	if r.count >= p.cfg.DeliveryLimit {
-		*r = record{state: Archived, count: r.count}
+		p.giveUp(r, false)
 		return
 	}
 	*r = record{state: Available, count: r.count}
 }
 
+// giveUp ends a record's deliveries: archived, or Archiving until its
+// dead-letter write when the group has a dead-letter topic.
+func (p *Partition) giveUp(r *record, rejected bool) {
+	if p.cfg.DeadLetterTopic == "" {
+		*r = record{state: Archived, count: r.count}
+		return
+	}
+	*r = record{state: Archiving, count: r.count, rejected: rejected}
+}
+
+// DeadLetters returns the Archiving records whose dead-letter write has
+// not started, as runs of one delivery count and cause, and marks them
+// started: the caller writes each run and then calls DeadLettered.
+func (p *Partition) DeadLetters() []DeadLetter {
+	var out []DeadLetter
+	for i := range p.recs {
+		r := &p.recs[i]
+		if r.state != Archiving || r.sent {
+			continue
+		}
+		r.sent = true
+		o := p.start + int64(i)
+		if k := len(out) - 1; k >= 0 && out[k].Last == o-1 && out[k].DeliveryCount == r.count && out[k].Rejected == r.rejected {
+			out[k].Last = o
+			continue
+		}
+		out = append(out, DeadLetter{First: o, Last: o, DeliveryCount: r.count, Rejected: r.rejected})
+	}
+	return out
+}
+
+// DeadLettered archives the Archiving records of [first, last]: their
+// dead-letter write is done, or failed (a record that cannot be written
+// there must not hold the start for ever). It reports whether any changed.
+func (p *Partition) DeadLettered(first, last int64) bool {
+	changed := false
+	for o := max(first, p.start); o <= last && o < p.End(); o++ {
+		if r := &p.recs[o-p.start]; r.state == Archiving {
+			*r = record{state: Archived, count: r.count}
+			changed = true
+		}
+	}
+	p.advance()
+	return changed
+}
+
+// done reports whether a record's deliveries are over: acknowledged,
+// archived, or archiving (it is never delivered again).
+func done(s State) bool { return s == Acknowledged || s == Archived || s == Archiving }
+
 // DeliveryComplete is how many records from the start on are done
-// (acknowledged or archived): Kafka's deliveryCompleteCount (KIP-1226).
+// (acknowledged, archived or archiving): Kafka's deliveryCompleteCount
+// (KIP-1226).
 func (p *Partition) DeliveryComplete() int64 {
 	var n int64
 	for _, r := range p.recs {
-		if r.state == Acknowledged || r.state == Archived {
+		if done(r.state) {
 			n++
 		}
 	}
@@ -370,7 +454,7 @@ func (p *Partition) DeliveryComplete() int64 {
 func DeliveryComplete(states []uint8) int64 {
 	var n int64
 	for _, st := range states {
-		if State(st) == Acknowledged || State(st) == Archived {
+		if done(State(st)) {
 			n++
 		}
 	}

@@ -67,6 +67,21 @@ func runScript(t *testing.T, cfg Config, logStart, hw int64, steps []step) {
 		case "expire":
 			p.Expire(now)
 			got = ""
+		case "letters":
+			var rs []string
+			for _, d := range p.DeadLetters() {
+				cause := "limit"
+				if d.Rejected {
+					cause = "rejected"
+				}
+				rs = append(rs, fmt.Sprintf("%d-%d/%d/%s", d.First, d.Last, d.DeliveryCount, cause))
+			}
+			got = strings.Join(rs, " ")
+		case "lettered":
+			var first, last int64
+			fmt.Sscan(f[1], &first)
+			fmt.Sscan(f[2], &last)
+			got = fmt.Sprint(p.DeadLettered(first, last))
 		}
 		if got != s.want {
 			t.Fatalf("step %d %q: got %q, want %q", i, s.do, got, s.want)
@@ -80,13 +95,14 @@ func runScript(t *testing.T, cfg Config, logStart, hw int64, steps []step) {
 }
 
 // statesString renders start and the states from start to End: a
-// available, q acquired, k acknowledged, x archived.
+// available, q acquired, k acknowledged, x archived, d archiving (waiting
+// for its dead-letter write).
 func statesString(p *Partition) string {
 	start, states, _ := p.Snapshot()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d:", start)
 	for _, s := range states {
-		b.WriteByte("aqkx"[s])
+		b.WriteByte("aqkxd"[s])
 	}
 	return b.String()
 }
@@ -192,6 +208,83 @@ func TestPartitionScripts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runScript(t, c.cfg, c.logStart, c.hw, c.steps) })
+	}
+}
+
+// TestPartitionDeadLetterScripts: with a dead-letter topic (KIP-1191) a
+// rejected record, and one released or expired at the delivery limit,
+// waits Archiving for its write and holds the start until it is written
+// or failed; a gap, an accept and a release below the limit are as
+// without one.
+func TestPartitionDeadLetterScripts(t *testing.T) {
+	lock := 30 * time.Second
+	cfg := Config{LockDuration: lock, DeliveryLimit: 2, DeadLetterTopic: "dlq.t"}
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"rejects wait for their write", []step{
+			{do: "fetch m1 0 5", want: "@0 0-5/1"},
+			{do: "ack m1 0 5 3 3 1 0 3 3", want: ok, states: "0:ddkxdd"},
+			{do: "letters", want: "0-1/1/rejected 4-5/1/rejected"},
+			{do: "letters", want: ""}, // each run is handed out once
+			{do: "lettered 0 1", want: "true", states: "4:dd"},
+			{do: "lettered 0 1", want: "false", states: "4:dd"},
+			{do: "lettered 4 5", want: "true", states: "6:"},
+		}},
+		{"the delivery limit dead-letters, by release and by expiry", []step{
+			{do: "fetch m1 0 1", want: "@0 0-1/1"},
+			{do: "ack m1 0 1 2", want: ok, states: "0:aa"},
+			{do: "fetch m1 0 1", want: "@0 0-1/2"},
+			{do: "ack m1 0 0 2", want: ok, states: "0:dq"},
+			{at: lock, do: "expire", want: "", states: "0:dd"},
+			{at: lock, do: "letters", want: "0-1/2/limit"},
+			{at: lock, do: "fetch m2 0 1", want: "@2 "},
+			{at: lock, do: "lettered 0 1", want: "true", states: "2:"},
+		}},
+		{"a reject at the limit is a reject", []step{
+			{do: "fetch m1 0 0", want: "@0 0-0/1"},
+			{do: "ack m1 0 0 2", want: ok},
+			{do: "fetch m1 0 1", want: "@0 0-0/2 1-1/1"},
+			{do: "ack m1 0 1 3", want: ok, states: "0:dd"},
+			{do: "letters", want: "0-0/2/rejected 1-1/1/rejected"},
+		}},
+		{"archiving records count in the window and are not delivered", []step{
+			{do: "fetch m1 0 2", want: "@0 0-2/1"},
+			{do: "ack m1 1 1 3", want: ok, states: "0:qdq"},
+			{do: "release m1", want: "", states: "0:ada"},
+			{do: "fetch m2 0 2", want: "@0 0-0/2 2-2/2"},
+		}},
+		{"a truncation drops archiving records", []step{
+			{do: "fetch m1 0 2", want: "@0 0-2/1"},
+			{do: "ack m1 0 2 3", want: ok},
+			{do: "truncate 2", want: "", states: "2:d"},
+			{do: "letters", want: "2-2/1/rejected"},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { runScript(t, cfg, 0, 0, c.steps) })
+	}
+}
+
+// TestPartitionRestoreDeadLetters: archiving records come back from a
+// snapshot to be written again (their write may not have happened), their
+// cause inferred from the delivery count.
+func TestPartitionRestoreDeadLetters(t *testing.T) {
+	p := NewPartition(Config{DeliveryLimit: 3, DeadLetterTopic: "dlq.t"})
+	p.Restore(5, []State{Archiving, Archiving, Available, Archiving}, []int16{1, 3, 1, 2})
+	if got := statesString(p); got != "5:ddad" {
+		t.Fatalf("restored states %q, want 5:ddad", got)
+	}
+	var got []string
+	for _, d := range p.DeadLetters() {
+		got = append(got, fmt.Sprintf("%d-%d/%d/%v", d.First, d.Last, d.DeliveryCount, d.Rejected))
+	}
+	if want := "[5-5/1/true 6-6/3/false 8-8/2/true]"; fmt.Sprint(got) != want {
+		t.Fatalf("dead letters %v, want %s", got, want)
+	}
+	if n := p.DeliveryComplete(); n != 3 {
+		t.Fatalf("delivery complete %d, want 3 (archiving records are done)", n)
 	}
 }
 

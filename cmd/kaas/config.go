@@ -81,6 +81,8 @@ type serveConfig struct {
 	GroupConsumerMaxSize           int
 	GroupShareMaxSize              int
 	GroupShareMaxShareSessions     int
+	DeadLetterTopicPrefix          string
+	DeadLetterAutoCreate           bool
 	GroupStreamsMaxSize            int
 	GroupStreamsHeartbeatInterval  time.Duration
 	GroupStreamsSessionTimeout     time.Duration
@@ -157,6 +159,8 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.GroupConsumerMaxSize, "group-consumer-max-size", math.MaxInt32, "consumer groups: most members a KIP-848 consumer group takes, classic-protocol members included; a new member of a full group gets GROUP_MAX_SIZE_REACHED, and a classic group moves to the consumer protocol only if its members fit (Kafka's group.consumer.max.size)")
 	fs.IntVar(&cfg.GroupShareMaxSize, "group-share-max-size", 200, "share groups: most members a share group takes, 1 to 1000; a new member of a full group gets GROUP_MAX_SIZE_REACHED (Kafka's group.share.max.size)")
 	fs.IntVar(&cfg.GroupShareMaxShareSessions, "group-share-max-share-sessions", 2000, "share groups: most share sessions this broker keeps, at least --group-share-max-size; a member opening one more gets SHARE_SESSION_LIMIT_REACHED (retriable), and a session goes when the connection that opened it closes (Kafka's group.share.max.share.sessions)")
+	fs.StringVar(&cfg.DeadLetterTopicPrefix, "errors-deadletterqueue-topic-name-prefix", "dlq.", "share groups: the prefix a group's dead-letter topic (errors.deadletterqueue.topic.name) must have; empty allows any name (Kafka's errors.deadletterqueue.topic.name.prefix)")
+	fs.BoolVar(&cfg.DeadLetterAutoCreate, "errors-deadletterqueue-auto-create-topics", false, "share groups: create a group's dead-letter topic that does not exist on its first write, with errors.deadletterqueue.group.enable=true (Kafka's errors.deadletterqueue.auto.create.topics.enable)")
 	fs.IntVar(&cfg.GroupStreamsMaxSize, "group-streams-max-size", math.MaxInt32, "streams groups: most members a KIP-1071 streams group takes; a new member of a full group gets GROUP_MAX_SIZE_REACHED (Kafka's group.streams.max.size)")
 	fs.DurationVar(&cfg.GroupStreamsHeartbeatInterval, "group-streams-heartbeat-interval", 5*time.Second, "streams groups: heartbeat interval given to KIP-1071 streams-group members (Kafka's group.streams.heartbeat.interval.ms)")
 	fs.DurationVar(&cfg.GroupStreamsSessionTimeout, "group-streams-session-timeout", 45*time.Second, "streams groups: a KIP-1071 streams-group member silent this long is removed; must exceed --group-streams-heartbeat-interval (Kafka's group.streams.session.timeout.ms)")

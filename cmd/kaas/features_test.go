@@ -37,7 +37,7 @@ func TestFeatures(t *testing.T) {
 		}
 		finalized := map[string]int16{}
 		kversion.FromApiVersionsResponse(raw).EachFinalizedFeature(func(name string, level int16) { finalized[name] = level })
-		want := map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 1, "streams.version": 1, "transaction.version": 2}
+		want := map[string]int16{"metadata.version": 29, "group.version": 1, "share.version": 2, "streams.version": 1, "transaction.version": 2}
 		if len(finalized) != len(want) {
 			t.Errorf("finalized %v, want %v", finalized, want)
 		}
@@ -46,14 +46,14 @@ func TestFeatures(t *testing.T) {
 				t.Errorf("finalized %s = %d, want %d", name, finalized[name], level)
 			}
 		}
-		// share.version 1 says share groups are served.
+		// share.version 2 says share groups are served (with their dead-letter queue).
 		served := map[int16]bool{}
 		for _, k := range raw.ApiKeys {
 			served[k.ApiKey] = true
 		}
 		for _, k := range []kmsg.Key{kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe, kmsg.ShareFetch, kmsg.ShareAcknowledge} {
 			if !served[k.Int16()] {
-				t.Errorf("share.version 1 without %s in ApiVersions", kmsg.NameForKey(k.Int16()))
+				t.Errorf("share.version 2 without %s in ApiVersions", kmsg.NameForKey(k.Int16()))
 			}
 		}
 		// streams.version 1 says streams groups are served.

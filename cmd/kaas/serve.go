@@ -472,6 +472,12 @@ func (b *broker) serveHTTP(ctx context.Context) {
 			}
 			return b.share.Sessions()
 		},
+		ShareDeadLetters: func() (written, failed int64) {
+			if b.share == nil {
+				return 0, 0
+			}
+			return b.share.DeadLetters()
+		},
 		Brokers: func() (alive, fenced int) {
 			for _, br := range b.views.Load().Brokers {
 				switch {

@@ -2,6 +2,11 @@ package main
 
 import (
 	"strconv"
+	"strings"
+
+	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/storage/brokerconfig"
+	"github.com/kaas-project/kaas/storage/topicconfig"
 
 	"github.com/kaas-project/kaas/actors/share"
 	"github.com/kaas-project/kaas/storage/groupconfig"
@@ -25,6 +30,13 @@ func registerShare(b *broker) {
 		GroupConfigs: b.srv.GroupConfigs,
 		MaxSessions:  b.cfg.GroupShareMaxShareSessions,
 		Peers:        b.peers,
+		DeadLetters: &share.DeadLetterWriter{
+			Peers:    b.peers,
+			Views:    b.views,
+			Clock:    clock.Real(),
+			Log:      b.logger("actor", "share-dead-letters"),
+			Settings: func() share.DeadLetterSettings { return deadLetterSettings(b) },
+		},
 	}
 	if b.cfg.DataDir != "" {
 		st, err := sharestate.New(b.cfg.DataDir)
@@ -48,6 +60,30 @@ func registerShare(b *broker) {
 		// coordinator checks the group, the keeper writes the state.
 		b.groups.SetShareStates(k)
 	}
+}
+
+// deadLetterSettings are the share groups' dead-letter settings in force on
+// this broker: the dynamic broker configs over the flags.
+func deadLetterSettings(b *broker) share.DeadLetterSettings {
+	s := share.DeadLetterSettings{TopicPrefix: b.cfg.DeadLetterTopicPrefix, AutoCreate: b.cfg.DeadLetterAutoCreate,
+		MaxMessageBytes: 1048588}
+	if n, err := strconv.Atoi(topicconfig.Keys["max.message.bytes"].Default); err == nil {
+		s.MaxMessageBytes = n
+	}
+	if b.dynCfgs == nil {
+		return s
+	}
+	if n, err := strconv.Atoi(b.dynCfgs.TopicDefaults()["max.message.bytes"]); err == nil {
+		s.MaxMessageBytes = n
+	}
+	inForce := b.dynCfgs.Set().For(int32(b.cfg.BrokerID))
+	if v, ok := inForce[brokerconfig.DeadLetterTopicPrefix]; ok {
+		s.TopicPrefix = v
+	}
+	if v, ok := inForce[brokerconfig.DeadLetterAutoCreate]; ok {
+		s.AutoCreate = strings.EqualFold(v, "true")
+	}
+	return s
 }
 
 // groupConfigStore keeps the GROUP config resources (in <data-dir>/__groups

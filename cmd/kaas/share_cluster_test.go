@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestClusterShareGroup: in a 3-broker cluster two share consumers fetch
@@ -159,4 +162,101 @@ func TestClusterShareGroup(t *testing.T) {
 	waitUntil(t, 90*time.Second, "400 records consumed again", all(400))
 	stopAgain()
 	wg.Wait()
+}
+
+// TestClusterShareGroupDeadLetters: in a 2-broker cluster the records a
+// share consumer rejects from both partitions of a topic, one led by each
+// broker, all reach the group's one-partition dead-letter topic: the
+// broker that does not lead it writes them there through the other.
+func TestClusterShareGroupDeadLetters(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, append(clusterFlags, "--share-auto-offset-reset", "earliest")...)
+	for _, n := range []string{"kaas-0", "kaas-1"} {
+		c.start(n)
+	}
+	adm := kadm.NewClient(c.client())
+	ctx := ctxFor(t, 60*time.Second)
+	const src, dlq, group = "share-dlq-src", "dlq.share-dlq-src", "sg-cluster-dlq"
+	waitUntil(t, 30*time.Second, "topics created", func() bool {
+		r1, err1 := adm.CreateTopic(ctx, 2, 1, nil, src)
+		r2, err2 := adm.CreateTopic(ctx, 1, 1, map[string]*string{"errors.deadletterqueue.group.enable": kmsg.StringPtr("true")}, dlq)
+		ok := func(r kadm.CreateTopicResponse, err error) bool {
+			return err == nil && (r.Err == nil || errors.Is(r.Err, kerr.TopicAlreadyExists))
+		}
+		return ok(r1, err1) && ok(r2, err2)
+	})
+	waitUntil(t, 30*time.Second, "the source partitions led by different brokers", func() bool {
+		td, err := adm.ListTopics(ctx, src, dlq)
+		if err != nil || td.Error() != nil {
+			return false
+		}
+		p0, ok0 := td[src].Partitions[0]
+		p1, ok1 := td[src].Partitions[1]
+		d, ok2 := td[dlq].Partitions[0]
+		return ok0 && ok1 && ok2 && p0.Leader >= 0 && p1.Leader >= 0 && d.Leader >= 0 && p0.Leader != p1.Leader
+	})
+	waitUntil(t, 30*time.Second, "the group's dead-letter topic set", func() bool {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+		cfg := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		cfg.Name, cfg.Op, cfg.Value = "errors.deadletterqueue.topic.name", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(dlq)
+		res.Configs = append(res.Configs, cfg)
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctx, c.client())
+		return err == nil && resp.Resources[0].ErrorCode == 0
+	})
+	prod := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	var recs []*kgo.Record
+	for p := range int32(2) {
+		for i := range 5 {
+			recs = append(recs, &kgo.Record{Topic: src, Partition: p, Key: []byte(strconv.Itoa(int(p)*10 + i))})
+		}
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	cons := c.client(kgo.ShareGroup(group), kgo.ConsumeTopics(src), kgo.FetchMaxWait(time.Second))
+	rejected := map[string]bool{}
+	for len(rejected) < 10 {
+		fs := cons.PollRecords(ctx, 100)
+		if ctx.Err() != nil {
+			t.Fatalf("rejected %d of 10 records: %v", len(rejected), ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			rejected[string(r.Key)] = true
+			r.Ack(kgo.AckReject)
+		})
+		if err := cons.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons.Close()
+
+	rd := c.client(kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	from := map[string]bool{}
+	for len(from) < 10 {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%d of 10 dead letters: %v", len(from), ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			h := map[string]string{}
+			for _, x := range r.Headers {
+				h[x.Key] = string(x.Value)
+			}
+			if h["__dlq.errors.group"] != group || h["__dlq.errors.topic"] != src {
+				t.Errorf("dead letter with headers %v", h)
+			}
+			from[h["__dlq.errors.partition"]+"@"+h["__dlq.errors.offset"]] = true
+		})
+	}
+	for p := range 2 {
+		for o := range 5 {
+			if k := strconv.Itoa(p) + "@" + strconv.Itoa(o); !from[k] {
+				t.Errorf("no dead letter for partition %d offset %d (have %v)", p, o, from)
+			}
+		}
+	}
 }

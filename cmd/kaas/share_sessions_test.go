@@ -19,6 +19,7 @@ type rawShareSession struct {
 	cl            *kgo.Client
 	group, member string
 	topicID       [16]byte
+	partition     int32
 	epoch         int32
 }
 
@@ -31,6 +32,7 @@ func (s *rawShareSession) fetch(ctx context.Context) (*kmsg.ShareFetchResponse, 
 	t := kmsg.NewShareFetchRequestTopic()
 	t.TopicID = s.topicID
 	p := kmsg.NewShareFetchRequestTopicPartition()
+	p.Partition = s.partition
 	t.Partitions = append(t.Partitions, p)
 	req.Topics = append(req.Topics, t)
 	r, err := s.cl.Broker(0).Request(ctx, req)
@@ -203,6 +205,7 @@ func (s *rawShareSession) acknowledge(t *testing.T, ctx context.Context, first, 
 	tp := kmsg.NewShareAcknowledgeRequestTopic()
 	tp.TopicID = s.topicID
 	p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	p.Partition = s.partition
 	b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
 	b.FirstOffset, b.LastOffset, b.AcknowledgeTypes = first, last, []int8{ackType}
 	p.AcknowledgementBatches = append(p.AcknowledgementBatches, b)

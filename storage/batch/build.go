@@ -6,25 +6,36 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Spec describes an uncompressed batch to build (tests, tools, fuzz seeds).
+// Spec describes an uncompressed batch to build (tests, tools, fuzz seeds,
+// the broker's own writes such as share groups' dead letters).
 type Spec struct {
 	BaseOffset    int64
 	ProducerID    int64 // -1 for none
 	ProducerEpoch int16
 	BaseSequence  int32
 	Timestamp     int64 // first timestamp; record i gets Timestamp+i
-	Values        [][]byte
-	Keys          [][]byte // optional, same length as Values
-	Transactional bool     // sets the transactional attribute
+	// SameTimestamp gives every record Timestamp.
+	SameTimestamp bool
+	Values        [][]byte        // a nil value is null
+	Keys          [][]byte        // optional, same length as Values; a nil key is null
+	Headers       [][]kmsg.Header // optional, same length as Values
+	Transactional bool            // sets the transactional attribute
 }
 
 // Build encodes an uncompressed v2 record batch with a correct CRC.
 func Build(s Spec) []byte {
 	var recs []byte
+	step := int64(1)
+	if s.SameTimestamp {
+		step = 0
+	}
 	for i, v := range s.Values {
-		r := kmsg.Record{TimestampDelta64: int64(i), OffsetDelta: int32(i), Value: v}
+		r := kmsg.Record{TimestampDelta64: int64(i) * step, OffsetDelta: int32(i), Value: v}
 		if i < len(s.Keys) {
 			r.Key = s.Keys[i]
+		}
+		if i < len(s.Headers) {
+			r.Headers = s.Headers[i]
 		}
 		body := r.AppendTo(nil)[1:] // drop the zero Length varint
 		recs = binary.AppendVarint(recs, int64(len(body)))
@@ -42,7 +53,7 @@ func Build(s Spec) []byte {
 		Magic:                2,
 		LastOffsetDelta:      max(n-1, 0),
 		FirstTimestamp:       s.Timestamp,
-		MaxTimestamp:         s.Timestamp + int64(max(n-1, 0)),
+		MaxTimestamp:         s.Timestamp + int64(max(n-1, 0))*step,
 		ProducerID:           s.ProducerID,
 		ProducerEpoch:        s.ProducerEpoch,
 		FirstSequence:        s.BaseSequence,

@@ -91,6 +91,7 @@ func init() {
 		"follower.replication.throttled.replicas": true, "leader.replication.throttled.replicas": true,
 		"remote.log.copy.disable": true, "remote.log.delete.on.disable": true, "remote.storage.enable": true,
 		"log.message.downconversion.enable": true, "log.message.timestamp.difference.max.ms": true,
+		"errors.deadletterqueue.group.enable": true,
 	}
 	for _, name := range topicconfig.Names() {
 		tk := topicconfig.Keys[name]
@@ -118,6 +119,10 @@ func init() {
 		Doc: "Log dirs that take no new partitions (KIP-1066): the broker's log dir (log.dirs), or * for all. " +
 			"A kaas broker has one log dir, so this cordons the broker: the controller gives it no partition it does not lead already; " +
 			"applied at once."}
+	Keys[DeadLetterTopicPrefix] = Key{Type: topicconfig.TypeString, Default: "dlq.",
+		Doc: "The prefix a share group's dead-letter topic name must have (KIP-1191; empty: any name); applied at once."}
+	Keys[DeadLetterAutoCreate] = Key{Type: topicconfig.TypeBoolean, Default: "false",
+		Doc: "Whether a share group's dead-letter topic that does not exist is created on its first write (KIP-1191); applied at once."}
 	Keys["log.flush.scheduler.interval.ms"] = Key{Type: topicconfig.TypeLong, Default: "9223372036854775807", Check: atLeast(0),
 		Doc: "How often the log flusher checks whether a log needs a flush. kaas flushes per acks=all group commit."}
 	stored := func(typ topicconfig.Type, def string, check func(string) error, doc string) Key {
@@ -438,6 +443,12 @@ func WithDefaults(cfg, defaults map[string]string) map[string]string {
 	maps.Copy(out, cfg)
 	return out
 }
+
+// The dynamic broker configs of share groups' dead-letter queues (KIP-1191).
+const (
+	DeadLetterTopicPrefix = "errors.deadletterqueue.topic.name.prefix"
+	DeadLetterAutoCreate  = "errors.deadletterqueue.auto.create.topics.enable"
+)
 
 // CleanerIORate is the cleaner's I/O rate the dynamic configs set; ok is
 // false when they do not set it.

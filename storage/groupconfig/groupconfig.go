@@ -67,6 +67,10 @@ var Keys = map[string]Key{
 		Doc: "How long a new streams group waits for more members before its first task assignment (KIP-1071)."},
 	"streams.num.standby.replicas": {Type: topicconfig.TypeInt, Default: "0", Min: 0, Max: 2,
 		Doc: "The number of standby replicas of each task of a streams group (KIP-1071)."},
+	"errors.deadletterqueue.topic.name": {Type: topicconfig.TypeString, Default: "",
+		Doc: "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group (KIP-1191). If blank (the default), the group does not have a DLQ topic."},
+	"errors.deadletterqueue.copy.record.enable": {Type: topicconfig.TypeBoolean, Default: "false",
+		Doc: "When writing onto the dead-letter queue topic, whether to copy the original record's key and value onto the DLQ topic, or just write a record containing the context information headers."},
 	"share.isolation.level": {Type: topicconfig.TypeString, Default: "read_uncommitted", Values: []string{"read_uncommitted", "read_committed"},
 		Doc: "How a share group reads transactional records: read_committed delivers records only up to the last stable offset and never those of aborted transactions."},
 }
@@ -100,13 +104,24 @@ func Validate(cfg map[string]string) error {
 			if n < k.Min || n > k.Max {
 				return fmt.Errorf("%s: %d is outside [%d, %d]", name, n, k.Min, k.Max)
 			}
+		case topicconfig.TypeBoolean:
+			if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+				return fmt.Errorf("%s: %q is not a boolean", name, v)
+			}
 		default:
-			if !contains(k.Values, v) {
+			if len(k.Values) > 0 && !contains(k.Values, v) {
 				return fmt.Errorf("%s: %q is not one of %v", name, v, k.Values)
 			}
 		}
 	}
 	return nil
+}
+
+// Bool is name's boolean value in cfg (Kafka reads booleans in any case);
+// ok is false when it is not set.
+func Bool(cfg map[string]string, name string) (b, ok bool) {
+	v, set := cfg[name]
+	return strings.EqualFold(v, "true"), set
 }
 
 // Int is name's int value in cfg; ok is false when it is not set (or not

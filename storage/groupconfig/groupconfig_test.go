@@ -28,6 +28,8 @@ func TestValidate(t *testing.T) {
 		{"overflow", map[string]string{"share.partition.max.record.locks": "99999999999"}, "is not an int"},
 		{"bad reset", map[string]string{"share.auto.offset.reset": "by_duration:PT1H"}, "not one of [latest earliest]"},
 		{"read committed", map[string]string{"share.isolation.level": "read_committed"}, ""},
+		{"dead-letter queue", map[string]string{"errors.deadletterqueue.topic.name": "dlq.orders", "errors.deadletterqueue.copy.record.enable": "True"}, ""},
+		{"bad copy flag", map[string]string{"errors.deadletterqueue.copy.record.enable": "yes"}, `"yes" is not a boolean`},
 		{"bad isolation", map[string]string{"share.isolation.level": "committed"}, "not one of [read_uncommitted read_committed]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,6 +82,11 @@ func (s *Store) Save(group, topic string, partition int32, snap Snapshot) error 
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// maxState is the highest record state a snapshot holds: the share
+// package's Archiving (available, acquired, acknowledged, archived,
+// archiving its dead-letter write).
+const maxState = 4
+
 // Format versions: 1 has no topic id, 2 has one after the version byte.
 const (
 	versionNoID = 1
@@ -140,7 +145,7 @@ func Decode(b []byte) (Snapshot, error) {
 	for i := range snap.States {
 		snap.States[i] = p[3*i]
 		snap.Counts[i] = int16(binary.BigEndian.Uint16(p[3*i+1:]))
-		if snap.States[i] > 3 || snap.Counts[i] < 0 {
+		if snap.States[i] > maxState || snap.Counts[i] < 0 {
 			return Snapshot{}, ErrCorrupt
 		}
 	}

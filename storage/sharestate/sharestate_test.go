@@ -17,7 +17,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	if _, ok, err := s.Load("g", "t", 0); ok || err != nil {
 		t.Fatalf("load before save: ok %v err %v", ok, err)
 	}
-	want := Snapshot{Start: 42, States: []uint8{1, 0, 3, 2}, Counts: []int16{1, 2, 5, 1}}
+	want := Snapshot{Start: 42, States: []uint8{1, 0, 3, 2, 4}, Counts: []int16{1, 2, 5, 1, 3}}
 	if err := s.Save("g", "t", 0, want); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +50,7 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		"truncated":  good[:len(good)-1],
 		"flipped":    append(append([]byte{}, good[:10]...), append([]byte{good[10] ^ 1}, good[11:]...)...),
 		"extra byte": append(append([]byte{}, good...), 0),
+		"state 5":    Encode(Snapshot{Start: 7, States: []uint8{0, 5}, Counts: []int16{1, 1}}),
 	}
 	for name, b := range cases {
 		if _, err := Decode(b); err == nil {

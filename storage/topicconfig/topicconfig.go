@@ -177,6 +177,8 @@ func init() {
 			Doc: "The compression level for lz4 when compression.type is lz4: the level batches produced with another codec are recompressed at (unset: kaas's default level for lz4).", Check: between(1, 17)},
 		{Name: "compression.zstd.level", Type: TypeInt, Default: "3", Synonym: "compression.zstd.level",
 			Doc: "The compression level for zstd when compression.type is zstd: the level batches produced with another codec are recompressed at (unset: kaas's default level for zstd).", Check: between(-131072, 22)},
+		{Name: "errors.deadletterqueue.group.enable", Type: TypeBoolean, Default: "false", Synonym: "errors.deadletterqueue.group.enable",
+			Doc: "Whether share groups may use this topic as their dead-letter queue topic (KIP-1191): a group's errors.deadletterqueue.topic.name naming a topic without it gets nothing written there."},
 		{Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", Synonym: "log.cleaner.delete.retention.ms",
 			Doc: "How long delete tombstones are retained for compacted topics.", Check: atLeast(0)},
 		{Name: "file.delete.delay.ms", Type: TypeLong, Default: "60000", Synonym: "log.segment.delete.delay.ms",
