@@ -329,6 +329,8 @@ func (k *keeper) Receive(ctx actor.Context) {
 		k.flushDirty()
 	case *where:
 		m.reply(k.where(m))
+		k.sendDeadLetters()
+		k.flushDirty()
 	case *starts:
 		m.reply(k.starts(m))
 	case *adminSet:
@@ -409,13 +411,16 @@ func (k *keeper) deadLettered(m *deadLettered) {
 		}
 	}
 	p, ok := k.parts[m.key]
-	if !ok || k.ids[m.key] != m.id {
+	if !ok {
 		return
+	}
+	k.dirty[m.key] = true // its next runs go, and its state is saved
+	if k.ids[m.key] != m.id {
+		return // a topic of the same name created since
 	}
 	for _, d := range m.letters {
 		p.DeadLettered(d.First, d.Last)
 	}
-	k.dirty[m.key] = true
 }
 
 // connClosed is sent when a client connection closes.
@@ -672,7 +677,7 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 			continue
 		}
 		got := p.Acquire(now, m.member, r.First, r.Last, left)
-		if len(got) > 0 {
+		if len(got) > 0 || p.DeadLettersDue() {
 			k.dirty[key] = true
 		}
 		for _, g := range got {
@@ -705,6 +710,9 @@ func (k *keeper) where(m *where) []PartResult {
 		r.Read, r.Offset = true, -1
 		if p.Initialized() {
 			off, ok := p.FetchOffset(now)
+			if p.DeadLettersDue() {
+				k.dirty[pkey{m.group, routing.TP{Topic: r.Topic, Partition: r.Partition}}] = true
+			}
 			if !ok {
 				continue
 			}

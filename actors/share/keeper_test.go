@@ -475,3 +475,32 @@ func TestKeeperConnectionClosed(t *testing.T) {
 		t.Fatalf("connections indexed: %v", k.byConn)
 	}
 }
+
+// TestKeeperDeadLetterOnExpiry: a record whose lock runs out at the
+// delivery limit, with no other change to its share-partition, is handed
+// to the dead-letter writes by the next read that finds it (without a
+// writer it is archived at once, and the start passes it).
+func TestKeeperDeadLetterOnExpiry(t *testing.T) {
+	k, v, clk := testKeeper()
+	k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	cfg := WithGroupConfigs(k.opts.Partition, map[string]string{"share.delivery.count.limit": "2",
+		"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": "dlq.t"})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 1, First: 0, Last: -1, Config: &cfg}}})
+	for range 2 {
+		res := k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 1, First: 0, Last: 0}}})
+		if len(res.ranges[t0]) != 1 {
+			t.Fatalf("acquired %+v", res.ranges)
+		}
+		k.sendDeadLetters()
+		k.flushDirty()
+		clk.Advance(11 * time.Second)
+	}
+	w := k.where(&where{group: "g", parts: []PartResult{{TP: t0, Topic: "t"}}})
+	k.sendDeadLetters()
+	if len(w) != 1 || w[0].Offset != 1 {
+		t.Fatalf("read from %+v, want 1 (0 gone to the dead letters)", w)
+	}
+	if p := k.parts[pkey{"g", routing.TP{Topic: "t", Partition: 0}}]; p.Start() != 1 {
+		t.Fatalf("start %d, want 1: the record expired at the limit holds it", p.Start())
+	}
+}

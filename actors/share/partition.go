@@ -120,6 +120,8 @@ type Partition struct {
 	initialized bool
 	start       int64
 	recs        []record // recs[i] is offset start+i; End is start+len(recs)
+	// due: some Archiving record's dead-letter write has not started.
+	due bool
 }
 
 // NewPartition returns an uninitialized share-partition.
@@ -175,6 +177,7 @@ func (p *Partition) Restore(start int64, states []State, counts []int16) {
 		p.recs[i] = record{state: s, count: counts[i]}
 		if s == Archiving {
 			p.recs[i].rejected = counts[i] < p.cfg.DeliveryLimit
+			p.due = true
 		}
 	}
 	p.advance()
@@ -395,12 +398,18 @@ func (p *Partition) giveUp(r *record, rejected bool) {
 		return
 	}
 	*r = record{state: Archiving, count: r.count, rejected: rejected}
+	p.due = true
 }
+
+// DeadLettersDue reports whether DeadLetters has runs to hand out (a lock
+// that ran out at the delivery limit makes one without any other change).
+func (p *Partition) DeadLettersDue() bool { return p.due }
 
 // DeadLetters returns the Archiving records whose dead-letter write has
 // not started, as runs of one delivery count and cause, and marks them
 // started: the caller writes each run and then calls DeadLettered.
 func (p *Partition) DeadLetters() []DeadLetter {
+	p.due = false
 	var out []DeadLetter
 	for i := range p.recs {
 		r := &p.recs[i]
