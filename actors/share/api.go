@@ -204,6 +204,7 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 	if maxWait > 0 {
 		deadline = k.opts.Clock.Now().Add(maxWait)
 	}
+	cfg := k.groupConfig(group)
 	for round := 0; len(parts) > 0; round++ {
 		reads := readAll(r, parts, maxBytes)
 		acq := &acquire{group: group, member: member, maxRecords: maxRecords}
@@ -220,8 +221,8 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 				if code != 0 {
 					read.Code, errs[rd.part.TP] = code, code
 				}
-				read.Config = k.groupConfig(group)
 			}
+			read.Config = cfg
 			acq.reads = append(acq.reads, read)
 			if c := rd.res.ErrorCode; c != 0 && c != kerr.OffsetOutOfRange.Code {
 				errs[rd.part.TP] = c
@@ -336,22 +337,41 @@ func (k *Keeper) loadStored(group string, p PartResult) (stored *sharestate.Snap
 	return &snap, mark, 0
 }
 
+// groupConfigTTL is how long a group's configs read from the store serve
+// its share-partitions before they are read again: a change reaches the
+// share-partitions of every leader within it.
+const groupConfigTTL = 5 * time.Second
+
+// cachedConfig is a group's share-partition settings and when they were read.
+type cachedConfig struct {
+	cfg  Config
+	read time.Time
+}
+
 // groupConfig is the share-partition settings with group's config
-// overrides, read (here, in the request's handler) for a share-partition's
-// first use on this broker; nil when the group has none, or they are
-// unreadable (logged: the broker's settings apply).
+// overrides (the broker's without any), read (here, in the request's
+// handler) at most every groupConfigTTL per group; nil without a group
+// config store. Unreadable overrides are logged and the last ones read
+// (else the broker's settings) apply.
 func (k *Keeper) groupConfig(group string) *Config {
 	if k.opts.GroupConfigs == nil {
 		return nil
 	}
-	set, err := k.opts.GroupConfigs.Load(group)
-	if err != nil {
-		k.opts.Log.Error().Err(err).Str("group", group).Msg("group configs unreadable; the broker's share settings apply")
-		return nil
+	now := k.opts.Clock.Now()
+	c, ok := k.configs.Load(group)
+	if ok && now.Sub(c.(*cachedConfig).read) < groupConfigTTL {
+		cfg := c.(*cachedConfig).cfg
+		return &cfg
 	}
-	if len(set) == 0 {
-		return nil
+	cfg := k.opts.Partition
+	if ok {
+		cfg = c.(*cachedConfig).cfg
 	}
-	cfg := WithGroupConfigs(k.opts.Partition, set)
+	if set, err := k.opts.GroupConfigs.Load(group); err != nil {
+		k.opts.Log.Error().Err(err).Str("group", group).Msg("group configs unreadable; the share settings last read apply")
+	} else {
+		cfg = WithGroupConfigs(k.opts.Partition, set)
+	}
+	k.configs.Store(group, &cachedConfig{cfg: cfg, read: now})
 	return &cfg
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,6 +79,9 @@ type Keeper struct {
 	opts    *Options
 	stats   *SessionStats
 	letters *DeadLetterStats
+	// configs caches each group's share-partition settings
+	// (group -> *cachedConfig) for the request handlers.
+	configs sync.Map
 }
 
 // Start spawns the Keeper under system.
@@ -231,7 +235,7 @@ type Read struct {
 	// share-partition not initialized here (nil: none).
 	Stored *sharestate.Snapshot
 	// Config is the share-partition's settings with its group's config
-	// overrides, read with Stored (nil: the broker's).
+	// overrides as last read (nil: unchanged, the broker's at first).
 	Config *Config
 	// Mark is the share-partition's admin mark, read with Stored.
 	Mark uint64
@@ -640,10 +644,11 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 		if !ok || k.ids[key] != r.TopicID || (r.Code != 0 && r.Code != kerr.OffsetOutOfRange.Code) {
 			continue
 		}
+		if r.Config != nil {
+			// The group's settings apply from their next use on.
+			p.SetConfig(*r.Config)
+		}
 		if !p.Initialized() {
-			if r.Config != nil {
-				p.SetConfig(*r.Config)
-			}
 			k.marks[key] = r.Mark
 			if snap, ok := k.memStored[key]; ok && r.Stored == nil && snap.Of(r.TopicID) {
 				r.Stored = &snap

@@ -12,6 +12,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/groupstore"
 	"github.com/kaas-project/kaas/storage/sharestate"
 )
@@ -502,5 +503,55 @@ func TestKeeperDeadLetterOnExpiry(t *testing.T) {
 	}
 	if p := k.parts[pkey{"g", routing.TP{Topic: "t", Partition: 0}}]; p.Start() != 1 {
 		t.Fatalf("start %d, want 1: the record expired at the limit holds it", p.Start())
+	}
+}
+
+// TestKeeperGroupConfigChanges: a group's settings read after its
+// share-partition started apply from its next acquisition on: the new lock
+// and delivery count limit, and a dead-letter topic set later.
+func TestKeeperGroupConfigChanges(t *testing.T) {
+	k, v, _ := testKeeper()
+	k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	first := WithGroupConfigs(k.opts.Partition, map[string]string{"share.auto.offset.reset": "earliest"})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 2, First: 0, Last: -1, Config: &first}}})
+	res := k.acquire(&acquire{group: "g", member: "m", maxRecords: 1, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 2, First: 0, Last: 1, Config: &first}}})
+	if res.lock != 10*time.Second {
+		t.Fatalf("lock %s, want the broker's 10s", res.lock)
+	}
+	changed := WithGroupConfigs(k.opts.Partition, map[string]string{"share.auto.offset.reset": "earliest",
+		"share.record.lock.duration.ms": "20000", "share.delivery.count.limit": "2", "errors.deadletterqueue.topic.name": "dlq.t"})
+	res = k.acquire(&acquire{group: "g", member: "m", maxRecords: 1, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 2, First: 1, Last: 1, Config: &changed}}})
+	if res.lock != 20*time.Second {
+		t.Fatalf("lock %s, want the group's new 20s", res.lock)
+	}
+	p := k.parts[pkey{"g", routing.TP{Topic: "t", Partition: 0}}]
+	k.begin(&begin{op: opAck, group: "g", member: "m", epoch: 1, view: v,
+		parts: []PartReq{{TP: t0, Acks: []AckBatch{{First: 0, Last: 1, Types: []AckType{AckReject}}}}}})
+	if st, _ := p.At(0); st != Archiving {
+		t.Fatalf("a record rejected after the group named a dead-letter topic is %s, want archiving", st)
+	}
+}
+
+// TestKeeperGroupConfigCache: the request handlers read a group's configs
+// at most every groupConfigTTL; without overrides the broker's apply.
+func TestKeeperGroupConfigCache(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	store := groupconfig.NewMemory(nil)
+	k := &Keeper{opts: &Options{Clock: clk, GroupConfigs: store, Partition: Config{LockDuration: 30 * time.Second}}}
+	if cfg := k.groupConfig("g"); cfg == nil || cfg.LockDuration != 30*time.Second {
+		t.Fatalf("without overrides: %+v, want the broker's", cfg)
+	}
+	if err := store.Update("g", false, func(map[string]string) (map[string]string, error) {
+		return map[string]string{"share.record.lock.duration.ms": "20000"}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(groupConfigTTL - time.Millisecond)
+	if cfg := k.groupConfig("g"); cfg.LockDuration != 30*time.Second {
+		t.Fatalf("within the TTL: lock %s, want the cached 30s", cfg.LockDuration)
+	}
+	clk.Advance(time.Millisecond)
+	if cfg := k.groupConfig("g"); cfg.LockDuration != 20*time.Second {
+		t.Fatalf("after the TTL: lock %s, want the new 20s", cfg.LockDuration)
 	}
 }

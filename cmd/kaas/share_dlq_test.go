@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -358,4 +359,68 @@ func TestShareGroupDeadLetterResumesAfterRestart(t *testing.T) {
 		t.Fatalf("dead letters:\n%s\nwant:\n%s", got, want)
 	}
 	waitShareStart(t, newAdmin(t, addr), group, src, 3)
+}
+
+// TestShareGroupConfigChangesApplyToRunningGroup: a dead-letter topic set
+// on a share group while a franz-go share consumer of it runs takes effect
+// without a restart or a move: within seconds the records it rejects go
+// to that topic.
+func TestShareGroupConfigChangesApplyToRunningGroup(t *testing.T) {
+	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest")
+	const src, dlq, group = "tasks", "dlq.tasks", "sg-dlq-later"
+	createTopic(t, addr, src, 1, nil)
+	createTopic(t, addr, dlq, 1, dlqTopicConfig)
+	cl := shareConsumer(t, addr, group, src)
+	prod := newClient(t, addr)
+	ctx := ctxT(t, 60*time.Second)
+	produce := func(key string) {
+		t.Helper()
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: src, Key: []byte(key)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// consume rejects every record it gets until it has seen key.
+	consume := func(key string) {
+		t.Helper()
+		for seen := false; !seen; {
+			fs := cl.PollRecords(ctx, 100)
+			if ctx.Err() != nil {
+				t.Fatalf("record %s not delivered: %v", key, ctx.Err())
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				seen = seen || string(r.Key) == key
+				r.Ack(kgo.AckReject)
+			})
+			if err := cl.FlushAcks(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	produce("before")
+	consume("before")
+	if code, msg := alterGroupConfigs(t, newClient(t, addr), group, "errors.deadletterqueue.topic.name", dlq); code != 0 {
+		t.Fatalf("set the group's dead-letter topic: %d %s", code, msg)
+	}
+	rd := newClient(t, addr, kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	var letters []string
+	for i := 0; len(letters) == 0; i++ {
+		key := "after-" + strconv.Itoa(i)
+		produce(key)
+		consume(key)
+		pollCtx, cancel := context.WithTimeout(ctx, time.Second)
+		rd.PollFetches(pollCtx).EachRecord(func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == "__dlq.errors.offset" {
+					letters = append(letters, string(h.Value))
+				}
+			}
+		})
+		cancel()
+		if ctx.Err() != nil {
+			t.Fatalf("no rejected record reached the dead-letter topic set while the group ran: %v", ctx.Err())
+		}
+	}
+	if letters[0] == "0" {
+		t.Fatalf("the record rejected before the dead-letter topic was set went there")
+	}
 }
