@@ -150,7 +150,7 @@ func (w *DeadLetterWriter) write(ctx context.Context, job deadLetterJob) (int, e
 		}
 		b, last := w.buildBatch(job, next, maxBytes, copied)
 		part := job.partition % int32(len(t.Partitions))
-		if err := w.produce(ctx, t, part, b); err != nil {
+		if err := w.produce(ctx, t.Name, part, b); err != nil {
 			return written, err
 		}
 		written += int(last - next + 1)
@@ -205,15 +205,15 @@ func (w *DeadLetterWriter) buildBatch(job deadLetterJob, first int64, maxBytes i
 
 // produce writes b to partition part of t, acks=all, retrying what a
 // leader may answer while it moves.
-func (w *DeadLetterWriter) produce(ctx context.Context, t *routing.Topic, part int32, b []byte) error {
+func (w *DeadLetterWriter) produce(ctx context.Context, name string, part int32, b []byte) error {
 	return w.retry(ctx, func(v *routing.View) (bool, error) {
-		t, ok := v.Topics[t.Name]
+		t, ok := v.Topics[name]
 		if !ok || int(part) >= len(t.Partitions) {
-			return false, fmt.Errorf("dead-letter partition %s-%d is gone", t.Name, part)
+			return false, fmt.Errorf("dead-letter partition %s-%d is gone", name, part)
 		}
 		leader, ok := v.Broker(t.Partitions[part].Leader)
 		if !ok {
-			return true, fmt.Errorf("dead-letter partition %s-%d has no leader", t.Name, part)
+			return true, fmt.Errorf("dead-letter partition %s-%d has no leader", name, part)
 		}
 		req := kmsg.NewPtrProduceRequest()
 		req.Acks, req.TimeoutMillis = -1, 10_000

@@ -2,9 +2,16 @@ package share
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/compaction"
 )
 
 // TestCheckTopic: Kafka's checks of a group's dead-letter topic, in its
@@ -44,5 +51,75 @@ func TestCheckTopic(t *testing.T) {
 		case c.err == "" && exists != c.exists:
 			t.Errorf("%q %+v: exists %v, want %v", c.topic, c.s, exists, c.exists)
 		}
+	}
+}
+
+// TestBuildBatch: a run's dead-letter records go out in batches that fit
+// the topic's max.message.bytes (at least one record each), with the
+// headers Kafka writes, the copied key and value, and the write's time.
+func TestBuildBatch(t *testing.T) {
+	clk := clock.NewFake(time.UnixMilli(1_700_000_000_000))
+	w := &DeadLetterWriter{Clock: clk}
+	job := deadLetterJob{group: "g", topic: "orders", partition: 3, letter: DeadLetter{First: 10, Last: 14, DeliveryCount: 2, Rejected: true}}
+	copied := map[int64]compaction.Record{}
+	for o := int64(10); o <= 14; o++ {
+		copied[o] = compaction.Record{Offset: o, Key: []byte{byte(o)}, Value: make([]byte, 400)}
+	}
+	copied[12] = compaction.Record{Offset: 12, NullKey: true, Tombstone: true}
+	var sizes []int
+	for next := job.letter.First; next <= job.letter.Last; {
+		b, last := w.buildBatch(job, next, 1400, copied)
+		if len(b) > 1400 {
+			t.Fatalf("batch from %d is %d bytes, over 1400", next, len(b))
+		}
+		h, err := batch.Validate(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := compaction.Records(b, h)
+		if err != nil || len(recs) != int(last-next+1) {
+			t.Fatalf("batch from %d: %d records (%v), want %d", next, len(recs), err, last-next+1)
+		}
+		var kb kmsg.RecordBatch
+		if err := kb.ReadFrom(b); err != nil || kb.FirstTimestamp != clk.Now().UnixMilli() || kb.MaxTimestamp != kb.FirstTimestamp {
+			t.Fatalf("batch timestamps %d-%d (%v), want the write's %d", kb.FirstTimestamp, kb.MaxTimestamp, err, clk.Now().UnixMilli())
+		}
+		for i, r := range recs {
+			o := next + int64(i)
+			if want := copied[o]; r.NullKey != want.NullKey || r.Tombstone != want.Tombstone || len(r.Value) != len(want.Value) {
+				t.Fatalf("record for %d: key null %v value null %v (%d bytes), want %v %v (%d)", o, r.NullKey, r.Tombstone, len(r.Value), want.NullKey, want.Tombstone, len(want.Value))
+			}
+		}
+		sizes = append(sizes, len(recs))
+		next = last + 1
+	}
+	if fmt.Sprint(sizes) != "[2 2 1]" {
+		t.Fatalf("records per batch %v, want [2 2 1]", sizes)
+	}
+	// A record over the bound goes alone (the leader refuses it, as Kafka's).
+	if _, last := w.buildBatch(job, 10, 100, copied); last != 10 {
+		t.Fatalf("a batch over the bound holds up to %d, want only 10", last)
+	}
+	// Headers: where the record is and why it is here.
+	b, _ := w.buildBatch(job, 13, 1<<20, nil)
+	h, err := batch.Validate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := compaction.Records(b, h)
+	if err != nil || len(recs) != 2 || !recs[0].NullKey || !recs[0].Tombstone {
+		t.Fatalf("records without copies: %+v %v, want two with null key and value", recs, err)
+	}
+	var r kmsg.Record
+	if err := r.ReadFrom(recs[1].Raw); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range r.Headers {
+		got = append(got, x.Key+"="+string(x.Value))
+	}
+	want := "[__dlq.errors.topic=orders __dlq.errors.partition=3 __dlq.errors.offset=14 __dlq.errors.group=g __dlq.errors.delivery.count=2 __dlq.errors.message=Offset rejected by client.]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("headers %v, want %s", got, want)
 	}
 }
