@@ -6,11 +6,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kaas-project/kaas/actors/metrics"
+	"github.com/kaas-project/kaas/actors/tracing"
 )
 
 // answeringMailbox is protoactor's unbounded mailbox with one change: the
@@ -157,6 +159,26 @@ func (s *System) SpawnGuarded(name string, producer func() actor.Actor, strategy
 	return Ref{pid: pid, sys: s}, nil
 }
 
+// SpawnRestarting starts a top-level actor that a panic restarts in place:
+// a new instance from producer, its mailbox kept (the request it panicked
+// on is answered through Undeliverable), onPanic told of the reason. Past
+// maxRestarts panics within window it is stopped instead (WatchEssential
+// sees it die).
+func (s *System) SpawnRestarting(name string, producer func() actor.Actor, maxRestarts int, window time.Duration, onPanic func(reason any)) (Ref, error) {
+	strategy := actor.NewOneForOneStrategy(maxRestarts, window, func(reason any) actor.Directive {
+		if onPanic != nil {
+			onPanic(reason)
+		}
+		return actor.RestartDirective
+	})
+	root := actor.NewRootContext(s.as, nil).WithGuardian(strategy)
+	pid, err := root.SpawnNamed(props(producer, tracing.PropsOptions(tracing.KindOf(name))...), name)
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{pid: pid, sys: s}, nil
+}
+
 // WatchEssential calls onDeath (from an actor's goroutine) when the actor
 // ref stops: for the actors the process cannot run without.
 func (s *System) WatchEssential(ref Ref, onDeath func()) error {
@@ -209,6 +231,8 @@ func ChaosKind(id string) string {
 		return "group"
 	case strings.Contains(id, "/controller-"):
 		return "controller"
+	case id == "share":
+		return "share"
 	}
 	return ""
 }

@@ -125,3 +125,30 @@ func TestCrashNeedsChaos(t *testing.T) {
 		t.Error("ChaosKind")
 	}
 }
+
+// A request sent to an actor that has stopped is answered through
+// Undeliverable, also when it travels in a message envelope (a traced
+// request).
+func TestDeadLettersAnswered(t *testing.T) {
+	sys := NewSystem()
+	defer sys.Shutdown()
+	ref, err := sys.Spawn("gone", func() actor.Actor { return &failingChild{release: make(chan struct{})} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.Stop()
+	var answered atomic.Int32
+	deadline := time.Now().Add(5 * time.Second)
+	for sent := int32(0); answered.Load() < 2; {
+		if sent == 0 || time.Now().After(deadline) {
+			if sent > 0 {
+				t.Fatalf("%d of 2 requests to a stopped actor answered", answered.Load())
+			}
+			time.Sleep(100 * time.Millisecond) // the stop has gone through
+			ref.Send(queuedRequest{answered: &answered})
+			ref.Send(&actor.MessageEnvelope{Header: map[string]string{"traceparent": "x"}, Message: queuedRequest{answered: &answered}})
+			sent = 2
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

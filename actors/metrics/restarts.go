@@ -4,7 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 var actorRestarts = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Namespace: namespace, Name: "actor_restarts_total",
-	Help: "Actor deaths the supervision tree handled, by kind of actor (partition, group, connection, controller) and reason (panic, stopped, gave_up).",
+	Help: "Actor deaths the supervision tree handled, by kind of actor (partition, group, connection, controller, share) and reason (panic, stopped, gave_up).",
 }, []string{"kind", "reason"})
 
 func init() { shared = append(shared, actorRestarts) }

@@ -15,6 +15,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/interbroker"
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/sharestate"
@@ -95,10 +96,16 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 		opts.MaxSessions = 2000
 	}
 	k := &Keeper{opts: &opts, stats: &SessionStats{}, letters: &DeadLetterStats{}}
-	ref, err := system.Spawn(name, func() actor.Actor {
+	// A panic restarts the keeper empty: it loads each share-partition's
+	// state again at its next use, and clients open new share sessions
+	// (heal.go). Past 10 panics a minute it stops, and the broker exits.
+	ref, err := system.SpawnRestarting(name, func() actor.Actor {
 		kp := newKeeper(&opts, k.stats)
 		kp.letters = k.letters
 		return kp
+	}, 10, time.Minute, func(reason any) {
+		metrics.ActorRestarted("share", "panic")
+		opts.Log.Error().Interface("reason", reason).Msg("share-partition keeper panicked; restarting it")
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start share-partition keeper: %w", err)

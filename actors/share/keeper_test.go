@@ -555,3 +555,33 @@ func TestKeeperGroupConfigCache(t *testing.T) {
 		t.Fatalf("after the TTL: lock %s, want the new 20s", cfg.LockDuration)
 	}
 }
+
+// TestKeeperRequestsAnswered: a request the keeper cannot handle (it
+// panicked on it, or it is stopped) is answered: a share session's
+// request with SHARE_SESSION_NOT_FOUND, a read round with nothing
+// acquired, an admin change with an error.
+func TestKeeperRequestsAnswered(t *testing.T) {
+	var b beginResult
+	(&begin{reply: func(r beginResult) { b = r }}).Undelivered()
+	if b.code != kerr.ShareSessionNotFound.Code || b.durable == nil {
+		t.Fatalf("begin answered %+v", b)
+	}
+	b.durable()
+	var a acquireResult
+	(&acquire{reply: func(r acquireResult) { a = r }}).Undelivered()
+	if len(a.ranges) != 0 || a.durable == nil || a.again {
+		t.Fatalf("acquire answered %+v", a)
+	}
+	var wait func() error
+	(&adminSet{reply: func(w func() error) { wait = w }}).Undelivered()
+	if wait == nil || wait() == nil {
+		t.Fatal("an admin change the keeper could not make reports no error")
+	}
+	answered := 0
+	(&where{reply: func([]PartResult) { answered++ }}).Undelivered()
+	(&starts{reply: func(map[routing.TP]progress) { answered++ }}).Undelivered()
+	(&recheck{reply: func(map[routing.TP]bool) { answered++ }}).Undelivered()
+	if answered != 3 {
+		t.Fatalf("%d of 3 reads answered", answered)
+	}
+}

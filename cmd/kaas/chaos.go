@@ -45,7 +45,7 @@ func (b *broker) registerChaos(mux *http.ServeMux) {
 	if !b.cfg.DebugChaos {
 		return
 	}
-	// POST /debug/chaos/kill?kind=partition|group|connection|controller&how=stop|poison|panic
+	// POST /debug/chaos/kill?kind=partition|group|connection|controller|share&how=stop|poison|panic
 	mux.HandleFunc("POST /debug/chaos/kill", func(w http.ResponseWriter, r *http.Request) {
 		kind, how := r.URL.Query().Get("kind"), r.URL.Query().Get("how")
 		ref, ok := b.system.ChaosTarget(func(id string) bool { return actorsys.ChaosKind(id) == kind })

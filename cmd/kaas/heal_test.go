@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestLocalPartitionsHeal: in local mode with --data-dir, partition actors
@@ -229,5 +231,75 @@ func TestChaosFailingFsyncRestartsPartitions(t *testing.T) {
 	t.Logf("%d fsyncs failed; partition restarts %v -> %v; %d records acknowledged", counts.Failed, before, after, res.acked)
 	if after <= before {
 		t.Errorf("no partition restarted after its fsync failed (restarts %v -> %v)", before, after)
+	}
+}
+
+// TestShareKeeperHeals: the share-partition keeper made to panic
+// (--debug-chaos) while a franz-go share consumer reads and accepts records
+// is restarted empty and every request to it is answered: the consumer
+// opens a new share session and goes on, the keeper loads each
+// share-partition's state from the volume again, every record is delivered
+// and in the end accepted (each share-partition's start reaches its end
+// offset), and the panics are counted.
+func TestShareKeeperHeals(t *testing.T) {
+	httpAddr := freeAddr(t)
+	_, addr := testBroker(t, "--data-dir", t.TempDir(), "--debug-chaos", "--http-addr", httpAddr,
+		"--share-auto-offset-reset", "earliest")
+	const topic, group, n, panics = "share-heal", "sg-heal", 300, 5
+	createTopic(t, addr, topic, 3, nil)
+	produceKeys(t, addr, topic, 0, n)
+	cl := shareConsumer(t, addr, group, topic)
+	ctx := ctxT(t, 120*time.Second)
+	seen := map[string]bool{}
+	kills := 0
+	consume := func() {
+		pollCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		fs := cl.PollRecords(pollCtx, 20)
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Key)] = true })
+		cl.MarkAcks(kgo.AckAccept)
+		if err := cl.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(seen) < n {
+		consume()
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d records delivered after %d panics: %v", len(seen), n, kills, ctx.Err())
+		}
+		if kills < panics && len(seen) >= (kills+1)*n/(panics+1) {
+			if _, err := chaosPost(httpAddr, "/debug/chaos/kill?kind=share&how=panic"); err != nil {
+				t.Fatalf("make the keeper panic: %v", err)
+			}
+			kills++
+		}
+	}
+	if kills != panics {
+		t.Fatalf("%d panics, want %d", kills, panics)
+	}
+	// Acceptances the panics lost are delivered again, and accepted.
+	adm := newAdmin(t, addr)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil || ends.Error() != nil {
+		t.Fatalf("end offsets: %v %v", err, ends.Error())
+	}
+	for done := false; !done; {
+		consume()
+		if ctx.Err() != nil {
+			t.Fatalf("share-partitions never all done: %v", ctx.Err())
+		}
+		offs, err := adm.DescribeShareGroupOffsets(ctx, group)
+		if err != nil {
+			continue
+		}
+		done = true
+		ends.Each(func(e kadm.ListedOffset) {
+			if o, ok := offs[group].Offsets[topic][e.Partition]; !ok || o.StartOffset != e.Offset {
+				done = false
+			}
+		})
+	}
+	if r := scrapeRestarts(t, httpAddr)["share"]; r != panics {
+		t.Errorf("share keeper restarts counted %v, want %d", r, panics)
 	}
 }

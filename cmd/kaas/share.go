@@ -55,6 +55,9 @@ func registerShare(b *broker) {
 	}
 	k.Register(b.srv)
 	b.share = k
+	// Stopped (past its restarts) it serves no share group: the broker
+	// exits and its pod is restarted, as for the group coordinator.
+	b.watchEssential("share-partition keeper", k.Ref())
 	if b.groups != nil {
 		// AlterShareGroupOffsets and DeleteShareGroupOffsets: the group
 		// coordinator checks the group, the keeper writes the state.
