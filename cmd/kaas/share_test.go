@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -271,13 +273,24 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 	_, addr2, _ := startTestBroker(t, args...)
 	// DescribeShareGroupOffsets reads the start offset from the volume:
 	// keys 0-4 (offsets 0-4) were accepted, 5 is the first not done.
-	offs, err := newAdmin(t, addr2).DescribeShareGroupOffsets(ctxT(t, 10*time.Second), group)
-	if err != nil || offs.Error() != nil {
-		t.Fatalf("describe share group offsets: %v %v", err, offs.Error())
-	}
-	if o := offs[group].Offsets[topic][0]; o.StartOffset != 5 || o.Err != nil {
-		t.Fatalf("share-partition start %d (%v), want 5", o.StartOffset, o.Err)
-	}
+	// Its lag needs the partition's end offset: while the partition is
+	// still opening the entry carries NOT_LEADER_OR_FOLLOWER, the start
+	// already known.
+	adm2 := newAdmin(t, addr2)
+	waitUntil(t, 20*time.Second, "the share-partition described with its lag", func() bool {
+		offs, err := adm2.DescribeShareGroupOffsets(ctxT(t, 10*time.Second), group)
+		if err != nil || offs.Error() != nil {
+			t.Fatalf("describe share group offsets: %v %v", err, offs.Error())
+		}
+		o := offs[group].Offsets[topic][0]
+		if o.StartOffset != 5 {
+			t.Fatalf("share-partition start %d (%v), want 5", o.StartOffset, o.Err)
+		}
+		if o.Err != nil && !errors.Is(o.Err, kerr.NotLeaderForPartition) && !errors.Is(o.Err, kerr.LeaderNotAvailable) {
+			t.Fatalf("share-partition described with %v", o.Err)
+		}
+		return o.Err == nil
+	})
 	cl2 := shareConsumer(t, addr2, group, topic)
 	ctx2 := ctxT(t, 60*time.Second)
 	after := map[string]int32{}
