@@ -373,5 +373,14 @@ func (k *Keeper) groupConfig(group string) *Config {
 		cfg = WithGroupConfigs(k.opts.Partition, set)
 	}
 	k.configs.Store(group, &cachedConfig{cfg: cfg, read: now})
+	if k.configReads.Add(1)%256 == 0 {
+		// Groups no longer fetching leave the cache.
+		k.configs.Range(func(g, c any) bool {
+			if now.Sub(c.(*cachedConfig).read) > 10*groupConfigTTL {
+				k.configs.Delete(g)
+			}
+			return true
+		})
+	}
 	return &cfg
 }

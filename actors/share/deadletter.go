@@ -128,17 +128,24 @@ func (w *DeadLetterWriter) write(ctx context.Context, job deadLetterJob) (int, e
 			return 0, err
 		}
 	}
-	var copied map[int64]compaction.Record
-	if job.cfg.CopyRecord {
-		// A record that cannot be read is written without its key and
-		// value, as Kafka writes one it could not read.
-		if copied, err = w.readRecords(ctx, job); err != nil {
-			w.Log.Warn().Err(err).Str("group", job.group).Str("topic", job.topic).Int32("partition", job.partition).
-				Msg("dead-letter records written without the records' keys and values: reading them failed")
-		}
-	}
+	copying := job.cfg.CopyRecord
 	written := 0
 	for next := job.letter.First; next <= job.letter.Last; {
+		// Copied records are read a fetch (at most 1 MiB) at a time,
+		// then written, so a long run never sits in memory whole.
+		upTo, copied := job.letter.Last, map[int64]compaction.Record(nil)
+		if copying {
+			var readTo int64
+			if copied, readTo, err = w.readRecords(ctx, job, next); err != nil {
+				// The rest is written without keys and values, as
+				// Kafka writes a record it could not read.
+				copying = false
+				w.Log.Warn().Err(err).Str("group", job.group).Str("topic", job.topic).Int32("partition", job.partition).
+					Int64("offset", next).Msg("dead-letter records written without the records' keys and values: reading them failed")
+			} else {
+				upTo = min(upTo, readTo)
+			}
+		}
 		v := w.Views.Load()
 		t, ok := v.Topics[job.cfg.DeadLetterTopic]
 		if !ok || len(t.Partitions) == 0 {
@@ -148,7 +155,7 @@ func (w *DeadLetterWriter) write(ctx context.Context, job deadLetterJob) (int, e
 		if n, err := strconv.Atoi(t.Config["max.message.bytes"]); err == nil {
 			maxBytes = n
 		}
-		b, last := w.buildBatch(job, next, maxBytes, copied)
+		b, last := w.buildBatch(job, next, upTo, maxBytes, copied)
 		part := job.partition % int32(len(t.Partitions))
 		if err := w.produce(ctx, t.Name, part, b); err != nil {
 			return written, err
@@ -159,9 +166,10 @@ func (w *DeadLetterWriter) write(ctx context.Context, job deadLetterJob) (int, e
 	return written, nil
 }
 
-// buildBatch builds the batch of the records from first on that fits in
-// maxBytes (at least one record), and returns the last offset in it.
-func (w *DeadLetterWriter) buildBatch(job deadLetterJob, first int64, maxBytes int, copied map[int64]compaction.Record) ([]byte, int64) {
+// buildBatch builds the batch of the records from first to at most upTo
+// that fits in maxBytes (at least one record), and returns the last offset
+// in it.
+func (w *DeadLetterWriter) buildBatch(job deadLetterJob, first, upTo int64, maxBytes int, copied map[int64]compaction.Record) ([]byte, int64) {
 	cause := causeLimit
 	if job.letter.Rejected {
 		cause = causeRejected
@@ -169,7 +177,7 @@ func (w *DeadLetterWriter) buildBatch(job deadLetterJob, first int64, maxBytes i
 	spec := batch.Spec{ProducerID: -1, BaseSequence: -1, Timestamp: w.Clock.Now().UnixMilli(), SameTimestamp: true}
 	size := batch.HeaderSize
 	last := first - 1
-	for o := first; o <= job.letter.Last; o++ {
+	for o := first; o <= upTo; o++ {
 		var key, value []byte
 		if r, ok := copied[o]; ok {
 			if !r.NullKey {
@@ -283,66 +291,62 @@ func (w *DeadLetterWriter) createTopic(ctx context.Context, name string) error {
 	})
 }
 
-// readRecords reads the records of job's run from their partition (led
-// here) by their offsets.
-func (w *DeadLetterWriter) readRecords(ctx context.Context, job deadLetterJob) (map[int64]compaction.Record, error) {
-	out := map[int64]compaction.Record{}
-	for next := job.letter.First; next <= job.letter.Last; {
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
-		req.SessionEpoch = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = job.topic, job.topicID
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = job.partition, next, 1<<20, -1, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		kr, err := w.Peers.Do(ctx, w.Views.Load().SelfBroker(), req)
-		if err != nil {
-			return out, err
-		}
-		resp := kr.(*kmsg.FetchResponse)
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return out, fmt.Errorf("fetch %s-%d: %w", job.topic, job.partition, err)
-		}
-		progress := false
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-					return out, fmt.Errorf("fetch %s-%d at %d: %w", job.topic, job.partition, next, err)
-				}
-				batches, _, err := batch.Split(p.RecordBatches)
+// readRecords reads, with one fetch from this broker (their partition's
+// leader), the records of job's run from offset from on, and returns them
+// by offset with the last offset the fetch covered (at least from).
+func (w *DeadLetterWriter) readRecords(ctx context.Context, job deadLetterJob, from int64) (map[int64]compaction.Record, int64, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
+	req.SessionEpoch = -1
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = job.topic, job.topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = job.partition, from, 1<<20, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kr, err := w.Peers.Do(ctx, w.Views.Load().SelfBroker(), req)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp := kr.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, 0, fmt.Errorf("fetch %s-%d: %w", job.topic, job.partition, err)
+	}
+	out, covered := map[int64]compaction.Record{}, from-1
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, 0, fmt.Errorf("fetch %s-%d at %d: %w", job.topic, job.partition, from, err)
+			}
+			batches, _, err := batch.Split(p.RecordBatches)
+			if err != nil {
+				return nil, 0, fmt.Errorf("fetch %s-%d at %d: %w", job.topic, job.partition, from, err)
+			}
+			for _, b := range batches {
+				h, err := batch.ParseHeader(b)
 				if err != nil {
-					return out, fmt.Errorf("fetch %s-%d at %d: %w", job.topic, job.partition, next, err)
+					return nil, 0, err
 				}
-				for _, b := range batches {
-					h, err := batch.ParseHeader(b)
-					if err != nil {
-						return out, err
-					}
-					if h.NextOffset() > next {
-						next, progress = h.NextOffset(), true
-					}
-					if h.IsControl() {
-						continue
-					}
-					recs, err := compaction.Records(b, h)
-					if err != nil {
-						return out, err
-					}
-					for _, r := range recs {
-						if r.Offset >= job.letter.First && r.Offset <= job.letter.Last {
-							out[r.Offset] = r
-						}
+				covered = max(covered, h.LastOffset())
+				if h.IsControl() {
+					continue
+				}
+				recs, err := compaction.Records(b, h)
+				if err != nil {
+					return nil, 0, err
+				}
+				for _, r := range recs {
+					if r.Offset >= from && r.Offset <= job.letter.Last {
+						out[r.Offset] = r
 					}
 				}
 			}
 		}
-		if !progress {
-			return out, fmt.Errorf("fetch %s-%d at %d: no records", job.topic, job.partition, next)
-		}
 	}
-	return out, nil
+	if covered < from {
+		return nil, 0, fmt.Errorf("fetch %s-%d at %d: no records", job.topic, job.partition, from)
+	}
+	return out, covered, nil
 }
 
 // retry runs try against the current view until it succeeds, fails for

@@ -68,7 +68,7 @@ func TestBuildBatch(t *testing.T) {
 	copied[12] = compaction.Record{Offset: 12, NullKey: true, Tombstone: true}
 	var sizes []int
 	for next := job.letter.First; next <= job.letter.Last; {
-		b, last := w.buildBatch(job, next, 1400, copied)
+		b, last := w.buildBatch(job, next, job.letter.Last, 1400, copied)
 		if len(b) > 1400 {
 			t.Fatalf("batch from %d is %d bytes, over 1400", next, len(b))
 		}
@@ -97,11 +97,14 @@ func TestBuildBatch(t *testing.T) {
 		t.Fatalf("records per batch %v, want [2 2 1]", sizes)
 	}
 	// A record over the bound goes alone (the leader refuses it, as Kafka's).
-	if _, last := w.buildBatch(job, 10, 100, copied); last != 10 {
+	if _, last := w.buildBatch(job, 10, job.letter.Last, 100, copied); last != 10 {
 		t.Fatalf("a batch over the bound holds up to %d, want only 10", last)
 	}
 	// Headers: where the record is and why it is here.
-	b, _ := w.buildBatch(job, 13, 1<<20, nil)
+	if _, last := w.buildBatch(job, 10, 11, 1<<20, copied); last != 11 {
+		t.Fatalf("a batch bounded at 11 holds up to %d", last)
+	}
+	b, _ := w.buildBatch(job, 13, job.letter.Last, 1<<20, nil)
 	h, err := batch.Validate(b)
 	if err != nil {
 		t.Fatal(err)

@@ -81,8 +81,10 @@ type Keeper struct {
 	stats   *SessionStats
 	letters *DeadLetterStats
 	// configs caches each group's share-partition settings
-	// (group -> *cachedConfig) for the request handlers.
-	configs sync.Map
+	// (group -> *cachedConfig) for the request handlers; configReads
+	// counts its reads of the store, every 256th sweeping it.
+	configs     sync.Map
+	configReads atomic.Int64
 }
 
 // Start spawns the Keeper under system.

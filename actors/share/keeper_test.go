@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -553,6 +554,14 @@ func TestKeeperGroupConfigCache(t *testing.T) {
 	clk.Advance(time.Millisecond)
 	if cfg := k.groupConfig("g"); cfg.LockDuration != 20*time.Second {
 		t.Fatalf("after the TTL: lock %s, want the new 20s", cfg.LockDuration)
+	}
+	// Groups no longer read leave the cache.
+	clk.Advance(time.Hour)
+	for i := range 256 {
+		k.groupConfig("other-" + strconv.Itoa(i))
+	}
+	if _, ok := k.configs.Load("g"); ok {
+		t.Fatal("a group not read for an hour is still cached")
 	}
 }
 

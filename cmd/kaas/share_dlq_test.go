@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -422,5 +423,43 @@ func TestShareGroupConfigChangesApplyToRunningGroup(t *testing.T) {
 	}
 	if letters[0] == "0" {
 		t.Fatalf("the record rejected before the dead-letter topic was set went there")
+	}
+}
+
+// TestShareGroupDeadLetterCopiesLargeRecords: a run of rejected records
+// larger together than one fetch (1 MiB) is copied to the dead-letter topic
+// a fetch at a time, every record whole.
+func TestShareGroupDeadLetterCopiesLargeRecords(t *testing.T) {
+	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest")
+	const src, dlq, group = "blobs", "dlq.blobs", "sg-dlq-large"
+	createTopic(t, addr, src, 1, nil)
+	createTopic(t, addr, dlq, 1, dlqTopicConfig)
+	cl := newClient(t, addr)
+	if code, msg := alterGroupConfigs(t, cl, group, "errors.deadletterqueue.topic.name", dlq,
+		"errors.deadletterqueue.copy.record.enable", "true"); code != 0 {
+		t.Fatalf("set the group's configs: %d %s", code, msg)
+	}
+	ctx := ctxT(t, 30*time.Second)
+	const n, size = 4, 600 << 10
+	for i := range n {
+		v := bytes.Repeat([]byte{byte('a' + i)}, size)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: src, Key: []byte(strconv.Itoa(i)), Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	td, err := newAdmin(t, addr).ListTopics(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawShareSession{cl: cl, group: group, member: "m", topicID: td[src].ID}
+	for got := int64(0); got < n; {
+		got += s.acquire(t, ctx)
+	}
+	s.acknowledge(t, ctx, 0, n-1, 3)
+	recs := readTopic(t, addr, dlq, n)
+	for i, r := range recs {
+		if string(r.Key) != strconv.Itoa(i) || !bytes.Equal(r.Value, bytes.Repeat([]byte{byte('a' + i)}, size)) {
+			t.Fatalf("dead letter %d: key %q, %d value bytes; want the record copied whole", i, r.Key, len(r.Value))
+		}
 	}
 }
