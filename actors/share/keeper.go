@@ -359,6 +359,10 @@ func (k *keeper) Receive(ctx actor.Context) {
 
 // deadLettered: the dead-letter writes of a share-partition's runs ended.
 type deadLettered struct {
+	// from is the keeper incarnation that started the writes: one
+	// restarted since (after a panic) ignores them, having loaded the
+	// records' state again and started their writes anew.
+	from    *keeper
 	key     pkey
 	id      [16]byte
 	letters []DeadLetter
@@ -396,7 +400,7 @@ func (k *keeper) sendDeadLetters() {
 		job := deadLetterJob{group: key.group, topic: key.tp.Topic, topicID: k.ids[key], partition: key.tp.Partition, cfg: p.cfg}
 		self, system, w, ctx := k.self, k.system, k.opts.DeadLetters, k.stopCtx
 		go func() {
-			done := &deadLettered{key: key, id: job.topicID, letters: letters, written: make([]int, len(letters))}
+			done := &deadLettered{from: k, key: key, id: job.topicID, letters: letters, written: make([]int, len(letters))}
 			for i, d := range letters {
 				job.letter = d
 				done.written[i], done.err = w.write(ctx, job)
@@ -413,6 +417,9 @@ func (k *keeper) sendDeadLetters() {
 // not (a record that cannot be written must not hold the start for ever),
 // and lets the share-partition's next runs go.
 func (k *keeper) deadLettered(m *deadLettered) {
+	if m.from != k {
+		return
+	}
 	delete(k.writing, m.key)
 	for i, d := range m.letters {
 		k.letters.Written.Add(int64(m.written[i]))

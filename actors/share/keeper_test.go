@@ -594,3 +594,31 @@ func TestKeeperRequestsAnswered(t *testing.T) {
 		t.Fatalf("%d of 3 reads answered", answered)
 	}
 }
+
+// TestKeeperIgnoresAnotherIncarnationsDeadLetters: the end of a dead-letter
+// write started by an earlier incarnation of the keeper (before a panic)
+// changes nothing: this one loaded the records' state again and writes
+// them itself.
+func TestKeeperIgnoresAnotherIncarnationsDeadLetters(t *testing.T) {
+	k, v, _ := testKeeper()
+	k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	cfg := WithGroupConfigs(k.opts.Partition, map[string]string{"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": "dlq.t"})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 1, First: 0, Last: -1, Config: &cfg}}})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 1, First: 0, Last: 0}}})
+	k.begin(&begin{op: opAck, group: "g", member: "m", epoch: 1, view: v,
+		parts: []PartReq{{TP: t0, Acks: []AckBatch{{First: 0, Last: 0, Types: []AckType{AckReject}}}}}})
+	key := pkey{"g", routing.TP{Topic: "t", Partition: 0}}
+	p := k.parts[key]
+	letters := p.DeadLetters()
+	done := &deadLettered{key: key, id: k.ids[key], letters: letters, written: []int{1}}
+	done.from = &keeper{}
+	k.deadLettered(done)
+	if st, _ := p.At(0); st != Archiving {
+		t.Fatalf("another incarnation's write made the record %s, want still archiving", st)
+	}
+	done.from = k
+	k.deadLettered(done)
+	if p.Start() != 1 {
+		t.Fatalf("start %d after its own write ended, want 1", p.Start())
+	}
+}
