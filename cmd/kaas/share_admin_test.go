@@ -12,21 +12,30 @@ import (
 )
 
 // shareStart is the share-partition start offset DescribeShareGroupOffsets
-// reports for topic's partition 0 (-1: no state).
+// reports for topic's partition 0 (-1: no state). While the partition is
+// still opening (a broker just started) its entry carries the lag
+// lookup's NOT_LEADER_OR_FOLLOWER: it asks again.
 func shareStart(t *testing.T, adm *kadm.Client, group, topic string) int64 {
 	t.Helper()
-	offs, err := adm.DescribeShareGroupOffsets(ctxT(t, 10*time.Second), group)
-	if err != nil {
-		t.Fatalf("describe share group offsets: %v", err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		offs, err := adm.DescribeShareGroupOffsets(ctxT(t, 10*time.Second), group)
+		if err != nil {
+			t.Fatalf("describe share group offsets: %v", err)
+		}
+		o, ok := offs[group].Offsets[topic][0]
+		if !ok {
+			return -1
+		}
+		opening := errors.Is(o.Err, kerr.NotLeaderForPartition) || errors.Is(o.Err, kerr.LeaderNotAvailable)
+		if o.Err != nil && (!opening || time.Now().After(deadline)) {
+			t.Fatalf("describe share group offsets: %v", o.Err)
+		}
+		if o.Err == nil {
+			return o.StartOffset
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	o, ok := offs[group].Offsets[topic][0]
-	if !ok {
-		return -1
-	}
-	if o.Err != nil {
-		t.Fatalf("describe share group offsets: %v", o.Err)
-	}
-	return o.StartOffset
 }
 
 // waitShareEmpty waits until the share group has no members.
