@@ -80,6 +80,9 @@ type Keeper struct {
 	opts    *Options
 	stats   *SessionStats
 	letters *DeadLetterStats
+	// memStored is the keeper's memory-only state (keeper.memStored),
+	// kept across its restarts.
+	memStored map[pkey]sharestate.Snapshot
 	// configs caches each group's share-partition settings
 	// (group -> *cachedConfig) for the request handlers; configReads
 	// counts its reads of the store, every 256th sweeping it.
@@ -97,13 +100,13 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 2000
 	}
-	k := &Keeper{opts: &opts, stats: &SessionStats{}, letters: &DeadLetterStats{}}
+	k := &Keeper{opts: &opts, stats: &SessionStats{}, letters: &DeadLetterStats{}, memStored: map[pkey]sharestate.Snapshot{}}
 	// A panic restarts the keeper empty: it loads each share-partition's
 	// state again at its next use, and clients open new share sessions
 	// (heal.go). Past 10 panics a minute it stops, and the broker exits.
 	ref, err := system.SpawnRestarting(name, func() actor.Actor {
 		kp := newKeeper(&opts, k.stats)
-		kp.letters = k.letters
+		kp.letters, kp.memStored = k.letters, k.memStored
 		return kp
 	}, 10, time.Minute, func(reason any) {
 		metrics.ActorRestarted("share", "panic")
@@ -287,8 +290,11 @@ type keeper struct {
 	// marks are the admin marks the share-partitions were loaded with
 	// (admin.go).
 	marks map[pkey]uint64
-	// memStored is the state admins set without a store, taken by the
-	// share-partition's next initialization.
+	// memStored is, without a store, the share-partitions' state kept
+	// apart from them: the state admins set, and the last state flushed
+	// of each; a share-partition's initialization takes it. The Keeper
+	// hands it to every incarnation of the actor, so a keeper restarted
+	// after a panic loads what the last one flushed, as from a store.
 	memStored map[pkey]sharestate.Snapshot
 	// ids is the topic id of each share-partition in parts: its state
 	// belongs to that incarnation of the topic only.
@@ -751,17 +757,23 @@ func (k *keeper) where(m *where) []PartResult {
 func (k *keeper) flushDirty() func() {
 	var written []<-chan error
 	defer clear(k.dirty)
-	if k.writer != nil {
-		for key := range k.dirty {
-			if p, ok := k.parts[key]; ok && p.Initialized() {
-				start, states, counts := p.Snapshot()
-				snap := sharestate.Snapshot{TopicID: k.ids[key], Start: start, States: make([]uint8, len(states)), Counts: counts}
-				for i, s := range states {
-					snap.States[i] = uint8(s)
-				}
-				written = append(written, k.writer.put(key, snap))
-			}
+	for key := range k.dirty {
+		p, ok := k.parts[key]
+		if !ok || !p.Initialized() {
+			continue
 		}
+		start, states, counts := p.Snapshot()
+		snap := sharestate.Snapshot{TopicID: k.ids[key], Start: start, States: make([]uint8, len(states)), Counts: counts}
+		for i, s := range states {
+			snap.States[i] = uint8(s)
+		}
+		if k.writer == nil {
+			// Without a store the state outlives this incarnation of
+			// the keeper in memory (a panic restarts it empty).
+			k.memStored[key] = snap
+			continue
+		}
+		written = append(written, k.writer.put(key, snap))
 	}
 	return func() {
 		for _, ch := range written {

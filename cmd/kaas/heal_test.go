@@ -238,18 +238,33 @@ func TestChaosFailingFsyncRestartsPartitions(t *testing.T) {
 // (--debug-chaos) while a franz-go share consumer reads and accepts records
 // is restarted empty and every request to it is answered: the consumer
 // opens a new share session and goes on, the keeper loads each
-// share-partition's state from the volume again, every record is delivered
-// and in the end accepted (each share-partition's start reaches its end
-// offset), and the panics are counted.
+// share-partition's state again (from the volume with --data-dir, from
+// the memory its earlier incarnation flushed to without), every record is
+// delivered and in the end accepted (each share-partition's start reaches
+// its end offset), and the panics are counted. The group starts at the
+// latest offset, so a keeper that forgot a share-partition's state would
+// start it again at the high watermark and the records after the start
+// would never be delivered.
 func TestShareKeeperHeals(t *testing.T) {
-	httpAddr := freeAddr(t)
-	_, addr := testBroker(t, "--data-dir", t.TempDir(), "--debug-chaos", "--http-addr", httpAddr,
-		"--share-auto-offset-reset", "earliest")
+	for _, withDir := range []bool{false, true} {
+		name := "memory"
+		httpAddr := freeAddr(t)
+		args := []string{"--debug-chaos", "--http-addr", httpAddr}
+		if withDir {
+			name = "data-dir"
+			args = append(args, "--data-dir", t.TempDir())
+		}
+		t.Run(name, func(t *testing.T) { shareKeeperHeals(t, httpAddr, args) })
+	}
+}
+
+func shareKeeperHeals(t *testing.T, httpAddr string, args []string) {
+	_, addr := testBroker(t, args...)
 	const topic, group, n, panics = "share-heal", "sg-heal", 300, 5
 	createTopic(t, addr, topic, 3, nil)
-	produceKeys(t, addr, topic, 0, n)
-	cl := shareConsumer(t, addr, group, topic)
+	adm := newAdmin(t, addr)
 	ctx := ctxT(t, 120*time.Second)
+	cl := shareConsumer(t, addr, group, topic)
 	seen := map[string]bool{}
 	kills := 0
 	consume := func() {
@@ -262,6 +277,17 @@ func TestShareKeeperHeals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Every share-partition starts (at the latest offset, 0) before the
+	// records are produced.
+	for started := false; !started; {
+		consume()
+		if ctx.Err() != nil {
+			t.Fatalf("share-partitions never started: %v", ctx.Err())
+		}
+		offs, err := adm.DescribeShareGroupOffsets(ctx, group)
+		started = err == nil && len(offs[group].Offsets[topic]) == 3
+	}
+	produceKeys(t, addr, topic, 0, n)
 	for len(seen) < n {
 		consume()
 		if ctx.Err() != nil {
@@ -278,7 +304,6 @@ func TestShareKeeperHeals(t *testing.T) {
 		t.Fatalf("%d panics, want %d", kills, panics)
 	}
 	// Acceptances the panics lost are delivered again, and accepted.
-	adm := newAdmin(t, addr)
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil || ends.Error() != nil {
 		t.Fatalf("end offsets: %v %v", err, ends.Error())
