@@ -622,3 +622,31 @@ func TestKeeperIgnoresAnotherIncarnationsDeadLetters(t *testing.T) {
 		t.Fatalf("start %d after its own write ended, want 1", p.Start())
 	}
 }
+
+// TestKeeperMemoryStateOutlivesIncarnation: without a store, what one
+// incarnation of the keeper flushed is the state the next one (after a
+// panic) initializes the share-partition from.
+func TestKeeperMemoryStateOutlivesIncarnation(t *testing.T) {
+	k, v, _ := testKeeper()
+	k.opts.Partition.ResetLatest = true
+	k.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1}}})
+	k.flushDirty()
+	k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", HighWatermark: 12, First: 10, Last: 11}}})
+	k.flushDirty()
+	k.begin(&begin{op: opAck, group: "g", member: "m", epoch: 1, view: v,
+		parts: []PartReq{{TP: t0, Acks: []AckBatch{{First: 10, Last: 10, Types: []AckType{AckAccept}}}}}})
+	k.flushDirty()
+
+	next := newKeeper(k.opts, &SessionStats{})
+	next.memStored = k.memStored
+	next.begin(&begin{op: opFetch, group: "g", member: "m", epoch: 0, view: v, parts: []PartReq{{TP: t0}}})
+	next.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 12, First: 0, Last: -1}}})
+	p := next.parts[pkey{"g", routing.TP{Topic: "t", Partition: 0}}]
+	if p.Start() != 11 {
+		t.Fatalf("the next incarnation starts at %d, want 11 (10 accepted; the broker's latest would be 12)", p.Start())
+	}
+	if st, c := p.At(11); st != Available || c != 1 {
+		t.Fatalf("offset 11 is %s at delivery count %d, want available at 1 (its lock went with the panic)", st, c)
+	}
+}
