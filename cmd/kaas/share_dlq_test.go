@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -59,6 +61,9 @@ func readTopic(t *testing.T, addr, topic string, n int) []*kgo.Record {
 	if len(got) != n {
 		t.Fatalf("%s holds %d records, want %d", topic, len(got), n)
 	}
+	slices.SortFunc(got, func(a, b *kgo.Record) int {
+		return cmp.Or(cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
 	return got
 }
 
