@@ -318,6 +318,7 @@ func (k *keeper) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		k.self, k.system = ctx.Self(), ctx.ActorSystem()
+		k.stopCtx, k.stop = context.WithCancel(context.Background())
 		k.stats.Open.Store(int64(len(k.sessions)))
 		if k.opts.Store != nil {
 			k.writer = startWriter(k.opts.Store, k.opts.Log)
@@ -398,9 +399,6 @@ func (k *keeper) sendDeadLetters() {
 				p.DeadLettered(d.First, d.Last)
 			}
 			continue
-		}
-		if k.stop == nil {
-			k.stopCtx, k.stop = context.WithCancel(context.Background())
 		}
 		k.writing[key] = true
 		job := deadLetterJob{group: key.group, topic: key.tp.Topic, topicID: k.ids[key], partition: key.tp.Partition, cfg: p.cfg}

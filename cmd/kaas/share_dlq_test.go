@@ -276,16 +276,10 @@ func TestShareGroupDeadLetterTopicChecks(t *testing.T) {
 	}
 
 	// Allowed to create it now: the cluster-wide dynamic broker config.
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeBroker, ""
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Op, c.Value = "errors.deadletterqueue.auto.create.topics.enable", kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr("true")
-	res.Configs = append(res.Configs, c)
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
-	if err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("allow creating dead-letter topics: %v %+v", err, resp)
+	res, err := adm.AlterBrokerConfigs(ctxT(t, 10*time.Second), []kadm.AlterConfig{
+		{Name: "errors.deadletterqueue.auto.create.topics.enable", Value: kmsg.StringPtr("true")}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("allow creating dead-letter topics: %v %+v", err, res)
 	}
 	reject("sg-created", "dlq.created")
 	r := readTopic(t, addr, "dlq.created", 1)[0]
