@@ -331,8 +331,8 @@ func ctxFor(t testing.TB, d time.Duration) context.Context {
 }
 
 // startAll starts names and waits until a controller is elected, every
-// one of them is alive and a fresh client's Metadata lists them all (a
-// client's first Metadata may predate the later brokers); it returns the
+// one of them is alive and each one's Metadata lists them all (a client's
+// first Metadata may predate the later brokers); it returns the
 // controller's name.
 func (c *kaasCluster) startAll(names ...string) string {
 	t := c.t
@@ -346,9 +346,18 @@ func (c *kaasCluster) startAll(names ...string) string {
 		ctrl = name
 		return ctrl != "" && len(led) == len(names)
 	})
-	waitUntil(t, 30*time.Second, "every broker in Metadata", func() bool {
-		m, err := kadm.NewClient(newClient(t, c.brokers[names[0]].kafka)).BrokerMetadata(ctxFor(t, 10*time.Second))
-		return err == nil && len(m.Brokers) == len(names)
+	// Every broker's view, not only one: a manual replica assignment is
+	// checked against the view of the broker a request reaches.
+	waitUntil(t, 30*time.Second, "every broker in every broker's Metadata", func() bool {
+		for _, n := range names {
+			cl := newClient(t, c.brokers[n].kafka)
+			m, err := kadm.NewClient(cl).BrokerMetadata(ctxFor(t, 10*time.Second))
+			cl.Close()
+			if err != nil || len(m.Brokers) != len(names) {
+				return false
+			}
+		}
+		return true
 	})
 	return ctrl
 }

@@ -162,13 +162,7 @@ func TestCompactedTopicMovesWhileCleaning(t *testing.T) {
 func TestCompactedTopicAbortMarkerAfterHandoffAndCrash(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, append(slices.Clone(clusterFlags), "--cleaner-interval", "100ms")...)
-	for _, n := range []string{"kaas-0", "kaas-1"} {
-		c.start(n)
-	}
-	waitUntil(t, 30*time.Second, "a controller elected and both brokers alive", func() bool {
-		led, ctrl, _ := c.ledBy()
-		return ctrl != "" && len(led) == 2
-	})
+	c.startAll("kaas-0", "kaas-1")
 	ctx := ctxFor(t, 180*time.Second)
 	const topic = "compacted-abort-handoff"
 	cl := c.client(kgo.DefaultProduceTopic(topic))
