@@ -739,9 +739,9 @@ func (c *Core) trackGrants(prev, f *assignment.Assignment) {
 	owners, held := assignment.SlotOwners(f), f.ConsumerGroups.Held
 	var prevOwners []string
 	var prevHeld []int
-	// A changed slot list (HoldSlots holds every slot): releases wait for
+	// A changed slot count (HoldSlots holds every slot): releases wait for
 	// reports from this file on.
-	reset := prev != nil && !slices.Equal(prev.ConsumerGroups.Slots, f.ConsumerGroups.Slots)
+	reset := prev != nil && len(prev.ConsumerGroups.Slots) != len(f.ConsumerGroups.Slots)
 	if prev != nil && !reset {
 		prevOwners, prevHeld = assignment.SlotOwners(prev), prev.ConsumerGroups.Held
 	}

@@ -105,12 +105,14 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 // there) is held when its serving broker changes from a broker that is
 // still running, when a running broker other than the new owner still
 // reports a group of that slot, or when it was held already and a running
-// broker other than the new owner has not reported yet. A file whose slot
-// list differs from prev's (a broker registered or unregistered) changes the
-// modulus, so any group may change coordinator, including one created
-// since its coordinator's last report: it holds every slot, and the slots
-// are released once every running broker has applied it (Reports from the
-// file on: trackGrants) and reports no group of a slot it does not own.
+// broker other than the new owner has not reported yet. A broker that
+// registers or is unregistered changes only the slots PlaceSlots moves; a
+// file whose slot count differs from prev's (a list of one slot per broker
+// replaced by GroupSlotCount slots) changes the modulus, so any group may change
+// coordinator, including one created since its coordinator's last report:
+// it holds every slot, and the slots are released once every running
+// broker has applied it (Reports from the file on: trackGrants) and reports
+// no group of a slot it does not own.
 // Held slots are written to consumer_groups.held; their groups have no
 // coordinator (clients retry COORDINATOR_NOT_AVAILABLE) until the release
 // is confirmed. next is modified in place; it returns how many slots are
@@ -118,7 +120,7 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, groups map[string][]string, reports Reports) int {
 	running := runningIn(states)
 	n := len(next.ConsumerGroups.Slots)
-	reset := prev != nil && !slices.Equal(prev.ConsumerGroups.Slots, next.ConsumerGroups.Slots)
+	reset := prev != nil && len(prev.ConsumerGroups.Slots) != n
 	nextOwners := assignment.SlotOwners(next)
 	var prevOwners []string
 	var prevHeld []int

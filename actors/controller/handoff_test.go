@@ -11,7 +11,7 @@ func doc(leaders ...int32) *assignment.Assignment {
 	a := &assignment.Assignment{Format: 1, Brokers: []assignment.Broker{
 		{ID: 0, Name: "kaas-0", State: assignment.Alive}, {ID: 1, Name: "kaas-1", State: assignment.Alive}, {ID: 2, Name: "kaas-2", State: assignment.Alive},
 	}, Topics: map[string]assignment.Topic{"t": {ID: "id"}}}
-	a.ConsumerGroups.Slots = []string{"kaas-0", "kaas-1", "kaas-2"}
+	a.ConsumerGroups.Slots = assignment.PlaceSlots(nil, []string{"kaas-0", "kaas-1", "kaas-2"})
 	t := a.Topics["t"]
 	for _, l := range leaders {
 		t.Partitions = append(t.Partitions, assignment.Partition{Leader: l, LeaderEpoch: 1})

@@ -56,11 +56,11 @@ func IsInternal(name string) bool {
 }
 
 // groupSlotLeader shows partition p of __consumer_offsets led by the broker
-// serving group-coordinator slot p mod len(slots). Kafka stores a group in
-// partition abs(hash(group)) mod 50 and kaas coordinates it at slot
-// abs(hash(group)) mod len(slots), so when the slot count divides 50 (1, 2,
-// 5, 10, 25 or 50 registered brokers) every group Kafka would store in
-// partition p is coordinated by the broker shown leading it.
+// serving group-coordinator slot p (mod the slot count, for a file with
+// fewer slots than assignment.GroupSlotCount): Kafka stores a group in
+// partition abs(hash(group)) mod 50 and kaas coordinates it at that slot,
+// so the broker shown leading partition p coordinates every group Kafka
+// would store there.
 func groupSlotLeader(v *View, p int) int32 {
 	if v.GroupSlots == nil {
 		return v.Self

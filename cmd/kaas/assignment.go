@@ -108,7 +108,7 @@ func printAssignment(w io.Writer, a *assignment.Assignment) error {
 	fmt.Fprintf(tw, "controller epoch:\t%d\n", a.ControllerEpoch)
 	fmt.Fprintf(tw, "assignment version:\t%d\n", a.AssignmentVersion)
 	fmt.Fprintf(tw, "topics:\t%d (%d partitions, %d without leader)\n", len(a.Topics), parts, leaderless)
-	fmt.Fprintf(tw, "group slots:\t%s\n", strings.Join(a.ConsumerGroups.Slots, " "))
+	fmt.Fprintf(tw, "group slots:\t%s\n", slotShares(a.ConsumerGroups.Slots))
 	if len(a.ConsumerGroups.Held) > 0 {
 		// Between coordinators: their groups answer COORDINATOR_NOT_AVAILABLE.
 		held := make([]string, len(a.ConsumerGroups.Held))
@@ -223,4 +223,22 @@ func assignmentPlan(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "assignment_version: %d (previous %s)\n", next.AssignmentVersion, prevVersion)
 	return nil
+}
+
+// slotShares summarizes a slot list: how many slots, then how many each
+// broker serves, in the order the brokers first appear.
+func slotShares(slots []string) string {
+	count := map[string]int{}
+	var order []string
+	for _, s := range slots {
+		if count[s] == 0 {
+			order = append(order, s)
+		}
+		count[s]++
+	}
+	parts := make([]string, len(order))
+	for i, s := range order {
+		parts[i] = fmt.Sprintf("%s %d", s, count[s])
+	}
+	return fmt.Sprintf("%d (%s)", len(slots), strings.Join(parts, ", "))
 }

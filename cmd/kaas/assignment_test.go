@@ -140,7 +140,7 @@ func TestAssignmentCmdShow(t *testing.T) {
 			"controller epoch:      3\n",
 			"assignment version:    1\n",
 			"topics:                2 (4 partitions, 0 without leader)\n",
-			"group slots:           kaas-0 kaas-1 kaas-2\n",
+			"group slots:           50 (kaas-0 17, kaas-1 17, kaas-2 16)\n",
 			"held group slots:      0 2\n",
 			"ID  NAME    ADDRESS                  RACK    STATE     LEADS\n",
 			"0   kaas-0  kaas-0.kaas.ns.svc:9092  -       alive",

@@ -91,7 +91,8 @@ func TestReassignmentOnCluster(t *testing.T) {
 		t.Fatalf("KafkaTopic spec.pins after cancel %q", got)
 	}
 
-	// __consumer_offsets partition p is led by the coordinator of slot p mod 3.
+	// __consumer_offsets partition p is led by the coordinator of the groups
+	// Kafka stores there (slot p).
 	all, err := adm.ListTopicsWithInternal(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -100,10 +101,10 @@ func TestReassignmentOnCluster(t *testing.T) {
 	if !offsets.IsInternal || len(offsets.Partitions) != 50 {
 		t.Fatalf("__consumer_offsets: %+v", offsets)
 	}
-	for p := int32(0); p < 3; p++ {
+	for p := int32(0); p < 50; p++ {
 		group := ""
 		for i := 0; group == ""; i++ {
-			if g := fmt.Sprintf("g-%d", i); assignment.SlotFor(g, 3) == int(p) {
+			if g := fmt.Sprintf("g-%d", i); assignment.SlotFor(g, 50) == int(p) {
 				group = g
 			}
 		}

@@ -29,7 +29,7 @@ type BrokerState string
 
 // The three broker states. Only alive brokers lead partitions or coordinate
 // groups; draining brokers have announced shutdown; dead ones stopped
-// heartbeating (their rows stay so the group-coordinator modulus is stable).
+// heartbeating (their rows and slots stay, so only their own groups move).
 const (
 	Alive    BrokerState = "alive"
 	Draining BrokerState = "draining"
@@ -103,8 +103,9 @@ type Partition struct {
 	LeaderEpoch int32 `json:"leader_epoch"`
 }
 
-// ConsumerGroups holds the group-coordinator ring: registered broker names in
-// ordinal order, dead rows included (see CoordinatorFor).
+// ConsumerGroups holds the group-coordinator ring: the registered broker
+// serving each of the GroupSlotCount slots, dead rows included (see
+// PlaceSlots and CoordinatorFor).
 type ConsumerGroups struct {
 	Slots []string `json:"slots"`
 	// Held lists slot indexes whose groups are between coordinators (a
@@ -253,15 +254,10 @@ func (a *Assignment) Validate() error {
 		}
 	}
 
-	seen := make(map[string]int, len(a.ConsumerGroups.Slots))
 	for i, s := range a.ConsumerGroups.Slots {
 		if _, ok := names[s]; !ok {
 			return invalid("consumer_groups slot %d: %q is not a registered broker", i, s)
 		}
-		if j, dup := seen[s]; dup {
-			return invalid("consumer_groups slots %d and %d both name %q", j, i, s)
-		}
-		seen[s] = i
 	}
 	for i, h := range a.ConsumerGroups.Held {
 		if h < 0 || h >= len(a.ConsumerGroups.Slots) {

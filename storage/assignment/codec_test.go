@@ -151,7 +151,6 @@ func TestDecodeRejects(t *testing.T) {
 		{"bad topic name", `"orders": {`, `"or/ders": {`, "contains '/'"},
 		{"topic name dot", `"orders": {`, `".": {`, "not allowed"},
 		{"slot unknown", `["kaas-0", "kaas-1", "kaas-2"]`, `["kaas-0", "kaas-1", "kaas-9"]`, `"kaas-9" is not a registered broker`},
-		{"slot twice", `["kaas-0", "kaas-1", "kaas-2"]`, `["kaas-0", "kaas-1", "kaas-1"]`, "both name"},
 		{"controller unknown", `"controller": "kaas-0"`, `"controller": "kaas-9"`, "controller \"kaas-9\" is not a registered broker"},
 		{"controller dead", `"controller": "kaas-0"`, `"controller": "kaas-2"`, "always counts itself alive"},
 		{"string epoch", `"controller_epoch": 7,`, `"controller_epoch": "7",`, "decode assignment"},

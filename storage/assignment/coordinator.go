@@ -40,6 +40,81 @@ func KafkaAbs(n int32) int32 {
 	return n
 }
 
+// GroupSlotCount is how many group-coordinator slots an assignment has:
+// Kafka's default partition count of __consumer_offsets
+// (offsets.topic.num.partitions) and of __transaction_state, so a group's
+// slot is the partition Kafka would store it in, and the modulus never
+// changes with the broker count: a broker that registers or leaves moves
+// only the slots it gains or gives up (PlaceSlots).
+const GroupSlotCount = 50
+
+// PlaceSlots returns the slot list for the registered brokers names
+// (ordinal order, dead rows included): GroupSlotCount slots, each broker
+// serving 50/len(names) of them or one more. It keeps every slot of prev
+// whose broker is still registered and within its share, the brokers
+// holding the most keeping the extra ones, and gives the rest, in slot
+// order, to the brokers with the fewest. prev of another length (none
+// yet, or a list of one slot per broker) gives way to a round robin: slot
+// i to names[i mod len(names)].
+func PlaceSlots(prev, names []string) []string {
+	out := make([]string, 0, GroupSlotCount)
+	if len(names) == 0 {
+		return out
+	}
+	if len(prev) != GroupSlotCount {
+		for i := range GroupSlotCount {
+			out = append(out, names[i%len(names)])
+		}
+		return out
+	}
+	index := make(map[string]int, len(names))
+	for i, n := range names {
+		index[n] = i
+	}
+	held := make([]int, len(names)) // prev's slots of each registered broker
+	for _, s := range prev {
+		if i, ok := index[s]; ok {
+			held[i]++
+		}
+	}
+	// The GroupSlotCount % len(names) brokers holding the most (ties: the
+	// lower ordinal) may serve one slot more than the others.
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return held[b] - held[a] })
+	share := make([]int, len(names))
+	for rank, i := range order {
+		share[i] = GroupSlotCount / len(names)
+		if rank < GroupSlotCount%len(names) {
+			share[i]++
+		}
+	}
+	count := make([]int, len(names))
+	out = out[:GroupSlotCount]
+	var free []int
+	for s, name := range prev {
+		if i, ok := index[name]; ok && count[i] < share[i] {
+			out[s] = name
+			count[i]++
+			continue
+		}
+		free = append(free, s)
+	}
+	for _, s := range free {
+		best := -1
+		for i := range names {
+			if count[i] < share[i] && (best < 0 || count[i] < count[best]) {
+				best = i
+			}
+		}
+		out[s] = names[best]
+		count[best]++
+	}
+	return out
+}
+
 // SlotFor returns the group-coordinator slot of group in a ring of n slots,
 // computed exactly like Kafka's __consumer_offsets partition for a group:
 // Utils.abs(groupId.hashCode()) % n. It returns -1 when n <= 0.

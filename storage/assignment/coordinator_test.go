@@ -1,6 +1,7 @@
 package assignment
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -167,5 +168,85 @@ func TestNextCoordinatorForAHeldSlot(t *testing.T) {
 	}
 	if _, ok := NextCoordinatorFor("g", nil); ok {
 		t.Error("nil assignment, yet a coordinator")
+	}
+}
+
+func TestPlaceSlots(t *testing.T) {
+	names := func(ids ...int) []string {
+		var out []string
+		for _, i := range ids {
+			out = append(out, fmt.Sprintf("kaas-%d", i))
+		}
+		return out
+	}
+	upTo := func(n int) []string {
+		ids := make([]int, n)
+		for i := range ids {
+			ids[i] = i
+		}
+		return names(ids...)
+	}
+	counts := func(slots []string) map[string]int {
+		c := map[string]int{}
+		for _, s := range slots {
+			c[s]++
+		}
+		return c
+	}
+	moved := func(a, b []string) int {
+		n := 0
+		for i := range a {
+			if a[i] != b[i] {
+				n++
+			}
+		}
+		return n
+	}
+	if got := PlaceSlots(nil, nil); got == nil || len(got) != 0 {
+		t.Fatalf("no brokers: %v", got)
+	}
+	three := PlaceSlots(nil, upTo(3))
+	if len(three) != GroupSlotCount || three[0] != "kaas-0" || three[1] != "kaas-1" || three[2] != "kaas-2" || three[49] != "kaas-1" {
+		t.Fatalf("fresh: %v", three)
+	}
+	if got := PlaceSlots([]string{"kaas-0", "kaas-1", "kaas-2"}, upTo(3)); !slices.Equal(got, three) {
+		t.Fatalf("a list of one slot per broker is not the round robin: %v", got)
+	}
+	if got := PlaceSlots(three, upTo(3)); !slices.Equal(got, three) {
+		t.Fatalf("the same brokers moved slots: %v", got)
+	}
+
+	four := PlaceSlots(three, upTo(4))
+	if c := counts(four); c["kaas-0"] != 13 || c["kaas-1"] != 13 || c["kaas-2"] != 12 || c["kaas-3"] != 12 {
+		t.Fatalf("3 to 4 brokers: %v", c)
+	}
+	if m := moved(three, four); m != 12 {
+		t.Fatalf("3 to 4 brokers moved %d slots, want the new broker's 12", m)
+	}
+	for i := range three {
+		if three[i] != four[i] && four[i] != "kaas-3" {
+			t.Fatalf("slot %d moved from %s to %s, not to the new broker", i, three[i], four[i])
+		}
+	}
+
+	// kaas-1 unregistered: only its slots move, spread over the others.
+	two := PlaceSlots(three, names(0, 2))
+	if c := counts(two); c["kaas-0"] != 25 || c["kaas-2"] != 25 {
+		t.Fatalf("3 to 2 brokers: %v", c)
+	}
+	for i := range three {
+		if three[i] != "kaas-1" && two[i] != three[i] {
+			t.Fatalf("slot %d moved from %s, which stays", i, three[i])
+		}
+	}
+
+	// More brokers than slots: one slot each for 50 of them; growing
+	// further moves none.
+	fifty := PlaceSlots(nil, upTo(50))
+	if got := PlaceSlots(fifty, upTo(60)); !slices.Equal(got, fifty) {
+		t.Fatalf("50 to 60 brokers moved slots: %v", got)
+	}
+	if c := counts(PlaceSlots(nil, upTo(60))); len(c) != GroupSlotCount {
+		t.Fatalf("60 brokers: %d serve a slot", len(c))
 	}
 }

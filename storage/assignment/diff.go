@@ -32,11 +32,11 @@ type Changes struct {
 	// one in ring order).
 	SlotsGained []int
 	SlotsLost   []int
-	// SlotsReset is set when the slot list itself changed (length or names):
-	// slot indexes of the two documents then mean different groups,
-	// SlotsGained lists every slot served now and SlotsLost every slot served
-	// before, and every coordinated group must be re-checked with
-	// CoordinatorFor.
+	// SlotsReset is set when the slot count changed (the first document, or
+	// a list of one slot per broker replaced by GroupSlotCount slots): slot
+	// indexes of the two documents then mean different groups, SlotsGained
+	// lists every slot served now and SlotsLost every slot served before,
+	// and every coordinated group must be re-checked with CoordinatorFor.
 	SlotsReset bool
 }
 
@@ -93,7 +93,7 @@ func Diff(old, next *Assignment, self int32, selfName string) Changes {
 		newSlots = next.ConsumerGroups.Slots
 	}
 	oldOwners, newOwners := SlotOwners(old), SlotOwners(next)
-	c.SlotsReset = !equalStrings(oldSlots, newSlots)
+	c.SlotsReset = len(oldSlots) != len(newSlots)
 	if c.SlotsReset {
 		for i, o := range newOwners {
 			if o == selfName {
@@ -141,16 +141,4 @@ func sortedKeys(a, b map[string]Topic) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -11,6 +11,7 @@ import (
 // in dead) with topics given as name -> "id:leader/epoch,leader/epoch,...".
 func doc(n int, dead []int, topics map[string]string) *Assignment {
 	a := &Assignment{Format: 1, Controller: "kaas-0", Topics: map[string]Topic{}}
+	var names []string
 	for i := 0; i < n; i++ {
 		st := Alive
 		for _, d := range dead {
@@ -23,8 +24,9 @@ func doc(n int, dead []int, topics map[string]string) *Assignment {
 		if st == Alive && a.Controller == "kaas-0" && i > 0 && a.Brokers[0].State != Alive {
 			a.Controller = name
 		}
-		a.ConsumerGroups.Slots = append(a.ConsumerGroups.Slots, name)
+		names = append(names, name)
 	}
+	a.ConsumerGroups.Slots = PlaceSlots(nil, names)
 	for name, spec := range topics {
 		id, list, _ := strings.Cut(spec, ":")
 		var parts []Partition
@@ -43,6 +45,21 @@ func doc(n int, dead []int, topics map[string]string) *Assignment {
 		panic(err)
 	}
 	return a
+}
+
+// withSlots is a with its slot list replaced.
+func withSlots(a *Assignment, slots []string) *Assignment {
+	a.ConsumerGroups.Slots = slots
+	return a
+}
+
+// roundRobin lists the slots PlaceSlots gives broker i of n first.
+func roundRobin(n, i int) string {
+	var out []int
+	for s := i; s < GroupSlotCount; s += n {
+		out = append(out, s)
+	}
+	return fmt.Sprint(out)
 }
 
 func refs(rs []PartitionRef) string {
@@ -64,7 +81,7 @@ func TestDiff(t *testing.T) {
 		{
 			name: "nothing before", old: nil,
 			new:  doc(2, nil, map[string]string{"a": "A:1/0,0/0,1/0", "b": "B:1/0"}),
-			take: "a(A)/0@0 a(A)/2@0 b(B)/0@0 ", gained: "[1]", reset: true,
+			take: "a(A)/0@0 a(A)/2@0 b(B)/0@0 ", gained: roundRobin(2, 1), reset: true,
 		},
 		{
 			name: "identical",
@@ -108,25 +125,32 @@ func TestDiff(t *testing.T) {
 			old:        doc(2, nil, map[string]string{"a": "A:1/0"}),
 			new:        nil,
 			relinquish: "a(A)/0@0 ",
-			lost:       "[1]", reset: true,
+			lost:       roundRobin(2, 1), reset: true,
 		},
 		{
 			name:   "slot of a dead broker falls to us",
 			old:    doc(3, nil, nil),
 			new:    doc(3, []int{0}, nil),
-			gained: "[0]",
+			gained: roundRobin(3, 0),
 		},
 		{
-			name: "we die: our slot goes",
+			name: "we die: our slots go",
 			old:  doc(3, nil, nil),
 			new:  doc(3, []int{1}, nil),
-			lost: "[1]",
+			lost: roundRobin(3, 1),
 		},
 		{
-			name:   "slot list grows",
-			old:    doc(2, nil, nil),
-			new:    doc(3, nil, nil),
-			gained: "[1]", lost: "[1]", reset: true,
+			// Shares 17, 17, 16: kaas-1 keeps its first 17 slots.
+			name: "a broker registers: we give up only the slots it takes",
+			old:  doc(2, nil, nil),
+			new:  withSlots(doc(3, nil, nil), PlaceSlots(doc(2, nil, nil).ConsumerGroups.Slots, []string{"kaas-0", "kaas-1", "kaas-2"})),
+			lost: "[35 37 39 41 43 45 47 49]",
+		},
+		{
+			name:   "a list of one slot per broker becomes GroupSlotCount slots",
+			old:    withSlots(doc(2, nil, nil), []string{"kaas-0", "kaas-1"}),
+			new:    doc(2, nil, nil),
+			gained: roundRobin(2, 1), lost: "[1]", reset: true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

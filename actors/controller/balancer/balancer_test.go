@@ -38,10 +38,12 @@ func epochs(a *assignment.Assignment, topic string) string {
 func prevWith(n int, topics map[string][]int32) *assignment.Assignment {
 	a := &assignment.Assignment{Format: 1, ControllerEpoch: 1, AssignmentVersion: 5, Controller: "kaas-0",
 		ControllerHeartbeat: "kaas-0.kaas.ns.svc:9094", Topics: map[string]assignment.Topic{}}
+	var names []string
 	for i := 0; i < n; i++ {
 		a.Brokers = append(a.Brokers, assignment.Broker{ID: int32(i), Name: bname(i), Host: bname(i) + ".kaas.ns.svc", Port: 9092, State: assignment.Alive})
-		a.ConsumerGroups.Slots = append(a.ConsumerGroups.Slots, bname(i))
+		names = append(names, bname(i))
 	}
+	a.ConsumerGroups.Slots = assignment.PlaceSlots(nil, names)
 	for name, ls := range topics {
 		t := assignment.Topic{ID: "id-" + name, Config: map[string]string{}}
 		for _, l := range ls {
@@ -176,8 +178,8 @@ func TestFirstAssignment(t *testing.T) {
 	if out.Topics["orders"].Config["retention.ms"] != "1" || out.Topics["clicks"].Config == nil {
 		t.Errorf("config not carried: %+v", out.Topics)
 	}
-	if fmt.Sprint(out.ConsumerGroups.Slots) != "[kaas-0 kaas-1 kaas-2]" {
-		t.Errorf("slots %v", out.ConsumerGroups.Slots)
+	if s := out.ConsumerGroups.Slots; len(s) != assignment.GroupSlotCount || s[0] != "kaas-0" || s[1] != "kaas-1" || s[2] != "kaas-2" || s[3] != "kaas-0" || s[49] != "kaas-1" {
+		t.Errorf("slots %v, want the round robin", s)
 	}
 }
 
@@ -345,7 +347,11 @@ func TestBrokerRowsAndSlots(t *testing.T) {
 	if fmt.Sprint(out.Brokers) != want {
 		t.Fatalf("brokers %v", out.Brokers)
 	}
-	if fmt.Sprint(out.ConsumerGroups.Slots) != "[kaas-0 kaas-1 kaas-2 kaas-5]" {
+	count := map[string]int{}
+	for _, s := range out.ConsumerGroups.Slots {
+		count[s]++
+	}
+	if fmt.Sprint(count) != "map[kaas-0:13 kaas-1:13 kaas-2:12 kaas-5:12]" {
 		t.Fatalf("slots %v", out.ConsumerGroups.Slots)
 	}
 }
@@ -420,7 +426,7 @@ func TestUnregisteredRowDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, ok := a.BrokerByName(bname(2)); !ok || b.State != assignment.Dead || len(a.ConsumerGroups.Slots) != 3 {
+	if b, ok := a.BrokerByName(bname(2)); !ok || b.State != assignment.Dead || !slices.Contains(a.ConsumerGroups.Slots, bname(2)) {
 		t.Fatalf("absent broker: row %+v %v, slots %v", b, ok, a.ConsumerGroups.Slots)
 	}
 	in := c.input()
@@ -429,7 +435,7 @@ func TestUnregisteredRowDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := a.BrokerByName(bname(2)); ok || !slices.Equal(a.ConsumerGroups.Slots, []string{bname(0), bname(1)}) {
+	if _, ok := a.BrokerByName(bname(2)); ok || slices.Contains(a.ConsumerGroups.Slots, bname(2)) {
 		t.Fatalf("unregistered broker: brokers %+v, slots %v", a.Brokers, a.ConsumerGroups.Slots)
 	}
 	if a.AssignmentVersion != c.prev.AssignmentVersion+1 {
@@ -443,7 +449,7 @@ func TestUnregisteredRowDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, ok := a.BrokerByName(bname(2)); !ok || b.State != assignment.Alive || len(a.ConsumerGroups.Slots) != 3 {
+	if b, ok := a.BrokerByName(bname(2)); !ok || b.State != assignment.Alive || !slices.Contains(a.ConsumerGroups.Slots, bname(2)) {
 		t.Fatalf("broker back in the input: row %+v %v, slots %v", b, ok, a.ConsumerGroups.Slots)
 	}
 }

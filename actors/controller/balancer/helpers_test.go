@@ -221,12 +221,9 @@ func checkOutput(in Input, out *assignment.Assignment, moves Moves) error {
 		if want[b.ID] != b {
 			return fmt.Errorf("broker row %+v, want %+v", b, want[b.ID])
 		}
-		if out.ConsumerGroups.Slots[i] != b.Name {
-			return fmt.Errorf("slot %d = %q, want %q", i, out.ConsumerGroups.Slots[i], b.Name)
-		}
 	}
-	if len(out.ConsumerGroups.Slots) != len(out.Brokers) {
-		return fmt.Errorf("slots: %d for %d brokers", len(out.ConsumerGroups.Slots), len(out.Brokers))
+	if err := checkSlots(prev, out); err != nil {
+		return err
 	}
 
 	// Topics: exactly the input's, never shrunk.
@@ -458,4 +455,45 @@ func popcount(x int) int {
 		n++
 	}
 	return n
+}
+
+// checkSlots: GroupSlotCount slots, each naming a registered broker, each
+// broker serving its even share (50/n or one more), and a slot of prev
+// moved only from a broker no longer registered or one that gave up slots
+// beyond its share.
+func checkSlots(prev, out *assignment.Assignment) error {
+	slots := out.ConsumerGroups.Slots
+	if len(slots) != assignment.GroupSlotCount {
+		return fmt.Errorf("slots: %d, want %d", len(slots), assignment.GroupSlotCount)
+	}
+	count := map[string]int{}
+	for i, s := range slots {
+		if _, ok := out.BrokerByName(s); !ok {
+			return fmt.Errorf("slot %d names %q, which has no row", i, s)
+		}
+		count[s]++
+	}
+	n := len(out.Brokers)
+	lo := assignment.GroupSlotCount / n
+	for _, b := range out.Brokers {
+		if c := count[b.Name]; c < lo || c > lo+1 {
+			return fmt.Errorf("broker %s serves %d slots, want %d or %d", b.Name, c, lo, lo+1)
+		}
+	}
+	if prev == nil || len(prev.ConsumerGroups.Slots) != assignment.GroupSlotCount {
+		return nil
+	}
+	before := map[string]int{}
+	for _, s := range prev.ConsumerGroups.Slots {
+		before[s]++
+	}
+	for i, was := range prev.ConsumerGroups.Slots {
+		if slots[i] == was {
+			continue
+		}
+		if _, registered := out.BrokerByName(was); registered && count[was] >= before[was] {
+			return fmt.Errorf("slot %d moved from %s to %s, which kept all its %d slots", i, was, slots[i], before[was])
+		}
+	}
+	return nil
 }

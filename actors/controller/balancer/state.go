@@ -677,10 +677,15 @@ func (s *state) output(in Input, rows []assignment.Broker) (*assignment.Assignme
 		Brokers:             rows,
 		Topics:              make(map[string]assignment.Topic, len(s.topics)),
 	}
-	out.ConsumerGroups.Slots = make([]string, len(rows))
+	names := make([]string, len(rows))
 	for i, r := range rows {
-		out.ConsumerGroups.Slots[i] = r.Name
+		names[i] = r.Name
 	}
+	var prevSlots []string
+	if in.Previous != nil {
+		prevSlots = in.Previous.ConsumerGroups.Slots
+	}
+	out.ConsumerGroups.Slots = assignment.PlaceSlots(prevSlots, names)
 	parts := make([]assignment.Partition, len(s.leader))
 	var moves Moves
 	for ti := range s.topics {
