@@ -39,11 +39,16 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceEverywhere(t, cl, "orders", 6, "before")
-	// Groups of slots each of the three serves (slot i mod 3 at first).
+	// Groups of slots each of the three serves, four each.
+	a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := assignment.SlotOwners(a)
 	var groups []string
 	for i := 0; len(groups) < 12; i++ {
 		g := fmt.Sprintf("g-%d", i)
-		if assignment.SlotFor(g, assignment.GroupSlotCount)%3 == len(groups)%3 {
+		if owners[assignment.SlotFor(g, len(owners))] == fmt.Sprintf("kaas-%d", len(groups)%3) {
 			groups = append(groups, g)
 		}
 	}
@@ -133,7 +138,7 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 		t.Fatalf("unregistering dead broker %d: code %d %q", victimID, code, msg)
 	}
 	// Answered once the controller wrote the file without it.
-	a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+	a, err = assignment.ReadFile(assignment.Path(c.dataDir))
 	if err != nil {
 		t.Fatal(err)
 	}
