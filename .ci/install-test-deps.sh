@@ -3,8 +3,8 @@
 # (librdkafka), an MIT Kerberos KDC and its tools, prometheus and promtool,
 # kafka-python (python3-kafka, for Debian's /usr/bin/python3) with its
 # snappy, lz4 and zstd codecs and confluent-kafka-python
-# (python3-confluent-kafka, over Debian's librdkafka) from Debian; kafkajs and
-# @platformatic/kafka from npm.
+# (python3-confluent-kafka, over Debian's librdkafka), LinkedIn Burrow and the
+# ZooKeeper it needs from Debian; kafkajs and @platformatic/kafka from npm.
 # Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,22 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
 }
 
+# apt_install_no_start installs packages whose maintainer scripts would start
+# a system service: a policy-rc.d forbids service starts during the install
+# (unless the machine has its own).
+apt_install_no_start() {
+  if [ -e /usr/sbin/policy-rc.d ]; then
+    apt_install "$@"
+    return
+  fi
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+  $SUDO chmod 755 /usr/sbin/policy-rc.d
+  local status=0
+  apt_install "$@" || status=$?
+  $SUDO rm -f /usr/sbin/policy-rc.d
+  return "$status"
+}
+
 if ! command -v kcat >/dev/null; then
   apt_install kcat
 fi
@@ -27,20 +43,18 @@ fi
 # kdb5_util (krb5-kdc), kadmin.local (krb5-admin-server), kinit (krb5-user,
 # which librdkafka runs) and Cyrus SASL's GSSAPI plugin for librdkafka.
 # Their maintainer scripts would start the system's krb5kdc and kadmind,
-# which have no realm here: a policy-rc.d forbids service starts during the
-# install (unless the machine has its own).
+# which have no realm here.
 if [ ! -x /usr/sbin/krb5kdc ] || [ ! -x /usr/sbin/kadmin.local ] || ! command -v kinit >/dev/null ||
   ! compgen -G '/usr/lib/*/sasl2/libgssapiv2.so*' >/dev/null; then
-  if [ -e /usr/sbin/policy-rc.d ]; then
-    apt_install krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit
-  else
-    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
-    $SUDO chmod 755 /usr/sbin/policy-rc.d
-    status=0
-    apt_install krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit || status=$?
-    $SUDO rm -f /usr/sbin/policy-rc.d
-    [ "$status" = 0 ] || exit "$status"
-  fi
+  apt_install_no_start krb5-kdc krb5-admin-server krb5-user libsasl2-modules-gssapi-mit
+fi
+# cmd/kaas's TestBurrow runs LinkedIn Burrow (/usr/bin/Burrow) and the
+# ZooKeeper it requires (java with Debian's zookeeper.jar and slf4j-simple,
+# from libzookeeper-java and libslf4j-java), each on its own loopback port;
+# the packages' own services are not started.
+if [ ! -x /usr/bin/Burrow ] || ! command -v java >/dev/null ||
+  [ ! -f /usr/share/java/zookeeper.jar ] || [ ! -f /usr/share/java/slf4j-simple.jar ]; then
+  apt_install_no_start burrow zookeeper
 fi
 # protoc regenerates proto/heartbeatpb (CI checks the committed code is current).
 if ! command -v protoc >/dev/null; then

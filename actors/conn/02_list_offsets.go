@@ -8,12 +8,15 @@ import (
 	"github.com/kaas-project/kaas/messages"
 )
 
-// ListOffsets (key 2): v1-11, answered per partition by its actor. kaas
+// ListOffsets (key 2): v0-11, answered per partition by its actor. kaas
 // has no tiered storage: latest-tiered (-5, v9+) and earliest pending
 // upload (-6, v11+) find no offset, and v10's TimeoutMillis (for remote
-// lookups) has nothing to bound.
+// lookups) has nothing to bound. v0, which Kafka 4 no longer serves
+// (KIP-896), is served for the tools that still send it (Burrow's cluster
+// module, sarama before 1.40): its one old-style offset is the one v1
+// answers.
 func init() {
-	serve(API{Key: kmsg.ListOffsets.Int16(), MinVersion: 1, MaxVersion: 11, Handle: handleListOffsets, ErrorResponse: listOffsetsError})
+	serve(API{Key: kmsg.ListOffsets.Int16(), MinVersion: 0, MaxVersion: 11, Handle: handleListOffsets, ErrorResponse: listOffsetsError})
 }
 
 // handleListOffsets resolves earliest (-2), latest (-1), max-timestamp (-3),
@@ -76,6 +79,9 @@ func handleListOffsets(r *Request) Pending {
 					Timestamp: p.Timestamp, CurrentLeaderEpoch: p.CurrentLeaderEpoch, IsolationLevel: req.IsolationLevel,
 					Reply: func(res messages.ListOffsetsResult) {
 						rp.ErrorCode, rp.Timestamp, rp.Offset, rp.LeaderEpoch = res.ErrorCode, res.Timestamp, res.Offset, res.LeaderEpoch
+						if req.Version == 0 && res.ErrorCode == 0 && res.Offset >= 0 && p.MaxNumOffsets > 0 {
+							rp.OldStyleOffsets = []int64{res.Offset}
+						}
 						done()
 					},
 				}
@@ -87,7 +93,7 @@ func handleListOffsets(r *Request) Pending {
 
 // listOffsetsSince is the first ListOffsets version that defines each
 // special timestamp.
-var listOffsetsSince = map[int64]int16{-1: 1, -2: 1, -3: 7, -4: 8, -5: 9, -6: 11}
+var listOffsetsSince = map[int64]int16{-1: 0, -2: 0, -3: 7, -4: 8, -5: 9, -6: 11}
 
 // listOffsetsError answers every partition of a ListOffsets with code.
 func listOffsetsError(body kmsg.Request, code int16) kmsg.Response {

@@ -1,8 +1,10 @@
 package conn
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 )
 
@@ -28,6 +30,11 @@ func handleDeleteRecords(r *Request) Pending {
 			rp := &rt.Partitions[j]
 			*rp = kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition, rp.LowWatermark = p.Partition, -1
+			if routing.IsInternal(t.Topic) {
+				// Kafka's answer (ReplicaManager): only the broker truncates it.
+				rp.ErrorCode = kerr.InvalidTopicException.Code
+				continue
+			}
 			fan.send(t.Topic, p.Partition, &rp.ErrorCode, func(done func()) any {
 				return &messages.DeleteRecords{Offset: p.Offset, Reply: func(res messages.DeleteRecordsResult) {
 					rp.ErrorCode, rp.LowWatermark = res.ErrorCode, res.LowWatermark

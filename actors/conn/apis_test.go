@@ -101,7 +101,6 @@ func TestUnsupportedVersionAnswers(t *testing.T) {
 	for _, hdr := range []wire.RequestHeader{
 		{Key: kmsg.Produce.Int16(), Version: 2},
 		{Key: kmsg.Fetch.Int16(), Version: 3},
-		{Key: kmsg.ListOffsets.Int16(), Version: 0},
 		{Key: kmsg.CreateTopics.Int16(), Version: 1},
 		{Key: kmsg.DescribeConfigs.Int16(), Version: 0},
 		{Key: kmsg.WriteTxnMarkers.Int16(), Version: 0},

@@ -11,17 +11,12 @@ import (
 	"github.com/kaas-project/kaas/actors/tracing"
 )
 
-// partitionTarget resolves a partition to its local actor, or to the error
-// a client should see: UNKNOWN_TOPIC_OR_PARTITION when it does not exist,
-// NOT_LEADER_OR_FOLLOWER when another broker (or nobody, mid-move) leads it,
-// TOPIC_AUTHORIZATION_FAILED for an internal topic (no log here to serve:
-// the answer Kafka gives a client not allowed to read it, which clients
-// treat as final).
+// partitionTarget resolves a partition (of an internal topic too) to its
+// local actor, or to the error a client should see:
+// UNKNOWN_TOPIC_OR_PARTITION when it does not exist, NOT_LEADER_OR_FOLLOWER
+// when another broker (or nobody, mid-move) leads it.
 func partitionTarget(v *routing.View, topic string, partition int32) (ref partitionRef, code int16) {
-	if routing.IsInternal(topic) {
-		return partitionRef{}, kerr.TopicAuthorizationFailed.Code
-	}
-	t, ok := v.Topics[topic]
+	t, ok := v.AnyTopic(topic)
 	if !ok || partition < 0 || int(partition) >= len(t.Partitions) {
 		return partitionRef{}, kerr.UnknownTopicOrPartition.Code
 	}

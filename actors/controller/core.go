@@ -413,10 +413,15 @@ func (c *Core) ping(m *BrokerPing) bool {
 	return released
 }
 
-// waiting reports whether tp is held leaderless in the last assignment.
+// waiting reports whether tp is held leaderless in the last assignment: a
+// partition held mid-move, or a held slot's partition of
+// __consumer_offsets.
 func (c *Core) waiting(tp TP) bool {
 	if c.prev == nil {
 		return false
+	}
+	if tp.Topic == assignment.OffsetsTopic {
+		return slices.Contains(c.prev.ConsumerGroups.Held, int(tp.Partition))
 	}
 	t, ok := c.prev.Topics[tp.Topic]
 	return ok && int(tp.Partition) < len(t.Partitions) && t.Partitions[tp.Partition].Leader == assignment.NoLeader
@@ -543,7 +548,8 @@ func (c *Core) runRecompute(why string) {
 	deferred, moving := LimitMoves(c.prev, next, states, opening, reports, c.cfg.ConcurrentMoves)
 	c.deferred = deferred
 	held := HoldUnreleased(c.prev, next, states, listed, reports)
-	heldSlots := HoldSlots(c.prev, next, states, groups, reports)
+	heldSlots := HoldSlots(c.prev, next, states, groups, listed, reports)
+	assignment.SetSlotEpochs(c.prev, next)
 	if c.prev != nil && (next.AssignmentVersion == c.prev.AssignmentVersion || assignment.SameContent(c.prev, next)) {
 		return
 	}

@@ -104,8 +104,10 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 // for partitions. Slot i (the home slot of the groups whose hash lands
 // there) is held when its serving broker changes from a broker that is
 // still running, when a running broker other than the new owner still
-// reports a group of that slot, or when it was held already and a running
-// broker other than the new owner has not reported yet. A broker that
+// reports a group of that slot or lists its partition of
+// assignment.OffsetsTopic (its close not finished), or when it was held
+// already and a running broker other than the new owner has not reported
+// yet. A broker that
 // registers or is unregistered changes only the slots PlaceSlots moves; a
 // file whose slot count differs from prev's (a list of one slot per broker
 // replaced by GroupSlotCount slots) changes the modulus, so any group may change
@@ -117,7 +119,7 @@ func HoldUnreleased(prev, next *assignment.Assignment, states map[string]assignm
 // coordinator (clients retry COORDINATOR_NOT_AVAILABLE) until the release
 // is confirmed. next is modified in place; it returns how many slots are
 // held.
-func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, groups map[string][]string, reports Reports) int {
+func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.BrokerState, groups map[string][]string, listed map[string]map[TP]bool, reports Reports) int {
 	running := runningIn(states)
 	n := len(next.ConsumerGroups.Slots)
 	reset := prev != nil && len(prev.ConsumerGroups.Slots) != n
@@ -139,6 +141,16 @@ func HoldSlots(prev, next *assignment.Assignment, states map[string]assignment.B
 				reported[i] = map[string]bool{}
 			}
 			reported[i][name] = true
+		}
+	}
+	for name, parts := range listed {
+		for tp := range parts {
+			if i := int(tp.Partition); tp.Topic == assignment.OffsetsTopic && i >= 0 && i < n {
+				if reported[i] == nil {
+					reported[i] = map[string]bool{}
+				}
+				reported[i][name] = true
+			}
 		}
 	}
 	var held []int

@@ -141,8 +141,28 @@ func TestHoldSlots(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			HoldSlots(tc.prev, tc.next, tc.states, tc.groups, Reports{})
+			HoldSlots(tc.prev, tc.next, tc.states, tc.groups, nil, Reports{})
 			if got := tc.next.ConsumerGroups.Held; !slices.Equal(got, tc.want) {
+				t.Fatalf("held %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// The old owner has no group of the slot left, but still lists the
+	// slot's partition of __consumer_offsets: its close is not finished.
+	heldOne := func() *assignment.Assignment { a := slotDoc(A, D, A); a.ConsumerGroups.Held = []int{1}; return a }
+	for _, tc := range []struct {
+		name   string
+		listed map[string]map[TP]bool
+		want   []int
+	}{
+		{"old owner still lists the offsets partition", map[string]map[TP]bool{"kaas-1": {{assignment.OffsetsTopic, 1}: true}}, []int{1}},
+		{"only the new owner lists it", map[string]map[TP]bool{"kaas-2": {{assignment.OffsetsTopic, 1}: true}}, nil},
+		{"old owner lists a user topic's partition 1", map[string]map[TP]bool{"kaas-1": {{"t", 1}: true}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := slotDoc(A, D, A)
+			HoldSlots(heldOne(), next, states(A, D, A), map[string][]string{"kaas-0": {}, "kaas-1": {}, "kaas-2": {}}, tc.listed, Reports{})
+			if got := next.ConsumerGroups.Held; !slices.Equal(got, tc.want) {
 				t.Fatalf("held %v, want %v", got, tc.want)
 			}
 		})

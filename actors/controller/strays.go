@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/assignment"
 )
 
 // Stray partition directories: a topic deleted while one of its partitions
@@ -37,7 +38,7 @@ func StrayPartitions(ids []storage.PartitionID, live map[string]bool) []storage.
 // is in the second before it is in a file, and before any directory of it
 // exists).
 func (c *Core) liveTopicIDs() map[string]bool {
-	live := map[string]bool{}
+	live := map[string]bool{assignment.OffsetsTopicID: true}
 	for _, t := range c.prev.Topics {
 		live[t.ID] = true
 	}

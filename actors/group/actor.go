@@ -212,6 +212,9 @@ type groupActor struct {
 	// publishedVersion of the group's offsets (publishOffsets).
 	published        *publishedOffsets
 	publishedVersion uint64
+	// offsetsRecords is the group's copy in __consumer_offsets
+	// (offsets_topic.go).
+	offsetsRecords offsetsRecords
 }
 
 func newGroupActor(opts *Options, id string, seq uint64) func() actor.Actor {
@@ -296,6 +299,12 @@ func (a *groupActor) Receive(ctx actor.Context) {
 		a.applyConfigs(*m)
 	case *written:
 		a.onWritten(m)
+	case *offsetsRecordsWritten:
+		a.onOffsetsRecordsWritten(m)
+	case *offsetsRecordsRetry:
+		a.offsetsRecords.retry = nil
+		a.writeOffsetsRecords()
+		return
 	case *relinquish:
 		a.onRelinquish()
 	case *logClosed:
@@ -308,7 +317,7 @@ func (a *groupActor) Receive(ctx actor.Context) {
 }
 
 func (a *groupActor) stopTimers() {
-	for _, t := range []clock.Timer{a.timer, a.cleanup, a.grace, a.configPoll} {
+	for _, t := range []clock.Timer{a.timer, a.cleanup, a.grace, a.configPoll, a.offsetsRecords.retry} {
 		if t != nil {
 			t.Stop()
 		}
@@ -787,12 +796,13 @@ func (a *groupActor) afterMessage() {
 	a.g.Tick(now)
 	a.ensureMeta()
 	a.ensureMembership()
+	a.syncOffsetsRecords()
 	a.rearm(now)
 	if s := a.g.Summary(); s != a.reported || !a.everSent {
 		a.reported, a.everSent = s, true
 		a.system.Root.Send(a.parent, &groupSummary{id: a.id, seq: a.seq, summary: s})
 	}
-	if !a.g.Exists() && a.g.Idle() && !a.writing && len(a.writes) == 0 && a.idleAt != a.handled {
+	if !a.g.Exists() && a.g.Idle() && !a.writing && len(a.writes) == 0 && !a.offsetsRecords.busy() && a.idleAt != a.handled {
 		a.idleAt = a.handled
 		a.system.Root.Send(a.parent, &groupIdle{id: a.id, seq: a.seq, handled: a.handled})
 	}

@@ -3,6 +3,8 @@ package routing
 import (
 	"crypto/sha256"
 	"sort"
+
+	"github.com/kaas-project/kaas/storage/assignment"
 )
 
 // InternalTopic is a topic Kafka keeps for its own state, which kaas keeps
@@ -16,12 +18,13 @@ type InternalTopic struct {
 	Partitions int
 	// Config is what DescribeConfigs reports as the topic's overrides.
 	Config map[string]string
-	// Leader is the broker shown leading partition p (-1: none now).
-	Leader func(v *View, p int) int32
+	// Leader is partition p as v shows it: its leader (-1: none now) and
+	// leader epoch.
+	Leader func(v *View, p int) Partition
 }
 
 // ConsumerOffsetsTopic is Kafka's group-offsets topic name.
-const ConsumerOffsetsTopic = "__consumer_offsets"
+const ConsumerOffsetsTopic = assignment.OffsetsTopic
 
 // InternalTopics is every internal topic kaas shows. A new one (e.g.
 // __transaction_state) is one more entry here.
@@ -61,14 +64,19 @@ func IsInternal(name string) bool {
 // partition abs(hash(group)) mod 50 and kaas coordinates it at that slot,
 // so the broker shown leading partition p coordinates every group Kafka
 // would store there.
-func groupSlotLeader(v *View, p int) int32 {
+func groupSlotLeader(v *View, p int) Partition {
 	if v.GroupSlots == nil {
-		return v.Self
+		return Partition{Leader: v.Self}
 	}
 	if len(v.GroupSlots) == 0 {
-		return -1
+		return Partition{Leader: -1}
 	}
-	return v.GroupSlots[p%len(v.GroupSlots)]
+	i := p % len(v.GroupSlots)
+	out := Partition{Leader: v.GroupSlots[i]}
+	if len(v.GroupSlotEpochs) == len(v.GroupSlots) {
+		out.LeaderEpoch = v.GroupSlotEpochs[i]
+	}
+	return out
 }
 
 // Internal returns the routing topic of internal topic name as this view
@@ -81,7 +89,7 @@ func (v *View) Internal(name string) (*Topic, bool) {
 	}
 	t := &Topic{Name: it.Name, ID: internalTopicID(it.Name), Config: it.Config, Partitions: make([]Partition, it.Partitions)}
 	for p := range t.Partitions {
-		t.Partitions[p] = Partition{Leader: it.Leader(v, p)}
+		t.Partitions[p] = it.Leader(v, p)
 	}
 	return t, true
 }
@@ -140,4 +148,16 @@ func (v *View) AllTopicNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TopicPartitionsLed counts the partitions this broker leads of topics,
+// not of internal ones (those follow the group-coordinator slots).
+func (v *View) TopicPartitionsLed() int {
+	n := 0
+	for tp := range v.Local {
+		if !IsInternal(tp.Topic) {
+			n++
+		}
+	}
+	return n
 }

@@ -78,6 +78,9 @@ type View struct {
 	// while held between coordinators or when no broker is alive); nil
 	// means this broker coordinates every group (local-dev mode).
 	GroupSlots []int32
+	// GroupSlotEpochs is the leader epoch of each slot's partition of
+	// __consumer_offsets (nil in local-dev mode: 0).
+	GroupSlotEpochs []int32
 }
 
 // Broker returns the broker with id.

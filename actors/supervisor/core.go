@@ -85,7 +85,7 @@ func (c *Core) resendConfigs() []Effect {
 		if lp.releasing || lp.down {
 			continue
 		}
-		out = append(out, UpdateConfig{Gen: lp.gen, Config: c.current.Topics[tp.Topic].Config})
+		out = append(out, UpdateConfig{Gen: lp.gen, Config: configOf(c.current, tp.Topic)})
 	}
 	return out
 }
@@ -330,11 +330,14 @@ func (c *Core) apply(e Applied) []Effect {
 		}
 		lp.releasing = true
 		nt, still := e.Next.Topics[r.Topic]
-		out = append(out, Relinquish{TP: tp, Gen: lp.gen, Delete: !still || nt.ID != r.TopicID})
+		// A slot's partition of __consumer_offsets moves with the slot and
+		// is never deleted.
+		gone := r.Topic != assignment.OffsetsTopic && (!still || nt.ID != r.TopicID)
+		out = append(out, Relinquish{TP: tp, Gen: lp.gen, Delete: gone})
 	}
 	for _, t := range append(e.Changes.Take, e.Changes.EpochChanged...) {
 		tp := routing.TP{Topic: t.Topic, Partition: t.Partition}
-		cfg := e.Next.Topics[t.Topic].Config
+		cfg := configOf(e.Next, t.Topic)
 		lp, ok := c.parts[tp]
 		switch {
 		case ok && lp.down && lp.topicID == t.TopicID:
@@ -387,10 +390,8 @@ func (c *Core) released(e Released) []Effect {
 	// get a retriable answer rather than a dead letter.
 	out := []Effect{After{D: c.cfg.RetireAfter, Event: RetireDue{Gen: e.Gen}}}
 	if retake != nil && c.current != nil {
-		if t, ok := c.current.Topics[retake.Topic]; ok && t.ID == retake.TopicID && int(retake.Partition) < len(t.Partitions) &&
-			t.Partitions[retake.Partition].Leader == c.cfg.Self.ID {
-			retake.LeaderEpoch = t.Partitions[retake.Partition].LeaderEpoch
-			out = append(out, c.take(*retake, t.Config), Publish{})
+		if ref, ok := c.leads(e.TP); ok && ref.TopicID == retake.TopicID {
+			out = append(out, c.take(ref, configOf(c.current, ref.Topic)), Publish{})
 		}
 	}
 	// Report the release at once: the controller waits for it before
@@ -496,7 +497,8 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 			rb.Alive = true
 			return rb, b.ID == selfID
 		}
-		v.GroupSlots = groupSlots(a)
+		v.GroupSlots = assignment.SlotLeaders(a)
+		v.GroupSlotEpochs = a.ConsumerGroups.Epochs
 	}
 	sortBrokers(v.Brokers)
 	for tp, lp := range c.parts {
@@ -528,18 +530,39 @@ func (c *Core) Ping(p *heartbeatpb.Ping) *heartbeatpb.Ping {
 	return p
 }
 
-// groupSlots is the broker id serving each group-coordinator slot of a, -1
-// for a held slot or one with no alive broker.
-func groupSlots(a *assignment.Assignment) []int32 {
-	owners := assignment.SlotOwners(a)
-	out := make([]int32, len(owners))
-	for i, name := range owners {
-		out[i] = -1
-		if b, ok := a.BrokerByName(name); ok && name != "" && !slices.Contains(a.ConsumerGroups.Held, i) {
-			out[i] = b.ID
-		}
+// leads returns the partition tp as the current file has this broker lead
+// it (its topic's id, its leader epoch): a user topic's partition, or a
+// slot's partition of __consumer_offsets (assignment.SlotLeaders).
+func (c *Core) leads(tp routing.TP) (assignment.PartitionRef, bool) {
+	a := c.current
+	if a == nil {
+		return assignment.PartitionRef{}, false
 	}
-	return out
+	p := int(tp.Partition)
+	if tp.Topic == assignment.OffsetsTopic {
+		leaders := assignment.SlotLeaders(a)
+		if len(a.ConsumerGroups.Epochs) != len(leaders) || p < 0 || p >= len(leaders) || leaders[p] != c.cfg.Self.ID {
+			return assignment.PartitionRef{}, false
+		}
+		return assignment.PartitionRef{Topic: tp.Topic, TopicID: assignment.OffsetsTopicID, Partition: tp.Partition, LeaderEpoch: a.ConsumerGroups.Epochs[p]}, true
+	}
+	t, ok := a.Topics[tp.Topic]
+	if !ok || p < 0 || p >= len(t.Partitions) || t.Partitions[p].Leader != c.cfg.Self.ID {
+		return assignment.PartitionRef{}, false
+	}
+	return assignment.PartitionRef{Topic: tp.Topic, TopicID: t.ID, Partition: tp.Partition, LeaderEpoch: t.Partitions[p].LeaderEpoch}, true
+}
+
+// configOf is topic's config in a: the internal topic's own
+// (routing.InternalTopics) for __consumer_offsets.
+func configOf(a *assignment.Assignment, topic string) map[string]string {
+	if it, ok := routing.LookupInternal(topic); ok {
+		return it.Config
+	}
+	if a == nil {
+		return nil
+	}
+	return a.Topics[topic].Config
 }
 
 // brokerOf is an assignment file's broker row as the view holds it.

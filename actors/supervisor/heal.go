@@ -85,13 +85,11 @@ func (c *Core) stepHeal(ev Event, now time.Time) []Effect {
 			return nil
 		}
 		delete(c.parts, e.TP)
-		t, ok := c.current.Topics[e.TP.Topic]
-		if !ok || t.ID != lp.topicID || int(e.TP.Partition) >= len(t.Partitions) || t.Partitions[e.TP.Partition].Leader != c.cfg.Self.ID {
+		ref, ok := c.leads(e.TP)
+		if !ok || ref.TopicID != lp.topicID {
 			return []Effect{RefreshPing{Send: true}}
 		}
-		p := t.Partitions[e.TP.Partition]
-		ref := assignment.PartitionRef{Topic: e.TP.Topic, TopicID: t.ID, Partition: e.TP.Partition, LeaderEpoch: p.LeaderEpoch}
-		return []Effect{c.take(ref, t.Config), Publish{}}
+		return []Effect{c.take(ref, configOf(c.current, ref.Topic)), Publish{}}
 	case ControllerDied:
 		if c.ctrlSeq == 0 || c.ctrlSeq != e.Seq {
 			return nil // stopped on purpose (deposed, a new election)

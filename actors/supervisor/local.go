@@ -24,6 +24,7 @@ import (
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/assignment"
 )
 
 // TopicRecord is one topic as the local registry persists it.
@@ -101,6 +102,10 @@ func (s *Local) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		for _, rec := range s.cfg.Initial {
+			if routing.IsInternal(rec.Name) {
+				s.cfg.Log.Error().Str("topic", rec.Name).Msg("skipping a topic with an internal topic's name")
+				continue
+			}
 			id, err := ParseUUID(rec.ID)
 			if err != nil {
 				s.cfg.Log.Error().Err(err).Str("topic", rec.Name).Msg("skipping topic with a bad id")
@@ -108,6 +113,10 @@ func (s *Local) Receive(ctx actor.Context) {
 			}
 			s.addTopic(ctx, rec, id)
 		}
+		// The one broker serves every group-coordinator slot, so it leads
+		// every partition of __consumer_offsets.
+		offsets, _ := (&routing.View{}).Internal(assignment.OffsetsTopic)
+		s.addTopic(ctx, TopicRecord{Name: offsets.Name, ID: assignment.OffsetsTopicID, Partitions: int32(len(offsets.Partitions)), Config: offsets.Config}, offsets.ID)
 		s.publish(ctx)
 	case *messages.CreateTopics:
 		s.createTopics(ctx, m)
@@ -347,6 +356,9 @@ func (s *Local) commit(ctx actor.Context, changed bool, reply func()) {
 func (s *Local) records() []TopicRecord {
 	out := make([]TopicRecord, 0, len(s.topics))
 	for _, t := range s.topics {
+		if routing.IsInternal(t.rec.Name) {
+			continue
+		}
 		out = append(out, TopicRecord{Name: t.rec.Name, ID: t.rec.ID, Partitions: t.rec.Partitions, Config: maps.Clone(t.rec.Config)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -372,6 +384,9 @@ func (s *Local) publish(ctx actor.Context) {
 		for p, ref := range t.actors {
 			rt.Partitions[p] = routing.Partition{Leader: self.ID, LeaderEpoch: 0}
 			v.Local[routing.TP{Topic: name, Partition: int32(p)}] = ref
+		}
+		if routing.IsInternal(name) {
+			continue // shown by v.Internal
 		}
 		v.Topics[name] = rt
 		v.TopicIDs[t.id] = rt

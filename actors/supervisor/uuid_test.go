@@ -1,6 +1,11 @@
 package supervisor
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/assignment"
+)
 
 func TestUUIDRoundTrip(t *testing.T) {
 	for i := 0; i < 100; i++ {
@@ -18,5 +23,14 @@ func TestUUIDRoundTrip(t *testing.T) {
 		if _, err := ParseUUID(bad); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// The partitions of __consumer_offsets are opened under the id clients see.
+func TestOffsetsTopicID(t *testing.T) {
+	v := &routing.View{}
+	it, ok := v.Internal(assignment.OffsetsTopic)
+	if !ok || FormatUUID(it.ID) != assignment.OffsetsTopicID {
+		t.Fatalf("internal topic %v: id %s, want assignment.OffsetsTopicID %s", ok, FormatUUID(it.ID), assignment.OffsetsTopicID)
 	}
 }

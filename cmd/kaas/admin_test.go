@@ -376,10 +376,12 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	}
 }
 
-// TestListOffsetsOldestVersion: ListOffsets v1, the oldest Kafka 4 serves,
-// answers one offset: the log end, the log start (after DeleteRecords), the
-// first offset at or after a timestamp, or none (-1) after the last one.
-func TestListOffsetsOldestVersion(t *testing.T) {
+// TestListOffsetsOldestVersions: ListOffsets v1, the oldest Kafka 4
+// serves, answers one offset: the log end, the log start (after
+// DeleteRecords), the first offset at or after a timestamp, or none (-1)
+// after the last one. v0 (served for Burrow) answers the same offset as
+// its one old-style offset, or none.
+func TestListOffsetsOldestVersions(t *testing.T) {
 	_, addr := testBroker(t)
 	createTopic(t, addr, "offs0", 1, nil)
 	cl := newClient(t, addr, kgo.ProducerLinger(0))
@@ -404,18 +406,30 @@ func TestListOffsetsOldestVersion(t *testing.T) {
 		{base.Add(2*time.Minute - time.Second).UnixMilli(), 2},
 		{base.Add(time.Hour).UnixMilli(), -1},
 	} {
-		req := kmsg.NewPtrListOffsetsRequest()
-		req.ReplicaID = -1
-		lt := kmsg.NewListOffsetsRequestTopic()
-		lt.Topic = "offs0"
-		lp := kmsg.NewListOffsetsRequestTopicPartition()
-		lp.Timestamp = tc.ts
-		lt.Partitions = append(lt.Partitions, lp)
-		req.Topics = append(req.Topics, lt)
-		resp := rawRequest(t, addr, req, 1).(*kmsg.ListOffsetsResponse)
-		p := resp.Topics[0].Partitions[0]
-		if p.ErrorCode != 0 || p.Offset != tc.want {
-			t.Errorf("timestamp %d: error %d, offset %d, want %d", tc.ts, p.ErrorCode, p.Offset, tc.want)
+		for _, version := range []int16{0, 1} {
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.ReplicaID = -1
+			lt := kmsg.NewListOffsetsRequestTopic()
+			lt.Topic = "offs0"
+			lp := kmsg.NewListOffsetsRequestTopicPartition()
+			lp.Timestamp, lp.MaxNumOffsets = tc.ts, 1
+			lt.Partitions = append(lt.Partitions, lp)
+			req.Topics = append(req.Topics, lt)
+			resp := rawRequest(t, addr, req, version).(*kmsg.ListOffsetsResponse)
+			p := resp.Topics[0].Partitions[0]
+			got := p.Offset
+			if version == 0 {
+				got = -1
+				if len(p.OldStyleOffsets) > 1 || len(p.OldStyleOffsets) == 1 && p.OldStyleOffsets[0] < 0 {
+					t.Errorf("v0 timestamp %d: old-style offsets %v", tc.ts, p.OldStyleOffsets)
+				}
+				if len(p.OldStyleOffsets) == 1 {
+					got = p.OldStyleOffsets[0]
+				}
+			}
+			if p.ErrorCode != 0 || got != tc.want {
+				t.Errorf("v%d timestamp %d: error %d, offset %d, want %d", version, tc.ts, p.ErrorCode, got, tc.want)
+			}
 		}
 	}
 }

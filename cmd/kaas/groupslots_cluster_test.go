@@ -29,14 +29,7 @@ func TestBrokerJoinMovesOnlyItsSlots(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	groups := make([]string, assignment.GroupSlotCount) // one group of each slot
-	for i, filled := 0, 0; filled < len(groups); i++ {
-		g := fmt.Sprintf("g-%d", i)
-		if s := assignment.SlotFor(g, assignment.GroupSlotCount); groups[s] == "" {
-			groups[s] = g
-			filled++
-		}
-	}
+	groups := groupOfEachSlot("g")
 	for s, g := range groups {
 		offs := kadm.Offsets{}
 		offs.Add(kadm.Offset{Topic: "orders", Partition: int32(s % 2), At: int64(s + 1), LeaderEpoch: -1})
@@ -155,4 +148,18 @@ func TestBrokerJoinMovesOnlyItsSlots(t *testing.T) {
 			t.Errorf("group %s (slot %d) after the join: offset %+v, want %d", g, s, o, s+1)
 		}
 	}
+}
+
+// groupOfEachSlot returns a group id of each group-coordinator slot, in
+// slot order: prefix-N for the first N that hashes there.
+func groupOfEachSlot(prefix string) []string {
+	groups := make([]string, assignment.GroupSlotCount)
+	for i, filled := 0, 0; filled < len(groups); i++ {
+		g := fmt.Sprintf("%s-%d", prefix, i)
+		if s := assignment.SlotFor(g, assignment.GroupSlotCount); groups[s] == "" {
+			groups[s] = g
+			filled++
+		}
+	}
+	return groups
 }

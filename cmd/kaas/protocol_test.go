@@ -379,7 +379,7 @@ func TestUnsupportedVersions(t *testing.T) {
 	// Any other version outside the served range closes the connection, as
 	// Kafka's socket server does: Produce v2 (listed in ApiVersions from v0,
 	// never served), versions KIP-896 removed in Kafka 4 (Fetch v3,
-	// ListOffsets v0, OffsetCommit v1, OffsetFetch v0, CreateTopics v1,
+	// OffsetCommit v1, OffsetFetch v0, CreateTopics v1,
 	// DescribeAcls v0), Metadata v14 (newer than served). Other connections
 	// are unaffected.
 	good := newClient(t, addr)
@@ -389,7 +389,6 @@ func TestUnsupportedVersions(t *testing.T) {
 	}{
 		{produceV2(), 2},
 		{kmsg.NewPtrFetchRequest(), 3},
-		{kmsg.NewPtrListOffsetsRequest(), 0},
 		{kmsg.NewPtrOffsetCommitRequest(), 1},
 		{kmsg.NewPtrOffsetFetchRequest(), 0},
 		{kmsg.NewPtrCreateTopicsRequest(), 1},

@@ -420,7 +420,7 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		v := b.views.Load()
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(health{Status: "ok", Role: v.Role, BrokerID: v.Self, Epoch: v.Epoch,
-			AssignmentVersion: v.Version, PartitionsLed: len(v.Local), GroupsLed: groupsLed(b), Topics: len(v.Topics),
+			AssignmentVersion: v.Version, PartitionsLed: v.TopicPartitionsLed(), GroupsLed: groupsLed(b), Topics: len(v.Topics),
 			Cordoned: b.dynCfgs.Cordoned(), Cleaner: metrics.Cleaners()})
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -458,7 +458,7 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		_, _ = io.WriteString(w, "ready\n")
 	})
 	reg := metrics.NewRegistry(metrics.View{
-		PartitionsLed:     func() int { return len(b.views.Load().Local) },
+		PartitionsLed:     func() int { return b.views.Load().TopicPartitionsLed() },
 		Topics:            func() int { return len(b.views.Load().Topics) },
 		ControllerEpoch:   func() int64 { return b.views.Load().Epoch },
 		AssignmentVersion: func() int64 { return b.views.Load().Version },

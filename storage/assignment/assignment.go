@@ -112,6 +112,11 @@ type ConsumerGroups struct {
 	// two-phase move: the old one is closing them). CoordinatorFor answers
 	// no coordinator for their groups until the controller releases them.
 	Held []int `json:"held,omitempty"`
+	// Epochs is the leader epoch of each slot's partition of
+	// __consumer_offsets (OffsetsTopic), raised by the controller whenever
+	// the broker shown leading it changes (SlotLeaders); empty in a file
+	// that leads none of them.
+	Epochs []int32 `json:"epochs,omitempty"`
 }
 
 // ErrInvalid is wrapped by every validation error (errors.Is(err, ErrInvalid)).
@@ -259,6 +264,14 @@ func (a *Assignment) Validate() error {
 			return invalid("consumer_groups slot %d: %q is not a registered broker", i, s)
 		}
 	}
+	if n := len(a.ConsumerGroups.Epochs); n != 0 && n != len(a.ConsumerGroups.Slots) {
+		return invalid("consumer_groups: %d epochs for %d slots", n, len(a.ConsumerGroups.Slots))
+	}
+	for i, e := range a.ConsumerGroups.Epochs {
+		if e < 0 {
+			return invalid("consumer_groups slot %d: negative epoch %d", i, e)
+		}
+	}
 	for i, h := range a.ConsumerGroups.Held {
 		if h < 0 || h >= len(a.ConsumerGroups.Slots) {
 			return invalid("consumer_groups held slot %d is out of range", h)
@@ -331,7 +344,7 @@ func SameContent(a, b *Assignment) bool {
 			return false
 		}
 	}
-	if !slices.Equal(a.ConsumerGroups.Held, b.ConsumerGroups.Held) {
+	if !slices.Equal(a.ConsumerGroups.Held, b.ConsumerGroups.Held) || !slices.Equal(a.ConsumerGroups.Epochs, b.ConsumerGroups.Epochs) {
 		return false
 	}
 	for name, ta := range a.Topics {

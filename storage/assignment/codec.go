@@ -123,18 +123,27 @@ func Encode(a *Assignment) ([]byte, error) {
 		b = appendString(b, s)
 	}
 	b = append(b, ']')
-	if len(a.ConsumerGroups.Held) > 0 {
-		b = append(b, ", \"held\": ["...)
-		for i, h := range a.ConsumerGroups.Held {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = strconv.AppendInt(b, int64(h), 10)
-		}
-		b = append(b, ']')
-	}
+	b = appendInts(b, "epochs", a.ConsumerGroups.Epochs)
+	b = appendInts(b, "held", a.ConsumerGroups.Held)
 	b = append(b, "}\n}\n"...)
 	return b, nil
+}
+
+// appendInts appends `, "name": [x, ...]`, or nothing when xs is empty.
+func appendInts[T int | int32](b []byte, name string, xs []T) []byte {
+	if len(xs) == 0 {
+		return b
+	}
+	b = append(b, ", \""...)
+	b = append(b, name...)
+	b = append(b, "\": ["...)
+	for i, x := range xs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
+	}
+	return append(b, ']')
 }
 
 // appendString appends s as a JSON string literal.

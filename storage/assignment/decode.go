@@ -285,7 +285,7 @@ var (
 	brokerFields         = []string{"id", "name", "host", "port", "rack", "state"}
 	topicFields          = []string{"id", "config", "pins"} // and "partitions", never null
 	pinFields            = []string{"partition", "broker"}
-	consumerGroupsFields = []string{"slots", "held"}
+	consumerGroupsFields = []string{"slots", "held", "epochs"}
 )
 
 func (d *decoder) document() (*Assignment, error) {
@@ -518,6 +518,16 @@ func (d *decoder) consumerGroups(cg *ConsumerGroups) error {
 				s, err := d.internedString()
 				cg.Slots = append(cg.Slots, s)
 				return err
+			})
+		case "epochs":
+			cg.Epochs = []int32{}
+			return d.array("consumer_groups: epochs", func(i int) error {
+				v, ok := d.int(math.MinInt32, math.MaxInt32)
+				if !ok {
+					return fmt.Errorf("consumer_groups: epochs %d: want a 32-bit integer", i)
+				}
+				cg.Epochs = append(cg.Epochs, int32(v))
+				return nil
 			})
 		case "held":
 			cg.Held = []int{}

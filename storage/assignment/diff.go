@@ -1,6 +1,10 @@
 package assignment
 
-import "sort"
+import (
+	"slices"
+	"sort"
+	"strings"
+)
 
 // PartitionRef names one partition of one topic incarnation and the leader
 // epoch that goes with it.
@@ -54,6 +58,9 @@ func Diff(old, next *Assignment, self int32, selfName string) Changes {
 	oldTopics, newTopics := topicsOf(old), topicsOf(next)
 
 	for _, name := range sortedKeys(oldTopics, newTopics) {
+		if name == OffsetsTopic {
+			continue // a KafkaTopic of that name is hidden: its partitions are the slots'
+		}
 		ot, inOld := oldTopics[name]
 		nt, inNew := newTopics[name]
 		sameTopic := inOld && inNew && ot.ID == nt.ID
@@ -84,6 +91,8 @@ func Diff(old, next *Assignment, self int32, selfName string) Changes {
 			}
 		}
 	}
+
+	c.offsetsPartitions(old, next, self)
 
 	var oldSlots, newSlots []string
 	if old != nil {
@@ -141,4 +150,50 @@ func sortedKeys(a, b map[string]Topic) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// offsetsPartitions adds the partitions of OffsetsTopic that self starts,
+// stops or keeps leading with another epoch: partition i is led with slot
+// i (SlotLeaders), in files that carry slot epochs. It keeps each list
+// sorted by (topic, partition).
+func (c *Changes) offsetsPartitions(old, next *Assignment, self int32) {
+	oldLeaders, newLeaders := offsetsLeaders(old), offsetsLeaders(next)
+	ref := func(a *Assignment, i int) PartitionRef {
+		return PartitionRef{OffsetsTopic, OffsetsTopicID, int32(i), a.ConsumerGroups.Epochs[i]}
+	}
+	added := false
+	for i := range max(len(oldLeaders), len(newLeaders)) {
+		was := i < len(oldLeaders) && oldLeaders[i] == self
+		is := i < len(newLeaders) && newLeaders[i] == self
+		switch {
+		case is && !was:
+			c.Take = append(c.Take, ref(next, i))
+		case was && !is:
+			c.Relinquish = append(c.Relinquish, ref(old, i))
+		case is && old.ConsumerGroups.Epochs[i] != next.ConsumerGroups.Epochs[i]:
+			c.EpochChanged = append(c.EpochChanged, ref(next, i))
+		default:
+			continue
+		}
+		added = true
+	}
+	if added {
+		for _, refs := range [][]PartitionRef{c.Take, c.Relinquish, c.EpochChanged} {
+			slices.SortFunc(refs, func(a, b PartitionRef) int {
+				if a.Topic != b.Topic {
+					return strings.Compare(a.Topic, b.Topic)
+				}
+				return int(a.Partition - b.Partition)
+			})
+		}
+	}
+}
+
+// offsetsLeaders is SlotLeaders of a file that carries slot epochs; nil
+// for any other (it leads no partition of OffsetsTopic).
+func offsetsLeaders(a *Assignment) []int32 {
+	if a == nil || len(a.ConsumerGroups.Epochs) != len(a.ConsumerGroups.Slots) || len(a.ConsumerGroups.Epochs) == 0 {
+		return nil
+	}
+	return SlotLeaders(a)
 }
