@@ -413,6 +413,19 @@ func (c *Core) ping(m *BrokerPing) bool {
 	return released
 }
 
+// placedTopics is topics without one named assignment.OffsetsTopic (a
+// KafkaTopic applied with kubectl): the group-coordinator slots place that
+// name's partitions, so the file never lists such a topic and no broker
+// opens it (its KafkaTopic and files stay as they are).
+func placedTopics(topics map[string]balancer.TopicSpec) map[string]balancer.TopicSpec {
+	if _, ok := topics[assignment.OffsetsTopic]; !ok {
+		return topics
+	}
+	out := maps.Clone(topics)
+	delete(out, assignment.OffsetsTopic)
+	return out
+}
+
 // waiting reports whether tp is held leaderless in the last assignment: a
 // partition held mid-move, or a held slot's partition of
 // __consumer_offsets.
@@ -501,7 +514,7 @@ func (c *Core) runRecompute(why string) {
 		Controller:          c.cfg.Self,
 		ControllerEpoch:     c.cfg.Epoch,
 		ControllerHeartbeat: c.cfg.HeartbeatAddr,
-		Topics:              c.topics,
+		Topics:              placedTopics(c.topics),
 		Unregistered:        slices.Sorted(maps.Keys(c.unregistering)),
 	}
 	names := make([]string, 0, len(c.brokers))

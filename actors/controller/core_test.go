@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -129,7 +130,7 @@ func int32s(s string) []int32 {
 // run executes one script command and returns the effects it produced.
 //
 //	start | tick | +DUR (virtual time passes) | soon (the queued RecomputeNow)
-//	topics N | ping NAME [v=E.V] [lists=0,1] [opening=2] [draining] [cordoned] [rack=R]
+//	topics N [NAME...] (t of N partitions, the others of one) | file-topics NAME... | ping NAME [v=E.V] [lists=0,1] [opening=2] [draining] [cordoned] [rack=R]
 //	written | write-failed | lease-moved | dirsync-failed
 //	header E.V | header-err | listed ID... | removed | remove-refused
 //	leader-lost | leaders 0,-1,2 | racks a,-,b (of the last file asked for)
@@ -162,7 +163,15 @@ func (h *coreHarness) run(f []string) []string {
 		h.step(RecomputeNow{Why: why})
 	case cmd == "topics":
 		n, _ := strconv.Atoi(args[0])
-		h.step(&TopicsChanged{Topics: map[string]balancer.TopicSpec{"t": {ID: "id", Partitions: n, Config: map[string]string{}}}})
+		topics := map[string]balancer.TopicSpec{"t": {ID: "id", Partitions: n, Config: map[string]string{}}}
+		for _, extra := range args[1:] { // more topics of one partition
+			topics[extra] = balancer.TopicSpec{ID: "id-" + extra, Partitions: 1, Config: map[string]string{}}
+		}
+		h.step(&TopicsChanged{Topics: topics})
+	case cmd == "file-topics":
+		if got := slices.Sorted(maps.Keys(h.last.Topics)); !slices.Equal(got, args) {
+			h.t.Fatalf("topics of %s: %v, want %v", pos(h.last), got, args)
+		}
 	case cmd == "ping":
 		id := int32(args[0][len(args[0])-1] - '0')
 		p := &heartbeatpb.Ping{Name: args[0], BrokerId: id, KafkaHost: "127.0.0.1", KafkaPort: 9092 + id, Healthy: true}
@@ -324,6 +333,16 @@ var coreScenarios = []struct {
 			"tick -> read-header",
 			"header 5.2 ->",
 			"topics 5 -> write 5.3",
+		},
+	},
+	{
+		name: "a KafkaTopic named __consumer_offsets is left out of the file: the slots place that name",
+		cfg:  CoreConfig{Epoch: 5},
+		script: []string{
+			"start -> hub 0.0",
+			"topics 3 __consumer_offsets u -> write 5.1",
+			"file-topics t u",
+			"leaders 0,0,0",
 		},
 	},
 	{

@@ -356,6 +356,9 @@ func (c *Core) apply(e Applied) []Effect {
 	if e.Prev != nil {
 		for _, tp := range slices.SortedFunc(maps.Keys(c.parts), compareTP) {
 			lp := c.parts[tp]
+			if tp.Topic == assignment.OffsetsTopic {
+				continue // its config is the internal topic's
+			}
 			ot, nt := e.Prev.Topics[tp.Topic], e.Next.Topics[tp.Topic]
 			if !lp.releasing && !maps.Equal(ot.Config, nt.Config) {
 				out = append(out, UpdateConfig{Gen: lp.gen, Config: nt.Config})
