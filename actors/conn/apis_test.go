@@ -22,7 +22,7 @@ func TestCoreAPITable(t *testing.T) {
 	want := map[int16][2]int16{
 		kmsg.Produce.Int16():                      {3, 13},
 		kmsg.Fetch.Int16():                        {4, 18},
-		kmsg.ListOffsets.Int16():                  {1, 11},
+		kmsg.ListOffsets.Int16():                  {0, 11},
 		kmsg.Metadata.Int16():                     {0, 13},
 		kmsg.ApiVersions.Int16():                  {0, 5},
 		kmsg.CreateTopics.Int16():                 {2, 7},

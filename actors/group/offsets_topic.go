@@ -153,8 +153,8 @@ func (a *groupActor) syncOffsetsRecords() {
 // of __consumer_offsets, when it is open here and nothing is in flight.
 func (a *groupActor) writeOffsetsRecords() {
 	w := &a.offsetsRecords
-	if w.inFlight != nil || w.retry != nil || len(w.pending) == 0 {
-		return
+	if a.phase != phaseReady || w.inFlight != nil || w.retry != nil || len(w.pending) == 0 {
+		return // a group being released writes nothing more: its next coordinator writes it all
 	}
 	v := a.opts.Views.Load()
 	if v == nil {
