@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
@@ -45,12 +46,15 @@ func (b *broker) registerChaos(mux *http.ServeMux) {
 	if !b.cfg.DebugChaos {
 		return
 	}
-	// POST /debug/chaos/kill?kind=partition|group|connection|controller|share&how=stop|poison|panic
+	// POST /debug/chaos/kill?kind=partition|group|connection|controller|share&how=stop|poison|panic[&topic=T]
 	mux.HandleFunc("POST /debug/chaos/kill", func(w http.ResponseWriter, r *http.Request) {
-		kind, how := r.URL.Query().Get("kind"), r.URL.Query().Get("how")
-		ref, ok := b.system.ChaosTarget(func(id string) bool { return actorsys.ChaosKind(id) == kind })
+		kind, how, topic := r.URL.Query().Get("kind"), r.URL.Query().Get("how"), r.URL.Query().Get("topic")
+		// topic narrows partition actors to that topic's (their ids name it).
+		ref, ok := b.system.ChaosTarget(func(id string) bool {
+			return actorsys.ChaosKind(id) == kind && (topic == "" || strings.Contains(id, "/partition/"+topic+"/"))
+		})
 		if !ok {
-			http.Error(w, fmt.Sprintf("no running %q actor", kind), http.StatusNotFound)
+			http.Error(w, fmt.Sprintf("no running %q actor (topic %q)", kind, topic), http.StatusNotFound)
 			return
 		}
 		switch how {

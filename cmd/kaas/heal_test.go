@@ -34,7 +34,7 @@ func TestLocalPartitionsHeal(t *testing.T) {
 	waitUntil(t, 30*time.Second, "every partition acknowledges", func() bool { _, ok := load.firstAcks(start, all); return ok })
 	killed := map[string]bool{}
 	for _, how := range []string{"stop", "poison", "panic", "stop", "poison", "panic"} {
-		body, err := chaosPost(httpAddr, "/debug/chaos/kill?kind=partition&how="+how)
+		body, err := chaosPost(httpAddr, "/debug/chaos/kill?kind=partition&how="+how+"&topic="+topic)
 		if err != nil {
 			t.Fatalf("kill: %v", err)
 		}
@@ -53,6 +53,9 @@ func TestLocalPartitionsHeal(t *testing.T) {
 	if _, err := chaosPost(httpAddr, "/debug/chaos/kill?kind=partition&how=twice"); err == nil || !strings.Contains(err.Error(), "400") {
 		t.Errorf("an unknown way to kill: %v", err)
 	}
+	if _, err := chaosPost(httpAddr, "/debug/chaos/kill?kind=partition&how=stop&topic=no-such-topic"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("a topic without partitions here: %v", err)
+	}
 	load.stop()
 	res := load.verify(c)
 	restarts := scrapeRestarts(t, httpAddr)
@@ -60,8 +63,8 @@ func TestLocalPartitionsHeal(t *testing.T) {
 	if restarts["partition"] < 6 || restarts["connection"] < 1 {
 		t.Errorf("restarts counted %v, want at least 6 partition and 1 connection", restarts)
 	}
-	if v := b.views.Load(); len(v.Local) != parts {
-		t.Errorf("%d partitions routed after the kills, want %d", len(v.Local), parts)
+	if v := b.views.Load(); v.TopicPartitionsLed() != parts {
+		t.Errorf("%d partitions of topics routed after the kills, want %d", v.TopicPartitionsLed(), parts)
 	}
 }
 

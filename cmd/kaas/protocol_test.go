@@ -59,7 +59,7 @@ func TestApiVersionsListsOnlyServedAPIs(t *testing.T) {
 	}
 	for key, want := range map[kmsg.Key][2]int16{
 		kmsg.Produce: {0, 13}, kmsg.Fetch: {4, 18}, kmsg.Metadata: {0, 13}, kmsg.ApiVersions: {0, 5},
-		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {2, 4}, kmsg.ListOffsets: {1, 11},
+		kmsg.DescribeCluster: {0, 2}, kmsg.OffsetForLeaderEpoch: {2, 4}, kmsg.ListOffsets: {0, 11},
 		kmsg.DescribeLogDirs: {1, 5}, kmsg.AlterReplicaLogDirs: {1, 2}, kmsg.ElectLeaders: {0, 2}, kmsg.DescribeProducers: {0, 0},
 		kmsg.InitProducerID: {0, 5}, kmsg.AddPartitionsToTxn: {0, 5}, kmsg.AddOffsetsToTxn: {0, 4}, kmsg.EndTxn: {0, 5},
 		kmsg.DescribeTransactions: {0, 0}, kmsg.ListTransactions: {0, 2}, kmsg.TxnOffsetCommit: {0, 6},
