@@ -482,8 +482,9 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 			v.TopicIDs[id] = rt
 		}
 		selfID := c.cfg.Self.ID
+		current, next := assignment.Coordinators(a)
 		v.Coordinator = func(group string) (routing.Broker, bool) {
-			b, ok := assignment.CoordinatorFor(group, a)
+			b, ok := current(group)
 			if !ok {
 				return routing.Broker{}, false
 			}
@@ -492,7 +493,7 @@ func (c *Core) View(clusterID string, ref func(gen uint64) (actorsys.Ref, bool))
 			return rb, b.ID == selfID
 		}
 		v.NextCoordinator = func(group string) (routing.Broker, bool) {
-			b, ok := assignment.NextCoordinatorFor(group, a)
+			b, ok := next(group)
 			if !ok {
 				return routing.Broker{}, false
 			}

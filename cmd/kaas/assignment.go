@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,6 +110,15 @@ func printAssignment(w io.Writer, a *assignment.Assignment) error {
 	fmt.Fprintf(tw, "assignment version:\t%d\n", a.AssignmentVersion)
 	fmt.Fprintf(tw, "topics:\t%d (%d partitions, %d without leader)\n", len(a.Topics), parts, leaderless)
 	fmt.Fprintf(tw, "group slots:\t%s\n", slotShares(a.ConsumerGroups.Slots))
+	if owners := assignment.SlotOwners(a); !slices.Equal(owners, a.ConsumerGroups.Slots) {
+		// The slots of brokers not alive, served where they fall.
+		for i, o := range owners {
+			if o == "" {
+				owners[i] = "nobody"
+			}
+		}
+		fmt.Fprintf(tw, "group slots served:\t%s\n", slotShares(owners))
+	}
 	if len(a.ConsumerGroups.Held) > 0 {
 		// Between coordinators: their groups answer COORDINATOR_NOT_AVAILABLE.
 		held := make([]string, len(a.ConsumerGroups.Held))

@@ -141,6 +141,7 @@ func TestAssignmentCmdShow(t *testing.T) {
 			"assignment version:    1\n",
 			"topics:                2 (4 partitions, 0 without leader)\n",
 			"group slots:           50 (kaas-0 17, kaas-1 17, kaas-2 16)\n",
+			"group slots served:    50 (kaas-0 25, kaas-1 25)\n",
 			"held group slots:      0 2\n",
 			"ID  NAME    ADDRESS                  RACK    STATE     LEADS\n",
 			"0   kaas-0  kaas-0.kaas.ns.svc:9092  -       alive",

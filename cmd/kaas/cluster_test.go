@@ -200,7 +200,7 @@ func TestClusterOnKubernetes(t *testing.T) {
 		t.Helper()
 		// A fresh client: kgo keeps a cached coordinator through dial
 		// errors; a new one asks FindCoordinator, which answers from the
-		// assignment (the next alive slot).
+		// assignment (where a dead broker's slot falls).
 		adm := kadm.NewClient(c.client())
 		for _, g := range []string{"g-one", "g-two", "g-three", "g-four"} {
 			gctx := ctxFor(t, 30*time.Second)

@@ -163,3 +163,107 @@ func groupOfEachSlot(prefix string) []string {
 	}
 	return groups
 }
+
+// TestDeadBrokersSlotsSpread: a broker killed (SIGKILL) out of three: once
+// it is dead, the groups of its 16 or 17 slots are coordinated by both
+// survivors, neither serving more than 25 slots, with their committed
+// offsets; every other group keeps its coordinator.
+func TestDeadBrokersSlotsSpread(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, clusterFlags...)
+	ctrl := c.startAll("kaas-0", "kaas-1", "kaas-2")
+	ctx := ctxFor(t, 120*time.Second)
+	cl := c.client()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	groups := groupOfEachSlot("g")
+	for s, g := range groups {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "orders", Partition: int32(s % 2), At: int64(s + 1), LeaderEpoch: -1})
+		if r, err := adm.CommitOffsets(ctx, g, offs); err != nil || r.Error() != nil {
+			t.Fatalf("commit %s: %v %v", g, err, r.Error())
+		}
+	}
+	file := func() *assignment.Assignment {
+		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	before := file()
+	victim := "kaas-2"
+	if ctrl == victim {
+		victim = "kaas-1"
+	}
+	c.brokers[victim].kill()
+	waitUntil(t, 30*time.Second, victim+" dead in the assignment, no slot held", func() bool {
+		a := file()
+		b, ok := a.BrokerByName(victim)
+		return ok && b.State == assignment.Dead && len(a.ConsumerGroups.Held) == 0
+	})
+
+	// FindCoordinator from a survivor, until every group has an answer.
+	survivor := "kaas-0"
+	if ctrl == "kaas-0" && victim == "kaas-1" {
+		survivor = "kaas-2"
+	}
+	scl := newClient(t, c.brokers[survivor].kafka)
+	nodes := make([]int32, len(groups))
+	waitUntil(t, 30*time.Second, "a coordinator for every group", func() bool {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKeys = groups
+		resp, err := req.RequestWith(ctx, scl)
+		if err != nil {
+			return false
+		}
+		for _, co := range resp.Coordinators {
+			if co.ErrorCode != 0 {
+				return false
+			}
+			nodes[assignment.SlotFor(co.Key, assignment.GroupSlotCount)] = co.NodeID
+		}
+		return true
+	})
+	victimID := int32(victim[len(victim)-1] - '0')
+	load := map[int32]int{}
+	fellTo := map[int32]int{}
+	for s, home := range before.ConsumerGroups.Slots {
+		load[nodes[s]]++
+		if home == victim {
+			fellTo[nodes[s]]++
+			continue
+		}
+		if want := int32(home[len(home)-1] - '0'); nodes[s] != want {
+			t.Errorf("slot %d of %s: coordinator %d", s, home, nodes[s])
+		}
+	}
+	t.Logf("%s's slots fell to %v; slots served %v", victim, fellTo, load)
+	if len(fellTo) != 2 || fellTo[victimID] != 0 {
+		t.Errorf("%s's slots fell to %v, want both survivors", victim, fellTo)
+	}
+	for id, n := range load {
+		if n > 25 {
+			t.Errorf("broker %d serves %d slots, more than 25", id, n)
+		}
+	}
+	// A client seeded with a survivor: kgo does not retry every request a
+	// refused dial to the dead broker fails.
+	sadm := kadm.NewClient(scl)
+	for s, g := range groups {
+		if before.ConsumerGroups.Slots[s] != victim {
+			continue
+		}
+		var got kadm.OffsetResponses
+		waitUntil(t, 30*time.Second, "the offsets of "+g, func() bool {
+			var err error
+			got, err = sadm.FetchOffsets(ctx, g)
+			return err == nil && got.Error() == nil
+		})
+		if o, ok := got.Lookup("orders", int32(s%2)); !ok || o.At != int64(s+1) {
+			t.Errorf("group %s (slot %d) after %s died: offset %+v, want %d", g, s, victim, o, s+1)
+		}
+	}
+}

@@ -84,7 +84,8 @@ func TestCoordinatorFor(t *testing.T) {
 			t.Errorf("slot %d -> %v %v", i, b, ok)
 		}
 	}
-	// A dead slot falls to the next alive one in ring order, wrapping.
+	// A slot whose broker is not alive falls to an alive broker; with one
+	// alive, to it.
 	a = ring(Alive, Dead, Draining)
 	for slot, want := range map[int]int32{0: 0, 1: 0, 2: 0} {
 		if b, ok := CoordinatorFor(groupForSlot(t, slot, 3), a); !ok || b.ID != want {
@@ -93,10 +94,10 @@ func TestCoordinatorFor(t *testing.T) {
 	}
 	a = ring(Dead, Alive, Alive)
 	if b, _ := CoordinatorFor(groupForSlot(t, 0, 3), a); b.ID != 1 {
-		t.Errorf("dead slot 0 -> %d, want 1", b.ID)
+		t.Errorf("dead slot 0 -> %d, want 1 (slotRank)", b.ID)
 	}
-	if fmt := SlotOwners(ring(Dead, Alive, Draining, Alive)); fmt[0] != "kaas-1" || fmt[2] != "kaas-3" || fmt[3] != "kaas-3" {
-		t.Errorf("owners %v", fmt)
+	if owners := SlotOwners(ring(Dead, Alive, Draining, Alive)); !slices.Equal(owners, []string{"kaas-3", "kaas-1", "kaas-1", "kaas-3"}) {
+		t.Errorf("owners %v", owners)
 	}
 	if _, ok := CoordinatorFor("g", ring(Dead, Draining)); ok {
 		t.Error("no alive broker, yet a coordinator")
@@ -107,10 +108,11 @@ func TestCoordinatorFor(t *testing.T) {
 	if _, ok := CoordinatorFor("g", nil); ok {
 		t.Error("nil assignment, yet a coordinator")
 	}
-	// A slot naming a broker missing from the rows counts as not alive.
+	// A slot naming a broker missing from the rows counts as not alive:
+	// it falls to kaas-1, which serves fewer slots.
 	a = ring(Alive, Alive)
 	a.ConsumerGroups.Slots[1] = "ghost"
-	if b, _ := CoordinatorFor(groupForSlot(t, 1, 2), a); b.ID != 0 {
+	if b, _ := CoordinatorFor(groupForSlot(t, 1, 2), a); b.ID != 1 {
 		t.Errorf("ghost slot -> %d", b.ID)
 	}
 }
@@ -151,7 +153,7 @@ func TestNextCoordinatorForAHeldSlot(t *testing.T) {
 	}{
 		{"not held", ring(Alive, Alive, Alive), nil, 1, 1, true},
 		{"held: the slot's broker", ring(Alive, Alive, Alive), []int{1}, 1, 1, true},
-		{"held, its broker dead: the next alive", ring(Alive, Dead, Alive), []int{1}, 1, 2, true},
+		{"held, its broker dead: where it falls", ring(Alive, Dead, Alive), []int{1}, 1, 0, true},
 		{"no alive broker", ring(Dead, Dead), []int{0}, 0, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,21 +204,21 @@ func TestPlaceSlots(t *testing.T) {
 		}
 		return n
 	}
-	if got := PlaceSlots(nil, nil); got == nil || len(got) != 0 {
+	if got := PlaceSlots(nil, nil, nil); got == nil || len(got) != 0 {
 		t.Fatalf("no brokers: %v", got)
 	}
-	three := PlaceSlots(nil, upTo(3))
+	three := PlaceSlots(nil, nil, upTo(3))
 	if len(three) != GroupSlotCount || three[0] != "kaas-0" || three[1] != "kaas-1" || three[2] != "kaas-2" || three[49] != "kaas-1" {
 		t.Fatalf("fresh: %v", three)
 	}
-	if got := PlaceSlots([]string{"kaas-0", "kaas-1", "kaas-2"}, upTo(3)); !slices.Equal(got, three) {
+	if got := PlaceSlots([]string{"kaas-0", "kaas-1", "kaas-2"}, nil, upTo(3)); !slices.Equal(got, three) {
 		t.Fatalf("a list of one slot per broker is not the round robin: %v", got)
 	}
-	if got := PlaceSlots(three, upTo(3)); !slices.Equal(got, three) {
+	if got := PlaceSlots(three, nil, upTo(3)); !slices.Equal(got, three) {
 		t.Fatalf("the same brokers moved slots: %v", got)
 	}
 
-	four := PlaceSlots(three, upTo(4))
+	four := PlaceSlots(three, nil, upTo(4))
 	if c := counts(four); c["kaas-0"] != 13 || c["kaas-1"] != 13 || c["kaas-2"] != 12 || c["kaas-3"] != 12 {
 		t.Fatalf("3 to 4 brokers: %v", c)
 	}
@@ -230,7 +232,7 @@ func TestPlaceSlots(t *testing.T) {
 	}
 
 	// kaas-1 unregistered: only its slots move, spread over the others.
-	two := PlaceSlots(three, names(0, 2))
+	two := PlaceSlots(three, nil, names(0, 2))
 	if c := counts(two); c["kaas-0"] != 25 || c["kaas-2"] != 25 {
 		t.Fatalf("3 to 2 brokers: %v", c)
 	}
@@ -242,11 +244,11 @@ func TestPlaceSlots(t *testing.T) {
 
 	// More brokers than slots: one slot each for 50 of them; growing
 	// further moves none.
-	fifty := PlaceSlots(nil, upTo(50))
-	if got := PlaceSlots(fifty, upTo(60)); !slices.Equal(got, fifty) {
+	fifty := PlaceSlots(nil, nil, upTo(50))
+	if got := PlaceSlots(fifty, nil, upTo(60)); !slices.Equal(got, fifty) {
 		t.Fatalf("50 to 60 brokers moved slots: %v", got)
 	}
-	if c := counts(PlaceSlots(nil, upTo(60))); len(c) != GroupSlotCount {
+	if c := counts(PlaceSlots(nil, nil, upTo(60))); len(c) != GroupSlotCount {
 		t.Fatalf("60 brokers: %d serve a slot", len(c))
 	}
 }

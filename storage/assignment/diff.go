@@ -32,8 +32,8 @@ type Changes struct {
 
 	// SlotsGained / SlotsLost: group-coordinator slot indexes this broker
 	// serves now and did not before / served before and no longer does, where
-	// "serves" is CoordinatorFor's rule (the slot's broker, or the next alive
-	// one in ring order).
+	// "serves" is CoordinatorFor's rule (the slot's broker, or the alive one
+	// it falls to: SlotOwners).
 	SlotsGained []int
 	SlotsLost   []int
 	// SlotsReset is set when the slot count changed (the first document, or

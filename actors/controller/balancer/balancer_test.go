@@ -43,7 +43,7 @@ func prevWith(n int, topics map[string][]int32) *assignment.Assignment {
 		a.Brokers = append(a.Brokers, assignment.Broker{ID: int32(i), Name: bname(i), Host: bname(i) + ".kaas.ns.svc", Port: 9092, State: assignment.Alive})
 		names = append(names, bname(i))
 	}
-	a.ConsumerGroups.Slots = assignment.PlaceSlots(nil, names)
+	a.ConsumerGroups.Slots = assignment.PlaceSlots(nil, nil, names)
 	for name, ls := range topics {
 		t := assignment.Topic{ID: "id-" + name, Config: map[string]string{}}
 		for _, l := range ls {

@@ -681,11 +681,11 @@ func (s *state) output(in Input, rows []assignment.Broker) (*assignment.Assignme
 	for i, r := range rows {
 		names[i] = r.Name
 	}
-	var prevSlots []string
+	var prevSlots, serving []string
 	if in.Previous != nil {
-		prevSlots = in.Previous.ConsumerGroups.Slots
+		prevSlots, serving = in.Previous.ConsumerGroups.Slots, assignment.SlotOwners(in.Previous)
 	}
-	out.ConsumerGroups.Slots = assignment.PlaceSlots(prevSlots, names)
+	out.ConsumerGroups.Slots = assignment.PlaceSlots(prevSlots, serving, names)
 	parts := make([]assignment.Partition, len(s.leader))
 	var moves Moves
 	for ti := range s.topics {
