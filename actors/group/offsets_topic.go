@@ -22,13 +22,16 @@ import (
 // deleted), the actor writes what changed to the group's partition of
 // __consumer_offsets (its slot's, which this broker leads while it
 // coordinates the group): an OffsetCommit record (key version 1, value
-// version 3) per offset set, a tombstone per offset removed. It writes one
-// batch at a time, an in-process Produce to the local partition actor, and
+// version 3) per offset set, a tombstone per offset removed. A classic
+// group's GroupMetadata record (group_metadata.go) goes with them, after
+// the offsets of the same batch, whenever it changes. It writes one batch
+// at a time, an in-process Produce to the local partition actor, and
 // retries every second while a write fails or the partition is not open
-// here. The group store stays the record of the offsets; the topic is
-// their copy for the tools that read it (Burrow, kafka-console-consumer's
-// OffsetsMessageFormatter). A coordinator that loads a group writes every
-// committed offset of it once, so the partition holds the group's state
+// here. The group store stays the record of the offsets and the
+// membership; the topic is their copy for the tools that read it (Burrow,
+// kafka-console-consumer's OffsetsMessageFormatter). A coordinator that
+// loads a group writes every committed offset of it, and its GroupMetadata
+// record when it is Stable, once, so the partition holds the group's state
 // after a move even when the previous coordinator's last write did not
 // land.
 
@@ -49,13 +52,29 @@ type offsetsRecords struct {
 	version  uint64 // the group's offsets version last diffed
 	diffed   bool
 	retry    clock.Timer
+
+	// The GroupMetadata record: what the topic holds, the record in
+	// flight and the one to write next (nil: none).
+	metaWritten  metadataHeld
+	metaInFlight *metadataRecord
+	metaPending  *metadataRecord
+	metaAt       metadataAt // the group last diffed
+	metaDiffed   bool
+}
+
+// metadataAt is what the GroupMetadata record depends on: it is encoded
+// again only when this moves.
+type metadataAt struct {
+	members MembershipVersion
+	kind    Kind
+	state   State
 }
 
 // busy reports whether a write is in flight or about to be sent: a
 // deleted group's actor stays until its tombstones are written (or wait
 // for a partition not open here).
 func (w *offsetsRecords) busy() bool {
-	return w.inFlight != nil || len(w.pending) > 0 && w.retry == nil
+	return w.inFlight != nil || w.metaInFlight != nil || (len(w.pending) > 0 || w.metaPending != nil) && w.retry == nil
 }
 
 // offsetsRecordsWritten answers the write in flight.
@@ -107,9 +126,11 @@ func offsetsChanges(held []map[groupstore.TP]*groupstore.Commit, written, commit
 
 // offsetsBatch encodes group's records: each key's OffsetCommitKey
 // (version 1), its OffsetCommitValue (version 3) or a null value for a
-// tombstone, in topic and partition order, at most max of them; it returns
-// the batch and the records it holds.
-func offsetsBatch(group string, recs map[groupstore.TP]*groupstore.Commit, now time.Time, max int) ([]byte, map[groupstore.TP]*groupstore.Commit) {
+// tombstone, in topic and partition order, at most max of them, then meta
+// (when set) as the GroupMetadata record, once every offset record fits:
+// as Kafka orders a deletion, the offsets before the group. It returns the
+// batch and the records it holds.
+func offsetsBatch(group string, recs map[groupstore.TP]*groupstore.Commit, meta *metadataRecord, now time.Time, max int) ([]byte, map[groupstore.TP]*groupstore.Commit, *metadataRecord) {
 	tps := slices.SortedFunc(maps.Keys(recs), func(a, b groupstore.TP) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
@@ -131,7 +152,14 @@ func offsetsBatch(group string, recs map[groupstore.TP]*groupstore.Commit, now t
 		spec.Values = append(spec.Values, value)
 		taken[tp] = recs[tp]
 	}
-	return batch.Build(spec), taken
+	if meta != nil && len(tps) < len(recs) {
+		meta = nil // it follows the offsets still left
+	}
+	if meta != nil {
+		spec.Keys = append(spec.Keys, groupMetadataKey(group))
+		spec.Values = append(spec.Values, meta.value)
+	}
+	return batch.Build(spec), taken, meta
 }
 
 // syncOffsetsRecords queues what changed in the committed offsets since
@@ -146,14 +174,38 @@ func (a *groupActor) syncOffsetsRecords() {
 		}
 		maps.Copy(w.pending, changes)
 	}
+	a.syncGroupMetadata()
 	a.writeOffsetsRecords()
+}
+
+// syncGroupMetadata queues the group's GroupMetadata record when it
+// changed since the last look. The first look (the group just loaded)
+// presumes a record an earlier coordinator may have written.
+func (a *groupActor) syncGroupMetadata() {
+	w := &a.offsetsRecords
+	at := metadataAt{members: a.g.MembershipVersion(), kind: a.g.Kind(), state: a.g.State()}
+	if w.metaDiffed && w.metaAt == at {
+		return
+	}
+	if !w.metaDiffed {
+		w.metaWritten = metadataHeld{unknown: a.g.metadataMayBeHeld()}
+	}
+	w.metaDiffed, w.metaAt = true, at
+	want, s := a.g.GroupMetadata()
+	var value []byte
+	if want == metadataWrite {
+		value = groupMetadataValue(s)
+	}
+	if c := metadataChange([]*metadataRecord{w.metaInFlight, w.metaPending}, w.metaWritten, want, value); c != nil {
+		w.metaPending = c
+	}
 }
 
 // writeOffsetsRecords sends the pending records to the group's partition
 // of __consumer_offsets, when it is open here and nothing is in flight.
 func (a *groupActor) writeOffsetsRecords() {
 	w := &a.offsetsRecords
-	if a.phase != phaseReady || w.inFlight != nil || w.retry != nil || len(w.pending) == 0 {
+	if a.phase != phaseReady || w.inFlight != nil || w.metaInFlight != nil || w.retry != nil || len(w.pending) == 0 && w.metaPending == nil {
 		return // a group being released writes nothing more: its next coordinator writes it all
 	}
 	v := a.opts.Views.Load()
@@ -165,11 +217,14 @@ func (a *groupActor) writeOffsetsRecords() {
 		w.retry = a.after(offsetsRecordsRetryAfter, &offsetsRecordsRetry{})
 		return
 	}
-	b, taken := offsetsBatch(a.id, w.pending, a.opts.Clock.Now(), offsetsRecordsPerBatch)
+	b, taken, meta := offsetsBatch(a.id, w.pending, w.metaPending, a.opts.Clock.Now(), offsetsRecordsPerBatch)
 	for tp := range taken {
 		delete(w.pending, tp)
 	}
 	w.inFlight = taken
+	if meta != nil {
+		w.metaInFlight, w.metaPending = meta, nil
+	}
 	self, system := a.self, a.system
 	ref.Send(&messages.Produce{Batch: b, Acks: -1, Reply: func(res messages.ProduceResult) {
 		system.Root.Send(self, &offsetsRecordsWritten{code: res.ErrorCode})
@@ -180,10 +235,10 @@ func (a *groupActor) writeOffsetsRecords() {
 // under what was queued since and tried again after a while.
 func (a *groupActor) onOffsetsRecordsWritten(m *offsetsRecordsWritten) {
 	w := &a.offsetsRecords
-	sent := w.inFlight
-	w.inFlight = nil
+	sent, meta := w.inFlight, w.metaInFlight
+	w.inFlight, w.metaInFlight = nil, nil
 	if m.code != 0 {
-		a.log.Debug().Int16("code", m.code).Int("records", len(sent)).Msg("writing to __consumer_offsets failed; retrying")
+		a.log.Debug().Int16("code", m.code).Int("records", len(sent)).Bool("group_metadata", meta != nil).Msg("writing to __consumer_offsets failed; retrying")
 		if w.pending == nil {
 			w.pending = map[groupstore.TP]*groupstore.Commit{}
 		}
@@ -192,8 +247,14 @@ func (a *groupActor) onOffsetsRecordsWritten(m *offsetsRecordsWritten) {
 				w.pending[tp] = c
 			}
 		}
+		if w.metaPending == nil {
+			w.metaPending = meta
+		}
 		w.retry = a.after(offsetsRecordsRetryAfter, &offsetsRecordsRetry{})
 		return
+	}
+	if meta != nil {
+		w.metaWritten = metadataHeld{value: meta.value}
 	}
 	if w.written == nil {
 		w.written = map[groupstore.TP]groupstore.Commit{}

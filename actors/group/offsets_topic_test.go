@@ -64,7 +64,7 @@ func TestOffsetsBatch(t *testing.T) {
 		{Topic: "a", Partition: 0}: {Offset: 7, LeaderEpoch: -1, CommitTime: 1700000000001},
 	}
 	now := time.UnixMilli(1800000000000)
-	b, taken := offsetsBatch("g", recs, now, 2)
+	b, taken, _ := offsetsBatch("g", recs, nil, now, 2)
 	if len(taken) != 2 {
 		t.Fatalf("took %d records, want the first 2", len(taken))
 	}
@@ -87,7 +87,7 @@ func TestOffsetsBatch(t *testing.T) {
 	if err := k.ReadFrom(records[1].Key); err != nil || k.Topic != "a" || k.Partition != 1 || !records[1].Tombstone {
 		t.Fatalf("second record: key %+v %+v: want a's partition 1 tombstone", k, records[1])
 	}
-	_, rest := offsetsBatch("g", map[groupstore.TP]*groupstore.Commit{{Topic: "b", Partition: 0}: recs[groupstore.TP{Topic: "b", Partition: 0}]}, now, 2)
+	_, rest, _ := offsetsBatch("g", map[groupstore.TP]*groupstore.Commit{{Topic: "b", Partition: 0}: recs[groupstore.TP{Topic: "b", Partition: 0}]}, nil, now, 2)
 	if c := rest[groupstore.TP{Topic: "b", Partition: 0}]; c == nil || c.Offset != 42 || c.Metadata != "m" {
 		t.Fatalf("the rest: %+v", rest)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -16,7 +17,8 @@ import (
 
 // offsetsRecord is one record of __consumer_offsets decoded as Kafka's
 // OffsetsMessageFormatter decodes it: an offset commit (key version 0 or
-// 1) with its value, or its tombstone.
+// 1) with its value, or a group's GroupMetadata (key version 2, Group
+// set); either one's tombstone.
 type offsetsRecord struct {
 	Group, Topic string
 	Partition    int32
@@ -24,9 +26,19 @@ type offsetsRecord struct {
 	Offset       int64
 	LeaderEpoch  int32
 	Metadata     string
+	// GroupMetadata is the value of a GroupMetadata record (nil for its
+	// tombstone); IsGroup marks the record as one.
+	IsGroup       bool
+	GroupMetadata *kmsg.GroupMetadataValue
 }
 
 func (r offsetsRecord) String() string {
+	if r.IsGroup {
+		if r.Tombstone {
+			return r.Group + "=group tombstone"
+		}
+		return fmt.Sprintf("%s=group generation %d, %d members", r.Group, r.GroupMetadata.Generation, len(r.GroupMetadata.Members))
+	}
 	if r.Tombstone {
 		return fmt.Sprintf("%s/%s/%d=tombstone", r.Group, r.Topic, r.Partition)
 	}
@@ -34,7 +46,8 @@ func (r offsetsRecord) String() string {
 }
 
 // readOffsetsRecords reads partition of __consumer_offsets from its start
-// to its end offset and decodes its offset-commit records.
+// to its end offset and decodes its offset-commit and group-metadata
+// records.
 func readOffsetsRecords(t *testing.T, ctx context.Context, cl *kgo.Client, partition int32) []offsetsRecord {
 	t.Helper()
 	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, assignment.OffsetsTopic)
@@ -63,6 +76,10 @@ func readOffsetsRecords(t *testing.T, ctx context.Context, cl *kgo.Client, parti
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			next = r.Offset + 1
+			if len(r.Key) >= 2 && r.Key[0] == 0 && r.Key[1] == 2 {
+				out = append(out, readGroupMetadataRecord(t, r))
+				return
+			}
 			var k kmsg.OffsetCommitKey
 			if err := k.ReadFrom(r.Key); err != nil || k.Version > 1 {
 				t.Fatalf("record %d: key %x is no offset commit key (version %d): %v", r.Offset, r.Key, k.Version, err)
@@ -81,11 +98,44 @@ func readOffsetsRecords(t *testing.T, ctx context.Context, cl *kgo.Client, parti
 	return out
 }
 
-// latestOffsets is what compaction keeps of records: the last per key, a
-// tombstone dropping it.
+// readGroupMetadataRecord decodes a GroupMetadata record (key version 2):
+// Kafka 4 writes value version 3, kaas version 1 (what Burrow 1.2.1 reads).
+func readGroupMetadataRecord(t *testing.T, r *kgo.Record) offsetsRecord {
+	t.Helper()
+	var k kmsg.GroupMetadataKey
+	if err := k.ReadFrom(r.Key); err != nil {
+		t.Fatalf("record %d: group metadata key %x: %v", r.Offset, r.Key, err)
+	}
+	rec := offsetsRecord{Group: k.Group, IsGroup: true, Tombstone: r.Value == nil}
+	if r.Value != nil {
+		v := new(kmsg.GroupMetadataValue)
+		if err := v.ReadFrom(r.Value); err != nil || v.Version != 1 {
+			t.Fatalf("record %d: group metadata value %x (version %d): %v", r.Offset, r.Value, v.Version, err)
+		}
+		rec.GroupMetadata = v
+	}
+	return rec
+}
+
+// latestGroupMetadata is group's last GroupMetadata record, and whether
+// there is one.
+func latestGroupMetadata(recs []offsetsRecord, group string) (offsetsRecord, bool) {
+	for i := len(recs) - 1; i >= 0; i-- {
+		if r := recs[i]; r.IsGroup && r.Group == group {
+			return r, true
+		}
+	}
+	return offsetsRecord{}, false
+}
+
+// latestOffsets is what compaction keeps of the offset records: the last
+// per key, a tombstone dropping it.
 func latestOffsets(recs []offsetsRecord) []string {
 	last := map[string]offsetsRecord{}
 	for _, r := range recs {
+		if r.IsGroup {
+			continue
+		}
 		key := fmt.Sprintf("%s/%s/%d", r.Group, r.Topic, r.Partition)
 		if r.Tombstone {
 			delete(last, key)
@@ -175,4 +225,141 @@ func TestConsumerOffsetsRecords(t *testing.T) {
 			want("every offset tombstoned with the group")
 		})
 	}
+}
+
+// TestConsumerOffsetsGroupMetadata: a classic group's GroupMetadata record
+// in its partition of __consumer_offsets, as Kafka's coordinator writes it:
+// once a franz-go consumer's generation is assigned, the member with its
+// client id, client host, protocol and assignment; after it leaves, the
+// Empty group; after DeleteGroups, a tombstone. With --data-dir a
+// coordinator that loads the group after a restart writes its record again.
+func TestConsumerOffsetsGroupMetadata(t *testing.T) {
+	for _, mode := range []string{"memory", "data-dir"} {
+		t.Run(mode, func(t *testing.T) {
+			var args []string
+			fixed := ""
+			if mode == "data-dir" {
+				// One address across the restart, for the consumer (the
+				// last --kafka-addr wins).
+				fixed = freeAddr(t)
+				args = []string{"--data-dir", t.TempDir(), "--kafka-addr", fixed}
+			}
+			_, addr, stop, err := restartableBroker(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr = cmp.Or(fixed, addr)
+			ctx := ctxT(t, 90*time.Second)
+			cl := newClient(t, addr)
+			createTopic(t, addr, "gm-orders", 2, nil)
+			const group, clientID = "gm-group", "gm-client"
+			p := int32(assignment.SlotFor(group, assignment.GroupSlotCount))
+
+			consumer := newGroupConsumer(t, addr, group, clientID, "gm-orders")
+			// record waits until group's last GroupMetadata record
+			// passes ok, and returns it.
+			record := func(what string, ok func(offsetsRecord) bool) (offsetsRecord, []offsetsRecord) {
+				t.Helper()
+				var last offsetsRecord
+				var recs []offsetsRecord
+				waitUntil(t, 30*time.Second, what, func() bool {
+					recs = readOffsetsRecords(t, ctx, cl, p)
+					r, found := latestGroupMetadata(recs, group)
+					last = r
+					return found && ok(r)
+				})
+				return last, recs
+			}
+			stable, _ := record("the group's assigned generation", func(r offsetsRecord) bool {
+				return !r.Tombstone && len(r.GroupMetadata.Members) == 1
+			})
+			v := stable.GroupMetadata
+			m := v.Members[0]
+			if v.ProtocolType != "consumer" || v.Generation < 1 || v.Protocol == nil || *v.Protocol != "cooperative-sticky" || v.Leader == nil || *v.Leader != m.MemberID {
+				t.Fatalf("group metadata: protocol type %q generation %d protocol %v leader %v (member %s)", v.ProtocolType, v.Generation, v.Protocol, v.Leader, m.MemberID)
+			}
+			if m.ClientID != clientID || m.ClientHost != "/127.0.0.1" || m.SessionTimeoutMillis != 45000 || m.RebalanceTimeoutMillis != 60000 {
+				t.Fatalf("member %s: client %q host %q session %d rebalance %d", m.MemberID, m.ClientID, m.ClientHost, m.SessionTimeoutMillis, m.RebalanceTimeoutMillis)
+			}
+			var sub kmsg.ConsumerMemberMetadata
+			if err := sub.ReadFrom(m.Subscription); err != nil || !slices.Equal(sub.Topics, []string{"gm-orders"}) {
+				t.Fatalf("subscription %x: %+v %v", m.Subscription, sub, err)
+			}
+			var asg kmsg.ConsumerMemberAssignment
+			if err := asg.ReadFrom(m.Assignment); err != nil || len(asg.Topics) != 1 || asg.Topics[0].Topic != "gm-orders" || !slices.Equal(slices.Sorted(slices.Values(asg.Topics[0].Partitions)), []int32{0, 1}) {
+				t.Fatalf("assignment %x: %+v %v", m.Assignment, asg, err)
+			}
+			described, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := described[group]; len(d.Members) != 1 || d.Members[0].MemberID != m.MemberID {
+				t.Fatalf("DescribeGroups: %+v, want member %s", d.Members, m.MemberID)
+			}
+
+			if mode == "data-dir" {
+				// The consumer stays in the group across the restart;
+				// the coordinator that loads it writes its record again.
+				_, recs := record("the record before the restart", func(offsetsRecord) bool { return true })
+				stop()
+				_, addr, stop, err = restartableBroker(t, args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				addr = cmp.Or(fixed, addr)
+				cl = newClient(t, addr)
+				before := len(recs)
+				waitUntil(t, 30*time.Second, "the group's record written again by the new coordinator", func() bool {
+					recs := readOffsetsRecords(t, ctx, cl, p)
+					for _, r := range recs[min(before, len(recs)):] {
+						if r.IsGroup && r.Group == group && !r.Tombstone && len(r.GroupMetadata.Members) == 1 && r.GroupMetadata.Members[0].ClientID == clientID {
+							return true
+						}
+					}
+					return false
+				})
+			}
+
+			consumer.Close() // LeaveGroup
+			empty, _ := record("the Empty group after the member left", func(r offsetsRecord) bool {
+				return !r.Tombstone && len(r.GroupMetadata.Members) == 0
+			})
+			if e := empty.GroupMetadata; e.ProtocolType != "consumer" || e.Generation <= v.Generation || e.Protocol != nil || e.Leader != nil {
+				t.Fatalf("Empty group: protocol type %q generation %d (was %d) protocol %v leader %v", e.ProtocolType, e.Generation, v.Generation, e.Protocol, e.Leader)
+			}
+
+			if r, err := kadm.NewClient(cl).DeleteGroup(ctx, group); err != nil || r.Err != nil {
+				t.Fatalf("delete group: %v %v", err, r.Err)
+			}
+			record("the group's tombstone", func(r offsetsRecord) bool { return r.Tombstone })
+		})
+	}
+}
+
+// newGroupConsumer is a franz-go consumer of topic in a classic group
+// (its default balancer, cooperative-sticky), polling until the test ends
+// or it is closed; it commits nothing.
+func newGroupConsumer(t *testing.T, addr, group, clientID, topic string) *kgo.Client {
+	t.Helper()
+	c, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(clientID), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.RetryTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if fs := c.PollFetches(ctx); fs.IsClientClosed() {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		c.Close()
+		<-done
+	})
+	return c
 }
