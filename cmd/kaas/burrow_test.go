@@ -4,9 +4,12 @@ package main
 // 1.22) against a started `kaas` binary over loopback TCP. Burrow learns a
 // group's committed offsets only by consuming __consumer_offsets (Kafka's
 // OffsetCommitKey/OffsetCommitValue records) and computes lag from the end
-// offsets its cluster module lists; it needs a ZooKeeper ensemble (its
-// [zookeeper] section is mandatory), so the test runs Debian's ZooKeeper
-// 3.8 on its own loopback port.
+// offsets its cluster module lists; it learns each partition's owner (the
+// member's client host) and client id from a classic group's GroupMetadata
+// records (key version 2, value version 0 or 1 only), and clears them on a
+// record without members (it drops tombstones). It needs a ZooKeeper
+// ensemble (its [zookeeper] section is mandatory), so the test runs
+// Debian's ZooKeeper 3.8 on its own loopback port.
 //
 // Burrow's quirks, from its v1.2.1 source and runs against kaas:
 //   - its sarama sends no ApiVersions: kafka-version alone picks the
@@ -21,14 +24,17 @@ package main
 //   - the consumer module lists the first offset of each __consumer_offsets
 //     partition at startup; an error there makes Burrow exit.
 //   - a committed offset read before the cluster module knows its topic's
-//     end offsets is dropped for good ("no topic"): the test commits only
-//     once Burrow reports the topic's end offsets.
+//     end offsets is dropped for good ("no topic"), and so is a partition's
+//     owner: the test commits, and its consumer joins, only once Burrow
+//     reports the topic's end offsets.
 //   - the caching evaluator keeps a group's status expire-cache seconds
 //     (10 by default); /lag answers 404 while the group is unknown.
 //   - ZooKeeper answers ruok before it takes sessions; srvr waits for them.
 
 import (
 	"bufio"
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,7 +51,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (
@@ -64,7 +72,11 @@ const (
 // group commits offsets of a two-partition topic, Burrow's HTTP API lists
 // the group and reports, per partition, the committed offset and the lag
 // from the partition's end offset (what kaas's ListOffsets answers); a
-// later commit shows up as the partition's new offset.
+// later commit shows up as the partition's new offset. A franz-go consumer
+// in another (classic) group makes Burrow report each partition's owner,
+// the consumer's client host, and its client id, from the group's
+// GroupMetadata record; once it leaves, the Empty group's record clears
+// them.
 func TestBurrow(t *testing.T) {
 	burrow := requireFile(t, burrowBin, "burrow")
 	java := requireTool(t, "java")
@@ -115,6 +127,13 @@ func TestBurrow(t *testing.T) {
 		return code == http.StatusOK && json.Unmarshal(body, &r) == nil && slices.Equal(r.Offsets, end)
 	})
 
+	// The live consumer joins now: its group's metadata record is read
+	// once Burrow knows the topic.
+	const liveGroup, liveClient = "burrow-live", "burrow-live-client"
+	live := newGroupConsumer(t, k.Addr, liveGroup, liveClient, topic)
+	liveCommitted := make(chan error, 1)
+	go func() { liveCommitted <- commitAndRejoin(ctxFor(t, 30*time.Second), adm, live, liveGroup, topic) }()
+
 	commit := func(offsets map[int32]int64) {
 		t.Helper()
 		var offs kadm.Offsets
@@ -141,6 +160,13 @@ func TestBurrow(t *testing.T) {
 
 	commit(map[int32]int64{0: 50})
 	b.awaitLag(t, group, topic, end, []int64{50, 40})
+
+	if err := <-liveCommitted; err != nil {
+		t.Fatalf("group %s: %v", liveGroup, err)
+	}
+	b.awaitOwners(t, liveGroup, topic, "/127.0.0.1", liveClient)
+	live.Close() // LeaveGroup: the group is Empty
+	b.awaitOwners(t, liveGroup, topic, "", "")
 	t.Logf("Burrow reported the group's offsets and lag; the test took %v", time.Since(start).Round(time.Millisecond))
 }
 
@@ -438,6 +464,76 @@ func (b *burrowProc) awaitLag(t *testing.T, group, topic string, end, committed 
 		}
 		slices.Sort(got)
 		return slices.Equal(got, want) && r.Status.TotalLag == total
+	})
+}
+
+// commitAndRejoin has a classic group's only member commit offsets once its
+// group is Stable, then rejoin (a new generation, a new GroupMetadata
+// record). Burrow 1.2.1 forgets a group without commits whenever its API
+// is asked about it, owners included; the record written after the commit
+// gives it the owners of a group it keeps.
+func commitAndRejoin(ctx context.Context, adm *kadm.Client, member *kgo.Client, group, topic string) error {
+	stable := func() (bool, error) {
+		d, err := adm.DescribeGroups(ctx, group)
+		if err != nil {
+			return false, err
+		}
+		return d[group].State == "Stable", nil
+	}
+	for {
+		ok, err := stable()
+		if err != nil {
+			return fmt.Errorf("describe: %w", err)
+		}
+		if ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not Stable: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	var commitErr error
+	member.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{topic: {0: {Epoch: -1, Offset: 10}, 1: {Epoch: -1, Offset: 20}}},
+		func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err == nil {
+				for _, t := range resp.Topics {
+					for _, p := range t.Partitions {
+						err = cmp.Or(err, kerr.ErrorForCode(p.ErrorCode))
+					}
+				}
+			}
+			commitErr = err
+		})
+	if commitErr != nil {
+		return fmt.Errorf("commit: %w", commitErr)
+	}
+	member.ForceRebalance() // the leader rejoins: a new generation
+	return nil
+}
+
+// awaitOwners waits until Burrow reports owner and clientID for both
+// partitions of topic in group (GET /v3/kafka/<cluster>/consumer/<group>).
+func (b *burrowProc) awaitOwners(t *testing.T, group, topic, owner, clientID string) {
+	t.Helper()
+	what := fmt.Sprintf("group %s's partitions of %s owned by %q (client id %q)", group, topic, owner, clientID)
+	b.await(t, what, "/v3/kafka/kaas/consumer/"+group, func(code int, body []byte) bool {
+		var r struct {
+			Topics map[string][]struct {
+				Owner    string `json:"owner"`
+				ClientID string `json:"client_id"`
+			} `json:"topics"`
+		}
+		if code != http.StatusOK || json.Unmarshal(body, &r) != nil || len(r.Topics[topic]) != 2 {
+			return false
+		}
+		for _, p := range r.Topics[topic] {
+			if p.Owner != owner || p.ClientID != clientID {
+				return false
+			}
+		}
+		return true
 	})
 }
 
