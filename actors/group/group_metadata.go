@@ -2,9 +2,6 @@ package group
 
 import (
 	"bytes"
-	"fmt"
-	"net"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -86,7 +83,7 @@ func groupMetadataValue(s *savedMembership) []byte {
 	}
 	for _, m := range s.Classic {
 		vm := kmsg.NewGroupMetadataValueMember()
-		vm.MemberID, vm.ClientID, vm.ClientHost = m.ID, m.ClientID, kafkaClientHost(m.ClientHost) // version 1 has no instance id
+		vm.MemberID, vm.ClientID, vm.ClientHost = m.ID, m.ClientID, kafkaClientHost(m.ClientHost) // version 1 has no instance id; a host saved before the Kafka form
 		vm.RebalanceTimeoutMillis, vm.SessionTimeoutMillis = int32(m.RebalanceMs), int32(m.SessionMs)
 		for _, p := range m.Protocols {
 			if p.Name == s.Protocol {
@@ -105,24 +102,6 @@ func groupMetadataKey(group string) []byte {
 	k := kmsg.NewGroupMetadataKey()
 	k.Version, k.Group = 2, group
 	return k.AppendTo(nil)
-}
-
-// kafkaClientHost is a peer address as Kafka's coordinator records it,
-// Java's InetAddress.toString() of an address without a host name: "/"
-// then the IPv4 address, or the IPv6 one in full ("/0:0:0:0:0:0:0:1").
-func kafkaClientHost(host string) string {
-	ip := net.ParseIP(host)
-	switch {
-	case ip == nil:
-		return "/" + host
-	case ip.To4() != nil:
-		return "/" + ip.To4().String()
-	}
-	groups := make([]string, 8)
-	for i := range groups {
-		groups[i] = fmt.Sprintf("%x", uint16(ip[2*i])<<8|uint16(ip[2*i+1]))
-	}
-	return "/" + strings.Join(groups, ":")
 }
 
 // metadataRecord is a GroupMetadata record to write: a value, or a

@@ -128,6 +128,7 @@ func TestGroupMetadataValue(t *testing.T) {
 func TestKafkaClientHost(t *testing.T) {
 	for host, want := range map[string]string{
 		"127.0.0.1":        "/127.0.0.1",
+		"/127.0.0.1":       "/127.0.0.1", // already in Kafka's form
 		"::ffff:10.1.2.3":  "/10.1.2.3",
 		"::1":              "/0:0:0:0:0:0:0:1",
 		"fd00:ab::12":      "/fd00:ab:0:0:0:0:0:12",

@@ -293,8 +293,8 @@ func TestConsumerOffsetsGroupMetadata(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := described[group]; len(d.Members) != 1 || d.Members[0].MemberID != m.MemberID {
-				t.Fatalf("DescribeGroups: %+v, want member %s", d.Members, m.MemberID)
+			if d := described[group]; len(d.Members) != 1 || d.Members[0].MemberID != m.MemberID || d.Members[0].ClientHost != "/127.0.0.1" {
+				t.Fatalf("DescribeGroups: %+v, want member %s on /127.0.0.1 (Kafka's form of a client host)", d.Members, m.MemberID)
 			}
 
 			if mode == "data-dir" {

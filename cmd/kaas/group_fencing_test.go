@@ -196,7 +196,7 @@ func TestGroupFencingErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := cgd["fenced-848"]; d.Err != nil || d.State != "Stable" || d.AssignorName != "uniform" || len(d.Members) != 1 ||
-		d.Members[0].MemberID != "m-1" || len(d.Members[0].Assignment["fence"]) != 2 {
+		d.Members[0].MemberID != "m-1" || d.Members[0].ClientHost != "/127.0.0.1" || len(d.Members[0].Assignment["fence"]) != 2 {
 		t.Errorf("ConsumerGroupDescribe: %+v", d)
 	}
 	if d, err := adm.DescribeGroups(ctx, "fenced-848"); err != nil || d["fenced-848"].Err == nil {
