@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -26,24 +27,8 @@ func TestBrokerJoinMovesOnlyItsSlots(t *testing.T) {
 	ctx := ctxFor(t, 120*time.Second)
 	cl := c.client()
 	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
-		t.Fatal(err)
-	}
-	groups := groupOfEachSlot("g")
-	for s, g := range groups {
-		offs := kadm.Offsets{}
-		offs.Add(kadm.Offset{Topic: "orders", Partition: int32(s % 2), At: int64(s + 1), LeaderEpoch: -1})
-		if r, err := adm.CommitOffsets(ctx, g, offs); err != nil || r.Error() != nil {
-			t.Fatalf("commit %s: %v %v", g, err, r.Error())
-		}
-	}
-	slots := func() *assignment.Assignment {
-		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
+	groups := commitGroupOfEachSlot(ctx, t, adm)
+	slots := func() *assignment.Assignment { return readAssignment(t, c) }
 	before := assignment.SlotOwners(slots())
 
 	// coordinators answers FindCoordinator for every group: the node id,
@@ -150,6 +135,35 @@ func TestBrokerJoinMovesOnlyItsSlots(t *testing.T) {
 	}
 }
 
+// commitGroupOfEachSlot creates the topic "orders" (2 partitions) and
+// commits, for the group of each slot (groupOfEachSlot("g")), offset s+1
+// of partition s%2; it returns the groups in slot order.
+func commitGroupOfEachSlot(ctx context.Context, t *testing.T, adm *kadm.Client) []string {
+	t.Helper()
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	groups := groupOfEachSlot("g")
+	for s, g := range groups {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: "orders", Partition: int32(s % 2), At: int64(s + 1), LeaderEpoch: -1})
+		if r, err := adm.CommitOffsets(ctx, g, offs); err != nil || r.Error() != nil {
+			t.Fatalf("commit %s: %v %v", g, err, r.Error())
+		}
+	}
+	return groups
+}
+
+// readAssignment reads the cluster's assignment file.
+func readAssignment(t *testing.T, c *kaasCluster) *assignment.Assignment {
+	t.Helper()
+	a, err := assignment.ReadFile(assignment.Path(c.dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // groupOfEachSlot returns a group id of each group-coordinator slot, in
 // slot order: prefix-N for the first N that hashes there.
 func groupOfEachSlot(prefix string) []string {
@@ -173,26 +187,9 @@ func TestDeadBrokersSlotsSpread(t *testing.T) {
 	c := newKaasCluster(t, api, clusterFlags...)
 	ctrl := c.startAll("kaas-0", "kaas-1", "kaas-2")
 	ctx := ctxFor(t, 120*time.Second)
-	cl := c.client()
-	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
-		t.Fatal(err)
-	}
-	groups := groupOfEachSlot("g")
-	for s, g := range groups {
-		offs := kadm.Offsets{}
-		offs.Add(kadm.Offset{Topic: "orders", Partition: int32(s % 2), At: int64(s + 1), LeaderEpoch: -1})
-		if r, err := adm.CommitOffsets(ctx, g, offs); err != nil || r.Error() != nil {
-			t.Fatalf("commit %s: %v %v", g, err, r.Error())
-		}
-	}
-	file := func() *assignment.Assignment {
-		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
-	}
+	adm := kadm.NewClient(c.client())
+	groups := commitGroupOfEachSlot(ctx, t, adm)
+	file := func() *assignment.Assignment { return readAssignment(t, c) }
 	before := file()
 	victim := "kaas-2"
 	if ctrl == victim {
