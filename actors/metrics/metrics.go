@@ -103,6 +103,9 @@ type View struct {
 	// were written to their dead-letter topic (KIP-1191) and those
 	// archived without that write.
 	ShareDeadLetters func() (written, failed int64)
+	// GroupSlotsServed counts the group-coordinator slots this broker
+	// serves (nil: none exported).
+	GroupSlotsServed func() int
 	// Brokers counts the registered brokers of the assignment applied:
 	// alive, and fenced (draining or dead) (nil: none).
 	Brokers func() (alive, fenced int)
@@ -122,6 +125,9 @@ func NewRegistry(v View) *prometheus.Registry {
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, f))
 	}
 	gauge("partitions_led", "Partitions this broker's routing view assigns to it.", func() float64 { return float64(v.PartitionsLed()) })
+	if v.GroupSlotsServed != nil {
+		gauge("group_slots_served", "Group-coordinator slots (partitions of __consumer_offsets) this broker serves.", func() float64 { return float64(v.GroupSlotsServed()) })
+	}
 	gauge("topics", "Topics in this broker's routing view.", func() float64 { return float64(v.Topics()) })
 	gauge("controller_epoch", "Controller epoch of the assignment this broker applies.", func() float64 { return float64(v.ControllerEpoch()) })
 	gauge("assignment_version", "Version of the assignment this broker applies.", func() float64 { return float64(v.AssignmentVersion()) })

@@ -161,3 +161,19 @@ func (v *View) TopicPartitionsLed() int {
 	}
 	return n
 }
+
+// GroupSlotsServed counts the group-coordinator slots this broker serves
+// (each one a partition of __consumer_offsets); in local-dev mode
+// (GroupSlots nil), every one.
+func (v *View) GroupSlotsServed() int {
+	if v.GroupSlots == nil {
+		return assignment.GroupSlotCount
+	}
+	n := 0
+	for _, id := range v.GroupSlots {
+		if id == v.Self {
+			n++
+		}
+	}
+	return n
+}

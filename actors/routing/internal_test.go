@@ -82,3 +82,19 @@ func TestAnyTopicIncludesInternal(t *testing.T) {
 		})
 	}
 }
+
+func TestGroupSlotsServed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    View
+		want int
+	}{
+		{"local-dev mode: every slot", View{Self: 0}, 50},
+		{"no assignment yet: none", View{Self: 7, GroupSlots: []int32{}}, 0},
+		{"its own and fallen ones, not held ones", View{Self: 1, GroupSlots: []int32{0, 1, 1, -1, 2, 1}}, 3},
+	} {
+		if got := tc.v.GroupSlotsServed(); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

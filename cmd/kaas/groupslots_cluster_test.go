@@ -246,6 +246,14 @@ func TestDeadBrokersSlotsSpread(t *testing.T) {
 			t.Errorf("broker %d serves %d slots, more than 25", id, n)
 		}
 	}
+	// Each survivor's kaas_group_slots_served says the same.
+	for _, name := range c.namesBut(victim) {
+		id := int32(name[len(name)-1] - '0')
+		waitUntil(t, 10*time.Second, name+"'s kaas_group_slots_served", func() bool {
+			_, fam := scrape(t, c.brokers[name].http)
+			return sample(fam, "kaas_group_slots_served") == float64(load[id])
+		})
+	}
 	// A client seeded with a survivor: kgo does not retry every request a
 	// refused dial to the dead broker fails.
 	sadm := kadm.NewClient(scl)

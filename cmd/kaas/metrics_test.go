@@ -192,6 +192,9 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 	atLeast(1, "kaas_partitions", "state", "leading")
 	atLeast(1, "kaas_partitions_led")
 	atLeast(1, "kaas_topics")
+	if got := sample(fam, "kaas_group_slots_served"); got != 50 {
+		t.Errorf("kaas_group_slots_served = %v, want every slot in local-dev mode", got)
+	}
 	atLeast(0, "kaas_controller_epoch")
 	atLeast(0, "kaas_assignment_version")
 	atLeast(float64(n/5), "kaas_disk_fsyncs_total")

@@ -460,6 +460,7 @@ func (b *broker) serveHTTP(ctx context.Context) {
 	reg := metrics.NewRegistry(metrics.View{
 		PartitionsLed:     func() int { return b.views.Load().TopicPartitionsLed() },
 		Topics:            func() int { return len(b.views.Load().Topics) },
+		GroupSlotsServed:  func() int { return b.views.Load().GroupSlotsServed() },
 		ControllerEpoch:   func() int64 { return b.views.Load().Epoch },
 		AssignmentVersion: func() int64 { return b.views.Load().Version },
 		DiskFsyncs:        disklog.Fsyncs,
