@@ -53,13 +53,13 @@ const GroupSlotCount = 50
 // (ordinal order, dead rows included): GroupSlotCount slots, each broker
 // serving 50/len(names) of them or one more. It keeps every slot of prev
 // whose broker is still registered and within its share, the brokers
-// holding the most (then serving the most) keeping the extra ones. The rest go, in slot
-// order, to the broker serving them now (serving: SlotOwners of prev's
-// file, nil if none) while it is registered and within its share, so
-// that unregistering a dead broker moves none of the groups already
-// spread over the others; else to the broker with the fewest. prev of
-// another length (none yet, or a list of one slot per broker) gives way
-// to a round robin: slot i to names[i mod len(names)].
+// holding the most (then serving the most) keeping the extra ones. The
+// rest go, in slot order, to the broker serving them now (serving:
+// SlotOwners of prev's file, nil if none) while it is registered and
+// within its share, so that unregistering a dead broker moves few of the
+// groups its death spread over the others; else to the broker with the
+// fewest. prev of another length (none yet, or a list of one slot per
+// broker) gives way to a round robin: slot i to names[i mod len(names)].
 func PlaceSlots(prev, serving, names []string) []string {
 	out := make([]string, 0, GroupSlotCount)
 	if len(names) == 0 {
