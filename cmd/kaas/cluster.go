@@ -80,7 +80,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		HeartbeatAddr:     cfg.AdvertisedHeartbeatAddr,
 		Store:             b.views,
 		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.partitionLog(), Fence: b.fence, Cleaner: cfg.cleaner()},
+		Partition:         partition.Config{Opener: opener, Log: b.partitionLog(), Fence: b.fence, Cleaner: cfg.cleaner(), RunHandoff: b.runHandoff},
 		DataDir:           cfg.DataDir,
 		Fence:             b.fence,
 		Kube:              kube,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -93,4 +94,26 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestStopWaitsForPartitionOpens: a broker on a data dir stopped at once,
+// while its partitions (the 50 of __consumer_offsets) are still opening,
+// creates nothing after its stop returned: the directory removed right
+// after stays removed.
+func TestStopWaitsForPartitionOpens(t *testing.T) {
+	for i := range 10 {
+		dir, err := os.MkdirTemp("", "kaas-stop-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, stop := startTestBroker(t, "--data-dir", dir)
+		stop()
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatalf("start %d: removing the data dir after the stop: %v", i, err)
+		}
+		time.Sleep(100 * time.Millisecond) // what a late open would write
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("start %d: the data dir is back after the stop (%v)", i, err)
+		}
+	}
 }

@@ -98,7 +98,11 @@ type broker struct {
 	opener   storage.Opener     // closed last (disklog keeps a descriptor on the volume for syncfs)
 	faults   *faultlog.Injector // --debug-chaos: fsync faults of the partitions' storage
 	stopping atomic.Bool        // shutdown began: deaths of essential actors are expected
-	dyn      dynamic.Interface  // cluster mode: KafkaTopic and KafkaAcl objects
+	// handoffs counts the partition opens and closes running
+	// (runHandoff): stop waits for them before it returns, since an open
+	// that outlives its stopped actor still creates the partition's files.
+	handoffs atomic.Int64
+	dyn      dynamic.Interface // cluster mode: KafkaTopic and KafkaAcl objects
 	// telemetry holds what clients pushed (--client-telemetry), for /metrics.
 	telemetry *telemetry.Sink
 	// brokerCfgs are the static broker configs (flags), dynCfgs the
@@ -247,7 +251,7 @@ func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry su
 		Self:              self,
 		Store:             b.views,
 		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.partitionLog(), Cleaner: cfg.cleaner()},
+		Partition:         partition.Config{Opener: opener, Log: b.partitionLog(), Cleaner: cfg.cleaner(), RunHandoff: b.runHandoff},
 		DefaultPartitions: int32(cfg.DefaultPartitions),
 		TopicDefaults:     b.dynCfgs.TopicDefaults,
 		Initial:           initial,
@@ -276,6 +280,7 @@ func (b *broker) stop() {
 		_ = b.httpLn.Close()
 	}
 	b.system.Shutdown()
+	b.waitHandoffs(30 * time.Second)
 	if b.peers != nil {
 		b.peers.Close()
 	}
@@ -285,6 +290,31 @@ func (b *broker) stop() {
 		}
 	}
 	b.log.Info().Msg("kaas stopped")
+}
+
+// runHandoff runs a partition's open or close on the handoff pool,
+// counted in b.handoffs.
+func (b *broker) runHandoff(fn func()) {
+	b.handoffs.Add(1)
+	actorsys.HandoffPool().Schedule(func() {
+		defer b.handoffs.Add(-1)
+		fn()
+	})
+}
+
+// waitHandoffs waits up to timeout for the opens and closes still running:
+// the partition actors are stopped, but an open they started goes on
+// creating files on the volume (a test's cleanup, or the next broker
+// process on the same data dir, would race with it).
+func (b *broker) waitHandoffs(timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for b.handoffs.Load() > 0 {
+		if time.Now().After(deadline) {
+			b.log.Warn().Int64("running", b.handoffs.Load()).Dur("waited", timeout).Msg("partition opens and closes still running at stop")
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func serve(ctx context.Context, cfg *serveConfig, logOut io.Writer) error {
