@@ -107,7 +107,7 @@ func (i *answeringInvoker) EscalateFailure(reason, message any) {
 
 // props are the Props every actor of kaas is spawned with.
 func props(producer func() actor.Actor, opts ...actor.PropsOption) *actor.Props {
-	return actor.PropsFromProducer(producer, append([]actor.PropsOption{actor.WithMailbox(answeringMailbox)}, opts...)...)
+	return actor.PropsFromProducer(producer, append([]actor.PropsOption{actor.WithMailbox(answeringMailbox), actor.WithDispatcher(dispatcher{})}, opts...)...)
 }
 
 // Props returns the Props kaas spawns its actors with (the mailbox that

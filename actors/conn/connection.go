@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/wire"
@@ -299,13 +300,13 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	pending := a.safeAuthorizeAndHandle(api, req)
 	req.throttle = max(req.throttle, a.requestTime(hdr, start))
 	frame := reusableFrame(hdr, in.frame)
-	go func() {
+	actorsys.Go(func() {
 		resp := a.safeRun(api, pending, req)
 		if frame != nil && !req.panicked {
 			a.srv.frames.Put(frame)
 		}
 		reply(resp, req.throttle)
-	}()
+	})
 }
 
 // safeHandle runs a handler; a panic on client input becomes an error
