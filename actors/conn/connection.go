@@ -56,6 +56,8 @@ type connActor struct {
 	id   int64 // Request.Conn
 	log  zerolog.Logger
 	host string
+	// memberHost is host as group members record it (MemberHost).
+	memberHost string
 
 	nextSeq  uint64 // next request sequence number
 	sendSeq  uint64 // next sequence to write
@@ -81,14 +83,15 @@ func newConnActor(s *Server, c net.Conn, lst *Listener, id int64) func() actor.A
 	return func() actor.Actor {
 		host, port, _ := net.SplitHostPort(c.RemoteAddr().String())
 		return &connActor{
-			srv:     s,
-			c:       c,
-			id:      id,
-			host:    host,
-			log:     s.cfg.Log.With().Str("peer", c.RemoteAddr().String()).Str("listener", lst.Name).Logger(),
-			done:    map[uint64]answered{},
-			lst:     lst,
-			session: Session{Principal: AnonymousPrincipal, Listener: lst.Name, SecurityProtocol: lst.SecurityProtocol, ClientHost: host, ClientPort: port},
+			srv:        s,
+			c:          c,
+			id:         id,
+			host:       host,
+			memberHost: MemberHost(host),
+			log:        s.cfg.Log.With().Str("peer", c.RemoteAddr().String()).Str("listener", lst.Name).Logger(),
+			done:       map[uint64]answered{},
+			lst:        lst,
+			session:    Session{Principal: AnonymousPrincipal, Listener: lst.Name, SecurityProtocol: lst.SecurityProtocol, ClientHost: host, ClientPort: port},
 		}
 	}
 }
@@ -296,7 +299,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	if tracing.On() {
 		spanCtx, span = tracing.StartRequest(hdr.Key, hdr.Version, hdr.ClientIDString(), a.host, read)
 	}
-	req := &Request{Header: hdr, Body: body, ClientHost: a.host, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, Conn: a.id, listener: a.lst, Ctx: spanCtx, Size: len(in.body)}
+	req := &Request{Header: hdr, Body: body, ClientHost: a.host, MemberHost: a.memberHost, View: a.lst.view(a.srv.views.Load()), Server: a.srv, Session: a.session, Conn: a.id, listener: a.lst, Ctx: spanCtx, Size: len(in.body)}
 	pending := a.safeAuthorizeAndHandle(api, req)
 	req.throttle = max(req.throttle, a.requestTime(hdr, start))
 	frame := reusableFrame(hdr, in.frame)

@@ -57,6 +57,9 @@ type Request struct {
 	Header     wire.RequestHeader
 	Body       kmsg.Request
 	ClientHost string
+	// MemberHost is ClientHost in the form Kafka's group coordinator
+	// records (MemberHost), formatted once per connection.
+	MemberHost string
 	View       *routing.View
 	Server     *Server
 	// Session is who the connection authenticated as, and on which

@@ -1,10 +1,7 @@
 package group
 
 import (
-	"fmt"
-	"net"
 	"slices"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -72,7 +69,7 @@ func (c *Coordinator) call(r *conn.Request, group string, op any) func() any {
 	}
 	ch := make(chan any, 1)
 	c.ref.Send(tracing.Wrap(r.Ctx, &messages.GroupCall{
-		Group: group, ClientID: r.Header.ClientIDString(), ClientHost: kafkaClientHost(r.ClientHost), Principal: r.Session.Principal, Op: op,
+		Group: group, ClientID: r.Header.ClientIDString(), ClientHost: r.MemberHost, Principal: r.Session.Principal, Op: op,
 		Reply: func(x any) { ch <- x },
 	}))
 	return func() any {
@@ -95,28 +92,4 @@ func (c *Coordinator) call(r *conn.Request, group string, op any) func() any {
 func (c *Coordinator) dispatch(r *conn.Request, group string) conn.Pending {
 	wait := c.call(r, group, r.Body)
 	return func() kmsg.Response { return wait().(kmsg.Response) }
-}
-
-// kafkaClientHost is a peer address as Kafka's coordinator records a
-// member's client host (and DescribeGroups, ConsumerGroupDescribe and the
-// other describes answer it, and kafka-consumer-groups.sh prints it):
-// Java's InetAddress.toString() of an address without a host name, "/"
-// then the IPv4 address, or the IPv6 one in full ("/0:0:0:0:0:0:0:1"). A
-// host already in that form is returned as it is.
-func kafkaClientHost(host string) string {
-	if strings.HasPrefix(host, "/") {
-		return host
-	}
-	ip := net.ParseIP(host)
-	switch {
-	case ip == nil:
-		return "/" + host
-	case ip.To4() != nil:
-		return "/" + ip.To4().String()
-	}
-	groups := make([]string, 8)
-	for i := range groups {
-		groups[i] = fmt.Sprintf("%x", uint16(ip[2*i])<<8|uint16(ip[2*i+1]))
-	}
-	return "/" + strings.Join(groups, ":")
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/actors/conn"
 )
 
 // A classic group's GroupMetadata record in __consumer_offsets, as Kafka's
@@ -83,7 +85,7 @@ func groupMetadataValue(s *savedMembership) []byte {
 	}
 	for _, m := range s.Classic {
 		vm := kmsg.NewGroupMetadataValueMember()
-		vm.MemberID, vm.ClientID, vm.ClientHost = m.ID, m.ClientID, kafkaClientHost(m.ClientHost) // version 1 has no instance id; a host saved before the Kafka form
+		vm.MemberID, vm.ClientID, vm.ClientHost = m.ID, m.ClientID, conn.MemberHost(m.ClientHost) // version 1 has no instance id; a host saved before the Kafka form
 		vm.RebalanceTimeoutMillis, vm.SessionTimeoutMillis = int32(m.RebalanceMs), int32(m.SessionMs)
 		for _, p := range m.Protocols {
 			if p.Name == s.Protocol {
