@@ -6,6 +6,17 @@
 // file, fsync, rename, fsync dir). The partition's next leader reads it.
 // The topic id ties the state to one incarnation of the topic: a topic
 // deleted and created again under the same name starts afresh.
+//
+// In cluster mode (Store.Claims) each snapshot is fenced by its leader's
+// claim (storage/claim), <topic>-<partition>.claim beside it: the leader
+// that first uses a share-partition records the position of the
+// assignment file it leads from before it reads the mark and the snapshot
+// (Claim), and replaces the snapshot only under the claim's lock and while
+// the claim is still the one it loaded at (SaveAt). A leader stalled past
+// its fence then never replaces the snapshot its successor loaded from.
+// Admin changes write under the lock without a claim of their own (Set).
+// Removing a share-partition's state removes its claim, which fences the
+// leader that loaded it as a later claim does.
 package sharestate
 
 import (
@@ -19,7 +30,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/atomicfile"
+	"github.com/kaas-project/kaas/storage/claim"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
@@ -35,7 +48,19 @@ type Snapshot struct {
 }
 
 // Store reads and writes snapshots under a data directory.
-type Store struct{ dir string }
+type Store struct {
+	dir string
+	// Claims: a snapshot is replaced only by the leader holding its
+	// share-partition's claim (cluster mode, where partitions move
+	// between processes). Without it nothing is claimed or locked, and
+	// SaveAt always writes.
+	Claims bool
+}
+
+// ErrSuperseded: a leader with a later claim has loaded the
+// share-partition, or its state was removed since this leader loaded it;
+// this leader writes nothing more of it.
+var ErrSuperseded = claim.ErrSuperseded
 
 // New returns the store under dataDir, creating its directory.
 func New(dataDir string) (*Store, error) {
@@ -47,7 +72,53 @@ func New(dataDir string) (*Store, error) {
 }
 
 func (s *Store) path(group, topic string, partition int32) (dir, name string) {
-	return filepath.Join(s.dir, groupstore.DirName(group)), topic + "-" + strconv.Itoa(int(partition)) + ".state"
+	dir, base := s.files(group, topic, partition)
+	return dir, base + ".state"
+}
+
+// files is a share-partition's directory and its files' name without a
+// suffix (<topic>-<partition>).
+func (s *Store) files(group, topic string, partition int32) (dir, base string) {
+	return filepath.Join(s.dir, groupstore.DirName(group)), topic + "-" + strconv.Itoa(int(partition))
+}
+
+// claimOf is the claim of the share-partition whose files are dir/base*:
+// <base>.claim, locked through <base>.claim.lock.
+func claimOf(dir, base string) claim.File { return claim.File{Dir: dir, Name: base + ".claim"} }
+
+// lock takes the claim lock of the share-partition whose files are
+// dir/base* (creating dir); without Claims it takes none.
+func (s *Store) lock(dir, base string) (unlock func(), err error) {
+	if !s.Claims {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("share state dir: %w", err)
+	}
+	unlock, err = claimOf(dir, base).Lock()
+	if err != nil {
+		return nil, fmt.Errorf("share state %s/%s: %w", dir, base, err)
+	}
+	return unlock, nil
+}
+
+// Claim records at, the position of the assignment file from which this
+// broker leads the partition, as the share-partition's claim, and returns
+// with the claim's lock held: the caller reads the mark and the snapshot
+// (LoadMark, Load, and Discard for a snapshot it does not want), then
+// unlocks. A later claim there fails it with ErrSuperseded, recording
+// nothing. Without Claims it records and locks nothing.
+func (s *Store) Claim(group, topic string, partition int32, at assignment.Position) (unlock func(), err error) {
+	dir, base := s.files(group, topic, partition)
+	unlock, err = s.lock(dir, base)
+	if err != nil || !s.Claims {
+		return unlock, err
+	}
+	if _, err := claimOf(dir, base).Take(at); err != nil {
+		unlock()
+		return nil, fmt.Errorf("share state %s/%s: %w", dir, base, err)
+	}
+	return unlock, nil
 }
 
 // Load reads a share-partition's snapshot; ok is false when none was
@@ -68,7 +139,61 @@ func (s *Store) Load(group, topic string, partition int32) (snap Snapshot, ok bo
 	return snap, true, nil
 }
 
-// Save replaces a share-partition's snapshot.
+// SaveAt replaces a share-partition's snapshot for its leader, which
+// claimed it at at (Claim). With Claims it writes under the claim's lock
+// and only while the claim is still at; otherwise it writes nothing and
+// fails with ErrSuperseded. The snapshot is renamed into place before the
+// lock goes, so a successor's Claim, which waits for the lock, reads it.
+func (s *Store) SaveAt(group, topic string, partition int32, at assignment.Position, snap Snapshot) error {
+	if !s.Claims {
+		return s.Save(group, topic, partition, snap)
+	}
+	dir, base := s.files(group, topic, partition)
+	unlock, err := s.lock(dir, base)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := claimOf(dir, base).Held(at); err != nil {
+		return fmt.Errorf("share state %s/%s: %w", dir, base, err)
+	}
+	return s.Save(group, topic, partition, snap)
+}
+
+// Set is an admin change of a share-partition's state
+// (AlterShareGroupOffsets: snap; DeleteShareGroupOffsets: nil), written by
+// the group coordinator's broker, not by the partition's leader: under the
+// claim's lock, so it never interleaves with a leader's SaveAt or Claim,
+// but without a claim of its own. The snapshot is replaced (or removed),
+// then the mark, which the leader compares with the one it loaded; a
+// removal then removes the claim too, so a leader that loaded the old
+// state writes nothing more of it (it loads the share-partition again).
+func (s *Store) Set(group, topic string, partition int32, snap *Snapshot, mark uint64) error {
+	dir, base := s.files(group, topic, partition)
+	unlock, err := s.lock(dir, base)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if snap == nil {
+		err = s.Discard(group, topic, partition)
+	} else {
+		err = s.Save(group, topic, partition, *snap)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.SaveMark(group, topic, partition, mark); err != nil {
+		return err
+	}
+	if snap == nil {
+		return removeClaim(dir, base)
+	}
+	return nil
+}
+
+// Save replaces a share-partition's snapshot, unfenced: SaveAt is a
+// leader's write, Set an admin's.
 func (s *Store) Save(group, topic string, partition int32, snap Snapshot) error {
 	dir, name := s.path(group, topic, partition)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -191,19 +316,53 @@ func (s *Store) Partitions(group string) (map[string][]int32, error) {
 	return out, nil
 }
 
-// Delete removes a share-partition's snapshot (DeleteShareGroupOffsets);
-// none is not an error.
+// Delete removes a share-partition's snapshot and its claim, under the
+// claim's lock; none is not an error. A leader that loaded the
+// share-partition finds no claim of its own and writes nothing more of it.
 func (s *Store) Delete(group, topic string, partition int32) error {
+	dir, base := s.files(group, topic, partition)
+	unlock, err := s.lock(dir, base)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := s.Discard(group, topic, partition); err != nil {
+		return err
+	}
+	return removeClaim(dir, base)
+}
+
+// Discard removes a share-partition's snapshot and leaves its claim: for
+// a leader holding the claim's lock (Claim) that found the snapshot of an
+// earlier topic of the same name, and for Delete and Set.
+func (s *Store) Discard(group, topic string, partition int32) error {
 	dir, name := s.path(group, topic, partition)
-	err := os.Remove(filepath.Join(dir, name))
-	if errors.Is(err, os.ErrNotExist) {
+	return removeSynced(dir, name)
+}
+
+// removeClaim removes the claim of the share-partition whose files are
+// dir/base*, and its lock file (a waiter for the lock then takes the one
+// created at the path, filelock.Acquire).
+func removeClaim(dir, base string) error {
+	c := claimOf(dir, base)
+	return removeSynced(dir, c.Name, c.Name+".lock")
+}
+
+// removeSynced removes names from dir and syncs dir if any was there.
+func removeSynced(dir string, names ...string) error {
+	removed := false
+	for _, name := range names {
+		err := os.Remove(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove share state %s/%s: %w", dir, name, err)
+		}
+		removed = removed || err == nil
+	}
+	if !removed {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("remove share state %s/%s: %w", dir, name, err)
-	}
 	if err := atomicfile.SyncDir(dir); err != nil {
-		return fmt.Errorf("remove share state %s/%s: %w", dir, name, err)
+		return fmt.Errorf("remove share state in %s: %w", dir, err)
 	}
 	return nil
 }
@@ -247,12 +406,15 @@ func (s *Store) LoadMark(group, topic string, partition int32) (uint64, error) {
 	return binary.BigEndian.Uint64(b), nil
 }
 
-// DropTopics removes, in every share group, the snapshots and admin marks
-// of the share-partitions gone reports as its topic's state (a deleted
-// topic's: Kafka drops share state with its topic). gone is asked with the
-// topic's name and the snapshot's topic id (zero for a snapshot without
-// one, or a mark without a snapshot). An unreadable snapshot is left
-// alone. It returns how many share-partitions it removed.
+// DropTopics removes, in every share group, the snapshots, admin marks and
+// claims of the share-partitions gone reports as its topic's state (a
+// deleted topic's: Kafka drops share state with its topic). gone is asked
+// with the topic's name and the snapshot's topic id (zero for a
+// share-partition with a mark or a claim but no snapshot). An unreadable
+// snapshot is left alone. With Claims a share-partition is judged again
+// under its claim's lock before its files go, so a snapshot a leader of a
+// topic created again wrote meanwhile stays. It returns how many
+// share-partitions it removed.
 func (s *Store) DropTopics(gone func(topic string, id [16]byte) bool) (int, error) {
 	groups, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -270,57 +432,67 @@ func (s *Store) DropTopics(gone func(topic string, id [16]byte) bool) (int, erro
 			errs = append(errs, fmt.Errorf("list share state %s: %w", dir, err))
 			continue
 		}
-		states := map[string]bool{}
+		var bases []string
+		seen := map[string]bool{}
 		for _, e := range entries {
-			if base, ok := strings.CutSuffix(e.Name(), ".state"); ok {
-				states[base] = true
+			for _, suffix := range []string{".state", ".mark", ".claim", ".claim.lock"} {
+				if base, ok := strings.CutSuffix(e.Name(), suffix); ok && !seen[base] {
+					seen[base] = true
+					bases = append(bases, base)
+				}
 			}
 		}
-		changed := false
-		for _, e := range entries {
-			base, isState := strings.CutSuffix(e.Name(), ".state")
-			if !isState {
-				b, isMark := strings.CutSuffix(e.Name(), ".mark")
-				if !isMark || states[b] {
-					continue // a mark goes with its snapshot
-				}
-				base = b
-			}
+		slices.Sort(bases)
+		for _, base := range bases {
 			topic, _, ok := splitName(base)
 			if !ok {
 				continue
 			}
-			var id [16]byte
-			if isState {
-				b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-				if err != nil {
-					errs = append(errs, fmt.Errorf("read share state %s/%s: %w", dir, e.Name(), err))
-					continue
-				}
-				snap, err := Decode(b)
-				if err != nil {
-					continue
-				}
-				id = snap.TopicID
+			drop, err := s.dropGone(dir, base, topic, gone)
+			if err != nil {
+				errs = append(errs, err)
 			}
-			if !gone(topic, id) {
-				continue
-			}
-			for _, name := range []string{base + ".state", base + ".mark"} {
-				if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-					errs = append(errs, fmt.Errorf("remove share state %s/%s: %w", dir, name, err))
-				}
-			}
-			removed++
-			changed = true
-		}
-		if changed {
-			if err := atomicfile.SyncDir(dir); err != nil {
-				errs = append(errs, fmt.Errorf("remove share state in %s: %w", dir, err))
+			if drop {
+				removed++
 			}
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// dropGone removes the files of the share-partition dir/base* when gone
+// says its state is a deleted topic's, judged again under the claim's
+// lock (with Claims).
+func (s *Store) dropGone(dir, base, topic string, gone func(topic string, id [16]byte) bool) (bool, error) {
+	judge := func() (bool, error) {
+		var id [16]byte
+		b, err := os.ReadFile(filepath.Join(dir, base+".state"))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return false, fmt.Errorf("read share state %s/%s.state: %w", dir, base, err)
+		default:
+			snap, err := Decode(b)
+			if err != nil {
+				return false, nil
+			}
+			id = snap.TopicID
+		}
+		return gone(topic, id), nil
+	}
+	if drop, err := judge(); !drop || err != nil {
+		return false, err
+	}
+	unlock, err := s.lock(dir, base)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if drop, err := judge(); !drop || err != nil {
+		return false, err
+	}
+	c := claimOf(dir, base)
+	return true, removeSynced(dir, base+".state", base+".mark", c.Name, c.Name+".lock")
 }
 
 // splitName is the topic and partition of a share-partition's file name

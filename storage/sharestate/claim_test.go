@@ -1,0 +1,183 @@
+package sharestate
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/kaas-project/kaas/storage/assignment"
+	"github.com/kaas-project/kaas/storage/groupstore"
+)
+
+// TestClaimFencesSaves walks two leaders of one share-partition (an earlier
+// one, stalled past its fence, and the later one that loaded it after the
+// move) and an admin through loads, saves and admin changes, with and
+// without claims: with claims the earlier leader's saves are refused once
+// the later one claimed, and the later leader's snapshot stays; without
+// (local-dev mode, one broker) every save writes.
+func TestClaimFencesSaves(t *testing.T) {
+	early := assignment.Position{Epoch: 1, Version: 5}
+	late := assignment.Position{Epoch: 1, Version: 7}
+	type step struct {
+		name string
+		// op: "claim" (load: Claim, then Load under the lock), "save"
+		// (SaveAt of a snapshot starting at start), "alter" (Set to
+		// start), "delete" (Set nil), "remove" (Delete).
+		op    string
+		at    assignment.Position
+		start int64
+		// superseded: the step fails with ErrSuperseded.
+		superseded bool
+		// loaded is the start a claim reads (-1: no snapshot).
+		loaded int64
+		// disk is the snapshot's start on the volume after the step
+		// (-1: none).
+		disk int64
+	}
+	fenced := []step{
+		{name: "the earlier leader loads", op: "claim", at: early, loaded: -1, disk: -1},
+		{name: "and saves", op: "save", at: early, start: 10, disk: 10},
+		{name: "the later leader loads what it saved", op: "claim", at: late, loaded: 10, disk: 10},
+		{name: "the earlier leader's save is refused", op: "save", at: early, start: 11, superseded: true, disk: 10},
+		{name: "the later leader saves", op: "save", at: late, start: 12, disk: 12},
+		{name: "the earlier leader's next save leaves the later snapshot", op: "save", at: early, start: 13, superseded: true, disk: 12},
+		{name: "the earlier leader cannot load it again", op: "claim", at: early, superseded: true, disk: 12},
+		{name: "an admin change takes no claim", op: "alter", start: 20, disk: 20},
+		{name: "the later leader still saves", op: "save", at: late, start: 21, disk: 21},
+		{name: "an admin removal takes the claim with the state", op: "delete", disk: -1},
+		{name: "a claim gone refuses the leader that loaded before", op: "save", at: late, start: 22, superseded: true, disk: -1},
+		{name: "the leader loads again", op: "claim", at: late, loaded: -1, disk: -1},
+		{name: "and saves", op: "save", at: late, start: 23, disk: 23},
+		{name: "a removal of the state", op: "remove", disk: -1},
+		{name: "refuses the leader's next save too", op: "save", at: late, start: 24, superseded: true, disk: -1},
+	}
+	local := []step{
+		{name: "one leader loads", op: "claim", at: late, loaded: -1, disk: -1},
+		{name: "another loads from an earlier position", op: "claim", at: early, loaded: -1, disk: -1},
+		{name: "both save", op: "save", at: late, start: 10, disk: 10},
+		{name: "the earlier too", op: "save", at: early, start: 11, disk: 11},
+		{name: "an admin removal", op: "delete", disk: -1},
+		{name: "does not refuse a save", op: "save", at: late, start: 12, disk: 12},
+	}
+	for _, c := range []struct {
+		name   string
+		claims bool
+		steps  []step
+	}{{"claims", true, fenced}, {"local mode", false, local}} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := New(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Claims = c.claims
+			for _, st := range c.steps {
+				loaded := int64(-1)
+				switch st.op {
+				case "claim":
+					var unlock func()
+					unlock, err = s.Claim("g", "t", 0, st.at)
+					if err == nil {
+						snap, ok, lerr := s.Load("g", "t", 0)
+						unlock()
+						if lerr != nil {
+							t.Fatalf("%s: load: %v", st.name, lerr)
+						}
+						if ok {
+							loaded = snap.Start
+						}
+					}
+				case "save":
+					err = s.SaveAt("g", "t", 0, st.at, Snapshot{Start: st.start})
+				case "alter":
+					err = s.Set("g", "t", 0, &Snapshot{Start: st.start}, 7)
+				case "delete":
+					err = s.Set("g", "t", 0, nil, 8)
+				case "remove":
+					err = s.Delete("g", "t", 0)
+				}
+				if st.superseded != errors.Is(err, ErrSuperseded) || (!st.superseded && err != nil) {
+					t.Fatalf("%s: %v, superseded: %v", st.name, err, st.superseded)
+				}
+				if st.op == "claim" && !st.superseded && loaded != st.loaded {
+					t.Fatalf("%s: loaded start %d, want %d", st.name, loaded, st.loaded)
+				}
+				disk := int64(-1)
+				if snap, ok, err := s.Load("g", "t", 0); err != nil {
+					t.Fatalf("%s: %v", st.name, err)
+				} else if ok {
+					disk = snap.Start
+				}
+				if disk != st.disk {
+					t.Fatalf("%s: the volume's snapshot starts at %d, want %d", st.name, disk, st.disk)
+				}
+			}
+		})
+	}
+}
+
+// An admin change keeps its mark with claims: the leader compares it with
+// the one it loaded.
+func TestSetWritesTheMark(t *testing.T) {
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Claims = true
+	if err := s.Set("g", "t", 0, &Snapshot{Start: 4}, 9); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.LoadMark("g", "t", 0); m != 9 || err != nil {
+		t.Fatalf("mark %d, %v; want 9", m, err)
+	}
+	if err := s.Set("g", "t", 0, nil, 11); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.LoadMark("g", "t", 0); m != 11 || err != nil {
+		t.Fatalf("mark after the removal %d, %v; want 11", m, err)
+	}
+}
+
+// DropTopics removes a deleted topic's claims with its snapshots and marks
+// (a claim without a snapshot too), and leaves the others'.
+func TestDropTopicsRemovesClaims(t *testing.T) {
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Claims = true
+	at := assignment.Position{Epoch: 1, Version: 1}
+	claimed := func(topic string, p int32) {
+		t.Helper()
+		unlock, err := s.Claim("g", topic, p, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+	}
+	claimed("t", 0)
+	if err := s.SaveAt("g", "t", 0, at, Snapshot{TopicID: [16]byte{1}}); err != nil {
+		t.Fatal(err)
+	}
+	claimed("t", 1) // claimed, nothing saved yet
+	claimed("keep", 0)
+	if err := s.SaveAt("g", "keep", 0, at, Snapshot{TopicID: [16]byte{2}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.DropTopics(func(topic string, _ [16]byte) bool { return topic == "t" })
+	if err != nil || n != 2 {
+		t.Fatalf("dropped %d, %v; want 2", n, err)
+	}
+	dir := filepath.Join(s.dir, groupstore.DirName("g"))
+	for _, name := range []string{"t-0.state", "t-0.claim", "t-0.claim.lock", "t-1.claim", "t-1.claim.lock"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s left: %v", name, err)
+		}
+	}
+	if err := s.SaveAt("g", "keep", 0, at, Snapshot{TopicID: [16]byte{2}, Start: 3}); err != nil {
+		t.Fatalf("the other topic's claim: %v", err)
+	}
+	if err := s.SaveAt("g", "t", 0, at, Snapshot{}); !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("a save after its claim was dropped: %v, want ErrSuperseded", err)
+	}
+}
