@@ -48,13 +48,14 @@ func (k *Keeper) handleShareFetch(r *conn.Request) conn.Pending {
 	began := call(k, r, func(reply func(beginResult)) any { b.reply = reply; return b })
 	return func() kmsg.Response {
 		br := began()
-		if br.durable != nil {
-			br.durable()
-		}
 		if br.code != 0 {
+			if br.durable != nil {
+				br.durable()
+			}
 			resp.ErrorCode = br.code
 			return resp
 		}
+		br.superseded(group)
 		if req.ShareSessionEpoch == 0 {
 			k.recheckMarks(r.Ctx, group, br.parts)
 		}

@@ -31,13 +31,14 @@ func (k *Keeper) handleShareAcknowledge(r *conn.Request) conn.Pending {
 	began := call(k, r, func(reply func(beginResult)) any { b.reply = reply; return b })
 	return func() kmsg.Response {
 		br := began()
-		if br.durable != nil {
-			br.durable()
-		}
 		if br.code != 0 {
+			if br.durable != nil {
+				br.durable()
+			}
 			resp.ErrorCode = br.code
 			return resp
 		}
+		br.superseded(*req.GroupID)
 		topics := map[[16]byte]int{}
 		for _, p := range br.parts {
 			ti, ok := topics[p.TopicID]

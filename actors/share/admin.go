@@ -17,7 +17,12 @@ import (
 //
 // With --data-dir the state is the snapshot file on the shared volume,
 // written through this keeper's writer (after whatever it queued for the
-// share-partition before), followed by a new mark (sharestate.SaveMark).
+// share-partition before), followed by a new mark (sharestate.Store.Set).
+// The coordinator's broker is not the partition's leader: it writes under
+// the share-partition's claim lock, so it never interleaves with the
+// leader's saves, without taking the claim; a removal removes the claim,
+// and the leader that loaded the share-partition writes nothing more of it
+// (its next save is refused, and it loads the share-partition again).
 // The partition's leader may be another broker holding the old state in
 // memory: when a member opens a share session there, the leader compares
 // the mark with the one it loaded and, when they differ, drops what it

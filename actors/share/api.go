@@ -11,8 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/tracing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/batch"
 	"github.com/kaas-project/kaas/storage/sharestate"
 )
@@ -55,6 +57,36 @@ func toAcks[B any](batches []B, get func(B) (int64, int64, []int8)) []AckBatch {
 }
 
 func (k *Keeper) lockMillis() int32 { return int32(k.opts.Partition.LockDuration.Milliseconds()) }
+
+// superseded waits for the step's changes to be persisted and answers the
+// partitions whose state a later leader claimed meanwhile
+// NOT_LEADER_OR_FOLLOWER, their acknowledgements too: this broker is a
+// deposed leader (its view has not caught up yet), the changes were not
+// written, and the keeper dropped the share-partition. Kafka's share
+// consumers treat it as a leader change: they refresh their metadata and
+// fetch from the new leader, and report the acknowledgements failed
+// without retrying them here (franz-go's isShareAckRetryable), so the
+// records are delivered again by the new leader (at least once), never
+// taken as acknowledged.
+func (br *beginResult) superseded(group string) {
+	if br.durable == nil {
+		return
+	}
+	lost := br.durable()
+	for i := range br.parts {
+		p := &br.parts[i]
+		if !lost[pkey{group, tpOf(*p)}] {
+			continue
+		}
+		p.Read = false
+		if p.Code == 0 {
+			p.Code = kerr.NotLeaderForPartition.Code
+		}
+		if p.acked && p.AckCode == 0 {
+			p.AckCode = kerr.NotLeaderForPartition.Code
+		}
+	}
+}
 
 // partRead is one partition's read in flight.
 type partRead struct {
@@ -217,7 +249,7 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 			}
 			if rd.part.Offset < 0 {
 				var code int16
-				read.Stored, read.Mark, code = k.loadStored(group, rd.part)
+				read.Stored, read.Mark, read.Claim, code = k.loadStored(group, rd.part, r.CurrentView())
 				if code != 0 {
 					read.Code, errs[rd.part.TP] = code, code
 				}
@@ -229,7 +261,16 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 			}
 		}
 		res := call(k, r, func(reply func(acquireResult)) any { acq.reply = reply; return acq })()
-		res.durable()
+		for key := range res.durable() {
+			// Acquired under a claim a later leader took: not
+			// recorded, not delivered (beginResult.superseded).
+			for _, rd := range reads {
+				if key == (pkey{group, tpOf(rd.part)}) {
+					delete(res.ranges, rd.part.TP)
+					errs[rd.part.TP] = kerr.NotLeaderForPartition.Code
+				}
+			}
+		}
 		lock = max(lock, res.lock)
 		got := 0
 		for _, rd := range reads {
@@ -293,48 +334,71 @@ func (k *Keeper) waitForData(r *conn.Request, reads []*partRead, deadline time.T
 
 // loadStored reads a share-partition's persisted state and admin mark for
 // its first use on this broker (here, in the request's handler, not in the
-// keeper's Receive). The mark is read first: an admin change between the
-// two reads leaves a newer snapshot with an older mark, which the next
-// share session's recheck reloads. The snapshot is nil when there is none,
-// or a corrupt one (logged: the share-partition starts afresh); a snapshot
-// of an earlier topic of the same name is removed and none is returned.
-// A read the volume fails answers KAFKA_STORAGE_ERROR: the share-partition
-// stays uninitialized and the client's next fetch reads again, where
-// starting afresh would skip what the stored state had still to deliver.
-func (k *Keeper) loadStored(group string, p PartResult) (stored *sharestate.Snapshot, mark uint64, code int16) {
+// keeper's Receive), under the claim it takes first (sharestate.Store.Claim):
+// the position of v, the view in which this broker leads the partition
+// (returned as claim). A later claim on the volume means another leader
+// loaded the share-partition from a later assignment file: this broker,
+// behind it, answers NOT_LEADER_OR_FOLLOWER (see beginResult.superseded).
+// The mark is read first: an admin change between the two reads leaves a
+// newer snapshot with an older mark, which the next share session's
+// recheck reloads. The snapshot is nil when there is none, or a corrupt
+// one (logged: the share-partition starts afresh); a snapshot of an
+// earlier topic of the same name is removed and none is returned. A read
+// the volume fails answers KAFKA_STORAGE_ERROR: the share-partition stays
+// uninitialized and the client's next fetch reads again, where starting
+// afresh would skip what the stored state had still to deliver.
+func (k *Keeper) loadStored(group string, p PartResult, v *routing.View) (stored *sharestate.Snapshot, mark uint64, claim *assignment.Position, code int16) {
 	if k.opts.Store == nil {
-		return nil, 0, 0
+		return nil, 0, nil, 0
 	}
 	log := func(err error) *zerolog.Event {
 		return k.opts.Log.Error().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition)
 	}
-	mark, err := k.opts.Store.LoadMark(group, p.Topic, p.Partition)
+	if _, led := v.Local[tpOf(p)]; !led {
+		// Claims are taken only from a file in which this broker
+		// leads: the partition's leader in a file is unique, so two
+		// brokers never hold the same claim.
+		return nil, 0, nil, kerr.NotLeaderForPartition.Code
+	}
+	at := assignment.Position{Epoch: v.Epoch, Version: v.Version}
+	unlock, err := k.opts.Store.Claim(group, p.Topic, p.Partition, at)
+	switch {
+	case errors.Is(err, sharestate.ErrSuperseded):
+		k.opts.Log.Warn().Err(err).Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).
+			Msg("share-partition claimed by a later leader; answering NOT_LEADER_OR_FOLLOWER")
+		return nil, 0, nil, kerr.NotLeaderForPartition.Code
+	case err != nil:
+		log(err).Msg("claiming share-partition state failed; the fetch is answered KAFKA_STORAGE_ERROR")
+		return nil, 0, nil, kerr.KafkaStorageError.Code
+	}
+	defer unlock()
+	mark, err = k.opts.Store.LoadMark(group, p.Topic, p.Partition)
 	switch {
 	case errors.Is(err, sharestate.ErrCorrupt):
 		log(err).Msg("share-partition mark unreadable")
 	case err != nil:
 		log(err).Msg("reading share-partition state failed; the fetch is answered KAFKA_STORAGE_ERROR")
-		return nil, 0, kerr.KafkaStorageError.Code
+		return nil, 0, nil, kerr.KafkaStorageError.Code
 	}
 	snap, ok, err := k.opts.Store.Load(group, p.Topic, p.Partition)
 	switch {
 	case errors.Is(err, sharestate.ErrCorrupt):
 		log(err).Msg("share-partition state unreadable; starting afresh")
-		return nil, mark, 0
+		return nil, mark, &at, 0
 	case err != nil:
 		log(err).Msg("reading share-partition state failed; the fetch is answered KAFKA_STORAGE_ERROR")
-		return nil, 0, kerr.KafkaStorageError.Code
+		return nil, 0, nil, kerr.KafkaStorageError.Code
 	case !ok:
-		return nil, mark, 0
+		return nil, mark, &at, 0
 	}
 	if !snap.Of(p.TopicID) {
 		k.opts.Log.Info().Str("group", group).Str("topic", p.Topic).Int32("partition", p.Partition).Msg("share-partition state of a deleted topic of the same name removed; starting afresh")
-		if err := k.opts.Store.Delete(group, p.Topic, p.Partition); err != nil {
+		if err := k.opts.Store.Discard(group, p.Topic, p.Partition); err != nil {
 			log(err).Msg("removing share-partition state of a deleted topic failed")
 		}
-		return nil, mark, 0
+		return nil, mark, &at, 0
 	}
-	return &snap, mark, 0
+	return &snap, mark, &at, 0
 }
 
 // groupConfigTTL is how long a group's configs read from the store serve

@@ -2,6 +2,7 @@ package share
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/kaas-project/kaas/actors/interbroker"
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/sharestate"
 )
@@ -124,7 +126,7 @@ func Start(system *actorsys.System, name string, opts Options) (*Keeper, error) 
 
 func newKeeper(opts *Options, stats *SessionStats) *keeper {
 	return &keeper{opts: opts, parts: map[pkey]*Partition{}, sessions: map[skey]*session{}, dirty: map[pkey]bool{},
-		marks: map[pkey]uint64{}, memStored: map[pkey]sharestate.Snapshot{}, ids: map[pkey][16]byte{},
+		marks: map[pkey]uint64{}, claims: map[pkey]assignment.Position{}, memStored: map[pkey]sharestate.Snapshot{}, ids: map[pkey][16]byte{},
 		byConn: map[int64]map[skey]bool{}, stats: stats, letters: &DeadLetterStats{},
 		writing: map[pkey]bool{}}
 }
@@ -215,6 +217,8 @@ type PartResult struct {
 	Topic string
 	// AckCode answers the partition's acknowledgements.
 	AckCode int16
+	// acked: the request acknowledged records of the partition.
+	acked bool
 	// Code is the partition's fetch error.
 	Code int16
 	// Read: read from Offset (-1: the share-partition is not initialized,
@@ -229,8 +233,14 @@ type beginResult struct {
 	code  int16
 	parts []PartResult
 	// durable waits until the changes the step made are persisted.
-	durable func()
+	durable durableWait
 }
+
+// durableWait waits until the changes a step made are persisted and
+// returns the share-partitions whose state was not written because a later
+// leader claimed them (sharestate.ErrSuperseded): their changes did not
+// count, and the keeper dropped them.
+type durableWait func() map[pkey]bool
 
 // Read is what a read of one partition found.
 type Read struct {
@@ -251,6 +261,12 @@ type Read struct {
 	Config *Config
 	// Mark is the share-partition's admin mark, read with Stored.
 	Mark uint64
+	// Claim is the claim under which Stored and Mark were read (the
+	// position of the assignment file this broker leads the partition
+	// from; sharestate.Store.Claim), nil for a read that did not load
+	// the stored state. With a store only such a read initializes a
+	// share-partition.
+	Claim *assignment.Position
 }
 
 // acquire is the second step of a ShareFetch: acquire what the reads
@@ -268,7 +284,7 @@ type acquireResult struct {
 	// again at once.
 	again bool
 	// durable waits until the acquisitions are persisted.
-	durable func()
+	durable durableWait
 	// lock is the longest lock of the records acquired (their group's
 	// share.record.lock.duration.ms); 0 when none were.
 	lock time.Duration
@@ -290,6 +306,10 @@ type keeper struct {
 	// marks are the admin marks the share-partitions were loaded with
 	// (admin.go).
 	marks map[pkey]uint64
+	// claims are the claims the share-partitions were loaded under: a
+	// snapshot is written only while its claim is still the one on the
+	// volume (sharestate.Store.SaveAt).
+	claims map[pkey]assignment.Position
 	// memStored is, without a store, the share-partitions' state kept
 	// apart from them: the state admins set, and the last state flushed
 	// of each; a share-partition's initialization takes it. The Keeper
@@ -321,7 +341,10 @@ func (k *keeper) Receive(ctx actor.Context) {
 		k.stopCtx, k.stop = context.WithCancel(context.Background())
 		k.stats.Open.Store(int64(len(k.sessions)))
 		if k.opts.Store != nil {
-			k.writer = startWriter(k.opts.Store, k.opts.Log)
+			self, system := k.self, k.system
+			k.writer = startWriter(k.opts.Store, k.opts.Log, func(key pkey, at assignment.Position) {
+				system.Root.Send(self, &superseded{from: k, key: key, at: at})
+			})
 		}
 		k.dropDeleted()
 	case *viewChanged:
@@ -361,7 +384,35 @@ func (k *keeper) Receive(ctx actor.Context) {
 		k.connClosed(m.conn)
 		k.sendDeadLetters()
 		k.flushDirty()
+	case *superseded:
+		k.superseded(m)
 	}
+}
+
+// superseded: the writer found a later claim on a share-partition this
+// keeper saved (or its claim gone): a leader that loaded it since owns its
+// state, and nothing this one changed since then was written.
+type superseded struct {
+	// from is the keeper incarnation whose writer reported it.
+	from *keeper
+	key  pkey
+	at   assignment.Position
+}
+
+// superseded drops the share-partition if it is still the one loaded under
+// the refused claim (not one loaded again since). Its next use loads it
+// again, which the later claim refuses while this broker follows an
+// earlier assignment file.
+func (k *keeper) superseded(m *superseded) {
+	if m.from != k {
+		return
+	}
+	if c, ok := k.claims[m.key]; !ok || c != m.at {
+		return
+	}
+	k.forget(m.key)
+	k.opts.Log.Warn().Str("group", m.key.group).Str("topic", m.key.tp.Topic).Int32("partition", m.key.tp.Partition).
+		Msg("share-partition dropped: a later leader claimed it")
 }
 
 // deadLettered: the dead-letter writes of a share-partition's runs ended.
@@ -504,6 +555,7 @@ func (k *keeper) forget(key pkey) {
 	delete(k.parts, key)
 	delete(k.ids, key)
 	delete(k.marks, key)
+	delete(k.claims, key)
 	delete(k.dirty, key)
 }
 
@@ -579,7 +631,7 @@ func (k *keeper) begin(m *begin) beginResult {
 		rtp, name, code := k.resolve(m.view, m.group, pr.TP)
 		r := add(PartResult{TP: pr.TP, Topic: name, Code: code})
 		if len(pr.Acks) > 0 {
-			r.AckCode = code
+			r.AckCode, r.acked = code, true
 			if code == 0 {
 				r.AckCode = k.applyAcks(now, m.group, m.member, rtp, pr.Acks, m.renew)
 			}
@@ -669,7 +721,17 @@ func (k *keeper) acquire(m *acquire) acquireResult {
 			p.SetConfig(*r.Config)
 		}
 		if !p.Initialized() {
+			if k.opts.Store != nil && r.Claim == nil {
+				// Read before the share-partition was dropped (by
+				// an admin change, a later claim): the next read
+				// loads its state.
+				res.again = true
+				continue
+			}
 			k.marks[key] = r.Mark
+			if r.Claim != nil {
+				k.claims[key] = *r.Claim
+			}
 			if snap, ok := k.memStored[key]; ok && r.Stored == nil && snap.Of(r.TopicID) {
 				r.Stored = &snap
 				delete(k.memStored, key)
@@ -752,8 +814,8 @@ func (k *keeper) where(m *where) []PartResult {
 // changed to the writer and returns a wait for them to be written (the
 // request's answer waits: acknowledgements and delivery counts are on the
 // volume before the client hears of them).
-func (k *keeper) flushDirty() func() {
-	var written []<-chan error
+func (k *keeper) flushDirty() durableWait {
+	written := map[pkey]<-chan error{}
 	defer clear(k.dirty)
 	for key := range k.dirty {
 		p, ok := k.parts[key]
@@ -771,12 +833,19 @@ func (k *keeper) flushDirty() func() {
 			k.memStored[key] = snap
 			continue
 		}
-		written = append(written, k.writer.put(key, snap))
+		written[key] = k.writer.put(key, k.claims[key], snap)
 	}
-	return func() {
-		for _, ch := range written {
-			<-ch
+	return func() map[pkey]bool {
+		var lost map[pkey]bool
+		for key, ch := range written {
+			if err := <-ch; errors.Is(err, sharestate.ErrSuperseded) {
+				if lost == nil {
+					lost = map[pkey]bool{}
+				}
+				lost[key] = true
+			}
 		}
+		return lost
 	}
 }
 

@@ -263,12 +263,13 @@ func TestLoadStoredOfAnotherTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, v, _ := testKeeper()
 	k := &Keeper{opts: &Options{Store: st}}
 	cur := PartResult{TP: TP{TopicID: [16]byte{3}, Partition: 0}, Topic: "t"}
 	if err := st.Save("g", "t", 0, sharestate.Snapshot{TopicID: [16]byte{1}, Start: 8, States: []uint8{1}, Counts: []int16{3}}); err != nil {
 		t.Fatal(err)
 	}
-	if snap, _, _ := k.loadStored("g", cur); snap != nil {
+	if snap, _, _, _ := k.loadStored("g", cur, v); snap != nil {
 		t.Fatalf("loaded %+v of another topic", snap)
 	}
 	if _, ok, _ := st.Load("g", "t", 0); ok {
@@ -277,7 +278,7 @@ func TestLoadStoredOfAnotherTopic(t *testing.T) {
 	if err := st.Save("g", "t", 0, sharestate.Snapshot{TopicID: [16]byte{3}, Start: 8}); err != nil {
 		t.Fatal(err)
 	}
-	if snap, _, _ := k.loadStored("g", cur); snap == nil || snap.Start != 8 {
+	if snap, _, _, _ := k.loadStored("g", cur, v); snap == nil || snap.Start != 8 {
 		t.Fatalf("own snapshot: %+v", snap)
 	}
 }
@@ -292,6 +293,7 @@ func TestLoadStoredMarkAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_, v, _ := testKeeper()
 	k := &Keeper{opts: &Options{Store: st}}
 	cur := PartResult{TP: TP{TopicID: [16]byte{3}, Partition: 0}, Topic: "t"}
 	if err := st.Save("g", "t", 0, sharestate.Snapshot{TopicID: [16]byte{3}, Start: 8}); err != nil {
@@ -300,7 +302,7 @@ func TestLoadStoredMarkAndErrors(t *testing.T) {
 	if err := st.SaveMark("g", "t", 0, 5); err != nil {
 		t.Fatal(err)
 	}
-	if snap, mark, code := k.loadStored("g", cur); snap == nil || snap.Start != 8 || mark != 5 || code != 0 {
+	if snap, mark, _, code := k.loadStored("g", cur, v); snap == nil || snap.Start != 8 || mark != 5 || code != 0 {
 		t.Fatalf("loadStored = %+v, mark %d, code %d; want start 8, the admin's mark 5", snap, mark, code)
 	}
 	// The volume fails the read (the snapshot's name is a directory).
@@ -311,7 +313,7 @@ func TestLoadStoredMarkAndErrors(t *testing.T) {
 	if err := os.Mkdir(path, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if snap, _, code := k.loadStored("g", cur); snap != nil || code != kerr.KafkaStorageError.Code {
+	if snap, _, _, code := k.loadStored("g", cur, v); snap != nil || code != kerr.KafkaStorageError.Code {
 		t.Fatalf("unreadable volume: %+v, code %v; want KAFKA_STORAGE_ERROR", snap, kerr.ErrorForCode(code))
 	}
 	if err := os.Remove(path); err != nil {
@@ -320,7 +322,7 @@ func TestLoadStoredMarkAndErrors(t *testing.T) {
 	if err := os.WriteFile(path, []byte("not a snapshot"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if snap, mark, code := k.loadStored("g", cur); snap != nil || code != 0 || mark != 5 {
+	if snap, mark, _, code := k.loadStored("g", cur, v); snap != nil || code != 0 || mark != 5 {
 		t.Fatalf("corrupt snapshot: %+v, mark %d, code %d; want a fresh start", snap, mark, code)
 	}
 }
@@ -336,7 +338,7 @@ func TestDropDeletedRemovesSnapshots(t *testing.T) {
 	k, v, _ := testKeeper()
 	views := &routing.Store{}
 	k.opts.Views, k.opts.Store = views, st
-	k.writer = startWriter(st, k.opts.Log)
+	k.writer = startWriter(st, k.opts.Log, nil)
 	defer k.writer.stop()
 	save := func(topic string, id [16]byte) {
 		t.Helper()

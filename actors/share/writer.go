@@ -1,10 +1,12 @@
 package share
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/rs/zerolog"
 
+	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/sharestate"
 )
 
@@ -13,10 +15,16 @@ import (
 // goroutine writes them, a later snapshot of the same share-partition
 // replacing one not yet written.
 type writer struct {
-	store   *sharestate.Store
-	log     zerolog.Logger
-	mu      sync.Mutex
-	pending map[pkey]*pendingSnap
+	store *sharestate.Store
+	log   zerolog.Logger
+	// superseded is told of a leader's write refused because a later
+	// claim holds the share-partition (or its claim is gone), before the
+	// write's waiters hear of it: the keeper drops the share-partition
+	// first, so a request that follows loads it again.
+	superseded func(key pkey, at assignment.Position)
+	mu         sync.Mutex
+	// pending are each share-partition's writes, in the order queued.
+	pending map[pkey][]*pendingSnap
 	// drops are the deleted topics to remove from the volume after the
 	// pending snapshots (sharestate.Store.DropTopics).
 	drops []func(topic string, id [16]byte) bool
@@ -24,50 +32,57 @@ type writer struct {
 	done  chan struct{}
 }
 
+// pendingSnap is one write: a leader's snapshot, or an admin change.
 type pendingSnap struct {
 	snap sharestate.Snapshot
-	// remove: delete the snapshot instead (DeleteShareGroupOffsets).
-	remove bool
-	// mark, when not 0, is an admin change's mark, written after the
-	// snapshot (sharestate.Store.SaveMark).
-	mark    uint64
-	written []chan error
+	// at is the claim of the leader that wrote snap (not admin).
+	at assignment.Position
+	// admin: an admin change (sharestate.Store.Set), snap with mark,
+	// or, with remove, no snapshot (DeleteShareGroupOffsets).
+	admin, remove bool
+	mark          uint64
+	written       []chan error
 }
 
-func startWriter(store *sharestate.Store, log zerolog.Logger) *writer {
-	w := &writer{store: store, log: log, pending: map[pkey]*pendingSnap{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+func startWriter(store *sharestate.Store, log zerolog.Logger, superseded func(pkey, assignment.Position)) *writer {
+	if superseded == nil {
+		superseded = func(pkey, assignment.Position) {}
+	}
+	w := &writer{store: store, log: log, superseded: superseded, pending: map[pkey][]*pendingSnap{},
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
 	go w.run()
 	return w
 }
 
-// put queues snap and returns a channel that gets the outcome once it (or
-// a later snapshot of the same share-partition) is written, or failed to be.
-func (w *writer) put(key pkey, snap sharestate.Snapshot) <-chan error {
-	return w.queue(key, pendingSnap{snap: snap})
+// put queues snap, written by the leader that claimed the share-partition
+// at at, and returns a channel that gets the outcome once it (or a later
+// snapshot of the same claim) is written, or failed to be
+// (sharestate.ErrSuperseded: a later claim holds the share-partition).
+func (w *writer) put(key pkey, at assignment.Position, snap sharestate.Snapshot) <-chan error {
+	return w.queue(key, &pendingSnap{snap: snap, at: at})
 }
 
 // putAdmin queues an admin change of a share-partition: its new snapshot
 // (nil: none) and mark, after whatever the keeper queued for it before.
 func (w *writer) putAdmin(key pkey, snap *sharestate.Snapshot, mark uint64) <-chan error {
 	if snap == nil {
-		return w.queue(key, pendingSnap{remove: true, mark: mark})
+		return w.queue(key, &pendingSnap{admin: true, remove: true, mark: mark})
 	}
-	return w.queue(key, pendingSnap{snap: *snap, mark: mark})
+	return w.queue(key, &pendingSnap{admin: true, snap: *snap, mark: mark})
 }
 
-func (w *writer) queue(key pkey, op pendingSnap) <-chan error {
+func (w *writer) queue(key pkey, op *pendingSnap) <-chan error {
 	ch := make(chan error, 1)
 	w.mu.Lock()
-	p := w.pending[key]
-	if p == nil {
-		p = &pendingSnap{}
-		w.pending[key] = p
+	ops := w.pending[key]
+	if n := len(ops); n > 0 && !op.admin && !ops[n-1].admin && ops[n-1].at == op.at {
+		// The newer snapshot of the same leader replaces the older.
+		ops[n-1].snap = op.snap
+		ops[n-1].written = append(ops[n-1].written, ch)
+	} else {
+		op.written = []chan error{ch}
+		w.pending[key] = append(ops, op)
 	}
-	p.snap, p.remove = op.snap, op.remove
-	if op.mark != 0 {
-		p.mark = op.mark
-	}
-	p.written = append(p.written, ch)
 	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:
@@ -106,28 +121,49 @@ func (w *writer) run() {
 func (w *writer) flush() {
 	w.mu.Lock()
 	batch, drops := w.pending, w.drops
-	w.pending, w.drops = map[pkey]*pendingSnap{}, nil
+	w.pending, w.drops = map[pkey][]*pendingSnap{}, nil
 	w.mu.Unlock()
 	defer w.drop(drops)
-	for key, p := range batch {
-		var err error
-		if p.remove {
-			err = w.store.Delete(key.group, key.tp.Topic, key.tp.Partition)
-		} else {
-			err = w.store.Save(key.group, key.tp.Topic, key.tp.Partition, p.snap)
+	for key, ops := range batch {
+		for _, p := range ops {
+			w.write(key, p)
 		}
-		if err == nil && p.mark != 0 {
-			err = w.store.SaveMark(key.group, key.tp.Topic, key.tp.Partition, p.mark)
-		}
-		for _, ch := range p.written {
-			ch <- err
-			close(ch)
-		}
-		if err != nil {
-			// The share-partition goes on from memory; its next leader
-			// may redeliver what this snapshot would have recorded.
-			w.log.Error().Err(err).Str("group", key.group).Str("topic", key.tp.Topic).Int32("partition", key.tp.Partition).Msg("persisting share-partition state failed")
-		}
+	}
+}
+
+// write makes one write and answers its waiters.
+func (w *writer) write(key pkey, p *pendingSnap) {
+	var err error
+	switch {
+	case p.admin && p.remove:
+		err = w.store.Set(key.group, key.tp.Topic, key.tp.Partition, nil, p.mark)
+	case p.admin:
+		err = w.store.Set(key.group, key.tp.Topic, key.tp.Partition, &p.snap, p.mark)
+	default:
+		err = w.store.SaveAt(key.group, key.tp.Topic, key.tp.Partition, p.at, p.snap)
+	}
+	log := func() *zerolog.Event {
+		return w.log.Error().Err(err).Str("group", key.group).Str("topic", key.tp.Topic).Int32("partition", key.tp.Partition)
+	}
+	switch {
+	case err == nil:
+	case !p.admin && errors.Is(err, sharestate.ErrSuperseded):
+		// Nothing was written: the leader with the later claim has
+		// the share-partition; this one drops it before its waiters
+		// are answered with the error.
+		w.superseded(key, p.at)
+		w.log.Warn().Err(err).Str("group", key.group).Str("topic", key.tp.Topic).Int32("partition", key.tp.Partition).
+			Msg("share-partition claimed by a later leader; its state is not written here and is dropped")
+	case p.admin:
+		log().Msg("writing an admin change of share-partition state failed")
+	default:
+		// The share-partition goes on from memory; its next leader
+		// may redeliver what this snapshot would have recorded.
+		log().Msg("persisting share-partition state failed")
+	}
+	for _, ch := range p.written {
+		ch <- err
+		close(ch)
 	}
 }
 

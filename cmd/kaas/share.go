@@ -45,6 +45,10 @@ func registerShare(b *broker) {
 			// not survive a restart or a move.
 			b.log.Error().Err(err).Msg("share-partition state store unavailable; share state kept in memory")
 		} else {
+			// Partitions move between processes only in cluster
+			// mode: there a share-partition's snapshot is claimed by
+			// the leader that loads it.
+			st.Claims = b.fence != nil
 			opts.Store = st
 		}
 	}

@@ -1,0 +1,172 @@
+package share
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kaas-project/kaas/actors/routing"
+	"github.com/kaas-project/kaas/storage/assignment"
+	"github.com/kaas-project/kaas/storage/sharestate"
+)
+
+// claimLeader is one broker's keeper of share-partitions over a store on
+// a shared volume with claims (cluster mode), following view: its writer
+// reports a refused save as the keeper's mailbox would get it.
+type claimLeader struct {
+	k          *keeper
+	keeper     *Keeper
+	view       *routing.View
+	superseded chan *superseded
+}
+
+func newClaimLeader(t *testing.T, dir string, at assignment.Position) *claimLeader {
+	t.Helper()
+	st, err := sharestate.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Claims = true
+	k, v, _ := testKeeper()
+	k.opts.Store = st
+	v.Epoch, v.Version = at.Epoch, at.Version
+	l := &claimLeader{k: k, keeper: &Keeper{opts: k.opts}, view: v, superseded: make(chan *superseded, 16)}
+	k.writer = startWriter(st, k.opts.Log, func(key pkey, at assignment.Position) {
+		l.superseded <- &superseded{from: k, key: key, at: at}
+	})
+	t.Cleanup(k.writer.stop)
+	return l
+}
+
+// begin runs a ShareFetch's or ShareAcknowledge's session step as the
+// keeper's Receive and the request's handler do: the step, the flush, then
+// the wait for the writes, whose refusals the keeper handles first.
+func (l *claimLeader) begin(m *begin) beginResult {
+	m.group, m.view = "g", l.view
+	res := l.k.begin(m)
+	res.durable = l.k.flushDirty()
+	res.superseded("g")
+	l.drain()
+	return res
+}
+
+// acquire runs one read round's acquisition: reads that start a
+// share-partition load its state as fetchRecords does (loadStored).
+func (l *claimLeader) acquire(t *testing.T, member string, reads ...Read) (acquireResult, map[pkey]bool) {
+	t.Helper()
+	for i, r := range reads {
+		if r.Code != kerr.OffsetOutOfRange.Code {
+			continue
+		}
+		var code int16
+		reads[i].Stored, reads[i].Mark, reads[i].Claim, code = l.keeper.loadStored("g", PartResult{TP: r.TP, Topic: r.Topic}, l.view)
+		if code != 0 {
+			t.Fatalf("load: %v", kerr.ErrorForCode(code))
+		}
+	}
+	res := l.k.acquire(&acquire{group: "g", member: member, maxRecords: 100, reads: reads})
+	lost := l.k.flushDirty()()
+	l.drain()
+	return res, lost
+}
+
+func (l *claimLeader) drain() {
+	for {
+		select {
+		case m := <-l.superseded:
+			l.k.superseded(m)
+		default:
+			return
+		}
+	}
+}
+
+// TestKeeperClaim: a partition moved while its old leader (stalled past
+// its fence, still believing it leads) holds its share-partition. The new
+// leader, following a later assignment file, loads the share-partition
+// while the old one still holds it; the old leader's next acknowledgement
+// is answered NOT_LEADER_OR_FOLLOWER, nothing of it is written (the
+// snapshot on the volume is the new leader's), and the old leader drops
+// the share-partition and cannot load it again from its older file.
+func TestKeeperClaim(t *testing.T) {
+	dir := t.TempDir()
+	old := newClaimLeader(t, dir, assignment.Position{Epoch: 1, Version: 5})
+	tp := routing.TP{Topic: "t", Partition: 0}
+	key := pkey{"g", tp}
+	stored := func() sharestate.Snapshot {
+		t.Helper()
+		snap, ok, err := old.k.opts.Store.Load("g", "t", 0)
+		if !ok || err != nil {
+			t.Fatalf("no snapshot on the volume: %v", err)
+		}
+		return snap
+	}
+
+	old.begin(&begin{op: opFetch, member: "m", epoch: 0, parts: []PartReq{{TP: t0}}})
+	old.acquire(t, "m", Read{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1})
+	if res, lost := old.acquire(t, "m", Read{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9}); len(res.ranges[t0]) != 1 || len(lost) != 0 {
+		t.Fatalf("old leader acquired %+v, lost %v", res.ranges, lost)
+	}
+	ack := func(first, last int64) []PartReq {
+		return []PartReq{{TP: t0, Acks: []AckBatch{{First: first, Last: last, Types: []AckType{AckAccept}}}}}
+	}
+	if res := old.begin(&begin{op: opAck, member: "m", epoch: 1, parts: ack(0, 4)}); res.parts[0].AckCode != 0 {
+		t.Fatalf("old leader's first acknowledgement: %v", kerr.ErrorForCode(res.parts[0].AckCode))
+	}
+	if s := stored(); s.Start != 5 {
+		t.Fatalf("volume's start %d after 0-4 were acknowledged, want 5", s.Start)
+	}
+
+	// The partition moves; the old leader does not know yet.
+	next := newClaimLeader(t, dir, assignment.Position{Epoch: 1, Version: 7})
+	next.begin(&begin{op: opFetch, member: "m2", epoch: 0, parts: []PartReq{{TP: t0}}})
+	next.acquire(t, "m2", Read{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1})
+	if res, _ := next.acquire(t, "m2", Read{TP: t0, Topic: "t", HighWatermark: 10, First: 5, Last: 9}); !reflect.DeepEqual(res.ranges[t0], []Range{{First: 5, Last: 9, DeliveryCount: 2}}) {
+		t.Fatalf("new leader acquired %+v, want 5-9 delivered a second time", res.ranges)
+	}
+	start, states, counts := next.k.parts[key].Snapshot()
+	want := sharestate.Snapshot{TopicID: t0.TopicID, Start: start, States: make([]uint8, len(states)), Counts: counts}
+	for i, s := range states {
+		want.States[i] = uint8(s)
+	}
+
+	res := old.begin(&begin{op: opAck, member: "m", epoch: 2, parts: ack(5, 9)})
+	if p := res.parts[0]; p.AckCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("old leader's acknowledgement after the move answered %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(p.AckCode))
+	}
+	if got := stored(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("volume holds %+v, want the new leader's %+v", got, want)
+	}
+	if _, ok := old.k.parts[key]; ok {
+		t.Fatal("the old leader still holds the share-partition")
+	}
+	// Its next fetch loads again, from its older file: refused.
+	fetch := old.begin(&begin{op: opFetch, member: "m", epoch: 3})
+	if p := fetch.parts[0]; !p.Read || p.Offset != -1 {
+		t.Fatalf("old leader's next fetch: %+v, want a load", p)
+	}
+	if _, _, claim, code := old.keeper.loadStored("g", fetch.parts[0], old.view); code != kerr.NotLeaderForPartition.Code || claim != nil {
+		t.Fatalf("old leader's reload answered %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
+	}
+	// The new leader goes on.
+	if res := next.begin(&begin{op: opAck, member: "m2", epoch: 1, parts: ack(5, 9)}); res.parts[0].AckCode != 0 {
+		t.Fatalf("new leader's acknowledgement: %v", kerr.ErrorForCode(res.parts[0].AckCode))
+	}
+	if s := stored(); s.Start != 10 {
+		t.Fatalf("volume's start %d after the new leader's acknowledgement, want 10", s.Start)
+	}
+}
+
+// A read begun before its share-partition was dropped (here, by a later
+// claim) does not start it again: only a read that loaded the state under
+// a claim does.
+func TestKeeperInitializesOnlyFromALoad(t *testing.T) {
+	l := newClaimLeader(t, t.TempDir(), assignment.Position{Epoch: 1, Version: 1})
+	l.begin(&begin{op: opFetch, member: "m", epoch: 0, parts: []PartReq{{TP: t0}}})
+	res := l.k.acquire(&acquire{group: "g", member: "m", maxRecords: 100,
+		reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1}}})
+	if p := l.k.parts[pkey{"g", routing.TP{Topic: "t", Partition: 0}}]; p.Initialized() || !res.again {
+		t.Fatalf("a read that loaded nothing started the share-partition (again: %v)", res.again)
+	}
+}
