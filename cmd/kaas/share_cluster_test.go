@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -12,13 +13,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/storage/claim"
+	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
 // TestClusterShareGroup: in a 3-broker cluster two share consumers fetch
 // from every partition's leader and get each record once; after a broker
 // is killed and its partitions move, the new leaders read the
 // share-partition state from the volume: accepted records are not
-// delivered again, and the records produced after the move are. Then,
+// delivered again, and the records produced after the move are; every
+// share-partition has its leader's claim beside its snapshot. Then,
 // the group empty, AlterShareGroupOffsets moves every partition's start
 // back to 0 through the group's coordinator: DescribeShareGroupOffsets
 // reports every partition's lag as its end offset, the leaders, on either
@@ -105,6 +110,13 @@ func TestClusterShareGroup(t *testing.T) {
 	waitUntil(t, 90*time.Second, "400 records consumed", all(400))
 	stop()
 	wg.Wait()
+	// In cluster mode each share-partition's leader claimed it.
+	for p := range 6 {
+		cf := claim.File{Dir: filepath.Join(c.dataDir, "__share", groupstore.DirName(group)), Name: topic + "-" + strconv.Itoa(p) + ".claim"}
+		if at, ok, err := cf.Read(); !ok || err != nil || at.Version == 0 {
+			t.Errorf("share-partition %d: claim %v (found %v, %v), want one of a leader's assignment file", p, at, ok, err)
+		}
+	}
 	mu.Lock()
 	for k, n := range seen {
 		if n != 1 {
