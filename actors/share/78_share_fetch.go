@@ -55,7 +55,7 @@ func (k *Keeper) handleShareFetch(r *conn.Request) conn.Pending {
 			resp.ErrorCode = br.code
 			return resp
 		}
-		br.superseded(group)
+		br.awaitWritten(group)
 		if req.ShareSessionEpoch == 0 {
 			k.recheckMarks(r.Ctx, group, br.parts)
 		}

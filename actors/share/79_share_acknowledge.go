@@ -38,7 +38,7 @@ func (k *Keeper) handleShareAcknowledge(r *conn.Request) conn.Pending {
 			resp.ErrorCode = br.code
 			return resp
 		}
-		br.superseded(*req.GroupID)
+		br.awaitWritten(*req.GroupID)
 		topics := map[[16]byte]int{}
 		for _, p := range br.parts {
 			ti, ok := topics[p.TopicID]

@@ -58,32 +58,41 @@ func toAcks[B any](batches []B, get func(B) (int64, int64, []int8)) []AckBatch {
 
 func (k *Keeper) lockMillis() int32 { return int32(k.opts.Partition.LockDuration.Milliseconds()) }
 
-// superseded waits for the step's changes to be persisted and answers the
-// partitions whose state a later leader claimed meanwhile
-// NOT_LEADER_OR_FOLLOWER, their acknowledgements too: this broker is a
-// deposed leader (its view has not caught up yet), the changes were not
-// written, and the keeper dropped the share-partition. Kafka's share
-// consumers treat it as a leader change: they refresh their metadata and
-// fetch from the new leader, and report the acknowledgements failed
-// without retrying them here (franz-go's isShareAckRetryable), so the
-// records are delivered again by the new leader (at least once), never
-// taken as acknowledged.
-func (br *beginResult) superseded(group string) {
+// awaitWritten waits for the step's changes to be persisted and answers
+// the partitions whose changes were not written:
+//   - a later leader claimed the share-partition meanwhile
+//     (sharestate.ErrSuperseded): NOT_LEADER_OR_FOLLOWER, acknowledgements
+//     too. This broker is a deposed leader (its view has not caught up
+//     yet) and the keeper dropped the share-partition. Kafka's share
+//     consumers treat it as a leader change: they refresh their metadata
+//     and fetch from the new leader, and report the acknowledgements
+//     failed without retrying them here (franz-go's isShareAckRetryable),
+//     so the new leader delivers the records again (at least once), never
+//     taken as acknowledged.
+//   - the volume failed the write: acknowledgements KAFKA_STORAGE_ERROR.
+//     The share-partition holds them in memory and its next snapshot
+//     carries them, but a client told they were stored could lose them
+//     to a crash before that; the records read stay delivered.
+func (br *beginResult) awaitWritten(group string) {
 	if br.durable == nil {
 		return
 	}
-	lost := br.durable()
+	failed := br.durable()
 	for i := range br.parts {
 		p := &br.parts[i]
-		if !lost[pkey{group, tpOf(*p)}] {
-			continue
-		}
-		p.Read = false
-		if p.Code == 0 {
-			p.Code = kerr.NotLeaderForPartition.Code
-		}
-		if p.acked && p.AckCode == 0 {
-			p.AckCode = kerr.NotLeaderForPartition.Code
+		err, ok := failed[pkey{group, tpOf(*p)}]
+		switch {
+		case !ok:
+		case errors.Is(err, sharestate.ErrSuperseded):
+			p.Read = false
+			if p.Code == 0 {
+				p.Code = kerr.NotLeaderForPartition.Code
+			}
+			if p.acked && p.AckCode == 0 {
+				p.AckCode = kerr.NotLeaderForPartition.Code
+			}
+		case p.acked && p.AckCode == 0:
+			p.AckCode = kerr.KafkaStorageError.Code
 		}
 	}
 }
@@ -261,9 +270,15 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 			}
 		}
 		res := call(k, r, func(reply func(acquireResult)) any { acq.reply = reply; return acq })()
-		for key := range res.durable() {
+		for key, err := range res.durable() {
 			// Acquired under a claim a later leader took: not
-			// recorded, not delivered (beginResult.superseded).
+			// recorded, not delivered (beginResult.awaitWritten).
+			// An acquisition the volume failed to record is still
+			// delivered: the lock is in memory, and a crash before the
+			// next snapshot only makes the records available again.
+			if !errors.Is(err, sharestate.ErrSuperseded) {
+				continue
+			}
 			for _, rd := range reads {
 				if key == (pkey{group, tpOf(rd.part)}) {
 					delete(res.ranges, rd.part.TP)
@@ -338,7 +353,7 @@ func (k *Keeper) waitForData(r *conn.Request, reads []*partRead, deadline time.T
 // the position of v, the view in which this broker leads the partition
 // (returned as claim). A later claim on the volume means another leader
 // loaded the share-partition from a later assignment file: this broker,
-// behind it, answers NOT_LEADER_OR_FOLLOWER (see beginResult.superseded).
+// behind it, answers NOT_LEADER_OR_FOLLOWER (see beginResult.awaitWritten).
 // The mark is read first: an admin change between the two reads leaves a
 // newer snapshot with an older mark, which the next share session's
 // recheck reloads. The snapshot is nil when there is none, or a corrupt

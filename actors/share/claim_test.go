@@ -1,6 +1,8 @@
 package share
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -46,14 +48,14 @@ func (l *claimLeader) begin(m *begin) beginResult {
 	m.group, m.view = "g", l.view
 	res := l.k.begin(m)
 	res.durable = l.k.flushDirty()
-	res.superseded("g")
+	res.awaitWritten("g")
 	l.drain()
 	return res
 }
 
 // acquire runs one read round's acquisition: reads that start a
 // share-partition load its state as fetchRecords does (loadStored).
-func (l *claimLeader) acquire(t *testing.T, member string, reads ...Read) (acquireResult, map[pkey]bool) {
+func (l *claimLeader) acquire(t *testing.T, member string, reads ...Read) (acquireResult, map[pkey]error) {
 	t.Helper()
 	for i, r := range reads {
 		if r.Code != kerr.OffsetOutOfRange.Code {
@@ -168,5 +170,51 @@ func TestKeeperInitializesOnlyFromALoad(t *testing.T) {
 		reads: []Read{{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1}}})
 	if p := l.k.parts[pkey{"g", routing.TP{Topic: "t", Partition: 0}}]; p.Initialized() || !res.again {
 		t.Fatalf("a read that loaded nothing started the share-partition (again: %v)", res.again)
+	}
+}
+
+// TestAckNotWrittenIsAnsweredStorageError: an acknowledgement whose
+// snapshot the volume fails to write is answered KAFKA_STORAGE_ERROR, not
+// as stored; the share-partition keeps it in memory and the next snapshot
+// written carries it.
+func TestAckNotWrittenIsAnsweredStorageError(t *testing.T) {
+	dir := t.TempDir()
+	l := newClaimLeader(t, dir, assignment.Position{Epoch: 1, Version: 5})
+	l.k.opts.Store.Claims = false // local mode: only the volume can refuse
+	ack := func(epoch int32, first, last int64) int16 {
+		t.Helper()
+		res := l.begin(&begin{op: opAck, member: "m", epoch: epoch, parts: []PartReq{{TP: t0, Acks: []AckBatch{{First: first, Last: last, Types: []AckType{AckAccept}}}}}})
+		return res.parts[0].AckCode
+	}
+	l.begin(&begin{op: opFetch, member: "m", epoch: 0, parts: []PartReq{{TP: t0}}})
+	l.acquire(t, "m", Read{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1})
+	l.acquire(t, "m", Read{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9})
+
+	// The group's directory becomes a file: every write under it fails.
+	states, err := filepath.Glob(filepath.Join(dir, "__share", "*", "t-0.state"))
+	if err != nil || len(states) != 1 {
+		t.Fatalf("snapshot files %v (%v), want one", states, err)
+	}
+	groupDir := filepath.Dir(states[0])
+	if err := os.RemoveAll(groupDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(groupDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := ack(1, 0, 4); code != kerr.KafkaStorageError.Code {
+		t.Fatalf("acknowledgement not written answered %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code))
+	}
+	if err := os.Remove(groupDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(groupDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code := ack(2, 5, 9); code != 0 {
+		t.Fatalf("acknowledgement written answered %v", kerr.ErrorForCode(code))
+	}
+	if snap, ok, err := l.k.opts.Store.Load("g", "t", 0); !ok || err != nil || snap.Start != 10 {
+		t.Fatalf("volume holds %+v (%v, %v), want start 10: both acknowledgements", snap, ok, err)
 	}
 }

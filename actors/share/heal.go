@@ -18,7 +18,7 @@ import (
 // errKeeperGone is an admin change the keeper could not make.
 var errKeeperGone = errors.New("share-partition keeper restarting")
 
-func noWait() map[pkey]bool { return nil }
+func noWait() map[pkey]error { return nil }
 
 // Undelivered implements actorsys.Undeliverable.
 func (m *begin) Undelivered() {

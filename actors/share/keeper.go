@@ -2,7 +2,6 @@ package share
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -237,10 +236,12 @@ type beginResult struct {
 }
 
 // durableWait waits until the changes a step made are persisted and
-// returns the share-partitions whose state was not written because a later
-// leader claimed them (sharestate.ErrSuperseded): their changes did not
-// count, and the keeper dropped them.
-type durableWait func() map[pkey]bool
+// returns the share-partitions whose state was not written, with why: a
+// later leader claimed them (sharestate.ErrSuperseded: their changes did
+// not count, and the keeper dropped them), or the volume failed the write
+// (the changes hold in memory and the next snapshot carries them, but an
+// acknowledgement was not made durable).
+type durableWait func() map[pkey]error
 
 // Read is what a read of one partition found.
 type Read struct {
@@ -835,17 +836,17 @@ func (k *keeper) flushDirty() durableWait {
 		}
 		written[key] = k.writer.put(key, k.claims[key], snap)
 	}
-	return func() map[pkey]bool {
-		var lost map[pkey]bool
+	return func() map[pkey]error {
+		var failed map[pkey]error
 		for key, ch := range written {
-			if err := <-ch; errors.Is(err, sharestate.ErrSuperseded) {
-				if lost == nil {
-					lost = map[pkey]bool{}
+			if err := <-ch; err != nil {
+				if failed == nil {
+					failed = map[pkey]error{}
 				}
-				lost[key] = true
+				failed[key] = err
 			}
 		}
-		return lost
+		return failed
 	}
 }
 
