@@ -124,8 +124,10 @@ func (g *Group) MembershipVersion() MembershipVersion {
 // MembershipToSave returns the membership to save now, and false when the
 // saved one should stay: a classic group mid-rebalance keeps its last
 // completed generation saved (one just downgraded from the consumer
-// protocol saves the Stable group it started as). nil (with true) removes a
-// saved membership: the group has no members.
+// protocol saves the Stable group it started as); an Empty classic group
+// that had members saves its protocol type and generation, as Kafka's
+// Empty GroupMetadata record keeps them. nil (with true) removes a saved
+// membership: the group has no members and no generation to keep.
 func (g *Group) MembershipToSave() ([]byte, bool) {
 	var s savedMembership
 	switch {
@@ -140,6 +142,8 @@ func (g *Group) MembershipToSave() ([]byte, bool) {
 		default:
 			return nil, false
 		}
+	case g.kind == KindClassic && g.state == Empty && g.generation > 0:
+		s = savedMembership{Kind: KindClassic.String(), ProtocolType: g.protocolType, Generation: g.generation}
 	case g.kind == KindConsumer && len(g.cons.members) > 0:
 		s = g.saveConsumer()
 	case g.kind == KindShare && g.shareMembers() > 0:
@@ -282,6 +286,13 @@ func (g *Group) RestoreMembership(now time.Time, b []byte, topics Topics) error 
 
 func (g *Group) restoreClassic(now time.Time, s savedMembership) {
 	if len(s.Classic) == 0 {
+		if s.Generation > 0 {
+			// An Empty group: its next join starts the generation after.
+			g.kind, g.protocolType, g.generation = KindClassic, s.ProtocolType, s.Generation
+			if g.emptySince.IsZero() {
+				g.emptySince = now
+			}
+		}
 		return
 	}
 	g.kind = KindClassic

@@ -71,8 +71,8 @@ func TestClassicMembershipSurvivesMove(t *testing.T) {
 
 // TestClassicMembershipSavedAtStablePoints: mid-rebalance the membership
 // to save stays the last completed generation's; once every member has
-// left, none is saved; an unreadable membership is an error that leaves
-// the group as it was.
+// left, the Empty group's protocol type and generation (no members); an
+// unreadable membership is an error that leaves the group as it was.
 func TestClassicMembershipSavedAtStablePoints(t *testing.T) {
 	g, ids, now := stableGroup(t, 2)
 	stable, _ := g.MembershipToSave()
@@ -94,8 +94,8 @@ func TestClassicMembershipSavedAtStablePoints(t *testing.T) {
 		req.Members = append(req.Members, kmsg.LeaveGroupRequestMember{MemberID: id})
 	}
 	g.LeaveGroup(now, req)
-	if b, save := g.MembershipToSave(); !save || b != nil {
-		t.Fatalf("emptied group saves %q (%v), want none", b, save)
+	if b, save := g.MembershipToSave(); !save || string(b) != `{"kind":"classic","protocolType":"consumer","generation":3}` {
+		t.Fatalf("emptied group saves %s (%v), want its protocol type and generation", b, save)
 	}
 
 	bad := New("g", testConfig())
@@ -106,6 +106,43 @@ func TestClassicMembershipSavedAtStablePoints(t *testing.T) {
 		if bad.Kind() != KindNone || bad.HasMembers() {
 			t.Fatalf("%s: a failed restore left kind %v, members %v", b, bad.Kind(), bad.HasMembers())
 		}
+	}
+}
+
+// TestEmptyClassicGroupKeepsItsGeneration: an Empty classic group restored
+// on a new coordinator keeps its protocol type and generation, as Kafka's
+// Empty GroupMetadata record keeps them: the coordinator writes that
+// record again, DescribeGroups answers the Empty classic group, and the
+// next member's join starts the generation after it. A group that only
+// stores offsets (generation 0) saves no membership.
+func TestEmptyClassicGroupKeepsItsGeneration(t *testing.T) {
+	g, ids, now := stableGroup(t, 1)
+	g.LeaveGroup(now, leaveReq(ids[0], nil))
+	if g.State() != Empty || g.Generation() != 2 {
+		t.Fatalf("after the last member left: %v generation %d", g.State(), g.Generation())
+	}
+	wantRecord := describeMetadata(t, g)
+	later := now.Add(time.Hour)
+	n := moved(t, g, later)
+	if n.State() != Empty || n.Kind() != KindClassic || n.Generation() != 2 || n.HasMembers() {
+		t.Fatalf("restored: %v kind %v generation %d members %v", n.State(), n.Kind(), n.Generation(), n.HasMembers())
+	}
+	if got := describeMetadata(t, n); got != wantRecord || got != "v1 consumer gen 2 protocol null leader null members" {
+		t.Fatalf("restored group's record %q, want the one written before the move %q", got, wantRecord)
+	}
+	if d := n.DescribeGroup(later, 5); d.ErrorCode != 0 || d.State != "Empty" || d.ProtocolType != "consumer" || len(d.Members) != 0 {
+		t.Fatalf("DescribeGroups of the restored group: %+v", d)
+	}
+	_, b := newMember(t, n, later)
+	n.Tick(later.Add(time.Second)) // past the initial rebalance delay
+	if r := b.join(t); r.ErrorCode != 0 || r.Generation != 3 {
+		t.Fatalf("a new member's join after the move: %s generation %d, want 3", code(r.ErrorCode), r.Generation)
+	}
+
+	offsetsOnly := New("g", testConfig())
+	commit(offsetsOnly, now, commitReq(8, -1, "", map[string]map[int32]int64{"t": {0: 1}}))
+	if b, save := offsetsOnly.MembershipToSave(); !save || b != nil {
+		t.Fatalf("a group that only stores offsets saves %s (%v), want none", b, save)
 	}
 }
 
