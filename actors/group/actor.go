@@ -136,6 +136,9 @@ type (
 		id      string
 		seq     uint64
 		handled uint64
+		// topicKnown: the actor had learned what __consumer_offsets
+		// holds of its group (offsets_topic_read.go).
+		topicKnown bool
 	}
 	groupReleased struct {
 		id  string
@@ -301,6 +304,8 @@ func (a *groupActor) Receive(ctx actor.Context) {
 		a.onWritten(m)
 	case *offsetsRecordsWritten:
 		a.onOffsetsRecordsWritten(m)
+	case *topicHeld:
+		a.onTopicHeld(m)
 	case *offsetsRecordsRetry:
 		a.offsetsRecords.retry = nil
 		a.writeOffsetsRecords()
@@ -804,7 +809,7 @@ func (a *groupActor) afterMessage() {
 	}
 	if !a.g.Exists() && a.g.Idle() && !a.writing && len(a.writes) == 0 && !a.offsetsRecords.busy() && a.idleAt != a.handled {
 		a.idleAt = a.handled
-		a.system.Root.Send(a.parent, &groupIdle{id: a.id, seq: a.seq, handled: a.handled})
+		a.system.Root.Send(a.parent, &groupIdle{id: a.id, seq: a.seq, handled: a.handled, topicKnown: a.offsetsRecords.known})
 	}
 }
 

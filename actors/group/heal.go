@@ -23,6 +23,7 @@ func (m *manager) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chil
 		Int("recent_restarts", d.Recent).Msg("group actor panicked; restarting it")
 	if d.Delay == 0 {
 		sup.RestartChildren(child)
+		m.onGroupRestarted(child)
 		return
 	}
 	self, system := m.self, m.system
@@ -35,6 +36,7 @@ func (m *manager) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, chil
 func (m *manager) groupStopped(ctx actor.Context, who *actor.PID) {
 	for name, e := range m.groups {
 		if e.pid.Equal(who) {
+			m.onGroupGone(name, e)
 			delete(m.groups, name)
 			metrics.ActorRestarted("group", "stopped")
 			m.opts.Log.Warn().Str("group", name).Str("actor", who.Id).Msg("group actor stopped; the next call loads it again")

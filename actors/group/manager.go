@@ -51,7 +51,7 @@ func Start(system *actorsys.System, name string, opts Options) (*Coordinator, er
 	c := &Coordinator{done: make(chan struct{}), clock: opts.Clock, creations: topicCreations{clock: opts.Clock}}
 	opts.offsets = &c.offsets
 	ref, err := system.Spawn(name, func() actor.Actor {
-		return &manager{opts: &opts, c: c, groups: map[string]*entry{}, restarts: heal.NewTracker(heal.Groups)}
+		return &manager{opts: &opts, c: c, groups: map[string]*entry{}, restarts: heal.NewTracker(heal.Groups), slots: map[int]*slotRead{}}
 	})
 	if err != nil {
 		return nil, err
@@ -88,6 +88,10 @@ type entry struct {
 	summary   Summary
 	loaded    bool
 	releasing bool
+	// handed is what the group's actor was handed of its slot's read of
+	// __consumer_offsets (handedAt: it was).
+	handed   *topicGroup
+	handedAt bool
 }
 
 type (
@@ -120,6 +124,11 @@ type manager struct {
 	restarts *heal.Tracker
 	self     *actor.PID
 	system   *actor.ActorSystem
+
+	// slots are the reads of the __consumer_offsets partitions of the
+	// slots this broker coordinates (offsets_topic_slots.go).
+	slots   map[int]*slotRead
+	slotGen uint64
 }
 
 func coordinates(v *routing.View, group string) bool {
@@ -139,6 +148,7 @@ func (m *manager) Receive(ctx actor.Context) {
 		}
 		m.view = m.opts.Views.Load()
 		m.scan(ctx)
+		m.readSlots(ctx)
 		m.armPoll(ctx)
 	case *messages.GroupCall:
 		m.route(ctx, msg)
@@ -155,6 +165,10 @@ func (m *manager) Receive(ctx actor.Context) {
 		m.armPoll(ctx)
 	case *scanDone:
 		m.onScan(ctx, msg)
+	case *slotReadDone:
+		m.onSlotRead(msg)
+	case *orphanWritten:
+		m.onOrphanWritten(msg)
 	case *listGrace:
 		for _, l := range m.lists {
 			l.Reply(nil, kerr.CoordinatorLoadInProgress.Code)
@@ -168,6 +182,7 @@ func (m *manager) Receive(ctx actor.Context) {
 		m.answerLists(ctx)
 	case *groupIdle:
 		if e := m.groups[msg.id]; e != nil && e.seq == msg.seq && e.sent == msg.handled && !e.releasing {
+			m.onGroupIdle(msg.id, e, msg.topicKnown)
 			delete(m.groups, msg.id)
 			ctx.Stop(e.pid)
 			m.count()
@@ -190,6 +205,7 @@ func (m *manager) Receive(ctx actor.Context) {
 	case *restartGroup:
 		if sup, ok := ctx.(actor.Supervisor); ok {
 			sup.RestartChildren(msg.pid)
+			m.onGroupRestarted(msg.pid)
 		}
 	case *stopCoordinator:
 		m.beginStop(ctx)
@@ -268,6 +284,7 @@ func (m *manager) spawn(ctx actor.Context, group string) (*entry, bool) {
 	}
 	e := &entry{pid: pid, seq: m.seq}
 	m.groups[group] = e
+	m.handOnSpawn(group, e)
 	return e, true
 }
 
@@ -373,6 +390,7 @@ func (m *manager) onScan(ctx actor.Context, s *scanDone) {
 }
 
 func (m *manager) checkView(ctx actor.Context) {
+	m.readSlots(ctx)
 	v := m.opts.Views.Load()
 	if v == m.view || m.stopping {
 		return

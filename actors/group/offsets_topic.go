@@ -29,11 +29,13 @@ import (
 // retries every second while a write fails or the partition is not open
 // here. The group store stays the record of the offsets and the
 // membership; the topic is their copy for the tools that read it (Burrow,
-// kafka-console-consumer's OffsetsMessageFormatter). A coordinator that
-// loads a group writes every committed offset of it, and its GroupMetadata
-// record when it is Stable, once, so the partition holds the group's state
-// after a move even when the previous coordinator's last write did not
-// land.
+// kafka-console-consumer's OffsetsMessageFormatter). A group's actor
+// writes nothing until the manager has handed it what the partition holds
+// of the group (offsets_topic_read.go): its first diff then takes the
+// partition from that to the group's state, so after a move the partition
+// holds the group's state even when the previous coordinator's last write
+// did not land (tombstones included), and values already there are not
+// written again.
 
 // offsetsRecordsRetryAfter is how long a failed write waits.
 const offsetsRecordsRetryAfter = time.Second
@@ -44,6 +46,14 @@ const offsetsRecordsPerBatch = 1000
 // offsetsRecords is what the actor has written of the group to
 // __consumer_offsets and what it still has to.
 type offsetsRecords struct {
+	// known: the manager has handed the actor what the topic holds of the
+	// group; unsure: it could not (the actor restarted), and the actor
+	// writes every record it has. heldMeta is the GroupMetadata value
+	// handed (nil: none), what the first look starts from.
+	known    bool
+	unsure   bool
+	heldMeta []byte
+
 	written map[groupstore.TP]groupstore.Commit
 	// pending are the records to write next, in flight those written now;
 	// a nil commit is a tombstone.
@@ -101,7 +111,7 @@ func offsetsChanges(held []map[groupstore.TP]*groupstore.Commit, written, commit
 	}
 	out := map[groupstore.TP]*groupstore.Commit{}
 	for tp, c := range committed {
-		if was, ok := current(tp); !ok || was != c {
+		if was, ok := current(tp); !ok || !sameRecord(was, c) {
 			out[tp] = &c
 		}
 	}
@@ -122,6 +132,12 @@ func offsetsChanges(held []map[groupstore.TP]*groupstore.Commit, written, commit
 		}
 	}
 	return out
+}
+
+// sameRecord reports whether a and b write the same OffsetCommitValue:
+// the expiry and topic id the store keeps are not in it.
+func sameRecord(a, b groupstore.Commit) bool {
+	return a.Offset == b.Offset && a.LeaderEpoch == b.LeaderEpoch && a.Metadata == b.Metadata && a.CommitTime == b.CommitTime
 }
 
 // offsetsBatch encodes group's records: each key's OffsetCommitKey
@@ -166,6 +182,9 @@ func offsetsBatch(group string, recs map[groupstore.TP]*groupstore.Commit, meta 
 // the last look, and writes when no write is in flight.
 func (a *groupActor) syncOffsetsRecords() {
 	w := &a.offsetsRecords
+	if !w.known {
+		return // diffed once the topic's content is handed
+	}
 	if !w.diffed || w.version != a.g.OffsetsVersion() {
 		w.diffed, w.version = true, a.g.OffsetsVersion()
 		changes := offsetsChanges([]map[groupstore.TP]*groupstore.Commit{w.inFlight, w.pending}, w.written, a.g.offsets)
@@ -179,8 +198,9 @@ func (a *groupActor) syncOffsetsRecords() {
 }
 
 // syncGroupMetadata queues the group's GroupMetadata record when it
-// changed since the last look. The first look (the group just loaded)
-// presumes a record an earlier coordinator may have written.
+// changed since the last look. The first look starts from the record the
+// topic holds, or, unsure of it, presumes one an earlier coordinator may
+// have written.
 func (a *groupActor) syncGroupMetadata() {
 	w := &a.offsetsRecords
 	at := metadataAt{members: a.g.MembershipVersion(), kind: a.g.Kind(), state: a.g.State()}
@@ -188,7 +208,10 @@ func (a *groupActor) syncGroupMetadata() {
 		return
 	}
 	if !w.metaDiffed {
-		w.metaWritten = metadataHeld{unknown: a.g.metadataMayBeHeld()}
+		w.metaWritten = metadataHeld{value: w.heldMeta}
+		if w.unsure {
+			w.metaWritten = metadataHeld{unknown: a.g.metadataMayBeHeld()}
+		}
 	}
 	w.metaDiffed, w.metaAt = true, at
 	want, s := a.g.GroupMetadata()
@@ -229,6 +252,20 @@ func (a *groupActor) writeOffsetsRecords() {
 	ref.Send(&messages.Produce{Batch: b, Acks: -1, Reply: func(res messages.ProduceResult) {
 		system.Root.Send(self, &offsetsRecordsWritten{code: res.ErrorCode})
 	}})
+}
+
+// onTopicHeld learns what the topic holds of the group (the first hand-over
+// only: a later one is of a manager that lost track of it).
+func (a *groupActor) onTopicHeld(m *topicHeld) {
+	w := &a.offsetsRecords
+	if w.known {
+		return
+	}
+	w.known, w.unsure = true, m.unsure
+	if m.held != nil {
+		w.written = maps.Clone(m.held.offsets)
+		w.heldMeta = m.held.meta
+	}
 }
 
 // onOffsetsRecordsWritten records a write's outcome: written, or put back

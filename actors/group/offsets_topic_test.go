@@ -44,6 +44,7 @@ func TestOffsetsChanges(t *testing.T) {
 		{"pending over in flight", nil, map[groupstore.TP]*groupstore.Commit{tp(0): ptr(6)}, map[groupstore.TP]*groupstore.Commit{tp(0): ptr(8)}, map[groupstore.TP]groupstore.Commit{tp(0): c(6)}, "0:6 "},
 		{"a tombstone in flight, set again", map[groupstore.TP]groupstore.Commit{tp(2): c(1)}, map[groupstore.TP]*groupstore.Commit{tp(2): nil}, nil, map[groupstore.TP]groupstore.Commit{tp(2): c(1)}, "2:1 "},
 		{"gone from pending only", nil, nil, map[groupstore.TP]*groupstore.Commit{tp(3): ptr(4)}, nil, "3:tombstone "},
+		{"only what the record leaves out changed (topic id, expiry): nothing", map[groupstore.TP]groupstore.Commit{tp(0): c(5)}, nil, nil, map[groupstore.TP]groupstore.Commit{tp(0): {Offset: 5, LeaderEpoch: -1, ExpireTime: 9, TopicID: [16]byte{1}}}, ""},
 		{"the group deleted", map[groupstore.TP]groupstore.Commit{tp(0): c(5), tp(4): c(2)}, nil, nil, nil, "0:tombstone 4:tombstone "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
