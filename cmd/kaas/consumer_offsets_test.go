@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,12 +229,121 @@ func TestConsumerOffsetsRecords(t *testing.T) {
 	}
 }
 
+// TestConsumerOffsetsTombstonesAfterRestart: a group deleted and an offset
+// deleted while the coordinator cannot write __consumer_offsets (every
+// fsync of the partitions' storage fails, --debug-chaos, until the broker
+// stops) are tombstoned there by the coordinator of the next start on the
+// same --data-dir: the deleted group's offsets and GroupMetadata record,
+// the deleted offset; the other offsets stay.
+func TestConsumerOffsetsTombstonesAfterRestart(t *testing.T) {
+	dir, httpAddr := t.TempDir(), freeAddr(t)
+	_, addr, stop, err := restartableBroker(t, "--data-dir", dir, "--debug-chaos", "--http-addr", httpAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 90*time.Second)
+	cl := newClient(t, addr)
+	adm := kadm.NewClient(cl)
+	createTopic(t, addr, "tb-orders", 2, nil)
+	const gone, kept = "tb-gone", "tb-kept"
+	for _, g := range []string{gone, kept} {
+		o := kadm.Offsets{}
+		o.Add(kadm.Offset{Topic: "tb-orders", Partition: 0, At: 5, LeaderEpoch: -1})
+		o.Add(kadm.Offset{Topic: "tb-orders", Partition: 1, At: 6, LeaderEpoch: -1})
+		if r, err := adm.CommitOffsets(ctx, g, o); err != nil || r.Error() != nil {
+			t.Fatalf("commit %s: %v %v", g, err, r.Error())
+		}
+	}
+	// gone also has a GroupMetadata record: a consumer's generation.
+	consumer := newGroupConsumer(t, addr, gone, "tb-client", "tb-orders")
+	parts := map[string]int32{gone: int32(assignment.SlotFor(gone, assignment.GroupSlotCount)), kept: int32(assignment.SlotFor(kept, assignment.GroupSlotCount))}
+	// latest is what the partitions of both groups hold: their live
+	// offsets and whether gone has a live GroupMetadata record.
+	latest := func() ([]string, bool) {
+		var out []string
+		meta := false
+		for _, p := range slices.Compact(slices.Sorted(maps.Values(parts))) {
+			recs := readOffsetsRecords(t, ctx, cl, p)
+			for _, r := range latestOffsets(recs) {
+				if strings.HasPrefix(r, gone+"/") || strings.HasPrefix(r, kept+"/") {
+					out = append(out, r)
+				}
+			}
+			if r, ok := latestGroupMetadata(recs, gone); ok && !r.Tombstone {
+				meta = true
+			}
+		}
+		slices.Sort(out)
+		return out, meta
+	}
+	all := []string{"tb-gone/tb-orders/0=5", "tb-gone/tb-orders/1=6", "tb-kept/tb-orders/0=5", "tb-kept/tb-orders/1=6"}
+	waitUntil(t, 30*time.Second, "both groups' records", func() bool {
+		got, meta := latest()
+		return slices.Equal(got, all) && meta
+	})
+	consumer.Close()
+	waitUntil(t, 30*time.Second, "the consumer's group Empty", func() bool {
+		described, err := adm.DescribeGroups(ctx, gone)
+		return err == nil && described[gone].State == "Empty"
+	})
+
+	if _, err := chaosPost(httpAddr, "/debug/chaos/fsync?fail=1"); err != nil {
+		t.Fatal(err)
+	}
+	del := kadm.TopicsSet{}
+	del.Add("tb-orders", 1)
+	if r, err := adm.DeleteOffsets(ctx, kept, del); err != nil || r.Error() != nil {
+		t.Fatalf("delete offsets: %v %v", err, r.Error())
+	}
+	if r, err := adm.DeleteGroup(ctx, gone); err != nil || r.Err != nil {
+		t.Fatalf("delete group: %v %v", err, r.Err)
+	}
+	stop() // the tombstones' writes still failing
+
+	_, addr, stop, err = restartableBroker(t, "--data-dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	cl = newClient(t, addr)
+	waitUntil(t, 30*time.Second, "the partitions open after the restart", func() bool {
+		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, assignment.OffsetsTopic)
+		if err != nil {
+			return false
+		}
+		for _, p := range parts {
+			if end, _ := ends.Lookup(assignment.OffsetsTopic, p); end.Err != nil {
+				return false
+			}
+		}
+		return true
+	})
+	want := []string{"tb-kept/tb-orders/0=5"}
+	seen := ""
+	took := waitUntil(t, 30*time.Second, "the deletions tombstoned after the restart", func() bool {
+		got, meta := latest()
+		if slices.Equal(got, want) && !meta {
+			return true
+		}
+		if s := fmt.Sprintf("live: %v, %s's GroupMetadata record live: %v", got, gone, meta); s != seen {
+			seen = s
+			t.Log(s)
+		}
+		return false
+	})
+	t.Logf("the deleted group's and offset's tombstones were in __consumer_offsets %v after the restart", took)
+}
+
 // TestConsumerOffsetsGroupMetadata: a classic group's GroupMetadata record
 // in its partition of __consumer_offsets, as Kafka's coordinator writes it:
 // once a franz-go consumer's generation is assigned, the member with its
 // client id, client host, protocol and assignment; after it leaves, the
-// Empty group; after DeleteGroups, a tombstone. With --data-dir a
-// coordinator that loads the group after a restart writes its record again.
+// Empty group, which a new member's join takes to the next generation;
+// after DeleteGroups, a tombstone. With --data-dir, across a restart: a
+// coordinator that loads the Stable group finds its record in the topic and
+// does not write it again; one that loads the Empty group keeps its
+// generation (DescribeGroups answers the Empty group, its record stays,
+// and the next join takes the generation after it).
 func TestConsumerOffsetsGroupMetadata(t *testing.T) {
 	for _, mode := range []string{"memory", "data-dir"} {
 		t.Run(mode, func(t *testing.T) {
@@ -297,10 +408,8 @@ func TestConsumerOffsetsGroupMetadata(t *testing.T) {
 				t.Fatalf("DescribeGroups: %+v, want member %s on /127.0.0.1 (Kafka's form of a client host)", d.Members, m.MemberID)
 			}
 
-			if mode == "data-dir" {
-				// The consumer stays in the group across the restart;
-				// the coordinator that loads it writes its record again.
-				_, recs := record("the record before the restart", func(offsetsRecord) bool { return true })
+			restart := func() {
+				t.Helper()
 				stop()
 				_, addr, stop, err = restartableBroker(t, args...)
 				if err != nil {
@@ -308,25 +417,53 @@ func TestConsumerOffsetsGroupMetadata(t *testing.T) {
 				}
 				addr = cmp.Or(fixed, addr)
 				cl = newClient(t, addr)
-				before := len(recs)
-				waitUntil(t, 30*time.Second, "the group's record written again by the new coordinator", func() bool {
-					recs := readOffsetsRecords(t, ctx, cl, p)
-					for _, r := range recs[min(before, len(recs)):] {
-						if r.IsGroup && r.Group == group && !r.Tombstone && len(r.GroupMetadata.Members) == 1 && r.GroupMetadata.Members[0].ClientID == clientID {
-							return true
-						}
-					}
-					return false
-				})
+			}
+			before := 0
+			if mode == "data-dir" {
+				// The consumer stays in the group across the restart.
+				_, recs := record("the record before the restart", func(offsetsRecord) bool { return true })
+				before = len(recs)
+				restart()
 			}
 
 			consumer.Close() // LeaveGroup
-			empty, _ := record("the Empty group after the member left", func(r offsetsRecord) bool {
+			empty, recs := record("the Empty group after the member left", func(r offsetsRecord) bool {
 				return !r.Tombstone && len(r.GroupMetadata.Members) == 0
 			})
 			if e := empty.GroupMetadata; e.ProtocolType != "consumer" || e.Generation <= v.Generation || e.Protocol != nil || e.Leader != nil {
 				t.Fatalf("Empty group: protocol type %q generation %d (was %d) protocol %v leader %v", e.ProtocolType, e.Generation, v.Generation, e.Protocol, e.Leader)
 			}
+			if mode == "data-dir" {
+				// The coordinator that loaded the Stable group found its
+				// record in the topic: the Empty one is its only write.
+				for _, r := range recs[before:] {
+					if r.IsGroup && r.Group == group && (r.Tombstone || len(r.GroupMetadata.Members) > 0) {
+						t.Fatalf("after the restart the coordinator wrote %v, want only the Empty group's record", r)
+					}
+				}
+				restart()
+			}
+			// Loaded again after a restart (or still there): the Empty
+			// group, its record kept.
+			waitUntil(t, 30*time.Second, "DescribeGroups of the Empty group", func() bool {
+				described, err := kadm.NewClient(cl).DescribeGroups(ctx, group)
+				d := described[group]
+				return err == nil && d.Err == nil && d.State == "Empty" && d.ProtocolType == "consumer"
+			})
+			next := newGroupConsumer(t, addr, group, clientID, "gm-orders")
+			rejoined, recs := record("the next generation", func(r offsetsRecord) bool {
+				return !r.Tombstone && len(r.GroupMetadata.Members) == 1
+			})
+			if g := rejoined.GroupMetadata.Generation; g != empty.GroupMetadata.Generation+1 {
+				t.Fatalf("a new member's join after the Empty group's generation %d: generation %d, want the next", empty.GroupMetadata.Generation, g)
+			}
+			for _, r := range recs {
+				if r.IsGroup && r.Group == group && r.Tombstone {
+					t.Fatalf("the Empty group's record was tombstoned: %v", recs)
+				}
+			}
+			next.Close()
+			record("the Empty group again", func(r offsetsRecord) bool { return !r.Tombstone && len(r.GroupMetadata.Members) == 0 })
 
 			if r, err := kadm.NewClient(cl).DeleteGroup(ctx, group); err != nil || r.Err != nil {
 				t.Fatalf("delete group: %v %v", err, r.Err)
