@@ -5,7 +5,8 @@
 #      what the code does now, not how it came to be;
 #   2. every relative link in tracked *.md files points at an existing file or
 #      directory;
-#   3. go.mod and go.sum are tidy (root module and the modules under deploy/testenv).
+#   3. go.mod and go.sum are tidy (root module, cmd/kaas/testdata/confluentgo and
+#      the modules under deploy/testenv).
 # Prints every problem found and exits 1 if there is any.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -116,7 +117,7 @@ tidy_check() {
   fi
 }
 
-for mod in . deploy/testenv deploy/testenv/jaeger deploy/testenv/toxiproxy deploy/testenv/containerd deploy/testenv/coredns; do
+for mod in . cmd/kaas/testdata/confluentgo deploy/testenv deploy/testenv/jaeger deploy/testenv/toxiproxy deploy/testenv/containerd deploy/testenv/coredns; do
   if [ -f "$mod/go.mod" ]; then
     tidy_check "$mod"
   fi

@@ -4,7 +4,8 @@
 # kafka-python (python3-kafka, for Debian's /usr/bin/python3) with its
 # snappy, lz4 and zstd codecs and confluent-kafka-python
 # (python3-confluent-kafka, over Debian's librdkafka), LinkedIn Burrow and the
-# ZooKeeper it needs from Debian; kafkajs and @platformatic/kafka from npm.
+# ZooKeeper it needs from Debian; kafkajs and @platformatic/kafka from npm;
+# confluent-kafka-go (librdkafka 2.11) from the Go module proxy.
 # Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -103,6 +104,14 @@ if ! /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null; then
   apt_install python3-confluent-kafka
 fi
 
+# cmd/kaas's TestExternalLibrdkafka* build cmd/kaas/testdata/confluentgo, a
+# module of its own over confluent-kafka-go (its static librdkafka, cgo):
+# fetch that module ahead from the Go module proxy (the build needs no other).
+if ! command -v gcc >/dev/null; then
+  apt_install gcc libc6-dev
+fi
+(cd cmd/kaas/testdata/confluentgo && go mod download github.com/confluentinc/confluent-kafka-go/v2)
+
 # The npm projects of the JavaScript clients' scripts (kafkajs,
 # @platformatic/kafka), exactly as locked. A project's node_modules is
 # reinstalled whenever its package-lock.json changed since the last install
@@ -125,4 +134,5 @@ npm_project cmd/kaas/testdata/platformatic @platformatic/kafka
 
 kcat -V | head -n 4 | tail -n 1
 echo "kafka-python $(/usr/bin/python3 -c 'import kafka; print(kafka.__version__)')"
+echo "confluent-kafka-go $(cd cmd/kaas/testdata/confluentgo && go list -m -f '{{.Version}}' github.com/confluentinc/confluent-kafka-go/v2)"
 echo "confluent-kafka-python $(/usr/bin/python3 -c 'import confluent_kafka as c; print(c.version()[0], "over librdkafka", c.libversion()[0])')"

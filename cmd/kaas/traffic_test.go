@@ -88,7 +88,7 @@ func recordClient(t *testing.T, drive func(t *testing.T, addr string)) [][]byte 
 
 // TestRecordedClientTrafficDecodes drives each real client (franz-go,
 // sarama, kcat, kafkajs, @platformatic/kafka, kafka-go, kafka-python,
-// confluent-kafka-python) through a recording proxy and checks that every request it sent decodes.
+// confluent-kafka-python, confluent-kafka-go) through a recording proxy and checks that every request it sent decodes.
 // With KAAS_WRITE_FUZZ_SEEDS=1 it also writes the frames as the wire fuzz
 // seed corpus (wire/testdata/fuzz/FuzzDecodeRequest), named by client.
 func TestRecordedClientTrafficDecodes(t *testing.T) {
@@ -128,6 +128,11 @@ func TestRecordedClientTrafficDecodes(t *testing.T) {
 		}, []kmsg.Key{kmsg.CreateTopics, kmsg.ListOffsets, kmsg.FindCoordinator, kmsg.JoinGroup, kmsg.SyncGroup, kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.LeaveGroup,
 			kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.TxnOffsetCommit, kmsg.EndTxn,
 			kmsg.DescribeConfigs, kmsg.AlterConfigs, kmsg.CreatePartitions, kmsg.ListGroups, kmsg.DescribeGroups, kmsg.DeleteTopics}},
+		{"confluent-kafka-go", func(t *testing.T, addr string) {
+			var out map[string]any
+			runConfluentGo(t, 60*time.Second, &out, "consumer848", addr, "traffic-cfg", "traffic-cfg-group", "20", "traffic-cfg-re-", "traffic-cfg-re-group", "traffic-cfg-re-late")
+		}, []kmsg.Key{kmsg.CreateTopics, kmsg.InitProducerID, kmsg.FindCoordinator, kmsg.ConsumerGroupHeartbeat, kmsg.OffsetCommit, kmsg.OffsetFetch,
+			kmsg.ConsumerGroupDescribe, kmsg.ListOffsets}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			frames := recordClient(t, c.drive)
