@@ -326,17 +326,26 @@ func consumer848(ctx context.Context, bootstrap string, args []string, out map[s
 		}
 		return t
 	}
+	// allAssigned: each of ms owns partitions, together each partition once
+	// (a member's view lags its last poll, so one moved may show twice).
 	allAssigned := func(ms []*member, partitions int) func() bool {
 		return func() bool {
-			seen := 0
+			seen := map[string]int{}
 			for _, m := range ms {
 				_, a, _ := m.snapshot()
 				if len(a) == 0 {
 					return false
 				}
-				seen += len(a)
+				for _, tp := range a {
+					seen[tp]++
+				}
 			}
-			return seen == partitions
+			for _, n := range seen {
+				if n != 1 {
+					return false
+				}
+			}
+			return len(seen) == partitions
 		}
 	}
 	md, err := members[0].c.GetMetadata(&topic, false, 10000)
