@@ -147,6 +147,20 @@ func groupsOfOneSlot(n int) ([]string, int) {
 	return out, slot
 }
 
+// newOffsetsPartition is a partition of __consumer_offsets in memory
+// (its actor) and a group store for the coordinators that write to it.
+func newOffsetsPartition(t *testing.T) (*fakeOffsetsPartition, actorsys.Ref, groupstore.Store) {
+	t.Helper()
+	sys := actorsys.NewSystem()
+	t.Cleanup(sys.Shutdown)
+	fake := &fakeOffsetsPartition{}
+	p, err := sys.Spawn("offsets", func() actor.Actor { return fake })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, p, groupstore.NewMemory()
+}
+
 // offsetsTopicMove runs a coordinator over store whose groups' slot has
 // partition p of __consumer_offsets open here.
 func offsetsTopicMove(t *testing.T, store groupstore.Store, p actorsys.Ref, slot int) (*Coordinator, *testClock) {
@@ -190,14 +204,7 @@ func settle(t *testing.T, c *Coordinator, p actorsys.Ref, groups []string) {
 func TestOffsetsTopicMoveWritesWhatChanged(t *testing.T) {
 	const n, parts = 20, 4
 	groups, slot := groupsOfOneSlot(n)
-	sys := actorsys.NewSystem()
-	t.Cleanup(sys.Shutdown)
-	fake := &fakeOffsetsPartition{}
-	p, err := sys.Spawn("offsets", func() actor.Actor { return fake })
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := groupstore.NewMemory()
+	fake, p, store := newOffsetsPartition(t)
 
 	first, _ := offsetsTopicMove(t, store, p, slot)
 	var want []string
@@ -236,14 +243,7 @@ func TestOffsetsTopicMoveWritesWhatChanged(t *testing.T) {
 func TestOffsetsTopicTombstonesAfterMove(t *testing.T) {
 	groups, slot := groupsOfOneSlot(3)
 	gone, kept, untouched := groups[0], groups[1], groups[2]
-	sys := actorsys.NewSystem()
-	t.Cleanup(sys.Shutdown)
-	fake := &fakeOffsetsPartition{}
-	p, err := sys.Spawn("offsets", func() actor.Actor { return fake })
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := groupstore.NewMemory()
+	fake, p, store := newOffsetsPartition(t)
 
 	first, _ := offsetsTopicMove(t, store, p, slot)
 	for _, g := range groups {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -17,6 +18,24 @@ import (
 
 	"github.com/kaas-project/kaas/storage/clientmetrics"
 )
+
+// createClientMetrics creates the CLIENT_METRICS subscription name with
+// configs through IncrementalAlterConfigs.
+func createClientMetrics(ctx context.Context, t *testing.T, cl *kgo.Client, name string, configs map[string]string) {
+	t.Helper()
+	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeClientMetrics, name
+	for name, value := range configs {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = name, kmsg.StringPtr(value)
+		res.Configs = append(res.Configs, c)
+	}
+	alter.Resources = append(alter.Resources, res)
+	if resp, err := alter.RequestWith(ctx, cl); err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("create the subscription %s: %v %+v", name, err, resp)
+	}
+}
 
 // TestClientTelemetry: with --client-telemetry and --data-dir, an operator
 // creates a CLIENT_METRICS subscription (IncrementalAlterConfigs, as
@@ -35,19 +54,8 @@ func TestClientTelemetry(t *testing.T) {
 	ctx := ctxT(t, 30*time.Second)
 	admin := newClient(t, addr)
 
-	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeClientMetrics, "producers"
-	for name, value := range map[string]string{clientmetrics.Metrics: "org.apache.kafka.producer.",
-		clientmetrics.IntervalMs: "60000", clientmetrics.Match: "client_id=tel-.*"} {
-		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		c.Name, c.Value = name, kmsg.StringPtr(value)
-		res.Configs = append(res.Configs, c)
-	}
-	alter.Resources = append(alter.Resources, res)
-	if resp, err := alter.RequestWith(ctx, admin); err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("create the subscription: %v %+v", err, resp)
-	}
+	createClientMetrics(ctx, t, admin, "producers", map[string]string{clientmetrics.Metrics: "org.apache.kafka.producer.",
+		clientmetrics.IntervalMs: "60000", clientmetrics.Match: "client_id=tel-.*"})
 	bad := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	br := kmsg.NewIncrementalAlterConfigsRequestResource()
 	br.ResourceType, br.ResourceName = kmsg.ConfigResourceTypeClientMetrics, "producers"

@@ -147,20 +147,7 @@ func TestExternalConfluentKafkaTransactions(t *testing.T) {
 	if !slices.Equal(res.ReadUncommitted, all) {
 		t.Errorf("librdkafka read_uncommitted read %v, want %v", res.ReadUncommitted, all)
 	}
-	values := func(rs []string) []string {
-		var v []string
-		for _, r := range rs {
-			v = append(v, r[strings.LastIndexByte(r, '/')+1:])
-		}
-		slices.Sort(v)
-		return v
-	}
-	if got := consumeIsolated(t, k.Addr, out, kgo.ReadCommitted(), len(committedOut), 300*time.Millisecond); !slices.Equal(got, values(committedOut)) {
-		t.Errorf("franz-go read_committed read %v, want %v", got, values(committedOut))
-	}
-	if got := consumeIsolated(t, k.Addr, out, kgo.ReadUncommitted(), len(all), 300*time.Millisecond); !slices.Equal(got, values(all)) {
-		t.Errorf("franz-go read_uncommitted read %v, want %v", got, values(all))
-	}
+	checkIsolatedReads(t, k.Addr, out, committedOut, all)
 
 	// The group's offsets: the committed transaction's, as the consumer
 	// fetched them and as franz-go does.

@@ -31,7 +31,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/storage/clientmetrics"
 )
@@ -418,20 +417,7 @@ func TestExternalLibrdkafkaTransactions(t *testing.T) {
 	if !slices.Equal(out.ReadUncommitted, all) {
 		t.Errorf("librdkafka read_uncommitted read %v, want %v", out.ReadUncommitted, all)
 	}
-	values := func(rs []string) []string {
-		var v []string
-		for _, r := range rs {
-			v = append(v, r[strings.LastIndexByte(r, '/')+1:])
-		}
-		slices.Sort(v)
-		return v
-	}
-	if got := consumeIsolated(t, k.Addr, outTopic, kgo.ReadCommitted(), len(committedOut), 300*time.Millisecond); !slices.Equal(got, values(committedOut)) {
-		t.Errorf("franz-go read_committed read %v, want %v", got, values(committedOut))
-	}
-	if got := consumeIsolated(t, k.Addr, outTopic, kgo.ReadUncommitted(), len(all), 300*time.Millisecond); !slices.Equal(got, values(all)) {
-		t.Errorf("franz-go read_uncommitted read %v, want %v", got, values(all))
-	}
+	checkIsolatedReads(t, k.Addr, outTopic, committedOut, all)
 }
 
 // TestExternalLibrdkafkaTelemetry: with --client-telemetry and a
@@ -445,19 +431,8 @@ func TestExternalLibrdkafkaTelemetry(t *testing.T) {
 	const topic, clientID = "lrk-tel", "lrk-tel-1"
 	createTopic(t, k.Addr, topic, 1, nil)
 	ctx := ctxT(t, 30*time.Second)
-	alter := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeClientMetrics, "lrk"
-	for name, value := range map[string]string{clientmetrics.Metrics: "org.apache.kafka.producer.",
-		clientmetrics.IntervalMs: "500", clientmetrics.Match: "client_software_name=confluent-kafka-go"} {
-		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-		c.Name, c.Value = name, kmsg.StringPtr(value)
-		res.Configs = append(res.Configs, c)
-	}
-	alter.Resources = append(alter.Resources, res)
-	if resp, err := alter.RequestWith(ctx, newClient(t, k.Addr)); err != nil || resp.Resources[0].ErrorCode != 0 {
-		t.Fatalf("create the subscription: %v %+v", err, resp)
-	}
+	createClientMetrics(ctx, t, newClient(t, k.Addr), "lrk", map[string]string{clientmetrics.Metrics: "org.apache.kafka.producer.",
+		clientmetrics.IntervalMs: "500", clientmetrics.Match: "client_software_name=confluent-kafka-go"})
 	var out struct {
 		Produced int `json:"produced"`
 	}

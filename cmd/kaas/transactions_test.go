@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +78,27 @@ func consumeIsolatedWithin(t *testing.T, addr, topic string, level kgo.Isolation
 	}
 	sort.Strings(got)
 	return got
+}
+
+// checkIsolatedReads checks, with franz-go, that topic reads the values of
+// committed at read_committed and of all at read_uncommitted; each record
+// is given as ".../value", as the external clients' scripts report them.
+func checkIsolatedReads(t *testing.T, addr, topic string, committed, all []string) {
+	t.Helper()
+	values := func(rs []string) []string {
+		var v []string
+		for _, r := range rs {
+			v = append(v, r[strings.LastIndexByte(r, '/')+1:])
+		}
+		slices.Sort(v)
+		return v
+	}
+	if got := consumeIsolated(t, addr, topic, kgo.ReadCommitted(), len(committed), 300*time.Millisecond); !slices.Equal(got, values(committed)) {
+		t.Errorf("franz-go read_committed read %v, want %v", got, values(committed))
+	}
+	if got := consumeIsolated(t, addr, topic, kgo.ReadUncommitted(), len(all), 300*time.Millisecond); !slices.Equal(got, values(all)) {
+		t.Errorf("franz-go read_uncommitted read %v, want %v", got, values(all))
+	}
 }
 
 func sumOffsets(l kadm.ListedOffsets) int64 {
