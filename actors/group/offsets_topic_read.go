@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -49,60 +50,75 @@ type offsetsKV struct{ key, value []byte }
 // replaces or tombstones it.
 const unreadableOffset = math.MinInt64
 
-// foldOffsetsRecords folds records, in log order, to the live keys of each
-// group: an offset commit (key version 0 or 1) and a GroupMetadata record
-// (key version 2), the last record of a key winning and a tombstone
-// removing it. Keys of other versions (the records of KIP-848, share and
-// streams groups, which kaas does not write) and undecodable keys are
-// skipped.
-func foldOffsetsRecords(recs []offsetsKV) map[string]*topicGroup {
-	out := map[string]*topicGroup{}
-	of := func(group string) *topicGroup {
-		g := out[group]
-		if g == nil {
-			g = &topicGroup{offsets: map[groupstore.TP]groupstore.Commit{}}
-			out[group] = g
-		}
-		return g
+// offsetsFold folds records of __consumer_offsets, in log order, to the
+// live keys of each group: an offset commit (key version 0 or 1) and a
+// GroupMetadata record (key version 2), the last record of a key winning
+// and a tombstone removing it. Keys of other versions (the records of
+// KIP-848, share and streams groups, which kaas does not write) and
+// undecodable keys are skipped. It keeps only what it decoded (a
+// GroupMetadata value copied), so a read holds the live keys, not the
+// partition's records.
+type offsetsFold map[string]*topicGroup
+
+func (f offsetsFold) of(group string) *topicGroup {
+	g := f[group]
+	if g == nil {
+		g = &topicGroup{offsets: map[groupstore.TP]groupstore.Commit{}}
+		f[group] = g
 	}
-	for _, r := range recs {
-		if len(r.key) < 2 {
-			continue
-		}
-		switch version := int16(r.key[0])<<8 | int16(r.key[1]); version {
-		case 0, 1:
-			var k kmsg.OffsetCommitKey
-			if k.ReadFrom(r.key) != nil {
-				continue
-			}
-			g, tp := of(k.Group), groupstore.TP{Topic: k.Topic, Partition: k.Partition}
-			if r.value == nil {
-				delete(g.offsets, tp)
-				continue
-			}
-			var v kmsg.OffsetCommitValue
-			if v.ReadFrom(r.value) != nil {
-				g.offsets[tp] = groupstore.Commit{Offset: unreadableOffset}
-				continue
-			}
-			if v.Version < 3 {
-				v.LeaderEpoch = -1 // none before version 3
-			}
-			g.offsets[tp] = groupstore.Commit{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata, CommitTime: v.CommitTimestamp}
-		case 2:
-			var k kmsg.GroupMetadataKey
-			if k.ReadFrom(r.key) != nil {
-				continue
-			}
-			of(k.Group).meta = r.value
-		}
+	return g
+}
+
+func (f offsetsFold) add(r offsetsKV) {
+	if len(r.key) < 2 {
+		return
 	}
-	for group, g := range out {
+	switch version := int16(r.key[0])<<8 | int16(r.key[1]); version {
+	case 0, 1:
+		var k kmsg.OffsetCommitKey
+		if k.ReadFrom(r.key) != nil {
+			return
+		}
+		g, tp := f.of(k.Group), groupstore.TP{Topic: k.Topic, Partition: k.Partition}
+		if r.value == nil {
+			delete(g.offsets, tp)
+			return
+		}
+		var v kmsg.OffsetCommitValue
+		if v.ReadFrom(r.value) != nil {
+			g.offsets[tp] = groupstore.Commit{Offset: unreadableOffset}
+			return
+		}
+		if v.Version < 3 {
+			v.LeaderEpoch = -1 // none before version 3
+		}
+		g.offsets[tp] = groupstore.Commit{Offset: v.Offset, LeaderEpoch: v.LeaderEpoch, Metadata: v.Metadata, CommitTime: v.CommitTimestamp}
+	case 2:
+		var k kmsg.GroupMetadataKey
+		if k.ReadFrom(r.key) != nil {
+			return
+		}
+		f.of(k.Group).meta = bytes.Clone(r.value)
+	}
+}
+
+// live returns the groups with live keys.
+func (f offsetsFold) live() map[string]*topicGroup {
+	for group, g := range f {
 		if g.empty() {
-			delete(out, group)
+			delete(f, group)
 		}
 	}
-	return out
+	return f
+}
+
+// foldOffsetsRecords folds recs (offsetsFold).
+func foldOffsetsRecords(recs []offsetsKV) map[string]*topicGroup {
+	f := offsetsFold{}
+	for _, r := range recs {
+		f.add(r)
+	}
+	return f.live()
 }
 
 // splitSlotRead sorts the groups of a slot's read: those with an actor
@@ -155,22 +171,22 @@ var errNotReady = errors.New("partition not ready")
 const offsetsReadBytes = 1 << 20
 
 // readOffsetsPartition reads a partition of __consumer_offsets through its
-// partition actor, from its start to its high watermark, and returns its
-// records. It blocks: it runs on a goroutine of its own. The high
+// partition actor, from its start to its high watermark, and gives each
+// record to each, in log order (the key and value are valid only during
+// the call). It blocks: it runs on a goroutine of its own. The high
 // watermark is taken once the leader answers ListOffsets, which it does
 // only once everything the previous leader wrote is durable here.
-func readOffsetsPartition(ref actorsys.Ref) ([]offsetsKV, error) {
+func readOffsetsPartition(ref actorsys.Ref, each func(offsetsKV)) error {
 	lo := make(chan messages.ListOffsetsResult, 1)
 	ref.Send(&messages.ListOffsets{Timestamp: -1, CurrentLeaderEpoch: -1, Reply: func(r messages.ListOffsetsResult) { lo <- r }})
 	end := <-lo
 	switch end.ErrorCode {
 	case 0:
 	case kerr.NotLeaderForPartition.Code, kerr.OffsetNotAvailable.Code, kerr.LeaderNotAvailable.Code:
-		return nil, errNotReady
+		return errNotReady
 	default:
-		return nil, fmt.Errorf("end offset: %w", kerr.ErrorForCode(end.ErrorCode))
+		return fmt.Errorf("end offset: %w", kerr.ErrorForCode(end.ErrorCode))
 	}
-	var out []offsetsKV
 	fetched := make(chan messages.FetchResult, 1)
 	for off := int64(0); off < end.Offset; {
 		ref.Send(&messages.Fetch{Offset: off, MaxBytes: offsetsReadBytes, CurrentLeaderEpoch: -1, LastFetchedEpoch: -1,
@@ -182,7 +198,7 @@ func readOffsetsPartition(ref actorsys.Ref) ([]offsetsKV, error) {
 			b, err = res.Records.AppendTo(nil)
 			_ = res.Records.Close()
 			if err != nil {
-				return nil, fmt.Errorf("read at %d: %w", off, err)
+				return fmt.Errorf("read at %d: %w", off, err)
 			}
 		}
 		switch {
@@ -190,37 +206,37 @@ func readOffsetsPartition(ref actorsys.Ref) ([]offsetsKV, error) {
 			off = res.LogStartOffset // the start was removed (DeleteRecords)
 			continue
 		case res.ErrorCode == kerr.NotLeaderForPartition.Code:
-			return nil, errNotReady
+			return errNotReady
 		case res.ErrorCode != 0:
-			return nil, fmt.Errorf("fetch at %d: %w", off, kerr.ErrorForCode(res.ErrorCode))
+			return fmt.Errorf("fetch at %d: %w", off, kerr.ErrorForCode(res.ErrorCode))
 		}
 		batches, _, err := batch.Split(b)
 		if err != nil {
-			return nil, fmt.Errorf("fetch at %d: %w", off, err)
+			return fmt.Errorf("fetch at %d: %w", off, err)
 		}
 		next := off
 		for _, x := range batches {
 			h, err := batch.ParseHeader(x)
 			if err != nil {
-				return nil, fmt.Errorf("batch at %d: %w", next, err)
+				return fmt.Errorf("batch at %d: %w", next, err)
 			}
 			if !h.IsControl() && h.NextOffset() > off {
 				recs, err := compaction.Records(x, h)
 				if err != nil {
-					return nil, fmt.Errorf("batch at %d: %w", h.BaseOffset, err)
+					return fmt.Errorf("batch at %d: %w", h.BaseOffset, err)
 				}
 				for _, r := range recs {
 					if r.Offset >= off && !r.NullKey {
-						out = append(out, offsetsKV{key: r.Key, value: r.Value})
+						each(offsetsKV{key: r.Key, value: r.Value})
 					}
 				}
 			}
 			next = max(next, h.NextOffset())
 		}
 		if next == off {
-			return nil, fmt.Errorf("fetch at %d (end %d): no records", off, end.Offset)
+			return fmt.Errorf("fetch at %d (end %d): no records", off, end.Offset)
 		}
 		off = next
 	}
-	return out, nil
+	return nil
 }

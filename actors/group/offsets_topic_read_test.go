@@ -86,6 +86,19 @@ func TestFoldOffsetsRecords(t *testing.T) {
 	}
 }
 
+// TestOffsetsFoldKeepsNoRecord: the fold keeps what it decoded, not the
+// fetched bytes (which a kept slice would hold in memory, a fetch's worth
+// each): a GroupMetadata value is copied.
+func TestOffsetsFoldKeepsNoRecord(t *testing.T) {
+	f := offsetsFold{}
+	value := []byte("value")
+	f.add(offsetsKV{key: groupMetadataKey("g"), value: value})
+	copy(value, "XXXXX")
+	if got := string(f.live()["g"].meta); got != "value" {
+		t.Fatalf("GroupMetadata value %q after the fetched bytes changed, want %q", got, "value")
+	}
+}
+
 func TestSplitSlotRead(t *testing.T) {
 	g := func(offsets int) *topicGroup {
 		tg := &topicGroup{offsets: map[groupstore.TP]groupstore.Commit{}}

@@ -113,9 +113,10 @@ func (m *manager) readSlots(ctx actor.Context) {
 		self, system, store, gen := ctx.Self(), ctx.ActorSystem(), m.opts.Store, st.gen
 		go func() {
 			d := &slotReadDone{slot: s, gen: gen}
-			recs, err := readOffsetsPartition(ref)
+			fold := offsetsFold{}
+			err := readOffsetsPartition(ref, fold.add)
 			if err == nil {
-				d.live = foldOffsetsRecords(recs)
+				d.live = fold.live()
 				// The groups stored now, after the read: a group
 				// deleted before it is not among them.
 				var groups []string
