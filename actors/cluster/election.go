@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -431,5 +432,82 @@ func VerifyHolder(ctx context.Context, client kubernetes.Interface, ns, name, id
 	// An expired Lease that nobody took over still names us at our epoch:
 	// writing is then safe (no other controller exists), and no wall clock
 	// is compared.
+	return nil
+}
+
+// ErrLeaseHeld: the Lease is held and not expired, so a controller runs.
+var ErrLeaseHeld = errors.New("the controller Lease is held")
+
+// RaiseLeaseEpoch makes the Lease's leaseTransitions at least epoch, so the
+// next controller's epoch (one above it: client-go counts its acquisition)
+// is above every epoch recorded on the volume. A restored volume needs it
+// when the Lease was made again: brokers ignore files of a lower epoch than
+// the volume's, and claims fence coordinators of lower positions. A missing
+// Lease is created unheld. A Lease held and not expired at now is left
+// alone (ErrLeaseHeld): its controller would write at its old epoch. It
+// returns the epoch the Lease had (0 when missing) and whether it was raised.
+func RaiseLeaseEpoch(ctx context.Context, client kubernetes.Interface, ns, name string, epoch int64, now time.Time) (before int64, raised bool, err error) {
+	if epoch > math.MaxInt32 {
+		return 0, false, fmt.Errorf("epoch %d does not fit leaseTransitions", epoch)
+	}
+	leases := client.CoordinationV1().Leases(ns)
+	l, err := leases.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		e := int32(epoch)
+		_, err := leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       coordinationv1.LeaseSpec{LeaseTransitions: &e},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return 0, false, fmt.Errorf("create lease %s/%s: %w", ns, name, err)
+		}
+		return 0, true, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("get lease %s/%s: %w", ns, name, err)
+	}
+	if l.Spec.LeaseTransitions != nil {
+		before = int64(*l.Spec.LeaseTransitions)
+	}
+	if err := heldAt(l, now); err != nil {
+		return before, false, err
+	}
+	if before >= epoch {
+		return before, false, nil
+	}
+	e := int32(epoch)
+	l.Spec.LeaseTransitions = &e
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		return before, false, fmt.Errorf("update lease %s/%s: %w", ns, name, err)
+	}
+	return before, true, nil
+}
+
+// LeaseFree fails with ErrLeaseHeld while the Lease is held and not expired
+// at now; a missing Lease is free.
+func LeaseFree(ctx context.Context, client kubernetes.Interface, ns, name string, now time.Time) error {
+	l, err := client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get lease %s/%s: %w", ns, name, err)
+	}
+	return heldAt(l, now)
+}
+
+// heldAt is ErrLeaseHeld, naming the holder, when l is held and not expired
+// at now. A holder without a renewal time counts as live.
+func heldAt(l *coordinationv1.Lease, now time.Time) error {
+	h := l.Spec.HolderIdentity
+	if h == nil || *h == "" {
+		return nil
+	}
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return fmt.Errorf("%w by %s", ErrLeaseHeld, *h)
+	}
+	if until := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second); now.Before(until) {
+		return fmt.Errorf("%w by %s until %s", ErrLeaseHeld, *h, until.UTC().Format(time.RFC3339))
+	}
 	return nil
 }

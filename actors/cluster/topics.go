@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -85,7 +86,56 @@ func TopicFromObject(u *unstructured.Unstructured) (string, balancer.TopicSpec, 
 	if err != nil {
 		return name, balancer.TopicSpec{}, fmt.Errorf("KafkaTopic %s: %w", u.GetName(), err)
 	}
-	return name, balancer.TopicSpec{ID: string(u.GetUID()), Partitions: int(parts), Config: cfg, Pins: pins}, nil
+	id, err := TopicIDOf(u)
+	if err != nil {
+		return name, balancer.TopicSpec{}, fmt.Errorf("KafkaTopic %s: %w", u.GetName(), err)
+	}
+	return name, balancer.TopicSpec{ID: id, Partitions: int(parts), Config: cfg, Pins: pins}, nil
+}
+
+// TopicIDOf returns a KafkaTopic's topic id: spec.topicID when set (a
+// topic restored from a backup keeps the id its data, offsets and share
+// state were written under), else the object's uid.
+func TopicIDOf(u *unstructured.Unstructured) (string, error) {
+	id, found, err := unstructured.NestedString(u.Object, "spec", "topicID")
+	if err != nil {
+		return "", fmt.Errorf("spec.topicID: %w", err)
+	}
+	if !found {
+		return string(u.GetUID()), nil
+	}
+	if err := ValidTopicID(id); err != nil {
+		return "", fmt.Errorf("spec.topicID: %w", err)
+	}
+	return id, nil
+}
+
+// ValidTopicID checks that id is a topic id as kaas writes them (the
+// partition directories are named with it): a UUID in lower-case
+// canonical text form, not the zero UUID, which Kafka reserves for "no
+// id".
+func ValidTopicID(id string) error {
+	if len(id) != 36 {
+		return fmt.Errorf("%q is not a UUID (36 characters, lower case)", id)
+	}
+	zero := true
+	for i := range len(id) {
+		c := id[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return fmt.Errorf("%q is not a UUID (36 characters, lower case)", id)
+			}
+		case '0' <= c && c <= '9' || 'a' <= c && c <= 'f':
+			zero = zero && c == '0'
+		default:
+			return fmt.Errorf("%q is not a UUID (36 characters, lower case)", id)
+		}
+	}
+	if zero {
+		return errors.New("the zero UUID is not a topic id")
+	}
+	return nil
 }
 
 // pinsFromObject reads spec.pins ([{partition, broker}]), sorted by
@@ -167,32 +217,84 @@ func WatchTopics(ctx context.Context, dyn dynamic.Interface, ns string, report f
 			status.forget(f)
 			continue
 		}
-		out := map[string]balancer.TopicSpec{}
+		var objs []*unstructured.Unstructured
 		seen := map[string]bool{}
 		for _, obj := range inf.GetStore().List() {
-			u, ok := obj.(*unstructured.Unstructured)
-			if !ok {
-				continue
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				objs = append(objs, u)
+				seen[u.GetName()] = true
 			}
-			seen[u.GetName()] = true
-			name, spec, err := TopicFromObject(u)
-			if err != nil {
-				if bad[u.GetName()] != err.Error() {
-					log.Error().Err(err).Str("kafkatopic", u.GetName()).Msg("invalid KafkaTopic ignored")
-					bad[u.GetName()] = err.Error()
-					status.write(u, false, "Invalid", err.Error())
+		}
+		out, refused := ResolveTopics(objs)
+		for _, u := range objs {
+			if r, ok := refused[u.GetName()]; ok {
+				if bad[u.GetName()] != r.Error() {
+					log.Error().Err(r).Str("kafkatopic", u.GetName()).Msg("KafkaTopic ignored")
+					bad[u.GetName()] = r.Error()
+					status.write(u, false, r.Reason, r.Error())
 				}
 				continue
 			}
 			delete(bad, u.GetName())
-			out[name] = spec
+			name, spec, _ := TopicFromObject(u)
 			if statusStale(u, spec) {
 				status.write(u, true, "Accepted", fmt.Sprintf("topic %s is in the controller's assignment", name))
+			}
+		}
+		for n := range bad {
+			if !seen[n] {
+				delete(bad, n)
 			}
 		}
 		status.keepOnly(seen)
 		report(out)
 	}
+}
+
+// Refusal is why a KafkaTopic is left out of the topic set: Reason is its
+// status condition's reason (Invalid, DuplicateTopicName,
+// DuplicateTopicID).
+type Refusal struct {
+	Reason string
+	Err    error
+}
+
+func (r Refusal) Error() string { return r.Err.Error() }
+
+// ResolveTopics turns the listed KafkaTopics into the topic set, by topic
+// name. An invalid object is refused. So is a second object for a topic
+// name or a topic id already taken: the oldest object keeps it (creation
+// time, then object name), whatever order the list comes in, so the set
+// does not flip between two incarnations of a topic and the controller
+// never takes one's directories for strays of the other. refused maps
+// object names to why.
+func ResolveTopics(objs []*unstructured.Unstructured) (topics map[string]balancer.TopicSpec, refused map[string]Refusal) {
+	objs = slices.Clone(objs)
+	slices.SortFunc(objs, func(a, b *unstructured.Unstructured) int {
+		if c := a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.GetName(), b.GetName())
+	})
+	topics, refused = map[string]balancer.TopicSpec{}, map[string]Refusal{}
+	nameOwner, idOwner := map[string]string{}, map[string]string{}
+	for _, u := range objs {
+		name, spec, err := TopicFromObject(u)
+		switch {
+		case err != nil:
+			refused[u.GetName()] = Refusal{"Invalid", err}
+		case nameOwner[name] != "":
+			refused[u.GetName()] = Refusal{"DuplicateTopicName", fmt.Errorf("KafkaTopic %s: topic %s is already the KafkaTopic %s's", u.GetName(), name, nameOwner[name])}
+		case spec.ID != "" && idOwner[spec.ID] != "":
+			refused[u.GetName()] = Refusal{"DuplicateTopicID", fmt.Errorf("KafkaTopic %s: topic id %s is already the KafkaTopic %s's", u.GetName(), spec.ID, idOwner[spec.ID])}
+		default:
+			nameOwner[name], topics[name] = u.GetName(), spec
+			if spec.ID != "" {
+				idOwner[spec.ID] = u.GetName()
+			}
+		}
+	}
+	return topics, refused
 }
 
 // statusWrites issues KafkaTopic status writes at most once per object
@@ -270,6 +372,13 @@ func (t *Topics) res() dynamic.ResourceInterface {
 // Create creates a KafkaTopic and returns its uid (the topic id). pins
 // (partition -> broker, may be nil) become spec.pins.
 func (t *Topics) Create(ctx context.Context, name string, partitions int32, cfg map[string]string, pins map[int32]int32) (string, error) {
+	return t.CreateWithID(ctx, name, "", partitions, cfg, pins)
+}
+
+// CreateWithID is Create with spec.topicID set to id (none when empty):
+// how a restore gives a topic back the id its data was written under. It
+// returns the topic id.
+func (t *Topics) CreateWithID(ctx context.Context, name, id string, partitions int32, cfg map[string]string, pins map[int32]int32) (string, error) {
 	cfgObj := map[string]any{}
 	for k, v := range cfg {
 		cfgObj[k] = v
@@ -277,6 +386,9 @@ func (t *Topics) Create(ctx context.Context, name string, partitions int32, cfg 
 	spec := map[string]any{"topicName": name, "partitions": int64(partitions), "config": cfgObj}
 	if len(pins) > 0 {
 		spec["pins"] = pinsObject(pins)
+	}
+	if id != "" {
+		spec["topicID"] = id
 	}
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kaas.dev/v1alpha1",
@@ -291,7 +403,7 @@ func (t *Topics) Create(ctx context.Context, name string, partitions int32, cfg 
 	if err != nil {
 		return "", fmt.Errorf("create KafkaTopic %s: %w", name, err)
 	}
-	return string(created.GetUID()), nil
+	return TopicIDOf(created)
 }
 
 // Delete deletes the KafkaTopic of a topic.
@@ -404,7 +516,6 @@ func setStatus(ctx context.Context, dyn dynamic.Interface, u *unstructured.Unstr
 	}
 	parts, _, _ := unstructured.NestedInt64(u.Object, "spec", "partitions")
 	st := map[string]any{
-		"topicID":            string(u.GetUID()),
 		"partitions":         parts,
 		"observedGeneration": u.GetGeneration(),
 		"conditions": []any{map[string]any{
@@ -412,6 +523,9 @@ func setStatus(ctx context.Context, dyn dynamic.Interface, u *unstructured.Unstr
 			"observedGeneration": u.GetGeneration(),
 			"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
 		}},
+	}
+	if id, err := TopicIDOf(u); err == nil {
+		st["topicID"] = id
 	}
 	if !ready {
 		delete(st, "partitions")

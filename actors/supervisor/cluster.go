@@ -471,6 +471,13 @@ func (s *Cluster) start(ctx actor.Context) {
 					log.Warn().Err(err).Msg("no usable assignment on the volume; starting from scratch")
 					prev = nil
 				}
+				if prev != nil && prev.ControllerEpoch > el.Epoch {
+					// Only a Lease made again (a namespace restored from
+					// a backup) is behind the volume: every broker that
+					// read the file ignores this controller's.
+					log.Error().Int64("epoch", el.Epoch).Int64("file_epoch", prev.ControllerEpoch).
+						Msg("assignment.json on the volume is from a later controller epoch than the Lease's: brokers ignore this controller's files until the Lease's leaseTransitions is above it (kaas restore sets it)")
+				}
 				released := prev != nil && el.Released && el.ReleasedAt == prev.ControllerEpoch
 				send(&elected{ctx: lctx, epoch: el.Epoch, prev: prev, prevReleased: released})
 			},

@@ -1,7 +1,8 @@
 // Command kaas is the Kafka-compatible broker. `kaas` serves; `kaas version`
 // prints the version; `kaas assignment ...` inspects and plans
 // assignment.json; `kaas bench` measures a cluster's throughput and latency;
-// `kaas dump-log` prints a segment file's batches and records.
+// `kaas dump-log` prints a segment file's batches and records; `kaas
+// restore` makes a namespace serve a shared volume restored from a backup.
 package main
 
 import (
@@ -68,11 +69,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runBench(args, stdout, stderr)
 	case "dump-log":
 		err = runDumpLog(args, stdout, stderr)
+	case "restore":
+		err = runRestore(args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags] | kaas dump-log [flags] FILE.log ...")
+		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags] | kaas dump-log [flags] FILE.log ... | kaas restore --data-dir DIR [flags]")
 		newServeFlags(&serveConfig{}, stdout).PrintDefaults()
 	default:
-		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, scram-credential, bench, dump-log, help)", cmd)
+		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, scram-credential, bench, dump-log, restore, help)", cmd)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -196,6 +196,8 @@ func TestKafkaTopicValidation(t *testing.T) {
 		"missing-partitions":  {"config": map[string]any{"retention.ms": "1"}},
 		"non-string-config":   {"partitions": int64(1), "config": map[string]any{"retention.ms": int64(1)}},
 		"string-partitions":   {"partitions": "3"},
+		"upper-case-topic-id": {"partitions": int64(1), "topicID": "6F1B3C2A-0D4E-4F5A-8B6C-7D8E9F0A1B2C"},
+		"short-topic-id":      {"partitions": int64(1), "topicID": "6f1b3c2a-0d4e-4f5a-8b6c"},
 	} {
 		_, err := topics.Create(ctx, kafkaTopic(name, spec), metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) {
@@ -216,5 +218,33 @@ func TestKafkaTopicValidation(t *testing.T) {
 	_ = unstructured.SetNestedField(obj.Object, int64(2), "spec", "partitions")
 	if _, err := topics.Update(ctx, obj, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
 		t.Errorf("shrink 4 -> 2: want 422 Invalid, got %v", err)
+	}
+
+	// A topic id is set at creation or never: changing it would make the
+	// topic's data strays of another incarnation.
+	const id = "6f1b3c2a-0d4e-4f5a-8b6c-7d8e9f0a1b2c"
+	restored, err := topics.Create(ctx, kafkaTopic("restored", map[string]any{"partitions": int64(1), "topicID": id}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create with spec.topicID: %v", err)
+	}
+	changed := restored.DeepCopy()
+	_ = unstructured.SetNestedField(changed.Object, "6f1b3c2a-0d4e-4f5a-8b6c-000000000000", "spec", "topicID")
+	if _, err := topics.Update(ctx, changed, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("change spec.topicID: want 422 Invalid, got %v", err)
+	}
+	removed := restored.DeepCopy()
+	unstructured.RemoveNestedField(removed.Object, "spec", "topicID")
+	if _, err := topics.Update(ctx, removed, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("remove spec.topicID: want 422 Invalid, got %v", err)
+	}
+	_ = unstructured.SetNestedField(obj.Object, int64(4), "spec", "partitions")
+	_ = unstructured.SetNestedField(obj.Object, id, "spec", "topicID")
+	if _, err := topics.Update(ctx, obj, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("add spec.topicID: want 422 Invalid, got %v", err)
+	}
+	grown := restored.DeepCopy()
+	_ = unstructured.SetNestedField(grown.Object, int64(3), "spec", "partitions")
+	if _, err := topics.Update(ctx, grown, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("grow a topic with spec.topicID: %v", err)
 	}
 }
