@@ -259,8 +259,17 @@ func restore(ctx context.Context, tgt restoreTarget, vol *volume, dryRun bool, n
 		for _, pin := range t.Pins {
 			pins[pin.Partition] = pin.Broker
 		}
-		if _, err := topics.CreateWithID(ctx, name, t.ID, int32(len(t.Partitions)), t.Config, pins); err != nil {
+		got, err := topics.CreateWithID(ctx, name, t.ID, int32(len(t.Partitions)), t.Config, pins)
+		if err != nil {
 			return fmt.Errorf("restore: %w (run it again: the topics created so far are kept)", err)
+		}
+		if got != t.ID {
+			// An older KafkaTopic CRD prunes spec.topicID: the object would
+			// be a new incarnation, and the restored data its strays.
+			if err := topics.Delete(ctx, name); err != nil {
+				return fmt.Errorf("restore: KafkaTopic %s was created without its topic id, and could not be deleted: %w", name, err)
+			}
+			return fmt.Errorf("restore: KafkaTopic %s was created without spec.topicID (id %s, not %s): the KafkaTopic CRD in the cluster predates the field; apply deploy/base/crd-kafkatopics.yaml and run kaas restore again", name, got, t.ID)
 		}
 	}
 	before, raised, err := cluster.RaiseLeaseEpoch(ctx, tgt.kube, tgt.ns, tgt.lease, vol.epoch, now)

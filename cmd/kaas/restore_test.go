@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,36 @@ func TestRestoreIntoANewNamespace(t *testing.T) {
 	}
 	api.kubectl(t, "-n", dst.ns, "delete", "kafkatopic", "orders")
 
+	// A KafkaTopic CRD without spec.topicID (from before the field) prunes
+	// it: the restore stops at the first topic and leaves no KafkaTopic of
+	// a new incarnation behind.
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crdPath := filepath.Join(root, "deploy", "base", "crd-kafkatopics.yaml")
+	crd, err := os.ReadFile(crdPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCRD := withoutTopicIDField(t, string(crd))
+	applyCRD := func(doc string) {
+		cmd := exec.Command("kubectl", "--kubeconfig", api.kubeconfig, "apply", "-f", "-")
+		cmd.Stdin = strings.NewReader(doc)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("apply the KafkaTopic CRD: %v\n%s", err, out)
+		}
+	}
+	applyCRD(oldCRD)
+	out, err = runRestoreCmd(t, api, "--data-dir", backup, "--namespace", dst.ns)
+	if err == nil || !strings.Contains(out, "the KafkaTopic CRD in the cluster predates the field") {
+		t.Fatalf("restore with a CRD without spec.topicID: %v\n%s", err, out)
+	}
+	waitUntil(t, 30*time.Second, "the KafkaTopic without its id deleted", func() bool {
+		return api.kubectlMaybe("-n", dst.ns, "get", "kafkatopics", "-o", "name") == ""
+	})
+	applyCRD(string(crd))
+
 	out, err = runRestoreCmd(t, api, "--data-dir", backup, "--namespace", dst.ns)
 	if err != nil {
 		t.Fatalf("restore: %v\n%s", err, out)
@@ -192,6 +223,18 @@ func TestRestoreIntoANewNamespace(t *testing.T) {
 	if got := consumeAll(t, dst, "orders", perTopic+1); len(got) != perTopic+1 {
 		t.Fatalf("orders after one more record: %d records", len(got))
 	}
+}
+
+// withoutTopicIDField is the KafkaTopic CRD as it was before spec.topicID.
+func withoutTopicIDField(t *testing.T, crd string) string {
+	t.Helper()
+	start := strings.Index(crd, "                topicID:\n                  description: >-\n                    The topic ID, for a topic restored")
+	end := strings.Index(crd, "                partitions:\n")
+	rule := "                - rule: \"has(self.topicID) == has(oldSelf.topicID)\"\n                  message: topicID is fixed at creation\n"
+	if start < 0 || end < start || !strings.Contains(crd, rule) {
+		t.Fatal("crd-kafkatopics.yaml: spec.topicID or its rule not found where expected")
+	}
+	return strings.Replace(crd[:start]+crd[end:], rule, "", 1)
 }
 
 func configValue(cs []kadm.Config, name string) string {
