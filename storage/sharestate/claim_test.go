@@ -14,7 +14,8 @@ import (
 // one, stalled past its fence, and the later one that loaded it after the
 // move) and an admin through loads, saves and admin changes, with and
 // without claims: with claims the earlier leader's saves are refused once
-// the later one claimed, and the later leader's snapshot stays; without
+// the later one claimed (the later leader's snapshot stays), and an admin
+// change refuses those of the leader that loaded before it; without
 // (local-dev mode, one broker) every save writes.
 func TestClaimFencesSaves(t *testing.T) {
 	early := assignment.Position{Epoch: 1, Version: 5}
@@ -43,8 +44,10 @@ func TestClaimFencesSaves(t *testing.T) {
 		{name: "the later leader saves", op: "save", at: late, start: 12, disk: 12},
 		{name: "the earlier leader's next save leaves the later snapshot", op: "save", at: early, start: 13, superseded: true, disk: 12},
 		{name: "the earlier leader cannot load it again", op: "claim", at: early, superseded: true, disk: 12},
-		{name: "an admin change takes no claim", op: "alter", start: 20, disk: 20},
-		{name: "the later leader still saves", op: "save", at: late, start: 21, disk: 21},
+		{name: "an admin change takes the claim with it", op: "alter", start: 20, disk: 20},
+		{name: "which refuses the leader that loaded before", op: "save", at: late, start: 13, superseded: true, disk: 20},
+		{name: "the leader loads the admin's state", op: "claim", at: late, loaded: 20, disk: 20},
+		{name: "and saves after it", op: "save", at: late, start: 21, disk: 21},
 		{name: "an admin removal takes the claim with the state", op: "delete", disk: -1},
 		{name: "a claim gone refuses the leader that loaded before", op: "save", at: late, start: 22, superseded: true, disk: -1},
 		{name: "the leader loads again", op: "claim", at: late, loaded: -1, disk: -1},
@@ -57,8 +60,10 @@ func TestClaimFencesSaves(t *testing.T) {
 		{name: "another loads from an earlier position", op: "claim", at: early, loaded: -1, disk: -1},
 		{name: "both save", op: "save", at: late, start: 10, disk: 10},
 		{name: "the earlier too", op: "save", at: early, start: 11, disk: 11},
+		{name: "an admin change", op: "alter", start: 20, disk: 20},
+		{name: "does not refuse a save", op: "save", at: early, start: 12, disk: 12},
 		{name: "an admin removal", op: "delete", disk: -1},
-		{name: "does not refuse a save", op: "save", at: late, start: 12, disk: 12},
+		{name: "does not either", op: "save", at: late, start: 13, disk: 13},
 	}
 	for _, c := range []struct {
 		name   string
@@ -113,6 +118,67 @@ func TestClaimFencesSaves(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAlterFencesTheLeader: an admin's Set of a snapshot (Alter) removes
+// the claim of the leader that loaded the share-partition before, so the
+// leader's save of the old state is refused and the admin's snapshot stays;
+// the leader's next Claim, from the same assignment file, loads the admin's
+// snapshot and saves after it. The claims of share-partitions the admin
+// did not change stay.
+func TestAlterFencesTheLeader(t *testing.T) {
+	s, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Claims = true
+	at := assignment.Position{Epoch: 2, Version: 3}
+	load := func(p int32) (Snapshot, bool) {
+		t.Helper()
+		unlock, err := s.Claim("g", "t", p, at)
+		if err != nil {
+			t.Fatalf("claim of t-%d: %v", p, err)
+		}
+		defer unlock()
+		snap, ok, err := s.Load("g", "t", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return snap, ok
+	}
+	old := Snapshot{TopicID: [16]byte{1}, Start: 5, States: []uint8{1, 0}, Counts: []int16{1, 0}}
+	for p := range int32(2) {
+		load(p)
+		if err := s.SaveAt("g", "t", p, at, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	altered := Snapshot{TopicID: [16]byte{1}, Start: 2}
+	if err := s.Set("g", "t", 0, &altered, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveAt("g", "t", 0, at, old); !errors.Is(err, ErrSuperseded) {
+		t.Fatalf("the leader's save of the state it loaded before the alter: %v, want ErrSuperseded", err)
+	}
+	if snap, ok, err := s.Load("g", "t", 0); err != nil || !ok || snap.Start != altered.Start || len(snap.States) != 0 {
+		t.Fatalf("the volume holds %+v (%v, %v), want the admin's start %d", snap, ok, err, altered.Start)
+	}
+	if err := s.SaveAt("g", "t", 1, at, old); err != nil {
+		t.Fatalf("a save of a share-partition the admin did not change: %v", err)
+	}
+	if snap, ok := load(0); !ok || snap.Start != altered.Start {
+		t.Fatalf("the leader loaded %+v (%v) again, want the admin's start %d", snap, ok, altered.Start)
+	}
+	if m, err := s.LoadMark("g", "t", 0); m != 7 || err != nil {
+		t.Fatalf("mark %d, %v; want the admin's 7", m, err)
+	}
+	next := Snapshot{TopicID: [16]byte{1}, Start: 3}
+	if err := s.SaveAt("g", "t", 0, at, next); err != nil {
+		t.Fatalf("the leader's save after loading again: %v", err)
+	}
+	if snap, _, _ := s.Load("g", "t", 0); snap.Start != next.Start {
+		t.Fatalf("the volume's start %d, want the leader's %d", snap.Start, next.Start)
 	}
 }
 

@@ -15,8 +15,9 @@
 // the claim is still the one it loaded at (SaveAt). A leader stalled past
 // its fence then never replaces the snapshot its successor loaded from.
 // Admin changes write under the lock without a claim of their own (Set).
-// Removing a share-partition's state removes its claim, which fences the
-// leader that loaded it as a later claim does.
+// An admin change, like removing a share-partition's state (Delete),
+// removes its claim, which fences the leader that loaded the old state as
+// a later claim does: it loads the share-partition again.
 package sharestate
 
 import (
@@ -58,8 +59,8 @@ type Store struct {
 }
 
 // ErrSuperseded: a leader with a later claim has loaded the
-// share-partition, or its state was removed since this leader loaded it;
-// this leader writes nothing more of it.
+// share-partition, or an admin changed or removed its state since this
+// leader loaded it; this leader writes nothing more of it.
 var ErrSuperseded = claim.ErrSuperseded
 
 // New returns the store under dataDir, creating its directory.
@@ -165,9 +166,10 @@ func (s *Store) SaveAt(group, topic string, partition int32, at assignment.Posit
 // the group coordinator's broker, not by the partition's leader: under the
 // claim's lock, so it never interleaves with a leader's SaveAt or Claim,
 // but without a claim of its own. The snapshot is replaced (or removed),
-// then the mark, which the leader compares with the one it loaded; a
-// removal then removes the claim too, so a leader that loaded the old
-// state writes nothing more of it (it loads the share-partition again).
+// then the mark, which the leader compares with the one it loaded; then
+// the claim is removed, so a leader that loaded the old state writes
+// nothing more of it (it loads the share-partition again) even before it
+// rechecks the mark. Without Claims there is no claim to remove.
 func (s *Store) Set(group, topic string, partition int32, snap *Snapshot, mark uint64) error {
 	dir, base := s.files(group, topic, partition)
 	unlock, err := s.lock(dir, base)
@@ -186,10 +188,7 @@ func (s *Store) Set(group, topic string, partition int32, snap *Snapshot, mark u
 	if err := s.SaveMark(group, topic, partition, mark); err != nil {
 		return err
 	}
-	if snap == nil {
-		return removeClaim(dir, base)
-	}
-	return nil
+	return removeClaim(dir, base)
 }
 
 // Save replaces a share-partition's snapshot, unfenced: SaveAt is a
