@@ -20,14 +20,18 @@ import (
 // share-partition before), followed by a new mark (sharestate.Store.Set).
 // The coordinator's broker is not the partition's leader: it writes under
 // the share-partition's claim lock, so it never interleaves with the
-// leader's saves, without taking the claim; a removal removes the claim,
-// and the leader that loaded the share-partition writes nothing more of it
-// (its next save is refused, and it loads the share-partition again).
-// The partition's leader may be another broker holding the old state in
-// memory: when a member opens a share session there, the leader compares
-// the mark with the one it loaded and, when they differ, drops what it
-// holds and reads the new state. Without --data-dir (one broker), the
-// keeper holds the new state until the share-partition is next used.
+// leader's saves, without taking the claim, and removes the claim (Alter and
+// Delete alike), so the leader that loaded the share-partition writes
+// nothing more of the old state (its next save is refused, and it loads the
+// share-partition again). A leader's save also carries the mark its state
+// was loaded under, and is refused when the mark on the volume differs: a
+// save of the old state that reaches the volume after that reload, which
+// takes the same claim, writes nothing either. The partition's leader may be
+// another broker holding the old state in memory: when a member opens a
+// share session there, the leader also compares the mark with the one it
+// loaded and, when they differ, drops what it holds and reads the new state.
+// Without --data-dir (one broker), the keeper holds the new state until the
+// share-partition is next used.
 
 // ErrStateNotWritten is an admin change that did not reach the volume.
 var ErrStateNotWritten = errors.New("share-partition state not written")

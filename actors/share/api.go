@@ -60,15 +60,16 @@ func (k *Keeper) lockMillis() int32 { return int32(k.opts.Partition.LockDuration
 
 // awaitWritten waits for the step's changes to be persisted and answers
 // the partitions whose changes were not written:
-//   - a later leader claimed the share-partition meanwhile
-//     (sharestate.ErrSuperseded): NOT_LEADER_OR_FOLLOWER, acknowledgements
-//     too. This broker is a deposed leader (its view has not caught up
-//     yet) and the keeper dropped the share-partition. Kafka's share
-//     consumers treat it as a leader change: they refresh their metadata
-//     and fetch from the new leader, and report the acknowledgements
-//     failed without retrying them here (franz-go's isShareAckRetryable),
-//     so the new leader delivers the records again (at least once), never
-//     taken as acknowledged.
+//   - a later leader claimed the share-partition meanwhile, or an admin
+//     changed its state since it was loaded here (sharestate.ErrSuperseded):
+//     NOT_LEADER_OR_FOLLOWER, acknowledgements too. This broker is a
+//     deposed leader (its view has not caught up yet), or holds state an
+//     admin replaced, and the keeper dropped the share-partition. Kafka's
+//     share consumers treat it as a leader change: they refresh their
+//     metadata and fetch from the new leader, and report the
+//     acknowledgements failed without retrying them here (franz-go's
+//     isShareAckRetryable), so the new leader delivers the records again
+//     (at least once), never taken as acknowledged.
 //   - the volume failed the write: acknowledgements KAFKA_STORAGE_ERROR.
 //     The share-partition holds them in memory and its next snapshot
 //     carries them, but a client told they were stored could lose them

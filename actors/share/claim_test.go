@@ -1,13 +1,16 @@
 package share
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/sharestate"
@@ -20,6 +23,7 @@ type claimLeader struct {
 	k          *keeper
 	keeper     *Keeper
 	view       *routing.View
+	clk        *clock.Fake
 	superseded chan *superseded
 }
 
@@ -30,15 +34,26 @@ func newClaimLeader(t *testing.T, dir string, at assignment.Position) *claimLead
 		t.Fatal(err)
 	}
 	st.Claims = true
-	k, v, _ := testKeeper()
+	k, v, clk := testKeeper()
 	k.opts.Store = st
 	v.Epoch, v.Version = at.Epoch, at.Version
-	l := &claimLeader{k: k, keeper: &Keeper{opts: k.opts}, view: v, superseded: make(chan *superseded, 16)}
-	k.writer = startWriter(st, k.opts.Log, func(key pkey, at assignment.Position) {
-		l.superseded <- &superseded{from: k, key: key, at: at}
-	})
+	l := &claimLeader{k: k, keeper: &Keeper{opts: k.opts}, view: v, clk: clk, superseded: make(chan *superseded, 16)}
+	k.writer = startWriter(st, k.opts.Log, l.report)
 	t.Cleanup(k.writer.stop)
 	return l
+}
+
+// report is the writer's report of a refused save, queued for the
+// keeper's mailbox (drain).
+func (l *claimLeader) report(key pkey, at assignment.Position, mark uint64) {
+	l.superseded <- &superseded{from: l.k, key: key, at: at, mark: mark}
+}
+
+// hold gives the leader a writer that writes only when the test flushes
+// it (the running one, idle from then on, stops at the test's end).
+func (l *claimLeader) hold() *writer {
+	l.k.writer = newWriter(l.k.opts.Store, l.k.opts.Log, l.report)
+	return l.k.writer
 }
 
 // begin runs a ShareFetch's or ShareAcknowledge's session step as the
@@ -157,6 +172,247 @@ func TestKeeperClaim(t *testing.T) {
 	}
 	if s := stored(); s.Start != 10 {
 		t.Fatalf("volume's start %d after the new leader's acknowledgement, want 10", s.Start)
+	}
+}
+
+// TestKeeperAlterFencesTheLeader: an AlterShareGroupOffsets, written by
+// the group coordinator's broker, while the partition's leader on another
+// broker holds the share-partition it loaded before. The member's session
+// there outlives its membership (the leader does not check it), so the
+// leader still changes the old state: an acknowledgement, or an
+// acquisition once the member's locks ran out (virtual time). Its save is
+// refused, the admin's snapshot stays on the volume, the request is
+// answered NOT_LEADER_OR_FOLLOWER, and the leader drops the share-partition
+// and loads the admin's state at its next use.
+func TestKeeperAlterFencesTheLeader(t *testing.T) {
+	const altered = 7
+	for _, c := range []struct {
+		name string
+		// change makes the leader change and save the state it loaded
+		// before the alter, at the member's session epoch 1, and
+		// reports whether the save was refused as superseded (the
+		// request's answer: NOT_LEADER_OR_FOLLOWER).
+		change func(t *testing.T, l *claimLeader) (refused bool)
+	}{
+		{"acknowledgement", func(t *testing.T, l *claimLeader) bool {
+			res := l.begin(&begin{op: opAck, member: "m", epoch: 1,
+				parts: []PartReq{{TP: t0, Acks: []AckBatch{{First: 0, Last: 4, Types: []AckType{AckAccept}}}}}})
+			return res.parts[0].AckCode == kerr.NotLeaderForPartition.Code
+		}},
+		{"acquisition after a lock timeout", func(t *testing.T, l *claimLeader) bool {
+			l.clk.Advance(11 * time.Second)
+			res := l.begin(&begin{op: opFetch, member: "m", epoch: 1})
+			if p := res.parts[0]; !p.Read || p.Offset != 0 {
+				t.Fatalf("fetch after the locks ran out: %+v, want a read from 0", p)
+			}
+			_, lost := l.acquire(t, "m", Read{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9})
+			return errors.Is(lost[pkey{"g", routing.TP{Topic: "t", Partition: 0}}], sharestate.ErrSuperseded)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			leader := newClaimLeader(t, dir, assignment.Position{Epoch: 1, Version: 5})
+			key := pkey{"g", routing.TP{Topic: "t", Partition: 0}}
+			stored := func() sharestate.Snapshot {
+				t.Helper()
+				snap, ok, err := leader.k.opts.Store.Load("g", "t", 0)
+				if !ok || err != nil {
+					t.Fatalf("no snapshot on the volume: %v", err)
+				}
+				return snap
+			}
+
+			leader.begin(&begin{op: opFetch, member: "m", epoch: 0, parts: []PartReq{{TP: t0}}})
+			leader.acquire(t, "m", Read{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1})
+			if res, lost := leader.acquire(t, "m", Read{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9}); len(res.ranges[t0]) != 1 || len(lost) != 0 {
+				t.Fatalf("leader acquired %+v, lost %v", res.ranges, lost)
+			}
+			if s := stored(); s.Start != 0 || len(s.States) != 10 {
+				t.Fatalf("volume holds %+v, want 0-9 acquired", s)
+			}
+
+			// The group coordinator's broker alters the start; its
+			// keeper is another one over the same volume.
+			admin := newClaimLeader(t, dir, assignment.Position{Epoch: 1, Version: 5})
+			admin.k.opts.Views = &routing.Store{}
+			admin.k.opts.Views.Publish(admin.view)
+			tp := routing.TP{Topic: "t", Partition: 0}
+			if err := admin.k.adminSet(&adminSet{group: "g", tps: []routing.TP{tp}, snaps: []*sharestate.Snapshot{{Start: altered}}})(); err != nil {
+				t.Fatal(err)
+			}
+			want := sharestate.Snapshot{TopicID: t0.TopicID, Start: altered, States: []uint8{}, Counts: []int16{}}
+			if got := stored(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("volume after the alter holds %+v, want %+v", got, want)
+			}
+
+			if !c.change(t, leader) {
+				t.Fatal("the leader's save of the state it loaded before the alter was not refused (NOT_LEADER_OR_FOLLOWER)")
+			}
+			if got := stored(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("volume holds %+v, want the admin's %+v", got, want)
+			}
+			if _, ok := leader.k.parts[key]; ok {
+				t.Fatal("the leader still holds the share-partition it loaded before the alter")
+			}
+
+			// Its next use loads the admin's state, from the same
+			// assignment file, and saves after it.
+			fetch := leader.begin(&begin{op: opFetch, member: "m", epoch: 2})
+			if p := fetch.parts[0]; !p.Read || p.Offset != -1 {
+				t.Fatalf("leader's next fetch: %+v, want a load", p)
+			}
+			leader.acquire(t, "m", Read{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1})
+			if p := leader.k.parts[key]; p == nil || !p.Initialized() || p.Start() != altered {
+				t.Fatalf("the leader loaded the share-partition again at %v, want the admin's start %d", p, altered)
+			}
+			res, lost := leader.acquire(t, "m", Read{TP: t0, Topic: "t", HighWatermark: 10, First: altered, Last: 9})
+			if !reflect.DeepEqual(res.ranges[t0], []Range{{First: altered, Last: 9, DeliveryCount: 1}}) || len(lost) != 0 {
+				t.Fatalf("leader acquired %+v, lost %v; want %d-9 delivered once", res.ranges, lost, altered)
+			}
+			if s := stored(); s.Start != altered || len(s.States) != 10-altered {
+				t.Fatalf("volume holds %+v, want the leader's acquisitions from %d", s, altered)
+			}
+			// A share session opened now finds the mark it loaded:
+			// the acquisitions stay.
+			mark, err := leader.k.opts.Store.LoadMark("g", "t", 0)
+			if err != nil || mark == 0 {
+				t.Fatalf("admin mark %d, %v", mark, err)
+			}
+			if d := leader.k.recheck(&recheck{group: "g", marks: map[routing.TP]uint64{tp: mark}}); len(d) != 0 {
+				t.Fatalf("the mark loaded with the admin's state dropped %v", d)
+			}
+		})
+	}
+}
+
+// TestKeeperStaleSaveAfterAReload: the leader queued a second save of the
+// state it loaded before an AlterShareGroupOffsets before it handled the
+// refusal of the first, and loads the share-partition again from the same
+// assignment file, taking the same claim, before its writer reaches that
+// save (the writer is held; the test flushes it). The admin mark refuses
+// the stale save: the admin's snapshot stays on the volume, the request
+// that made it is answered NOT_LEADER_OR_FOLLOWER, and the share-partition
+// loaded again is neither dropped nor refused. In the second case the
+// reloaded share-partition's first save is queued while the stale one is
+// still pending: each is written or refused on its own.
+func TestKeeperStaleSaveAfterAReload(t *testing.T) {
+	// The admin moves the start back: the records from it are
+	// delivered again, where the stale save would put back the
+	// leader's start past them.
+	const altered = 2
+	for _, reloadedQueuedFirst := range []bool{false, true} {
+		name := "the stale save written after the reload's claim"
+		if reloadedQueuedFirst {
+			name = "the stale save pending when the reload saves"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			at := assignment.Position{Epoch: 1, Version: 5}
+			leader := newClaimLeader(t, dir, at)
+			key := pkey{"g", routing.TP{Topic: "t", Partition: 0}}
+			stored := func() sharestate.Snapshot {
+				t.Helper()
+				snap, ok, err := leader.k.opts.Store.Load("g", "t", 0)
+				if !ok || err != nil {
+					t.Fatalf("no snapshot on the volume: %v", err)
+				}
+				return snap
+			}
+			ack := func(epoch int32, first, last int64) beginResult {
+				res := leader.k.begin(&begin{op: opAck, group: "g", member: "m", epoch: epoch, view: leader.view,
+					parts: []PartReq{{TP: t0, Acks: []AckBatch{{First: first, Last: last, Types: []AckType{AckAccept}}}}}})
+				res.durable = leader.k.flushDirty()
+				return res
+			}
+
+			// The leader loads with no mark on the volume (0) and
+			// acquires 0-9.
+			leader.begin(&begin{op: opFetch, member: "m", epoch: 0, parts: []PartReq{{TP: t0}}})
+			leader.acquire(t, "m", Read{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1})
+			if res, lost := leader.acquire(t, "m", Read{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9}); len(res.ranges[t0]) != 1 || len(lost) != 0 {
+				t.Fatalf("leader acquired %+v, lost %v", res.ranges, lost)
+			}
+			if m := leader.k.marks[key]; m != 0 {
+				t.Fatalf("loaded mark %d with no mark file, want 0", m)
+			}
+			w := leader.hold()
+
+			// Another broker's keeper alters the start.
+			admin := newClaimLeader(t, dir, at)
+			admin.k.opts.Views = &routing.Store{}
+			admin.k.opts.Views.Publish(admin.view)
+			tp := routing.TP{Topic: "t", Partition: 0}
+			if err := admin.k.adminSet(&adminSet{group: "g", tps: []routing.TP{tp}, snaps: []*sharestate.Snapshot{{Start: altered}}})(); err != nil {
+				t.Fatal(err)
+			}
+			want := sharestate.Snapshot{TopicID: t0.TopicID, Start: altered, States: []uint8{}, Counts: []int16{}}
+
+			// The first save of the old state is refused (the claim
+			// is gone); the keeper has not handled the refusal when
+			// it queues the second.
+			first := ack(1, 0, 4)
+			w.flush()
+			second := ack(2, 5, 6)
+			first.awaitWritten("g")
+			if c := first.parts[0].AckCode; c != kerr.NotLeaderForPartition.Code {
+				t.Fatalf("the first acknowledgement after the alter answered %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(c))
+			}
+			leader.drain()
+			if _, ok := leader.k.parts[key]; ok {
+				t.Fatal("the leader still holds the share-partition it loaded before the alter")
+			}
+
+			// It loads the share-partition again from the same
+			// file: the same claim, the admin's mark.
+			fetch := leader.begin(&begin{op: opFetch, member: "m", epoch: 3})
+			if p := fetch.parts[0]; !p.Read || p.Offset != -1 {
+				t.Fatalf("leader's next fetch: %+v, want a load", p)
+			}
+			read := Read{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1}
+			var code int16
+			read.Stored, read.Mark, read.Claim, code = leader.keeper.loadStored("g", fetch.parts[0], leader.view)
+			if code != 0 || read.Claim == nil || *read.Claim != at || read.Mark == 0 {
+				t.Fatalf("reload: claim %v, mark %d, %v; want the claim %v again and the admin's mark", read.Claim, read.Mark, kerr.ErrorForCode(code), at)
+			}
+			var res acquireResult
+			var reloaded durableWait
+			if reloadedQueuedFirst {
+				res = leader.k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{read}})
+				reloaded = leader.k.flushDirty()
+			}
+			w.flush()
+			if got := stored(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("volume holds %+v after the stale save, want the admin's %+v", got, want)
+			}
+			second.awaitWritten("g")
+			if c := second.parts[0].AckCode; c != kerr.NotLeaderForPartition.Code {
+				t.Fatalf("the acknowledgement of the state loaded before the alter answered %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(c))
+			}
+			if !reloadedQueuedFirst {
+				res = leader.k.acquire(&acquire{group: "g", member: "m", maxRecords: 100, reads: []Read{read}})
+				reloaded = leader.k.flushDirty()
+				w.flush()
+			}
+			if lost := reloaded(); len(lost) != 0 {
+				t.Fatalf("the reloaded share-partition's first save: %v", lost)
+			}
+			leader.drain()
+			if p := leader.k.parts[key]; p == nil || !p.Initialized() || p.Start() != altered || !res.again {
+				t.Fatalf("the leader holds %v after the stale save's refusal, want the admin's start %d loaded", p, altered)
+			}
+
+			// The reloaded share-partition delivers and saves.
+			acq := leader.k.acquire(&acquire{group: "g", member: "m", maxRecords: 100,
+				reads: []Read{{TP: t0, Topic: "t", HighWatermark: 10, First: altered, Last: 9}}})
+			done := leader.k.flushDirty()
+			w.flush()
+			if lost := done(); len(lost) != 0 || !reflect.DeepEqual(acq.ranges[t0], []Range{{First: altered, Last: 9, DeliveryCount: 1}}) {
+				t.Fatalf("leader acquired %+v, lost %v; want %d-9 delivered once", acq.ranges, lost, altered)
+			}
+			if s := stored(); s.Start != altered || len(s.States) != 10-altered {
+				t.Fatalf("volume holds %+v, want the leader's acquisitions from %d", s, altered)
+			}
+		})
 	}
 }
 

@@ -237,8 +237,9 @@ type beginResult struct {
 
 // durableWait waits until the changes a step made are persisted and
 // returns the share-partitions whose state was not written, with why: a
-// later leader claimed them (sharestate.ErrSuperseded: their changes did
-// not count, and the keeper dropped them), or the volume failed the write
+// later leader claimed them, or an admin changed their state since they
+// were loaded (sharestate.ErrSuperseded: their changes did not count, and
+// the keeper dropped them), or the volume failed the write
 // (the changes hold in memory and the next snapshot carries them, but an
 // acknowledgement was not made durable).
 type durableWait func() map[pkey]error
@@ -305,7 +306,8 @@ type keeper struct {
 	dirty  map[pkey]bool
 	writer *writer
 	// marks are the admin marks the share-partitions were loaded with
-	// (admin.go).
+	// (admin.go): with claims, a snapshot is written only while its mark
+	// is still the one on the volume (sharestate.Store.SaveAt).
 	marks map[pkey]uint64
 	// claims are the claims the share-partitions were loaded under: a
 	// snapshot is written only while its claim is still the one on the
@@ -343,8 +345,8 @@ func (k *keeper) Receive(ctx actor.Context) {
 		k.stats.Open.Store(int64(len(k.sessions)))
 		if k.opts.Store != nil {
 			self, system := k.self, k.system
-			k.writer = startWriter(k.opts.Store, k.opts.Log, func(key pkey, at assignment.Position) {
-				system.Root.Send(self, &superseded{from: k, key: key, at: at})
+			k.writer = startWriter(k.opts.Store, k.opts.Log, func(key pkey, at assignment.Position, mark uint64) {
+				system.Root.Send(self, &superseded{from: k, key: key, at: at, mark: mark})
 			})
 		}
 		k.dropDeleted()
@@ -391,24 +393,28 @@ func (k *keeper) Receive(ctx actor.Context) {
 }
 
 // superseded: the writer found a later claim on a share-partition this
-// keeper saved (or its claim gone): a leader that loaded it since owns its
-// state, and nothing this one changed since then was written.
+// keeper saved, its claim gone, or an admin mark other than the one its
+// state was loaded under: a leader that loaded it since, or an admin,
+// owns its state, and nothing this one changed since then was written.
 type superseded struct {
 	// from is the keeper incarnation whose writer reported it.
 	from *keeper
 	key  pkey
+	// at and mark are the claim and the admin mark of the refused save.
 	at   assignment.Position
+	mark uint64
 }
 
 // superseded drops the share-partition if it is still the one loaded under
-// the refused claim (not one loaded again since). Its next use loads it
-// again, which the later claim refuses while this broker follows an
-// earlier assignment file.
+// the refused claim and mark (not one loaded again since: a reload from
+// the same assignment file takes the same claim, but reads the admin's
+// new mark). Its next use loads it again, which the later claim refuses
+// while this broker follows an earlier assignment file.
 func (k *keeper) superseded(m *superseded) {
 	if m.from != k {
 		return
 	}
-	if c, ok := k.claims[m.key]; !ok || c != m.at {
+	if c, ok := k.claims[m.key]; !ok || c != m.at || k.marks[m.key] != m.mark {
 		return
 	}
 	k.forget(m.key)
@@ -834,7 +840,7 @@ func (k *keeper) flushDirty() durableWait {
 			k.memStored[key] = snap
 			continue
 		}
-		written[key] = k.writer.put(key, k.claims[key], snap)
+		written[key] = k.writer.put(key, k.claims[key], k.marks[key], snap)
 	}
 	return func() map[pkey]error {
 		var failed map[pkey]error

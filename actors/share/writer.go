@@ -18,10 +18,12 @@ type writer struct {
 	store *sharestate.Store
 	log   zerolog.Logger
 	// superseded is told of a leader's write refused because a later
-	// claim holds the share-partition (or its claim is gone), before the
-	// write's waiters hear of it: the keeper drops the share-partition
-	// first, so a request that follows loads it again.
-	superseded func(key pkey, at assignment.Position)
+	// claim holds the share-partition, its claim is gone, or its admin
+	// mark is not the one the write's state was loaded under (an admin
+	// changed it), before the write's waiters hear of it: the keeper drops
+	// the share-partition loaded under that claim and mark first, so a
+	// request that follows loads it again.
+	superseded func(key pkey, at assignment.Position, mark uint64)
 	mu         sync.Mutex
 	// pending are each share-partition's writes, in the order queued.
 	pending map[pkey][]*pendingSnap
@@ -40,26 +42,35 @@ type pendingSnap struct {
 	// admin: an admin change (sharestate.Store.Set), snap with mark,
 	// or, with remove, no snapshot (DeleteShareGroupOffsets).
 	admin, remove bool
-	mark          uint64
-	written       []chan error
+	// mark is the admin change's new mark, or the mark the leader's
+	// state was loaded under (sharestate.Store.SaveAt).
+	mark    uint64
+	written []chan error
 }
 
-func startWriter(store *sharestate.Store, log zerolog.Logger, superseded func(pkey, assignment.Position)) *writer {
-	if superseded == nil {
-		superseded = func(pkey, assignment.Position) {}
-	}
-	w := &writer{store: store, log: log, superseded: superseded, pending: map[pkey][]*pendingSnap{},
-		kick: make(chan struct{}, 1), done: make(chan struct{})}
+func startWriter(store *sharestate.Store, log zerolog.Logger, superseded func(pkey, assignment.Position, uint64)) *writer {
+	w := newWriter(store, log, superseded)
 	go w.run()
 	return w
 }
 
+// newWriter returns a writer whose writes wait for a flush (run's, once
+// started).
+func newWriter(store *sharestate.Store, log zerolog.Logger, superseded func(pkey, assignment.Position, uint64)) *writer {
+	if superseded == nil {
+		superseded = func(pkey, assignment.Position, uint64) {}
+	}
+	return &writer{store: store, log: log, superseded: superseded, pending: map[pkey][]*pendingSnap{},
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
 // put queues snap, written by the leader that claimed the share-partition
-// at at, and returns a channel that gets the outcome once it (or a later
-// snapshot of the same claim) is written, or failed to be
-// (sharestate.ErrSuperseded: a later claim holds the share-partition).
-func (w *writer) put(key pkey, at assignment.Position, snap sharestate.Snapshot) <-chan error {
-	return w.queue(key, &pendingSnap{snap: snap, at: at})
+// at at and loaded its state under the admin mark mark, and returns a
+// channel that gets the outcome once it (or a later snapshot of the same
+// claim and mark) is written, or failed to be (sharestate.ErrSuperseded: a
+// later claim holds the share-partition, or an admin changed it).
+func (w *writer) put(key pkey, at assignment.Position, mark uint64, snap sharestate.Snapshot) <-chan error {
+	return w.queue(key, &pendingSnap{snap: snap, at: at, mark: mark})
 }
 
 // putAdmin queues an admin change of a share-partition: its new snapshot
@@ -75,8 +86,11 @@ func (w *writer) queue(key pkey, op *pendingSnap) <-chan error {
 	ch := make(chan error, 1)
 	w.mu.Lock()
 	ops := w.pending[key]
-	if n := len(ops); n > 0 && !op.admin && !ops[n-1].admin && ops[n-1].at == op.at {
-		// The newer snapshot of the same leader replaces the older.
+	if n := len(ops); n > 0 && !op.admin && !ops[n-1].admin && ops[n-1].at == op.at && ops[n-1].mark == op.mark {
+		// The newer snapshot of the same load replaces the older. A
+		// snapshot of the state loaded again under a new mark does not
+		// replace one of the old state, which the mark refuses: each
+		// answers its own waiters.
 		ops[n-1].snap = op.snap
 		ops[n-1].written = append(ops[n-1].written, ch)
 	} else {
@@ -140,7 +154,7 @@ func (w *writer) write(key pkey, p *pendingSnap) {
 	case p.admin:
 		err = w.store.Set(key.group, key.tp.Topic, key.tp.Partition, &p.snap, p.mark)
 	default:
-		err = w.store.SaveAt(key.group, key.tp.Topic, key.tp.Partition, p.at, p.snap)
+		err = w.store.SaveAt(key.group, key.tp.Topic, key.tp.Partition, p.at, p.mark, p.snap)
 	}
 	log := func() *zerolog.Event {
 		return w.log.Error().Err(err).Str("group", key.group).Str("topic", key.tp.Topic).Int32("partition", key.tp.Partition)
@@ -149,11 +163,12 @@ func (w *writer) write(key pkey, p *pendingSnap) {
 	case err == nil:
 	case !p.admin && errors.Is(err, sharestate.ErrSuperseded):
 		// Nothing was written: the leader with the later claim has
-		// the share-partition; this one drops it before its waiters
-		// are answered with the error.
-		w.superseded(key, p.at)
+		// the share-partition, or an admin changed its state; this
+		// one drops what it loaded before its waiters are answered
+		// with the error.
+		w.superseded(key, p.at, p.mark)
 		w.log.Warn().Err(err).Str("group", key.group).Str("topic", key.tp.Topic).Int32("partition", key.tp.Partition).
-			Msg("share-partition claimed by a later leader; its state is not written here and is dropped")
+			Msg("share-partition claimed by a later leader or changed by an admin; the state loaded before is not written here and is dropped")
 	case p.admin:
 		log().Msg("writing an admin change of share-partition state failed")
 	default:

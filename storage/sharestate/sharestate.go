@@ -11,12 +11,18 @@
 // claim (storage/claim), <topic>-<partition>.claim beside it: the leader
 // that first uses a share-partition records the position of the
 // assignment file it leads from before it reads the mark and the snapshot
-// (Claim), and replaces the snapshot only under the claim's lock and while
-// the claim is still the one it loaded at (SaveAt). A leader stalled past
-// its fence then never replaces the snapshot its successor loaded from.
-// Admin changes write under the lock without a claim of their own (Set).
-// Removing a share-partition's state removes its claim, which fences the
-// leader that loaded it as a later claim does.
+// (Claim), and replaces the snapshot only under the claim's lock: a
+// leader's save is refused when the claim is no longer its own or the
+// admin mark is no longer the one its state was loaded under (SaveAt). A
+// leader stalled past its fence then never replaces the snapshot its
+// successor loaded from. Admin changes write under the lock without a
+// claim of their own, and write a new mark (Set). An admin change, like
+// removing a share-partition's state (Delete), removes its claim, which
+// fences the leader that loaded the old state as a later claim does: it
+// loads the share-partition again. A claim is only the position of the
+// assignment file, the same for a reload from the same file; the new mark
+// refuses the saves of the old state that reach the volume after such a
+// reload.
 package sharestate
 
 import (
@@ -58,8 +64,9 @@ type Store struct {
 }
 
 // ErrSuperseded: a leader with a later claim has loaded the
-// share-partition, or its state was removed since this leader loaded it;
-// this leader writes nothing more of it.
+// share-partition, or an admin changed or removed its state since this
+// leader loaded it (its claim is gone, or the admin mark is not the one it
+// loaded); this leader writes nothing more of the state it loaded.
 var ErrSuperseded = claim.ErrSuperseded
 
 // New returns the store under dataDir, creating its directory.
@@ -106,8 +113,9 @@ func (s *Store) lock(dir, base string) (unlock func(), err error) {
 // broker leads the partition, as the share-partition's claim, and returns
 // with the claim's lock held: the caller reads the mark and the snapshot
 // (LoadMark, Load, and Discard for a snapshot it does not want), then
-// unlocks. A later claim there fails it with ErrSuperseded, recording
-// nothing. Without Claims it records and locks nothing.
+// unlocks, and saves the state under that claim and mark (SaveAt). A
+// later claim there fails it with ErrSuperseded, recording nothing.
+// Without Claims it records and locks nothing.
 func (s *Store) Claim(group, topic string, partition int32, at assignment.Position) (unlock func(), err error) {
 	dir, base := s.files(group, topic, partition)
 	unlock, err = s.lock(dir, base)
@@ -140,11 +148,20 @@ func (s *Store) Load(group, topic string, partition int32) (snap Snapshot, ok bo
 }
 
 // SaveAt replaces a share-partition's snapshot for its leader, which
-// claimed it at at (Claim). With Claims it writes under the claim's lock
-// and only while the claim is still at; otherwise it writes nothing and
-// fails with ErrSuperseded. The snapshot is renamed into place before the
-// lock goes, so a successor's Claim, which waits for the lock, reads it.
-func (s *Store) SaveAt(group, topic string, partition int32, at assignment.Position, snap Snapshot) error {
+// claimed it at at (Claim) and read mark, its admin mark, with the state
+// snap was made from (LoadMark). With Claims it writes under the claim's
+// lock and only while the claim is still at and the mark on the volume is
+// still mark; otherwise it writes nothing and fails with ErrSuperseded: a
+// later leader loaded the share-partition, or an admin changed or removed
+// its state since this leader loaded it. The mark refuses a save made from
+// the state loaded before an admin change even once the leader has
+// claimed the share-partition again at the same position (a reload from
+// the same assignment file). A mark that cannot be read fails the save
+// too, writing nothing, with an error saying so (not ErrSuperseded):
+// nothing tells which state the volume holds. The snapshot is renamed into
+// place before the lock goes, so a successor's Claim, which waits for the
+// lock, reads it. Without Claims it writes, whatever the mark.
+func (s *Store) SaveAt(group, topic string, partition int32, at assignment.Position, mark uint64, snap Snapshot) error {
 	if !s.Claims {
 		return s.Save(group, topic, partition, snap)
 	}
@@ -154,10 +171,27 @@ func (s *Store) SaveAt(group, topic string, partition int32, at assignment.Posit
 		return err
 	}
 	defer unlock()
+	if err := s.fence(group, topic, partition, at, mark); err != nil {
+		return err
+	}
+	return s.Save(group, topic, partition, snap)
+}
+
+// fence is SaveAt's check, under the claim's lock: the claim is still at
+// and the admin mark still mark.
+func (s *Store) fence(group, topic string, partition int32, at assignment.Position, mark uint64) error {
+	dir, base := s.files(group, topic, partition)
 	if err := claimOf(dir, base).Held(at); err != nil {
 		return fmt.Errorf("share state %s/%s: %w", dir, base, err)
 	}
-	return s.Save(group, topic, partition, snap)
+	m, err := s.LoadMark(group, topic, partition)
+	if err != nil {
+		return fmt.Errorf("share state %s/%s: snapshot not written: the admin mark, checked before a leader's save, cannot be read: %w", dir, base, err)
+	}
+	if m != mark {
+		return fmt.Errorf("share state %s/%s: %w: its admin mark is %d, this leader loaded its state under %d (an admin changed it since)", dir, base, ErrSuperseded, m, mark)
+	}
+	return nil
 }
 
 // Set is an admin change of a share-partition's state
@@ -165,9 +199,11 @@ func (s *Store) SaveAt(group, topic string, partition int32, at assignment.Posit
 // the group coordinator's broker, not by the partition's leader: under the
 // claim's lock, so it never interleaves with a leader's SaveAt or Claim,
 // but without a claim of its own. The snapshot is replaced (or removed),
-// then the mark, which the leader compares with the one it loaded; a
-// removal then removes the claim too, so a leader that loaded the old
-// state writes nothing more of it (it loads the share-partition again).
+// then the mark, which the leader compares with the one it loaded (at a
+// new share session, and in each SaveAt); then the claim is removed, so a
+// leader that loaded the old state writes nothing more of it (it loads the
+// share-partition again) even before it rechecks the mark. Without Claims
+// there is no claim to remove.
 func (s *Store) Set(group, topic string, partition int32, snap *Snapshot, mark uint64) error {
 	dir, base := s.files(group, topic, partition)
 	unlock, err := s.lock(dir, base)
@@ -186,10 +222,7 @@ func (s *Store) Set(group, topic string, partition int32, snap *Snapshot, mark u
 	if err := s.SaveMark(group, topic, partition, mark); err != nil {
 		return err
 	}
-	if snap == nil {
-		return removeClaim(dir, base)
-	}
-	return nil
+	return removeClaim(dir, base)
 }
 
 // Save replaces a share-partition's snapshot, unfenced: SaveAt is a
