@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -220,6 +221,62 @@ func TestProduceErrors(t *testing.T) {
 	if resp := rawRequest(t, addr, txn, 4).(*kmsg.InitProducerIDResponse); resp.ErrorCode != 0 || resp.ProducerID < 0 || resp.ProducerEpoch != 0 {
 		t.Errorf("transactional InitProducerID: %+v", resp)
 	}
+}
+
+// TestProduceOfALyingRecordCount: a batch whose header claims more records
+// than it holds is refused: uncompressed (its records' framing is walked),
+// compressed past what a batch may decompress to, and compressed on a
+// compacted topic (whose key check decodes it); and the broker stays up:
+// decoding such a batch must not size anything by the count it claims.
+func TestProduceOfALyingRecordCount(t *testing.T) {
+	_, addr := testBroker(t, "--auto-create-topics=false")
+	compact := "compact"
+	createTopic(t, addr, "plain", 1, nil)
+	createTopic(t, addr, "keyed", 1, map[string]*string{"cleanup.policy": &compact})
+	cl := newClient(t, addr, producesByName())
+	lie := func(b []byte, n int32) []byte {
+		b = append([]byte(nil), b...)
+		// Record count (offset 57), last offset delta (23), CRC (17).
+		binary.BigEndian.PutUint32(b[57:], uint32(n))
+		binary.BigEndian.PutUint32(b[23:], uint32(n-1))
+		binary.BigEndian.PutUint32(b[17:], batch.Checksum(b))
+		return b
+	}
+	plain := batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Keys: [][]byte{[]byte("k")}, Values: [][]byte{[]byte("v")}})
+	gzipped, err := batch.Recompress(plain, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what, topic string
+		records     []byte
+		want        int16
+	}{
+		{"uncompressed, 2^31-1 records claimed", "plain", lie(plain, math.MaxInt32), kerr.CorruptMessage.Code},
+		{"uncompressed, 2 records claimed", "keyed", lie(plain, 2), kerr.CorruptMessage.Code},
+		// More records than a batch may decompress to could hold.
+		{"gzip, 2^31-1 records claimed", "plain", lie(gzipped, math.MaxInt32), kerr.InvalidRecord.Code},
+		// A compacted topic's key check decodes the records.
+		{"gzip, 1,000,000 records claimed", "keyed", lie(gzipped, 1_000_000), kerr.CorruptMessage.Code},
+	} {
+		if r := rawProduce(t, cl, c.topic, 0, -1, c.records); r.ErrorCode != c.want {
+			t.Errorf("%s to %s: %+v, want error %d", c.what, c.topic, r, c.want)
+		}
+	}
+	for _, topic := range []string{"plain", "keyed"} {
+		if r := rawProduce(t, cl, topic, 0, -1, gzipped); r.ErrorCode != 0 || r.BaseOffset != 0 {
+			t.Errorf("%s: a good batch after the lying ones: %+v", topic, r)
+		}
+	}
+	listed, err := kadm.NewClient(cl).ListOffsetsAfterMilli(ctxFor(t, 10*time.Second), 0, "plain", "keyed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != 0 {
+			t.Errorf("ListOffsets by time of %s: %+v", o.Topic, o)
+		}
+	})
 }
 
 func TestFetchLongPoll(t *testing.T) {

@@ -167,8 +167,22 @@ func ValidateProduce(b []byte) (Header, error) {
 	if h.NumRecords == 0 {
 		return h, fmt.Errorf("%w: batch has no records", ErrInvalid)
 	}
-	if h.Attributes&AttrCompressionMask == 0 && h.NumRecords != h.LastOffsetDelta+1 {
+	// A producer's records have the offset deltas 0..n-1, as Kafka checks
+	// when it decodes them.
+	if h.NumRecords != h.LastOffsetDelta+1 {
 		return h, fmt.Errorf("%w: record count %d does not match lastOffsetDelta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
+	}
+	if h.Attributes&AttrCompressionMask == 0 {
+		// The records' lengths must add up to the batch, one per counted
+		// record, as Kafka's decoding of each record finds: a count
+		// larger than the records would claim offsets no record has.
+		if err := checkFraming(b[HeaderSize:h.Size()], h.NumRecords); err != nil {
+			return h, err
+		}
+	} else if int64(h.NumRecords)*MinRecordSize > MaxDecompressed {
+		// Compressed records are not decoded here; more of them than
+		// MaxDecompressed bytes can hold are refused wherever they are.
+		return h, fmt.Errorf("%w: %d records cannot fit in the %d bytes a batch may decompress to", ErrInvalid, h.NumRecords, MaxDecompressed)
 	}
 	if h.Attributes&AttrCompressionMask > 4 {
 		return h, fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, h.Attributes&AttrCompressionMask)

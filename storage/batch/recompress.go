@@ -58,15 +58,32 @@ func RecompressLevel(b []byte, c int16, level int) ([]byte, error) {
 // checkFraming checks that a records section holds exactly n
 // length-prefixed records and nothing after them.
 func checkFraming(p []byte, n int32) error {
+	pos := 0
 	for i := int32(0); i < n; i++ {
-		length, k := binary.Varint(p)
-		if k <= 0 || length < 1 || int64(len(p)-k) < length {
+		// Record lengths below 64 and 8192 take one and two bytes: those
+		// are read without the general varint loop (every produced batch
+		// passes here).
+		length := -1
+		switch {
+		case pos < len(p) && p[pos] < 0x80:
+			u := int(p[pos])
+			length, pos = u>>1^-(u&1), pos+1
+		case pos+1 < len(p) && p[pos+1] < 0x80:
+			u := int(p[pos]&0x7f) | int(p[pos+1])<<7
+			length, pos = u>>1^-(u&1), pos+2
+		case pos < len(p):
+			v, k := binary.Varint(p[pos:])
+			if k > 0 && v <= int64(len(p)) {
+				length, pos = int(v), pos+k
+			}
+		}
+		if length < 1 || length > len(p)-pos {
 			return fmt.Errorf("%w: record %d of %d: bad length", ErrCorrupt, i, n)
 		}
-		p = p[k+int(length):]
+		pos += length
 	}
-	if len(p) != 0 {
-		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(p), n)
+	if pos != len(p) {
+		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(p)-pos, n)
 	}
 	return nil
 }

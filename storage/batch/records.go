@@ -9,6 +9,16 @@ import (
 // ErrCompressed is returned when records would have to be decompressed.
 var ErrCompressed = errors.New("batch is compressed")
 
+// MinRecordSize is the fewest bytes a record takes in a batch: its length,
+// attributes, timestamp and offset deltas, key and value lengths and header
+// count, a byte each.
+const MinRecordSize = 7
+
+// RecordsCap is how many records to make room for when decoding a batch
+// that claims n records in p: no more than p can hold, so a batch that
+// lies about its count costs no more memory than its bytes.
+func RecordsCap(n int32, p []byte) int { return max(0, min(int(n), len(p)/MinRecordSize)) }
+
 // RecordTS is one record's absolute offset and timestamp.
 type RecordTS struct {
 	Offset    int64
@@ -30,7 +40,7 @@ func RecordTimestamps(b []byte) ([]RecordTS, error) {
 		return nil, fmt.Errorf("%w: batch truncated", ErrCorrupt)
 	}
 	p := b[HeaderSize:h.Size()]
-	out := make([]RecordTS, 0, max(h.NumRecords, 0))
+	out := make([]RecordTS, 0, RecordsCap(h.NumRecords, p))
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, n := binary.Varint(p)
 		if n <= 0 || length < 0 || int64(len(p)-n) < length {

@@ -72,7 +72,7 @@ func Records(b []byte, h batch.Header) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Record, 0, max(h.NumRecords, 0))
+	out := make([]Record, 0, batch.RecordsCap(h.NumRecords, p))
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, n := binary.Varint(p)
 		if n <= 0 || length < 1 || int64(len(p)-n) < length {
