@@ -115,7 +115,13 @@ func (a *connActor) Receive(ctx actor.Context) {
 		if a.closing {
 			return // refused (failed authentication): nothing more is served
 		}
+		if a.auth.waiting {
+			a.auth.held = append(a.auth.held, m) // after the SaslAuthenticate that waits
+			return
+		}
 		a.dispatch(ctx, m)
+	case *saslResume:
+		a.resumeSASL(ctx, m)
 	case *answered:
 		a.done[m.seq] = *m
 		a.flush()

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/wire"
 	"github.com/kaas-project/kaas/wire/sasl"
 	"github.com/kaas-project/kaas/wire/tlsfiles"
@@ -29,6 +31,21 @@ type saslState struct {
 	exchange      sasl.Exchange // non-nil between SaslHandshake and the exchange's end
 	mechanism     string
 	expires       time.Time // session end (KIP-368); zero: none
+	// waiting: a SaslAuthenticate waits for its exchange's I/O (a
+	// *sasl.Deferred); held are the requests read meanwhile, dispatched
+	// once it is answered, as Kafka serves a connection's requests one
+	// after the other.
+	waiting bool
+	held    []*inbound
+}
+
+// saslResume tells the actor that the I/O a SaslAuthenticate's exchange
+// waited on ended: the exchange steps again with the same message.
+type saslResume struct {
+	seq  uint64
+	hdr  wire.RequestHeader
+	req  *kmsg.SASLAuthenticateRequest
+	read time.Time
 }
 
 // handshake runs the TLS handshake on the reader goroutine.
@@ -96,8 +113,14 @@ func (a *connActor) mechanisms() []string {
 // saslRequest answers SaslHandshake and SaslAuthenticate inside Receive:
 // they change the connection's state, and the work is bounded CPU (SCRAM
 // is a few HMACs; PLAIN one PBKDF2 derivation; GSSAPI a few AES
-// decryptions and checksums) with no I/O but a stat of the credentials
-// file or keytab at most once a second (and reading it when it changed).
+// decryptions and checksums; OAUTHBEARER a signature check) with no I/O
+// but a stat of the credentials file, keytab or JWKS file at most once a
+// second (and reading it when it changed). The one exchange step that
+// waits on the network, OAUTHBEARER's fetch of the JWKS URL for a token
+// naming a key id the set lacks (a *sasl.Deferred), waits on a goroutine
+// of its own, never in Receive: the answer is written when its
+// saslResume comes back, and the requests read meanwhile are held
+// (resumeSASL).
 func (a *connActor) saslRequest(ctx actor.Context, seq uint64, hdr wire.RequestHeader, body kmsg.Request, read time.Time) {
 	var resp kmsg.Response
 	var closeAfter bool
@@ -105,17 +128,53 @@ func (a *connActor) saslRequest(ctx actor.Context, seq uint64, hdr wire.RequestH
 	case *kmsg.SASLHandshakeRequest:
 		resp, closeAfter = a.saslHandshake(req)
 	case *kmsg.SASLAuthenticateRequest:
-		resp, closeAfter = a.saslAuthenticate(req)
+		var wait *sasl.Deferred
+		resp, closeAfter, wait = a.saslAuthenticate(req, false)
+		if wait != nil {
+			a.auth.waiting = true
+			self, system := ctx.Self(), ctx.ActorSystem()
+			resume := &saslResume{seq: seq, hdr: hdr, req: req, read: read}
+			actorsys.Go(func() {
+				wait.Wait() // bounded: the fetch's timeout
+				system.Root.Send(self, resume)
+			})
+			return
+		}
 	}
+	a.answerSASL(ctx, seq, hdr, resp, read, closeAfter)
+}
+
+// answerSASL writes a SASL answer; closeAfter: then the connection closes
+// (Kafka closes after a failed authentication).
+func (a *connActor) answerSASL(ctx actor.Context, seq uint64, hdr wire.RequestHeader, resp kmsg.Response, read time.Time, closeAfter bool) {
 	a.done[seq] = answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read}
 	a.flush()
 	if closeAfter {
-		// The answer is written, then the connection closes (Kafka closes
-		// after a failed authentication).
 		a.closing = true
-		if a.sendSeq == a.nextSeq {
-			ctx.Stop(ctx.Self())
+	}
+	if a.closing && a.sendSeq == a.nextSeq {
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// resumeSASL steps the exchange a SaslAuthenticate waited on again,
+// answers it, then dispatches the requests held meanwhile (until one
+// waits in turn).
+func (a *connActor) resumeSASL(ctx actor.Context, m *saslResume) {
+	a.auth.waiting = false
+	resp, closeAfter, _ := a.saslAuthenticate(m.req, true)
+	a.answerSASL(ctx, m.seq, m.hdr, resp, m.read, closeAfter)
+	for len(a.auth.held) > 0 && !a.auth.waiting && !a.closing {
+		in := a.auth.held[0]
+		a.auth.held[0] = nil
+		a.auth.held = a.auth.held[1:]
+		a.dispatch(ctx, in)
+	}
+	if a.closing {
+		for range a.auth.held {
+			<-a.credits // never served: give the reader its credit back
 		}
+		a.auth.held = nil
 	}
 }
 
@@ -153,23 +212,35 @@ func (a *connActor) saslHandshake(req *kmsg.SASLHandshakeRequest) (kmsg.Response
 	return resp, false
 }
 
-func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest) (kmsg.Response, bool) {
+// saslAuthenticate steps the exchange with the client's message; resumed:
+// it is the second step of a message whose first returned wait (the
+// exchange then answers without waiting).
+func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest, resumed bool) (_ kmsg.Response, closeAfter bool, wait *sasl.Deferred) {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
-	fail := func(code int16, msg string) (kmsg.Response, bool) {
+	fail := func(code int16, msg string) (kmsg.Response, bool, *sasl.Deferred) {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		a.auth.exchange = nil
-		return resp, true
+		return resp, true, nil
 	}
 	if a.auth.exchange == nil {
 		a.log.Warn().Msg("SaslAuthenticate without SaslHandshake; closing connection")
 		return fail(kerr.IllegalSaslState.Code, "SaslAuthenticate must follow SaslHandshake")
 	}
 	now := time.Now()
-	if !a.srv.SASLFailures.Allow(a.host, now) {
+	if !resumed && !a.srv.SASLFailures.Allow(a.host, now) {
 		a.log.Warn().Str("mechanism", a.auth.mechanism).Msg("SASL authentication refused: too many failures from this address")
 		return fail(kerr.SaslAuthenticationFailed.Code, "too many failed authentications from this address; try again later")
 	}
 	out, done, err := a.auth.exchange.Step(req.SASLAuthBytes)
+	if d := (*sasl.Deferred)(nil); errors.As(err, &d) {
+		if resumed {
+			// Exchanges answer the step after a wait; a second wait is a
+			// bug, refused rather than waited on forever.
+			a.log.Error().Str("mechanism", a.auth.mechanism).Msg("SASL exchange waited twice on one message; closing connection")
+			return fail(kerr.SaslAuthenticationFailed.Code, sasl.ErrAuthentication.Error())
+		}
+		return nil, false, d
+	}
 	if err != nil {
 		a.srv.SASLFailures.Fail(a.host, now)
 		// err names no secret (the sasl package's errors never do).
@@ -178,7 +249,7 @@ func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest) (kmsg.Re
 	}
 	resp.SASLAuthBytes = out
 	if !done {
-		return resp, false
+		return resp, false, nil
 	}
 	ex := a.auth.exchange
 	a.auth.exchange = nil
@@ -200,5 +271,5 @@ func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest) (kmsg.Re
 		resp.SessionLifetimeMillis = max(1, expires.Sub(now).Milliseconds())
 	}
 	a.log.Info().Str("principal", principal).Str("mechanism", a.auth.mechanism).Bool("reauthentication", reauth).Msg("SASL authenticated")
-	return resp, false
+	return resp, false, nil
 }

@@ -129,6 +129,8 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		}},
 		{"jwks file and url", []string{"--sasl-oauthbearer-jwks-file", "/j", "--sasl-oauthbearer-jwks-url", "https://idp/jwks"}, nil, "give one", nil},
 		{"jwks url not https", []string{"--sasl-oauthbearer-jwks-url", "http://idp/jwks"}, nil, "https://", nil},
+		{"jwks retry backoff not positive", []string{"--sasl-oauthbearer-jwks-retry-backoff", "0s"}, nil, "--sasl-oauthbearer-jwks-retry-backoff", nil},
+		{"jwks retry backoff max below the backoff", []string{"--sasl-oauthbearer-jwks-retry-backoff", "2s", "--sasl-oauthbearer-jwks-retry-backoff-max", "1s"}, nil, "--sasl-oauthbearer-jwks-retry-backoff-max", nil},
 		{"bad principal mapping rules", []string{"--ssl-principal-mapping-rules", "RULE:x"}, nil, "--ssl-principal-mapping-rules", nil},
 		{"fence-after covers two pings", []string{"--data-dir", "/tmp", "--heartbeat-interval", "3s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--fence-after", nil},

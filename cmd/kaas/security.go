@@ -50,6 +50,8 @@ type securityConfig struct {
 	OAuthJWKSFile       string
 	OAuthJWKSURL        string
 	OAuthJWKSRefresh    time.Duration
+	OAuthJWKSBackoff    time.Duration
+	OAuthJWKSBackoffMax time.Duration
 	OAuthJWKSCAFile     string
 	OAuthIssuer         string
 	OAuthAudience       string
@@ -100,8 +102,10 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.SASLCredentialsFile, "sasl-credentials-file", "", "JSON file of salted SCRAM credentials (kaas scram-credential prints entries) for SCRAM and PLAIN, re-read when it changes")
 	fs.BoolVar(&c.SASLPlainWithoutTLS, "sasl-plain-without-tls", false, "also offer PLAIN (a clear-text password) on SASL_PLAINTEXT listeners")
 	fs.StringVar(&c.OAuthJWKSFile, "sasl-oauthbearer-jwks-file", "", "OAUTHBEARER: JWKS file of the keys that sign tokens, re-read when it changes")
-	fs.StringVar(&c.OAuthJWKSURL, "sasl-oauthbearer-jwks-url", "", "OAUTHBEARER: https URL of the JWKS (instead of --sasl-oauthbearer-jwks-file), fetched at start and every --sasl-oauthbearer-jwks-refresh (Kafka's sasl.oauthbearer.jwks.endpoint.url)")
+	fs.StringVar(&c.OAuthJWKSURL, "sasl-oauthbearer-jwks-url", "", "OAUTHBEARER: https URL of the JWKS (instead of --sasl-oauthbearer-jwks-file), fetched at start, every --sasl-oauthbearer-jwks-refresh and when a token names a key id it lacks (Kafka's sasl.oauthbearer.jwks.endpoint.url)")
 	fs.DurationVar(&c.OAuthJWKSRefresh, "sasl-oauthbearer-jwks-refresh", time.Hour, "OAUTHBEARER: interval between fetches of --sasl-oauthbearer-jwks-url; a failed fetch keeps the last good keys")
+	fs.DurationVar(&c.OAuthJWKSBackoff, "sasl-oauthbearer-jwks-retry-backoff", sasl.DefaultJWKSRetryBackoff, "OAUTHBEARER: least wait between fetches of --sasl-oauthbearer-jwks-url for tokens naming an unknown key id; doubled by each that misses (Kafka's sasl.oauthbearer.jwks.endpoint.retry.backoff.ms)")
+	fs.DurationVar(&c.OAuthJWKSBackoffMax, "sasl-oauthbearer-jwks-retry-backoff-max", sasl.DefaultJWKSRetryBackoffMax, "OAUTHBEARER: most wait between fetches of --sasl-oauthbearer-jwks-url for tokens naming an unknown key id (Kafka's sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms)")
 	fs.StringVar(&c.OAuthJWKSCAFile, "sasl-oauthbearer-jwks-ca-file", "", "OAUTHBEARER: PEM file of the CAs trusted for --sasl-oauthbearer-jwks-url (empty: the system's)")
 	fs.StringVar(&c.OAuthIssuer, "sasl-oauthbearer-issuer", "", "OAUTHBEARER: required iss claim (empty: any)")
 	fs.StringVar(&c.OAuthAudience, "sasl-oauthbearer-audience", "", "OAUTHBEARER: required aud claim (empty: any)")
@@ -217,6 +221,9 @@ func (c *serveConfig) validateSecurity() error {
 	}
 	if s.OAuthJWKSURL != "" && (!strings.HasPrefix(s.OAuthJWKSURL, "https://") || s.OAuthJWKSRefresh <= 0) {
 		return errors.New("--sasl-oauthbearer-jwks-url must be https:// and --sasl-oauthbearer-jwks-refresh positive")
+	}
+	if s.OAuthJWKSBackoff <= 0 || s.OAuthJWKSBackoffMax < s.OAuthJWKSBackoff {
+		return errors.New("--sasl-oauthbearer-jwks-retry-backoff must be positive and --sasl-oauthbearer-jwks-retry-backoff-max not below it")
 	}
 	if err := s.validateInterBroker(); err != nil {
 		return err
@@ -470,6 +477,8 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 			if err != nil {
 				return nil, fmt.Errorf("--sasl-oauthbearer-jwks-url: %w", err)
 			}
+			v.RetryBackoff, v.RetryBackoffMax = s.OAuthJWKSBackoff, s.OAuthJWKSBackoffMax
+			v.OnKeyFetch = logKeyFetches(log.With().Str("jwks_url", s.OAuthJWKSURL).Logger())
 			srv.Tokens = v
 		}
 		out.sasl = srv
@@ -508,6 +517,21 @@ func logReloads(log zerolog.Logger, failed, reloaded string) func(error) {
 			return
 		}
 		log.Info().Msg(reloaded)
+	}
+}
+
+// logKeyFetches logs the fetches of the JWKS URL that tokens naming an
+// unknown key id cause.
+func logKeyFetches(log zerolog.Logger) func(kid string, found bool, err error) {
+	return func(kid string, found bool, err error) {
+		switch {
+		case err != nil:
+			log.Error().Err(err).Str("kid", kid).Msg("JWKS fetch for an unknown key id failed; keeping the previous keys")
+		case found:
+			log.Info().Str("kid", kid).Msg("JWKS fetched for an unknown key id: the key is in it")
+		default:
+			log.Warn().Str("kid", kid).Msg("JWKS fetched for an unknown key id: the key is not in it")
+		}
 	}
 }
 

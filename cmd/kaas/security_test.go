@@ -266,7 +266,14 @@ func scramMech(user, pass string, sha512 bool) ksasl.Mechanism {
 
 func (e *secureEnv) token(t *testing.T, sub string, exp time.Time) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: e.jwksKey}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
+	return signedToken(t, e.jwksKey, "k1", sub, exp)
+}
+
+// signedToken is a JWT for sub (audience kaas) expiring at exp, signed by
+// key and naming kid.
+func signedToken(t *testing.T, key *ecdsa.PrivateKey, kid, sub string, exp time.Time) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", kid))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,12 +20,24 @@ import (
 
 // TokenValidator checks OAUTHBEARER tokens: JWTs signed by a key of a JWKS
 // (a file re-read when it changes, or an https URL fetched again by
-// Refresh), optionally with a required issuer and audience. The principal
-// is "User:" and the token's sub claim.
+// Refresh and when a token names a key id the set lacks), optionally with
+// a required issuer and audience. The principal is "User:" and the token's
+// sub claim.
 type TokenValidator struct {
 	Issuer   string // required iss, empty: any
 	Audience string // required in aud, empty: any
-	now      func() time.Time
+	// RetryBackoff and RetryBackoffMax space the fetches of the JWKS URL
+	// that tokens naming an unknown key id cause (Kafka's
+	// sasl.oauthbearer.jwks.endpoint.retry.backoff.ms and .max.ms): after
+	// such a fetch the next one waits RetryBackoff; each that does not
+	// find the key id it was for doubles that wait, up to RetryBackoffMax,
+	// and one that finds it sets it back to RetryBackoff. Set them before
+	// the validator is used.
+	RetryBackoff, RetryBackoffMax time.Duration
+	// OnKeyFetch, when set, is told the end of each fetch for an unknown
+	// key id (err nil: the fetch succeeded, found or not).
+	OnKeyFetch func(kid string, found bool, err error)
+	now        func() time.Time
 
 	keys func() *jose.JSONWebKeySet
 	// url, client and fetched serve a JWKS from a URL.
@@ -33,6 +45,33 @@ type TokenValidator struct {
 	client  *http.Client
 	mu      sync.Mutex
 	fetched *jose.JSONWebKeySet
+	// kidFetch is the fetch for an unknown key id in flight (nil: none),
+	// nextKidFetch when the next may start and kidBackoff the wait after
+	// it when it misses.
+	kidFetch     *kidFetch
+	nextKidFetch time.Time
+	kidBackoff   time.Duration
+}
+
+// Defaults of TokenValidator.RetryBackoff and RetryBackoffMax: Kafka's.
+const (
+	DefaultJWKSRetryBackoff    = 100 * time.Millisecond
+	DefaultJWKSRetryBackoffMax = 10 * time.Second
+)
+
+// maxKidLen: a longer key id never causes a fetch (Kafka's
+// RefreshingHttpsJwks takes such a token for malformed).
+const maxKidLen = 1000
+
+// kidFetchTimeout bounds a fetch for an unknown key id, which a client's
+// login waits for.
+const kidFetchTimeout = 10 * time.Second
+
+// kidFetch is a fetch of the JWKS URL for an unknown key id; done closes
+// when it ended. joined counts the validations waiting for it.
+type kidFetch struct {
+	done   chan struct{}
+	joined int
 }
 
 // signatureAlgorithms accepted in tokens.
@@ -68,12 +107,14 @@ func NewTokenValidator(path, issuer, audience string, now func() time.Time) (*To
 }
 
 // NewURLTokenValidator fetches the JWKS at url (https) with client; the
-// first fetch must succeed. Refresh fetches it again.
+// first fetch must succeed. Refresh fetches it again, and so does a token
+// naming a key id the set lacks (spaced by RetryBackoff).
 func NewURLTokenValidator(ctx context.Context, url string, client *http.Client, issuer, audience string, now func() time.Time) (*TokenValidator, error) {
 	if !strings.HasPrefix(url, "https://") {
 		return nil, fmt.Errorf("jwks url %q: want https://", url)
 	}
-	v := &TokenValidator{Issuer: issuer, Audience: audience, now: now, url: url, client: client}
+	v := &TokenValidator{Issuer: issuer, Audience: audience, now: now, url: url, client: client,
+		RetryBackoff: DefaultJWKSRetryBackoff, RetryBackoffMax: DefaultJWKSRetryBackoffMax}
 	v.keys = func() *jose.JSONWebKeySet {
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -119,19 +160,40 @@ func (v *TokenValidator) Refresh(ctx context.Context) error {
 
 func (v *TokenValidator) keySet() *jose.JSONWebKeySet { return v.keys() }
 
-// Validate checks a compact JWT and returns its subject and expiry.
+// Validate checks a compact JWT and returns its subject and expiry. A
+// token naming a key id the set lacks (JWKS URL only) first waits for a
+// fetch of the URL, when one is in flight or may start (RetryBackoff);
+// that wait is bounded (kidFetchTimeout). Callers that must not block use
+// check, as the OAUTHBEARER exchange does.
 func (v *TokenValidator) Validate(token string) (sub string, exp time.Time, err error) {
+	sub, exp, wait, err := v.check(token, true)
+	if wait != nil {
+		wait()
+		sub, exp, _, err = v.check(token, false)
+	}
+	return sub, exp, err
+}
+
+// check validates token against the keys at hand. When its key id is not
+// among them and fetch is set, it may instead return wait: the fetch of
+// the JWKS URL that may bring the key, started or joined (the caller
+// waits for it where it may block, then checks again without fetch).
+func (v *TokenValidator) check(token string, fetch bool) (sub string, exp time.Time, wait func(), err error) {
 	tok, err := jwt.ParseSigned(token, signatureAlgorithms)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: malformed token", ErrAuthentication)
+		return "", time.Time{}, nil, fmt.Errorf("%w: malformed token", ErrAuthentication)
 	}
 	set := v.keySet()
 	var claims jwt.Claims
 	verified := false
+	unknown := ""
 	for _, h := range tok.Headers {
 		keys := set.Keys
 		if h.KeyID != "" {
 			keys = set.Key(h.KeyID)
+			if len(keys) == 0 {
+				unknown = h.KeyID
+			}
 		}
 		for _, k := range keys {
 			if tok.Claims(k.Public().Key, &claims) == nil {
@@ -140,23 +202,78 @@ func (v *TokenValidator) Validate(token string) (sub string, exp time.Time, err 
 			}
 		}
 	}
+	if !verified && unknown != "" && fetch {
+		if wait := v.fetchKid(unknown); wait != nil {
+			return "", time.Time{}, wait, nil
+		}
+	}
 	if !verified {
-		return "", time.Time{}, fmt.Errorf("%w: token signature does not verify", ErrAuthentication)
+		return "", time.Time{}, nil, fmt.Errorf("%w: token signature does not verify", ErrAuthentication)
 	}
 	if claims.Expiry == nil {
-		return "", time.Time{}, fmt.Errorf("%w: token has no exp", ErrAuthentication)
+		return "", time.Time{}, nil, fmt.Errorf("%w: token has no exp", ErrAuthentication)
 	}
 	want := jwt.Expected{Issuer: v.Issuer, Time: v.now()}
 	if v.Audience != "" {
 		want.AnyAudience = jwt.Audience{v.Audience}
 	}
 	if err := claims.ValidateWithLeeway(want, 0); err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: token %v", ErrAuthentication, err)
+		return "", time.Time{}, nil, fmt.Errorf("%w: token %v", ErrAuthentication, err)
 	}
 	if claims.Subject == "" {
-		return "", time.Time{}, fmt.Errorf("%w: token has no sub", ErrAuthentication)
+		return "", time.Time{}, nil, fmt.Errorf("%w: token has no sub", ErrAuthentication)
 	}
-	return claims.Subject, claims.Expiry.Time(), nil
+	return claims.Subject, claims.Expiry.Time(), nil, nil
+}
+
+// fetchKid returns the wait for a fetch of the JWKS URL that may bring
+// kid, a key id the key set lacked, as Kafka's RefreshingHttpsJwks
+// expedites a refresh: it joins the fetch in flight (one at a time), or
+// starts one unless the backoff since the last has not passed. Nil: no
+// fetch (a JWKS file, a key id longer than maxKidLen, the backoff).
+func (v *TokenValidator) fetchKid(kid string) func() {
+	if v.url == "" || len(kid) > maxKidLen {
+		return nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.fetched.Key(kid)) > 0 {
+		return func() {} // a fetch brought it since the check
+	}
+	if f := v.kidFetch; f != nil {
+		f.joined++
+		return func() { <-f.done }
+	}
+	if v.now().Before(v.nextKidFetch) {
+		return nil
+	}
+	f := &kidFetch{done: make(chan struct{}), joined: 1}
+	v.kidFetch = f
+	go v.runKidFetch(f, kid)
+	return func() { <-f.done }
+}
+
+// runKidFetch fetches the JWKS URL for kid (a failure keeps the last good
+// keys) and sets when the next such fetch may start.
+func (v *TokenValidator) runKidFetch(f *kidFetch, kid string) {
+	ctx, cancel := context.WithTimeout(context.Background(), kidFetchTimeout)
+	err := v.Refresh(ctx)
+	cancel()
+	v.mu.Lock()
+	found := err == nil && len(v.fetched.Key(kid)) > 0
+	if found || v.kidBackoff <= 0 {
+		v.kidBackoff = v.RetryBackoff
+	}
+	v.nextKidFetch = v.now().Add(v.kidBackoff)
+	if !found {
+		v.kidBackoff = min(2*v.kidBackoff, max(v.RetryBackoffMax, v.RetryBackoff))
+	}
+	v.kidFetch = nil
+	v.mu.Unlock()
+	if v.OnKeyFetch != nil {
+		v.OnKeyFetch(kid, found, err)
+	}
+	close(f.done)
 }
 
 // bearerExchange is OAUTHBEARER (RFC 7628): one client message
@@ -166,6 +283,9 @@ type bearerExchange struct {
 	now       func() time.Time
 	principal string
 	expires   time.Time
+	// deferred: Step returned a Deferred (a fetch of the JWKS for the
+	// token's key id); the next Step checks the token without fetching.
+	deferred bool
 }
 
 func (b *bearerExchange) Principal() string  { return b.principal }
@@ -192,7 +312,11 @@ func (b *bearerExchange) Step(in []byte) ([]byte, bool, error) {
 	if token == "" {
 		return nil, false, fmt.Errorf("%w: no token", ErrAuthentication)
 	}
-	sub, exp, err := b.tokens.Validate(token)
+	sub, exp, wait, err := b.tokens.check(token, !b.deferred)
+	if wait != nil {
+		b.deferred = true
+		return nil, false, &Deferred{wait: wait}
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -2,8 +2,10 @@
 // PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) against
 // salted credentials, OAUTHBEARER (RFC 7628) with JWTs checked against
 // a JWKS, and GSSAPI (RFC 4752) with Kerberos tickets checked against a
-// keytab. It is pure logic over bytes: the connection actor feeds it the
-// client's SaslAuthenticate payloads and answers with what it returns.
+// keytab. It is logic over bytes: the connection actor feeds it the
+// client's SaslAuthenticate payloads and answers with what it returns. Its
+// one network I/O is fetching a JWKS URL; an exchange step that needs a
+// fetch returns a *Deferred rather than waiting.
 package sasl
 
 import (
@@ -30,7 +32,8 @@ var ErrAuthentication = errors.New("authentication failed: invalid credentials")
 type Exchange interface {
 	// Step consumes the client's next message and returns the server's
 	// answer; done is true once the client is authenticated. An error
-	// ends the exchange (wrapping ErrAuthentication for bad credentials).
+	// ends the exchange (wrapping ErrAuthentication for bad credentials),
+	// except a *Deferred: the answer waits on I/O first.
 	Step(in []byte) (out []byte, done bool, err error)
 	// Principal is the authenticated principal ("User:alice") once done.
 	Principal() string
@@ -38,6 +41,18 @@ type Exchange interface {
 	// zero when it does not expire.
 	Expires() time.Time
 }
+
+// Deferred is the error Step returns when its answer waits on I/O: an
+// OAUTHBEARER token names a key id the JWKS lacks, and a fetch of the JWKS
+// URL may bring it. The caller runs Wait where it may block (it returns
+// once the fetch ended, within its timeout), then calls Step again with
+// the same message, which answers without waiting.
+type Deferred struct{ wait func() }
+
+func (d *Deferred) Error() string { return "sasl: the answer waits for a fetch of the JWKS" }
+
+// Wait blocks until the I/O the step waits on ended.
+func (d *Deferred) Wait() { d.wait() }
 
 // DelegationTokens looks up a delegation token by id for SCRAM's
 // tokenauth extension: its credential for mech, the principal it
