@@ -27,6 +27,16 @@ type claimLeader struct {
 	superseded chan *superseded
 }
 
+// stored is the share-partition g/t-0's snapshot on the volume.
+func (l *claimLeader) stored(t *testing.T) sharestate.Snapshot {
+	t.Helper()
+	snap, ok, err := l.k.opts.Store.Load("g", "t", 0)
+	if !ok || err != nil {
+		t.Fatalf("no snapshot on the volume: %v", err)
+	}
+	return snap
+}
+
 func newClaimLeader(t *testing.T, dir string, at assignment.Position) *claimLeader {
 	t.Helper()
 	st, err := sharestate.New(dir)
@@ -111,14 +121,6 @@ func TestKeeperClaim(t *testing.T) {
 	old := newClaimLeader(t, dir, assignment.Position{Epoch: 1, Version: 5})
 	tp := routing.TP{Topic: "t", Partition: 0}
 	key := pkey{"g", tp}
-	stored := func() sharestate.Snapshot {
-		t.Helper()
-		snap, ok, err := old.k.opts.Store.Load("g", "t", 0)
-		if !ok || err != nil {
-			t.Fatalf("no snapshot on the volume: %v", err)
-		}
-		return snap
-	}
 
 	old.begin(&begin{op: opFetch, member: "m", epoch: 0, parts: []PartReq{{TP: t0}}})
 	old.acquire(t, "m", Read{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1})
@@ -131,7 +133,7 @@ func TestKeeperClaim(t *testing.T) {
 	if res := old.begin(&begin{op: opAck, member: "m", epoch: 1, parts: ack(0, 4)}); res.parts[0].AckCode != 0 {
 		t.Fatalf("old leader's first acknowledgement: %v", kerr.ErrorForCode(res.parts[0].AckCode))
 	}
-	if s := stored(); s.Start != 5 {
+	if s := old.stored(t); s.Start != 5 {
 		t.Fatalf("volume's start %d after 0-4 were acknowledged, want 5", s.Start)
 	}
 
@@ -152,7 +154,7 @@ func TestKeeperClaim(t *testing.T) {
 	if p := res.parts[0]; p.AckCode != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("old leader's acknowledgement after the move answered %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(p.AckCode))
 	}
-	if got := stored(); !reflect.DeepEqual(got, want) {
+	if got := old.stored(t); !reflect.DeepEqual(got, want) {
 		t.Fatalf("volume holds %+v, want the new leader's %+v", got, want)
 	}
 	if _, ok := old.k.parts[key]; ok {
@@ -170,7 +172,7 @@ func TestKeeperClaim(t *testing.T) {
 	if res := next.begin(&begin{op: opAck, member: "m2", epoch: 1, parts: ack(5, 9)}); res.parts[0].AckCode != 0 {
 		t.Fatalf("new leader's acknowledgement: %v", kerr.ErrorForCode(res.parts[0].AckCode))
 	}
-	if s := stored(); s.Start != 10 {
+	if s := old.stored(t); s.Start != 10 {
 		t.Fatalf("volume's start %d after the new leader's acknowledgement, want 10", s.Start)
 	}
 }
@@ -213,21 +215,13 @@ func TestKeeperAlterFencesTheLeader(t *testing.T) {
 			dir := t.TempDir()
 			leader := newClaimLeader(t, dir, assignment.Position{Epoch: 1, Version: 5})
 			key := pkey{"g", routing.TP{Topic: "t", Partition: 0}}
-			stored := func() sharestate.Snapshot {
-				t.Helper()
-				snap, ok, err := leader.k.opts.Store.Load("g", "t", 0)
-				if !ok || err != nil {
-					t.Fatalf("no snapshot on the volume: %v", err)
-				}
-				return snap
-			}
 
 			leader.begin(&begin{op: opFetch, member: "m", epoch: 0, parts: []PartReq{{TP: t0}}})
 			leader.acquire(t, "m", Read{TP: t0, Topic: "t", Code: kerr.OffsetOutOfRange.Code, HighWatermark: 10, First: 0, Last: -1})
 			if res, lost := leader.acquire(t, "m", Read{TP: t0, Topic: "t", HighWatermark: 10, First: 0, Last: 9}); len(res.ranges[t0]) != 1 || len(lost) != 0 {
 				t.Fatalf("leader acquired %+v, lost %v", res.ranges, lost)
 			}
-			if s := stored(); s.Start != 0 || len(s.States) != 10 {
+			if s := leader.stored(t); s.Start != 0 || len(s.States) != 10 {
 				t.Fatalf("volume holds %+v, want 0-9 acquired", s)
 			}
 
@@ -241,14 +235,14 @@ func TestKeeperAlterFencesTheLeader(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := sharestate.Snapshot{TopicID: t0.TopicID, Start: altered, States: []uint8{}, Counts: []int16{}}
-			if got := stored(); !reflect.DeepEqual(got, want) {
+			if got := leader.stored(t); !reflect.DeepEqual(got, want) {
 				t.Fatalf("volume after the alter holds %+v, want %+v", got, want)
 			}
 
 			if !c.change(t, leader) {
 				t.Fatal("the leader's save of the state it loaded before the alter was not refused (NOT_LEADER_OR_FOLLOWER)")
 			}
-			if got := stored(); !reflect.DeepEqual(got, want) {
+			if got := leader.stored(t); !reflect.DeepEqual(got, want) {
 				t.Fatalf("volume holds %+v, want the admin's %+v", got, want)
 			}
 			if _, ok := leader.k.parts[key]; ok {
@@ -269,7 +263,7 @@ func TestKeeperAlterFencesTheLeader(t *testing.T) {
 			if !reflect.DeepEqual(res.ranges[t0], []Range{{First: altered, Last: 9, DeliveryCount: 1}}) || len(lost) != 0 {
 				t.Fatalf("leader acquired %+v, lost %v; want %d-9 delivered once", res.ranges, lost, altered)
 			}
-			if s := stored(); s.Start != altered || len(s.States) != 10-altered {
+			if s := leader.stored(t); s.Start != altered || len(s.States) != 10-altered {
 				t.Fatalf("volume holds %+v, want the leader's acquisitions from %d", s, altered)
 			}
 			// A share session opened now finds the mark it loaded:
@@ -310,14 +304,6 @@ func TestKeeperStaleSaveAfterAReload(t *testing.T) {
 			at := assignment.Position{Epoch: 1, Version: 5}
 			leader := newClaimLeader(t, dir, at)
 			key := pkey{"g", routing.TP{Topic: "t", Partition: 0}}
-			stored := func() sharestate.Snapshot {
-				t.Helper()
-				snap, ok, err := leader.k.opts.Store.Load("g", "t", 0)
-				if !ok || err != nil {
-					t.Fatalf("no snapshot on the volume: %v", err)
-				}
-				return snap
-			}
 			ack := func(epoch int32, first, last int64) beginResult {
 				res := leader.k.begin(&begin{op: opAck, group: "g", member: "m", epoch: epoch, view: leader.view,
 					parts: []PartReq{{TP: t0, Acks: []AckBatch{{First: first, Last: last, Types: []AckType{AckAccept}}}}}})
@@ -381,7 +367,7 @@ func TestKeeperStaleSaveAfterAReload(t *testing.T) {
 				reloaded = leader.k.flushDirty()
 			}
 			w.flush()
-			if got := stored(); !reflect.DeepEqual(got, want) {
+			if got := leader.stored(t); !reflect.DeepEqual(got, want) {
 				t.Fatalf("volume holds %+v after the stale save, want the admin's %+v", got, want)
 			}
 			second.awaitWritten("g")
@@ -409,7 +395,7 @@ func TestKeeperStaleSaveAfterAReload(t *testing.T) {
 			if lost := done(); len(lost) != 0 || !reflect.DeepEqual(acq.ranges[t0], []Range{{First: altered, Last: 9, DeliveryCount: 1}}) {
 				t.Fatalf("leader acquired %+v, lost %v; want %d-9 delivered once", acq.ranges, lost, altered)
 			}
-			if s := stored(); s.Start != altered || len(s.States) != 10-altered {
+			if s := leader.stored(t); s.Start != altered || len(s.States) != 10-altered {
 				t.Fatalf("volume holds %+v, want the leader's acquisitions from %d", s, altered)
 			}
 		})

@@ -26,8 +26,15 @@ func startTestBroker(t testing.TB, args ...string) (b *broker, addr string, stop
 // startTestBrokerAt is startTestBroker listening on addr.
 func startTestBrokerAt(t testing.TB, addr string, args ...string) (b *broker, _ string, stop func()) {
 	t.Helper()
-	all := append([]string{"--kafka-addr", addr, "--http-addr", "", "--log-level", "warn"}, args...)
-	cfg, err := parseServe(all, func(string) string { return "" }, io.Discard)
+	b, stop = startBrokerArgs(t, append([]string{"--kafka-addr", addr, "--http-addr", "", "--log-level", "warn"}, args...)...)
+	return b, addr, stop
+}
+
+// startBrokerArgs starts an in-process broker with exactly args (its
+// listeners among them), stopped when the test ends.
+func startBrokerArgs(t testing.TB, args ...string) (b *broker, stop func()) {
+	t.Helper()
+	cfg, err := parseServe(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +53,7 @@ func startTestBrokerAt(t testing.TB, addr string, args ...string) (b *broker, _ 
 		b.shutdown()
 	}
 	t.Cleanup(stop)
-	return b, addr, stop
+	return b, stop
 }
 
 // testBroker starts an in-memory in-process broker and returns it and its

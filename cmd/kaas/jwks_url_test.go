@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
 	"encoding/pem"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,19 +38,9 @@ func TestOAuthBearerJWKSFromURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	cfg, err := parseServe([]string{"--http-addr", "", "--listeners", "SASL_PLAINTEXT://" + addr, "--advertised-listeners", "SASL_PLAINTEXT://" + addr,
-		"--sasl-enabled-mechanisms", "OAUTHBEARER", "--sasl-oauthbearer-jwks-url", srv.URL + "/jwks", "--sasl-oauthbearer-jwks-ca-file", caFile,
-		"--sasl-oauthbearer-audience", "kaas"}, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b, err := startBroker(ctx, cfg, io.Discard)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); b.shutdown() })
+	startBrokerArgs(t, "--http-addr", "", "--listeners", "SASL_PLAINTEXT://"+addr, "--advertised-listeners", "SASL_PLAINTEXT://"+addr,
+		"--sasl-enabled-mechanisms", "OAUTHBEARER", "--sasl-oauthbearer-jwks-url", srv.URL+"/jwks", "--sasl-oauthbearer-jwks-ca-file", caFile,
+		"--sasl-oauthbearer-audience", "kaas")
 	e := &secureEnv{jwksKey: key}
 	good := secureClient(t, addr, kgo.SASL(oauth.Auth{Token: e.token(t, "svc", time.Now().Add(time.Hour))}.AsMechanism()))
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxT(t, 10*time.Second), good); err != nil {
@@ -144,20 +132,10 @@ func TestOAuthBearerJWKSKeyRotation(t *testing.T) {
 	addr := freeAddr(t)
 	// The backoff between fetches for unknown key ids (wire/sasl's tests
 	// cover it) is 1ns here: each rotation below fetches at once.
-	cfg, err := parseServe([]string{"--http-addr", "", "--listeners", "SASL_PLAINTEXT://" + addr, "--advertised-listeners", "SASL_PLAINTEXT://" + addr,
-		"--sasl-enabled-mechanisms", "OAUTHBEARER", "--sasl-oauthbearer-jwks-url", idp.srv.URL + "/jwks", "--sasl-oauthbearer-jwks-ca-file", caFile,
+	startBrokerArgs(t, "--http-addr", "", "--listeners", "SASL_PLAINTEXT://"+addr, "--advertised-listeners", "SASL_PLAINTEXT://"+addr,
+		"--sasl-enabled-mechanisms", "OAUTHBEARER", "--sasl-oauthbearer-jwks-url", idp.srv.URL+"/jwks", "--sasl-oauthbearer-jwks-ca-file", caFile,
 		"--sasl-oauthbearer-jwks-refresh", "1h", "--sasl-oauthbearer-jwks-retry-backoff", "1ns", "--sasl-oauthbearer-jwks-retry-backoff-max", "1ns",
-		"--sasl-oauthbearer-audience", "kaas"}, func(string) string { return "" }, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	b, err := startBroker(ctx, cfg, io.Discard)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); b.shutdown() })
+		"--sasl-oauthbearer-audience", "kaas")
 	exp := time.Now().Add(time.Hour)
 	before := secureClient(t, addr, kgo.SASL(oauth.Auth{Token: signedToken(t, k1, "k1", "svc", exp)}.AsMechanism()))
 	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxT(t, 10*time.Second), before); err != nil {
