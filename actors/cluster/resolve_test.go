@@ -88,7 +88,13 @@ func TestResolveTopics(t *testing.T) {
 			for i, u := range tc.objs {
 				names[i] = u.GetName()
 			}
-			topics, refused := ResolveTopics(tc.objs)
+			set := ResolveTopics(tc.objs)
+			topics, refused := set.Topics, set.Refused
+			for name := range topics {
+				if set.Objects[name] == "" {
+					t.Errorf("topic %s has no object", name)
+				}
+			}
 			ids := map[string]string{}
 			for n, s := range topics {
 				ids[n] = s.ID

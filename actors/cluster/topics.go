@@ -225,9 +225,9 @@ func WatchTopics(ctx context.Context, dyn dynamic.Interface, ns string, report f
 				seen[u.GetName()] = true
 			}
 		}
-		out, refused := ResolveTopics(objs)
+		set := ResolveTopics(objs)
 		for _, u := range objs {
-			if r, ok := refused[u.GetName()]; ok {
+			if r, ok := set.Refused[u.GetName()]; ok {
 				if bad[u.GetName()] != r.Error() {
 					log.Error().Err(r).Str("kafkatopic", u.GetName()).Msg("KafkaTopic ignored")
 					bad[u.GetName()] = r.Error()
@@ -247,7 +247,7 @@ func WatchTopics(ctx context.Context, dyn dynamic.Interface, ns string, report f
 			}
 		}
 		status.keepOnly(seen)
-		report(out)
+		report(set.Topics)
 	}
 }
 
@@ -261,14 +261,23 @@ type Refusal struct {
 
 func (r Refusal) Error() string { return r.Err.Error() }
 
+// TopicSet is the topics the listed KafkaTopics define.
+type TopicSet struct {
+	// Topics are the accepted topics by name.
+	Topics map[string]balancer.TopicSpec
+	// Objects name each accepted topic's KafkaTopic.
+	Objects map[string]string
+	// Refused maps the names of the objects left out to why.
+	Refused map[string]Refusal
+}
+
 // ResolveTopics turns the listed KafkaTopics into the topic set, by topic
 // name. An invalid object is refused. So is a second object for a topic
 // name or a topic id already taken: the oldest object keeps it (creation
 // time, then object name), whatever order the list comes in, so the set
 // does not flip between two incarnations of a topic and the controller
-// never takes one's directories for strays of the other. refused maps
-// object names to why.
-func ResolveTopics(objs []*unstructured.Unstructured) (topics map[string]balancer.TopicSpec, refused map[string]Refusal) {
+// never takes one's directories for strays of the other.
+func ResolveTopics(objs []*unstructured.Unstructured) TopicSet {
 	objs = slices.Clone(objs)
 	slices.SortFunc(objs, func(a, b *unstructured.Unstructured) int {
 		if c := a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time); c != 0 {
@@ -276,25 +285,25 @@ func ResolveTopics(objs []*unstructured.Unstructured) (topics map[string]balance
 		}
 		return strings.Compare(a.GetName(), b.GetName())
 	})
-	topics, refused = map[string]balancer.TopicSpec{}, map[string]Refusal{}
-	nameOwner, idOwner := map[string]string{}, map[string]string{}
+	set := TopicSet{Topics: map[string]balancer.TopicSpec{}, Objects: map[string]string{}, Refused: map[string]Refusal{}}
+	idOwner := map[string]string{}
 	for _, u := range objs {
 		name, spec, err := TopicFromObject(u)
 		switch {
 		case err != nil:
-			refused[u.GetName()] = Refusal{"Invalid", err}
-		case nameOwner[name] != "":
-			refused[u.GetName()] = Refusal{"DuplicateTopicName", fmt.Errorf("KafkaTopic %s: topic %s is already the KafkaTopic %s's", u.GetName(), name, nameOwner[name])}
+			set.Refused[u.GetName()] = Refusal{"Invalid", err}
+		case set.Objects[name] != "":
+			set.Refused[u.GetName()] = Refusal{"DuplicateTopicName", fmt.Errorf("KafkaTopic %s: topic %s is already the KafkaTopic %s's", u.GetName(), name, set.Objects[name])}
 		case spec.ID != "" && idOwner[spec.ID] != "":
-			refused[u.GetName()] = Refusal{"DuplicateTopicID", fmt.Errorf("KafkaTopic %s: topic id %s is already the KafkaTopic %s's", u.GetName(), spec.ID, idOwner[spec.ID])}
+			set.Refused[u.GetName()] = Refusal{"DuplicateTopicID", fmt.Errorf("KafkaTopic %s: topic id %s is already the KafkaTopic %s's", u.GetName(), spec.ID, idOwner[spec.ID])}
 		default:
-			nameOwner[name], topics[name] = u.GetName(), spec
+			set.Objects[name], set.Topics[name] = u.GetName(), spec
 			if spec.ID != "" {
 				idOwner[spec.ID] = u.GetName()
 			}
 		}
 	}
-	return topics, refused
+	return set
 }
 
 // statusWrites issues KafkaTopic status writes at most once per object
@@ -406,10 +415,42 @@ func (t *Topics) CreateWithID(ctx context.Context, name, id string, partitions i
 	return TopicIDOf(created)
 }
 
+// objectFor returns the KafkaTopic that holds topic name: the one the
+// topic watch takes for it (ResolveTopics). Its object name is usually
+// ObjectName(name), but a KafkaTopic written by hand may name the topic in
+// spec.topicName under any object name, and the object called name may
+// hold another topic.
+func (t *Topics) objectFor(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	list, err := t.res().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list KafkaTopics: %w", err)
+	}
+	objs := make([]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		objs[i] = &list.Items[i]
+	}
+	set := ResolveTopics(objs)
+	obj, ok := set.Objects[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	}
+	for _, u := range objs {
+		if u.GetName() == obj {
+			return u, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+}
+
 // Delete deletes the KafkaTopic of a topic.
 func (t *Topics) Delete(ctx context.Context, name string) error {
-	err := t.res().Delete(ctx, ObjectName(name), metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
+	u, err := t.objectFor(ctx, name)
+	if err != nil {
+		return err
+	}
+	uid := u.GetUID()
+	err = t.res().Delete(ctx, u.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
 	}
 	if err != nil {
@@ -423,12 +464,9 @@ func (t *Topics) Delete(ctx context.Context, name string) error {
 // changes and updates the object, again on a write conflict.
 func (t *Topics) SetPins(ctx context.Context, name string, changes map[int32]int32) error {
 	for {
-		cur, err := t.res().Get(ctx, ObjectName(name), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
-		}
+		cur, err := t.objectFor(ctx, name)
 		if err != nil {
-			return fmt.Errorf("get KafkaTopic %s: %w", name, err)
+			return err
 		}
 		have, err := pinsFromObject(cur)
 		if err != nil {
@@ -465,12 +503,9 @@ func (t *Topics) SetPins(ctx context.Context, name string, changes map[int32]int
 func (t *Topics) Patch(ctx context.Context, name string, partitions int32, cfg map[string]string, replaceConfig bool) error {
 	if replaceConfig {
 		// A JSON merge patch cannot drop keys it does not name: read, then replace.
-		cur, err := t.res().Get(ctx, ObjectName(name), metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
-		}
+		cur, err := t.objectFor(ctx, name)
 		if err != nil {
-			return fmt.Errorf("get KafkaTopic %s: %w", name, err)
+			return err
 		}
 		obj := map[string]any{}
 		for k, v := range cfg {
@@ -487,8 +522,14 @@ func (t *Topics) Patch(ctx context.Context, name string, partitions int32, cfg m
 		}
 		return nil
 	}
-	body := fmt.Sprintf(`{"spec":{"partitions":%d}}`, partitions)
-	if _, err := t.res().Patch(ctx, ObjectName(name), types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+	cur, err := t.objectFor(ctx, name)
+	if err != nil {
+		return err
+	}
+	// The uid makes the patch fail rather than change an object made
+	// again under that name since the list.
+	body := fmt.Sprintf(`{"metadata":{"uid":%q},"spec":{"partitions":%d}}`, cur.GetUID(), partitions)
+	if _, err := t.res().Patch(ctx, cur.GetName(), types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
 		}

@@ -159,7 +159,8 @@ type restorePlan struct {
 
 // planRestore compares the file's topics with the KafkaTopics listed.
 func planRestore(file *assignment.Assignment, objs []*unstructured.Unstructured, dirs []storage.PartitionID) restorePlan {
-	live, refused := cluster.ResolveTopics(objs)
+	set := cluster.ResolveTopics(objs)
+	live, refused := set.Topics, set.Refused
 	byObject := map[string]*unstructured.Unstructured{}
 	for _, u := range objs {
 		byObject[u.GetName()] = u
