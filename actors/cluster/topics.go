@@ -226,18 +226,18 @@ func WatchTopics(ctx context.Context, dyn dynamic.Interface, ns string, report f
 			}
 		}
 		set := ResolveTopics(objs)
+		byName := make(map[string]*unstructured.Unstructured, len(objs))
 		for _, u := range objs {
-			if r, ok := set.Refused[u.GetName()]; ok {
-				if bad[u.GetName()] != r.Error() {
-					log.Error().Err(r).Str("kafkatopic", u.GetName()).Msg("KafkaTopic ignored")
-					bad[u.GetName()] = r.Error()
-					status.write(u, false, r.Reason, r.Error())
-				}
-				continue
+			byName[u.GetName()] = u
+			if r, ok := set.Refused[u.GetName()]; ok && bad[u.GetName()] != r.Error() {
+				log.Error().Err(r).Str("kafkatopic", u.GetName()).Msg("KafkaTopic ignored")
+				bad[u.GetName()] = r.Error()
+				status.write(u, false, r.Reason, r.Error())
 			}
-			delete(bad, u.GetName())
-			name, spec, _ := TopicFromObject(u)
-			if statusStale(u, spec) {
+		}
+		for name, obj := range set.Objects {
+			delete(bad, obj)
+			if u := byName[obj]; statusStale(u, set.Topics[name]) {
 				status.write(u, true, "Accepted", fmt.Sprintf("topic %s is in the controller's assignment", name))
 			}
 		}
