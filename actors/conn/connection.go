@@ -59,11 +59,15 @@ type connActor struct {
 	// memberHost is host as group members record it (MemberHost).
 	memberHost string
 
-	nextSeq  uint64 // next request sequence number
-	sendSeq  uint64 // next sequence to write
-	done     map[uint64]answered
-	out      chan outFrame // to the writer goroutine
-	credits  chan struct{}
+	nextSeq uint64 // next request sequence number
+	sendSeq uint64 // next sequence to write
+	done    map[uint64]answered
+	out     chan outFrame // to the writer goroutine
+	credits chan struct{}
+	// stopped closes when the actor stops: a reader waiting for a credit
+	// (requests read but never served, as on a connection closing after a
+	// failed authentication) returns rather than wait for ever.
+	stopped  chan struct{}
 	closing  bool
 	writerOK chan struct{}
 
@@ -102,6 +106,7 @@ func (a *connActor) Receive(ctx actor.Context) {
 		a.srv.live.Store(a, a.c)
 		a.out = make(chan outFrame, a.srv.cfg.MaxInFlight)
 		a.credits = make(chan struct{}, a.srv.cfg.MaxInFlight)
+		a.stopped = make(chan struct{})
 		a.writerOK = make(chan struct{})
 		self, system := ctx.Self(), ctx.ActorSystem()
 		go a.read(func(msg any) { system.Root.Send(self, msg) })
@@ -137,6 +142,7 @@ func (a *connActor) Receive(ctx actor.Context) {
 			ctx.Stop(ctx.Self())
 		}
 	case *actor.Stopping:
+		close(a.stopped)
 		for _, d := range a.done {
 			if fr, ok := d.resp.(*fetchResponse); ok {
 				fr.release()
@@ -164,7 +170,11 @@ func (a *connActor) read(send func(any)) {
 	}
 	r := bufio.NewReaderSize(a.c, 64<<10)
 	for {
-		a.credits <- struct{}{}
+		select {
+		case a.credits <- struct{}{}:
+		case <-a.stopped:
+			return
+		}
 		a.waitUnmuted()
 		_ = a.c.SetReadDeadline(time.Now().Add(a.srv.cfg.IdleTimeout))
 		frame, err := a.srv.frames.ReadFrame(r, a.srv.cfg.MaxRequestSize)
