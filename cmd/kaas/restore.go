@@ -26,6 +26,9 @@ import (
 	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/claim"
 	"github.com/kaas-project/kaas/storage/disklog"
+	"github.com/kaas-project/kaas/storage/groupstore"
+	"github.com/kaas-project/kaas/storage/sharestate"
+	"github.com/kaas-project/kaas/storage/txnlog"
 )
 
 const restoreUsage = `usage:
@@ -112,7 +115,7 @@ func readVolume(dataDir string) (*volume, error) {
 			v.dirs = append(v.dirs, id)
 		}
 	}
-	for _, sub := range []string{"__groups", "__transactions", "__share"} {
+	for _, sub := range []string{groupstore.Dir, txnlog.Dir, sharestate.Dir} {
 		root := filepath.Join(dataDir, sub)
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if errors.Is(err, fs.ErrNotExist) && path == root {

@@ -178,7 +178,7 @@ func NewMemory(defaults map[string]string) *Store {
 
 // NewFile returns a store under dataDir/__groups.
 func NewFile(dataDir string, defaults map[string]string) *Store {
-	return &Store{Defaults: defaults, root: filepath.Join(dataDir, "__groups"), mem: map[string]map[string]string{}}
+	return &Store{Defaults: defaults, root: filepath.Join(dataDir, groupstore.Dir), mem: map[string]map[string]string{}}
 }
 
 const fileName = "configs.json"

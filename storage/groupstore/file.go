@@ -55,9 +55,12 @@ type File struct {
 	Claims bool
 }
 
+// Dir is the store's directory under the data directory.
+const Dir = "__groups"
+
 // NewFile opens (creating) the store under dataDir/__groups.
 func NewFile(dataDir string) (*File, error) {
-	root := filepath.Join(dataDir, "__groups")
+	root := filepath.Join(dataDir, Dir)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("group store: %w", err)
 	}

@@ -69,9 +69,12 @@ type Store struct {
 // loaded); this leader writes nothing more of the state it loaded.
 var ErrSuperseded = claim.ErrSuperseded
 
-// New returns the store under dataDir, creating its directory.
+// Dir is the store's directory under the data directory.
+const Dir = "__share"
+
+// New returns the store under dataDir/__share, creating its directory.
 func New(dataDir string) (*Store, error) {
-	dir := filepath.Join(dataDir, "__share")
+	dir := filepath.Join(dataDir, Dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("share state dir: %w", err)
 	}

@@ -220,9 +220,12 @@ const (
 	compactAfter = 64
 )
 
+// Dir is the log's directory under the data directory.
+const Dir = "__transactions"
+
 // NewFile opens (creating) the store under dataDir/__transactions.
 func NewFile(dataDir string) (*File, error) {
-	root := filepath.Join(dataDir, "__transactions")
+	root := filepath.Join(dataDir, Dir)
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("transaction log: %w", err)
 	}
