@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kaas-project/kaas/wire/wiretest"
 )
 
 const installHint = "install the test dependencies with `go tool task deps` (bash .ci/install-test-deps.sh)"
@@ -141,12 +143,15 @@ func (k *kaasProc) Log() string { return k.stderr.String() }
 
 func freeLoopbackPort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(wiretest.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // startKaas starts the kaas binary on free loopback ports with extra flags,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -17,12 +16,7 @@ import (
 // cleanup would stop it a second time).
 func restartableBroker(t *testing.T, args ...string) (*broker, string, func(), error) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := freeAddr(t)
 	cfg, err := parseServe(append([]string{"--kafka-addr", addr, "--http-addr", "", "--log-level", "error"}, args...), func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/kaas-project/kaas/wire/wiretest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -63,16 +63,8 @@ func testBroker(t testing.TB, args ...string) (*broker, string) {
 	return b, addr
 }
 
-// freeAddr returns a loopback address with a port that was free.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// freeAddr returns a loopback address for a broker to listen on.
+var freeAddr = wiretest.FreeAddr
 
 func newClient(t testing.TB, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()

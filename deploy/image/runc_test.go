@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaas-project/kaas/wire/wiretest"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -371,12 +371,4 @@ func containerStatus(t *testing.T, runcCmd func(...string) *exec.Cmd, id string)
 	return s
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+var freeAddr = wiretest.FreeAddr
