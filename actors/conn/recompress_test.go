@@ -19,7 +19,7 @@ func TestRecompressProduced(t *testing.T) {
 	producerTopic := &routing.Topic{Name: "p", Config: map[string]string{}}
 
 	out, code, _ := recompressProduced(gzipTopic, plain)
-	if h, err := batch.ValidateProduce(out); code != 0 || err != nil || h.Codec() != batch.CodecGzip {
+	if h, _, err := batch.ValidateProduce(out, false); code != 0 || err != nil || h.Codec() != batch.CodecGzip {
 		t.Fatalf("gzip topic: code %d err %v codec %d", code, err, h.Codec())
 	}
 	for name, c := range map[string]struct {
@@ -56,7 +56,7 @@ func TestRecompressProducedLevel(t *testing.T) {
 			cfg["compression.zstd.level"] = level
 		}
 		out, code, msg := recompressProduced(&routing.Topic{Name: "z", Config: cfg}, plain)
-		if h, err := batch.ValidateProduce(out); code != 0 || err != nil || h.Codec() != batch.CodecZstd {
+		if h, _, err := batch.ValidateProduce(out, false); code != 0 || err != nil || h.Codec() != batch.CodecZstd {
 			t.Fatalf("level %q: code %d %s, err %v", level, code, msg, err)
 		}
 		return len(out)

@@ -10,7 +10,6 @@ import (
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
-	"github.com/kaas-project/kaas/storage/batch"
 	"github.com/kaas-project/kaas/storage/compaction"
 	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/topicconfig"
@@ -127,26 +126,17 @@ func (a *Actor) onCompacted(m compacted) {
 }
 
 // checkKeys refuses a batch with a record without a key on a compacted
-// topic, as Kafka does (INVALID_RECORD): the cleaner could only drop it. It
-// names every keyless record, as Kafka's LogValidator does (one record error
-// each), so the client fails only those; none when the batch does not parse,
-// as then the whole batch is at fault.
-func checkKeys(b []byte, h batch.Header, tp string) (int16, string, []messages.RecordError) {
-	recs, err := compaction.Records(b, h)
-	if errors.Is(err, batch.ErrInvalid) {
-		return kerr.InvalidRecord.Code, err.Error(), nil
-	}
-	if err != nil {
-		return kerr.CorruptMessage.Code, err.Error(), nil
-	}
-	var keyless []messages.RecordError
-	for i, r := range recs {
-		if r.NullKey {
-			keyless = append(keyless, messages.RecordError{BatchIndex: int32(i), Message: "Compacted topic cannot accept message without key in topic partition " + tp + "."})
-		}
-	}
+// topic, as Kafka does (INVALID_RECORD): the cleaner could only drop it.
+// keyless holds the batch indexes of those records (batch.Scan); every one
+// is named, as Kafka's LogValidator does (one record error each), so the
+// client fails only those.
+func checkKeys(keyless []int32, tp string) (int16, string, []messages.RecordError) {
 	if len(keyless) == 0 {
 		return 0, "", nil
 	}
-	return kerr.InvalidRecord.Code, fmt.Sprintf("compacted topic cannot accept a record without a key (offset delta %d)", recs[keyless[0].BatchIndex].Offset-h.BaseOffset), keyless
+	errs := make([]messages.RecordError, len(keyless))
+	for i, idx := range keyless {
+		errs[i] = messages.RecordError{BatchIndex: idx, Message: "Compacted topic cannot accept message without key in topic partition " + tp + "."}
+	}
+	return kerr.InvalidRecord.Code, fmt.Sprintf("compacted topic cannot accept a record without a key (offset delta %d)", keyless[0]), errs
 }

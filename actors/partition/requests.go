@@ -43,20 +43,20 @@ func (a *Actor) produceBatch(m *messages.Produce, verified bool) {
 		reply(code, msg)
 		return
 	}
-	b, h, code, msg := validateProduce(m.Batch, a.maxMessage)
+	b, h, scan, code, msg := validateProduce(m.Batch, a.maxMessage, a.keysRequired)
 	if code != 0 {
 		reply(code, msg)
 		return
 	}
 	if !a.appendTime {
 		before, after := topicconfig.TimestampBounds(a.topicConfig)
-		if code, msg := checkTimestamps(h, before, after, a.cfg.Clock.Now().UnixMilli()); code != 0 {
+		if code, msg := checkTimestamps(scan, before, after, a.cfg.Clock.Now().UnixMilli()); code != 0 {
 			reply(code, msg)
 			return
 		}
 	}
 	if a.keysRequired {
-		if code, msg, keyless := checkKeys(b, h, fmt.Sprintf("%s-%d", a.id.Topic, a.id.Partition)); code != 0 {
+		if code, msg, keyless := checkKeys(scan.Keyless, fmt.Sprintf("%s-%d", a.id.Topic, a.id.Partition)); code != 0 {
 			m.Reply(messages.ProduceResult{ErrorCode: code, ErrorMessage: msg, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1,
 				RecordErrors: keyless})
 			return
@@ -120,56 +120,58 @@ func (a *Actor) produceBatch(m *messages.Produce, verified bool) {
 }
 
 // validateProduce checks a produce's records: one whole, valid,
-// non-transactional batch within maxMessage bytes; else the error code and
-// message to answer.
-func validateProduce(records []byte, maxMessage int) ([]byte, batch.Header, int16, string) {
+// non-transactional batch within maxMessage bytes, every record of it read
+// (batch.ValidateProduce; keyless lists the records without a key); else
+// the error code and message to answer. A CreateTime batch whose header
+// states another max timestamp than its records' gets theirs, as Kafka
+// sets it (the CRC recomputed).
+func validateProduce(records []byte, maxMessage int, keyless bool) ([]byte, batch.Header, batch.Scan, int16, string) {
+	var none batch.Scan
 	if len(records) > maxMessage {
-		return nil, batch.Header{}, kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds max.message.bytes %d", len(records), maxMessage)
+		return nil, batch.Header{}, none, kerr.MessageTooLarge.Code, fmt.Sprintf("batch of %d bytes exceeds max.message.bytes %d", len(records), maxMessage)
 	}
 	if h, err := batch.ParseHeader(records); err != nil || h.Size() != len(records) {
 		// Not exactly one batch (the common case needs no Split and its
 		// allocation): tell a torn batch from several.
 		batches, rest, err := batch.Split(records)
 		if err != nil || len(rest) > 0 || len(batches) == 0 {
-			return nil, batch.Header{}, kerr.CorruptMessage.Code, "records are not a whole number of record batches"
+			return nil, batch.Header{}, none, kerr.CorruptMessage.Code, "records are not a whole number of record batches"
 		}
 		if len(batches) != 1 {
-			return nil, batch.Header{}, kerr.InvalidRecord.Code, "produce requests v3+ must carry exactly one record batch per partition"
+			return nil, batch.Header{}, none, kerr.InvalidRecord.Code, "produce requests v3+ must carry exactly one record batch per partition"
 		}
 	}
 	b := records[:len(records):len(records)]
-	h, err := batch.ValidateProduce(b)
+	h, scan, err := batch.ValidateProduce(b, keyless)
 	switch {
 	case errors.Is(err, batch.ErrUnsupportedMagic):
-		return nil, h, kerr.UnsupportedForMessageFormat.Code, err.Error()
+		return nil, h, none, kerr.UnsupportedForMessageFormat.Code, err.Error()
 	case errors.Is(err, batch.ErrCorrupt):
-		return nil, h, kerr.CorruptMessage.Code, err.Error()
+		return nil, h, none, kerr.CorruptMessage.Code, err.Error()
 	case err != nil:
-		return nil, h, kerr.InvalidRecord.Code, err.Error()
+		return nil, h, none, kerr.InvalidRecord.Code, err.Error()
 	}
 	if h.IsTransactional() && !h.HasProducer() {
-		return nil, h, kerr.InvalidRecord.Code, "a transactional batch must carry a producer id"
+		return nil, h, none, kerr.InvalidRecord.Code, "a transactional batch must carry a producer id"
 	}
-	return b, h, 0, ""
+	if h.Attributes&batch.AttrTimestampType == 0 && h.MaxTimestamp != scan.MaxTimestamp {
+		h = batch.SetMaxTimestamp(b, scan.MaxTimestamp)
+	}
+	return b, h, scan, 0, ""
 }
 
 // checkTimestamps applies message.timestamp.before.max.ms and
 // message.timestamp.after.max.ms (topicconfig.MaxTimestampBound = no bound) to
-// a CreateTime batch at broker time now, answering INVALID_TIMESTAMP for a
-// batch out of range. Kafka checks each record; kaas does not decode records
-// on the produce path and checks the batch header instead: MaxTimestamp bounds
-// every record from above, and FirstTimestamp, the first record's timestamp
-// and the base of the others' deltas, bounds them from below whenever
-// timestamps do not go backwards within the batch, as producers assign them.
-// A missing timestamp (-1) is not checked, as in Kafka.
-func checkTimestamps(h batch.Header, before, after, now int64) (int16, string) {
-	const noTimestamp = -1
+// the records of a CreateTime batch at broker time now, answering
+// INVALID_TIMESTAMP when one is out of range, as Kafka checks each record. A
+// missing timestamp (-1) is not checked, as in Kafka.
+func checkTimestamps(s batch.Scan, before, after, now int64) (int16, string) {
 	// The comparisons are written so that no bound overflows.
-	if before < topicconfig.MaxTimestampBound && h.FirstTimestamp != noTimestamp && h.FirstTimestamp < now-before {
-		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.before.max.ms %d before the broker's time %d", h.FirstTimestamp, before, now)
+	if before < topicconfig.MaxTimestampBound && s.MinTimestamp < now-before {
+		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.before.max.ms %d before the broker's time %d", s.MinTimestamp, before, now)
 	}
-	if after < topicconfig.MaxTimestampBound && h.MaxTimestamp > now && h.MaxTimestamp-now > after {
-		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.after.max.ms %d after the broker's time %d", h.MaxTimestamp, after, now)
+	if after < topicconfig.MaxTimestampBound && s.MaxTimestamp > now && s.MaxTimestamp-now > after {
+		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.after.max.ms %d after the broker's time %d", s.MaxTimestamp, after, now)
 	}
 	return 0, ""
 }

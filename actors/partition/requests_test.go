@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -17,24 +18,23 @@ func TestCheckTimestamps(t *testing.T) {
 	)
 	cases := []struct {
 		name          string
-		first, max    int64
+		min, max      int64 // the records' (batch.Scan)
 		before, after int64
 		want          string // substring of the message; "" = accepted
 	}{
 		{"no bounds", 0, now + 1e12, none, none, ""},
 		{"within both", now - 1000, now + 1000, 1000, 1000, ""},
-		{"first too old", now - 1001, now, 1000, none, "before.max.ms"},
+		{"oldest too old", now - 1001, now, 1000, none, "before.max.ms"},
 		{"max too new", now, now + 1001, none, 1000, "after.max.ms"},
 		{"zero bounds accept now", now, now, 0, 0, ""},
 		{"zero before refuses a millisecond ago", now - 1, now, 0, none, "before.max.ms"},
 		{"default after bound", now, now + 3600001, none, 3600000, "after.max.ms"},
-		{"no timestamps", -1, -1, 0, 0, ""},
+		{"no timestamps", math.MaxInt64, -1, 0, 0, ""},
 		{"huge bounds do not overflow", 0, now + 1e12, none - 1, none - 1, ""},
-		{"old first, max unchecked", now - 5000, now - 4000, 1000, none, "before.max.ms"},
+		{"old records, max unchecked", now - 5000, now - 4000, 1000, none, "before.max.ms"},
 	}
 	for _, tc := range cases {
-		h := batch.Header{FirstTimestamp: tc.first, MaxTimestamp: tc.max}
-		code, msg := checkTimestamps(h, tc.before, tc.after, now)
+		code, msg := checkTimestamps(batch.Scan{MinTimestamp: tc.min, MaxTimestamp: tc.max}, tc.before, tc.after, now)
 		switch {
 		case tc.want == "" && code != 0:
 			t.Errorf("%s: refused with %d %q", tc.name, code, msg)

@@ -28,7 +28,7 @@ func TestValidateProduce(t *testing.T) {
 		{"bad crc", badCRC, 1 << 20, kerr.CorruptMessage.Code},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, h, code, msg := validateProduce(tc.records, tc.max)
+			b, h, _, code, msg := validateProduce(tc.records, tc.max, false)
 			if code != tc.code {
 				t.Fatalf("code %d (%s), want %d", code, msg, tc.code)
 			}

@@ -224,10 +224,9 @@ func TestProduceErrors(t *testing.T) {
 }
 
 // TestProduceOfALyingRecordCount: a batch whose header claims more records
-// than it holds is refused: uncompressed (its records' framing is walked),
-// compressed past what a batch may decompress to, and compressed on a
-// compacted topic (whose key check decodes it); and the broker stays up:
-// decoding such a batch must not size anything by the count it claims.
+// than it holds is refused, uncompressed or compressed (every record is
+// read), to a plain or a compacted topic, and the broker stays up: reading
+// such a batch must not size anything by the count it claims.
 func TestProduceOfALyingRecordCount(t *testing.T) {
 	_, addr := testBroker(t, "--auto-create-topics=false")
 	compact := "compact"
@@ -252,12 +251,12 @@ func TestProduceOfALyingRecordCount(t *testing.T) {
 		records     []byte
 		want        int16
 	}{
-		{"uncompressed, 2^31-1 records claimed", "plain", lie(plain, math.MaxInt32), kerr.CorruptMessage.Code},
-		{"uncompressed, 2 records claimed", "keyed", lie(plain, 2), kerr.CorruptMessage.Code},
+		{"uncompressed, 2^31-1 records claimed", "plain", lie(plain, math.MaxInt32), kerr.InvalidRecord.Code},
+		{"uncompressed, 2 records claimed", "keyed", lie(plain, 2), kerr.InvalidRecord.Code},
 		// More records than a batch may decompress to could hold.
 		{"gzip, 2^31-1 records claimed", "plain", lie(gzipped, math.MaxInt32), kerr.InvalidRecord.Code},
-		// A compacted topic's key check decodes the records.
-		{"gzip, 1,000,000 records claimed", "keyed", lie(gzipped, 1_000_000), kerr.CorruptMessage.Code},
+		{"gzip, 1,000,000 records claimed", "plain", lie(gzipped, 1_000_000), kerr.InvalidRecord.Code},
+		{"gzip, 2 records claimed", "keyed", lie(gzipped, 2), kerr.InvalidRecord.Code},
 	} {
 		if r := rawProduce(t, cl, c.topic, 0, -1, c.records); r.ErrorCode != c.want {
 			t.Errorf("%s to %s: %+v, want error %d", c.what, c.topic, r, c.want)

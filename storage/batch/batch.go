@@ -158,39 +158,36 @@ func Validate(b []byte) (Header, error) {
 
 // ValidateProduce checks a batch a client produced: Validate plus the rules
 // Kafka applies to produced batches (records present, count consistent with
-// the offset delta, no control batches).
-func ValidateProduce(b []byte) (Header, error) {
+// the offset delta, no control batches), then a walk over every record
+// (decompressed first when the batch is compressed) that checks each
+// record's structure and finds the records' timestamps and, with keyless,
+// the records without a key (Scan).
+func ValidateProduce(b []byte, keyless bool) (Header, Scan, error) {
 	h, err := Validate(b)
 	if err != nil {
-		return h, err
+		return h, Scan{}, err
 	}
 	if h.NumRecords == 0 {
-		return h, fmt.Errorf("%w: batch has no records", ErrInvalid)
+		return h, Scan{}, fmt.Errorf("%w: batch has no records", ErrInvalid)
 	}
 	// A producer's records have the offset deltas 0..n-1, as Kafka checks
 	// when it decodes them.
 	if h.NumRecords != h.LastOffsetDelta+1 {
-		return h, fmt.Errorf("%w: record count %d does not match lastOffsetDelta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
+		return h, Scan{}, fmt.Errorf("%w: record count %d does not match lastOffsetDelta %d", ErrInvalid, h.NumRecords, h.LastOffsetDelta)
 	}
-	if h.Attributes&AttrCompressionMask == 0 {
-		// The records' lengths must add up to the batch, one per counted
-		// record, as Kafka's decoding of each record finds: a count
-		// larger than the records would claim offsets no record has.
-		if err := checkFraming(b[HeaderSize:h.Size()], h.NumRecords); err != nil {
-			return h, err
-		}
-	} else if int64(h.NumRecords)*MinRecordSize > MaxDecompressed {
-		// Compressed records are not decoded here; more of them than
-		// MaxDecompressed bytes can hold are refused wherever they are.
-		return h, fmt.Errorf("%w: %d records cannot fit in the %d bytes a batch may decompress to", ErrInvalid, h.NumRecords, MaxDecompressed)
-	}
-	if h.Attributes&AttrCompressionMask > 4 {
-		return h, fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, h.Attributes&AttrCompressionMask)
+	if h.Codec() > CodecZstd {
+		return h, Scan{}, fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, h.Codec())
 	}
 	if h.IsControl() {
-		return h, fmt.Errorf("%w: clients may not produce control batches", ErrInvalid)
+		return h, Scan{}, fmt.Errorf("%w: clients may not produce control batches", ErrInvalid)
 	}
-	return h, nil
+	if h.Codec() != CodecNone && int64(h.NumRecords)*MinRecordSize > MaxDecompressed {
+		// Refused before decompressing: more records than MaxDecompressed
+		// bytes can hold.
+		return h, Scan{}, fmt.Errorf("%w: %d records cannot fit in the %d bytes a batch may decompress to", ErrInvalid, h.NumRecords, MaxDecompressed)
+	}
+	s, err := scanPayload(b, h, keyless)
+	return h, s, err
 }
 
 // Split walks a byte slice of concatenated batches and returns each complete
@@ -230,4 +227,14 @@ func SetLogAppendTime(b []byte, ts int64) {
 	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
 	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
 	binary.BigEndian.PutUint32(b[offCRC:], Checksum(b))
+}
+
+// SetMaxTimestamp rewrites a CreateTime batch's max timestamp and
+// recomputes the CRC, returning the new header, as Kafka's broker sets a
+// produced batch's max timestamp to its records' highest.
+func SetMaxTimestamp(b []byte, ts int64) Header {
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
+	binary.BigEndian.PutUint32(b[offCRC:], Checksum(b))
+	h, _ := ParseHeader(b)
+	return h
 }

@@ -7,7 +7,7 @@ import (
 
 func TestBuildValidates(t *testing.T) {
 	b := Build(Spec{ProducerID: 7, ProducerEpoch: 1, BaseSequence: 10, Timestamp: 1000, Values: [][]byte{[]byte("a"), []byte("bb"), []byte("ccc")}})
-	h, err := ValidateProduce(b)
+	h, _, err := ValidateProduce(b, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestValidateRejects(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := tc.mut(append([]byte(nil), good...))
-			if _, err := ValidateProduce(b); !errors.Is(err, tc.want) {
+			if _, _, err := ValidateProduce(b, false); !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
 		})

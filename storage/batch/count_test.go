@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -20,34 +21,40 @@ func withCount(b []byte, n int32) []byte {
 
 func TestValidateProduceChecksTheRecordCount(t *testing.T) {
 	good := Build(Spec{ProducerID: -1, BaseSequence: -1, Values: [][]byte{[]byte("a"), []byte("b"), []byte("c")}})
-	if _, err := ValidateProduce(good); err != nil {
-		t.Fatalf("good batch: %v", err)
-	}
-	for _, n := range []int32{4, 2, 1, 1 << 30} {
-		if _, err := ValidateProduce(withCount(good, n)); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("3 records counted as %d: %v, want ErrCorrupt", n, err)
+	for c := CodecNone; c <= CodecZstd; c++ {
+		b, err := Recompress(good, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := ValidateProduce(b, false); err != nil {
+			t.Fatalf("codec %d: good batch: %v", c, err)
+		}
+		for _, n := range []int32{4, 2, 1, 1 << 20} {
+			if _, _, err := ValidateProduce(withCount(b, n), false); !errors.Is(err, ErrInvalid) {
+				t.Errorf("codec %d: 3 records counted as %d: %v, want ErrInvalid", c, n, err)
+			}
 		}
 	}
 }
 
 func TestValidateProduceBoundsACompressedCount(t *testing.T) {
-	gz, err := Recompress(Build(Spec{ProducerID: -1, BaseSequence: -1, Values: [][]byte{[]byte("a")}}), 1)
+	gz, err := Recompress(Build(Spec{ProducerID: -1, BaseSequence: -1, Values: [][]byte{[]byte("a")}}), CodecGzip)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Compressed records are not decoded: a count that fits is taken as
-	// given, one past what MaxDecompressed bytes can hold is refused.
+	// A count more than MaxDecompressed bytes can hold is refused before
+	// the records are decompressed, one that fits when they are walked.
 	fits := int32(MaxDecompressed / MinRecordSize)
-	if _, err := ValidateProduce(withCount(gz, fits)); err != nil {
-		t.Errorf("%d records claimed: %v", fits, err)
+	if _, _, err := ValidateProduce(withCount(gz, fits), false); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "record 1 of") {
+		t.Errorf("%d records claimed: %v, want the walk's ErrInvalid", fits, err)
 	}
-	if _, err := ValidateProduce(withCount(gz, fits+1)); !errors.Is(err, ErrInvalid) {
-		t.Errorf("%d records claimed: %v, want ErrInvalid", fits+1, err)
+	if _, _, err := ValidateProduce(withCount(gz, fits+1), false); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "cannot fit") {
+		t.Errorf("%d records claimed: %v, want ErrInvalid before decompressing", fits+1, err)
 	}
 	short := withCount(gz, 5)
 	binary.BigEndian.PutUint32(short[offLastOffsetDelta:], 7)
 	binary.BigEndian.PutUint32(short[offCRC:], Checksum(short))
-	if _, err := ValidateProduce(short); !errors.Is(err, ErrInvalid) {
+	if _, _, err := ValidateProduce(short, false); !errors.Is(err, ErrInvalid) {
 		t.Errorf("5 records with lastOffsetDelta 7: %v, want ErrInvalid", err)
 	}
 }

@@ -51,6 +51,12 @@ var (
 // decompress returns src decoded with codec c, refusing (ErrTooLarge)
 // output over limit bytes before it is all allocated.
 func decompress(c int16, src []byte, limit int) ([]byte, error) {
+	return decompressTo(nil, c, src, limit)
+}
+
+// decompressTo is decompress appending to dst (len(dst) counts against
+// limit), so a caller can reuse a buffer.
+func decompressTo(dst []byte, c int16, src []byte, limit int) ([]byte, error) {
 	switch c {
 	case CodecGzip:
 		r, _ := gzipReaders.Get().(*gzip.Reader)
@@ -61,43 +67,47 @@ func decompress(c int16, src []byte, limit int) ([]byte, error) {
 			err = r.Reset(bytes.NewReader(src))
 		}
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
 		defer gzipReaders.Put(r)
-		return readLimited(r, limit)
+		return readLimited(dst, r, limit)
 	case CodecLz4:
 		r := lz4Readers.Get().(*lz4.Reader)
 		defer lz4Readers.Put(r)
 		r.Reset(bytes.NewReader(src))
-		return readLimited(r, limit)
+		return readLimited(dst, r, limit)
 	case CodecSnappy:
 		if len(src) >= xerialHeaderSize && bytes.HasPrefix(src, xerialMagic) {
-			return xerialDecode(src[xerialHeaderSize:], limit)
+			return xerialDecode(dst, src[xerialHeaderSize:], limit)
 		}
-		return snappyBlock(nil, src, limit)
+		return snappyBlock(dst, src, limit)
 	case CodecZstd:
 		d, err := zstdDecoder()
 		if err != nil {
-			return nil, err
+			return dst, err
 		}
-		out, err := d.DecodeAll(src, nil)
+		out, err := d.DecodeAll(src, dst)
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out) > limit {
-			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
+			return dst, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
 		}
-		return out, err
+		if err != nil {
+			return dst, err
+		}
+		return out, nil
 	}
-	return nil, fmt.Errorf("unknown compression codec %d", c)
+	return dst, fmt.Errorf("unknown compression codec %d", c)
 }
 
-// readLimited reads r to its end, refusing more than limit bytes.
-func readLimited(r io.Reader, limit int) ([]byte, error) {
-	var out bytes.Buffer
-	n, err := out.ReadFrom(io.LimitReader(r, int64(limit)+1))
+// readLimited appends r, read to its end, to dst, refusing more than limit
+// bytes in all.
+func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
+	out := bytes.NewBuffer(dst)
+	n, err := out.ReadFrom(io.LimitReader(r, int64(limit-len(dst))+1))
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
-	if n > int64(limit) {
-		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
+	if n > int64(limit-len(dst)) {
+		return dst, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
 	}
 	return out.Bytes(), nil
 }
@@ -119,9 +129,9 @@ func snappyBlock(dst, src []byte, limit int) ([]byte, error) {
 	return dst[:len(dst)+n], nil
 }
 
-// xerialDecode decodes the blocks after a xerial header.
-func xerialDecode(src []byte, limit int) ([]byte, error) {
-	var out []byte
+// xerialDecode appends the blocks after a xerial header, decoded, to dst.
+func xerialDecode(dst, src []byte, limit int) ([]byte, error) {
+	out := dst
 	for len(src) > 0 {
 		if len(src) < 4 {
 			return nil, errors.New("xerial snappy: truncated block length")

@@ -13,8 +13,8 @@ import (
 // CRC-32C are recomputed. b is returned as is when it already uses c, is a
 // control batch (transaction markers are never rewritten) or holds no
 // records. b's CRC is checked first so a corrupt batch is refused, not
-// given a fresh checksum; the records section must frame exactly
-// NumRecords records.
+// given a fresh checksum; its records must pass the walk a produced batch
+// gets (ValidateProduce).
 func Recompress(b []byte, c int16) ([]byte, error) {
 	return RecompressLevel(b, c, DefaultLevel)
 }
@@ -35,7 +35,7 @@ func RecompressLevel(b []byte, c int16, level int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFraming(recs, h.NumRecords); err != nil {
+	if _, err := scanRecords(recs, h.NumRecords, h.FirstTimestamp, false); err != nil {
 		return nil, err
 	}
 	if c != CodecNone {
@@ -53,37 +53,4 @@ func RecompressLevel(b []byte, c int16, level int) ([]byte, error) {
 	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-LengthPrefix))
 	binary.BigEndian.PutUint32(out[offCRC:], Checksum(out))
 	return out, nil
-}
-
-// checkFraming checks that a records section holds exactly n
-// length-prefixed records and nothing after them.
-func checkFraming(p []byte, n int32) error {
-	pos := 0
-	for i := int32(0); i < n; i++ {
-		// Record lengths below 64 and 8192 take one and two bytes: those
-		// are read without the general varint loop (every produced batch
-		// passes here).
-		length := -1
-		switch {
-		case pos < len(p) && p[pos] < 0x80:
-			u := int(p[pos])
-			length, pos = u>>1^-(u&1), pos+1
-		case pos+1 < len(p) && p[pos+1] < 0x80:
-			u := int(p[pos]&0x7f) | int(p[pos+1])<<7
-			length, pos = u>>1^-(u&1), pos+2
-		case pos < len(p):
-			v, k := binary.Varint(p[pos:])
-			if k > 0 && v <= int64(len(p)) {
-				length, pos = int(v), pos+k
-			}
-		}
-		if length < 1 || length > len(p)-pos {
-			return fmt.Errorf("%w: record %d of %d: bad length", ErrCorrupt, i, n)
-		}
-		pos += length
-	}
-	if pos != len(p) {
-		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(p)-pos, n)
-	}
-	return nil
 }

@@ -80,7 +80,7 @@ func TestRecompressEveryCodecPair(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				h, err := ValidateProduce(out)
+				h, _, err := ValidateProduce(out, false)
 				if err != nil {
 					t.Fatalf("rewritten batch: %v", err)
 				}
@@ -129,8 +129,10 @@ func TestRecompressLeavesControlBatches(t *testing.T) {
 	}
 }
 
-// TestRecompressRefusesBadInput: a corrupt batch is refused with the error
-// the produce path maps to CORRUPT_MESSAGE, never given a fresh CRC.
+// TestRecompressRefusesBadInput: a bad batch is refused with the error the
+// produce path maps to Kafka's code for it (ErrCorrupt: CORRUPT_MESSAGE for
+// a bad CRC or payload, ErrInvalid: INVALID_RECORD for bad records), never
+// given a fresh CRC.
 func TestRecompressRefusesBadInput(t *testing.T) {
 	plain := txnBatch(t, 3)
 	gz, err := Recompress(plain, CodecGzip)
@@ -152,8 +154,8 @@ func TestRecompressRefusesBadInput(t *testing.T) {
 	}{
 		{"crc flipped", func() []byte { b := append([]byte(nil), plain...); b[len(b)-1] ^= 1; return b }(), CodecZstd, ErrCorrupt},
 		{"garbage gzip payload", withCRC(gz, func(b []byte) []byte { return append(b[:HeaderSize], []byte("not gzip at all")...) }), CodecNone, ErrCorrupt},
-		{"record count above records", withCRC(plain, func(b []byte) []byte { b[offRecordCount+3] = 4; return b }), CodecLz4, ErrCorrupt},
-		{"trailing bytes", withCRC(plain, func(b []byte) []byte { return append(b, 1, 2, 3) }), CodecSnappy, ErrCorrupt},
+		{"record count above records", withCRC(plain, func(b []byte) []byte { b[offRecordCount+3] = 4; return b }), CodecLz4, ErrInvalid},
+		{"trailing bytes", withCRC(plain, func(b []byte) []byte { return append(b, 1, 2, 3) }), CodecSnappy, ErrInvalid},
 		{"unknown source codec", withCRC(plain, func(b []byte) []byte { b[offAttributes+1] |= 5; return b }), CodecNone, ErrCorrupt},
 		{"unknown target codec", plain, 6, ErrInvalid},
 	}
@@ -165,8 +167,11 @@ func TestRecompressRefusesBadInput(t *testing.T) {
 }
 
 // BenchmarkProduceCheck compares what the produce path spends per batch
-// of 100 records of ~100 bytes: plain validation (every produce) against
-// recompression into a topic's codec (topics with compression.type set).
+// of 100 records of ~100 bytes, in each codec: the header and CRC check
+// alone (crc/, the baseline), the validation every produce gets (validate/:
+// the CRC, then every record read, decompressed first), and recompression
+// into a topic's codec (topics with compression.type set). Throughput is
+// per byte of uncompressed records.
 // Run: go test -run '^$' -bench ProduceCheck -benchmem ./storage/batch
 func BenchmarkProduceCheck(b *testing.B) {
 	plain := txnBatch(b, 100)
@@ -174,14 +179,28 @@ func BenchmarkProduceCheck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("validate", func(b *testing.B) {
-		b.SetBytes(int64(len(plain)))
-		for b.Loop() {
-			if _, err := ValidateProduce(plain); err != nil {
-				b.Fatal(err)
-			}
+	for c := CodecNone; c <= CodecZstd; c++ {
+		src, err := Recompress(plain, c)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
+		b.Run("crc/"+codecNames[c], func(b *testing.B) {
+			b.SetBytes(int64(len(plain)))
+			for b.Loop() {
+				if _, err := Validate(src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("validate/"+codecNames[c], func(b *testing.B) {
+			b.SetBytes(int64(len(plain)))
+			for b.Loop() {
+				if _, _, err := ValidateProduce(src, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	pairs := []struct {
 		name string
 		src  []byte

@@ -58,7 +58,7 @@ func BenchmarkProduceFloor(b *testing.B) {
 	})
 	b.Run("crc", func(b *testing.B) {
 		measureCPU(b, len(tmpl), func(int) {
-			if _, err := batch.ValidateProduce(tmpl); err != nil {
+			if _, _, err := batch.ValidateProduce(tmpl, false); err != nil {
 				b.Fatal(err)
 			}
 		})
