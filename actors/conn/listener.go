@@ -17,8 +17,10 @@ type Listener struct {
 	Name             string
 	SecurityProtocol string // ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL
 	// AdvertisedHost and AdvertisedPort are this broker's address on this
-	// listener. Other brokers are advertised on it at their published host
-	// with this listener's port (every broker of a StatefulSet has the same
+	// listener. Other brokers are advertised on it at the address they
+	// published for a listener of this name (routing.Broker.Listeners), or,
+	// when they published none, at their published host with this
+	// listener's port (every broker of a StatefulSet has the same
 	// listeners). A zero port advertises the published addresses as they are
 	// (the primary listener).
 	AdvertisedHost string
@@ -69,18 +71,29 @@ func (l *Listener) view(v *routing.View) *routing.View {
 	l.views.mu.Lock()
 	defer l.views.mu.Unlock()
 	if l.views.src != v {
-		l.views.src, l.views.view = v, advertiseOn(v, l.AdvertisedHost, l.AdvertisedPort)
+		l.views.src, l.views.view = v, advertiseOn(v, l.Name, l.AdvertisedHost, l.AdvertisedPort)
 	}
 	return l.views.view
 }
 
-// advertiseOn copies v with every broker's address moved to the listener:
-// this broker at host:port, the others at their host and port.
-func advertiseOn(v *routing.View, host string, port int32) *routing.View {
+// advertiseOn copies v with every broker's address moved to the listener
+// called name: this broker at host:port, the others at the address they
+// published for it, else at their host and port.
+func advertiseOn(v *routing.View, name, host string, port int32) *routing.View {
 	out := *v
 	self := v.Self
+	published := map[int32]routing.Endpoint{}
+	for _, b := range v.Brokers {
+		if e, ok := b.ListenerAddr(name); ok && b.ID != self && e.Host != "" && e.Port > 0 {
+			published[b.ID] = e
+		}
+	}
 	move := func(b routing.Broker) routing.Broker {
 		if b.Host == "" {
+			return b
+		}
+		if e, ok := published[b.ID]; ok {
+			b.Host, b.Port = e.Host, e.Port
 			return b
 		}
 		if b.ID == self {

@@ -32,10 +32,13 @@ import (
 
 // Config configures a controller for one epoch.
 type Config struct {
-	Self          string // this broker's name
-	SelfHost      string
-	SelfPort      int32
-	SelfRack      string // this broker's broker.rack ("": none)
+	Self     string // this broker's name
+	SelfHost string
+	SelfPort int32
+	SelfRack string // this broker's broker.rack ("": none)
+	// SelfListeners: this broker's listeners besides the primary one
+	// (routing.Broker.Listeners).
+	SelfListeners string
 	HeartbeatAddr string // advertised heartbeat address of this broker
 	Epoch         int64
 	DataDir       string
@@ -162,7 +165,7 @@ func coreConfig(cfg Config) CoreConfig {
 		grace = 0
 	}
 	return CoreConfig{
-		Self: cfg.Self, SelfHost: cfg.SelfHost, SelfPort: cfg.SelfPort, SelfRack: cfg.SelfRack, HeartbeatAddr: cfg.HeartbeatAddr, Epoch: cfg.Epoch,
+		Self: cfg.Self, SelfHost: cfg.SelfHost, SelfPort: cfg.SelfPort, SelfRack: cfg.SelfRack, SelfListeners: cfg.SelfListeners, HeartbeatAddr: cfg.HeartbeatAddr, Epoch: cfg.Epoch,
 		DeadAfter: cfg.DeadAfter, StrayGrace: grace, ConcurrentMoves: cfg.ConcurrentMoves, Cordoned: cfg.Cordoned, PrevReleased: cfg.PrevReleased, StillLeader: cfg.StillLeader, Log: cfg.Log,
 	}
 }

@@ -22,6 +22,7 @@ type CoreConfig struct {
 	SelfHost      string
 	SelfPort      int32
 	SelfRack      string
+	SelfListeners string
 	HeartbeatAddr string
 	Epoch         int64
 	DeadAfter     time.Duration
@@ -259,7 +260,7 @@ func (c *Core) start() {
 	if c.prev != nil {
 		fileEpoch, fileVersion = c.prev.ControllerEpoch, c.prev.AssignmentVersion
 		for _, b := range c.prev.Brokers {
-			c.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, Rack: b.Rack, State: b.State, Cordoned: c.cfg.Cordoned[b.Name]},
+			c.brokers[b.Name] = &brokerRow{info: balancer.BrokerInfo{Name: b.Name, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, State: b.State, Cordoned: c.cfg.Cordoned[b.Name]},
 				healthy: b.State == assignment.Alive, draining: b.State == assignment.Draining,
 				heldLease: b.Name == c.prev.Controller && b.Name != c.cfg.Self && !c.cfg.PrevReleased}
 		}
@@ -270,7 +271,7 @@ func (c *Core) start() {
 	c.emit(SetWritten{Epoch: fileEpoch, Version: fileVersion})
 	// Its own broker pings it like any other (through the hub); until then
 	// what it serves is unknown, which holds pending moves.
-	c.brokers[c.cfg.Self] = &brokerRow{info: balancer.BrokerInfo{Name: c.cfg.Self, Host: c.cfg.SelfHost, Port: c.cfg.SelfPort, Rack: c.cfg.SelfRack, Cordoned: c.cfg.Cordoned[c.cfg.Self]}, healthy: true}
+	c.brokers[c.cfg.Self] = &brokerRow{info: balancer.BrokerInfo{Name: c.cfg.Self, Host: c.cfg.SelfHost, Port: c.cfg.SelfPort, Rack: c.cfg.SelfRack, Listeners: c.cfg.SelfListeners, Cordoned: c.cfg.Cordoned[c.cfg.Self]}, healthy: true}
 }
 
 func (c *Core) tick() {
@@ -361,10 +362,12 @@ func (c *Core) ping(m *BrokerPing) bool {
 	}
 	// A drain starts (or health flips) now, not at the next tick: a
 	// draining broker's partitions start moving within one file write. A
-	// rack a restarted broker reports differently reaches clients as soon.
+	// rack or listeners a restarted broker reports differently reach clients
+	// as soon.
 	flipped := row.pinged && (row.healthy != p.Healthy || row.draining != p.Draining || row.info.Cordoned != p.Cordoned ||
-		row.info.Rack != p.KafkaRack)
+		row.info.Rack != p.KafkaRack || row.info.Listeners != p.KafkaListeners)
 	row.info.Name, row.info.Host, row.info.Port, row.info.Rack = p.Name, p.KafkaHost, p.KafkaPort, p.KafkaRack
+	row.info.Listeners = p.KafkaListeners
 	if p.Name == c.cfg.Self && (!row.pinged || m.At.Sub(row.lastPing) > c.cfg.DeadAfter/2) {
 		c.hearingSince = m.At // heard again after a silence (or for the first time)
 	}

@@ -130,10 +130,10 @@ func int32s(s string) []int32 {
 // run executes one script command and returns the effects it produced.
 //
 //	start | tick | +DUR (virtual time passes) | soon (the queued RecomputeNow)
-//	topics N [NAME...] (t of N partitions, the others of one) | file-topics NAME... | ping NAME [v=E.V] [lists=0,1] [opening=2] [draining] [cordoned] [rack=R]
+//	topics N [NAME...] (t of N partitions, the others of one) | file-topics NAME... | ping NAME [v=E.V] [lists=0,1] [opening=2] [draining] [cordoned] [rack=R] [listeners=L]
 //	written | write-failed | lease-moved | dirsync-failed
 //	header E.V | header-err | listed ID... | removed | remove-refused
-//	leader-lost | leaders 0,-1,2 | racks a,-,b (of the last file asked for)
+//	leader-lost | leaders 0,-1,2 | racks a,-,b | listeners L1;-;L2 (of the last file asked for)
 //	unregister ID | slots kaas-0:25,kaas-1:25 held=0,kaas-1 (of the last file asked
 //	  for: the slots each broker serves; the held slots, a name for all of its own)
 //	replicas N (the StatefulSet's; "replicas none": no StatefulSet)
@@ -195,6 +195,8 @@ func (h *coreHarness) run(f []string) []string {
 				p.Cordoned = true
 			case "rack":
 				p.KafkaRack = v
+			case "listeners":
+				p.KafkaListeners = v
 			default:
 				h.t.Fatalf("ping: unknown %q", a)
 			}
@@ -273,6 +275,18 @@ func (h *coreHarness) run(f []string) []string {
 		}
 		if got := h.last.ConsumerGroups.Held; !slices.Equal(got, want) {
 			h.t.Fatalf("held slots of %s: %v, want %v", pos(h.last), got, want)
+		}
+	case cmd == "listeners":
+		var got []string
+		for _, b := range h.last.Brokers {
+			l := b.Listeners
+			if l == "" {
+				l = "-"
+			}
+			got = append(got, l)
+		}
+		if want := strings.Split(args[0], ";"); !slices.Equal(got, want) {
+			h.t.Fatalf("listeners of %s: %v, want %v", pos(h.last), got, want)
 		}
 	case cmd == "racks":
 		var got []string
@@ -473,6 +487,27 @@ var coreScenarios = []struct {
 			"leaders 0,1,2",
 			"written -> hub 6.12; push 6.12",
 			"ping kaas-2 lists=2 rack=zone-c ->",
+			"tick -> read-header",
+		},
+	},
+	{
+		name: "each broker's listeners go into its row, and changed ones into the next file",
+		cfg:  CoreConfig{Epoch: 6, SelfListeners: "EXTERNAL://10.0.0.7:31090"},
+		prev: inherited(0, 1, 2),
+		script: []string{
+			"start -> hub 6.10",
+			"ping kaas-0 lists=0 listeners=EXTERNAL://10.0.0.7:31090 -> soon",
+			"ping kaas-1 lists=1 listeners=EXTERNAL://10.0.0.8:31091 ->",
+			"ping kaas-2 lists=2 ->",
+			"soon -> write 6.11",
+			"listeners EXTERNAL://10.0.0.7:31090;EXTERNAL://10.0.0.8:31091;-",
+			"written -> hub 6.11; push 6.11",
+			"ping kaas-2 lists=2 listeners=EXTERNAL://10.0.0.9:31092 -> soon", // restarted with an external listener
+			"soon -> write 6.12",
+			"listeners EXTERNAL://10.0.0.7:31090;EXTERNAL://10.0.0.8:31091;EXTERNAL://10.0.0.9:31092",
+			"leaders 0,1,2",
+			"written -> hub 6.12; push 6.12",
+			"ping kaas-2 lists=2 listeners=EXTERNAL://10.0.0.9:31092 ->",
 			"tick -> read-header",
 		},
 	},

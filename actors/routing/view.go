@@ -23,6 +23,25 @@ type Broker struct {
 	Rack   *string
 	Fenced bool // draining or dead: DescribeCluster v2 reports it fenced
 	Alive  bool
+	// Listeners are the advertised addresses of the broker's listeners
+	// other than the primary one (Host and Port), in Kafka's
+	// advertised.listeners form ("NAME://host:port,..."; "": none published).
+	Listeners string
+}
+
+// ListenerAddr is b's advertised address on the listener called name,
+// when b published one (Listeners).
+func (b Broker) ListenerAddr(name string) (Endpoint, bool) {
+	eps, err := ParseEndpoints(b.Listeners)
+	if err != nil {
+		return Endpoint{}, false
+	}
+	for _, e := range eps {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
 }
 
 // Partition is one partition's leadership.

@@ -556,7 +556,7 @@ func (s *Cluster) startController(ctx actor.Context, e StartController) {
 	// counts a transition only when the holder changes), while the old
 	// controller may still be stopping: a fresh name each time.
 	ccfg := controller.Config{
-		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, SelfRack: rackOf(s.cfg.Self), HeartbeatAddr: s.cfg.HeartbeatAddr,
+		Self: s.cfg.Self.Name, SelfHost: s.cfg.Self.Host, SelfPort: s.cfg.Self.Port, SelfRack: rackOf(s.cfg.Self), SelfListeners: s.cfg.Self.Listeners, HeartbeatAddr: s.cfg.HeartbeatAddr,
 		Epoch: e.Epoch, DataDir: s.cfg.DataDir, DeadAfter: s.cfg.DeadAfter, Hub: s.cfg.Hub, Tick: s.cfg.HeartbeatInterval,
 		ConcurrentMoves: s.cfg.ConcurrentMoves,
 		Cordoned:        s.cordonedBrokers(e.Prev),
@@ -619,7 +619,7 @@ func (s *Cluster) publish() {
 func (s *Cluster) updatePing() {
 	s.pingState.Store(s.core.Ping(&heartbeatpb.Ping{
 		BrokerId: s.cfg.Self.ID, Name: s.cfg.Self.Name, Incarnation: s.cfg.Incarnation,
-		KafkaHost: s.cfg.Self.Host, KafkaPort: s.cfg.Self.Port, KafkaRack: rackOf(s.cfg.Self), HeartbeatAddr: s.cfg.HeartbeatAddr, Healthy: true,
+		KafkaHost: s.cfg.Self.Host, KafkaPort: s.cfg.Self.Port, KafkaRack: rackOf(s.cfg.Self), KafkaListeners: s.cfg.Self.Listeners, HeartbeatAddr: s.cfg.HeartbeatAddr, Healthy: true,
 	}))
 }
 

@@ -571,7 +571,7 @@ func configOf(a *assignment.Assignment, topic string) map[string]string {
 
 // brokerOf is an assignment file's broker row as the view holds it.
 func brokerOf(b assignment.Broker) routing.Broker {
-	rb := routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port}
+	rb := routing.Broker{ID: b.ID, Name: b.Name, Host: b.Host, Port: b.Port, Listeners: b.Listeners}
 	if b.Rack != "" {
 		rack := b.Rack
 		rb.Rack = &rack

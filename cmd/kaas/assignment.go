@@ -128,7 +128,7 @@ func printAssignment(w io.Writer, a *assignment.Assignment) error {
 		fmt.Fprintf(tw, "held group slots:\t%s\n", strings.Join(held, " "))
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "ID\tNAME\tADDRESS\tRACK\tSTATE\tLEADS")
+	fmt.Fprintln(tw, "ID\tNAME\tADDRESS\tRACK\tSTATE\tLEADS\tLISTENERS")
 	brokers := append([]assignment.Broker(nil), a.Brokers...)
 	sort.Slice(brokers, func(i, j int) bool { return brokers[i].ID < brokers[j].ID })
 	for _, b := range brokers {
@@ -136,7 +136,11 @@ func printAssignment(w io.Writer, a *assignment.Assignment) error {
 		if rack == "" {
 			rack = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\n", b.ID, b.Name, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), rack, b.State, led[b.ID])
+		listeners := b.Listeners
+		if listeners == "" {
+			listeners = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", b.ID, b.Name, net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port))), rack, b.State, led[b.ID], listeners)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tLEADER\tLEADER_EPOCH\tTOPIC_ID")

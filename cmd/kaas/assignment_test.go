@@ -126,6 +126,7 @@ func TestAssignmentCmdShow(t *testing.T) {
 	a, _ := assignment.Decode([]byte(out))
 	a.ConsumerGroups.Held = []int{0, 2}
 	a.Brokers[2].Rack = "zone-c"
+	a.Brokers[2].Listeners = "EXTERNAL://10.0.0.9:31092"
 	dir := t.TempDir()
 	if err := assignment.WriteFile(dir, a); err != nil {
 		t.Fatal(err)
@@ -143,9 +144,9 @@ func TestAssignmentCmdShow(t *testing.T) {
 			"group slots:           50 (kaas-0 17, kaas-1 17, kaas-2 16)\n",
 			"group slots served:    50 (kaas-0 25, kaas-1 25)\n",
 			"held group slots:      0 2\n",
-			"ID  NAME    ADDRESS                  RACK    STATE     LEADS\n",
+			"ID  NAME    ADDRESS                  RACK    STATE     LEADS  LISTENERS\n",
 			"0   kaas-0  kaas-0.kaas.ns.svc:9092  -       alive",
-			"2   kaas-2  kaas-2.kaas.ns.svc:9092  zone-c  draining  0\n",
+			"2   kaas-2  kaas-2.kaas.ns.svc:9092  zone-c  draining  0      EXTERNAL://10.0.0.9:31092\n",
 			"TOPIC   PARTITION  LEADER      LEADER_EPOCH  TOPIC_ID\n",
 			"orders  0          ",
 			"u-orders\n",
@@ -156,7 +157,7 @@ func TestAssignmentCmdShow(t *testing.T) {
 		}
 		leads := 0
 		for _, line := range strings.Split(got, "\n") {
-			if f := strings.Fields(line); len(f) == 6 && strings.HasPrefix(f[1], "kaas-") && (f[4] == "alive" || f[4] == "draining") {
+			if f := strings.Fields(line); len(f) == 7 && strings.HasPrefix(f[1], "kaas-") && (f[4] == "alive" || f[4] == "draining") {
 				n := 0
 				for _, c := range f[5] {
 					n = n*10 + int(c-'0')

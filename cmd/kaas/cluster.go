@@ -71,7 +71,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 	go func() { _ = b.grpc.Serve(b.hbLn) }()
 	nonce := make([]byte, 4)
 	_, _ = rand.Read(nonce)
-	self := routing.Broker{ID: int32(cfg.BrokerID), Name: cfg.podName, Host: cfg.advHost, Port: cfg.advPort, Rack: cfg.rack(), Alive: true}
+	self := routing.Broker{ID: int32(cfg.BrokerID), Name: cfg.podName, Host: cfg.advHost, Port: cfg.advPort, Rack: cfg.rack(), Alive: true, Listeners: cfg.publishedListeners()}
 	b.fence = cluster.NewFence(cfg.FenceAfter)
 	b.sup, err = b.system.Spawn("supervisor", supervisor.NewCluster(supervisor.ClusterConfig{
 		ClusterID:         cfg.ClusterID,

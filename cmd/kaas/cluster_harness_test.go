@@ -136,6 +136,9 @@ type kaasCluster struct {
 	// listener, when set, is the protocol of each broker's only listener
 	// (e.g. SASL_SSL), given with --listeners instead of --kafka-addr.
 	listener string
+	// listeners, when set, gives each broker's listener flags instead
+	// (b.kafka is its primary listener's address).
+	listeners func(b *clusterBroker) []string
 }
 
 func newKaasCluster(t testing.TB, api *apiserver, flags ...string) *kaasCluster {
@@ -205,6 +208,9 @@ func (c *kaasCluster) startWith(name string, env ...string) *clusterBroker {
 	kafkaArgs := []string{"--kafka-addr", b.kafka, "--advertised-addr", b.kafka}
 	if c.listener != "" {
 		kafkaArgs = []string{"--listeners", c.listener + "://" + b.kafka, "--advertised-listeners", c.listener + "://" + b.kafka}
+	}
+	if c.listeners != nil {
+		kafkaArgs = c.listeners(b)
 	}
 	args := append(append(kafkaArgs,
 		"--http-addr", b.http,

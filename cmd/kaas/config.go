@@ -129,7 +129,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 		fmt.Fprint(fs.Output(), serveUsage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&cfg.KafkaAddr, "kafka-addr", ":9092", "address the Kafka listener binds, host:port (empty host: every interface)")
+	fs.StringVar(&cfg.KafkaAddr, "kafka-addr", ":9092", "address the Kafka listener binds, host:port (empty host: every interface); {ordinal} and {ordinal+N} here and in --advertised-addr, --listeners and --advertised-listeners become the broker's ordinal (plus N)")
 	fs.StringVar(&cfg.AdvertisedAddr, "advertised-addr", "", "host:port put in Metadata for clients (default: localhost:<kafka port>, or the pod DNS name in cluster mode)")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", ":8080", "address of the HTTP listener for /healthz, /readyz, /metrics (and /debug/pprof/ with --debug-pprof); empty disables it")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for partition data; empty keeps everything in memory")
@@ -327,6 +327,9 @@ func (c *serveConfig) validate() error {
 			return err
 		}
 	}
+	if err := c.expandOrdinals(); err != nil {
+		return err
+	}
 	adv := c.AdvertisedAddr
 	if adv == "" && c.clusterMode() {
 		_, port, _ := net.SplitHostPort(c.KafkaAddr)
@@ -354,6 +357,58 @@ func (c *serveConfig) validate() error {
 		}
 	}
 	return nil
+}
+
+// expandOrdinals puts the broker's ordinal into the listener address flags
+// (expandOrdinal), so that one StatefulSet spec gives each pod its own
+// address.
+func (c *serveConfig) expandOrdinals() error {
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{
+		{"--kafka-addr", &c.KafkaAddr}, {"--advertised-addr", &c.AdvertisedAddr},
+		{"--listeners", &c.Listeners}, {"--advertised-listeners", &c.AdvertisedListeners},
+	} {
+		v, err := expandOrdinal(*f.v, c.BrokerID)
+		if err != nil {
+			return fmt.Errorf("%s %q: %w", f.name, *f.v, err)
+		}
+		*f.v = v
+	}
+	return nil
+}
+
+// expandOrdinal replaces each {ordinal} in s with the broker's ordinal and
+// each {ordinal+N} with the ordinal plus N: a port per pod
+// (EXTERNAL://$(MY_HOST_IP):{ordinal+31090} behind a NodePort per pod) or
+// a host name per pod. Any other brace is an error.
+func expandOrdinal(s string, ordinal int) (string, error) {
+	var out strings.Builder
+	for {
+		i := strings.IndexAny(s, "{}")
+		if i < 0 {
+			out.WriteString(s)
+			return out.String(), nil
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if s[i] == '}' || j < 0 {
+			return "", errors.New("unmatched brace: want {ordinal} or {ordinal+N}")
+		}
+		inner, n := s[i+1:i+j], ordinal
+		if rest, ok := strings.CutPrefix(inner, "ordinal+"); ok {
+			add, err := strconv.Atoi(rest)
+			if err != nil || add < 0 || add > 65535 {
+				return "", fmt.Errorf("{%s}: want {ordinal+N} with N a number from 0 to 65535", inner)
+			}
+			n += add
+		} else if inner != "ordinal" {
+			return "", fmt.Errorf("{%s}: want {ordinal} or {ordinal+N}", inner)
+		}
+		out.WriteString(s[:i])
+		out.WriteString(strconv.Itoa(n))
+		s = s[i+j+1:]
+	}
 }
 
 // clusterMode is on when the broker runs in a pod (MY_POD_NAME set).

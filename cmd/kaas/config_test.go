@@ -132,6 +132,29 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"jwks retry backoff not positive", []string{"--sasl-oauthbearer-jwks-retry-backoff", "0s"}, nil, "--sasl-oauthbearer-jwks-retry-backoff", nil},
 		{"jwks retry backoff max below the backoff", []string{"--sasl-oauthbearer-jwks-retry-backoff", "2s", "--sasl-oauthbearer-jwks-retry-backoff-max", "1s"}, nil, "--sasl-oauthbearer-jwks-retry-backoff-max", nil},
 		{"bad principal mapping rules", []string{"--ssl-principal-mapping-rules", "RULE:x"}, nil, "--ssl-principal-mapping-rules", nil},
+		{"a port per pod", []string{"--data-dir", "/tmp", "--listeners", "PLAINTEXT://:9092,EXTERNAL://:9094",
+			"--advertised-listeners", "EXTERNAL://$(MY_HOST_IP):{ordinal+31090}", "--listener-security-protocol-map", "EXTERNAL:PLAINTEXT"},
+			map[string]string{"MY_POD_NAME": "kaas-2", "MY_POD_NAMESPACE": "ns"}, "", func(c *serveConfig) bool {
+				return c.advHost == "kaas-2.kaas.ns.svc" && c.advPort == 9092 && c.publishedListeners() == "EXTERNAL://$(MY_HOST_IP):31092"
+			}},
+		{"the external overlay", []string{"--data-dir", "/tmp"}, map[string]string{"MY_POD_NAME": "kaas-1", "MY_POD_NAMESPACE": "ns",
+			"KAAS_ADVERTISED_ADDR": "", "KAAS_LISTENERS": "PLAINTEXT://:9092,EXTERNAL://:9096", "KAAS_LISTENER_SECURITY_PROTOCOL_MAP": "EXTERNAL:PLAINTEXT",
+			"KAAS_ADVERTISED_LISTENERS": "EXTERNAL://10.1.2.3:{ordinal+31090}"}, "", func(c *serveConfig) bool {
+			return c.advHost == "kaas-1.kaas.ns.svc" && c.advPort == 9092 && c.publishedListeners() == "EXTERNAL://10.1.2.3:31091" &&
+				c.listenerSpecs[1].Addr == ":9096"
+		}},
+		{"a host per pod", []string{"--listeners", "PLAINTEXT://:9092,SSL://:{ordinal+9093}", "--broker-id", "4", "--tls-dir", "/t",
+			"--advertised-listeners", "PLAINTEXT://kafka-{ordinal}.example.com:9092,SSL://kafka-{ordinal}.example.com:9093"}, nil, "", func(c *serveConfig) bool {
+			return c.advHost == "kafka-4.example.com" && c.listenerSpecs[1].Addr == ":9097" &&
+				c.publishedListeners() == "SSL://kafka-4.example.com:9093" && c.advertisedListenersString() == "PLAINTEXT://kafka-4.example.com:9092,SSL://kafka-4.example.com:9093"
+		}},
+		{"one listener publishes none", []string{"--listeners", "SSL://:9093", "--tls-dir", "/t"}, nil, "", func(c *serveConfig) bool {
+			return c.publishedListeners() == ""
+		}},
+		{"an unknown placeholder", []string{"--advertised-addr", "kafka-{pod}:9092"}, nil, "--advertised-addr \"kafka-{pod}:9092\": {pod}", nil},
+		{"an unmatched brace", []string{"--listeners", "PLAINTEXT://:{ordinal+9092"}, nil, "unmatched brace", nil},
+		{"a negative offset", []string{"--kafka-addr", ":{ordinal+-1}"}, nil, "{ordinal+N}", nil},
+		{"a listener named twice", []string{"--listeners", "SSL://:9093,ssl://:9094"}, nil, "--listeners: listener SSL given twice", nil},
 		{"fence-after covers two pings", []string{"--data-dir", "/tmp", "--heartbeat-interval", "3s"},
 			map[string]string{"MY_POD_NAME": "kaas-0", "MY_POD_NAMESPACE": "ns"}, "--fence-after", nil},
 	}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/storage/delegation"
 	"github.com/kaas-project/kaas/wire/sasl"
 	"github.com/kaas-project/kaas/wire/tlsfiles"
@@ -91,8 +92,8 @@ type listenerSpec struct {
 }
 
 func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
-	fs.StringVar(&c.Listeners, "listeners", "", "Kafka listeners, NAME://host:port,... (Kafka's listeners); the first is the one other brokers publish; empty: one PLAINTEXT listener on --kafka-addr")
-	fs.StringVar(&c.AdvertisedListeners, "advertised-listeners", "", "addresses advertised to the clients of each listener, NAME://host:port,... (default per listener: localhost, or the pod DNS name in cluster mode, with the listener's port)")
+	fs.StringVar(&c.Listeners, "listeners", "", "Kafka listeners, NAME://host:port,... (Kafka's listeners); the first is the primary one, which other brokers know this broker by; empty: one PLAINTEXT listener on --kafka-addr")
+	fs.StringVar(&c.AdvertisedListeners, "advertised-listeners", "", "addresses advertised to the clients of each listener, NAME://host:port,..., published to the other brokers for their clients of that listener (default per listener: localhost, or the pod DNS name in cluster mode, with the listener's port)")
 	fs.StringVar(&c.ListenerProtocolMap, "listener-security-protocol-map", "", "security protocol of each listener, NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; a listener named after a protocol speaks it by default")
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "directory holding tls.crt, tls.key and ca.crt (a mounted kubernetes.io/tls Secret, e.g. from cert-manager), re-read when they change; needed by SSL and SASL_SSL listeners and --heartbeat-tls")
 	fs.StringVar(&c.SSLClientAuth, "ssl-client-auth", "none", "client certificates on SSL listeners: none, requested (verified if given) or required (Kafka's ssl.client.auth); verified against ca.crt; the principal is User:<subject DN>")
@@ -326,40 +327,17 @@ var protocols = []string{conn.ProtocolPlaintext, conn.ProtocolSSL, conn.Protocol
 // parseListeners parses Kafka's listeners, advertised.listeners and
 // listener.security.protocol.map forms.
 func parseListeners(listeners, advertised, protoMap, defaultHost string) ([]listenerSpec, error) {
-	parseList := func(flagName, v string) ([][2]string, error) {
-		var out [][2]string
-		seen := map[string]bool{}
-		for _, item := range strings.Split(v, ",") {
-			item = strings.TrimSpace(item)
-			name, addr, ok := strings.Cut(item, "://")
-			if !ok || name == "" {
-				return nil, fmt.Errorf("%s: %q is not NAME://host:port", flagName, item)
-			}
-			name = strings.ToUpper(name)
-			if _, _, err := net.SplitHostPort(addr); err != nil {
-				return nil, fmt.Errorf("%s: %q: %w", flagName, item, err)
-			}
-			if seen[name] {
-				return nil, fmt.Errorf("%s: listener %s given twice", flagName, name)
-			}
-			seen[name] = true
-			out = append(out, [2]string{name, addr})
-		}
-		return out, nil
-	}
-	ls, err := parseList("--listeners", listeners)
+	ls, err := routing.ParseEndpoints(listeners)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--listeners: %w", err)
 	}
-	adv := map[string]string{}
-	if advertised != "" {
-		as, err := parseList("--advertised-listeners", advertised)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range as {
-			adv[a[0]] = a[1]
-		}
+	as, err := routing.ParseEndpoints(advertised)
+	if err != nil {
+		return nil, fmt.Errorf("--advertised-listeners: %w", err)
+	}
+	adv := map[string]routing.Endpoint{}
+	for _, a := range as {
+		adv[a.Name] = a
 	}
 	proto := map[string]string{}
 	if protoMap != "" {
@@ -373,7 +351,7 @@ func parseListeners(listeners, advertised, protoMap, defaultHost string) ([]list
 	}
 	var out []listenerSpec
 	for _, l := range ls {
-		name, addr := l[0], l[1]
+		name := l.Name
 		p, ok := proto[name]
 		if !ok {
 			p = name
@@ -385,18 +363,15 @@ func parseListeners(listeners, advertised, protoMap, defaultHost string) ([]list
 		if !valid {
 			return nil, fmt.Errorf("listener %s: security protocol %q: want one of %s (map it with --listener-security-protocol-map)", name, p, strings.Join(protocols, ", "))
 		}
-		_, port, _ := net.SplitHostPort(addr)
 		a, ok := adv[name]
 		if !ok {
-			a = net.JoinHostPort(defaultHost, port)
+			a = routing.Endpoint{Name: name, Host: defaultHost, Port: l.Port}
 		}
 		delete(adv, name)
-		host, aport, _ := net.SplitHostPort(a)
-		n, err := strconv.Atoi(aport)
-		if host == "" || err != nil || n <= 0 || n > 65535 {
-			return nil, fmt.Errorf("listener %s: advertised address %q: want host:port", name, a)
+		if a.Host == "" || a.Port <= 0 {
+			return nil, fmt.Errorf("listener %s: advertised address %q: want host:port", name, net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port))))
 		}
-		out = append(out, listenerSpec{Name: name, Addr: addr, Protocol: p, AdvHost: host, AdvPort: int32(n)})
+		out = append(out, listenerSpec{Name: name, Addr: net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))), Protocol: p, AdvHost: a.Host, AdvPort: a.Port})
 	}
 	for name := range adv {
 		return nil, fmt.Errorf("--advertised-listeners names %s, which --listeners does not", name)
@@ -710,11 +685,25 @@ func interBrokerKerberos(keytabPath, krb5Conf, principal, service string) ksasl.
 
 // advertisedListenersString is the advertised.listeners DescribeConfigs reports.
 func (s *securityConfig) advertisedListenersString() string {
-	parts := make([]string, 0, len(s.listenerSpecs))
-	for _, l := range s.listenerSpecs {
-		parts = append(parts, l.Name+"://"+net.JoinHostPort(l.AdvHost, strconv.Itoa(int(l.AdvPort))))
+	return routing.JoinEndpoints(s.advertisedEndpoints(s.listenerSpecs))
+}
+
+// publishedListeners is what this broker publishes of its listeners besides
+// the primary one (routing.Broker.Listeners): their advertised addresses,
+// which the other brokers give their clients on those listeners.
+func (s *securityConfig) publishedListeners() string {
+	if len(s.listenerSpecs) < 2 {
+		return ""
 	}
-	return strings.Join(parts, ",")
+	return routing.JoinEndpoints(s.advertisedEndpoints(s.listenerSpecs[1:]))
+}
+
+func (s *securityConfig) advertisedEndpoints(specs []listenerSpec) []routing.Endpoint {
+	eps := make([]routing.Endpoint, len(specs))
+	for i, l := range specs {
+		eps[i] = routing.Endpoint{Name: l.Name, Host: l.AdvHost, Port: l.AdvPort}
+	}
+	return eps
 }
 
 // listen binds every Kafka listener.

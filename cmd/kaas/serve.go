@@ -245,7 +245,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 // startLocal spawns the local-dev supervisor (the always-leader shim).
 func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry supervisor.Registry, initial []supervisor.TopicRecord) error {
 	var err error
-	self := routing.Broker{ID: int32(cfg.BrokerID), Name: "kaas-" + strconv.Itoa(cfg.BrokerID), Host: cfg.advHost, Port: cfg.advPort, Rack: cfg.rack(), Alive: true}
+	self := routing.Broker{ID: int32(cfg.BrokerID), Name: "kaas-" + strconv.Itoa(cfg.BrokerID), Host: cfg.advHost, Port: cfg.advPort, Rack: cfg.rack(), Alive: true, Listeners: cfg.publishedListeners()}
 	b.sup, err = b.system.Spawn("supervisor", supervisor.NewLocal(supervisor.LocalConfig{
 		ClusterID:         cfg.ClusterID,
 		Self:              self,

@@ -415,9 +415,14 @@ type Ping struct {
 	Cordoned bool `protobuf:"varint,14,opt,name=cordoned,proto3" json:"cordoned,omitempty"`
 	// The broker's broker.rack (--rack; empty: none), which the controller
 	// writes into its row of the assignment file for clients to read.
-	KafkaRack     string `protobuf:"bytes,15,opt,name=kafka_rack,json=kafkaRack,proto3" json:"kafka_rack,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	KafkaRack string `protobuf:"bytes,15,opt,name=kafka_rack,json=kafkaRack,proto3" json:"kafka_rack,omitempty"`
+	// The advertised addresses of the broker's listeners other than the
+	// primary one (kafka_host, kafka_port), in Kafka's advertised.listeners
+	// form (NAME://host:port,...; empty: none), which the controller writes
+	// into its row of the assignment file.
+	KafkaListeners string `protobuf:"bytes,16,opt,name=kafka_listeners,json=kafkaListeners,proto3" json:"kafka_listeners,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Ping) Reset() {
@@ -551,6 +556,13 @@ func (x *Ping) GetCordoned() bool {
 func (x *Ping) GetKafkaRack() string {
 	if x != nil {
 		return x.KafkaRack
+	}
+	return ""
+}
+
+func (x *Ping) GetKafkaListeners() string {
+	if x != nil {
+		return x.KafkaListeners
 	}
 	return ""
 }
@@ -750,7 +762,7 @@ const file_heartbeat_proto_rawDesc = "" +
 	"\x12UnregisterResponse\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\x01 \x01(\x05R\terrorCode\x12#\n" +
-	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\xf4\x03\n" +
+	"\rerror_message\x18\x02 \x01(\tR\ferrorMessage\"\x9d\x04\n" +
 	"\x04Ping\x12\x1b\n" +
 	"\tbroker_id\x18\x01 \x01(\x05R\bbrokerId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12 \n" +
@@ -772,7 +784,8 @@ const file_heartbeat_proto_rawDesc = "" +
 	"\x03seq\x18\r \x01(\x04R\x03seq\x12\x1a\n" +
 	"\bcordoned\x18\x0e \x01(\bR\bcordoned\x12\x1d\n" +
 	"\n" +
-	"kafka_rack\x18\x0f \x01(\tR\tkafkaRack\"\x7f\n" +
+	"kafka_rack\x18\x0f \x01(\tR\tkafkaRack\x12'\n" +
+	"\x0fkafka_listeners\x18\x10 \x01(\tR\x0ekafkaListeners\"\x7f\n" +
 	"\fPartitionLed\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12!\n" +

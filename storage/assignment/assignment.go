@@ -61,8 +61,13 @@ type Broker struct {
 	Port int32  `json:"port"`
 	// Rack is the broker's broker.rack ("": none), shown to clients in
 	// Metadata and DescribeCluster.
-	Rack  string      `json:"rack,omitempty"`
-	State BrokerState `json:"state"`
+	Rack string `json:"rack,omitempty"`
+	// Listeners are the advertised addresses of the broker's listeners
+	// other than the primary one (Host and Port), in Kafka's
+	// advertised.listeners form (NAME://host:port,...; "": none), given to
+	// the clients of those listeners.
+	Listeners string      `json:"listeners,omitempty"`
+	State     BrokerState `json:"state"`
 }
 
 // Topic is one topic: its incarnation id (KafkaTopic metadata.uid), its config

@@ -49,6 +49,10 @@ func Encode(a *Assignment) ([]byte, error) {
 			b = append(b, ", \"rack\": "...)
 			b = appendString(b, br.Rack)
 		}
+		if br.Listeners != "" {
+			b = append(b, ", \"listeners\": "...)
+			b = appendString(b, br.Listeners)
+		}
 		b = append(b, ", \"state\": "...)
 		b = appendString(b, string(br.State))
 		b = append(b, '}')

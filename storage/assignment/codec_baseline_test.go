@@ -23,12 +23,14 @@ type wireAssignment struct {
 }
 
 type wireBroker struct {
-	ID    *int32       `json:"id"`
-	Name  *string      `json:"name"`
-	Host  string       `json:"host"`
-	Port  int32        `json:"port"`
-	Rack  string       `json:"rack"`
-	State *BrokerState `json:"state"`
+	ID   *int32  `json:"id"`
+	Name *string `json:"name"`
+	Host string  `json:"host"`
+	Port int32   `json:"port"`
+	Rack string  `json:"rack"`
+	// Listeners: the broker's listeners besides the primary one.
+	Listeners string       `json:"listeners"`
+	State     *BrokerState `json:"state"`
 }
 
 type wireTopic struct {
@@ -238,7 +240,7 @@ func (w *wireAssignment) convert() (*Assignment, error) {
 		case b.State == nil:
 			return nil, invalid("broker %d: missing state", i)
 		}
-		a.Brokers[i] = Broker{ID: *b.ID, Name: *b.Name, Host: b.Host, Port: b.Port, Rack: b.Rack, State: *b.State}
+		a.Brokers[i] = Broker{ID: *b.ID, Name: *b.Name, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, State: *b.State}
 	}
 	for name, t := range w.Topics {
 		if t.ID == nil {

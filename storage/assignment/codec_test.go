@@ -15,7 +15,7 @@ const sample = `{
   "controller_heartbeat": "kaas-0.kaas.ns.svc:9094",
   "brokers": [ {"id": 0, "name": "kaas-0", "host": "kaas-0.kaas.ns.svc", "port": 9092, "state": "alive"},
                {"id": 1, "name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "rack": "zone-b", "state": "alive"},
-               {"id": 2, "name": "kaas-2", "host": "kaas-2.kaas.ns.svc", "port": 9092, "state": "dead"} ],
+               {"id": 2, "name": "kaas-2", "host": "kaas-2.kaas.ns.svc", "port": 9092, "listeners": "EXTERNAL://ext-2.example.com:9094", "state": "dead"} ],
   "topics": { "orders": {"id": "0b6e4b8e-6a8f-4a57-9d53-0f3d1e0c1a2b", "config": {"retention.ms": "604800000"},
               "partitions": [ {"leader": 0, "leader_epoch": 3}, {"leader": 1, "leader_epoch": 1} ] } },
   "consumer_groups": { "slots": ["kaas-0", "kaas-1", "kaas-2"] }
@@ -33,7 +33,8 @@ func sampleAssignment(t testing.TB) *Assignment {
 func TestDecodeSample(t *testing.T) {
 	a := sampleAssignment(t)
 	if a.ControllerEpoch != 7 || a.AssignmentVersion != 42 || a.Controller != "kaas-0" || len(a.Brokers) != 3 ||
-		a.Brokers[2].State != Dead || a.Brokers[1].Rack != "zone-b" || a.Brokers[0].Rack != "" || a.Topics["orders"].Partitions[0] != (Partition{0, 3}) ||
+		a.Brokers[2].State != Dead || a.Brokers[1].Rack != "zone-b" || a.Brokers[0].Rack != "" ||
+		a.Brokers[2].Listeners != "EXTERNAL://ext-2.example.com:9094" || a.Brokers[1].Listeners != "" || a.Topics["orders"].Partitions[0] != (Partition{0, 3}) ||
 		a.Topics["orders"].Config["retention.ms"] != "604800000" || len(a.ConsumerGroups.Slots) != 3 {
 		t.Fatalf("decoded %+v", a)
 	}
@@ -65,7 +66,7 @@ func TestEncodeRoundTripAndDeterminism(t *testing.T) {
   "brokers": [
     {"id": 0, "name": "kaas-0", "host": "kaas-0.kaas.ns.svc", "port": 9092, "state": "alive"},
     {"id": 1, "name": "kaas-1", "host": "kaas-1.kaas.ns.svc", "port": 9092, "rack": "zone-b", "state": "alive"},
-    {"id": 2, "name": "kaas-2", "host": "kaas-2.kaas.ns.svc", "port": 9092, "state": "dead"}
+    {"id": 2, "name": "kaas-2", "host": "kaas-2.kaas.ns.svc", "port": 9092, "listeners": "EXTERNAL://ext-2.example.com:9094", "state": "dead"}
   ],
   "topics": {
     "orders": {

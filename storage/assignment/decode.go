@@ -282,7 +282,7 @@ func (d *decoder) int32Field(what string) (int32, error) {
 // it is one of these.
 var (
 	documentFields       = []string{"format", "controller_epoch", "assignment_version", "controller", "controller_heartbeat", "brokers", "topics", "consumer_groups"}
-	brokerFields         = []string{"id", "name", "host", "port", "rack", "state"}
+	brokerFields         = []string{"id", "name", "host", "port", "rack", "listeners", "state"}
 	topicFields          = []string{"id", "config", "pins"} // and "partitions", never null
 	pinFields            = []string{"partition", "broker"}
 	consumerGroupsFields = []string{"slots", "held", "epochs"}
@@ -389,6 +389,8 @@ func (d *decoder) broker(i int) (Broker, error) {
 			b.Port, err = d.int32Field(what + ": port")
 		case "rack":
 			b.Rack, err = d.internedString()
+		case "listeners":
+			b.Listeners, err = d.string()
 		case "state":
 			var s string
 			s, err = d.internedString()

@@ -29,7 +29,11 @@ func randomAssignment(r *rand.Rand) *Assignment {
 			alive = append(alive, int32(i))
 		}
 		name := fmt.Sprintf("kaas-%d", i)
-		a.Brokers = append(a.Brokers, Broker{ID: int32(i), Name: name, Host: name + "." + pick(), Port: int32(r.IntN(65536)), State: st})
+		b := Broker{ID: int32(i), Name: name, Host: name + "." + pick(), Port: int32(r.IntN(65536)), State: st}
+		if r.IntN(2) == 0 {
+			b.Listeners = "EXTERNAL://" + pick() + ":9094"
+		}
+		a.Brokers = append(a.Brokers, b)
 		a.ConsumerGroups.Slots = append(a.ConsumerGroups.Slots, name)
 	}
 	a.Controller = "kaas-0"
@@ -106,7 +110,8 @@ func TestDecodeGoldenFile(t *testing.T) {
 	if !reflect.DeepEqual(got, ref) {
 		t.Fatalf("Decode %+v\nencoding/json %+v", got, ref)
 	}
-	if len(got.Topics["orders"].Pins) != 2 || got.ConsumerGroups.Held[0] != 1 || got.Topics["payments"].Config["message.format"] != "<v2> & \"quoted\"" {
+	if len(got.Topics["orders"].Pins) != 2 || got.ConsumerGroups.Held[0] != 1 || got.Brokers[1].Rack != "zone-b" ||
+		got.Brokers[1].Listeners != "EXTERNAL://ext-1.example.com:9094,INTERNAL://kaas-1.kaas.ns.svc:9095" || got.Topics["payments"].Config["message.format"] != "<v2> & \"quoted\"" {
 		t.Fatalf("golden content lost: %+v", got)
 	}
 	again, err := Encode(got)
@@ -131,7 +136,8 @@ var decodeAgreementCases = []struct{ name, from, to string }{
 	{"pins", `"partitions": [`, `"pins": [{"broker": 1, "partition": 1}], "partitions": [`},
 	{"held", `"slots": [`, `"held": [2], "slots": [`},
 	{"negative zero", `"leader_epoch": 3`, `"leader_epoch": -0`},
-	{"no port", `, "port": 9092, "state": "dead"`, `, "state": "dead"`},
+	{"no port", `, "port": 9092, "listeners"`, `, "listeners"`},
+	{"null listeners", `"listeners": "EXTERNAL://ext-2.example.com:9094"`, `"listeners": null`},
 	{"invalid utf8", `"kaas-0.kaas.ns.svc:9094"`, "\"kaas-0\xff\""},
 }
 

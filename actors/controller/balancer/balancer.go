@@ -111,6 +111,9 @@ type BrokerInfo struct {
 	Port  int32                  `json:"port"`
 	Rack  string                 `json:"rack,omitempty"`
 	State assignment.BrokerState `json:"state"`
+	// Listeners: the broker's listeners besides the primary one
+	// (assignment.Broker.Listeners).
+	Listeners string `json:"listeners,omitempty"`
 	// Cordoned: the broker takes no partitions it does not lead already.
 	Cordoned bool `json:"cordoned,omitempty"`
 }
@@ -248,7 +251,7 @@ func brokerRows(in Input) ([]assignment.Broker, error) {
 			return nil, inputErr("brokers %q and %q have the same ordinal %d", rows[j].Name, b.Name, id)
 		}
 		byID[id] = len(rows)
-		rows = append(rows, assignment.Broker{ID: id, Name: b.Name, Host: b.Host, Port: b.Port, Rack: b.Rack, State: b.State})
+		rows = append(rows, assignment.Broker{ID: id, Name: b.Name, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, State: b.State})
 	}
 	if in.Previous != nil {
 		names := make(map[string]bool, len(rows))

@@ -341,9 +341,9 @@ func TestControllerAlwaysAlive(t *testing.T) {
 func TestBrokerRowsAndSlots(t *testing.T) {
 	prev := prevWith(3, map[string][]int32{"a": {0, 1, 2}})
 	in := inputFor(prev, A, A) // kaas-2 left the input
-	in.Brokers = append(in.Brokers, BrokerInfo{Name: "kaas-5", Host: "h5", Port: 9093, Rack: "r5", State: A})
+	in.Brokers = append(in.Brokers, BrokerInfo{Name: "kaas-5", Host: "h5", Port: 9093, Rack: "r5", Listeners: "EXTERNAL://e5:9094", State: A})
 	out, _ := mustCompute(t, in)
-	want := "[{0 kaas-0 kaas-0.kaas.ns.svc 9092  alive} {1 kaas-1 kaas-1.kaas.ns.svc 9092  alive} {2 kaas-2 kaas-2.kaas.ns.svc 9092  dead} {5 kaas-5 h5 9093 r5 alive}]"
+	want := "[{0 kaas-0 kaas-0.kaas.ns.svc 9092   alive} {1 kaas-1 kaas-1.kaas.ns.svc 9092   alive} {2 kaas-2 kaas-2.kaas.ns.svc 9092   dead} {5 kaas-5 h5 9093 r5 EXTERNAL://e5:9094 alive}]"
 	if fmt.Sprint(out.Brokers) != want {
 		t.Fatalf("brokers %v", out.Brokers)
 	}

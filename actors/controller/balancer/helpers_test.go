@@ -205,7 +205,7 @@ func checkOutput(in Input, out *assignment.Assignment, moves Moves) error {
 	}
 	for _, b := range in.Brokers {
 		id, _ := BrokerID(b.Name)
-		want[id] = assignment.Broker{ID: id, Name: b.Name, Host: b.Host, Port: b.Port, Rack: b.Rack, State: b.State}
+		want[id] = assignment.Broker{ID: id, Name: b.Name, Host: b.Host, Port: b.Port, Rack: b.Rack, Listeners: b.Listeners, State: b.State}
 	}
 	cid, _ := BrokerID(in.Controller)
 	cb := want[cid]
