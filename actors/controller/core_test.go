@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -276,29 +277,18 @@ func (h *coreHarness) run(f []string) []string {
 		if got := h.last.ConsumerGroups.Held; !slices.Equal(got, want) {
 			h.t.Fatalf("held slots of %s: %v, want %v", pos(h.last), got, want)
 		}
-	case cmd == "listeners":
+	case cmd == "listeners" || cmd == "racks":
+		// One field of every row ("-": empty); listeners hold commas.
+		field, sep := func(b assignment.Broker) string { return b.Rack }, ","
+		if cmd == "listeners" {
+			field, sep = func(b assignment.Broker) string { return b.Listeners }, ";"
+		}
 		var got []string
 		for _, b := range h.last.Brokers {
-			l := b.Listeners
-			if l == "" {
-				l = "-"
-			}
-			got = append(got, l)
+			got = append(got, cmp.Or(field(b), "-"))
 		}
-		if want := strings.Split(args[0], ";"); !slices.Equal(got, want) {
-			h.t.Fatalf("listeners of %s: %v, want %v", pos(h.last), got, want)
-		}
-	case cmd == "racks":
-		var got []string
-		for _, b := range h.last.Brokers {
-			r := b.Rack
-			if r == "" {
-				r = "-"
-			}
-			got = append(got, r)
-		}
-		if want := strings.Split(args[0], ","); !slices.Equal(got, want) {
-			h.t.Fatalf("racks of %s: %v, want %v", pos(h.last), got, want)
+		if want := strings.Split(args[0], sep); !slices.Equal(got, want) {
+			h.t.Fatalf("%s of %s: %v, want %v", cmd, pos(h.last), got, want)
 		}
 	case cmd == "leaders":
 		if got, want := leadersOf(h.last), int32s(args[0]); !slices.Equal(got, want) {

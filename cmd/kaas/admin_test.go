@@ -244,19 +244,7 @@ func TestListOffsetsDeleteRecordsAndEpochs(t *testing.T) {
 	if o, _ := ts.Lookup("offs", 0); o.Offset != 4 || o.Err != nil {
 		t.Fatalf("offset after 3m: %+v", o)
 	}
-	// max timestamp (-3)
-	req := kmsg.NewPtrListOffsetsRequest()
-	lt := kmsg.NewListOffsetsRequestTopic()
-	lt.Topic = "offs"
-	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Timestamp = -3
-	lt.Partitions = append(lt.Partitions, lp)
-	req.Topics = append(req.Topics, lt)
-	lr, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := lr.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 10 || p.Timestamp != base.Add(48*time.Hour).UnixMilli() {
+	if p := listMaxTimestamp(t, ctx, cl, "offs"); p.ErrorCode != 0 || p.Offset != 10 || p.Timestamp != base.Add(48*time.Hour).UnixMilli() {
 		t.Fatalf("max timestamp: %+v", p)
 	}
 	dr, err := adm.DeleteRecords(ctx, kadm.Offsets{"offs": {0: {At: 6}}})
@@ -604,4 +592,22 @@ func TestDescribeProducers(t *testing.T) {
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Errorf("nope/0: %+v", p)
 	}
+}
+
+// listMaxTimestamp asks for partition 0 of topic's record with the highest
+// timestamp (ListOffsets -3, KIP-734).
+func listMaxTimestamp(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = topic
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -3
+	lt.Partitions = append(lt.Partitions, lp)
+	req.Topics = append(req.Topics, lt)
+	lr, err := req.RequestWith(ctx, cl)
+	if err != nil || len(lr.Topics) != 1 || len(lr.Topics[0].Partitions) != 1 {
+		t.Fatalf("ListOffsets max timestamp of %s: %v %+v", topic, err, lr)
+	}
+	return lr.Topics[0].Partitions[0]
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"slices"
 	"testing"
 	"time"
@@ -32,11 +31,8 @@ func recordsBatch(t *testing.T, codec int16, firstTS, maxTS int64, records ...km
 		raw = z
 	}
 	n := int32(len(records))
-	b := (&kmsg.RecordBatch{Attributes: codec, PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: n - 1,
-		FirstTimestamp: firstTS, MaxTimestamp: maxTS, ProducerID: -1, FirstSequence: -1, NumRecords: n, Records: raw}).AppendTo(nil)
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], batch.Checksum(b))
-	return b
+	return batch.Frame(kmsg.RecordBatch{Attributes: codec, PartitionLeaderEpoch: -1, LastOffsetDelta: n - 1,
+		FirstTimestamp: firstTS, MaxTimestamp: maxTS, ProducerID: -1, FirstSequence: -1, NumRecords: n, Records: raw})
 }
 
 // rec is record i with a timestamp delta, key and value, its Length set.
@@ -126,18 +122,7 @@ func TestProduceReadsEveryRecord(t *testing.T) {
 	}
 	// Kafka's max-timestamp lookup (ListOffsets -3) finds the last batch's
 	// third record.
-	lo := kmsg.NewPtrListOffsetsRequest()
-	lt := kmsg.NewListOffsetsRequestTopic()
-	lt.Topic = "plain"
-	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Timestamp = -3
-	lt.Partitions = append(lt.Partitions, lp)
-	lo.Topics = append(lo.Topics, lt)
-	lr, err := lo.RequestWith(ctx, cl)
-	if err != nil || len(lr.Topics) != 1 {
-		t.Fatalf("list offsets: %v", err)
-	}
-	if p := lr.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Timestamp != now+9 || !slices.Contains([]int64{2, want - 1}, p.Offset) {
+	if p := listMaxTimestamp(t, ctx, cl, "plain"); p.ErrorCode != 0 || p.Timestamp != now+9 || !slices.Contains([]int64{2, want - 1}, p.Offset) {
 		t.Errorf("max timestamp lookup: %+v, want timestamp %d at offset 2 (Kafka's first) or %d", p, now+9, want-1)
 	}
 	// A client reads every accepted record.

@@ -46,11 +46,10 @@ func Build(s Spec) []byte {
 	if s.Transactional {
 		attrs = AttrTransactional
 	}
-	b := kmsg.RecordBatch{
+	return Frame(kmsg.RecordBatch{
 		Attributes:           attrs,
 		FirstOffset:          s.BaseOffset,
 		PartitionLeaderEpoch: -1,
-		Magic:                2,
 		LastOffsetDelta:      max(n-1, 0),
 		FirstTimestamp:       s.Timestamp,
 		MaxTimestamp:         s.Timestamp + int64(max(n-1, 0))*step,
@@ -59,7 +58,14 @@ func Build(s Spec) []byte {
 		FirstSequence:        s.BaseSequence,
 		NumRecords:           n,
 		Records:              recs,
-	}
+	})
+}
+
+// Frame encodes b as a v2 batch as it stands (its Records section and
+// header fields as given, right or wrong), with its length and CRC-32C
+// computed: a batch as a client may send it.
+func Frame(b kmsg.RecordBatch) []byte {
+	b.Magic = 2
 	out := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[offLength:], uint32(len(out)-LengthPrefix))
 	binary.BigEndian.PutUint32(out[offCRC:], Checksum(out))

@@ -40,11 +40,8 @@ func rawBatch(t *testing.T, c int16, firstTS int64, records ...[]byte) []byte {
 		recs = z
 	}
 	n := int32(len(records))
-	b := (&kmsg.RecordBatch{Attributes: c, PartitionLeaderEpoch: -1, Magic: 2, LastOffsetDelta: n - 1,
-		FirstTimestamp: firstTS, MaxTimestamp: firstTS, ProducerID: -1, FirstSequence: -1, NumRecords: n, Records: recs}).AppendTo(nil)
-	binary.BigEndian.PutUint32(b[offLength:], uint32(len(b)-LengthPrefix))
-	binary.BigEndian.PutUint32(b[offCRC:], Checksum(b))
-	return b
+	return Frame(kmsg.RecordBatch{Attributes: c, PartitionLeaderEpoch: -1, LastOffsetDelta: n - 1,
+		FirstTimestamp: firstTS, MaxTimestamp: firstTS, ProducerID: -1, FirstSequence: -1, NumRecords: n, Records: recs})
 }
 
 // TestValidateProduceReadsEveryRecord: a record whose structure is bad is
