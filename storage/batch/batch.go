@@ -1,10 +1,12 @@
 // Package batch validates and edits Kafka record batches (magic v2) in place.
 //
-// The broker's hot path never decodes records: it checks the batch header and
-// CRC-32C, rewrites the base offset and partition leader epoch (both outside the
-// CRC), and appends the client's bytes verbatim, unless the topic's
-// compression.type asks for another codec (Recompress). Everything here is a
-// plain function over a byte slice.
+// The broker's hot path decodes no record into objects: it checks the batch
+// header and CRC-32C, walks every record's fields in place (decompressed into a
+// pooled buffer first when the batch is compressed: ValidateProduce), rewrites
+// the base offset and partition leader epoch (both outside the CRC), and
+// appends the client's bytes verbatim, unless the topic's compression.type
+// asks for another codec (Recompress). Everything here is a plain function
+// over a byte slice.
 package batch
 
 import (

@@ -10,10 +10,9 @@ import (
 	"github.com/kaas-project/kaas/storage/batch"
 )
 
-// TestRecordsOfALyingCount: a compressed batch (stored as produced, its
-// records not decoded on produce) whose count claims 2^31-1 records is an
-// error for the cleaner and the key check of compacted topics, not an
-// allocation that runs the broker out of memory.
+// TestRecordsOfALyingCount: a compressed batch in a log whose count claims
+// 2^31-1 records (the produce path refuses such a batch) is an error for the
+// cleaner, not an allocation that runs the broker out of memory.
 func TestRecordsOfALyingCount(t *testing.T) {
 	plain := batch.Build(batch.Spec{ProducerID: -1, BaseSequence: -1, Keys: [][]byte{[]byte("k")}, Values: [][]byte{[]byte("v")}})
 	b, err := batch.Recompress(plain, 1) // gzip
