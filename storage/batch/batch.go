@@ -1,8 +1,8 @@
 // Package batch validates and edits Kafka record batches (magic v2) in place.
 //
 // The broker's hot path decodes no record into objects: it checks the batch
-// header and CRC-32C, walks every record's fields in place (decompressed into a
-// pooled buffer first when the batch is compressed: ValidateProduce), rewrites
+// header and CRC-32C, walks every record's fields in place (as they decompress,
+// through a small window, when the batch is compressed: ValidateProduce), rewrites
 // the base offset and partition leader epoch (both outside the CRC), and
 // appends the client's bytes verbatim, unless the topic's compression.type
 // asks for another codec (Recompress). Everything here is a plain function
@@ -161,7 +161,7 @@ func Validate(b []byte) (Header, error) {
 // ValidateProduce checks a batch a client produced: Validate plus the rules
 // Kafka applies to produced batches (records present, count consistent with
 // the offset delta, no control batches), then a walk over every record
-// (decompressed first when the batch is compressed) that checks each
+// (as they decompress when the batch is compressed) that checks each
 // record's structure and finds the records' timestamps and, with keyless,
 // the records without a key (Scan).
 func ValidateProduce(b []byte, keyless bool) (Header, Scan, error) {

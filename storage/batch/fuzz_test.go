@@ -13,7 +13,9 @@ import (
 // timestamps (message.timestamp checks), the control type, and the
 // recompression to a topic's codec. The input's length field, magic and
 // CRC are set right, so that the fuzzer explores what follows the CRC
-// check. Nothing may panic, a batch the validation accepts must decode
+// check. Nothing may panic, the walk of compressed records (through a small
+// window) must agree with the walk of records in memory, a batch the
+// validation accepts must decode
 // with franz-go's decoders into what the validation found, and a
 // recompressed batch must be valid and hold the same records.
 func FuzzClientBatch(f *testing.F) {
@@ -36,6 +38,13 @@ func FuzzClientBatch(f *testing.F) {
 		batches, _, _ := Split(b)
 		for _, x := range batches {
 			_, _ = ParseHeader(x)
+		}
+		// The walk of compressed records, through a small window, agrees
+		// with the walk of records in memory.
+		if h, err := ParseHeader(b); err == nil && h.Size() == len(b) && h.NumRecords >= 0 {
+			if d := agree(b[HeaderSize:], h.NumRecords, h.FirstTimestamp, 16); d != "" {
+				t.Fatal(d)
+			}
 		}
 		h, scan, err := ValidateProduce(b, true)
 		if err != nil {

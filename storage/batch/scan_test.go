@@ -1,9 +1,13 @@
 package batch
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -139,5 +143,133 @@ func TestValidateProduceListsKeylessRecords(t *testing.T) {
 		if _, s, err := ValidateProduce(b, false); err != nil || s.Keyless != nil {
 			t.Errorf("codec %d, not asked: keyless %v (%v)", c, s.Keyless, err)
 		}
+	}
+}
+
+// streamed walks p as walkStream does a compressed batch's records, through
+// a window of w bytes.
+func streamed(p []byte, n int32, firstTS int64, w int) (Scan, error) {
+	c := cursor{buf: make([]byte, 0, w), src: bytes.NewReader(p)}
+	s, err := walkStream(&c, n, firstTS, true)
+	if c.err != nil {
+		return Scan{}, c.err
+	}
+	return s, err
+}
+
+// agree reports how walkStream, through a window of w bytes, and
+// scanRecords differ on the records section p ("" when they agree): on
+// whether p is valid, the kind of error, and what they find. (Their
+// messages may name different fields of a record longer than the window.)
+func agree(p []byte, n int32, firstTS int64, w int) string {
+	want, wantErr := scanRecords(p, n, firstTS, true)
+	got, err := streamed(p, n, firstTS, w)
+	switch {
+	case (err == nil) != (wantErr == nil):
+		return fmt.Sprintf("window %d: stream %v, in memory %v", w, err, wantErr)
+	case err == nil && (got.MinTimestamp != want.MinTimestamp || got.MaxTimestamp != want.MaxTimestamp || !slices.Equal(got.Keyless, want.Keyless)):
+		return fmt.Sprintf("window %d: stream %+v, in memory %+v", w, got, want)
+	case err != nil && errors.Is(err, ErrInvalid) != errors.Is(wantErr, ErrInvalid):
+		return fmt.Sprintf("window %d: stream %q, in memory %q", w, err, wantErr)
+	}
+	return ""
+}
+
+// TestWalkStreamAgrees: the walk of compressed records, through windows
+// from a few bytes (every record, key and value crossing its edge) to one
+// that holds them all, accepts and refuses what the walk of records held
+// in memory does, and finds the same: over random record sections, valid
+// and damaged (a byte changed, cut short, one byte more, a count off by one).
+func TestWalkStreamAgrees(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	field := func() []byte {
+		if r.IntN(5) == 0 {
+			return nil
+		}
+		return bytes.Repeat([]byte{byte(r.IntN(256))}, r.IntN(300))
+	}
+	for round := range 3000 {
+		n := 1 + r.IntN(6)
+		var recs [][]byte
+		for i := range n {
+			nh := r.IntN(3)
+			key, value := field(), field()
+			kl, vl := int64(len(key)), int64(len(value))
+			if key == nil {
+				kl = -1
+			}
+			if value == nil {
+				vl = -1
+			}
+			body := slices.Concat([]byte{0}, vi(int64(r.IntN(2000)-1000)), vi(int64(i)), vi(kl), key, vi(vl), value, vi(int64(nh)))
+			for h := range nh {
+				body = slices.Concat(body, vi(int64(h)), bytes.Repeat([]byte("h"), h), vi(-1))
+			}
+			recs = append(recs, append(vi(int64(len(body))), body...))
+		}
+		p, count := slices.Concat(recs...), int32(n)
+		switch r.IntN(5) {
+		case 1:
+			p[r.IntN(len(p))] = byte(r.IntN(256))
+		case 2:
+			p = p[:r.IntN(len(p))]
+		case 3:
+			p = append(p, byte(r.IntN(256)))
+		case 4:
+			count += int32(r.IntN(3)) - 1
+		}
+		for _, w := range []int{16, 61, 256, 1 << 16} {
+			if d := agree(p, count, 1000, w); d != "" {
+				t.Fatalf("round %d, %d records: %s", round, count, d)
+			}
+		}
+	}
+}
+
+// withRecords frames records (a records section, uncompressed) as a batch
+// of n records whose payload is payload, under codec c.
+func withRecords(t *testing.T, c int16, payload []byte, n int32) []byte {
+	t.Helper()
+	return Frame(kmsg.RecordBatch{Attributes: c, PartitionLeaderEpoch: -1, LastOffsetDelta: n - 1,
+		FirstTimestamp: 1000, MaxTimestamp: 1000, ProducerID: -1, FirstSequence: -1, NumRecords: n, Records: payload})
+}
+
+// TestValidateProduceStreamsCompressedRecords: a compressed batch of a few
+// KiB whose one record decompresses to 32 MiB is walked through a window:
+// validating it allocates a small fraction of what it expands to, in every
+// codec that can be read in pieces (xerial-framed snappy included), and a
+// xerial block cut short is refused as undecodable.
+func TestValidateProduceStreamsCompressedRecords(t *testing.T) {
+	value := make([]byte, 32<<20)
+	body := slices.Concat([]byte{0}, vi(0), vi(0), vi(1), []byte("k"), vi(int64(len(value))), value, vi(0))
+	recs := append(vi(int64(len(body))), body...)
+	payloads := map[string][]byte{"xerial snappy": xerialFrame(recs, 32<<10)}
+	for _, c := range []int16{CodecGzip, CodecLz4, CodecZstd} {
+		z, ok := Compress(c, recs)
+		if !ok {
+			t.Fatalf("codec %d unavailable", c)
+		}
+		payloads[codecNames[c]] = z
+	}
+	codecs := map[string]int16{"gzip": CodecGzip, "lz4": CodecLz4, "zstd": CodecZstd, "xerial snappy": CodecSnappy}
+	for name, payload := range payloads {
+		b := withRecords(t, codecs[name], payload, 1)
+		if _, _, err := ValidateProduce(b, true); err != nil { // the codec's pooled decoder, as a broker holds it
+			t.Fatalf("%s: %v", name, err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, s, err := ValidateProduce(b, true)
+		runtime.ReadMemStats(&after)
+		if err != nil || s.MaxTimestamp != 1000 || len(s.Keyless) != 0 {
+			t.Fatalf("%s: %+v %v", name, s, err)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20 {
+			t.Errorf("%s: validating a %d-byte batch of %d bytes of records allocated %d bytes", name, len(b), len(recs), grew)
+		}
+	}
+	cut := payloads["xerial snappy"]
+	if _, _, err := ValidateProduce(withRecords(t, CodecSnappy, cut[:len(cut)-3], 1), false); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a xerial block cut short: %v, want ErrCorrupt", err)
 	}
 }
