@@ -51,12 +51,6 @@ var (
 // decompress returns src decoded with codec c, refusing (ErrTooLarge)
 // output over limit bytes before it is all allocated.
 func decompress(c int16, src []byte, limit int) ([]byte, error) {
-	return decompressTo(nil, c, src, limit)
-}
-
-// decompressTo is decompress appending to dst (len(dst) counts against
-// limit), so a caller can reuse a buffer.
-func decompressTo(dst []byte, c int16, src []byte, limit int) ([]byte, error) {
 	switch c {
 	case CodecGzip:
 		r, _ := gzipReaders.Get().(*gzip.Reader)
@@ -67,47 +61,43 @@ func decompressTo(dst []byte, c int16, src []byte, limit int) ([]byte, error) {
 			err = r.Reset(bytes.NewReader(src))
 		}
 		if err != nil {
-			return dst, err
+			return nil, err
 		}
 		defer gzipReaders.Put(r)
-		return readLimited(dst, r, limit)
+		return readLimited(r, limit)
 	case CodecLz4:
 		r := lz4Readers.Get().(*lz4.Reader)
 		defer lz4Readers.Put(r)
 		r.Reset(bytes.NewReader(src))
-		return readLimited(dst, r, limit)
+		return readLimited(r, limit)
 	case CodecSnappy:
 		if len(src) >= xerialHeaderSize && bytes.HasPrefix(src, xerialMagic) {
-			return xerialDecode(dst, src[xerialHeaderSize:], limit)
+			return xerialDecode(src[xerialHeaderSize:], limit)
 		}
-		return snappyBlock(dst, src, limit)
+		return snappyBlock(nil, src, limit)
 	case CodecZstd:
 		d, err := zstdDecoder()
 		if err != nil {
-			return dst, err
+			return nil, err
 		}
-		out, err := d.DecodeAll(src, dst)
+		out, err := d.DecodeAll(src, nil)
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out) > limit {
-			return dst, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
+			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
 		}
-		if err != nil {
-			return dst, err
-		}
-		return out, nil
+		return out, err
 	}
-	return dst, fmt.Errorf("unknown compression codec %d", c)
+	return nil, fmt.Errorf("unknown compression codec %d", c)
 }
 
-// readLimited appends r, read to its end, to dst, refusing more than limit
-// bytes in all.
-func readLimited(dst []byte, r io.Reader, limit int) ([]byte, error) {
-	out := bytes.NewBuffer(dst)
-	n, err := out.ReadFrom(io.LimitReader(r, int64(limit-len(dst))+1))
+// readLimited reads r to its end, refusing more than limit bytes.
+func readLimited(r io.Reader, limit int) ([]byte, error) {
+	var out bytes.Buffer
+	n, err := out.ReadFrom(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return dst, err
+		return nil, err
 	}
-	if n > int64(limit-len(dst)) {
-		return dst, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
+	if n > int64(limit) {
+		return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, limit)
 	}
 	return out.Bytes(), nil
 }
@@ -129,9 +119,9 @@ func snappyBlock(dst, src []byte, limit int) ([]byte, error) {
 	return dst[:len(dst)+n], nil
 }
 
-// xerialDecode appends the blocks after a xerial header, decoded, to dst.
-func xerialDecode(dst, src []byte, limit int) ([]byte, error) {
-	out := dst
+// xerialDecode decodes the blocks after a xerial header.
+func xerialDecode(src []byte, limit int) ([]byte, error) {
+	var out []byte
 	for len(src) > 0 {
 		if len(src) < 4 {
 			return nil, errors.New("xerial snappy: truncated block length")
