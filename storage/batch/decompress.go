@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -52,23 +51,12 @@ var (
 // output over limit bytes before it is all allocated.
 func decompress(c int16, src []byte, limit int) ([]byte, error) {
 	switch c {
-	case CodecGzip:
-		r, _ := gzipReaders.Get().(*gzip.Reader)
-		var err error
-		if r == nil {
-			r, err = gzip.NewReader(bytes.NewReader(src))
-		} else {
-			err = r.Reset(bytes.NewReader(src))
-		}
+	case CodecGzip, CodecLz4:
+		r, done, err := decompressing(c, src)
 		if err != nil {
 			return nil, err
 		}
-		defer gzipReaders.Put(r)
-		return readLimited(r, limit)
-	case CodecLz4:
-		r := lz4Readers.Get().(*lz4.Reader)
-		defer lz4Readers.Put(r)
-		r.Reset(bytes.NewReader(src))
+		defer done()
 		return readLimited(r, limit)
 	case CodecSnappy:
 		if len(src) >= xerialHeaderSize && bytes.HasPrefix(src, xerialMagic) {
