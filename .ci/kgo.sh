@@ -10,14 +10,35 @@
 # A skipped test fails the run. The franz-go version is the one go.mod requires;
 # its module (with its tests) comes from the module cache.
 # KGO_TEST_RECORDS bounds the records per run (default 20000).
+# KGO_BROKERS=3: three brokers in cluster mode instead (kaas-0..kaas-2, one
+# data dir as the shared volume, the test kube-apiserver of deploy/testenv:
+# go tool task testenv builds it), each with both listeners, all of them
+# the seeds; the suite's topics then have its default replication factor 3.
+# KGO_TEST_CHAOS=1 (the suite's own switch) makes its ETL tests' clients
+# drop every connection 0.5-1.5 s after dialing it.
 # Usage: bash .ci/kgo.sh [TEST_REGEXP]; a regexp runs only the suite's tests
 # it names (go test -run), on SCRAM-SHA-256, the exclusions still applying.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
+brokers=${KGO_BROKERS:-1}
+case $brokers in 1 | 3) ;; *)
+	echo "kgo.sh: KGO_BROKERS must be 1 or 3" >&2
+	exit 1
+	;;
+esac
+if [ "$brokers" = 3 ]; then
+	for b in testenv etcd kube-apiserver; do
+		if [ ! -x "deploy/testenv/bin/$b" ]; then
+			echo "kgo.sh: deploy/testenv/bin/$b is missing; go tool task testenv builds it" >&2
+			exit 1
+		fi
+	done
+fi
 work=$(mktemp -d)
-pid=""
+pids=()
 cleanup() {
-	if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 	chmod -R u+w "$work" 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -28,20 +49,70 @@ cp -r "$src" "$work/franz-go"
 chmod -R u+w "$work/franz-go"
 go build -o "$work/kaas" ./cmd/kaas
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port=$(free_port)
-sasl_port=$(free_port)
-mkdir -p "$work/data"
-echo kgo-secret | "$work/kaas" scram-credential kgo >"$work/users.json"
-"$work/kaas" --listeners "PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port" \
-	--http-addr "" --data-dir "$work/data" --sasl-credentials-file "$work/users.json" \
-	--log-level warn >"$work/kaas.log" 2>&1 &
-pid=$!
-for p in "$port" "$sasl_port"; do
-	for _ in $(seq 50); do
-		if (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then break; fi
+wait_port() {
+	for _ in $(seq 100); do
+		if (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
 		sleep 0.2
 	done
-done
+	echo "kgo.sh: nothing listens on port $1" >&2
+	return 1
+}
+mkdir -p "$work/data"
+echo kgo-secret | "$work/kaas" scram-credential kgo >"$work/users.json"
+seeds=() scram_seeds=() logs=()
+if [ "$brokers" = 1 ]; then
+	port=$(free_port)
+	sasl_port=$(free_port)
+	"$work/kaas" --listeners "PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port" \
+		--http-addr "" --data-dir "$work/data" --sasl-credentials-file "$work/users.json" \
+		--log-level warn >"$work/kaas.log" 2>&1 &
+	pids+=($!)
+	seeds+=("127.0.0.1:$port") scram_seeds+=("127.0.0.1:$sasl_port") logs+=("$work/kaas.log")
+else
+	env=$work/apiserver
+	mkdir -p "$env"
+	"$root/deploy/testenv/bin/testenv" up --dir "$env" >"$work/testenv.log" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 600); do [ -f "$env/env" ] && break; sleep 0.2; done
+	if [ ! -f "$env/env" ]; then
+		echo "kgo.sh: the test apiserver did not start:" >&2
+		tail -n 40 "$work/testenv.log" >&2
+		exit 1
+	fi
+	k=(kubectl --kubeconfig "$env/kubeconfig")
+	for c in kafkatopics kafkaacls kafkaquotas kafkausers; do "${k[@]}" apply -f "$root/deploy/base/crd-$c.yaml" >/dev/null; done
+	"${k[@]}" wait --for=condition=Established --timeout=60s crd/kafkatopics.kaas.dev crd/kafkaacls.kaas.dev \
+		crd/kafkaquotas.kaas.dev crd/kafkausers.kaas.dev >/dev/null
+	"${k[@]}" create namespace kgo >/dev/null
+	for i in 0 1 2; do
+		port=$(free_port)
+		sasl_port=$(free_port)
+		hb=127.0.0.1:$(free_port)
+		listeners=PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port
+		MY_POD_NAME=kaas-$i MY_POD_NAMESPACE=kgo MY_POD_UID=uid-kaas-$i KUBECONFIG=$env/kubeconfig \
+			"$work/kaas" --listeners "$listeners" --advertised-listeners "$listeners" \
+			--http-addr "" --heartbeat-addr "$hb" --advertised-heartbeat-addr "$hb" \
+			--data-dir "$work/data" --sasl-credentials-file "$work/users.json" \
+			--log-format json --log-level warn >"$work/kaas-$i.log" 2>&1 &
+		pids+=($!)
+		seeds+=("127.0.0.1:$port") scram_seeds+=("127.0.0.1:$sasl_port") logs+=("$work/kaas-$i.log")
+	done
+fi
+for s in "${seeds[@]}" "${scram_seeds[@]}"; do wait_port "${s#*:}"; done
+if [ "$brokers" = 3 ]; then
+	# Every broker alive in the file the controller wrote, so that the
+	# suite's first topics spread over all three.
+	for _ in $(seq 300); do
+		n=$(jq '[.brokers[] | select(.state == "alive")] | length' "$work/data/__cluster/assignment.json" 2>/dev/null || echo 0)
+		[ "$n" = 3 ] && break
+		sleep 0.2
+	done
+	if [ "$n" != 3 ]; then
+		echo "kgo.sh: the three brokers did not all register" >&2
+		exit 1
+	fi
+fi
+join() { local IFS=,; echo "$*"; }
 cd "$work/franz-go/pkg/kgo"
 rc=0
 run_kgo() { # label, test regexp, extra go test flags, --, env assignments
@@ -51,7 +122,7 @@ run_kgo() { # label, test regexp, extra go test flags, --, env assignments
 	shift
 	echo "== $label: $tests ${flags[*]}"
 	local t0=$SECONDS
-	env "$@" KGO_SEEDS="127.0.0.1:$port" KGO_TEST_RF=1 KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-20000}" \
+	env "$@" KGO_SEEDS="$(join "${seeds[@]}")" KGO_TEST_RF="$brokers" KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-20000}" \
 		go test . -run "$tests" "${flags[@]}" -count=1 -timeout 15m -v >"$work/kgo.log" 2>&1 || rc=$?
 	echo "== $label: $((SECONDS - t0)) s"
 	# Top-level results, failed or skipped subtests and the tests' own
@@ -66,7 +137,7 @@ run_kgo() { # label, test regexp, extra go test flags, --, env assignments
 # TestIssueProduceBrokerTooOldFailsRecords: skips itself, as against Kafka 4
 # (ApiVersions lists Produce from v0, KAFKA-18659).
 excluded='^(TestOAuthAuth|TestIssueProduceBrokerTooOldFailsRecords)$'
-scram() { echo KGO_TEST_SCRAM_SEEDS="127.0.0.1:$sasl_port" KGO_TEST_SCRAM="kgo:kgo-secret:$1"; }
+scram() { echo KGO_TEST_SCRAM_SEEDS="$(join "${scram_seeds[@]}")" KGO_TEST_SCRAM="kgo:kgo-secret:$1"; }
 if [ -n "${1:-}" ]; then
 	# shellcheck disable=SC2046
 	run_kgo "selected, SCRAM-SHA-256" "$1" -skip "$excluded" -- $(scram 256)
@@ -77,7 +148,9 @@ else
 	run_kgo "SCRAM-SHA-512" '^(TestSCRAMAuth|TestSCRAMAuthBadCredentials)$' -- $(scram 512)
 fi
 if [ "$rc" != 0 ]; then
-	echo "--- kaas log (tail) ---" >&2
-	tail -n 40 "$work/kaas.log" >&2 || true
+	for l in "${logs[@]}"; do
+		echo "--- $(basename "$l") (tail) ---" >&2
+		tail -n 40 "$l" >&2 || true
+	done
 fi
 exit "$rc"
