@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -77,16 +78,24 @@ type connActor struct {
 	mutedUntil atomic.Int64
 
 	lst *Listener
+	// ip is the address the connection limits counted it under (the zero
+	// address when they did not count it).
+	ip netip.Addr
+	// lastActive (unix ns) is when the last request was read, or the
+	// connection accepted: the least recently active go first when the
+	// broker is over max.connections. evicted marks one closed for that.
+	lastActive atomic.Int64
+	evicted    atomic.Bool
 	// session is the client's principal, listener and host (the
 	// authorizer's input).
 	session Session
 	auth    saslState
 }
 
-func newConnActor(s *Server, c net.Conn, lst *Listener, id int64) func() actor.Actor {
+func newConnActor(s *Server, c net.Conn, lst *Listener, id int64, ip netip.Addr) func() actor.Actor {
 	return func() actor.Actor {
 		host, port, _ := net.SplitHostPort(c.RemoteAddr().String())
-		return &connActor{
+		a := &connActor{
 			srv:        s,
 			c:          c,
 			id:         id,
@@ -96,7 +105,10 @@ func newConnActor(s *Server, c net.Conn, lst *Listener, id int64) func() actor.A
 			done:       map[uint64]answered{},
 			lst:        lst,
 			session:    Session{Principal: AnonymousPrincipal, Listener: lst.Name, SecurityProtocol: lst.SecurityProtocol, ClientHost: host, ClientPort: port},
+			ip:         ip,
 		}
+		a.lastActive.Store(time.Now().UnixNano())
+		return a
 	}
 }
 
@@ -152,6 +164,7 @@ func (a *connActor) Receive(ctx actor.Context) {
 		<-a.writerOK
 		_ = a.c.Close()
 		a.srv.live.Delete(a)
+		a.srv.releaseConnection(a.lst.Name, a.ip)
 		a.srv.connectionClosed(a.id)
 		a.srv.conns.Done()
 	}
@@ -190,7 +203,9 @@ func (a *connActor) read(send func(any)) {
 			send(&readerDone{err: fmt.Errorf("request header: %w", err)})
 			return
 		}
-		send(&inbound{hdr: hdr, body: body, frame: frame, read: time.Now()})
+		now := time.Now()
+		a.lastActive.Store(now.UnixNano())
+		send(&inbound{hdr: hdr, body: body, frame: frame, read: now})
 	}
 }
 

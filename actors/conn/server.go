@@ -10,11 +10,14 @@
 package conn
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -29,6 +32,7 @@ import (
 	"github.com/kaas-project/kaas/actors/actorsys"
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/conn/fetchsession"
+	"github.com/kaas-project/kaas/actors/connlimit"
 	"github.com/kaas-project/kaas/actors/loggers"
 	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/producerid"
@@ -189,7 +193,12 @@ type Server struct {
 	refusedAt   atomic.Int64 // monotonic ns since start of the last NOT_LEADER_OR_FOLLOWER answered
 	started     time.Time
 	conns       sync.WaitGroup
-	live        sync.Map // *connActor -> net.Conn
+	live        sync.Map   // *connActor -> net.Conn
+	evictMu     sync.Mutex // one closeExcessConnections at a time
+
+	// ConnLimits applies the connection limits (set before Serve; nil:
+	// none counted).
+	ConnLimits *connlimit.Counter
 
 	// SASLFailures limits failed SASL authentications per client address
 	// (set before Serve; nil: no limit).
@@ -361,16 +370,107 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l *Listener
 		if s.throttleConnection(c, l) {
 			continue
 		}
+		ip, counted, err := s.admitConnection(ctx, c, l)
+		if err != nil {
+			return nil // ctx ended while the listener waited for a slot
+		}
+		if !counted && s.ConnLimits != nil {
+			continue // refused for its address
+		}
 		if tc, ok := c.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
 		id := s.connSeq.Add(1)
 		s.conns.Add(1)
-		if _, err := s.system.SpawnGuarded("conn/"+itoa(id), newConnActor(s, c, l, id), connStrategy(s)); err != nil {
+		if _, err := s.system.SpawnGuarded("conn/"+itoa(id), newConnActor(s, c, l, id, ip), connStrategy(s)); err != nil {
 			s.cfg.Log.Error().Err(err).Msg("spawn connection actor")
 			_ = c.Close()
+			s.releaseConnection(l.Name, ip)
 			s.conns.Done()
 		}
+	}
+}
+
+// admitConnection applies the connection limits (max.connections of the
+// broker and the listener, max.connections.per.ip) to c, as Kafka's
+// acceptor does: while the broker or the listener is full it holds c and
+// accepts nothing more on l; an address at its limit has c closed at once
+// (counted false). The error is ctx's, when it ends while l waits (c is
+// closed). Without limits (ConnLimits nil) every connection is admitted
+// uncounted.
+func (s *Server) admitConnection(ctx context.Context, c net.Conn, l *Listener) (ip netip.Addr, counted bool, err error) {
+	if s.ConnLimits == nil {
+		return netip.Addr{}, false, nil
+	}
+	if ap, perr := netip.ParseAddrPort(c.RemoteAddr().String()); perr == nil {
+		ip = ap.Addr().Unmap()
+	}
+	start := time.Now()
+	err = s.ConnLimits.Acquire(ctx, l.Name, ip)
+	if waited := time.Since(start); waited > time.Millisecond {
+		metrics.AcceptBlocked(l.Name, waited)
+	}
+	switch {
+	case errors.Is(err, connlimit.ErrTooManyFromAddress):
+		s.cfg.Log.Info().Str("peer", ip.String()).Str("listener", l.Name).Err(err).Msg("rejected connection: its address is at max.connections.per.ip")
+		metrics.ConnectionRefused(l.Name)
+		_ = c.Close()
+		return ip, false, nil
+	case err != nil:
+		_ = c.Close()
+		return ip, false, err
+	}
+	if s.ConnLimits.Protects(l.Name) {
+		s.closeExcessConnections()
+	}
+	return ip, true, nil
+}
+
+// releaseConnection uncounts a connection admitConnection counted.
+func (s *Server) releaseConnection(listener string, ip netip.Addr) {
+	if s.ConnLimits != nil {
+		s.ConnLimits.Release(listener, ip)
+	}
+}
+
+// SetConnectionLimits puts new connection limits in force (dynamic broker
+// configs); if the broker now has more connections open than its limit,
+// the least recently active ones of unprotected listeners are closed.
+func (s *Server) SetConnectionLimits(l connlimit.Limits) {
+	if s.ConnLimits == nil {
+		return
+	}
+	s.ConnLimits.Set(l)
+	s.closeExcessConnections()
+}
+
+// closeExcessConnections closes the least recently active connections of
+// the unprotected listeners until the broker is within max.connections, as
+// Kafka's processors close their lowest-priority channel while the broker
+// is over it. Connections already closing count as closed.
+func (s *Server) closeExcessConnections() {
+	s.evictMu.Lock()
+	defer s.evictMu.Unlock()
+	excess := s.ConnLimits.Excess()
+	if excess <= 0 {
+		return
+	}
+	var open []*connActor
+	s.live.Range(func(k, _ any) bool {
+		a := k.(*connActor)
+		if a.evicted.Load() {
+			excess--
+		} else if !s.ConnLimits.Protects(a.lst.Name) {
+			open = append(open, a)
+		}
+		return true
+	})
+	slices.SortFunc(open, func(x, y *connActor) int { return cmp.Compare(x.lastActive.Load(), y.lastActive.Load()) })
+	for _, a := range open[:max(0, min(excess, len(open)))] {
+		a.evicted.Store(true)
+		metrics.ConnectionEvicted(a.lst.Name)
+		a.log.Info().Msg("closing the least recently active connection: the broker is over max.connections")
+		_ = a.c.Close()
 	}
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"io"
 	"maps"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/actors/connlimit"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/compaction"
 	"github.com/kaas-project/kaas/storage/topicconfig"
@@ -47,6 +51,10 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"log.cleaner.dedupe.buffer.size":      c("cleaner-dedupe-buffer-size", topicconfig.TypeLong, strconv.FormatInt(cfg.CleanerBufferSize, 10)),
 
 		"max.incremental.fetch.session.cache.slots": c("fetch-session-cache-slots", topicconfig.TypeInt, strconv.Itoa(cfg.FetchSessionSlots)),
+
+		brokerconfig.MaxConnections:               c("max-connections", topicconfig.TypeInt, strconv.Itoa(cfg.MaxConnections)),
+		brokerconfig.MaxConnectionsPerIP:          c("max-connections-per-ip", topicconfig.TypeInt, strconv.Itoa(cfg.MaxConnectionsPerIP)),
+		brokerconfig.MaxConnectionsPerIPOverrides: c("max-connections-per-ip-overrides", topicconfig.TypeString, cfg.MaxConnectionsPerIPOverrides),
 
 		"group.initial.rebalance.delay.ms":                 c("group-initial-rebalance-delay", topicconfig.TypeInt, ms(cfg.GroupInitialRebalanceDelay)),
 		"group.min.session.timeout.ms":                     c("group-min-session-timeout", topicconfig.TypeInt, ms(cfg.GroupMinSessionTimeout)),
@@ -85,6 +93,10 @@ type dynamicConfigs struct {
 	lastTopic map[string]string
 	lastRate  int64
 	cordoned  atomic.Bool
+	lastConns map[string]string
+	// onConnectionLimits is told the configs in force when a connection
+	// limit among them changes (set before run; nil until the server is).
+	onConnectionLimits func(inForce map[string]string)
 	// onTopicDefaults is told when the topic defaults change (the
 	// supervisor's BrokerDefaultsChanged); set before run.
 	onTopicDefaults func()
@@ -150,6 +162,10 @@ func (d *dynamicConfigs) refresh() {
 	if c := brokerconfig.Cordoned(inForce, d.store.LogDir); c != d.cordoned.Swap(c) {
 		d.log.Info().Bool("cordoned", c).Str("log_dir", d.store.LogDir).Msg("dynamic broker configs: cordoned.log.dirs")
 	}
+	if conns := connectionConfigs(inForce); d.onConnectionLimits != nil && !maps.Equal(conns, d.lastConns) {
+		d.lastConns = conns
+		d.onConnectionLimits(inForce)
+	}
 	rate, ok := brokerconfig.CleanerIORate(inForce)
 	if !ok {
 		rate = d.staticRate
@@ -159,6 +175,17 @@ func (d *dynamicConfigs) refresh() {
 		d.cleaner.SetRate(rate)
 		d.log.Info().Int64("bytes_per_second", rate).Msg("dynamic broker configs: cleaner I/O rate")
 	}
+}
+
+// followConnectionLimits puts the connection limits in force now through
+// apply, then again whenever a refresh finds them changed.
+func (d *dynamicConfigs) followConnectionLimits(apply func(inForce map[string]string)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	inForce := d.set.Load().For(d.self)
+	d.lastConns = connectionConfigs(inForce)
+	d.onConnectionLimits = apply
+	apply(inForce)
 }
 
 // run re-reads the store every period until ctx ends: changes made through
@@ -173,5 +200,48 @@ func (d *dynamicConfigs) run(ctx context.Context, clk clock.Clock, period time.D
 		case <-t.C():
 			d.refresh()
 		}
+	}
+}
+
+// connectionConfigs are the connection limits among the configs in force
+// (to tell when they changed).
+func connectionConfigs(inForce map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range inForce {
+		if k == brokerconfig.MaxConnectionsPerIP || k == brokerconfig.MaxConnectionsPerIPOverrides ||
+			strings.HasSuffix(k, brokerconfig.MaxConnections) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// connectionLimits follows the connection limits of the configs in force
+// (over the flags) into the server; a host name of the overrides that does
+// not resolve is left out, with a warning.
+func connectionLimits(cfg *serveConfig, listeners []string, srv *conn.Server, log zerolog.Logger) func(map[string]string) {
+	static := connlimit.Static{Broker: cfg.MaxConnections, PerIP: cfg.MaxConnectionsPerIP, Overrides: cfg.MaxConnectionsPerIPOverrides}
+	resolve := func(host string) (netip.Addr, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return netip.Addr{}, err
+		}
+		return ips[0], nil
+	}
+	return func(inForce map[string]string) {
+		l, skipped, err := connlimit.FromConfigs(inForce, static, listeners, resolve)
+		if err != nil {
+			log.Error().Err(err).Msg("dynamic broker configs: connection limits not applied; keeping the last ones")
+			return
+		}
+		for _, s := range skipped {
+			log.Warn().Str("override", s).Msg("dynamic broker configs: max.connections.per.ip.overrides entry left out")
+		}
+		srv.SetConnectionLimits(l)
+		log.Info().Int("max_connections", l.Broker).Int("max_connections_per_ip", l.PerIP).
+			Int("per_ip_overrides", len(l.PerIPOverrides)).Interface("listener_max_connections", l.Listener).
+			Msg("connection limits in force")
 	}
 }

@@ -14,7 +14,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kaas-project/kaas/actors/connlimit"
 	"github.com/kaas-project/kaas/actors/group"
+	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/compaction"
 	"github.com/kaas-project/kaas/storage/disklog"
 )
@@ -33,6 +35,10 @@ type serveConfig struct {
 	MaxRequestSize int
 	// FetchSessionSlots bounds the incremental fetch sessions (KIP-227).
 	FetchSessionSlots int
+	// connection limits (dynamic broker configs override them)
+	MaxConnections               int
+	MaxConnectionsPerIP          int
+	MaxConnectionsPerIPOverrides string
 	// log cleaner (cleanup.policy=compact)
 	CleanerIORate     int64
 	CleanerBufferSize int64
@@ -138,6 +144,9 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.LogFormat, "log-format", "console", "log format: json (one object per line) or console (human-readable)")
 	fs.IntVar(&cfg.MaxRequestSize, "max-request-size", 100<<20, "largest request frame accepted, in bytes (Kafka's socket.request.max.bytes)")
 	fs.IntVar(&cfg.FetchSessionSlots, "fetch-session-cache-slots", 1000, "incremental fetch sessions (KIP-227) this broker keeps; 0 offers none, so consumers send full fetches (Kafka's max.incremental.fetch.session.cache.slots)")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", connlimit.Unlimited, "most client connections served at once on all listeners together; at the limit a listener accepts nothing more until one closes, but the first (inter-broker) listener of several closes the least recently active connection of another instead (Kafka's max.connections; listener.name.<listener>.max.connections bounds one listener, as a dynamic broker config)")
+	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", connlimit.Unlimited, "most connections one client address may have open; one more is closed at once; 0 only with --max-connections-per-ip-overrides (Kafka's max.connections.per.ip)")
+	fs.StringVar(&cfg.MaxConnectionsPerIPOverrides, "max-connections-per-ip-overrides", "", "per-address exceptions to --max-connections-per-ip: comma-separated host:count entries, each host an IP address or a name resolved at start and at each change (Kafka's max.connections.per.ip.overrides)")
 	fs.BoolVar(&cfg.ClientTelemetry, "client-telemetry", false, "receive the metrics Kafka clients push (KIP-714: GetTelemetrySubscriptions and PushTelemetry, as the CLIENT_METRICS subscriptions ask) and expose them on /metrics as kafka_client_* series")
 	fs.IntVar(&cfg.TelemetryMaxBytes, "telemetry-max-bytes", 1<<20, "largest client telemetry push taken (Kafka's telemetry.max.bytes)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create a topic a Metadata request names but that does not exist (Kafka's auto.create.topics.enable)")
@@ -262,6 +271,15 @@ func (c *serveConfig) validate() error {
 	}
 	if c.FetchSessionSlots < 0 {
 		return fmt.Errorf("--fetch-session-cache-slots %d: want 0 or more", c.FetchSessionSlots)
+	}
+	if c.MaxConnections < 0 || c.MaxConnectionsPerIP < 0 {
+		return fmt.Errorf("--max-connections %d, --max-connections-per-ip %d: want 0 or more", c.MaxConnections, c.MaxConnectionsPerIP)
+	}
+	if _, err := brokerconfig.ParseConnectionOverrides(c.MaxConnectionsPerIPOverrides); err != nil {
+		return fmt.Errorf("--max-connections-per-ip-overrides: %w", err)
+	}
+	if c.MaxConnectionsPerIP == 0 && strings.TrimSpace(c.MaxConnectionsPerIPOverrides) == "" {
+		return fmt.Errorf("--max-connections-per-ip can be 0 only with --max-connections-per-ip-overrides")
 	}
 	if c.DefaultPartitions < 1 {
 		return fmt.Errorf("--default-partitions %d: must be at least 1", c.DefaultPartitions)

@@ -41,6 +41,16 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"bad address", []string{"--kafka-addr", "nope"}, nil, "--kafka-addr", nil},
 		{"tiny request size", []string{"--max-request-size", "10"}, nil, "--max-request-size", nil},
 		{"bad fsync mode", []string{"--fsync", "never"}, nil, "--fsync", nil},
+		{"connection limits", []string{"--max-connections", "500", "--max-connections-per-ip-overrides", "10.0.0.1:50"},
+			map[string]string{"KAAS_MAX_CONNECTIONS_PER_IP": "20"}, "", func(c *serveConfig) bool {
+				return c.MaxConnections == 500 && c.MaxConnectionsPerIP == 20 && c.MaxConnectionsPerIPOverrides == "10.0.0.1:50"
+			}},
+		{"connection limits unset", nil, nil, "", func(c *serveConfig) bool {
+			return c.MaxConnections == math.MaxInt32 && c.MaxConnectionsPerIP == math.MaxInt32 && c.MaxConnectionsPerIPOverrides == ""
+		}},
+		{"negative max connections", []string{"--max-connections", "-1"}, nil, "--max-connections -1", nil},
+		{"per ip 0 without overrides", []string{"--max-connections-per-ip", "0"}, nil, "only with --max-connections-per-ip-overrides", nil},
+		{"overrides not host:count", []string{"--max-connections-per-ip-overrides", "10.0.0.1"}, nil, "--max-connections-per-ip-overrides", nil},
 		{"bad migration policy", []string{"--group-consumer-migration-policy", "sideways"}, nil, "--group-consumer-migration-policy", nil},
 		{"migration policy in capitals", []string{"--group-consumer-migration-policy", "UPGRADE"}, nil, "", func(c *serveConfig) bool {
 			return c.GroupMigrationPolicy == "upgrade"

@@ -25,6 +25,7 @@ import (
 	"github.com/kaas-project/kaas/actors/clock"
 	"github.com/kaas-project/kaas/actors/cluster"
 	"github.com/kaas-project/kaas/actors/conn"
+	"github.com/kaas-project/kaas/actors/connlimit"
 	"github.com/kaas-project/kaas/actors/group"
 	"github.com/kaas-project/kaas/actors/interbroker"
 	"github.com/kaas-project/kaas/actors/loggers"
@@ -190,6 +191,12 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	}
 	b.srv = conn.NewServer(conn.Config{BrokerID: int32(cfg.BrokerID), MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.loggers.Logger("kaas.conn", b.baseLog), FetchSessionSlots: fetchSessionSlots(cfg.FetchSessionSlots)}, b.system, b.views, b.sup)
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
+	listenerNames := make([]string, len(b.sec.settings))
+	for i, l := range b.sec.settings {
+		listenerNames[i] = l.Name
+	}
+	b.srv.ConnLimits = connlimit.New(connlimit.None(), len(listenerNames))
+	b.dynCfgs.followConnectionLimits(connectionLimits(cfg, listenerNames, b.srv, b.logger("component", "connection-limits")))
 	b.srv.Loggers = b.loggers
 	b.srv.DataDir = cfg.DataDir
 	if cfg.DataDir != "" {

@@ -140,10 +140,16 @@ func init() {
 		"num.recovery.threads.per.data.dir": "2", "background.threads": "10"} {
 		Keys[name] = stored(topicconfig.TypeInt, def, atLeast(1), "Kafka's thread pool size; kaas runs actors on its own pools.")
 	}
-	for _, name := range []string{"max.connections", "max.connections.per.ip", "max.connection.creation.rate"} {
-		Keys[name] = stored(topicconfig.TypeInt, "2147483647", atLeast(0), "Kafka's connection limit.")
-	}
-	Keys["max.connections.per.ip.overrides"] = stored(topicconfig.TypeString, "", nil, "Per-host connection limits.")
+	Keys[MaxConnections] = Key{Type: topicconfig.TypeInt, Default: "2147483647", Check: atLeast(0),
+		Doc: "The most connections the broker serves at once, on all listeners together (listener.name.<listener>.max.connections: on one); " +
+			"at the limit a listener accepts nothing more until one closes, the inter-broker listener excepted " +
+			"(it closes the least recently active connection of another listener instead); applied at once."}
+	Keys[MaxConnectionsPerIP] = Key{Type: topicconfig.TypeInt, Default: "2147483647", Check: atLeast(0),
+		Doc: "The most connections one address may have open; one more is closed at once. 0 only with max.connections.per.ip.overrides; applied at once."}
+	Keys[MaxConnectionsPerIPOverrides] = Key{Type: topicconfig.TypeString, Default: "",
+		Check: func(v string) error { _, err := ParseConnectionOverrides(v); return err },
+		Doc:   "Per-address exceptions to max.connections.per.ip, as host:count entries (an IP address or a host name, resolved when applied), comma-separated; applied at once."}
+	Keys["max.connection.creation.rate"] = stored(topicconfig.TypeInt, "2147483647", atLeast(0), "Kafka's connection creation rate limit.")
 	Keys["metric.reporters"] = stored(topicconfig.TypeList, "", nil, "Metrics reporter classes; kaas serves Prometheus metrics.")
 	Keys["config.providers"] = stored(topicconfig.TypeList, "", nil, "Config provider classes.")
 	Keys["producer.id.expiration.ms"] = stored(topicconfig.TypeInt, "86400000", atLeast(1), "How long a producer id without a write is remembered.")
@@ -230,7 +236,10 @@ func Lookup(name string) (k Key, ok bool) {
 		if !ok {
 			k = Key{Type: topicconfig.TypeString}
 		}
-		k.PerBroker, k.Check = true, nil
+		k.PerBroker = true
+		if m[1] != MaxConnections {
+			k.Check = nil
+		}
 		return k, true
 	}
 	if slices.Contains(sslDynamic, name) {
@@ -299,6 +308,10 @@ func Validate(cfg map[string]string, perBroker bool, static func(string) bool) e
 	}
 	if len(brokerOnly) > 0 {
 		return &InvalidError{"Cannot update these configs at default cluster level, broker id must be specified: " + setOf(brokerOnly)}
+	}
+	if v, ok := cfg[MaxConnectionsPerIP]; ok && strings.TrimSpace(v) == "0" && strings.TrimSpace(cfg[MaxConnectionsPerIPOverrides]) == "" {
+		return &InvalidError{fmt.Sprintf("Invalid value 0 for configuration %s: %s can be set to zero only if %s property is set.",
+			MaxConnectionsPerIP, MaxConnectionsPerIP, MaxConnectionsPerIPOverrides)}
 	}
 	return nil
 }

@@ -33,6 +33,17 @@ func TestValidate(t *testing.T) {
 		{"not a policy", map[string]string{"log.cleanup.policy": "keep"}, false, "log.cleanup.policy"},
 		{"negative cleaner rate", map[string]string{"log.cleaner.io.max.bytes.per.second": "-1"}, false, "at least 0"},
 		{"threads", map[string]string{"num.io.threads": "0"}, false, "at least 1"},
+		{"connection limits", map[string]string{"max.connections": "100", "max.connections.per.ip": "10",
+			"max.connections.per.ip.overrides": "10.0.0.1:20,client.example:5"}, false, ""},
+		{"a listener's connection limit, per broker", map[string]string{"listener.name.external.max.connections": "5"}, true, ""},
+		{"a listener's connection limit, negative", map[string]string{"listener.name.external.max.connections": "-1"}, true, "at least 0"},
+		{"a listener's connection limit as the default", map[string]string{"listener.name.external.max.connections": "5"}, false,
+			"broker id must be specified: Set(listener.name.external.max.connections)"},
+		{"overrides not host:count", map[string]string{"max.connections.per.ip.overrides": "10.0.0.1"}, false,
+			"Invalid value 10.0.0.1 for configuration max.connections.per.ip.overrides"},
+		{"per ip 0 with overrides", map[string]string{"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "10.0.0.1:2"}, false, ""},
+		{"per ip 0 without overrides", map[string]string{"max.connections.per.ip": "0"}, false,
+			"max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Validate(tc.cfg, tc.perBroker, static)
