@@ -12,8 +12,8 @@ import (
 // Static are the limits a broker's flags set (each Unlimited when the
 // flag is not given).
 type Static struct {
-	Broker, PerIP int
-	Overrides     string
+	Broker, PerIP, BrokerRate int
+	Overrides                 string
 }
 
 // FromConfigs are the limits in force: each named config's value in
@@ -42,16 +42,28 @@ func FromConfigs(inForce map[string]string, static Static, listeners []string,
 	if l.PerIP, err = intOf(brokerconfig.MaxConnectionsPerIP, static.PerIP); err != nil {
 		return Limits{}, nil, err
 	}
-	for _, name := range listeners {
-		n, err := intOf(brokerconfig.ListenerMaxConnections(name), Unlimited)
+	if l.BrokerRate, err = intOf(brokerconfig.MaxConnectionCreationRate, static.BrokerRate); err != nil {
+		return Limits{}, nil, err
+	}
+	perListener := func(config string, into *map[string]int, name string) error {
+		n, err := intOf(brokerconfig.ListenerConfig(name, config), Unlimited)
 		if err != nil {
-			return Limits{}, nil, err
+			return err
 		}
 		if n != Unlimited {
-			if l.Listener == nil {
-				l.Listener = map[string]int{}
+			if *into == nil {
+				*into = map[string]int{}
 			}
-			l.Listener[name] = n
+			(*into)[name] = n
+		}
+		return nil
+	}
+	for _, name := range listeners {
+		if err := perListener(brokerconfig.MaxConnections, &l.Listener, name); err != nil {
+			return Limits{}, nil, err
+		}
+		if err := perListener(brokerconfig.MaxConnectionCreationRate, &l.ListenerRate, name); err != nil {
+			return Limits{}, nil, err
 		}
 	}
 	if len(listeners) > 0 {

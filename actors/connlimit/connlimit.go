@@ -1,7 +1,11 @@
 // Package connlimit counts a broker's open client connections and decides
 // whether a new one may be served, as Kafka's ConnectionQuotas does:
-// max.connections for the broker and for each listener, and
+// max.connections for the broker and for each listener,
+// max.connection.creation.rate for the broker and for each listener, and
 // max.connections.per.ip with its per-address overrides.
+//
+// A connection over the broker's or its listener's creation rate is held
+// for its throttle time before it is served (Kafka's acceptor waits).
 //
 // A connection over the broker's or its listener's limit waits: the broker
 // stops accepting on that listener until one closes (Kafka's acceptor
@@ -20,6 +24,10 @@ import (
 	"math"
 	"net/netip"
 	"sync"
+	"time"
+
+	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/quota"
 )
 
 // Unlimited is Kafka's default of each limit (Integer.MAX_VALUE).
@@ -39,12 +47,25 @@ type Limits struct {
 	// (max.connections.per.ip.overrides).
 	PerIP          int
 	PerIPOverrides map[netip.Addr]int
+	// BrokerRate bounds the connections accepted per second on all
+	// listeners but the protected one (max.connection.creation.rate),
+	// ListenerRate on one listener
+	// (listener.name.<listener>.max.connection.creation.rate).
+	BrokerRate   int
+	ListenerRate map[string]int
 	// Protected is the inter-broker listener ("": none).
 	Protected string
 }
 
 // None are the limits of a broker that sets none.
-func None() Limits { return Limits{Broker: Unlimited, PerIP: Unlimited} }
+func None() Limits { return Limits{Broker: Unlimited, PerIP: Unlimited, BrokerRate: Unlimited} }
+
+func (l Limits) listenerRate(name string) int {
+	if n, ok := l.ListenerRate[name]; ok {
+		return n
+	}
+	return Unlimited
+}
 
 func (l Limits) listener(name string) int {
 	if n, ok := l.Listener[name]; ok {
@@ -133,21 +154,40 @@ type Counter struct {
 	counts    Counts
 	changed   chan struct{} // closed (and replaced) when a slot may have freed
 	listeners int
+
+	// The creation rates, measured over window on clk.
+	window        quota.Window
+	clk           clock.Clock
+	brokerRate    quota.Rate
+	listenerRates map[string]*quota.Rate
 }
 
 // New returns a counter for a broker serving the given number of
-// listeners, under l.
-func New(l Limits, listeners int) *Counter {
+// listeners, under l, measuring creation rates over w (Kafka's
+// quota.window.num and quota.window.size.seconds) on clk (nil: the wall
+// clock).
+func New(l Limits, listeners int, w quota.Window, clk clock.Clock) *Counter {
 	return &Counter{limits: l, listeners: listeners, changed: make(chan struct{}),
-		counts: Counts{ByListener: map[string]int{}, ByIP: map[netip.Addr]int{}, Listeners: listeners}}
+		counts: Counts{ByListener: map[string]int{}, ByIP: map[netip.Addr]int{}, Listeners: listeners},
+		window: w, clk: clock.OrReal(clk), listenerRates: map[string]*quota.Rate{}}
 }
 
-// Acquire counts a new connection from ip on listener, waiting while the
-// broker or the listener is at its limit. It returns an error wrapping
-// ErrTooManyFromAddress, counting nothing, when ip is at its limit, and
-// ctx's error if ctx ends while it waits.
+// Acquire counts a new connection from ip on listener, first holding it
+// for its throttle time when it exceeds the broker's or the listener's
+// creation rate, then waiting while the broker or the listener is at its
+// limit. It returns an error wrapping ErrTooManyFromAddress, counting
+// nothing, when ip is at its limit, and ctx's error if ctx ends while it
+// waits.
 func (c *Counter) Acquire(ctx context.Context, listener string, ip netip.Addr) error {
 	ip = ip.Unmap()
+	c.mu.Lock()
+	d := c.recordCreation(listener, c.clk.Now())
+	c.mu.Unlock()
+	if d > 0 {
+		if err := c.sleep(ctx, d); err != nil {
+			return err
+		}
+	}
 	for {
 		c.mu.Lock()
 		switch Decide(c.limits, c.counts, listener, ip) {
@@ -169,6 +209,48 @@ func (c *Counter) Acquire(ctx context.Context, listener string, ip netip.Addr) e
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// recordCreation records a connection accepted on listener at now in the
+// broker's rate (unless the listener is protected, as Kafka exempts its
+// inter-broker listener) and the listener's, and returns the longer of
+// their throttles, each at most one sample window, as Kafka bounds them.
+// Call with c.mu held.
+func (c *Counter) recordCreation(listener string, now time.Time) time.Duration {
+	var d time.Duration
+	if !c.limits.protects(listener, c.listeners) {
+		d = c.throttle(&c.brokerRate, c.limits.BrokerRate, now)
+	}
+	r := c.listenerRates[listener]
+	if r == nil {
+		r = new(quota.Rate)
+		c.listenerRates[listener] = r
+	}
+	return max(d, c.throttle(r, c.limits.listenerRate(listener), now))
+}
+
+// throttle records one connection in r and returns its throttle under
+// bound connections a second; a bound of 0 holds every connection for the
+// longest throttle, as a Kafka sensor whose quota is 0 does.
+func (c *Counter) throttle(r *quota.Rate, bound int, now time.Time) time.Duration {
+	d := r.Record(c.window, now, 1, float64(bound), c.window.Size)
+	if bound <= 0 {
+		d = c.window.Size
+	}
+	return d
+}
+
+// sleep waits d on the counter's clock, or until ctx ends.
+func (c *Counter) sleep(ctx context.Context, d time.Duration) error {
+	done := make(chan struct{})
+	t := c.clk.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
 	}
 }
 

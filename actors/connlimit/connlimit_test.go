@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kaas-project/kaas/actors/clock"
+	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
 )
 
@@ -97,7 +99,7 @@ func done(t *testing.T, ch <-chan error) error {
 
 func TestCounterWaitsForASlot(t *testing.T) {
 	ctx := context.Background()
-	c := New(Limits{Broker: 2, PerIP: Unlimited}, 1)
+	c := New(Limits{Broker: 2, PerIP: Unlimited, BrokerRate: Unlimited}, 1, quota.DefaultWindow, nil)
 	for range 2 {
 		if err := c.Acquire(ctx, "PLAINTEXT", ipA); err != nil {
 			t.Fatal(err)
@@ -115,7 +117,7 @@ func TestCounterWaitsForASlot(t *testing.T) {
 	// Raising the limit lets a waiting connection in.
 	fourth := acquireAsync(ctx, c, "PLAINTEXT", ipB)
 	pending(t, fourth)
-	c.Set(Limits{Broker: 3, PerIP: Unlimited})
+	c.Set(Limits{Broker: 3, PerIP: Unlimited, BrokerRate: Unlimited})
 	if err := done(t, fourth); err != nil {
 		t.Fatalf("after the limit grew: %v", err)
 	}
@@ -134,7 +136,7 @@ func TestCounterWaitsForASlot(t *testing.T) {
 
 func TestCounterRefusesAnAddressAtItsLimit(t *testing.T) {
 	ctx := context.Background()
-	c := New(Limits{Broker: Unlimited, PerIP: 1}, 1)
+	c := New(Limits{Broker: Unlimited, PerIP: 1, BrokerRate: Unlimited}, 1, quota.DefaultWindow, nil)
 	if err := c.Acquire(ctx, "PLAINTEXT", ipA); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +162,7 @@ func TestCounterRefusesAnAddressAtItsLimit(t *testing.T) {
 
 func TestCounterProtectsTheInterBrokerListener(t *testing.T) {
 	ctx := context.Background()
-	c := New(Limits{Broker: 1, PerIP: Unlimited, Protected: "INTERNAL"}, 2)
+	c := New(Limits{Broker: 1, PerIP: Unlimited, BrokerRate: Unlimited, Protected: "INTERNAL"}, 2, quota.DefaultWindow, nil)
 	if err := c.Acquire(ctx, "CLIENT", ipA); err != nil {
 		t.Fatal(err)
 	}
@@ -186,26 +188,30 @@ func TestFromConfigs(t *testing.T) {
 		}
 		return netip.Addr{}, errors.New("no such host")
 	}
-	static := Static{Broker: 100, PerIP: 10, Overrides: "10.0.0.1:20"}
+	static := Static{Broker: 100, PerIP: 10, BrokerRate: 40, Overrides: "10.0.0.1:20"}
 	listeners := []string{"INTERNAL", "EXTERNAL"}
 
 	l, skipped, err := FromConfigs(nil, static, listeners, resolve)
 	if err != nil || len(skipped) != 0 {
 		t.Fatal(err, skipped)
 	}
-	if l.Broker != 100 || l.PerIP != 10 || l.PerIPOverrides[ipA] != 20 || l.Protected != "INTERNAL" || l.Listener != nil {
+	if l.Broker != 100 || l.PerIP != 10 || l.BrokerRate != 40 || l.PerIPOverrides[ipA] != 20 || l.Protected != "INTERNAL" ||
+		l.Listener != nil || l.ListenerRate != nil {
 		t.Fatalf("static limits: %+v", l)
 	}
 
 	l, skipped, err = FromConfigs(map[string]string{
 		brokerconfig.MaxConnections: "50", brokerconfig.MaxConnectionsPerIP: "0",
-		brokerconfig.MaxConnectionsPerIPOverrides: "client.example:5, nowhere.example:6, 10.0.0.2:7",
-		"listener.name.external.max.connections":  "30",
+		brokerconfig.MaxConnectionsPerIPOverrides:             "client.example:5, nowhere.example:6, 10.0.0.2:7",
+		"listener.name.external.max.connections":              "30",
+		"max.connection.creation.rate":                        "25",
+		"listener.name.internal.max.connection.creation.rate": "9",
 	}, static, listeners, resolve)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Broker != 50 || l.PerIP != 0 || l.Listener["EXTERNAL"] != 30 || len(l.Listener) != 1 {
+	if l.Broker != 50 || l.PerIP != 0 || l.Listener["EXTERNAL"] != 30 || len(l.Listener) != 1 ||
+		l.BrokerRate != 25 || l.ListenerRate["INTERNAL"] != 9 || len(l.ListenerRate) != 1 {
 		t.Fatalf("dynamic limits: %+v", l)
 	}
 	if len(l.PerIPOverrides) != 2 || l.PerIPOverrides[netip.MustParseAddr("10.9.9.9")] != 5 || l.PerIPOverrides[ipB] != 7 {
@@ -220,5 +226,55 @@ func TestFromConfigs(t *testing.T) {
 		if _, _, err := FromConfigs(bad, static, listeners, resolve); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+}
+
+// TestCounterThrottlesTheCreationRate: connections over the broker's or a
+// listener's creation rate are held for their throttle time (virtual
+// time), then served; the protected listener is exempt from the broker's
+// rate, not from its own.
+func TestCounterThrottlesTheCreationRate(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	w := quota.Window{Samples: 2, Size: time.Second}
+	c := New(Limits{Broker: Unlimited, PerIP: Unlimited, BrokerRate: 2, ListenerRate: map[string]int{"INTERNAL": 4},
+		Protected: "INTERNAL"}, 2, w, clk)
+	// Two a second over at least one window: the first two are within it.
+	for i := range 2 {
+		if err := done(t, acquireAsync(ctx, c, "CLIENT", ipA)); err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+	}
+	third := acquireAsync(ctx, c, "CLIENT", ipA)
+	pending(t, third)
+	// The inter-broker listener is not held by the broker's rate.
+	for i := range 4 {
+		if err := done(t, acquireAsync(ctx, c, "INTERNAL", ipB)); err != nil {
+			t.Fatalf("inter-broker connection %d: %v", i, err)
+		}
+	}
+	// But by its own: a fifth in the same instant is held.
+	fifth := acquireAsync(ctx, c, "INTERNAL", ipB)
+	pending(t, fifth)
+	clk.Advance(time.Second) // at most one window
+	if err := done(t, third); err != nil {
+		t.Fatalf("held connection: %v", err)
+	}
+	if err := done(t, fifth); err != nil {
+		t.Fatalf("held inter-broker connection: %v", err)
+	}
+	if total, _ := c.Open(""); total != 8 {
+		t.Fatalf("%d open, want 8", total)
+	}
+	// A held connection whose listener closes counts nothing.
+	cctx, cancel := context.WithCancel(ctx)
+	held := acquireAsync(cctx, c, "CLIENT", ipA)
+	pending(t, held)
+	cancel()
+	if err := done(t, held); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled while held: %v", err)
+	}
+	if total, _ := c.Open(""); total != 8 {
+		t.Fatalf("%d open after a cancelled wait, want 8", total)
 	}
 }

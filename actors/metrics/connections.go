@@ -6,11 +6,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The connection-limit series (max.connections, max.connections.per.ip):
-// connections refused for their address, closed to make room for the
-// inter-broker listener, and the time a listener stopped accepting while
-// the broker or the listener was at its limit (Kafka's
-// AcceptorBlockedPercent, as a total).
+// The connection-limit series (max.connections, max.connections.per.ip,
+// max.connection.creation.rate): connections refused for their address,
+// closed to make room for the inter-broker listener, and the time a
+// listener stopped accepting while the broker or the listener was at its
+// limit or over its rate (Kafka's AcceptorBlockedPercent, as a total).
 var (
 	connectionsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "connections_refused_total",
@@ -22,7 +22,7 @@ var (
 	}, []string{"listener"})
 	acceptBlockedSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace, Name: "accept_blocked_seconds_total",
-		Help: "Time a listener held an accepted connection and accepted no other because the broker (max.connections) or the listener (listener.name.<listener>.max.connections) was at its limit, by listener.",
+		Help: "Time a listener held an accepted connection and accepted no other because the broker or the listener was at its max.connections or over its max.connection.creation.rate, by listener.",
 	}, []string{"listener"})
 )
 

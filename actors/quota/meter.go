@@ -89,6 +89,21 @@ func Throttle(total float64, elapsed time.Duration, bound float64, max time.Dura
 	return d
 }
 
+// Rate is one sampled rate under a bound, as a Kafka sensor with a quota
+// (the broker's and each listener's max.connection.creation.rate). Not
+// safe for concurrent use: its owner serializes it.
+type Rate struct{ m meter }
+
+// Record adds v at now and returns how long its owner must wait for the
+// rate over w to come back to bound per second (at most max; 0: within
+// it). What is recorded stays recorded, throttled or not, as Kafka's
+// sensor keeps it.
+func (r *Rate) Record(w Window, now time.Time, v, bound float64, max time.Duration) time.Duration {
+	r.m.record(w, now, v)
+	total, elapsed := r.m.measure(w, now)
+	return Throttle(total, elapsed, bound, max)
+}
+
 // Kind is what a quota meters.
 type Kind int
 

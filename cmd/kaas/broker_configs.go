@@ -55,6 +55,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		brokerconfig.MaxConnections:               c("max-connections", topicconfig.TypeInt, strconv.Itoa(cfg.MaxConnections)),
 		brokerconfig.MaxConnectionsPerIP:          c("max-connections-per-ip", topicconfig.TypeInt, strconv.Itoa(cfg.MaxConnectionsPerIP)),
 		brokerconfig.MaxConnectionsPerIPOverrides: c("max-connections-per-ip-overrides", topicconfig.TypeString, cfg.MaxConnectionsPerIPOverrides),
+		brokerconfig.MaxConnectionCreationRate:    c("max-connection-creation-rate", topicconfig.TypeInt, strconv.Itoa(cfg.MaxConnectionCreationRate)),
 
 		"group.initial.rebalance.delay.ms":                 c("group-initial-rebalance-delay", topicconfig.TypeInt, ms(cfg.GroupInitialRebalanceDelay)),
 		"group.min.session.timeout.ms":                     c("group-min-session-timeout", topicconfig.TypeInt, ms(cfg.GroupMinSessionTimeout)),
@@ -209,7 +210,7 @@ func connectionConfigs(inForce map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range inForce {
 		if k == brokerconfig.MaxConnectionsPerIP || k == brokerconfig.MaxConnectionsPerIPOverrides ||
-			strings.HasSuffix(k, brokerconfig.MaxConnections) {
+			strings.HasSuffix(k, brokerconfig.MaxConnections) || strings.HasSuffix(k, brokerconfig.MaxConnectionCreationRate) {
 			out[k] = v
 		}
 	}
@@ -220,7 +221,8 @@ func connectionConfigs(inForce map[string]string) map[string]string {
 // (over the flags) into the server; a host name of the overrides that does
 // not resolve is left out, with a warning.
 func connectionLimits(cfg *serveConfig, listeners []string, srv *conn.Server, log zerolog.Logger) func(map[string]string) {
-	static := connlimit.Static{Broker: cfg.MaxConnections, PerIP: cfg.MaxConnectionsPerIP, Overrides: cfg.MaxConnectionsPerIPOverrides}
+	static := connlimit.Static{Broker: cfg.MaxConnections, PerIP: cfg.MaxConnectionsPerIP, BrokerRate: cfg.MaxConnectionCreationRate,
+		Overrides: cfg.MaxConnectionsPerIPOverrides}
 	resolve := func(host string) (netip.Addr, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -242,6 +244,7 @@ func connectionLimits(cfg *serveConfig, listeners []string, srv *conn.Server, lo
 		srv.SetConnectionLimits(l)
 		log.Info().Int("max_connections", l.Broker).Int("max_connections_per_ip", l.PerIP).
 			Int("per_ip_overrides", len(l.PerIPOverrides)).Interface("listener_max_connections", l.Listener).
+			Int("max_connection_creation_rate", l.BrokerRate).Interface("listener_max_connection_creation_rate", l.ListenerRate).
 			Msg("connection limits in force")
 	}
 }

@@ -39,6 +39,7 @@ type serveConfig struct {
 	MaxConnections               int
 	MaxConnectionsPerIP          int
 	MaxConnectionsPerIPOverrides string
+	MaxConnectionCreationRate    int
 	// log cleaner (cleanup.policy=compact)
 	CleanerIORate     int64
 	CleanerBufferSize int64
@@ -146,6 +147,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.FetchSessionSlots, "fetch-session-cache-slots", 1000, "incremental fetch sessions (KIP-227) this broker keeps; 0 offers none, so consumers send full fetches (Kafka's max.incremental.fetch.session.cache.slots)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", connlimit.Unlimited, "most client connections served at once on all listeners together; at the limit a listener accepts nothing more until one closes, but the first (inter-broker) listener of several closes the least recently active connection of another instead (Kafka's max.connections; listener.name.<listener>.max.connections bounds one listener, as a dynamic broker config)")
 	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", connlimit.Unlimited, "most connections one client address may have open; one more is closed at once; 0 only with --max-connections-per-ip-overrides (Kafka's max.connections.per.ip)")
+	fs.IntVar(&cfg.MaxConnectionCreationRate, "max-connection-creation-rate", connlimit.Unlimited, "most connections accepted per second on all listeners but the first (inter-broker) one, measured over --quota-window-num windows of --quota-window-size; one over it is held for its throttle time, at most one window, then served (Kafka's max.connection.creation.rate; listener.name.<listener>.max.connection.creation.rate bounds one listener, the first included, as a dynamic broker config)")
 	fs.StringVar(&cfg.MaxConnectionsPerIPOverrides, "max-connections-per-ip-overrides", "", "per-address exceptions to --max-connections-per-ip: comma-separated host:count entries, each host an IP address or a name resolved at start and at each change (Kafka's max.connections.per.ip.overrides)")
 	fs.BoolVar(&cfg.ClientTelemetry, "client-telemetry", false, "receive the metrics Kafka clients push (KIP-714: GetTelemetrySubscriptions and PushTelemetry, as the CLIENT_METRICS subscriptions ask) and expose them on /metrics as kafka_client_* series")
 	fs.IntVar(&cfg.TelemetryMaxBytes, "telemetry-max-bytes", 1<<20, "largest client telemetry push taken (Kafka's telemetry.max.bytes)")
@@ -272,8 +274,9 @@ func (c *serveConfig) validate() error {
 	if c.FetchSessionSlots < 0 {
 		return fmt.Errorf("--fetch-session-cache-slots %d: want 0 or more", c.FetchSessionSlots)
 	}
-	if c.MaxConnections < 0 || c.MaxConnectionsPerIP < 0 {
-		return fmt.Errorf("--max-connections %d, --max-connections-per-ip %d: want 0 or more", c.MaxConnections, c.MaxConnectionsPerIP)
+	if c.MaxConnections < 0 || c.MaxConnectionsPerIP < 0 || c.MaxConnectionCreationRate < 0 {
+		return fmt.Errorf("--max-connections %d, --max-connections-per-ip %d, --max-connection-creation-rate %d: want 0 or more",
+			c.MaxConnections, c.MaxConnectionsPerIP, c.MaxConnectionCreationRate)
 	}
 	if _, err := brokerconfig.ParseConnectionOverrides(c.MaxConnectionsPerIPOverrides); err != nil {
 		return fmt.Errorf("--max-connections-per-ip-overrides: %w", err)

@@ -214,3 +214,47 @@ func TestConnectionLimitsBrokerWide(t *testing.T) {
 		p.want(p.ask(), "answered")
 	}
 }
+
+// TestConnectionCreationRateLimits: connections over
+// max.connection.creation.rate are held for their throttle time, then
+// served (none is closed), on every listener but the first (inter-broker)
+// one; a listener's own rate (listener.name.<listener>.
+// max.connection.creation.rate, set at runtime) holds that one too.
+func TestConnectionCreationRateLimits(t *testing.T) {
+	internal, external := freeAddr(t), freeAddr(t)
+	startBrokerArgs(t, "--listeners", "INTERNAL://"+internal+",EXTERNAL://"+external,
+		"--listener-security-protocol-map", "INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT",
+		"--http-addr", "", "--log-level", "warn",
+		"--quota-window-num", "2", "--quota-window-size", "1s", "--max-connection-creation-rate", "2")
+	// burst opens n connections one after another and returns how long
+	// it took until each was served.
+	burst := func(name, addr string, n int) time.Duration {
+		start := time.Now()
+		for i := range n {
+			p := dialProbe(t, fmt.Sprintf("%s %d", name, i+1), 1, addr)
+			p.want(p.ask(), "answered")
+			_ = p.c.Close()
+		}
+		return time.Since(start)
+	}
+	// Two a second over windows of one second: the third and later wait
+	// (0.5 s, then 1 s each); without the rate they take milliseconds.
+	ext := burst("EXTERNAL", external, 5)
+	if ext < time.Second {
+		t.Fatalf("5 connections at 2 a second served within %v", ext)
+	}
+	in := burst("INTERNAL", internal, 5)
+	if in > ext/2 {
+		t.Fatalf("the inter-broker listener's 5 connections took %v, EXTERNAL's %v: held by the broker's rate", in, ext)
+	}
+
+	adm := kadm.NewClient(newClient(t, internal))
+	v := "2"
+	if res, err := adm.AlterBrokerConfigs(ctxT(t, 10*time.Second), []kadm.AlterConfig{
+		{Name: "listener.name.internal.max.connection.creation.rate", Value: &v}}, 0); err != nil || res[0].Err != nil {
+		t.Fatalf("set INTERNAL's creation rate: %v %v", err, res)
+	}
+	if in := burst("INTERNAL under its own rate", internal, 5); in < time.Second {
+		t.Fatalf("5 connections at INTERNAL's 2 a second served within %v", in)
+	}
+}

@@ -195,7 +195,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	for i, l := range b.sec.settings {
 		listenerNames[i] = l.Name
 	}
-	b.srv.ConnLimits = connlimit.New(connlimit.None(), len(listenerNames))
+	b.srv.ConnLimits = connlimit.New(connlimit.None(), len(listenerNames), quota.Window{Samples: cfg.QuotaWindowNum, Size: cfg.QuotaWindowSize}, nil)
 	b.dynCfgs.followConnectionLimits(connectionLimits(cfg, listenerNames, b.srv, b.logger("component", "connection-limits")))
 	b.srv.Loggers = b.loggers
 	b.srv.DataDir = cfg.DataDir

@@ -149,7 +149,10 @@ func init() {
 	Keys[MaxConnectionsPerIPOverrides] = Key{Type: topicconfig.TypeString, Default: "",
 		Check: func(v string) error { _, err := ParseConnectionOverrides(v); return err },
 		Doc:   "Per-address exceptions to max.connections.per.ip, as host:count entries (an IP address or a host name, resolved when applied), comma-separated; applied at once."}
-	Keys["max.connection.creation.rate"] = stored(topicconfig.TypeInt, "2147483647", atLeast(0), "Kafka's connection creation rate limit.")
+	Keys[MaxConnectionCreationRate] = Key{Type: topicconfig.TypeInt, Default: "2147483647", Check: atLeast(0),
+		Doc: "The most connections the broker accepts per second on all listeners but the inter-broker one " +
+			"(listener.name.<listener>.max.connection.creation.rate: on one, the inter-broker one included), measured as client quotas are; " +
+			"a connection over it is held for its throttle time, at most one quota window, before it is served; applied at once."}
 	Keys["metric.reporters"] = stored(topicconfig.TypeList, "", nil, "Metrics reporter classes; kaas serves Prometheus metrics.")
 	Keys["config.providers"] = stored(topicconfig.TypeList, "", nil, "Config provider classes.")
 	Keys["producer.id.expiration.ms"] = stored(topicconfig.TypeInt, "86400000", atLeast(1), "How long a producer id without a write is remembered.")
@@ -236,9 +239,9 @@ func Lookup(name string) (k Key, ok bool) {
 		if !ok {
 			k = Key{Type: topicconfig.TypeString}
 		}
-		k.PerBroker = true
-		if m[1] != MaxConnections {
-			k.Check = nil
+		k.PerBroker, k.Check = true, nil
+		if m[1] == MaxConnections || m[1] == MaxConnectionCreationRate {
+			k.Check = atLeast(1) // Kafka's listener quotas refuse 0
 		}
 		return k, true
 	}

@@ -11,13 +11,14 @@ const (
 	MaxConnections               = "max.connections"
 	MaxConnectionsPerIP          = "max.connections.per.ip"
 	MaxConnectionsPerIPOverrides = "max.connections.per.ip.overrides"
+	MaxConnectionCreationRate    = "max.connection.creation.rate"
 )
 
-// ListenerMaxConnections is the name of a listener's own max.connections
-// (listener.name.<listener>.max.connections, the listener's name in lower
-// case, as Kafka names it).
-func ListenerMaxConnections(listener string) string {
-	return "listener.name." + strings.ToLower(listener) + "." + MaxConnections
+// ListenerConfig is the name of a listener's own value of config
+// (listener.name.<listener>.<config>, the listener's name in lower case,
+// as Kafka names it).
+func ListenerConfig(listener, config string) string {
+	return "listener.name." + strings.ToLower(listener) + "." + config
 }
 
 // ConnectionOverride is one entry of max.connections.per.ip.overrides.
