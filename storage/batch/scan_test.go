@@ -264,7 +264,10 @@ func TestValidateProduceStreamsCompressedRecords(t *testing.T) {
 		if err != nil || s.MaxTimestamp != 1000 || len(s.Keyless) != 0 {
 			t.Fatalf("%s: %+v %v", name, s, err)
 		}
-		if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20 {
+		// A quarter of what the record expands to: the codec's own buffers
+		// (lz4's 4 MiB block, made again when a GC emptied the pool) fit
+		// under it; a whole decompression does not.
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(len(recs))/4 {
 			t.Errorf("%s: validating a %d-byte batch of %d bytes of records allocated %d bytes", name, len(b), len(recs), grew)
 		}
 	}
