@@ -22,6 +22,7 @@ shift
 src=$(cd "$src" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
 self=$root/.ci/$(basename "$0")
+. "$root/.ci/lib.sh"
 brokers=${KAFKAJS_BROKERS:-3}
 
 if [ -z "${KAFKAJS_SWEEP_NETNS:-}" ]; then
@@ -83,15 +84,7 @@ if [ "$brokers" = 1 ]; then
 	pids+=($!)
 else
 	env=$work/apiserver
-	mkdir -p "$env"
-	"$root/deploy/testenv/bin/testenv" up --dir "$env" >"$work/testenv.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 300); do [ -f "$env/env" ] && break; sleep 0.3; done
-	k=(kubectl --kubeconfig "$env/kubeconfig")
-	for c in kafkatopics kafkaacls kafkaquotas kafkausers; do "${k[@]}" apply -f "$root/deploy/base/crd-$c.yaml" >/dev/null; done
-	"${k[@]}" wait --for=condition=Established --timeout=60s crd/kafkatopics.kaas.dev crd/kafkaacls.kaas.dev \
-		crd/kafkaquotas.kaas.dev crd/kafkausers.kaas.dev >/dev/null
-	"${k[@]}" create namespace kafkajs >/dev/null
+	start_apiserver "$env" kafkajs
 	for i in 0 1 2; do
 		p=$((9092 + 3 * i))
 		MY_POD_NAME=kaas-$i MY_POD_NAMESPACE=kafkajs MY_POD_UID=uid-kaas-$i KUBECONFIG=$env/kubeconfig \

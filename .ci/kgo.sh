@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+. .ci/lib.sh
 brokers=${KGO_BROKERS:-1}
 case $brokers in 1 | 3) ;; *)
 	echo "kgo.sh: KGO_BROKERS must be 1 or 3" >&2
@@ -48,15 +49,6 @@ src=$(go list -m -f '{{.Dir}}' github.com/twmb/franz-go)
 cp -r "$src" "$work/franz-go"
 chmod -R u+w "$work/franz-go"
 go build -o "$work/kaas" ./cmd/kaas
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-	for _ in $(seq 100); do
-		if (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-		sleep 0.2
-	done
-	echo "kgo.sh: nothing listens on port $1" >&2
-	return 1
-}
 mkdir -p "$work/data"
 echo kgo-secret | "$work/kaas" scram-credential kgo >"$work/users.json"
 seeds=() scram_seeds=() logs=()
@@ -70,20 +62,7 @@ if [ "$brokers" = 1 ]; then
 	seeds+=("127.0.0.1:$port") scram_seeds+=("127.0.0.1:$sasl_port") logs+=("$work/kaas.log")
 else
 	env=$work/apiserver
-	mkdir -p "$env"
-	"$root/deploy/testenv/bin/testenv" up --dir "$env" >"$work/testenv.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 600); do [ -f "$env/env" ] && break; sleep 0.2; done
-	if [ ! -f "$env/env" ]; then
-		echo "kgo.sh: the test apiserver did not start:" >&2
-		tail -n 40 "$work/testenv.log" >&2
-		exit 1
-	fi
-	k=(kubectl --kubeconfig "$env/kubeconfig")
-	for c in kafkatopics kafkaacls kafkaquotas kafkausers; do "${k[@]}" apply -f "$root/deploy/base/crd-$c.yaml" >/dev/null; done
-	"${k[@]}" wait --for=condition=Established --timeout=60s crd/kafkatopics.kaas.dev crd/kafkaacls.kaas.dev \
-		crd/kafkaquotas.kaas.dev crd/kafkausers.kaas.dev >/dev/null
-	"${k[@]}" create namespace kgo >/dev/null
+	start_apiserver "$env" kgo
 	for i in 0 1 2; do
 		port=$(free_port)
 		sasl_port=$(free_port)

@@ -27,6 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+. .ci/lib.sh
 brokers=${SARAMA_BROKERS:-1}
 case $brokers in 1 | 3) ;; *)
 	echo "sarama.sh: SARAMA_BROKERS must be 1 or 3" >&2
@@ -69,15 +70,6 @@ cp -r "$src" "$work/sarama"
 chmod -R u+w "$work/sarama"
 go build -o "$work/kaas" ./cmd/kaas
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() {
-	for _ in $(seq 100); do
-		if (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-		sleep 0.2
-	done
-	echo "sarama.sh: nothing listens on port $1" >&2
-	return 1
-}
 api_port=$(free_port)
 upstream=()
 if [ "$brokers" = 1 ]; then
@@ -92,20 +84,8 @@ if [ "$brokers" = 1 ]; then
 else
 	env=$work/apiserver
 	cluster=$work/cluster
-	mkdir -p "$env" "$cluster" "$work/data" "$work/bin"
-	"$root/deploy/testenv/bin/testenv" up --dir "$env" >"$work/testenv.log" 2>&1 &
-	pids+=($!)
-	for _ in $(seq 600); do [ -f "$env/env" ] && break; sleep 0.2; done
-	if [ ! -f "$env/env" ]; then
-		echo "sarama.sh: the test apiserver did not start:" >&2
-		tail -n 40 "$work/testenv.log" >&2
-		exit 1
-	fi
-	k=(kubectl --kubeconfig "$env/kubeconfig")
-	for c in kafkatopics kafkaacls kafkaquotas kafkausers; do "${k[@]}" apply -f "$root/deploy/base/crd-$c.yaml" >/dev/null; done
-	"${k[@]}" wait --for=condition=Established --timeout=60s crd/kafkatopics.kaas.dev crd/kafkaacls.kaas.dev \
-		crd/kafkaquotas.kaas.dev crd/kafkausers.kaas.dev >/dev/null
-	"${k[@]}" create namespace sarama >/dev/null
+	mkdir -p "$cluster" "$work/data" "$work/bin"
+	start_apiserver "$env" sarama
 	# One launcher per docker-compose service; the docker shim runs it on
 	# `docker compose start`. --drain-timeout stays under Docker's 10 s stop
 	# grace, as deploy/ keeps it under the pod's termination grace.
