@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/messages"
@@ -14,8 +15,22 @@ func init() {
 }
 
 // handleDeleteTopics deletes topics by name (v1-5) or by name or id (v6).
+// With deletion disabled (delete.topic.enable=false) every topic is
+// refused, as Kafka's controller refuses the request: INVALID_REQUEST
+// before v3, TOPIC_DELETION_DISABLED from v3.
 func handleDeleteTopics(r *Request) Pending {
 	req := r.Body.(*kmsg.DeleteTopicsRequest)
+	if r.Server.DeleteTopicDisabled {
+		code := kerr.TopicDeletionDisabled.Code
+		if req.Version < 3 {
+			code = kerr.InvalidRequest.Code
+		}
+		resp := deleteTopicsError(req, code).(*kmsg.DeleteTopicsResponse)
+		for i := range resp.Topics {
+			resp.Topics[i].ErrorMessage = kmsg.StringPtr("Topic deletion is disabled.")
+		}
+		return func() kmsg.Response { return resp }
+	}
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	var names []string
 	var ids [][16]byte

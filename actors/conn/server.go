@@ -139,6 +139,9 @@ type Server struct {
 
 	// AutoCreateTopics lets Metadata create unknown topics (set before Serve).
 	AutoCreateTopics bool
+	// DeleteTopicDisabled refuses DeleteTopics (Kafka's
+	// delete.topic.enable=false; set before Serve).
+	DeleteTopicDisabled bool
 	// BrokerConfigs are the read-only broker configs DescribeConfigs reports,
 	// by Kafka name.
 	BrokerConfigs map[string]BrokerConfig

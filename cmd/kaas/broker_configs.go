@@ -34,13 +34,18 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 	}
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	return map[string]conn.BrokerConfig{
-		"broker.id":                 c("broker-id", topicconfig.TypeInt, strconv.Itoa(cfg.BrokerID)),
-		"broker.rack":               c("rack", topicconfig.TypeString, cfg.Rack),
-		"advertised.listeners":      c("advertised-listeners", topicconfig.TypeString, cfg.advertisedListenersString()),
-		"socket.request.max.bytes":  c("max-request-size", topicconfig.TypeInt, strconv.Itoa(cfg.MaxRequestSize)),
-		"auto.create.topics.enable": c("auto-create-topics", topicconfig.TypeBoolean, strconv.FormatBool(cfg.AutoCreateTopics)),
-		"num.partitions":            c("default-partitions", topicconfig.TypeInt, strconv.Itoa(cfg.DefaultPartitions)),
-		"log.dirs":                  c("data-dir", topicconfig.TypeString, cfg.DataDir),
+		"broker.id":                      c("broker-id", topicconfig.TypeInt, strconv.Itoa(cfg.BrokerID)),
+		"broker.rack":                    c("rack", topicconfig.TypeString, cfg.Rack),
+		"advertised.listeners":           c("advertised-listeners", topicconfig.TypeString, cfg.advertisedListenersString()),
+		"socket.request.max.bytes":       c("max-request-size", topicconfig.TypeInt, strconv.Itoa(cfg.MaxRequestSize)),
+		"auto.create.topics.enable":      c("auto-create-topics", topicconfig.TypeBoolean, strconv.FormatBool(cfg.AutoCreateTopics)),
+		"delete.topic.enable":            c("delete-topic-enable", topicconfig.TypeBoolean, strconv.FormatBool(cfg.DeleteTopicEnable)),
+		"connections.max.idle.ms":        c("connections-max-idle", topicconfig.TypeLong, ms(cfg.ConnectionsMaxIdle)),
+		"transaction.max.timeout.ms":     c("transaction-max-timeout", topicconfig.TypeInt, ms(cfg.TransactionMaxTimeout)),
+		"transactional.id.expiration.ms": c("transactional-id-expiration", topicconfig.TypeInt, ms(cfg.TransactionalIDExpiration)),
+		"offsets.retention.minutes":      c("offsets-retention-minutes", topicconfig.TypeInt, strconv.Itoa(cfg.OffsetsRetentionMinutes)),
+		"num.partitions":                 c("default-partitions", topicconfig.TypeInt, strconv.Itoa(cfg.DefaultPartitions)),
+		"log.dirs":                       c("data-dir", topicconfig.TypeString, cfg.DataDir),
 		// One copy per partition on the shared volume: what CreateTopics
 		// with replication factor -1 gets, for tools that read it first.
 		"default.replication.factor": {Value: "1", Type: topicconfig.TypeShort,

@@ -102,6 +102,9 @@ type serveConfig struct {
 
 	// transactions
 	TransactionalIDExpiration time.Duration
+	TransactionMaxTimeout     time.Duration
+	DeleteTopicEnable         bool
+	ConnectionsMaxIdle        time.Duration
 
 	// listeners, TLS, SASL, debug endpoints (security.go)
 	securityConfig
@@ -151,6 +154,8 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.MaxConnectionsPerIPOverrides, "max-connections-per-ip-overrides", "", "per-address exceptions to --max-connections-per-ip: comma-separated host:count entries, each host an IP address or a name resolved at start and at each change (Kafka's max.connections.per.ip.overrides)")
 	fs.BoolVar(&cfg.ClientTelemetry, "client-telemetry", false, "receive the metrics Kafka clients push (KIP-714: GetTelemetrySubscriptions and PushTelemetry, as the CLIENT_METRICS subscriptions ask) and expose them on /metrics as kafka_client_* series")
 	fs.IntVar(&cfg.TelemetryMaxBytes, "telemetry-max-bytes", 1<<20, "largest client telemetry push taken (Kafka's telemetry.max.bytes)")
+	fs.BoolVar(&cfg.DeleteTopicEnable, "delete-topic-enable", true, "serve DeleteTopics; false refuses every topic of it with TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3), as Kafka does (Kafka's delete.topic.enable; KafkaTopic objects deleted with kubectl still go)")
+	fs.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", 10*time.Minute, "a client connection that sends no request for this long is closed (Kafka's connections.max.idle.ms)")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create a topic a Metadata request names but that does not exist (Kafka's auto.create.topics.enable)")
 	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")
@@ -181,6 +186,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.ShareDeliveryCountLimit, "share-delivery-count-limit", 5, "share groups: deliveries after which a record not accepted is archived, 2 to 10 (Kafka's group.share.delivery.count.limit)")
 	fs.StringVar(&cfg.ShareAutoOffsetReset, "share-auto-offset-reset", "latest", "share groups: where a share group starts reading a partition it has not read before: latest or earliest (Kafka's share.auto.offset.reset)")
 	fs.IntVar(&cfg.OffsetsRetentionMinutes, "offsets-retention-minutes", 7*24*60, "consumer groups: minutes a committed offset is kept once no member uses it, counted from when its group became empty (Kafka's offsets.retention.minutes)")
+	fs.DurationVar(&cfg.TransactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "transactions: the longest transaction timeout a producer may ask for in InitProducerId; more is refused with INVALID_TRANSACTION_TIMEOUT (Kafka's transaction.max.timeout.ms; raise it for clients with long transactions, such as Flink's exactly-once sink at one hour)")
 	fs.DurationVar(&cfg.TransactionalIDExpiration, "transactional-id-expiration", 7*24*time.Hour, "transactions: a transactional id with no transaction in progress and no change for this long is forgotten, its log removed (Kafka's transactional.id.expiration.ms)")
 	fs.StringVar(&cfg.HeartbeatAddr, "heartbeat-addr", ":9094", "cluster mode: address the heartbeat gRPC listener binds, host:port")
 	fs.StringVar(&cfg.AdvertisedHeartbeatAddr, "advertised-heartbeat-addr", "", "cluster mode: heartbeat address other brokers dial (default <pod>.<service>.<namespace>.svc:<heartbeat port>)")
@@ -330,6 +336,12 @@ func (c *serveConfig) validate() error {
 	}
 	if c.OffsetsRetentionMinutes < 1 {
 		return fmt.Errorf("--offsets-retention-minutes %d must be at least 1", c.OffsetsRetentionMinutes)
+	}
+	if c.TransactionMaxTimeout < time.Millisecond {
+		return fmt.Errorf("--transaction-max-timeout %s: want at least 1ms", c.TransactionMaxTimeout)
+	}
+	if c.ConnectionsMaxIdle < time.Millisecond {
+		return fmt.Errorf("--connections-max-idle %s: want at least 1ms", c.ConnectionsMaxIdle)
 	}
 	if c.TransactionalIDExpiration <= 0 {
 		return fmt.Errorf("--transactional-id-expiration %s must be positive", c.TransactionalIDExpiration)

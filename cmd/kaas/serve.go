@@ -189,8 +189,9 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	for b.views.Load() == nil {
 		time.Sleep(time.Millisecond)
 	}
-	b.srv = conn.NewServer(conn.Config{BrokerID: int32(cfg.BrokerID), MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.loggers.Logger("kaas.conn", b.baseLog), FetchSessionSlots: fetchSessionSlots(cfg.FetchSessionSlots)}, b.system, b.views, b.sup)
+	b.srv = conn.NewServer(conn.Config{BrokerID: int32(cfg.BrokerID), MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.loggers.Logger("kaas.conn", b.baseLog), FetchSessionSlots: fetchSessionSlots(cfg.FetchSessionSlots), IdleTimeout: cfg.ConnectionsMaxIdle}, b.system, b.views, b.sup)
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
+	b.srv.DeleteTopicDisabled = !cfg.DeleteTopicEnable
 	listenerNames := make([]string, len(b.sec.settings))
 	for i, l := range b.sec.settings {
 		listenerNames[i] = l.Name

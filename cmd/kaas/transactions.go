@@ -25,6 +25,9 @@ func registerTransactions(b *broker) {
 	if opts.Core.IDExpiration == 0 {
 		opts.Core.IDExpiration = b.cfg.TransactionalIDExpiration
 	}
+	if opts.Core.MaxTimeout == 0 {
+		opts.Core.MaxTimeout = b.cfg.TransactionMaxTimeout
+	}
 	if b.fence != nil {
 		// Cluster mode: the ids held ride the heartbeat with the groups,
 		// so a moving id's slot is granted only once this broker let go.
