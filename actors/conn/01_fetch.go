@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"cmp"
 	"context"
 	"sync/atomic"
 	"time"
@@ -159,18 +160,24 @@ func handleFetch(r *Request) Pending {
 	for _, s := range slots {
 		s.rp = &resp.Topics[s.ti].Partitions[s.pi]
 	}
+	// The broker's fetch.max.bytes caps what the request asks, as Kafka's
+	// does (the first batch still goes whole, KIP-74).
 	maxBytes := int(req.MaxBytes)
-	if maxBytes <= 0 {
-		maxBytes = 1 << 30
+	if limit := cmp.Or(r.Server.FetchMaxBytes, DefaultFetchMaxBytes); maxBytes <= 0 || maxBytes > limit {
+		maxBytes = limit
 	}
 	// Under a consumer_byte_rate quota one answer holds at most what the
 	// quota allows in its window, as Kafka caps it, so that an answer
 	// can fit the quota at all.
 	if n, ok := r.Server.Quotas.MaxInWindow(quota.Fetch, r.quotaUser(), r.Header.ClientIDString()); ok {
 		maxBytes = max(min(maxBytes, n), 1)
-		for _, s := range slots {
-			s.req.MaxBytes = int32(min(int(s.req.MaxBytes), maxBytes))
-		}
+	}
+	// No partition reads more than the whole answer may hold (Kafka reads
+	// each partition up to what is left of it): the partitions are read
+	// at once here, so each is bounded by the whole, and fill keeps the
+	// answer within it.
+	for _, s := range slots {
+		s.req.MaxBytes = int32(min(int(s.req.MaxBytes), maxBytes))
 	}
 	minBytes := int(req.MinBytes)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
@@ -430,3 +437,6 @@ func isolation(committed bool) int8 {
 	}
 	return 0
 }
+
+// DefaultFetchMaxBytes is Kafka's fetch.max.bytes default (55 MiB).
+const DefaultFetchMaxBytes = 57671680

@@ -142,6 +142,9 @@ type Server struct {
 	// DeleteTopicDisabled refuses DeleteTopics (Kafka's
 	// delete.topic.enable=false; set before Serve).
 	DeleteTopicDisabled bool
+	// FetchMaxBytes caps a Fetch answer's records whatever the request
+	// asks (Kafka's fetch.max.bytes; 0: its default of 55 MiB).
+	FetchMaxBytes int
 	// BrokerConfigs are the read-only broker configs DescribeConfigs reports,
 	// by Kafka name.
 	BrokerConfigs map[string]BrokerConfig

@@ -56,6 +56,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"log.cleaner.dedupe.buffer.size":      c("cleaner-dedupe-buffer-size", topicconfig.TypeLong, strconv.FormatInt(cfg.CleanerBufferSize, 10)),
 
 		"max.incremental.fetch.session.cache.slots": c("fetch-session-cache-slots", topicconfig.TypeInt, strconv.Itoa(cfg.FetchSessionSlots)),
+		"fetch.max.bytes": c("fetch-max-bytes", topicconfig.TypeInt, strconv.Itoa(cfg.FetchMaxBytes)),
 
 		brokerconfig.MaxConnections:               c("max-connections", topicconfig.TypeInt, strconv.Itoa(cfg.MaxConnections)),
 		brokerconfig.MaxConnectionsPerIP:          c("max-connections-per-ip", topicconfig.TypeInt, strconv.Itoa(cfg.MaxConnectionsPerIP)),

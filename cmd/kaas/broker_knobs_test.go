@@ -1,12 +1,15 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -104,4 +107,50 @@ func TestConnectionsMaxIdle(t *testing.T) {
 	idle.send()
 	idle.want(idle.await(10*time.Second), "closed")
 	busy.want(busy.ask(), "answered")
+}
+
+// TestFetchMaxBytes: --fetch-max-bytes (Kafka's fetch.max.bytes) caps a
+// Fetch answer however much the request asks, still sending its first
+// batch whole; the default broker sends what the request asks.
+func TestFetchMaxBytes(t *testing.T) {
+	fetchAll := func(addr string) (batches, size int) {
+		cl := newClient(t, addr, kgo.DefaultProduceTopic("capped"), kgo.AllowAutoTopicCreation(), producesByName())
+		for i := range 8 {
+			v := make([]byte, 1000+i)
+			_, _ = rand.Read(v) // incompressible: each batch about 1 KiB
+			if err := cl.ProduceSync(ctxT(t, 30*time.Second), &kgo.Record{Value: v}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 100, 1, 10<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "capped"
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes, rp.LogStartOffset = 10<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp := rawRequest(t, addr, req, 11).(*kmsg.FetchResponse)
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("fetch: %v", kerr.ErrorForCode(p.ErrorCode))
+		}
+		for b := p.RecordBatches; len(b) >= 12; {
+			n := 12 + int(binary.BigEndian.Uint32(b[8:12]))
+			batches++
+			b = b[min(n, len(b)):]
+		}
+		return batches, len(p.RecordBatches)
+	}
+	_, capped, _ := startTestBroker(t, "--fetch-max-bytes", "2048")
+	if n, size := fetchAll(capped); n != 1 || size > 2048 {
+		t.Fatalf("under fetch.max.bytes 2048: %d batches, %d bytes; want the first alone", n, size)
+	}
+	_, byDefault, _ := startTestBroker(t)
+	if n, _ := fetchAll(byDefault); n != 8 {
+		t.Fatalf("under the default fetch.max.bytes: %d batches of 8", n)
+	}
+	if v := brokerConfigValue(t, newAdmin(t, capped), "fetch.max.bytes"); v != "2048" {
+		t.Fatalf("fetch.max.bytes described as %q", v)
+	}
 }

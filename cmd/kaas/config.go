@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/actors/connlimit"
 	"github.com/kaas-project/kaas/actors/group"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
@@ -105,6 +106,7 @@ type serveConfig struct {
 	TransactionMaxTimeout     time.Duration
 	DeleteTopicEnable         bool
 	ConnectionsMaxIdle        time.Duration
+	FetchMaxBytes             int
 
 	// listeners, TLS, SASL, debug endpoints (security.go)
 	securityConfig
@@ -147,6 +149,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "least severe log level written: trace, debug, info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "console", "log format: json (one object per line) or console (human-readable)")
 	fs.IntVar(&cfg.MaxRequestSize, "max-request-size", 100<<20, "largest request frame accepted, in bytes (Kafka's socket.request.max.bytes)")
+	fs.IntVar(&cfg.FetchMaxBytes, "fetch-max-bytes", conn.DefaultFetchMaxBytes, "most record bytes in one Fetch answer, whatever the request asks (its first batch is sent whole even when larger, KIP-74); at least 1024 (Kafka's fetch.max.bytes)")
 	fs.IntVar(&cfg.FetchSessionSlots, "fetch-session-cache-slots", 1000, "incremental fetch sessions (KIP-227) this broker keeps; 0 offers none, so consumers send full fetches (Kafka's max.incremental.fetch.session.cache.slots)")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", connlimit.Unlimited, "most client connections served at once on all listeners together; at the limit a listener accepts nothing more until one closes, but the first (inter-broker) listener of several closes the least recently active connection of another instead (Kafka's max.connections; listener.name.<listener>.max.connections bounds one listener, as a dynamic broker config)")
 	fs.IntVar(&cfg.MaxConnectionsPerIP, "max-connections-per-ip", connlimit.Unlimited, "most connections one client address may have open; one more is closed at once; 0 only with --max-connections-per-ip-overrides (Kafka's max.connections.per.ip)")
@@ -339,6 +342,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.TransactionMaxTimeout < time.Millisecond {
 		return fmt.Errorf("--transaction-max-timeout %s: want at least 1ms", c.TransactionMaxTimeout)
+	}
+	if c.FetchMaxBytes < 1024 {
+		return fmt.Errorf("--fetch-max-bytes %d: want at least 1024", c.FetchMaxBytes)
 	}
 	if c.ConnectionsMaxIdle < time.Millisecond {
 		return fmt.Errorf("--connections-max-idle %s: want at least 1ms", c.ConnectionsMaxIdle)

@@ -192,6 +192,7 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv = conn.NewServer(conn.Config{BrokerID: int32(cfg.BrokerID), MaxRequestSize: int32(cfg.MaxRequestSize), Log: b.loggers.Logger("kaas.conn", b.baseLog), FetchSessionSlots: fetchSessionSlots(cfg.FetchSessionSlots), IdleTimeout: cfg.ConnectionsMaxIdle}, b.system, b.views, b.sup)
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
 	b.srv.DeleteTopicDisabled = !cfg.DeleteTopicEnable
+	b.srv.FetchMaxBytes = cfg.FetchMaxBytes
 	listenerNames := make([]string, len(b.sec.settings))
 	for i, l := range b.sec.settings {
 		listenerNames[i] = l.Name
