@@ -109,6 +109,10 @@ type View struct {
 	// Brokers counts the registered brokers of the assignment applied:
 	// alive, and fenced (draining or dead) (nil: none).
 	Brokers func() (alive, fenced int)
+	// Listeners are the broker's Kafka listeners, and Connections the
+	// client connections open on one of them (nil: none exported).
+	Listeners   []string
+	Connections func(listener string) int
 }
 
 // NewRegistry returns a registry with the shared series, v's gauges and the
@@ -153,6 +157,14 @@ func NewRegistry(v View) *prometheus.Registry {
 		r.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: namespace, Name: "fetch_session_evictions_total",
 			Help: "Fetch sessions evicted to make room for new ones."},
 			func() float64 { _, _, e := v.FetchSessions(); return float64(e) }))
+	}
+	if v.Connections != nil {
+		for _, l := range v.Listeners {
+			r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "connections",
+				Help:        "Client connections open, by listener (what max.connections and listener.name.<listener>.max.connections bound).",
+				ConstLabels: prometheus.Labels{"listener": l}},
+				func() float64 { return float64(v.Connections(l)) }))
+		}
 	}
 	if v.ShareSessions != nil {
 		gauge("share_sessions", "Share sessions (KIP-932) this broker keeps.", func() float64 { o, _ := v.ShareSessions(); return float64(o) })

@@ -192,6 +192,7 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 	atLeast(1, "kaas_partitions", "state", "leading")
 	atLeast(1, "kaas_partitions_led")
 	atLeast(1, "kaas_topics")
+	atLeast(1, "kaas_connections", "listener", "PLAINTEXT") // the consumer's, at least
 	if got := sample(fam, "kaas_group_slots_served"); got != 50 {
 		t.Errorf("kaas_group_slots_served = %v, want every slot in local-dev mode", got)
 	}

@@ -193,12 +193,9 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.AutoCreateTopics = cfg.AutoCreateTopics
 	b.srv.DeleteTopicDisabled = !cfg.DeleteTopicEnable
 	b.srv.FetchMaxBytes = cfg.FetchMaxBytes
-	listenerNames := make([]string, len(b.sec.settings))
-	for i, l := range b.sec.settings {
-		listenerNames[i] = l.Name
-	}
-	b.srv.ConnLimits = connlimit.New(connlimit.None(), len(listenerNames), quota.Window{Samples: cfg.QuotaWindowNum, Size: cfg.QuotaWindowSize}, nil)
-	b.dynCfgs.followConnectionLimits(connectionLimits(cfg, listenerNames, b.srv, b.logger("component", "connection-limits")))
+	listeners := listenerNames(b)
+	b.srv.ConnLimits = connlimit.New(connlimit.None(), len(listeners), quota.Window{Samples: cfg.QuotaWindowNum, Size: cfg.QuotaWindowSize}, nil)
+	b.dynCfgs.followConnectionLimits(connectionLimits(cfg, listeners, b.srv, b.logger("component", "connection-limits")))
 	b.srv.Loggers = b.loggers
 	b.srv.DataDir = cfg.DataDir
 	if cfg.DataDir != "" {
@@ -506,6 +503,8 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		CommittedOffsets:  func() []metrics.CommittedOffset { return committedOffsets(b) },
 		HighWatermarks:    func() map[metrics.TopicPartition]int64 { return ledHighWatermarks(b.views.Load(), hwmScrapeTimeout) },
 		FetchSessions:     b.srv.FetchSessionStats,
+		Listeners:         listenerNames(b),
+		Connections:       func(l string) int { _, n := b.srv.ConnLimits.Open(l); return n },
 		ShareSessions: func() (open, evicted int64) {
 			if b.share == nil {
 				return 0, 0
@@ -558,4 +557,14 @@ func fetchSessionSlots(flag int) int {
 		return -1
 	}
 	return flag
+}
+
+// listenerNames are the broker's Kafka listeners, the inter-broker one
+// first.
+func listenerNames(b *broker) []string {
+	names := make([]string, len(b.sec.settings))
+	for i, l := range b.sec.settings {
+		names[i] = l.Name
+	}
+	return names
 }
