@@ -37,8 +37,9 @@ type Config struct {
 	SyncTimeout time.Duration
 	// MaintenanceInterval is how often retention is enforced.
 	MaintenanceInterval time.Duration
-	// ProducerExpiration is Kafka's producer.id.expiration.ms.
-	ProducerExpiration time.Duration
+	// ProducerExpiration is Kafka's producer.id.expiration.ms, read at each
+	// maintenance (a dynamic broker config; nil: Kafka's one day).
+	ProducerExpiration func() time.Duration
 	// Clock is the time for timestamps (LogAppendTime, retention) and
 	// timers (watchdog, open retry, maintenance); clock.Real when nil.
 	Clock clock.Clock
@@ -63,8 +64,8 @@ func (c *Config) defaults() {
 	if c.MaintenanceInterval <= 0 {
 		c.MaintenanceInterval = 30 * time.Second
 	}
-	if c.ProducerExpiration <= 0 {
-		c.ProducerExpiration = 24 * time.Hour
+	if c.ProducerExpiration == nil {
+		c.ProducerExpiration = func() time.Duration { return DefaultProducerExpiration }
 	}
 	c.Clock = clock.OrReal(c.Clock)
 	c.Cleaner.defaults()
@@ -72,6 +73,9 @@ func (c *Config) defaults() {
 		c.RunHandoff = actorsys.HandoffPool().Schedule
 	}
 }
+
+// DefaultProducerExpiration is Kafka's producer.id.expiration.ms default.
+const DefaultProducerExpiration = 24 * time.Hour
 
 // openRetryDelay spaces the attempts to open a partition this broker leads;
 // writeRetryDelay those to append after an append failed.
@@ -352,7 +356,7 @@ func (a *Actor) exec(e Effect) {
 			a.log.Error().Err(err).Msg("retention")
 		}
 		prods := a.core.Producers()
-		prods.Expire(now.Add(-a.cfg.ProducerExpiration).UnixMilli())
+		prods.Expire(now.Add(-a.cfg.ProducerExpiration()).UnixMilli())
 		prods.TrimTxns(a.core.Log().StartOffset())
 		a.armCleaner()
 	}

@@ -784,3 +784,42 @@ func TestTakeReportsItsOpen(t *testing.T) {
 		within(t, done, time.Second, "the release")
 	})
 }
+
+// TestProducerExpirationIsReadAtEachMaintenance: an idempotent producer is
+// forgotten at the first maintenance after its last batch is older than
+// producer.id.expiration.ms, whose value is read at each maintenance (a
+// dynamic broker config), in virtual time.
+func TestProducerExpirationIsReadAtEachMaintenance(t *testing.T) {
+	clk := fakeClock()
+	var expiration atomic.Int64
+	expiration.Store(int64(time.Hour))
+	ref := spawnWith(t, Config{Opener: memlog.NewOpener(), Clock: clk, RunHandoff: inline, MaintenanceInterval: time.Minute,
+		ProducerExpiration: func() time.Duration { return time.Duration(expiration.Load()) }})
+	out := make(chan messages.ProduceResult, 1)
+	ref.Send(&messages.Produce{Batch: batch.Build(batch.Spec{ProducerID: 7, BaseSequence: 0, Timestamp: clk.Now().UnixMilli(),
+		Values: [][]byte{[]byte("x")}}), Acks: 1, Reply: func(r messages.ProduceResult) { out <- r }})
+	if r := within(t, out, time.Second, "produce"); r.ErrorCode != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	producers := func() int {
+		t.Helper()
+		barrier(t, ref)
+		res := make(chan messages.DescribeProducersResult, 1)
+		ref.Send(&messages.DescribeProducers{Reply: func(r messages.DescribeProducersResult) { res <- r }})
+		return len(within(t, res, time.Second, "describe producers").Producers)
+	}
+	if n := producers(); n != 1 {
+		t.Fatalf("%d producers remembered after its batch, want 1", n)
+	}
+	for range 3 { // three maintenances, three minutes: within the hour
+		clk.Advance(time.Minute)
+	}
+	if n := producers(); n != 1 {
+		t.Fatalf("%d producers after 3 minutes under an hour's expiration, want 1", n)
+	}
+	expiration.Store(int64(2 * time.Minute)) // lowered at runtime
+	clk.Advance(time.Minute)
+	if n := producers(); n != 0 {
+		t.Fatalf("%d producers after 4 minutes under 2 minutes' expiration, want 0", n)
+	}
+}

@@ -34,18 +34,19 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 	}
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	return map[string]conn.BrokerConfig{
-		"broker.id":                      c("broker-id", topicconfig.TypeInt, strconv.Itoa(cfg.BrokerID)),
-		"broker.rack":                    c("rack", topicconfig.TypeString, cfg.Rack),
-		"advertised.listeners":           c("advertised-listeners", topicconfig.TypeString, cfg.advertisedListenersString()),
-		"socket.request.max.bytes":       c("max-request-size", topicconfig.TypeInt, strconv.Itoa(cfg.MaxRequestSize)),
-		"auto.create.topics.enable":      c("auto-create-topics", topicconfig.TypeBoolean, strconv.FormatBool(cfg.AutoCreateTopics)),
-		"delete.topic.enable":            c("delete-topic-enable", topicconfig.TypeBoolean, strconv.FormatBool(cfg.DeleteTopicEnable)),
-		"connections.max.idle.ms":        c("connections-max-idle", topicconfig.TypeLong, ms(cfg.ConnectionsMaxIdle)),
-		"transaction.max.timeout.ms":     c("transaction-max-timeout", topicconfig.TypeInt, ms(cfg.TransactionMaxTimeout)),
-		"transactional.id.expiration.ms": c("transactional-id-expiration", topicconfig.TypeInt, ms(cfg.TransactionalIDExpiration)),
-		"offsets.retention.minutes":      c("offsets-retention-minutes", topicconfig.TypeInt, strconv.Itoa(cfg.OffsetsRetentionMinutes)),
-		"num.partitions":                 c("default-partitions", topicconfig.TypeInt, strconv.Itoa(cfg.DefaultPartitions)),
-		"log.dirs":                       c("data-dir", topicconfig.TypeString, cfg.DataDir),
+		"broker.id":                       c("broker-id", topicconfig.TypeInt, strconv.Itoa(cfg.BrokerID)),
+		"broker.rack":                     c("rack", topicconfig.TypeString, cfg.Rack),
+		"advertised.listeners":            c("advertised-listeners", topicconfig.TypeString, cfg.advertisedListenersString()),
+		"socket.request.max.bytes":        c("max-request-size", topicconfig.TypeInt, strconv.Itoa(cfg.MaxRequestSize)),
+		"auto.create.topics.enable":       c("auto-create-topics", topicconfig.TypeBoolean, strconv.FormatBool(cfg.AutoCreateTopics)),
+		"delete.topic.enable":             c("delete-topic-enable", topicconfig.TypeBoolean, strconv.FormatBool(cfg.DeleteTopicEnable)),
+		"connections.max.idle.ms":         c("connections-max-idle", topicconfig.TypeLong, ms(cfg.ConnectionsMaxIdle)),
+		"transaction.max.timeout.ms":      c("transaction-max-timeout", topicconfig.TypeInt, ms(cfg.TransactionMaxTimeout)),
+		brokerconfig.ProducerIDExpiration: c("producer-id-expiration", topicconfig.TypeInt, ms(cfg.ProducerIDExpiration)),
+		"transactional.id.expiration.ms":  c("transactional-id-expiration", topicconfig.TypeInt, ms(cfg.TransactionalIDExpiration)),
+		"offsets.retention.minutes":       c("offsets-retention-minutes", topicconfig.TypeInt, strconv.Itoa(cfg.OffsetsRetentionMinutes)),
+		"num.partitions":                  c("default-partitions", topicconfig.TypeInt, strconv.Itoa(cfg.DefaultPartitions)),
+		"log.dirs":                        c("data-dir", topicconfig.TypeString, cfg.DataDir),
 		// One copy per partition on the shared volume: what CreateTopics
 		// with replication factor -1 gets, for tools that read it first.
 		"default.replication.factor": {Value: "1", Type: topicconfig.TypeShort,
@@ -101,6 +102,9 @@ type dynamicConfigs struct {
 	lastRate  int64
 	cordoned  atomic.Bool
 	lastConns map[string]string
+	// producerExpiration (ns) is producer.id.expiration.ms in force.
+	producerExpiration atomic.Int64
+	staticExpiration   time.Duration
 	// onConnectionLimits is told the configs in force when a connection
 	// limit among them changes (set before run; nil until the server is).
 	onConnectionLimits func(inForce map[string]string)
@@ -121,13 +125,21 @@ func newDynamicConfigs(cfg *serveConfig, static map[string]conn.BrokerConfig, lo
 	}
 	store.Static = func(name string) bool { _, ok := static[name]; return ok }
 	store.LogDir = conn.LogDir(cfg.DataDir)
-	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleaner().Throttle, staticRate: cfg.CleanerIORate, lastRate: cfg.CleanerIORate}
+	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleaner().Throttle, staticRate: cfg.CleanerIORate, lastRate: cfg.CleanerIORate,
+		staticExpiration: cfg.ProducerIDExpiration}
+	d.producerExpiration.Store(int64(cfg.ProducerIDExpiration))
 	d.set.Store(&brokerconfig.Set{})
 	empty := map[string]string{}
 	d.topicDef.Store(&empty)
 	store.OnChange = d.refresh
 	d.refresh()
 	return d
+}
+
+// ProducerExpiration is producer.id.expiration.ms in force on this broker
+// (the partitions read it at each maintenance).
+func (d *dynamicConfigs) ProducerExpiration() time.Duration {
+	return time.Duration(d.producerExpiration.Load())
 }
 
 // Set is the dynamic broker config set last read.
@@ -172,6 +184,13 @@ func (d *dynamicConfigs) refresh() {
 	if conns := connectionConfigs(inForce); d.onConnectionLimits != nil && !maps.Equal(conns, d.lastConns) {
 		d.lastConns = conns
 		d.onConnectionLimits(inForce)
+	}
+	exp, ok := brokerconfig.ProducerExpiration(inForce)
+	if !ok {
+		exp = d.staticExpiration
+	}
+	if time.Duration(d.producerExpiration.Swap(int64(exp))) != exp {
+		d.log.Info().Dur("producer_id_expiration", exp).Msg("dynamic broker configs: producer.id.expiration.ms")
 	}
 	rate, ok := brokerconfig.CleanerIORate(inForce)
 	if !ok {

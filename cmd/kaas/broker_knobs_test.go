@@ -154,3 +154,29 @@ func TestFetchMaxBytes(t *testing.T) {
 		t.Fatalf("fetch.max.bytes described as %q", v)
 	}
 }
+
+// TestProducerIDExpirationConfig: --producer-id-expiration is the static
+// producer.id.expiration.ms; the dynamic broker config overrides it at
+// runtime, and its value is what the partitions read at each maintenance
+// (TestProducerExpirationIsReadAtEachMaintenance, actors/partition, shows
+// them forget a producer by it).
+func TestProducerIDExpirationConfig(t *testing.T) {
+	b, addr, _ := startTestBroker(t, "--producer-id-expiration", "2h")
+	adm := newAdmin(t, addr)
+	if v := brokerConfigValue(t, adm, "producer.id.expiration.ms"); v != "7200000" {
+		t.Fatalf("producer.id.expiration.ms described as %q, want the flag's 7200000", v)
+	}
+	if got := b.dynCfgs.ProducerExpiration(); got != 2*time.Hour {
+		t.Fatalf("partitions read %v, want 2h", got)
+	}
+	v := "60000"
+	if res, err := adm.AlterBrokerConfigs(ctxT(t, 10*time.Second), []kadm.AlterConfig{{Name: "producer.id.expiration.ms", Value: &v}}); err != nil || res[0].Err != nil {
+		t.Fatalf("alter producer.id.expiration.ms: %v %v", err, res)
+	}
+	waitUntil(t, 10*time.Second, "the dynamic producer.id.expiration.ms in force", func() bool {
+		return b.dynCfgs.ProducerExpiration() == time.Minute
+	})
+	if v := brokerConfigValue(t, adm, "producer.id.expiration.ms"); v != "60000" {
+		t.Fatalf("producer.id.expiration.ms described as %q after the change, want 60000", v)
+	}
+}

@@ -74,13 +74,14 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 	self := routing.Broker{ID: int32(cfg.BrokerID), Name: cfg.podName, Host: cfg.advHost, Port: cfg.advPort, Rack: cfg.rack(), Alive: true, Listeners: cfg.publishedListeners()}
 	b.fence = cluster.NewFence(cfg.FenceAfter)
 	b.sup, err = b.system.Spawn("supervisor", supervisor.NewCluster(supervisor.ClusterConfig{
-		ClusterID:         cfg.ClusterID,
-		Self:              self,
-		Incarnation:       cfg.podName + "_" + cfg.podUID + "_" + hex.EncodeToString(nonce),
-		HeartbeatAddr:     cfg.AdvertisedHeartbeatAddr,
-		Store:             b.views,
-		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.partitionLog(), Fence: b.fence, Cleaner: cfg.cleaner(), RunHandoff: b.runHandoff},
+		ClusterID:     cfg.ClusterID,
+		Self:          self,
+		Incarnation:   cfg.podName + "_" + cfg.podUID + "_" + hex.EncodeToString(nonce),
+		HeartbeatAddr: cfg.AdvertisedHeartbeatAddr,
+		Store:         b.views,
+		Opener:        opener,
+		Partition: partition.Config{Opener: opener, Log: b.partitionLog(), Fence: b.fence, Cleaner: cfg.cleaner(), RunHandoff: b.runHandoff,
+			ProducerExpiration: b.dynCfgs.ProducerExpiration},
 		DataDir:           cfg.DataDir,
 		Fence:             b.fence,
 		Kube:              kube,

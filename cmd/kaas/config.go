@@ -17,6 +17,7 @@ import (
 	"github.com/kaas-project/kaas/actors/conn"
 	"github.com/kaas-project/kaas/actors/connlimit"
 	"github.com/kaas-project/kaas/actors/group"
+	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/compaction"
 	"github.com/kaas-project/kaas/storage/disklog"
@@ -104,6 +105,7 @@ type serveConfig struct {
 	// transactions
 	TransactionalIDExpiration time.Duration
 	TransactionMaxTimeout     time.Duration
+	ProducerIDExpiration      time.Duration
 	DeleteTopicEnable         bool
 	ConnectionsMaxIdle        time.Duration
 	FetchMaxBytes             int
@@ -189,6 +191,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.ShareDeliveryCountLimit, "share-delivery-count-limit", 5, "share groups: deliveries after which a record not accepted is archived, 2 to 10 (Kafka's group.share.delivery.count.limit)")
 	fs.StringVar(&cfg.ShareAutoOffsetReset, "share-auto-offset-reset", "latest", "share groups: where a share group starts reading a partition it has not read before: latest or earliest (Kafka's share.auto.offset.reset)")
 	fs.IntVar(&cfg.OffsetsRetentionMinutes, "offsets-retention-minutes", 7*24*60, "consumer groups: minutes a committed offset is kept once no member uses it, counted from when its group became empty (Kafka's offsets.retention.minutes)")
+	fs.DurationVar(&cfg.ProducerIDExpiration, "producer-id-expiration", partition.DefaultProducerExpiration, "idempotent producers: a partition forgets a producer whose last batch is this old and that has no open transaction (its next batch then starts a new sequence), bounding the memory of producers that come and go (Kafka's producer.id.expiration.ms; a dynamic broker config of that name overrides it)")
 	fs.DurationVar(&cfg.TransactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "transactions: the longest transaction timeout a producer may ask for in InitProducerId; more is refused with INVALID_TRANSACTION_TIMEOUT (Kafka's transaction.max.timeout.ms; raise it for clients with long transactions, such as Flink's exactly-once sink at one hour)")
 	fs.DurationVar(&cfg.TransactionalIDExpiration, "transactional-id-expiration", 7*24*time.Hour, "transactions: a transactional id with no transaction in progress and no change for this long is forgotten, its log removed (Kafka's transactional.id.expiration.ms)")
 	fs.StringVar(&cfg.HeartbeatAddr, "heartbeat-addr", ":9094", "cluster mode: address the heartbeat gRPC listener binds, host:port")
@@ -339,6 +342,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.OffsetsRetentionMinutes < 1 {
 		return fmt.Errorf("--offsets-retention-minutes %d must be at least 1", c.OffsetsRetentionMinutes)
+	}
+	if c.ProducerIDExpiration < time.Millisecond {
+		return fmt.Errorf("--producer-id-expiration %s: want at least 1ms", c.ProducerIDExpiration)
 	}
 	if c.TransactionMaxTimeout < time.Millisecond {
 		return fmt.Errorf("--transaction-max-timeout %s: want at least 1ms", c.TransactionMaxTimeout)

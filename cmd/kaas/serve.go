@@ -253,11 +253,12 @@ func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry su
 	var err error
 	self := routing.Broker{ID: int32(cfg.BrokerID), Name: "kaas-" + strconv.Itoa(cfg.BrokerID), Host: cfg.advHost, Port: cfg.advPort, Rack: cfg.rack(), Alive: true, Listeners: cfg.publishedListeners()}
 	b.sup, err = b.system.Spawn("supervisor", supervisor.NewLocal(supervisor.LocalConfig{
-		ClusterID:         cfg.ClusterID,
-		Self:              self,
-		Store:             b.views,
-		Opener:            opener,
-		Partition:         partition.Config{Opener: opener, Log: b.partitionLog(), Cleaner: cfg.cleaner(), RunHandoff: b.runHandoff},
+		ClusterID: cfg.ClusterID,
+		Self:      self,
+		Store:     b.views,
+		Opener:    opener,
+		Partition: partition.Config{Opener: opener, Log: b.partitionLog(), Cleaner: cfg.cleaner(), RunHandoff: b.runHandoff,
+			ProducerExpiration: b.dynCfgs.ProducerExpiration},
 		DefaultPartitions: int32(cfg.DefaultPartitions),
 		TopicDefaults:     b.dynCfgs.TopicDefaults,
 		Initial:           initial,

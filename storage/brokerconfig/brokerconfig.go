@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
@@ -155,7 +156,8 @@ func init() {
 			"a connection over it is held for its throttle time, at most one quota window, before it is served; applied at once."}
 	Keys["metric.reporters"] = stored(topicconfig.TypeList, "", nil, "Metrics reporter classes; kaas serves Prometheus metrics.")
 	Keys["config.providers"] = stored(topicconfig.TypeList, "", nil, "Config provider classes.")
-	Keys["producer.id.expiration.ms"] = stored(topicconfig.TypeInt, "86400000", atLeast(1), "How long a producer id without a write is remembered.")
+	Keys[ProducerIDExpiration] = Key{Type: topicconfig.TypeInt, Default: "86400000", Check: atLeast(1),
+		Doc: "How long a partition remembers an idempotent producer whose last batch is that old and that has no open transaction; applied at the partitions' next maintenance."}
 	Keys["transaction.partition.verification.enable"] = stored(topicconfig.TypeBoolean, "true", nil,
 		"KIP-890 produce verification; kaas always verifies.")
 	Keys["follower.fetch.last.tiered.offset.enable"] = stored(topicconfig.TypeBoolean, "false", nil, "Tiered storage follower fetch.")
@@ -168,6 +170,23 @@ func init() {
 		"remote.log.manager.expiration.thread.pool.size": "10"} {
 		Keys[name] = stored(topicconfig.TypeInt, def, atLeast(1), "Tiered storage; kaas has none.")
 	}
+}
+
+// ProducerIDExpiration is Kafka's producer.id.expiration.ms (KIP-854).
+const ProducerIDExpiration = "producer.id.expiration.ms"
+
+// ProducerExpiration is producer.id.expiration.ms among the configs in
+// force, when set.
+func ProducerExpiration(inForce map[string]string) (d time.Duration, ok bool) {
+	v, set := inForce[ProducerIDExpiration]
+	if !set {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil || ms < 1 {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
 }
 
 // CordonedLogDirs is KIP-1066's broker config: the log dirs that take no
