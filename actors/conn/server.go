@@ -476,7 +476,7 @@ func (s *Server) closeExcessConnections() {
 		a.evicted.Store(true)
 		metrics.ConnectionEvicted(a.lst.Name)
 		a.log.Info().Msg("closing the least recently active connection: the broker is over max.connections")
-		_ = a.c.Close()
+		go a.c.Close() // a TLS close may wait on its close_notify: not in the accept loop
 	}
 }
 

@@ -278,13 +278,6 @@ func (c *Counter) Set(l Limits) {
 	c.wake()
 }
 
-// Limits are the limits in force.
-func (c *Counter) Limits() Limits {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.limits
-}
-
 // Excess is how many connections of unprotected listeners should close
 // now (Excess of the counts).
 func (c *Counter) Excess() int {
