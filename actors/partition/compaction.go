@@ -18,21 +18,22 @@ import (
 // CleanerConfig is the broker's log cleaner (cleanup.policy=compact).
 type CleanerConfig struct {
 	// MapBytes bounds one pass's key map (Kafka's
-	// log.cleaner.dedupe.buffer.size); default 128 MiB.
-	MapBytes int64
+	// log.cleaner.dedupe.buffer.size), read at each pass; default 128 MiB.
+	MapBytes func() int64
 	// Throttle paces every cleaner of the broker (--cleaner-io-rate).
 	Throttle *compaction.Throttle
-	// Interval is how often a compacted partition checks whether it is
-	// dirty enough to clean (Kafka's log.cleaner.backoff.ms); default 15 s.
-	Interval time.Duration
+	// Interval is how long a compacted partition waits before it checks
+	// again whether it is dirty enough to clean (Kafka's
+	// log.cleaner.backoff.ms), read at each wait; default 15 s.
+	Interval func() time.Duration
 }
 
 func (c *CleanerConfig) defaults() {
-	if c.MapBytes <= 0 {
-		c.MapBytes = 128 << 20
+	if c.MapBytes == nil {
+		c.MapBytes = func() int64 { return 128 << 20 }
 	}
-	if c.Interval <= 0 {
-		c.Interval = 15 * time.Second
+	if c.Interval == nil {
+		c.Interval = func() time.Duration { return 15 * time.Second }
 	}
 }
 
@@ -58,7 +59,7 @@ func (a *Actor) armCleaner() {
 	}
 	a.cleanerArmed = true
 	self, system := a.self, a.system
-	a.cfg.Clock.AfterFunc(a.cfg.Cleaner.Interval, func() { system.Root.Send(self, cleanerTick{}) })
+	a.cfg.Clock.AfterFunc(a.cfg.Cleaner.Interval(), func() { system.Root.Send(self, cleanerTick{}) })
 }
 
 // onCleanerTick starts a pass if the partition leads a compactable log;
@@ -82,7 +83,7 @@ func (a *Actor) startClean() {
 	}
 	a.cleaning = true
 	now, cfg := a.cfg.Clock.Now(), topicconfig.Compaction(a.topicConfig)
-	req := storage.CompactRequest{Now: now, Config: cfg, MapBytes: a.cfg.Cleaner.MapBytes, Throttle: a.cfg.Cleaner.Throttle,
+	req := storage.CompactRequest{Now: now, Config: cfg, MapBytes: a.cfg.Cleaner.MapBytes(), Throttle: a.cfg.Cleaner.Throttle,
 		IndexedAborts: a.core.Producers().IndexedAborts(now.UnixMilli(), cfg.DeleteRetention), IndexedTo: l.NextOffset()}
 	self, system, clk := a.self, a.system, a.cfg.Clock
 	go func() {

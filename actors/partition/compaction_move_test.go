@@ -208,7 +208,7 @@ func TestCleaningDuringLeadershipMove(t *testing.T) {
 		sys := actorsys.NewSystem()
 		t.Cleanup(sys.Shutdown)
 		ref, err := sys.Spawn(name, New(id, Config{Opener: o, Log: zerolog.Nop(),
-			Cleaner: CleanerConfig{Interval: 20 * time.Millisecond, Throttle: th}}))
+			Cleaner: CleanerConfig{Interval: func() time.Duration { return 20 * time.Millisecond }, Throttle: th}}))
 		if err != nil {
 			t.Fatal(err)
 		}

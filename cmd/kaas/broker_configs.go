@@ -102,9 +102,13 @@ type dynamicConfigs struct {
 	lastRate  int64
 	cordoned  atomic.Bool
 	lastConns map[string]string
-	// producerExpiration (ns) is producer.id.expiration.ms in force.
+	// producerExpiration (ns) is producer.id.expiration.ms in force;
+	// cleanerInterval (ns) and cleanerMapBytes log.cleaner.backoff.ms and
+	// log.cleaner.dedupe.buffer.size.
 	producerExpiration atomic.Int64
-	staticExpiration   time.Duration
+	cleanerInterval    atomic.Int64
+	cleanerMapBytes    atomic.Int64
+	static             *serveConfig
 	// onConnectionLimits is told the configs in force when a connection
 	// limit among them changes (set before run; nil until the server is).
 	onConnectionLimits func(inForce map[string]string)
@@ -125,9 +129,11 @@ func newDynamicConfigs(cfg *serveConfig, static map[string]conn.BrokerConfig, lo
 	}
 	store.Static = func(name string) bool { _, ok := static[name]; return ok }
 	store.LogDir = conn.LogDir(cfg.DataDir)
-	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleaner().Throttle, staticRate: cfg.CleanerIORate, lastRate: cfg.CleanerIORate,
-		staticExpiration: cfg.ProducerIDExpiration}
+	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleanerThrottle(), staticRate: cfg.CleanerIORate, lastRate: cfg.CleanerIORate,
+		static: cfg}
 	d.producerExpiration.Store(int64(cfg.ProducerIDExpiration))
+	d.cleanerInterval.Store(int64(cfg.CleanerInterval))
+	d.cleanerMapBytes.Store(cfg.CleanerBufferSize)
 	d.set.Store(&brokerconfig.Set{})
 	empty := map[string]string{}
 	d.topicDef.Store(&empty)
@@ -141,6 +147,15 @@ func newDynamicConfigs(cfg *serveConfig, static map[string]conn.BrokerConfig, lo
 func (d *dynamicConfigs) ProducerExpiration() time.Duration {
 	return time.Duration(d.producerExpiration.Load())
 }
+
+// CleanerInterval is log.cleaner.backoff.ms in force on this broker.
+func (d *dynamicConfigs) CleanerInterval() time.Duration {
+	return time.Duration(d.cleanerInterval.Load())
+}
+
+// CleanerMapBytes is log.cleaner.dedupe.buffer.size in force on this
+// broker.
+func (d *dynamicConfigs) CleanerMapBytes() int64 { return d.cleanerMapBytes.Load() }
 
 // Set is the dynamic broker config set last read.
 func (d *dynamicConfigs) Set() brokerconfig.Set { return *d.set.Load() }
@@ -187,10 +202,14 @@ func (d *dynamicConfigs) refresh() {
 	}
 	exp, ok := brokerconfig.ProducerExpiration(inForce)
 	if !ok {
-		exp = d.staticExpiration
+		exp = d.static.ProducerIDExpiration
 	}
 	if time.Duration(d.producerExpiration.Swap(int64(exp))) != exp {
 		d.log.Info().Dur("producer_id_expiration", exp).Msg("dynamic broker configs: producer.id.expiration.ms")
+	}
+	backoff, mapBytes := brokerconfig.Cleaner(inForce, d.static.CleanerInterval, d.static.CleanerBufferSize)
+	if time.Duration(d.cleanerInterval.Swap(int64(backoff))) != backoff || d.cleanerMapBytes.Swap(mapBytes) != mapBytes {
+		d.log.Info().Dur("log_cleaner_backoff", backoff).Int64("log_cleaner_dedupe_buffer_size", mapBytes).Msg("dynamic broker configs: log cleaner")
 	}
 	rate, ok := brokerconfig.CleanerIORate(inForce)
 	if !ok {

@@ -328,13 +328,16 @@ func TestDynamicBrokerConfigsCluster(t *testing.T) {
 
 // TestDynamicConfigsFollower: the broker's follower applies the cleaner's
 // I/O rate in force (its own value over the default, the flag once
-// deleted) to the throttle every compaction pass waits on, and tells the
-// supervisor when its topic defaults change, not when another broker's do.
+// deleted) to the throttle every compaction pass waits on, keeps the
+// cleaner's wait and key map and the producers' expiration in force for
+// the partitions, and tells the supervisor when its topic defaults change,
+// not when another broker's do.
 func TestDynamicConfigsFollower(t *testing.T) {
 	var slept time.Duration
 	now := time.Unix(1_700_000_000, 0)
 	throttle := compaction.NewThrottle(0, func() time.Time { return now }, func(d time.Duration) { slept += d })
-	cfg := &serveConfig{BrokerID: 2, cleanerThrottle: throttle}
+	cfg := &serveConfig{BrokerID: 2, throttle: throttle, CleanerInterval: 15 * time.Second, CleanerBufferSize: 128 << 20,
+		ProducerIDExpiration: 24 * time.Hour}
 	d := newDynamicConfigs(cfg, nil, zerolog.Nop())
 	told := 0
 	d.onTopicDefaults = func() { told++ }
@@ -373,6 +376,23 @@ func TestDynamicConfigsFollower(t *testing.T) {
 	set("", "log.cleaner.io.max.bytes.per.second", nil)
 	if got := paced(); got != 0 {
 		t.Errorf("back to the flag: waited %v", got)
+	}
+	// The cleaner's wait and key map, and the producers' expiration, which
+	// the partitions read at each use.
+	if d.CleanerInterval() != 15*time.Second || d.CleanerMapBytes() != 128<<20 || d.ProducerExpiration() != 24*time.Hour {
+		t.Fatalf("the flags: %v, %d, %v", d.CleanerInterval(), d.CleanerMapBytes(), d.ProducerExpiration())
+	}
+	set("", "log.cleaner.backoff.ms", sp("2000"))
+	set("2", "log.cleaner.dedupe.buffer.size", sp("2097152"))
+	set("", "producer.id.expiration.ms", sp("60000"))
+	if d.CleanerInterval() != 2*time.Second || d.CleanerMapBytes() != 2<<20 || d.ProducerExpiration() != time.Minute {
+		t.Errorf("dynamic: %v, %d, %v; want 2s, 2 MiB, 1m", d.CleanerInterval(), d.CleanerMapBytes(), d.ProducerExpiration())
+	}
+	set("", "log.cleaner.backoff.ms", nil)
+	set("2", "log.cleaner.dedupe.buffer.size", nil)
+	set("", "producer.id.expiration.ms", nil)
+	if d.CleanerInterval() != 15*time.Second || d.CleanerMapBytes() != 128<<20 || d.ProducerExpiration() != 24*time.Hour {
+		t.Errorf("back to the flags: %v, %d, %v", d.CleanerInterval(), d.CleanerMapBytes(), d.ProducerExpiration())
 	}
 	set("1", "log.retention.ms", sp("5"))
 	if told != 0 || len(d.TopicDefaults()) != 0 {

@@ -122,8 +122,8 @@ type serveConfig struct {
 	advPort  int32
 	level    zerolog.Level
 	syncMode disklog.SyncMode
-	// cleanerThrottle is shared by every partition's cleaner (cleaner.go).
-	cleanerThrottle *compaction.Throttle
+	// throttle is shared by every partition's cleaner (cleaner.go).
+	throttle *compaction.Throttle
 }
 
 // serveUsage heads the flag list of kaas --help.

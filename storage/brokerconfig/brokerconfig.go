@@ -131,9 +131,10 @@ func init() {
 	}
 	Keys["log.cleaner.io.max.bytes.per.second"] = Key{Type: topicconfig.TypeDouble, Check: nonNegativeFloat,
 		Doc: "Bytes per second every compaction pass of the broker reads and writes, together (0: unthrottled); applied at once."}
-	Keys["log.cleaner.backoff.ms"] = stored(topicconfig.TypeLong, "15000", atLeast(0),
-		"How long a compacted partition waits between checks whether it is dirty enough to clean.")
-	Keys["log.cleaner.dedupe.buffer.size"] = stored(topicconfig.TypeLong, "134217728", atLeast(0), "Memory bound of a cleaning pass's key map.")
+	Keys[CleanerBackoff] = Key{Type: topicconfig.TypeLong, Default: "15000", Check: atLeast(1),
+		Doc: "How long a compacted partition waits between checks whether it is dirty enough to clean; applied at each partition's next wait."}
+	Keys[CleanerDedupeBufferSize] = Key{Type: topicconfig.TypeLong, Default: "134217728", Check: atLeast(1 << 20),
+		Doc: "Memory bound of a cleaning pass's key map (one pass runs at a time in the broker); applied from the next pass."}
 	Keys["log.cleaner.threads"] = stored(topicconfig.TypeInt, "1", atLeast(0), "Threads of the log cleaner.")
 	Keys["log.cleaner.io.buffer.size"] = stored(topicconfig.TypeInt, "524288", atLeast(0), "Memory of the cleaner's I/O buffers.")
 	Keys["log.cleaner.io.buffer.load.factor"] = stored(topicconfig.TypeDouble, "0.9", nil, "Load factor of the cleaner's key map.")
@@ -170,6 +171,24 @@ func init() {
 		"remote.log.manager.expiration.thread.pool.size": "10"} {
 		Keys[name] = stored(topicconfig.TypeInt, def, atLeast(1), "Tiered storage; kaas has none.")
 	}
+}
+
+// The log cleaner's dynamic configs kaas applies.
+const (
+	CleanerBackoff          = "log.cleaner.backoff.ms"
+	CleanerDedupeBufferSize = "log.cleaner.dedupe.buffer.size"
+)
+
+// Cleaner is log.cleaner.backoff.ms and log.cleaner.dedupe.buffer.size
+// among the configs in force, each the static value given when unset.
+func Cleaner(inForce map[string]string, backoff time.Duration, mapBytes int64) (time.Duration, int64) {
+	if ms, err := strconv.ParseInt(strings.TrimSpace(inForce[CleanerBackoff]), 10, 64); err == nil && ms >= 1 {
+		backoff = time.Duration(ms) * time.Millisecond
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(inForce[CleanerDedupeBufferSize]), 10, 64); err == nil && n >= 1<<20 {
+		mapBytes = n
+	}
+	return backoff, mapBytes
 }
 
 // ProducerIDExpiration is Kafka's producer.id.expiration.ms (KIP-854).
