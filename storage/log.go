@@ -22,8 +22,12 @@ var ErrClosed = errors.New("log closed")
 // LogConfig is the part of a topic's configuration that a log engine obeys.
 // Zero values mean "engine default" except where noted.
 type LogConfig struct {
-	SegmentBytes   int64         // segment.bytes
-	SegmentMs      time.Duration // segment.ms
+	SegmentBytes int64         // segment.bytes
+	SegmentMs    time.Duration // segment.ms
+	// SegmentJitter is segment.jitter.ms: each segment rolls by time up to
+	// this much (at most SegmentMs) before SegmentMs, at random, so that
+	// partitions created together do not all roll at once.
+	SegmentJitter  time.Duration
 	RetentionMs    time.Duration // retention.ms; negative = keep forever
 	RetentionBytes int64         // retention.bytes; negative = no size limit
 	IndexInterval  int32         // index.interval.bytes

@@ -154,7 +154,7 @@ func (l *Log) Append(b []byte, h batch.Header) error {
 	a := l.active
 	if a.size > 0 && (a.size+int64(len(b)) > l.segmentBytes() ||
 		h.LastOffset()-a.base > math.MaxInt32 ||
-		(l.cfg.SegmentMs > 0 && l.now().Sub(a.created) >= l.cfg.SegmentMs)) {
+		rollDue(l.cfg, a.created, a.jitter, l.now())) {
 		if err := l.roll(a.epoch, h.BaseOffset); err != nil {
 			return err
 		}
@@ -196,7 +196,7 @@ func (l *Log) isClosed() bool {
 // and the janitor makes a new set after the spare delay.
 func (l *Log) createSegment(epoch int32, base int64) (*segment, error) {
 	s := &segment{base: base, epoch: epoch, dir: l.dir, name: segName(epoch, base), active: true,
-		next: base, maxTS: -1, maxOff: -1, corruptAt: -1, created: l.now()}
+		next: base, maxTS: -1, maxOff: -1, corruptAt: -1, created: l.now(), jitter: l.o.opts.rollJitter()}
 	path := s.path()
 	if _, err := os.Lstat(path); err == nil {
 		// Debris of an interrupted roll (or of a deposed leader): never

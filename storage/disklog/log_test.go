@@ -206,6 +206,92 @@ func TestRollBySegmentMs(t *testing.T) {
 	}
 }
 
+// TestRollBySegmentJitter: a segment rolls by time segment.ms less its
+// share of segment.jitter.ms (the jitter capped at segment.ms, as Kafka
+// caps it), whether the roll comes from the retention check or an append.
+func TestRollBySegmentJitter(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		jitter        time.Duration
+		frac          float64
+		want          time.Duration
+		rollsOnAppend bool
+	}{
+		{"no jitter", 0, 0.5, time.Minute, false},
+		{"half of 20s", 20 * time.Second, 0.5, 50 * time.Second, false},
+		{"none drawn", 20 * time.Second, 0, time.Minute, false},
+		{"capped at segment.ms", 10 * time.Minute, 0.5, 30 * time.Second, false},
+		{"on append", 20 * time.Second, 0.5, 50 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Unix(1_700_000_000, 0)
+			now := start
+			o := testOpener(t, t.TempDir(), Clock(func() time.Time { return now }), RollJitter(func() float64 { return tc.frac }))
+			l := openLogT(t, o, storage.LogConfig{SegmentMs: time.Minute, SegmentJitter: tc.jitter})
+			defer l.Close()
+			appendN(t, l, 1, 1, 10, now.UnixMilli())
+			step := func(at time.Duration) int {
+				now = start.Add(at)
+				if tc.rollsOnAppend {
+					appendN(t, l, 1, 1, 10, now.UnixMilli())
+				} else if err := l.EnforceRetention(now); err != nil {
+					t.Fatal(err)
+				}
+				return len(segFiles(t, l.Dir(), logSuffix))
+			}
+			if n := step(tc.want - time.Second); n != 1 {
+				t.Fatalf("%d segments a second before %v", n, tc.want)
+			}
+			if n := step(tc.want); n != 2 {
+				t.Fatalf("%d segments at %v, want 2", n, tc.want)
+			}
+		})
+	}
+}
+
+// TestSegmentJitterSpreadsRolls: with the default random source, logs
+// opened together with segment.jitter.ms equal to segment.ms roll at
+// different ages, each within segment.ms.
+func TestSegmentJitterSpreadsRolls(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	now := start
+	o := testOpener(t, t.TempDir(), Clock(func() time.Time { return now }))
+	var logs []*Log
+	for i := range 16 {
+		l, err := o.Open(storage.PartitionID{Topic: testID.Topic, TopicID: testID.TopicID, Partition: int32(i)}, storage.LogConfig{SegmentMs: time.Minute, SegmentJitter: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		logs = append(logs, l.(*Log))
+		appendN(t, logs[i], 1, 1, 10, now.UnixMilli())
+	}
+	ages := map[time.Duration]bool{}
+	rolled := make([]bool, len(logs))
+	for at := time.Second; at <= time.Minute; at += time.Second {
+		now = start.Add(at)
+		for i, l := range logs {
+			if rolled[i] {
+				continue
+			}
+			if err := l.EnforceRetention(now); err != nil {
+				t.Fatal(err)
+			}
+			if len(segFiles(t, l.Dir(), logSuffix)) == 2 {
+				rolled[i], ages[at] = true, true
+			}
+		}
+	}
+	for i, r := range rolled {
+		if !r {
+			t.Fatalf("log %d did not roll within segment.ms", i)
+		}
+	}
+	if len(ages) < 2 {
+		t.Fatalf("all %d logs rolled at the same age: %v", len(logs), ages)
+	}
+}
+
 func TestRetentionAndDeleteRecords(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Unix(1_700_000_000, 0)

@@ -31,6 +31,7 @@ import (
 	"container/list"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,6 +53,7 @@ type options struct {
 	keptClaims   int // -1: from the open-file limit
 	deleteDelay  time.Duration
 	now          func() time.Time
+	rollJitter   func() float64
 	sync         SyncMode
 	spareDelay   time.Duration
 	spareRate    int
@@ -120,6 +122,10 @@ func UnreadDelay(d time.Duration) Option { return func(o *options) { o.unreadDel
 // Clock replaces the wall clock (segment.ms rolling, retention.ms).
 func Clock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
+// RollJitter replaces the random source of segment.jitter.ms: f returns a
+// fraction in [0, 1) of the jitter a new segment rolls early by.
+func RollJitter(f func() float64) Option { return func(o *options) { o.rollJitter = f } }
+
 // Opener opens partition logs under one data directory.
 type Opener struct {
 	dir   string
@@ -148,7 +154,7 @@ type Opener struct {
 // delete delay.
 func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) {
 	o := &Opener{dir: dir, log: log, open: map[string]*Log{}, timers: map[*time.Timer]struct{}{}}
-	o.opts = options{maxOpenFiles: 512, keptClaims: -1, deleteDelay: time.Minute, now: time.Now, spareDelay: 5 * time.Second, spareRate: 100, unreadDelay: 5 * time.Second}
+	o.opts = options{maxOpenFiles: 512, keptClaims: -1, deleteDelay: time.Minute, now: time.Now, rollJitter: rand.Float64, spareDelay: 5 * time.Second, spareRate: 100, unreadDelay: 5 * time.Second}
 	for _, fn := range opts {
 		fn(&o.opts)
 	}

@@ -250,6 +250,7 @@ func (l *Log) recover() (recoveryStats, error) {
 		}
 		fileSize := fi.Size()
 		s.created = fi.ModTime()
+		s.jitter = l.o.opts.rollJitter()
 		var tr summary
 		var tok, loadedOK bool
 		var loaded []indexEntry

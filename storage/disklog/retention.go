@@ -55,9 +55,9 @@ func (l *Log) EnforceRetention(now time.Time) error {
 	l.mu.RUnlock()
 	a := l.active
 	a.mu.RLock()
-	asize, acreated := a.size, a.created
+	asize, acreated, ajitter := a.size, a.created, a.jitter
 	a.mu.RUnlock()
-	if cfg.SegmentMs > 0 && asize > 0 && now.Sub(acreated) >= cfg.SegmentMs {
+	if asize > 0 && rollDue(cfg, acreated, ajitter, now) {
 		if err := l.roll(a.epoch, l.next.Load()); err != nil {
 			return err
 		}
@@ -436,4 +436,15 @@ func (l *Log) Size() int64 {
 		s.mu.RUnlock()
 	}
 	return total
+}
+
+// rollDue reports whether an active segment created at created rolls by
+// time at now: segment.ms after its first append, less its share (jitter)
+// of segment.jitter.ms, the jitter capped at segment.ms as Kafka caps it.
+func rollDue(cfg storage.LogConfig, created time.Time, jitter float64, now time.Time) bool {
+	if cfg.SegmentMs <= 0 {
+		return false
+	}
+	early := time.Duration(jitter * float64(min(max(cfg.SegmentJitter, 0), cfg.SegmentMs)))
+	return now.Sub(created) >= cfg.SegmentMs-early
 }

@@ -324,6 +324,10 @@ type segment struct {
 	idx     []indexEntry // nil while a sealed segment's index is not loaded
 	h       *handle      // open descriptor or nil
 	created time.Time    // first append (segment.ms rolling)
+	// jitter is the fraction of segment.jitter.ms this segment rolls
+	// early by, drawn when it is created or opened (as Kafka draws a
+	// segment's roll jitter).
+	jitter float64
 	// indexOnDisk: the index files on disk describe the segment up to size.
 	indexOnDisk bool
 	// unread: a sealed segment below the checkpoint's sealed offset, taken

@@ -238,7 +238,7 @@ func init() {
 		{Name: "segment.index.bytes", Type: TypeInt, Default: "10485760", Synonym: "log.index.size.max.bytes",
 			Doc: "The size of the index that maps offsets to file positions." + noEffect, Check: atLeast(4)},
 		{Name: "segment.jitter.ms", Type: TypeLong, Default: "0", Synonym: "log.roll.jitter.ms",
-			Doc: "The maximum random jitter subtracted from the scheduled segment roll time." + noEffect, Check: atLeast(0)},
+			Doc: "The maximum random jitter subtracted from the scheduled segment roll time (segment.ms), drawn per segment so that partitions do not all roll at once.", Check: atLeast(0)},
 		{Name: "segment.ms", Type: TypeLong, Default: "604800000", Synonym: "log.roll.ms",
 			Doc: "The period after which the log rolls a segment even if it is not full.", Check: atLeast(1)},
 		{Name: "unclean.leader.election.enable", Type: TypeBoolean, Default: "false", Synonym: "unclean.leader.election.enable",
@@ -392,6 +392,7 @@ func LogConfig(cfg map[string]string) storage.LogConfig {
 	c := storage.LogConfig{
 		SegmentBytes:   int64Value(cfg, "segment.bytes"),
 		SegmentMs:      millis(int64Value(cfg, "segment.ms")),
+		SegmentJitter:  millis(int64Value(cfg, "segment.jitter.ms")),
 		RetentionMs:    millis(int64Value(cfg, "retention.ms")),
 		RetentionBytes: int64Value(cfg, "retention.bytes"),
 		IndexInterval:  int32(int64Value(cfg, "index.interval.bytes")),

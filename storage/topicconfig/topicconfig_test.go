@@ -170,8 +170,11 @@ func TestLogConfigDefaultsAndOverrides(t *testing.T) {
 	if lc.RetentionMs != 7*24*time.Hour || lc.RetentionBytes != -1 || lc.SegmentBytes != 1<<30 {
 		t.Fatalf("defaults: %+v", lc)
 	}
-	lc = LogConfig(map[string]string{"retention.ms": "-1", "segment.ms": "60000"})
-	if lc.RetentionMs >= 0 || lc.SegmentMs != time.Minute {
+	if lc.SegmentJitter != 0 {
+		t.Fatalf("segment.jitter.ms defaults to %v", lc.SegmentJitter)
+	}
+	lc = LogConfig(map[string]string{"retention.ms": "-1", "segment.ms": "60000", "segment.jitter.ms": "5000"})
+	if lc.RetentionMs >= 0 || lc.SegmentMs != time.Minute || lc.SegmentJitter != 5*time.Second {
 		t.Fatalf("overrides: %+v", lc)
 	}
 	if MaxMessageBytes(map[string]string{"max.message.bytes": "100"}) != 100 || MaxMessageBytes(nil) != 1048588 {
