@@ -259,9 +259,14 @@ type DeleteRecordsResult struct {
 	LowWatermark int64
 }
 
-// PartitionStatus asks for a snapshot of a partition's offsets (tests, /healthz).
+// PartitionStatus asks for a snapshot of a partition's offsets (tests,
+// /healthz, /metrics).
 type PartitionStatus struct {
-	Reply func(PartitionStatusResult)
+	// MeasureSize also sums the log's segment sizes into Size (a walk of
+	// its segments; a sealed segment not read since the log opened is
+	// read first).
+	MeasureSize bool
+	Reply       func(PartitionStatusResult)
 }
 
 // PartitionStatusResult answers PartitionStatus.
@@ -271,6 +276,9 @@ type PartitionStatusResult struct {
 	LogStartOffset int64
 	HighWatermark  int64
 	LogEndOffset   int64
+	// Size is the log's size in bytes when MeasureSize asked for it and
+	// the partition is led here (0 otherwise).
+	Size int64
 }
 
 // PartitionSize asks a partition's leader for its log's size in bytes

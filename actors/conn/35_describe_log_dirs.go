@@ -7,6 +7,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
+	"github.com/kaas-project/kaas/storage/diskspace"
 )
 
 // DescribeLogDirs (key 35): v1-5. Every broker has one log dir, the shared
@@ -60,7 +61,7 @@ func handleDescribeLogDirs(r *Request) Pending {
 	dir := LogDir(r.Server.DataDir)
 	total, usable := int64(-1), int64(-1)
 	if r.Server.DataDir != "" {
-		total, usable = diskSpace(dir)
+		total, usable = diskspace.Of(dir)
 	}
 	cordoned := cordonedBrokers(r.Server)(v.Self)
 	return func() kmsg.Response {

@@ -7,9 +7,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// The lag collector exports every committed offset, the high watermark of
-// every partition led here, and the lag (high watermark minus committed
-// offset) only where both are known; an unset commit (-1) exports nothing.
+// The lag collector exports every committed offset, the high watermark,
+// log start offset and size of every partition led here, and the lag (high
+// watermark minus committed offset) only where both are known; an unset
+// commit (-1) exports nothing.
 func TestLagCollector(t *testing.T) {
 	c := lagCollector{
 		committed: func() []CommittedOffset {
@@ -20,8 +21,8 @@ func TestLagCollector(t *testing.T) {
 				{Group: "g2", Topic: "payments", Partition: 0, Offset: -1}, // no position
 			}
 		},
-		highWatermarks: func() map[TopicPartition]int64 {
-			return map[TopicPartition]int64{{Topic: "orders", Partition: 0}: 10}
+		partitions: func() map[TopicPartition]PartitionStats {
+			return map[TopicPartition]PartitionStats{{Topic: "orders", Partition: 0}: {HighWatermark: 10, LogStartOffset: 4, SizeBytes: 2048}}
 		},
 	}
 	want := `
@@ -37,12 +38,18 @@ kaas_consumer_group_lag{group="g2",partition="0",topic="orders"} 0
 # HELP kaas_partition_high_watermark High watermark (one past the last record consumers can read) of a partition this broker leads.
 # TYPE kaas_partition_high_watermark gauge
 kaas_partition_high_watermark{partition="0",topic="orders"} 10
+# HELP kaas_partition_log_size_bytes Bytes of the log (every segment) of a partition this broker leads.
+# TYPE kaas_partition_log_size_bytes gauge
+kaas_partition_log_size_bytes{partition="0",topic="orders"} 2048
+# HELP kaas_partition_log_start_offset First offset kept in the log of a partition this broker leads (retention and DeleteRecords raise it).
+# TYPE kaas_partition_log_start_offset gauge
+kaas_partition_log_start_offset{partition="0",topic="orders"} 4
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Fatal(err)
 	}
 	// A registry without the coordinator's or the partitions' views
-	// exports none of the three.
+	// exports none of them.
 	if n := testutil.CollectAndCount(lagCollector{}); n != 0 {
 		t.Fatalf("empty collector exported %d series", n)
 	}

@@ -89,10 +89,13 @@ type View struct {
 	// CommittedOffsets lists the committed offsets of the groups this
 	// broker coordinates (nil: none).
 	CommittedOffsets func() []CommittedOffset
-	// HighWatermarks gives the high watermarks of the partitions this
+	// Partitions gives the offsets and sizes of the partitions this
 	// broker leads that answer in time (nil: none). It must return
 	// promptly: it runs inside the scrape.
-	HighWatermarks func() map[TopicPartition]int64
+	Partitions func() map[TopicPartition]PartitionStats
+	// Volume measures the file system of the data directory: its total
+	// bytes and those available (nil: none exported, as in memory).
+	Volume func() (capacity, available int64)
 	// FetchSessions reports the incremental fetch sessions (KIP-227) open,
 	// the partitions they hold and the sessions evicted so far (nil: none).
 	FetchSessions func() (sessions, partitions int, evictions int64)
@@ -123,7 +126,7 @@ func NewRegistry(v View) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(shared...)
 	r.MustRegister(clusterSeries...)
-	r.MustRegister(lagCollector{committed: v.CommittedOffsets, highWatermarks: v.HighWatermarks})
+	r.MustRegister(lagCollector{committed: v.CommittedOffsets, partitions: v.Partitions})
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gauge := func(name, help string, f func() float64) {
 		r.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, f))
@@ -150,6 +153,12 @@ func NewRegistry(v View) *prometheus.Registry {
 					return float64(fenced)
 				}))
 		}
+	}
+	if v.Volume != nil {
+		gauge("volume_capacity_bytes", "Total bytes of the file system holding the data directory (the shared volume).",
+			func() float64 { c, _ := v.Volume(); return float64(c) })
+		gauge("volume_available_bytes", "Bytes of the file system holding the data directory (the shared volume) that the broker can still write.",
+			func() float64 { _, a := v.Volume(); return float64(a) })
 	}
 	if v.FetchSessions != nil {
 		gauge("fetch_sessions", "Incremental fetch sessions (KIP-227) this broker keeps.", func() float64 { s, _, _ := v.FetchSessions(); return float64(s) })

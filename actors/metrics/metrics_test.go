@@ -13,6 +13,7 @@ func TestRegistryGathersEverySeries(t *testing.T) {
 		PartitionsLed: func() int { return 3 }, Topics: func() int { return 2 },
 		ControllerEpoch: func() int64 { return 7 }, AssignmentVersion: func() int64 { return 11 },
 		DiskFsyncs: func() int64 { return 5 }, Brokers: func() (int, int) { return 2, 1 },
+		Volume: func() (int64, int64) { return 1 << 30, 1 << 28 },
 	})
 	api := ForAPI(0)
 	api.Request(0)
@@ -91,8 +92,15 @@ kaas_disk_fsyncs_total 5
 # TYPE kaas_brokers gauge
 kaas_brokers{state="alive"} 2
 kaas_brokers{state="fenced"} 1
+# HELP kaas_volume_available_bytes Bytes of the file system holding the data directory (the shared volume) that the broker can still write.
+# TYPE kaas_volume_available_bytes gauge
+kaas_volume_available_bytes 2.68435456e+08
+# HELP kaas_volume_capacity_bytes Total bytes of the file system holding the data directory (the shared volume).
+# TYPE kaas_volume_capacity_bytes gauge
+kaas_volume_capacity_bytes 1.073741824e+09
 `
-	if err := testutil.GatherAndCompare(r, strings.NewReader(want), "kaas_controller_epoch", "kaas_disk_fsyncs_total", "kaas_brokers"); err != nil {
+	if err := testutil.GatherAndCompare(r, strings.NewReader(want), "kaas_controller_epoch", "kaas_disk_fsyncs_total", "kaas_brokers",
+		"kaas_volume_capacity_bytes", "kaas_volume_available_bytes"); err != nil {
 		t.Error(err)
 	}
 	if problems, err := testutil.GatherAndLint(r); err != nil || len(problems) > 0 {

@@ -176,6 +176,9 @@ func (a *Actor) Receive(ctx actor.Context) {
 		r := messages.PartitionStatusResult{Leading: a.core.Leading(), LeaderEpoch: a.core.LeaderEpoch(), HighWatermark: a.core.HighWatermark()}
 		if l := a.core.Log(); l != nil {
 			r.LogStartOffset, r.LogEndOffset = l.StartOffset(), l.NextOffset()
+			if m.MeasureSize && r.Leading {
+				r.Size = l.Size()
+			}
 		}
 		m.Reply(r)
 	case *messages.PartitionSize:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,7 +20,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sys/unix"
 )
 
 // scrape reads the broker's /metrics: the text and its parsed families.
@@ -217,6 +220,80 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 	out, err := check.CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// TestMetricsPartitionSizesAndVolume: the partitions led here export their
+// log start offsets and sizes, the sizes DescribeLogDirs answers; with
+// --data-dir the volume gauges are the file system's (statfs), and in
+// memory there are none.
+func TestMetricsPartitionSizesAndVolume(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		disk bool
+	}{{"disk", true}, {"memory", false}} {
+		t.Run(mode.name, func(t *testing.T) {
+			httpAddr := freeAddr(t)
+			args := []string{"--http-addr", httpAddr}
+			dir := t.TempDir()
+			if mode.disk {
+				args = append(args, "--data-dir", dir)
+			}
+			_, addr, _ := startTestBroker(t, args...)
+			const topic = "metrics-sizes"
+			createTopic(t, addr, topic, 2, nil)
+			ctx := ctxT(t, 30*time.Second)
+			prod := newClient(t, addr, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			for i := range 10 {
+				value := make([]byte, 1000)
+				_, _ = rand.Read(value) // incompressible
+				if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: value}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			adm := newAdmin(t, addr)
+			if dr, err := adm.DeleteRecords(ctx, kadm.Offsets{topic: {0: {At: 3}}}); err != nil || dr.Error() != nil {
+				t.Fatalf("DeleteRecords: %v %v", err, dr.Error())
+			}
+			dirs, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: {0: {}, 1: {}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes := map[int32]int64{}
+			dirs.Each(func(d kadm.DescribedLogDir) {
+				for p, ps := range d.Topics[topic] {
+					sizes[p] = ps.Size
+				}
+			})
+			_, fam := scrape(t, httpAddr)
+			for p, start := range map[int32]float64{0: 3, 1: 0} {
+				part := []string{"topic", topic, "partition", strconv.Itoa(int(p))}
+				if got := sample(fam, "kaas_partition_log_start_offset", part...); got != start {
+					t.Errorf("kaas_partition_log_start_offset%v = %v, want %v", part, got, start)
+				}
+				got := sample(fam, "kaas_partition_log_size_bytes", part...)
+				if got < 5*1000 || got != float64(sizes[p]) {
+					t.Errorf("kaas_partition_log_size_bytes%v = %v, want DescribeLogDirs' %d (five 1000-byte records or more)", part, got, sizes[p])
+				}
+			}
+			capacity, available := sample(fam, "kaas_volume_capacity_bytes"), sample(fam, "kaas_volume_available_bytes")
+			if !mode.disk {
+				if capacity != -1 || available != -1 {
+					t.Fatalf("in memory: volume capacity %v, available %v; want neither exported", capacity, available)
+				}
+				return
+			}
+			var st unix.Statfs_t
+			if err := unix.Statfs(dir, &st); err != nil {
+				t.Fatal(err)
+			}
+			if want := float64(int64(st.Blocks) * st.Bsize); capacity != want {
+				t.Errorf("kaas_volume_capacity_bytes = %v, statfs says %v", capacity, want)
+			}
+			if available <= 0 || available > capacity {
+				t.Errorf("kaas_volume_available_bytes = %v of %v", available, capacity)
+			}
+		})
 	}
 }
 

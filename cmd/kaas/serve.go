@@ -502,10 +502,13 @@ func (b *broker) serveHTTP(ctx context.Context) {
 		AssignmentVersion: func() int64 { return b.views.Load().Version },
 		DiskFsyncs:        disklog.Fsyncs,
 		CommittedOffsets:  func() []metrics.CommittedOffset { return committedOffsets(b) },
-		HighWatermarks:    func() map[metrics.TopicPartition]int64 { return ledHighWatermarks(b.views.Load(), hwmScrapeTimeout) },
-		FetchSessions:     b.srv.FetchSessionStats,
-		Listeners:         listenerNames(b),
-		Connections:       func(l string) int { _, n := b.srv.ConnLimits.Open(l); return n },
+		Partitions: func() map[metrics.TopicPartition]metrics.PartitionStats {
+			return ledPartitionStats(b.views.Load(), partitionScrapeTimeout)
+		},
+		Volume:        dataVolume(b.cfg.DataDir),
+		FetchSessions: b.srv.FetchSessionStats,
+		Listeners:     listenerNames(b),
+		Connections:   func(l string) int { _, n := b.srv.ConnLimits.Open(l); return n },
 		ShareSessions: func() (open, evicted int64) {
 			if b.share == nil {
 				return 0, 0
