@@ -46,6 +46,9 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"transactional.id.expiration.ms":  c("transactional-id-expiration", topicconfig.TypeInt, ms(cfg.TransactionalIDExpiration)),
 		"offsets.retention.minutes":       c("offsets-retention-minutes", topicconfig.TypeInt, strconv.Itoa(cfg.OffsetsRetentionMinutes)),
 		"num.partitions":                  c("default-partitions", topicconfig.TypeInt, strconv.Itoa(cfg.DefaultPartitions)),
+		"ssl.client.auth":                 c("ssl-client-auth", topicconfig.TypeString, cfg.SSLClientAuth),
+		"ssl.enabled.protocols":           c("ssl-enabled-protocols", topicconfig.TypeList, cfg.SSLProtocols),
+		"ssl.cipher.suites":               c("ssl-cipher-suites", topicconfig.TypeList, cfg.SSLCipherSuites),
 		"log.dirs":                        c("data-dir", topicconfig.TypeString, cfg.DataDir),
 		// One copy per partition on the shared volume: what CreateTopics
 		// with replication factor -1 gets, for tools that read it first.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"io"
 	"math"
 	"strings"
@@ -131,6 +132,33 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			name, err := c.kerberosRules.ShortName("ALICE@EXAMPLE.COM", "EXAMPLE.COM")
 			return err == nil && name == "alice"
 		}},
+		{"listener mechanisms empty", []string{"--listeners", "SASL_SSL://:9093", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
+			"--listener-sasl-enabled-mechanisms", "SASL_SSL= , "}, nil, "SASL_SSL: no mechanism", nil},
+		{"a listener's own certificates", []string{"--listeners", "SSL://:9093,EXTERNAL://:9094", "--listener-security-protocol-map", "EXTERNAL:SASL_SSL",
+			"--sasl-credentials-file", "/c", "--tls-dir", "/t", "--listener-tls-dir", "external=/e", "--listener-ssl-client-auth", "SSL=required"}, nil, "",
+			func(c *serveConfig) bool {
+				return len(c.listenerTLSDirs) == 1 && c.listenerTLSDirs["EXTERNAL"] == "/e" && c.clientAuth == tls.NoClientCert &&
+					c.listenerClientAuth["SSL"] == tls.RequireAndVerifyClientCert && c.tlsPolicy.MinVersion == tls.VersionTLS12 && c.tlsPolicy.MaxVersion == tls.VersionTLS13
+			}},
+		{"every TLS listener with its own certificates needs no --tls-dir", []string{"--listeners", "SSL://:9093", "--listener-tls-dir", "SSL=/s"}, nil, "",
+			func(c *serveConfig) bool { return c.listenerTLSDirs["SSL"] == "/s" && c.TLSDir == "" }},
+		{"a TLS listener without certificates", []string{"--listeners", "SSL://:9093,EXTERNAL://:9094", "--listener-security-protocol-map", "EXTERNAL:SSL",
+			"--listener-tls-dir", "EXTERNAL=/e"}, nil, "need --tls-dir", nil},
+		{"certificates of a PLAINTEXT listener", []string{"--listeners", "PLAINTEXT://:9092", "--listener-tls-dir", "PLAINTEXT=/p"}, nil,
+			"--listener-tls-dir: PLAINTEXT is not an SSL or SASL_SSL listener", nil},
+		{"certificates given twice", []string{"--listeners", "SSL://:9093", "--listener-tls-dir", "SSL=/a;ssl=/b"}, nil, "listener SSL given twice", nil},
+		{"certificates without a directory", []string{"--listeners", "SSL://:9093", "--listener-tls-dir", "SSL="}, nil, "is not NAME=VALUE", nil},
+		{"client auth of a SASL_SSL listener", []string{"--listeners", "SASL_SSL://:9093", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
+			"--listener-ssl-client-auth", "SASL_SSL=required"}, nil, "SASL_SSL is not an SSL listener", nil},
+		{"a bad client auth", []string{"--listeners", "SSL://:9093", "--tls-dir", "/t", "--listener-ssl-client-auth", "SSL=always"}, nil,
+			`--listener-ssl-client-auth SSL: "always": want none, requested or required`, nil},
+		{"TLS 1.1", []string{"--ssl-enabled-protocols", "TLSv1.1,TLSv1.2"}, nil, `"TLSv1.1" is not served`, nil},
+		{"TLS 1.3 alone with suites", []string{"--ssl-enabled-protocols", "TLSv1.3", "--ssl-cipher-suites", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}, nil, "TLS 1.3 alone", nil},
+		{"an insecure suite", []string{"--ssl-cipher-suites", "TLS_RSA_WITH_RC4_128_SHA"}, nil, "--ssl-cipher-suites", nil},
+		{"TLS 1.2 and two suites", []string{"--ssl-enabled-protocols", "TLSv1.2", "--ssl-cipher-suites", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"}, nil, "",
+			func(c *serveConfig) bool {
+				return c.tlsPolicy.MaxVersion == tls.VersionTLS12 && len(c.tlsPolicy.CipherSuites) == 2 && c.tlsPolicy.CipherSuites[1] == tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+			}},
 		{"listener mechanisms need their files", []string{"--listeners", "SASL_SSL://:9093", "--tls-dir", "/t", "--sasl-credentials-file", "/c",
 			"--listener-sasl-enabled-mechanisms", "SASL_SSL=OAUTHBEARER"}, nil, "--sasl-oauthbearer-jwks-file", nil},
 		{"listener mechanisms", []string{"--listeners", "SASL_SSL://:9093,SASL_PLAINTEXT://:9094", "--tls-dir", "/t", "--sasl-credentials-file", "/c",

@@ -44,7 +44,11 @@ type securityConfig struct {
 	AdvertisedListeners string
 	ListenerProtocolMap string
 	TLSDir              string
+	ListenerTLSDirs     string
 	SSLClientAuth       string
+	ListenerClientAuth  string
+	SSLProtocols        string
+	SSLCipherSuites     string
 	SASLMechanisms      string
 	SASLCredentialsFile string
 	SASLPlainWithoutTLS bool
@@ -77,6 +81,9 @@ type securityConfig struct {
 	TokenExpiryCheck    time.Duration
 	listenerSpecs       []listenerSpec
 	clientAuth          tls.ClientAuthType
+	listenerClientAuth  map[string]tls.ClientAuthType // SSL listener -> its own client auth
+	listenerTLSDirs     map[string]string             // TLS listener -> its own certificate directory
+	tlsPolicy           tlsfiles.Policy
 	principalMapping    *tlsfiles.PrincipalMapper
 	kerberosRules       *sasl.KerberosRules
 	saslMechanisms      []string
@@ -96,7 +103,11 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.AdvertisedListeners, "advertised-listeners", "", "addresses advertised to the clients of each listener, NAME://host:port,..., published to the other brokers for their clients of that listener (default per listener: localhost, or the pod DNS name in cluster mode, with the listener's port)")
 	fs.StringVar(&c.ListenerProtocolMap, "listener-security-protocol-map", "", "security protocol of each listener, NAME:PROTOCOL,... with PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; a listener named after a protocol speaks it by default")
 	fs.StringVar(&c.TLSDir, "tls-dir", "", "directory holding tls.crt, tls.key and ca.crt (a mounted kubernetes.io/tls Secret, e.g. from cert-manager), re-read when they change; needed by SSL and SASL_SSL listeners and --heartbeat-tls")
+	fs.StringVar(&c.ListenerTLSDirs, "listener-tls-dir", "", "certificate directories of single SSL or SASL_SSL listeners instead of --tls-dir, NAME=DIR;NAME=... (laid out as --tls-dir, re-read when they change; Kafka's listener.name.<name>.ssl.keystore.location and truststore): an external listener can serve a certificate from a public CA")
 	fs.StringVar(&c.SSLClientAuth, "ssl-client-auth", "none", "client certificates on SSL listeners: none, requested (verified if given) or required (Kafka's ssl.client.auth); verified against ca.crt; the principal is User:<subject DN>")
+	fs.StringVar(&c.ListenerClientAuth, "listener-ssl-client-auth", "", "client certificates of single SSL listeners instead of --ssl-client-auth, NAME=none|requested|required;NAME=... (Kafka's listener.name.<name>.ssl.client.auth)")
+	fs.StringVar(&c.SSLProtocols, "ssl-enabled-protocols", "TLSv1.2,TLSv1.3", "TLS versions served and used towards other brokers: TLSv1.2, TLSv1.3 or both (Kafka's ssl.enabled.protocols)")
+	fs.StringVar(&c.SSLCipherSuites, "ssl-cipher-suites", "", "TLS 1.2 cipher suites allowed, by IANA name, comma-separated (Kafka's ssl.cipher.suites); empty: Go's secure defaults. TLS 1.3's suites are not configurable")
 	fs.StringVar(&c.SSLPrincipalRules, "ssl-principal-mapping-rules", "DEFAULT", "principal names of client certificates on SSL listeners from their subject DN (Kafka's ssl.principal.mapping.rules): RULE:pattern/replacement/[LU],...,DEFAULT; a certificate no rule applies to is refused")
 	fs.StringVar(&c.SASLMechanisms, "sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms served on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI")
 	fs.StringVar(&c.ListenerMechanisms, "listener-sasl-enabled-mechanisms", "", "SASL mechanisms of single listeners instead of --sasl-enabled-mechanisms, NAME=MECH,MECH;NAME=... (Kafka's listener.name.<name>.sasl.enabled.mechanisms)")
@@ -150,15 +161,21 @@ func (c *serveConfig) validateSecurity() error {
 		c.KafkaAddr = specs[0].Addr
 		c.advHost, c.advPort = specs[0].AdvHost, specs[0].AdvPort
 	}
-	switch s.SSLClientAuth {
-	case "none":
-		s.clientAuth = tls.NoClientCert
-	case "requested":
-		s.clientAuth = tls.VerifyClientCertIfGiven
-	case "required":
-		s.clientAuth = tls.RequireAndVerifyClientCert
-	default:
-		return fmt.Errorf("--ssl-client-auth %q: want none, requested or required", s.SSLClientAuth)
+	var err error
+	if s.clientAuth, err = parseClientAuth(s.SSLClientAuth); err != nil {
+		return fmt.Errorf("--ssl-client-auth: %w", err)
+	}
+	if s.tlsPolicy, err = tlsfiles.ParsePolicy(s.SSLProtocols, s.SSLCipherSuites); err != nil {
+		return fmt.Errorf("--ssl-enabled-protocols, --ssl-cipher-suites: %w", err)
+	}
+	isTLS := func(l listenerSpec) bool { return l.Protocol == conn.ProtocolSSL || l.Protocol == conn.ProtocolSASLSSL }
+	isSSL := func(l listenerSpec) bool { return l.Protocol == conn.ProtocolSSL }
+	if s.listenerTLSDirs, err = parseListenerValues("--listener-tls-dir", s.ListenerTLSDirs, "an SSL or SASL_SSL", s.listenerSpecs, isTLS,
+		func(dir string) (string, error) { return dir, nil }); err != nil {
+		return err
+	}
+	if s.listenerClientAuth, err = parseListenerValues("--listener-ssl-client-auth", s.ListenerClientAuth, "an SSL", s.listenerSpecs, isSSL, parseClientAuth); err != nil {
+		return err
 	}
 	s.principalMapping = nil
 	if strings.TrimSpace(s.SSLPrincipalRules) != "DEFAULT" {
@@ -174,13 +191,13 @@ func (c *serveConfig) validateSecurity() error {
 	}
 	s.kerberosRules = kerberosRules
 	for _, l := range s.listenerSpecs {
-		s.needTLS = s.needTLS || l.Protocol == conn.ProtocolSSL || l.Protocol == conn.ProtocolSASLSSL
+		_, own := s.listenerTLSDirs[l.Name]
+		s.needTLS = s.needTLS || isTLS(l) && !own
 		s.needSASL = s.needSASL || l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL
 	}
 	if (s.needTLS || s.HeartbeatTLS) && s.TLSDir == "" {
-		return errors.New("SSL and SASL_SSL listeners and --heartbeat-tls need --tls-dir")
+		return errors.New("SSL and SASL_SSL listeners without a --listener-tls-dir, and --heartbeat-tls, need --tls-dir")
 	}
-	var err error
 	if s.saslMechanisms, err = parseMechanisms("--sasl-enabled-mechanisms", s.SASLMechanisms); err != nil {
 		return err
 	}
@@ -265,6 +282,49 @@ func (s *securityConfig) validateInterBroker() error {
 	return nil
 }
 
+// parseClientAuth reads Kafka's ssl.client.auth.
+func parseClientAuth(v string) (tls.ClientAuthType, error) {
+	switch strings.TrimSpace(v) {
+	case "none":
+		return tls.NoClientCert, nil
+	case "requested":
+		return tls.VerifyClientCertIfGiven, nil
+	case "required":
+		return tls.RequireAndVerifyClientCert, nil
+	}
+	return 0, fmt.Errorf("%q: want none, requested or required", v)
+}
+
+// parseListenerValues parses NAME=VALUE;NAME=... of a per-listener flag:
+// each name must be a listener that fits (kind says which), given once,
+// and each value must parse.
+func parseListenerValues[V any](flagName, v, kind string, listeners []listenerSpec, fits func(listenerSpec) bool, parse func(string) (V, error)) (map[string]V, error) {
+	out := map[string]V{}
+	for _, item := range strings.Split(v, ";") {
+		if strings.TrimSpace(item) == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(item, "=")
+		name, value = strings.ToUpper(strings.TrimSpace(name)), strings.TrimSpace(value)
+		if !ok || name == "" || value == "" {
+			return nil, fmt.Errorf("%s: %q is not NAME=VALUE", flagName, item)
+		}
+		i := slices.IndexFunc(listeners, func(l listenerSpec) bool { return l.Name == name })
+		if i < 0 || !fits(listeners[i]) {
+			return nil, fmt.Errorf("%s: %s is not %s listener of --listeners", flagName, name, kind)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%s: listener %s given twice", flagName, name)
+		}
+		parsed, err := parse(value)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", flagName, name, err)
+		}
+		out[name] = parsed
+	}
+	return out, nil
+}
+
 // parseMechanisms parses a comma-separated list of SASL mechanisms.
 func parseMechanisms(flagName, v string) ([]string, error) {
 	var out []string
@@ -284,33 +344,17 @@ func parseMechanisms(flagName, v string) ([]string, error) {
 // parseListenerMechanisms parses NAME=MECH,MECH;NAME=...; each name must be
 // a SASL listener.
 func parseListenerMechanisms(v string, listeners []listenerSpec) (map[string][]string, error) {
-	out := map[string][]string{}
-	for _, item := range strings.Split(v, ";") {
-		if strings.TrimSpace(item) == "" {
-			continue
-		}
-		name, list, ok := strings.Cut(item, "=")
-		name = strings.ToUpper(strings.TrimSpace(name))
-		if !ok || name == "" {
-			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: %q is not NAME=MECH,MECH", item)
-		}
-		i := slices.IndexFunc(listeners, func(l listenerSpec) bool { return l.Name == name })
-		if i < 0 || (listeners[i].Protocol != conn.ProtocolSASLPlaintext && listeners[i].Protocol != conn.ProtocolSASLSSL) {
-			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: %s is not a SASL listener of --listeners", name)
-		}
-		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: listener %s given twice", name)
-		}
-		mechs, err := parseMechanisms("--listener-sasl-enabled-mechanisms "+name, list)
-		if err != nil {
-			return nil, err
-		}
-		if len(mechs) == 0 {
-			return nil, fmt.Errorf("--listener-sasl-enabled-mechanisms: listener %s has no mechanism", name)
-		}
-		out[name] = mechs
+	const flagName = "--listener-sasl-enabled-mechanisms"
+	isSASL := func(l listenerSpec) bool {
+		return l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL
 	}
-	return out, nil
+	return parseListenerValues(flagName, v, "a SASL", listeners, isSASL, func(list string) ([]string, error) {
+		mechs, err := parseMechanisms(flagName, list)
+		if err == nil && len(mechs) == 0 {
+			err = errors.New("no mechanism")
+		}
+		return mechs, err
+	})
 }
 
 // defaultAdvertisedHost is the host a listener without an advertised
@@ -381,10 +425,13 @@ func parseListeners(listeners, advertised, protoMap, defaultHost string) ([]list
 
 // security is what the listeners need at run time.
 type security struct {
-	tlsDir  *tlsfiles.Dir
-	sasl    *sasl.Server
-	creds   *sasl.FileStore // --sasl-credentials-file
-	limiter *sasl.Limiter
+	tlsDir *tlsfiles.Dir // --tls-dir
+	// listenerTLS are the listeners' own certificate directories
+	// (--listener-tls-dir).
+	listenerTLS map[string]*tlsfiles.Dir
+	sasl        *sasl.Server
+	creds       *sasl.FileStore // --sasl-credentials-file
+	limiter     *sasl.Limiter
 	// tokens are the delegation tokens (on the shared volume with a data
 	// dir, else in memory) and tokenCfg their settings.
 	tokens   *delegation.Store
@@ -403,14 +450,30 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		out.tokens = delegation.NewFile(filepath.Join(cfg.DataDir, clusterDir))
 	}
 	out.tokens.Sweep = s.TokenExpiryCheck
-	if s.TLSDir != "" {
-		d, err := tlsfiles.Open(s.TLSDir, time.Now)
+	openDir := func(flagName, path string, log zerolog.Logger) (*tlsfiles.Dir, error) {
+		d, err := tlsfiles.Open(path, time.Now)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-dir: %w", err)
+			return nil, fmt.Errorf("%s: %w", flagName, err)
 		}
-		d.OnReload = logReloads(log.With().Str("tls_dir", s.TLSDir).Logger(),
+		d.Policy = s.tlsPolicy
+		d.OnReload = logReloads(log.With().Str("tls_dir", path).Logger(),
 			"TLS files changed but do not load; serving the previous certificate", "TLS certificate reloaded")
+		return d, nil
+	}
+	if s.TLSDir != "" {
+		d, err := openDir("--tls-dir", s.TLSDir, log)
+		if err != nil {
+			return nil, err
+		}
 		out.tlsDir = d
+	}
+	out.listenerTLS = map[string]*tlsfiles.Dir{}
+	for name, path := range s.listenerTLSDirs {
+		d, err := openDir("--listener-tls-dir "+name, path, log.With().Str("listener", name).Logger())
+		if err != nil {
+			return nil, err
+		}
+		out.listenerTLS[name] = d
 	}
 	if s.needSASL {
 		srv := &sasl.Server{Mechanisms: s.saslMechanisms, Now: time.Now} // listeners with their own list get a copy
@@ -465,10 +528,14 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		}
 		switch l.Protocol {
 		case conn.ProtocolSSL:
-			cl.TLS = out.tlsDir.ServerConfig(s.clientAuth)
+			auth, ok := s.listenerClientAuth[l.Name]
+			if !ok {
+				auth = s.clientAuth
+			}
+			cl.TLS = out.listenerDir(l.Name).ServerConfig(auth)
 			cl.PrincipalMapping = s.principalMapping
 		case conn.ProtocolSASLSSL:
-			cl.TLS = out.tlsDir.ServerConfig(tls.NoClientCert)
+			cl.TLS = out.listenerDir(l.Name).ServerConfig(tls.NoClientCert)
 		}
 		if l.Protocol == conn.ProtocolSASLPlaintext || l.Protocol == conn.ProtocolSASLSSL {
 			cl.SASL = out.sasl
@@ -481,6 +548,15 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		out.settings = append(out.settings, cl)
 	}
 	return out, nil
+}
+
+// listenerDir is the certificate directory a TLS listener serves: its own
+// (--listener-tls-dir), else --tls-dir.
+func (s *security) listenerDir(name string) *tlsfiles.Dir {
+	if d, ok := s.listenerTLS[name]; ok {
+		return d
+	}
+	return s.tlsDir
 }
 
 // logReloads logs the reloads of a watched file: failed ones (the
@@ -598,8 +674,8 @@ func (s *security) heartbeatDialOptions(cfg *serveConfig) []grpc.DialOption {
 
 // interBrokerClientOpts configure the Kafka clients a broker opens to
 // another broker's published address (the first listener): TLS verified
-// against ca.crt, presenting this broker's certificate, and SASL with the
-// inter-broker user. Without that user on a SASL listener the requests go
+// against the ca.crt of that listener's certificate directory, presenting
+// this broker's certificate from it, and SASL with the inter-broker user. Without that user on a SASL listener the requests go
 // unauthenticated and the peer closes them.
 func (s *security) interBrokerClientOpts(cfg *serveConfig) []kgo.Opt {
 	if len(cfg.listenerSpecs) == 0 {
@@ -608,7 +684,7 @@ func (s *security) interBrokerClientOpts(cfg *serveConfig) []kgo.Opt {
 	var opts []kgo.Opt
 	switch cfg.listenerSpecs[0].Protocol {
 	case conn.ProtocolSSL, conn.ProtocolSASLSSL:
-		opts = append(opts, kgo.DialTLSConfig(s.tlsDir.ClientConfig("")))
+		opts = append(opts, kgo.DialTLSConfig(s.listenerDir(cfg.listenerSpecs[0].Name).ClientConfig("")))
 	}
 	switch cfg.listenerSpecs[0].Protocol {
 	case conn.ProtocolSASLPlaintext, conn.ProtocolSASLSSL:

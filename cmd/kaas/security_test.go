@@ -740,3 +740,85 @@ func TestClusterHeartbeatMutualTLS(t *testing.T) {
 		t.Fatalf("plaintext heartbeat stream: %v, want Unavailable (handshake refused)", err)
 	}
 }
+
+// TestListenerCertificatesAndTLSPolicy: an EXTERNAL listener serves its own
+// certificate (another CA's, as a public one would be) and its own client
+// authentication (none) while the SSL listener keeps --tls-dir's and
+// requires client certificates; every listener speaks only the TLS version
+// and cipher suite the policy allows; DescribeConfigs reports the policy.
+func TestListenerCertificatesAndTLSPolicy(t *testing.T) {
+	cluster, public := tlstest.NewCA(t, "cluster CA"), tlstest.NewCA(t, "public CA")
+	clusterDir, publicDir := t.TempDir(), t.TempDir()
+	cluster.WriteDir(t, clusterDir, cluster.Issue(t, pkix.Name{CommonName: "kaas-0"}, time.Time{}))
+	public.WriteDir(t, publicDir, public.Issue(t, pkix.Name{CommonName: "kafka.example.com"}, time.Time{}))
+	alice := cluster.Issue(t, pkix.Name{CommonName: "alice"}, time.Time{}).TLS(t)
+	const suite = "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"
+	ssl, external := freeAddr(t), freeAddr(t)
+	startLoggedBroker(t, []string{"--http-addr", "", "--log-format", "json",
+		"--listeners", fmt.Sprintf("SSL://%s,EXTERNAL://%s", ssl, external),
+		"--advertised-listeners", fmt.Sprintf("SSL://%s,EXTERNAL://%s", ssl, external),
+		"--listener-security-protocol-map", "EXTERNAL:SSL",
+		"--tls-dir", clusterDir, "--ssl-client-auth", "required",
+		"--listener-tls-dir", "EXTERNAL=" + publicDir, "--listener-ssl-client-auth", "EXTERNAL=none",
+		"--ssl-enabled-protocols", "TLSv1.2", "--ssl-cipher-suites", suite,
+	})
+	trusting := func(ca *tlstest.CA, cert *tls.Certificate) *tls.Config {
+		c := &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}
+		if cert != nil {
+			c.Certificates = []tls.Certificate{*cert}
+		}
+		return c
+	}
+	for _, l := range []struct {
+		name, addr string
+		ca         *tlstest.CA
+		cert       *tls.Certificate
+		served     string
+	}{{"SSL", ssl, cluster, &alice, "kaas-0"}, {"EXTERNAL", external, public, nil, "kafka.example.com"}} {
+		c, err := tls.Dial("tcp", l.addr, trusting(l.ca, l.cert))
+		if err != nil {
+			t.Fatalf("%s: %v", l.name, err)
+		}
+		st := c.ConnectionState()
+		_ = c.Close()
+		if cn := st.PeerCertificates[0].Subject.CommonName; cn != l.served || st.Version != tls.VersionTLS12 || tls.CipherSuiteName(st.CipherSuite) != suite {
+			t.Fatalf("%s serves %q over version %x, %s; want %q over TLS 1.2, %s", l.name, cn, st.Version, tls.CipherSuiteName(st.CipherSuite), l.served, suite)
+		}
+		cl := secureClient(t, l.addr, kgo.DialTLSConfig(trusting(l.ca, l.cert)))
+		if got := advertised(t, cl); len(got) != 1 || got[0] != l.addr {
+			t.Fatalf("%s advertises %v", l.name, got)
+		}
+		if err := roundTrip(t, cl, "per-listener-"+strings.ToLower(l.name)); err != nil {
+			t.Fatalf("%s: %v", l.name, err)
+		}
+	}
+	refused := map[string]struct {
+		addr string
+		cfg  *tls.Config
+	}{
+		"SSL without a client certificate":          {ssl, trusting(cluster, nil)},
+		"EXTERNAL to a client trusting the cluster": {external, trusting(cluster, nil)},
+		"SSL to a client trusting the public CA":    {ssl, trusting(public, &alice)},
+		"TLS 1.3 only":                              {external, &tls.Config{RootCAs: public.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS13}},
+		"another cipher suite":                      {external, &tls.Config{RootCAs: public.Pool(), ServerName: "localhost", CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}, MaxVersion: tls.VersionTLS12}},
+	}
+	for name, r := range refused {
+		cl := secureClient(t, r.addr, kgo.DialTLSConfig(r.cfg), kgo.RetryTimeout(time.Second), kgo.RequestRetries(1))
+		if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctxT(t, 5*time.Second), cl); err == nil {
+			t.Errorf("%s: Metadata answered", name)
+		}
+	}
+	adm := kadm.NewClient(secureClient(t, external, kgo.DialTLSConfig(trusting(public, nil))))
+	rc, err := adm.DescribeBrokerConfigs(ctxT(t, 10*time.Second), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range rc[0].Configs {
+		got[c.Key] = c.MaybeValue()
+	}
+	if got["ssl.enabled.protocols"] != "TLSv1.2" || got["ssl.cipher.suites"] != suite || got["ssl.client.auth"] != "required" {
+		t.Fatalf("DescribeConfigs: ssl.enabled.protocols %q, ssl.cipher.suites %q, ssl.client.auth %q",
+			got["ssl.enabled.protocols"], got["ssl.cipher.suites"], got["ssl.client.auth"])
+	}
+}

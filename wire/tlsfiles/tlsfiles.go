@@ -36,6 +36,9 @@ type Dir struct {
 	// OnReload, if set, is told about every reload and every failed one
 	// (the previous certificate stays in use on failure).
 	OnReload func(err error)
+	// Policy is the TLS versions and cipher suites the configurations
+	// below allow (zero: DefaultPolicy). Set it before taking one.
+	Policy Policy
 
 	files *reload.Files[keyPair]
 }
@@ -107,10 +110,10 @@ func (d *Dir) CAPool() *x509.CertPool {
 
 // ServerConfig is a TLS server configuration that serves the current
 // certificate and, with clientAuth above tls.NoClientCert, verifies client
-// certificates against the current ca.crt.
+// certificates against the current ca.crt; versions and suites are the
+// Policy's.
 func (d *Dir) ServerConfig(clientAuth tls.ClientAuthType) *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
+	c := &tls.Config{
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			cert, pool := d.current()
 			auth := clientAuth
@@ -120,22 +123,24 @@ func (d *Dir) ServerConfig(clientAuth tls.ClientAuthType) *tls.Config {
 			if auth == tls.VerifyClientCertIfGiven && pool == nil {
 				auth = tls.NoClientCert
 			}
-			return &tls.Config{
-				MinVersion:   tls.VersionTLS12,
+			c := &tls.Config{
 				Certificates: []tls.Certificate{*cert},
 				ClientAuth:   auth,
 				ClientCAs:    pool,
-			}, nil
+			}
+			d.Policy.apply(c)
+			return c, nil
 		},
 	}
+	d.Policy.apply(c)
+	return c
 }
 
 // ClientConfig is a TLS client configuration presenting the current
 // certificate and verifying the server against the current ca.crt (peer
 // brokers: the heartbeat).
 func (d *Dir) ClientConfig(serverName string) *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
+	c := &tls.Config{
 		ServerName: serverName,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return d.Certificate(), nil
@@ -147,6 +152,8 @@ func (d *Dir) ClientConfig(serverName string) *tls.Config {
 			return VerifyPeer(cs, d.CAPool(), serverName, x509.ExtKeyUsageServerAuth)
 		},
 	}
+	d.Policy.apply(c)
+	return c
 }
 
 // VerifyPeer checks the peer's chain against pool; an empty name skips
