@@ -111,7 +111,9 @@ type dynamicConfigs struct {
 	producerExpiration atomic.Int64
 	cleanerInterval    atomic.Int64
 	cleanerMapBytes    atomic.Int64
-	static             *serveConfig
+	// static are the broker's flags: what a dynamic config removed falls
+	// back to.
+	static *serveConfig
 	// onConnectionLimits is told the configs in force when a connection
 	// limit among them changes (set before run; nil until the server is).
 	onConnectionLimits func(inForce map[string]string)
@@ -119,7 +121,6 @@ type dynamicConfigs struct {
 	// supervisor's BrokerDefaultsChanged); set before run.
 	onTopicDefaults func()
 	cleaner         *compaction.Throttle
-	staticRate      int64
 }
 
 // newDynamicConfigs opens the store (the data dir's cluster directory, or
@@ -132,7 +133,7 @@ func newDynamicConfigs(cfg *serveConfig, static map[string]conn.BrokerConfig, lo
 	}
 	store.Static = func(name string) bool { _, ok := static[name]; return ok }
 	store.LogDir = conn.LogDir(cfg.DataDir)
-	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleanerThrottle(), staticRate: cfg.CleanerIORate, lastRate: cfg.CleanerIORate,
+	d := &dynamicConfigs{store: store, self: int32(cfg.BrokerID), log: log, cleaner: cfg.cleanerThrottle(), lastRate: cfg.CleanerIORate,
 		static: cfg}
 	d.producerExpiration.Store(int64(cfg.ProducerIDExpiration))
 	d.cleanerInterval.Store(int64(cfg.CleanerInterval))
@@ -216,7 +217,7 @@ func (d *dynamicConfigs) refresh() {
 	}
 	rate, ok := brokerconfig.CleanerIORate(inForce)
 	if !ok {
-		rate = d.staticRate
+		rate = d.static.CleanerIORate
 	}
 	if rate != d.lastRate {
 		d.lastRate = rate
