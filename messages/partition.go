@@ -260,7 +260,8 @@ type DeleteRecordsResult struct {
 }
 
 // PartitionStatus asks for a snapshot of a partition's offsets (tests,
-// /healthz, /metrics).
+// /healthz, /metrics) and, with MeasureSize, its log's size
+// (DescribeLogDirs, /metrics).
 type PartitionStatus struct {
 	// MeasureSize also sums the log's segment sizes into Size (a walk of
 	// its segments; a sealed segment not read since the log opened is
@@ -279,19 +280,6 @@ type PartitionStatusResult struct {
 	// Size is the log's size in bytes when MeasureSize asked for it and
 	// the partition is led here (0 otherwise).
 	Size int64
-}
-
-// PartitionSize asks a partition's leader for its log's size in bytes
-// (DescribeLogDirs).
-type PartitionSize struct {
-	Reply func(PartitionSizeResult)
-}
-
-// PartitionSizeResult answers PartitionSize; Leading is false (and Size 0)
-// when the partition is not led by this actor.
-type PartitionSizeResult struct {
-	Leading bool
-	Size    int64
 }
 
 // DescribeProducers asks a partition's leader for the idempotent producers
@@ -344,8 +332,6 @@ func (m *DeleteRecords) Undelivered() {
 }
 
 func (m *PartitionStatus) Undelivered() { m.Reply(PartitionStatusResult{}) }
-
-func (m *PartitionSize) Undelivered() { m.Reply(PartitionSizeResult{}) }
 
 func (m *DescribeProducers) Undelivered() { m.Reply(DescribeProducersResult{ErrorCode: notLeader}) }
 

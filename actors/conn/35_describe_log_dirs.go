@@ -47,12 +47,12 @@ func handleDescribeLogDirs(r *Request) Pending {
 		}
 		return tps[i].Partition < tps[j].Partition
 	})
-	results := make([]messages.PartitionSizeResult, len(tps))
+	results := make([]messages.PartitionStatusResult, len(tps))
 	codes := make([]int16, len(tps))
 	fan := newFanOut(r)
 	for i, tp := range tps {
 		fan.send(tp.Topic, tp.Partition, &codes[i], func(done func()) any {
-			return &messages.PartitionSize{Reply: func(res messages.PartitionSizeResult) {
+			return &messages.PartitionStatus{MeasureSize: true, Reply: func(res messages.PartitionStatusResult) {
 				results[i] = res
 				done()
 			}}

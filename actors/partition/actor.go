@@ -181,12 +181,6 @@ func (a *Actor) Receive(ctx actor.Context) {
 			}
 		}
 		m.Reply(r)
-	case *messages.PartitionSize:
-		var r messages.PartitionSizeResult
-		if l := a.core.Log(); l != nil && a.core.Leading() {
-			r = messages.PartitionSizeResult{Leading: true, Size: l.Size()}
-		}
-		m.Reply(r)
 	case *messages.DescribeProducers:
 		r := messages.DescribeProducersResult{ErrorCode: kerr.NotLeaderForPartition.Code}
 		if p := a.core.Producers(); p != nil && a.core.Leading() {
