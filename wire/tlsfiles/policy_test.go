@@ -3,6 +3,7 @@ package tlsfiles_test
 import (
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,22 +37,10 @@ func TestParsePolicy(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || p.MinVersion != tc.min || p.MaxVersion != tc.max || !equal(p.CipherSuites, tc.ids) {
+		if err != nil || p.MinVersion != tc.min || p.MaxVersion != tc.max || !slices.Equal(p.CipherSuites, tc.ids) {
 			t.Errorf("ParsePolicy(%q, %q) = %+v, %v", tc.protocols, tc.suites, p, err)
 		}
 	}
-}
-
-func equal(a, b []uint16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestPolicyAppliesToHandshakes: a server and a peer client of a directory
