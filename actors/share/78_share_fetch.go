@@ -71,10 +71,10 @@ func (k *Keeper) handleShareFetch(r *conn.Request) conn.Pending {
 			maxRecords = int(req.MaxRecords)
 		}
 		maxBytes := req.MaxBytes
-		if maxBytes <= 0 {
-			maxBytes = 1 << 30
-		}
-		if len(reads) > 0 {
+		// MaxBytes 0 (a client's fetch.max.bytes=0) acquires nothing, as
+		// Kafka's share fetch, which refuses to split no bytes among the
+		// partitions; the acknowledgements above are answered all the same.
+		if len(reads) > 0 && maxBytes > 0 {
 			// The client times its locks from this: the group's lock
 			// duration when its configs set one.
 			if lock := k.fetchRecords(r, group, member, reads, maxRecords, maxBytes, time.Duration(req.MaxWaitMillis)*time.Millisecond, got, errs); lock > 0 {

@@ -246,8 +246,16 @@ func (k *Keeper) fetchRecords(r *conn.Request, group, member string, parts []Par
 	if maxWait > 0 {
 		deadline = k.opts.Clock.Now().Add(maxWait)
 	}
-	cfg := k.groupConfig(group)
 	for round := 0; len(parts) > 0; round++ {
+		// The group's settings in force read this round already (its
+		// isolation level decides what the read returns) and reach the
+		// share-partitions with the acquisition that follows.
+		cfg := k.groupConfig(group)
+		if cfg != nil {
+			for i := range parts {
+				parts[i].ReadCommitted = cfg.ReadCommitted
+			}
+		}
 		reads := readAll(r, parts, maxBytes)
 		acq := &acquire{group: group, member: member, maxRecords: maxRecords}
 		for _, rd := range reads {
@@ -427,6 +435,11 @@ type cachedConfig struct {
 	cfg  Config
 	read time.Time
 }
+
+// GroupConfigsChanged drops the settings read of group: a change of its
+// GROUP configs through this broker applies from the next read on (through
+// another broker, within groupConfigTTL).
+func (k *Keeper) GroupConfigsChanged(group string) { k.configs.Delete(group) }
 
 // groupConfig is the share-partition settings with group's config
 // overrides (the broker's without any), read (here, in the request's

@@ -47,6 +47,8 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"offsets.retention.minutes":       c("offsets-retention-minutes", topicconfig.TypeInt, strconv.Itoa(cfg.OffsetsRetentionMinutes)),
 		"num.partitions":                  c("default-partitions", topicconfig.TypeInt, strconv.Itoa(cfg.DefaultPartitions)),
 		"ssl.client.auth":                 c("ssl-client-auth", topicconfig.TypeString, cfg.SSLClientAuth),
+		"connections.max.reauth.ms":       c("connections-max-reauth", topicconfig.TypeLong, ms(cfg.MaxReauth)),
+		"sasl.enabled.mechanisms":         c("sasl-enabled-mechanisms", topicconfig.TypeList, cfg.SASLMechanisms),
 		"ssl.enabled.protocols":           c("ssl-enabled-protocols", topicconfig.TypeList, cfg.SSLProtocols),
 		"ssl.cipher.suites":               c("ssl-cipher-suites", topicconfig.TypeList, cfg.SSLCipherSuites),
 		"log.dirs":                        c("data-dir", topicconfig.TypeString, cfg.DataDir),

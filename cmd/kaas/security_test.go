@@ -409,6 +409,15 @@ func tlsRaw(t *testing.T, e *secureEnv, addr string) net.Conn {
 // in.
 func TestSASLGateAndReauthentication(t *testing.T) {
 	e := newSecureEnv(t, "--connections-max-reauth", "1500ms", "--sasl-max-failures", "5")
+	// Clients that re-authenticate on a schedule of their own read the
+	// session bound as Kafka's broker config.
+	adm := newAdmin(t, e.plain)
+	if v := brokerConfigValue(t, adm, "connections.max.reauth.ms"); v != "1500" {
+		t.Fatalf("connections.max.reauth.ms described as %q, want 1500", v)
+	}
+	if v := brokerConfigValue(t, adm, "sasl.enabled.mechanisms"); v != "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER" {
+		t.Fatalf("sasl.enabled.mechanisms described as %q", v)
+	}
 	// ApiVersions is served before authentication; Metadata closes.
 	c := tlsRaw(t, e, e.saslSSL)
 	if r := rawExchange(t, c, kmsg.NewPtrApiVersionsRequest(), 3, 1).(*kmsg.ApiVersionsResponse); r.ErrorCode != 0 || len(r.ApiKeys) == 0 {

@@ -21,6 +21,8 @@ type rawShareSession struct {
 	topicID       [16]byte
 	partition     int32
 	epoch         int32
+	// noBytes sends MaxBytes 0 (a client's fetch.max.bytes=0).
+	noBytes bool
 }
 
 func (s *rawShareSession) fetch(ctx context.Context) (*kmsg.ShareFetchResponse, error) {
@@ -29,6 +31,9 @@ func (s *rawShareSession) fetch(ctx context.Context) (*kmsg.ShareFetchResponse, 
 	req.GroupID, req.MemberID = &s.group, &s.member
 	req.ShareSessionEpoch = s.epoch
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = 500, 1, 1<<20, 100, 100
+	if s.noBytes {
+		req.MaxBytes = 0
+	}
 	t := kmsg.NewShareFetchRequestTopic()
 	t.TopicID = s.topicID
 	p := kmsg.NewShareFetchRequestTopicPartition()
@@ -68,6 +73,41 @@ func (s *rawShareSession) acquire(t *testing.T, ctx context.Context) int64 {
 	}
 	t.Fatalf("%s acquired nothing: %v", s.member, ctx.Err())
 	return 0
+}
+
+// TestShareFetchOfNoBytesAcquiresNothing: a ShareFetch with MaxBytes 0 (a
+// client's fetch.max.bytes=0) is answered without records or an error, as
+// Kafka's share fetch, and the same session then acquires them all with a
+// byte budget.
+func TestShareFetchOfNoBytesAcquiresNothing(t *testing.T) {
+	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest")
+	const topic, group, n = "share-no-bytes", "sg-no-bytes", 5
+	createTopic(t, addr, topic, 1, nil)
+	produceKeys(t, addr, topic, 0, n)
+	td, err := newAdmin(t, addr).ListTopics(ctxT(t, 10*time.Second), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &rawShareSession{cl: newClient(t, addr), group: group, member: "m", topicID: td[topic].ID, noBytes: true}
+	ctx := ctxT(t, 20*time.Second)
+	for range 3 {
+		resp, err := s.fetch(ctx)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("share fetch of no bytes: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		for _, tp := range resp.Topics {
+			for _, p := range tp.Partitions {
+				if p.ErrorCode != 0 || len(p.AcquiredRecords) > 0 || len(p.Records) > 0 {
+					t.Fatalf("share fetch of no bytes: partition %d error %d, %d acquired ranges, %d record bytes",
+						p.Partition, p.ErrorCode, len(p.AcquiredRecords), len(p.Records))
+				}
+			}
+		}
+	}
+	s.noBytes = false
+	if got := s.acquire(t, ctx); got != n {
+		t.Fatalf("acquired %d records after the fetches of no bytes, want %d", got, n)
+	}
 }
 
 // TestShareSessionGoesWithItsConnection: a client that acquires records

@@ -316,6 +316,81 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 	}
 }
 
+// TestShareGroupIsolationChangeAppliesToTheNextFetch: share.isolation.level
+// altered (through the broker serving the group) applies to the next read:
+// switched to read_committed, a running share consumer gets none of a
+// transaction aborted after the change; switched back to read_uncommitted,
+// it gets the records of the next aborted transaction, none given up on.
+func TestShareGroupIsolationChangeAppliesToTheNextFetch(t *testing.T) {
+	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest")
+	const topic, group = "share-isolation-switch", "sg-isolation-switch"
+	createTopic(t, addr, topic, 1, nil)
+	ctx := ctxT(t, 60*time.Second)
+	plain := newClient(t, addr, kgo.DefaultProduceTopic(topic))
+	produce := func(values ...string) {
+		t.Helper()
+		for _, v := range values {
+			if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	abort := func(id string, values ...string) {
+		t.Helper()
+		cl := newClient(t, addr, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range values {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons := shareConsumer(t, addr, group, topic)
+	got := map[string]bool{}
+	readUntil := func(last string) {
+		t.Helper()
+		for !got[last] {
+			fs := cons.PollRecords(ctx, 100)
+			if ctx.Err() != nil {
+				t.Fatalf("waiting for %q, got %v: %v", last, got, ctx.Err())
+			}
+			fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)] = true })
+			cons.MarkAcks(kgo.AckAccept)
+		}
+	}
+	produce("p0")
+	readUntil("p0") // the share-partition reads read_uncommitted
+
+	if code, msg := alterGroupConfigs(t, newClient(t, addr), group, "share.isolation.level", "read_committed"); code != 0 {
+		t.Fatalf("share.isolation.level=read_committed: %d %s", code, msg)
+	}
+	abort("t-abort-1", "a1", "a2")
+	produce("p1")
+	readUntil("p1")
+	for _, v := range []string{"a1", "a2"} {
+		if got[v] {
+			t.Fatalf("read_committed since the change, the share group got the aborted %q: %v", v, got)
+		}
+	}
+
+	if code, msg := alterGroupConfigs(t, newClient(t, addr), group, "share.isolation.level", "read_uncommitted"); code != 0 {
+		t.Fatalf("share.isolation.level=read_uncommitted: %d %s", code, msg)
+	}
+	abort("t-abort-2", "b1", "b2")
+	produce("p2")
+	readUntil("p2")
+	for _, v := range []string{"b1", "b2"} {
+		if !got[v] {
+			t.Fatalf("read_uncommitted since the change, the share group did not get the aborted %q: %v", v, got)
+		}
+	}
+}
+
 // TestShareGroupReadCommitted: a share group with share.isolation.level
 // read_committed gets the records of committed transactions and of plain
 // producers, never those of an aborted transaction, and nothing past an
