@@ -10,31 +10,23 @@ import (
 // consumer.session.timeout.ms and consumer.heartbeat.interval.ms (KIP-848
 // consumer groups), share.session.timeout.ms and
 // share.heartbeat.interval.ms (share groups), streams.session.timeout.ms,
-// streams.heartbeat.interval.ms and streams.num.standby.replicas (streams
-// groups), each bounded by the broker's limits for it (Kafka's
-// group.consumer.min/max.*, group.share.min/max.* and group.streams.*
-// defaults, the ranges groupconfig validates against). The other configs
-// are the share-partitions' (share.WithGroupConfigs).
+// streams.heartbeat.interval.ms, streams.initial.rebalance.delay.ms and
+// streams.num.standby.replicas (streams groups). set is already within
+// the broker's bounds (groupconfig.Store.Bounded). The other configs are
+// the share-partitions' (share.WithGroupConfigs).
 func WithGroupConfigs(base Config, set map[string]string) Config {
 	cfg := base
-	if d, ok := boundedMillis(set, "consumer.session.timeout.ms"); ok {
-		cfg.ConsumerSessionTimeout = d
+	millis := func(name string, d *time.Duration) {
+		if n, ok := groupconfig.Int(set, name); ok {
+			*d = time.Duration(n) * time.Millisecond
+		}
 	}
-	if d, ok := boundedMillis(set, "consumer.heartbeat.interval.ms"); ok {
-		cfg.ConsumerHeartbeatInterval = d
-	}
-	if d, ok := boundedMillis(set, "share.session.timeout.ms"); ok {
-		cfg.Share.SessionTimeout = d
-	}
-	if d, ok := boundedMillis(set, "share.heartbeat.interval.ms"); ok {
-		cfg.Share.HeartbeatInterval = d
-	}
-	if d, ok := boundedMillis(set, "streams.session.timeout.ms"); ok {
-		cfg.Streams.SessionTimeout = d
-	}
-	if d, ok := boundedMillis(set, "streams.heartbeat.interval.ms"); ok {
-		cfg.Streams.HeartbeatInterval = d
-	}
+	millis("consumer.session.timeout.ms", &cfg.ConsumerSessionTimeout)
+	millis("consumer.heartbeat.interval.ms", &cfg.ConsumerHeartbeatInterval)
+	millis("share.session.timeout.ms", &cfg.Share.SessionTimeout)
+	millis("share.heartbeat.interval.ms", &cfg.Share.HeartbeatInterval)
+	millis("streams.session.timeout.ms", &cfg.Streams.SessionTimeout)
+	millis("streams.heartbeat.interval.ms", &cfg.Streams.HeartbeatInterval)
 	if n, ok := groupconfig.Int(set, "streams.initial.rebalance.delay.ms"); ok {
 		cfg.Streams.InitialRebalanceDelay = time.Duration(n) * time.Millisecond
 		if n == 0 {
@@ -42,21 +34,9 @@ func WithGroupConfigs(base Config, set map[string]string) Config {
 		}
 	}
 	if n, ok := groupconfig.Int(set, "streams.num.standby.replicas"); ok {
-		k := groupconfig.Keys["streams.num.standby.replicas"]
-		cfg.Streams.NumStandbyReplicas = int(min(max(n, k.Min), k.Max))
+		cfg.Streams.NumStandbyReplicas = int(n)
 	}
 	return cfg
-}
-
-// boundedMillis is the config name of set as a duration, within the
-// broker's bounds for it.
-func boundedMillis(set map[string]string, name string) (time.Duration, bool) {
-	n, ok := groupconfig.Int(set, name)
-	if !ok {
-		return 0, false
-	}
-	k := groupconfig.Keys[name]
-	return time.Duration(min(max(n, k.Min), k.Max)) * time.Millisecond, true
 }
 
 // SetGroupConfigs applies the group's configs over the broker's settings;
@@ -82,7 +62,7 @@ func (a *groupActor) readConfigs() {
 	self, system := a.self, a.system
 	go func() {
 		set, err := configs.Load(id)
-		system.Root.Send(self, &configsRead{set: set, err: err})
+		system.Root.Send(self, &configsRead{set: configs.Bounded(set), err: err})
 	}()
 }
 

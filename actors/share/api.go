@@ -463,7 +463,7 @@ func (k *Keeper) groupConfig(group string) *Config {
 	if set, err := k.opts.GroupConfigs.Load(group); err != nil {
 		k.opts.Log.Error().Err(err).Str("group", group).Msg("group configs unreadable; the share settings last read apply")
 	} else {
-		cfg = WithGroupConfigs(k.opts.Partition, set)
+		cfg = WithGroupConfigs(k.opts.Partition, k.opts.GroupConfigs.Bounded(set))
 	}
 	k.configs.Store(group, &cachedConfig{cfg: cfg, read: now})
 	if k.configReads.Add(1)%256 == 0 {

@@ -12,8 +12,8 @@ import (
 // share.isolation.level and the dead-letter queue's
 // errors.deadletterqueue.topic.name and
 // errors.deadletterqueue.copy.record.enable (the others are the
-// coordinator's). Values are the validated ones
-// the group config store keeps.
+// coordinator's). Values are the validated ones the group config store
+// keeps, within the broker's bounds (groupconfig.Store.Bounded).
 func WithGroupConfigs(base Config, set map[string]string) Config {
 	cfg := base
 	if n, ok := groupconfig.Int(set, "share.record.lock.duration.ms"); ok {

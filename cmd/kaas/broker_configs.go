@@ -33,7 +33,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		return conn.BrokerConfig{Value: value, Type: typ, Doc: "kaas --" + flag + ": " + flags.Lookup(flag).Usage}
 	}
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
-	return map[string]conn.BrokerConfig{
+	out := map[string]conn.BrokerConfig{
 		"broker.id":                       c("broker-id", topicconfig.TypeInt, strconv.Itoa(cfg.BrokerID)),
 		"broker.rack":                     c("rack", topicconfig.TypeString, cfg.Rack),
 		"advertised.listeners":            c("advertised-listeners", topicconfig.TypeString, cfg.advertisedListenersString()),
@@ -86,7 +86,15 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"group.streams.session.timeout.ms":                 c("group-streams-session-timeout", topicconfig.TypeInt, ms(cfg.GroupStreamsSessionTimeout)),
 		"group.streams.num.standby.replicas":               c("group-streams-num-standby-replicas", topicconfig.TypeInt, strconv.Itoa(cfg.GroupStreamsNumStandbyReplicas)),
 		"group.streams.initial.rebalance.delay.ms":         c("group-streams-initial-rebalance-delay", topicconfig.TypeInt, ms(cfg.GroupStreamsInitialDelay)),
+		"group.share.heartbeat.interval.ms":                c("group-share-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupShareHeartbeatInterval)),
+		"group.share.session.timeout.ms":                   c("group-share-session-timeout", topicconfig.TypeInt, ms(cfg.GroupShareSessionTimeout)),
+		"group.share.record.lock.duration.ms":              c("share-record-lock-duration", topicconfig.TypeInt, ms(cfg.ShareRecordLockDuration)),
+		"group.share.delivery.count.limit":                 c("share-delivery-count-limit", topicconfig.TypeInt, strconv.Itoa(cfg.ShareDeliveryCountLimit)),
 	}
+	for _, b := range cfg.GroupBounds {
+		out[b.config()] = c(b.flagName(), topicconfig.TypeInt, strconv.FormatInt(b.value, 10))
+	}
+	return out
 }
 
 // dynamicConfigs follows the cluster's dynamic broker configs (the store on

@@ -90,6 +90,10 @@ type serveConfig struct {
 	GroupConsumerMaxSize           int
 	GroupShareMaxSize              int
 	GroupShareMaxShareSessions     int
+	GroupShareSessionTimeout       time.Duration
+	GroupShareHeartbeatInterval    time.Duration
+	// GroupBounds are Kafka's group.*.min/max.* broker configs.
+	GroupBounds                    []*groupBound
 	DeadLetterTopicPrefix          string
 	DeadLetterAutoCreate           bool
 	GroupStreamsMaxSize            int
@@ -180,6 +184,8 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.GroupConsumerMaxSize, "group-consumer-max-size", math.MaxInt32, "consumer groups: most members a KIP-848 consumer group takes, classic-protocol members included; a new member of a full group gets GROUP_MAX_SIZE_REACHED, and a classic group moves to the consumer protocol only if its members fit (Kafka's group.consumer.max.size)")
 	fs.IntVar(&cfg.GroupShareMaxSize, "group-share-max-size", 200, "share groups: most members a share group takes, 1 to 1000; a new member of a full group gets GROUP_MAX_SIZE_REACHED (Kafka's group.share.max.size)")
 	fs.IntVar(&cfg.GroupShareMaxShareSessions, "group-share-max-share-sessions", 2000, "share groups: most share sessions this broker keeps, at least --group-share-max-size; a member opening one more gets SHARE_SESSION_LIMIT_REACHED (retriable), and a session goes when the connection that opened it closes (Kafka's group.share.max.share.sessions)")
+	fs.DurationVar(&cfg.GroupShareHeartbeatInterval, "group-share-heartbeat-interval", 5*time.Second, "share groups: heartbeat interval given to share-group members (Kafka's group.share.heartbeat.interval.ms)")
+	fs.DurationVar(&cfg.GroupShareSessionTimeout, "group-share-session-timeout", 45*time.Second, "share groups: a share-group member silent this long is removed and its records released; must exceed --group-share-heartbeat-interval (Kafka's group.share.session.timeout.ms)")
 	fs.StringVar(&cfg.DeadLetterTopicPrefix, "errors-deadletterqueue-topic-name-prefix", "dlq.", "share groups: the prefix a group's dead-letter topic (errors.deadletterqueue.topic.name) must have; empty allows any name (Kafka's errors.deadletterqueue.topic.name.prefix)")
 	fs.BoolVar(&cfg.DeadLetterAutoCreate, "errors-deadletterqueue-auto-create-topics", false, "share groups: create a group's dead-letter topic that does not exist on its first write, with errors.deadletterqueue.group.enable=true (Kafka's errors.deadletterqueue.auto.create.topics.enable)")
 	fs.IntVar(&cfg.GroupStreamsMaxSize, "group-streams-max-size", math.MaxInt32, "streams groups: most members a KIP-1071 streams group takes; a new member of a full group gets GROUP_MAX_SIZE_REACHED (Kafka's group.streams.max.size)")
@@ -212,6 +218,8 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.CleanerInterval, "cleaner-interval", 15*time.Second, "log cleaner: how often a compacted partition checks whether it is dirty enough to clean (Kafka's log.cleaner.backoff.ms)")
 	fs.IntVar(&cfg.QuotaWindowNum, "quota-window-num", 11, "client quotas: samples a byte rate is measured over (Kafka's quota.window.num)")
 	fs.DurationVar(&cfg.QuotaWindowSize, "quota-window-size", time.Second, "client quotas: length of one rate sample (Kafka's quota.window.size.seconds)")
+	cfg.GroupBounds = newGroupBounds()
+	addGroupBoundFlags(fs, cfg.GroupBounds)
 	addSecurityFlags(fs, &cfg.securityConfig)
 	return fs
 }
@@ -308,11 +316,11 @@ func (c *serveConfig) validate() error {
 	if c.GroupStreamsHeartbeatInterval <= 0 || c.GroupStreamsSessionTimeout <= c.GroupStreamsHeartbeatInterval {
 		return fmt.Errorf("--group-streams-session-timeout %s must exceed --group-streams-heartbeat-interval %s", c.GroupStreamsSessionTimeout, c.GroupStreamsHeartbeatInterval)
 	}
+	if c.GroupShareHeartbeatInterval <= 0 || c.GroupShareSessionTimeout <= c.GroupShareHeartbeatInterval {
+		return fmt.Errorf("--group-share-session-timeout %s must exceed --group-share-heartbeat-interval %s", c.GroupShareSessionTimeout, c.GroupShareHeartbeatInterval)
+	}
 	if c.GroupStreamsInitialDelay < 0 {
 		return fmt.Errorf("--group-streams-initial-rebalance-delay %s: must not be negative", c.GroupStreamsInitialDelay)
-	}
-	if c.GroupStreamsNumStandbyReplicas < 0 || c.GroupStreamsNumStandbyReplicas > 2 {
-		return fmt.Errorf("--group-streams-num-standby-replicas %d: must be 0 to 2", c.GroupStreamsNumStandbyReplicas)
 	}
 	if c.GroupMaxSize < 1 {
 		return fmt.Errorf("--group-max-size %d: must be at least 1", c.GroupMaxSize)
@@ -334,8 +342,8 @@ func (c *serveConfig) validate() error {
 		return fmt.Errorf("--group-consumer-migration-policy: %w", err)
 	}
 	c.GroupMigrationPolicy = string(policy)
-	if c.ShareRecordLockDuration < time.Millisecond || c.ShareDeliveryCountLimit < 2 || c.ShareDeliveryCountLimit > 10 {
-		return fmt.Errorf("--share-record-lock-duration %s / --share-delivery-count-limit %d: want a lock of at least 1ms and a limit of 2 to 10", c.ShareRecordLockDuration, c.ShareDeliveryCountLimit)
+	if err := validateGroupBounds(c); err != nil {
+		return err
 	}
 	if c.ShareAutoOffsetReset != "latest" && c.ShareAutoOffsetReset != "earliest" {
 		return fmt.Errorf("--share-auto-offset-reset %q: want latest or earliest", c.ShareAutoOffsetReset)

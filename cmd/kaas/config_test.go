@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/storage/disklog"
+	"github.com/kaas-project/kaas/storage/groupconfig"
 )
 
 func TestParseServeFlagsAndEnv(t *testing.T) {
@@ -63,6 +64,35 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"group size from the environment", nil, map[string]string{"KAAS_GROUP_SHARE_MAX_SIZE": "1000", "KAAS_GROUP_CONSUMER_MAX_SIZE": "7"}, "", func(c *serveConfig) bool {
 			return c.GroupShareMaxSize == 1000 && c.GroupConsumerMaxSize == 7
 		}},
+		{"group bounds default to Kafka's", nil, nil, "", func(c *serveConfig) bool {
+			b := groupConfigBounds(c.GroupBounds)
+			return b["share.record.lock.duration.ms"] == groupconfig.Bound{Min: 15000, Max: 60000} &&
+				b["consumer.session.timeout.ms"] == groupconfig.Bound{Min: 45000, Max: 60000} &&
+				b["streams.num.standby.replicas"] == groupconfig.Bound{Min: 0, Max: 2} && len(c.GroupBounds) == 17
+		}},
+		{"lowered share lock bound", []string{"--group-share-min-record-lock-duration", "1s", "--share-record-lock-duration", "2s"},
+			map[string]string{"KAAS_GROUP_SHARE_MAX_DELIVERY_COUNT_LIMIT": "20", "KAAS_SHARE_DELIVERY_COUNT_LIMIT": "15"}, "", func(c *serveConfig) bool {
+				b := groupConfigBounds(c.GroupBounds)
+				return b["share.record.lock.duration.ms"] == groupconfig.Bound{Min: 1000, Max: 60000} &&
+					b["share.delivery.count.limit"] == groupconfig.Bound{Min: 2, Max: 20} && c.ShareDeliveryCountLimit == 15
+			}},
+		{"lock duration under the bound", []string{"--share-record-lock-duration", "2s"}, nil,
+			"--share-record-lock-duration 2s: must be 15s to 1m0s (--group-share-min-record-lock-duration, --group-share-max-record-lock-duration)", nil},
+		{"bound outside Kafka's range", []string{"--group-share-min-record-lock-duration", "500ms"}, nil,
+			"--group-share-min-record-lock-duration 500ms: must be 1s to 30s (Kafka's group.share.min.record.lock.duration.ms)", nil},
+		{"minimum over maximum", []string{"--group-consumer-min-session-timeout", "50s", "--group-consumer-max-session-timeout", "40s"}, nil,
+			"--group-consumer-max-session-timeout must be at least --group-consumer-min-session-timeout", nil},
+		{"session default under a raised minimum", []string{"--group-streams-min-session-timeout", "50s"}, nil,
+			"--group-streams-session-timeout 45s: must be 50s to 1m0s", nil},
+		{"delivery limit over the maximum", []string{"--share-delivery-count-limit", "11"}, nil, "--share-delivery-count-limit 11: must be 2 to 10", nil},
+		{"standby replicas over the maximum", []string{"--group-streams-num-standby-replicas", "3"}, nil,
+			"--group-streams-num-standby-replicas 3: must be 0 to 2 (--group-streams-max-standby-replicas)", nil},
+		{"sub-millisecond bound", []string{"--group-consumer-min-heartbeat-interval", "1500us"}, nil, "want whole milliseconds", nil},
+		{"short consumer heartbeats", []string{"--group-consumer-min-heartbeat-interval", "100ms", "--group-consumer-heartbeat-interval", "300ms"}, nil, "", func(c *serveConfig) bool {
+			return c.GroupConsumerHeartbeatInterval == 300*time.Millisecond
+		}},
+		{"share heartbeat at the session", []string{"--group-share-heartbeat-interval", "45s"}, nil,
+			"--group-share-session-timeout 45s must exceed --group-share-heartbeat-interval 45s", nil},
 		{"group max size zero", []string{"--group-max-size", "0"}, nil, "--group-max-size 0", nil},
 		{"consumer group max size zero", []string{"--group-consumer-max-size", "0"}, nil, "--group-consumer-max-size 0", nil},
 		{"share group max size over 1000", []string{"--group-share-max-size", "1001"}, nil, "--group-share-max-size 1001", nil},

@@ -50,6 +50,12 @@ func registerGroups(b *broker) {
 	if set["group-consumer-session-timeout"] {
 		opts.Group.ConsumerSessionTimeout = b.cfg.GroupConsumerSessionTimeout
 	}
+	if set["group-share-heartbeat-interval"] {
+		opts.Group.Share.HeartbeatInterval = b.cfg.GroupShareHeartbeatInterval
+	}
+	if set["group-share-session-timeout"] {
+		opts.Group.Share.SessionTimeout = b.cfg.GroupShareSessionTimeout
+	}
 	// Validated with the flags (at least 1; Kafka's defaults are
 	// 2147483647, in effect unlimited).
 	opts.Group.ClassicMaxSize = b.cfg.GroupMaxSize

@@ -152,7 +152,7 @@ type lrkPhase struct {
 func TestExternalLibrdkafkaKIP848(t *testing.T) {
 	confluentGoBinary(t)
 	// Members learn a new assignment at their next heartbeat.
-	k := startKaas(t, "--group-consumer-heartbeat-interval", "500ms")
+	k := startKaas(t, "--group-consumer-heartbeat-interval", "500ms", "--group-consumer-min-heartbeat-interval", "100ms")
 	const topic, group, n = "lrk848", "lrk848-group", 240
 	const rePrefix, reGroup, late = "lrk848re-", "lrk848re-group", "lrk848re-late"
 	createTopic(t, k.Addr, topic, 6, nil)

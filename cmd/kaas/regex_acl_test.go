@@ -25,7 +25,7 @@ import (
 // ConsumerGroupDescribe of a group holding a topic the client may not
 // describe answers TOPIC_AUTHORIZATION_FAILED for that group.
 func TestKIP848RegexResolvesDescribableTopics(t *testing.T) {
-	addr, _ := aclBroker(t, "--group-consumer-heartbeat-interval", "300ms")
+	addr, _ := aclBroker(t, "--group-consumer-heartbeat-interval", "300ms", "--group-consumer-min-heartbeat-interval", "100ms")
 	adm := newAdmin(t, addr)
 	mustCreateACLs(t, adm, kadm.NewACLs().Clusters().Allow(anon).Operations(kadm.OpCreate))
 	for _, n := range []string{"rxa-1", "rxa-2", "rxa-3"} {

@@ -103,22 +103,17 @@ func deadLetterSettings(b *broker) share.DeadLetterSettings {
 }
 
 // groupConfigStore keeps the GROUP config resources (in <data-dir>/__groups
-// with --data-dir, in memory otherwise); the share-group flags are the
-// defaults of the configs they correspond to.
+// with --data-dir, in memory otherwise); the group flags are the defaults of
+// the configs they correspond to, the bound flags their ranges.
 func groupConfigStore(cfg *serveConfig) *groupconfig.Store {
-	defaults := map[string]string{
-		"share.record.lock.duration.ms":      strconv.FormatInt(cfg.ShareRecordLockDuration.Milliseconds(), 10),
-		"share.delivery.count.limit":         strconv.Itoa(cfg.ShareDeliveryCountLimit),
-		"share.auto.offset.reset":            cfg.ShareAutoOffsetReset,
-		"consumer.heartbeat.interval.ms":     strconv.FormatInt(cfg.GroupConsumerHeartbeatInterval.Milliseconds(), 10),
-		"consumer.session.timeout.ms":        strconv.FormatInt(cfg.GroupConsumerSessionTimeout.Milliseconds(), 10),
-		"streams.heartbeat.interval.ms":      strconv.FormatInt(cfg.GroupStreamsHeartbeatInterval.Milliseconds(), 10),
-		"streams.session.timeout.ms":         strconv.FormatInt(cfg.GroupStreamsSessionTimeout.Milliseconds(), 10),
-		"streams.num.standby.replicas":       strconv.Itoa(cfg.GroupStreamsNumStandbyReplicas),
-		"streams.initial.rebalance.delay.ms": strconv.FormatInt(cfg.GroupStreamsInitialDelay.Milliseconds(), 10),
+	defaults := map[string]string{}
+	for _, d := range groupDefaults(cfg) {
+		defaults[d.key] = d.value
 	}
-	if cfg.DataDir == "" {
-		return groupconfig.NewMemory(defaults)
+	s := groupconfig.NewMemory(defaults)
+	if cfg.DataDir != "" {
+		s = groupconfig.NewFile(cfg.DataDir, defaults)
 	}
-	return groupconfig.NewFile(cfg.DataDir, defaults)
+	s.Bounds = groupConfigBounds(cfg.GroupBounds)
+	return s
 }

@@ -148,7 +148,7 @@ func TestShareGroupTwoConsumersEachRecordOnce(t *testing.T) {
 // delivery count above 1 (the stalled client's background fetches may have
 // taken them again in between).
 func TestShareGroupLockTimeoutRedelivers(t *testing.T) {
-	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest", "--share-record-lock-duration", "2s")
+	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest", "--share-record-lock-duration", "2s", "--group-share-min-record-lock-duration", "1s")
 	const topic, group, n = "share-lock", "sg-lock", 20
 	createTopic(t, addr, topic, 1, nil)
 	produceKeys(t, addr, topic, 0, n)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kaas-project/kaas/storage/groupconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
 )
 
@@ -85,6 +86,19 @@ func init() {
 		"quota.window.num", "quota.window.size.seconds", "connections.max.idle.ms", "request.timeout.ms",
 		"sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "cluster.id",
 	} {
+		ReadOnly[n] = true
+	}
+	// The bounds of GROUP configs and the share-group defaults: static on
+	// Kafka brokers.
+	for _, k := range groupconfig.Keys {
+		for _, n := range []string{k.MinConfig, k.MaxConfig} {
+			if n != "" {
+				ReadOnly[n] = true
+			}
+		}
+	}
+	for _, n := range []string{"group.share.record.lock.duration.ms", "group.share.delivery.count.limit",
+		"group.share.session.timeout.ms", "group.share.heartbeat.interval.ms"} {
 		ReadOnly[n] = true
 	}
 	// The broker defaults of topic configs (Kafka's log configs).

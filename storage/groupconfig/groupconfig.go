@@ -34,8 +34,11 @@ type Key struct {
 	// Default is the value without an override (Kafka's broker default;
 	// Store.Defaults may replace it with this broker's flag).
 	Default string
-	// Min and Max bound an int config (Kafka's group.*.min/max bounds).
-	Min, Max int64
+	// Min and Max bound an int config: Kafka's defaults of the broker
+	// configs MinConfig and MaxConfig when they are named (Store.Bounds
+	// may replace them with this broker's), fixed otherwise.
+	Min, Max             int64
+	MinConfig, MaxConfig string
 	// Values are the accepted values of a string config.
 	Values []string
 	Doc    string
@@ -44,29 +47,38 @@ type Key struct {
 // Keys are the group configs kaas serves, with Kafka 4's defaults and bounds.
 var Keys = map[string]Key{
 	"consumer.session.timeout.ms": {Type: topicconfig.TypeInt, Default: "45000", Min: 45000, Max: 60000,
+		MinConfig: "group.consumer.min.session.timeout.ms", MaxConfig: "group.consumer.max.session.timeout.ms",
 		Doc: "The timeout to detect consumer failures of a consumer group member (KIP-848)."},
 	"consumer.heartbeat.interval.ms": {Type: topicconfig.TypeInt, Default: "5000", Min: 5000, Max: 15000,
+		MinConfig: "group.consumer.min.heartbeat.interval.ms", MaxConfig: "group.consumer.max.heartbeat.interval.ms",
 		Doc: "The heartbeat interval given to the members of a consumer group (KIP-848)."},
 	"share.session.timeout.ms": {Type: topicconfig.TypeInt, Default: "45000", Min: 45000, Max: 60000,
+		MinConfig: "group.share.min.session.timeout.ms", MaxConfig: "group.share.max.session.timeout.ms",
 		Doc: "The timeout to detect client failures of a share group member."},
 	"share.heartbeat.interval.ms": {Type: topicconfig.TypeInt, Default: "5000", Min: 5000, Max: 15000,
+		MinConfig: "group.share.min.heartbeat.interval.ms", MaxConfig: "group.share.max.heartbeat.interval.ms",
 		Doc: "The heartbeat interval given to the members of a share group."},
 	"share.record.lock.duration.ms": {Type: topicconfig.TypeInt, Default: "30000", Min: 15000, Max: 60000,
+		MinConfig: "group.share.min.record.lock.duration.ms", MaxConfig: "group.share.max.record.lock.duration.ms",
 		Doc: "The record acquisition lock duration of a share group."},
 	"share.delivery.count.limit": {Type: topicconfig.TypeInt, Default: "5", Min: 2, Max: 10,
+		MinConfig: "group.share.min.delivery.count.limit", MaxConfig: "group.share.max.delivery.count.limit",
 		Doc: "The most times a record of a share group is delivered before it is archived."},
 	"share.partition.max.record.locks": {Type: topicconfig.TypeInt, Default: "2000", Min: 100, Max: 10000,
 		Doc: "The most records in flight in one share-partition of a share group."},
 	"share.auto.offset.reset": {Type: topicconfig.TypeString, Default: "latest", Values: []string{"latest", "earliest"},
 		Doc: "Where a share group starts reading a partition it has not read before: latest or earliest."},
 	"streams.session.timeout.ms": {Type: topicconfig.TypeInt, Default: "45000", Min: 45000, Max: 60000,
+		MinConfig: "group.streams.min.session.timeout.ms", MaxConfig: "group.streams.max.session.timeout.ms",
 		Doc: "The timeout to detect client failures of a streams group member (KIP-1071)."},
 	"streams.heartbeat.interval.ms": {Type: topicconfig.TypeInt, Default: "5000", Min: 5000, Max: 15000,
+		MinConfig: "group.streams.min.heartbeat.interval.ms", MaxConfig: "group.streams.max.heartbeat.interval.ms",
 		Doc: "The heartbeat interval given to the members of a streams group (KIP-1071)."},
 	"streams.initial.rebalance.delay.ms": {Type: topicconfig.TypeInt, Default: "3000", Min: 0, Max: math.MaxInt32,
 		Doc: "How long a new streams group waits for more members before its first task assignment (KIP-1071)."},
 	"streams.num.standby.replicas": {Type: topicconfig.TypeInt, Default: "0", Min: 0, Max: 2,
-		Doc: "The number of standby replicas of each task of a streams group (KIP-1071)."},
+		MaxConfig: "group.streams.max.standby.replicas",
+		Doc:       "The number of standby replicas of each task of a streams group (KIP-1071)."},
 	"errors.deadletterqueue.topic.name": {Type: topicconfig.TypeString, Default: "",
 		Doc: "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group (KIP-1191). If blank (the default), the group does not have a DLQ topic."},
 	"errors.deadletterqueue.copy.record.enable": {Type: topicconfig.TypeBoolean, Default: "false",
@@ -85,10 +97,24 @@ func Names() []string {
 	return out
 }
 
+// Bound is the range an int config may be set to.
+type Bound struct{ Min, Max int64 }
+
+// Bound is name's range on this broker: Bounds' when set, else Keys'.
+func (s *Store) Bound(name string) Bound {
+	if b, ok := s.Bounds[name]; ok {
+		return b
+	}
+	k := Keys[name]
+	return Bound{k.Min, k.Max}
+}
+
 // Validate checks a group's whole set of overrides: each name known, each
-// value of its type and in its range. (The ranges keep every heartbeat
-// interval below every session timeout, which Kafka also requires.)
-func Validate(cfg map[string]string) error {
+// value of its type and in this broker's range, and each group kind's
+// heartbeat interval below its session timeout (the default standing for
+// the one not set), which a member needs to stay in its group and the
+// ranges alone no longer guarantee once the broker's bounds are moved.
+func (s *Store) Validate(cfg map[string]string) error {
 	for _, name := range sortedKeys(cfg) {
 		k, ok := Keys[name]
 		if !ok {
@@ -101,8 +127,8 @@ func Validate(cfg map[string]string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %q is not an int", name, v)
 			}
-			if n < k.Min || n > k.Max {
-				return fmt.Errorf("%s: %d is outside [%d, %d]", name, n, k.Min, k.Max)
+			if b := s.Bound(name); n < b.Min || n > b.Max {
+				return fmt.Errorf("%s: %d is outside [%d, %d]%s", name, n, b.Min, b.Max, boundConfigs(k))
 			}
 		case topicconfig.TypeBoolean:
 			if !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
@@ -114,7 +140,59 @@ func Validate(cfg map[string]string) error {
 			}
 		}
 	}
+	for _, kind := range []string{"consumer", "share", "streams"} {
+		beat, session := kind+".heartbeat.interval.ms", kind+".session.timeout.ms"
+		_, setBeat := cfg[beat]
+		_, setSession := cfg[session]
+		if !setBeat && !setSession {
+			continue
+		}
+		b, _ := strconv.ParseInt(s.value(cfg, beat), 10, 64)
+		t, _ := strconv.ParseInt(s.value(cfg, session), 10, 64)
+		if b >= t {
+			return fmt.Errorf("%s %d must be less than %s %d", beat, b, session, t)
+		}
+	}
 	return nil
+}
+
+// boundConfigs names the broker configs that set k's range, for errors.
+func boundConfigs(k Key) string {
+	switch {
+	case k.MinConfig != "" && k.MaxConfig != "":
+		return " (" + k.MinConfig + ", " + k.MaxConfig + ")"
+	case k.MaxConfig != "":
+		return " (" + k.MaxConfig + ")"
+	}
+	return ""
+}
+
+// value is name's value in cfg, or its default.
+func (s *Store) value(cfg map[string]string, name string) string {
+	if v, ok := cfg[name]; ok {
+		return v
+	}
+	return s.Default(name)
+}
+
+// Bounded is set with each int value moved into this broker's range: what
+// a group uses of overrides stored under other bounds (a broker restarted
+// with narrower ones, or another broker's), as Kafka uses a stored group
+// config within the broker's bounds in force.
+func (s *Store) Bounded(set map[string]string) map[string]string {
+	out := maps.Clone(set)
+	for name, v := range set {
+		if Keys[name].Type != topicconfig.TypeInt {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		b := s.Bound(name)
+		out[name] = strconv.FormatInt(min(max(n, b.Min), b.Max), 10)
+	}
+	return out
 }
 
 // Bool is name's boolean value in cfg (Kafka reads booleans in any case);
@@ -159,8 +237,11 @@ func sortedKeys(m map[string]string) []string {
 // any broker) each replace the whole file, the last one winning.
 type Store struct {
 	// Defaults replace Keys' defaults with this broker's settings (the
-	// share-group flags).
+	// group flags).
 	Defaults map[string]string
+	// Bounds replace Keys' ranges with this broker's (Kafka's
+	// group.*.min/max.* broker configs).
+	Bounds map[string]Bound
 	// OnChange, when set, is told the group whose overrides this store
 	// changed (its coordinator applies them); set before use, must not
 	// block.
@@ -305,7 +386,7 @@ func (s *Store) Update(group string, validateOnly bool, change func(map[string]s
 	if err != nil {
 		return err
 	}
-	if err := Validate(next); err != nil {
+	if err := s.Validate(next); err != nil {
 		return &InvalidError{err}
 	}
 	if validateOnly {

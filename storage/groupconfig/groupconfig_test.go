@@ -2,6 +2,7 @@ package groupconfig
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,9 +32,12 @@ func TestValidate(t *testing.T) {
 		{"dead-letter queue", map[string]string{"errors.deadletterqueue.topic.name": "dlq.orders", "errors.deadletterqueue.copy.record.enable": "True"}, ""},
 		{"bad copy flag", map[string]string{"errors.deadletterqueue.copy.record.enable": "yes"}, `"yes" is not a boolean`},
 		{"bad isolation", map[string]string{"share.isolation.level": "committed"}, "not one of [read_uncommitted read_committed]"},
+		{"names the bounds", map[string]string{"share.record.lock.duration.ms": "3000"},
+			"(group.share.min.record.lock.duration.ms, group.share.max.record.lock.duration.ms)"},
+		{"names the upper bound", map[string]string{"streams.num.standby.replicas": "3"}, "outside [0, 2] (group.streams.max.standby.replicas)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Validate(tc.cfg)
+			err := NewMemory(nil).Validate(tc.cfg)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("Validate: %v", err)
@@ -44,6 +48,68 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate: %v, want an error with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A broker's bounds replace Kafka's default ones: what they let through is
+// valid, and a heartbeat interval they allow at or above the session
+// timeout (set, or the default) is refused.
+func TestValidateWithBrokerBounds(t *testing.T) {
+	s := NewMemory(map[string]string{"consumer.session.timeout.ms": "10000"})
+	s.Bounds = map[string]Bound{
+		"share.record.lock.duration.ms":  {1000, 60000},
+		"consumer.session.timeout.ms":    {2000, 60000},
+		"consumer.heartbeat.interval.ms": {500, 30000},
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  map[string]string
+		want string
+	}{
+		{"lowered minimum", map[string]string{"share.record.lock.duration.ms": "1000"}, ""},
+		{"below the lowered minimum", map[string]string{"share.record.lock.duration.ms": "999"}, "outside [1000, 60000]"},
+		{"other configs keep Kafka's", map[string]string{"share.session.timeout.ms": "2000"}, "outside [45000, 60000]"},
+		{"short session", map[string]string{"consumer.session.timeout.ms": "2000", "consumer.heartbeat.interval.ms": "500"}, ""},
+		{"heartbeat at the session", map[string]string{"consumer.session.timeout.ms": "2000", "consumer.heartbeat.interval.ms": "2000"},
+			"consumer.heartbeat.interval.ms 2000 must be less than consumer.session.timeout.ms 2000"},
+		{"heartbeat past the default session", map[string]string{"consumer.heartbeat.interval.ms": "20000"},
+			"consumer.heartbeat.interval.ms 20000 must be less than consumer.session.timeout.ms 10000"},
+		{"session under the default heartbeat", map[string]string{"consumer.session.timeout.ms": "4000"},
+			"consumer.heartbeat.interval.ms 5000 must be less than consumer.session.timeout.ms 4000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := s.Validate(tc.cfg)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate: %v, want an error with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Bounded moves stored values into the broker's ranges and leaves the rest.
+func TestBounded(t *testing.T) {
+	s := NewMemory(nil)
+	s.Bounds = map[string]Bound{"share.record.lock.duration.ms": {1000, 20000}}
+	got := s.Bounded(map[string]string{
+		"share.record.lock.duration.ms": "30000", // above this broker's maximum
+		"consumer.session.timeout.ms":   "1000",  // below Kafka's default minimum
+		"share.delivery.count.limit":    "4",
+		"share.auto.offset.reset":       "earliest",
+	})
+	want := map[string]string{
+		"share.record.lock.duration.ms": "20000",
+		"consumer.session.timeout.ms":   "45000",
+		"share.delivery.count.limit":    "4",
+		"share.auto.offset.reset":       "earliest",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("Bounded: %v, want %v", got, want)
 	}
 }
 
