@@ -27,10 +27,18 @@ type LogConfig struct {
 	// SegmentJitter is segment.jitter.ms: each segment rolls by time up to
 	// this much (at most SegmentMs) before SegmentMs, at random, so that
 	// partitions created together do not all roll at once.
-	SegmentJitter  time.Duration
-	RetentionMs    time.Duration // retention.ms; negative = keep forever
-	RetentionBytes int64         // retention.bytes; negative = no size limit
-	IndexInterval  int32         // index.interval.bytes
+	SegmentJitter time.Duration
+	// FileDeleteDelay is file.delete.delay.ms: how long a segment file the
+	// log deletes stays renamed aside, still readable through descriptors
+	// open elsewhere (another broker's read over NFS), before it is
+	// unlinked. Negative: at once (Kafka's 0). Zero is the engine's default,
+	// as for the other fields, so that a LogConfig built by hand (tests,
+	// tools), which carries no topic config, keeps the engine's own delay;
+	// topicconfig.LogConfig always sets it.
+	FileDeleteDelay time.Duration
+	RetentionMs     time.Duration // retention.ms; negative = keep forever
+	RetentionBytes  int64         // retention.bytes; negative = no size limit
+	IndexInterval   int32         // index.interval.bytes
 	// Claim, when set, makes Open record ClaimEpoch as the partition's
 	// leader before it reads anything (a shared-volume fencing token; see
 	// Log.Superseded). Open fails if a higher epoch has claimed it.

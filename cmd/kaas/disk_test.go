@@ -308,3 +308,66 @@ func TestFullVolumeHeals(t *testing.T) {
 		}
 	}
 }
+
+// TestFileDeleteDelayOnDisk: the segments DeleteRecords deletes stay
+// renamed aside (*.deleted) for their topic's file.delete.delay.ms: a topic
+// with 100 ms loses them at once while one with the default (60 s) keeps
+// them, and a topic created under the cluster-wide broker default
+// log.segment.delete.delay.ms=100 loses them too.
+func TestFileDeleteDelayOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	addr, _ := startDiskBroker(t, dir)
+	ctx := ctxT(t, 60*time.Second)
+	cl := newClient(t, addr, kgo.ProducerLinger(0))
+	adm := kadm.NewClient(cl)
+	files := func(pdir, pattern string) []string {
+		m, _ := filepath.Glob(filepath.Join(pdir, pattern))
+		return m
+	}
+	// deleteSegments produces a few segments' worth of batches to topic
+	// (segment.bytes 1024) and deletes them all but the active segment;
+	// it returns the partition directory.
+	deleteSegments := func(topic string) string {
+		t.Helper()
+		const n = 40
+		for range n {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(strings.Repeat("x", 200))}).FirstErr(); err != nil {
+				t.Fatalf("produce to %s: %v", topic, err)
+			}
+		}
+		var pdir string
+		for _, p := range files(dir, topic+"-0-*") {
+			if !strings.HasSuffix(p, ".deleted") {
+				pdir = p
+			}
+		}
+		if segs := files(pdir, "*.log"); len(segs) < 2 {
+			t.Fatalf("%s: segments %v, want several", topic, segs)
+		}
+		dr, err := adm.DeleteRecords(ctx, kadm.Offsets{topic: {0: {At: n}}})
+		if err != nil || dr.Error() != nil {
+			t.Fatalf("delete records of %s: %v %v", topic, err, dr.Error())
+		}
+		if segs := files(pdir, "*.log"); len(segs) != 1 {
+			t.Fatalf("%s: segments %v after DeleteRecords, want the active one", topic, segs)
+		}
+		return pdir
+	}
+	gone := func(pdir string) func() bool {
+		return func() bool { return len(files(pdir, "*.deleted")) == 0 }
+	}
+
+	createTopic(t, addr, "kept", 1, map[string]*string{"segment.bytes": sp("1024")})
+	createTopic(t, addr, "quick", 1, map[string]*string{"segment.bytes": sp("1024"), "file.delete.delay.ms": sp("100")})
+	kept := deleteSegments("kept")
+	waitUntil(t, 10*time.Second, "quick's deleted segments unlinked", gone(deleteSegments("quick")))
+	if aside := files(kept, "*.deleted"); len(aside) == 0 {
+		t.Fatal("the default file.delete.delay.ms (60 s) did not keep kept's deleted segments")
+	}
+
+	if res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "log.segment.delete.delay.ms", Value: sp("100")}}); err != nil || res[0].Err != nil {
+		t.Fatalf("alter the cluster default: %v %+v", err, res)
+	}
+	createTopic(t, addr, "inherits", 1, map[string]*string{"segment.bytes": sp("1024")})
+	waitUntil(t, 10*time.Second, "inherits' deleted segments unlinked", gone(deleteSegments("inherits")))
+}

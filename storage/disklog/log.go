@@ -63,6 +63,10 @@ type Log struct {
 	start    atomic.Int64
 	durable  atomic.Int64
 	interval atomic.Int64 // index.interval.bytes, for readers rebuilding an index
+	// unlinkDelay is how long a file renamed aside waits to be unlinked
+	// (unlinkDelay of the config in force): atomic, as interval, so that
+	// unlinkLater needs no lock whatever its caller holds.
+	unlinkDelay atomic.Int64
 
 	// owner-only writer state
 	ix indexer
@@ -137,6 +141,7 @@ func (l *Log) SetConfig(cfg storage.LogConfig) {
 	l.mu.Unlock()
 	l.ix.interval = indexInterval(cfg)
 	l.interval.Store(indexInterval(cfg))
+	l.unlinkDelay.Store(int64(unlinkDelay(cfg, l.o.opts.deleteDelay)))
 }
 
 // Append implements storage.Log: one pwrite into the active segment (page

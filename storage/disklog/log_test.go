@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -363,6 +364,90 @@ func TestRetentionAndDeleteRecords(t *testing.T) {
 	if l2.NextOffset() != 100 || l2.StartOffset() < 95 {
 		t.Fatalf("after retention.ms start %d next %d", l2.StartOffset(), l2.NextOffset())
 	}
+}
+
+// TestFileDeleteDelay: the files of a segment retention or DeleteRecords
+// deletes are unlinked after the log's own file.delete.delay.ms, not the
+// Opener's DeleteDelay, which only a config without one (a partner log
+// built by hand here) falls back on; a changed config applies to the
+// segments deleted after the change.
+func TestFileDeleteDelay(t *testing.T) {
+	const short, long = 20 * time.Millisecond, time.Hour
+	cfg := func(d time.Duration) storage.LogConfig {
+		return storage.LogConfig{SegmentBytes: 1000, RetentionBytes: 3000, RetentionMs: -1, FileDeleteDelay: d}
+	}
+	// deleteSome fills l and has retention delete its oldest segments; it
+	// returns the files renamed aside so far.
+	deleteSome := func(t *testing.T, l *Log) []string {
+		t.Helper()
+		appendN(t, l, 50, 1, 100, 1) // ~170 B each: ~5 per segment
+		if err := l.EnforceRetention(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		aside := segFiles(t, l.Dir(), deletedSuffix)
+		if len(aside) == 0 {
+			t.Fatal("no segment renamed aside")
+		}
+		return aside
+	}
+	// waitAside polls until exactly want are renamed aside in l.
+	waitAside := func(t *testing.T, l *Log, want []string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := segFiles(t, l.Dir(), deletedSuffix)
+			if slices.Equal(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("renamed aside: %v, want %v", got, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	partner := storage.PartitionID{Topic: testID.Topic, TopicID: testID.TopicID, Partition: 1}
+
+	t.Run("shorter than the opener's", func(t *testing.T) {
+		o := testOpener(t, t.TempDir(), DeleteDelay(long))
+		l := openLogT(t, o, cfg(short))
+		defer l.Close()
+		deleteSome(t, l)
+		waitAside(t, l, nil)
+	})
+	t.Run("zero unlinks at once", func(t *testing.T) {
+		o := testOpener(t, t.TempDir(), DeleteDelay(long))
+		l := openLogT(t, o, cfg(-1)) // topicconfig's file.delete.delay.ms=0
+		defer l.Close()
+		deleteSome(t, l)
+		waitAside(t, l, nil)
+	})
+	t.Run("longer than the opener's", func(t *testing.T) {
+		o := testOpener(t, t.TempDir(), DeleteDelay(short))
+		l := openLogT(t, o, cfg(long))
+		defer l.Close()
+		p, err := o.Open(partner, cfg(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		kept := deleteSome(t, l)
+		deleteSome(t, p.(*Log))
+		// The partner's files go after the opener's delay; by then the
+		// log's own are still there.
+		waitAside(t, p.(*Log), nil)
+		waitAside(t, l, kept)
+	})
+	t.Run("changed config", func(t *testing.T) {
+		o := testOpener(t, t.TempDir(), DeleteDelay(long))
+		l := openLogT(t, o, cfg(long))
+		defer l.Close()
+		kept := deleteSome(t, l)
+		l.SetConfig(cfg(short))
+		if n := len(deleteSome(t, l)); n <= len(kept) {
+			t.Fatalf("%d files renamed aside after %d: none more deleted", n, len(kept))
+		}
+		waitAside(t, l, kept)
+	})
 }
 
 func TestLazyLRUReads(t *testing.T) {

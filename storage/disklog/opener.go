@@ -89,9 +89,11 @@ func MaxKeptClaims(n int) Option { return func(o *options) { o.keptClaims = max(
 // the sealed-segment LRU and the connections the rest.
 const keptClaimsShare = 4
 
-// DeleteDelay is how long a file renamed aside (".deleted") is kept before
-// it is unlinked (Kafka's file.delete.delay.ms): long enough that no broker
-// still reads it (NFS has no delete-on-last-close across clients).
+// DeleteDelay is how long a partition directory Remove renamed aside
+// (".deleted") is kept before it is deleted, and a log's files renamed aside
+// when its LogConfig carries no FileDeleteDelay (topic configs always carry
+// file.delete.delay.ms): long enough that no broker still reads them (NFS
+// has no delete-on-last-close across clients). Default 60 s, Kafka's.
 func DeleteDelay(d time.Duration) Option { return func(o *options) { o.deleteDelay = d } }
 
 // SpareDelay is how long after a log used its spare files (or opened

@@ -172,17 +172,33 @@ func (l *Log) renameAside(p string) {
 	l.unlinkLater(p + deletedSuffix)
 }
 
-// unlinkLater unlinks path after the delete delay, from the janitor. A log
-// closed before then leaves the file to the next Open.
+// unlinkLater unlinks path after the log's delete delay (the config in
+// force when it is called), from the janitor. A log closed before then
+// leaves the file to the next Open.
 func (l *Log) unlinkLater(path string) {
 	l.jmu.Lock()
 	defer l.jmu.Unlock()
-	l.afterFunc(l.o.opts.deleteDelay, func() {
+	l.afterFunc(time.Duration(l.unlinkDelay.Load()), func() {
 		l.jmu.Lock()
 		l.due = append(l.due, path)
 		l.jmu.Unlock()
 		l.kickJanitor()
 	})
+}
+
+// unlinkDelay is how long a log under cfg keeps a file it renamed aside:
+// the topic's file.delete.delay.ms (negative: at once, Kafka's 0), or def,
+// the Opener's DeleteDelay, for a config that carries none (built by hand,
+// not by topicconfig).
+func unlinkDelay(cfg storage.LogConfig, def time.Duration) time.Duration {
+	switch d := cfg.FileDeleteDelay; {
+	case d < 0:
+		return 0
+	case d == 0:
+		return def
+	default:
+		return d
+	}
 }
 
 // afterFunc runs fn after d unless the log stops its timers first (its

@@ -182,7 +182,7 @@ func init() {
 		{Name: "delete.retention.ms", Type: TypeLong, Default: "86400000", Synonym: "log.cleaner.delete.retention.ms",
 			Doc: "How long delete tombstones are retained for compacted topics.", Check: atLeast(0)},
 		{Name: "file.delete.delay.ms", Type: TypeLong, Default: "60000", Synonym: "log.segment.delete.delay.ms",
-			Doc: "The time to wait before deleting a file from the filesystem." + noEffect, Check: atLeast(0)},
+			Doc: "The time to wait before deleting a file from the filesystem: a deleted segment's files are renamed aside (*.deleted) and unlinked this much later (0: at once).", Check: atLeast(0)},
 		{Name: "flush.messages", Type: TypeLong, Default: maxLong, Synonym: "log.flush.interval.messages",
 			Doc: "Accepted for compatibility; kaas flushes per acks=all group commit.", Check: atLeast(1)},
 		{Name: "flush.ms", Type: TypeLong, Default: maxLong, Synonym: "log.flush.interval.ms",
@@ -384,18 +384,29 @@ func millis(v int64) time.Duration {
 	return time.Duration(v) * time.Millisecond
 }
 
+// fileDeleteDelay is file.delete.delay.ms as storage.LogConfig carries it:
+// there zero is the engine's default, so Kafka's 0 (unlink at once) is
+// negative.
+func fileDeleteDelay(ms int64) time.Duration {
+	if ms <= 0 {
+		return -1
+	}
+	return millis(ms)
+}
+
 // LogConfig derives what a log engine obeys from a topic config. Without
 // delete in cleanup.policy (compact alone), retention.ms and
 // retention.bytes remove nothing, as in Kafka; with compact, the active
 // segment rolls by max.compaction.lag.ms when that is sooner than segment.ms.
 func LogConfig(cfg map[string]string) storage.LogConfig {
 	c := storage.LogConfig{
-		SegmentBytes:   int64Value(cfg, "segment.bytes"),
-		SegmentMs:      millis(int64Value(cfg, "segment.ms")),
-		SegmentJitter:  millis(int64Value(cfg, "segment.jitter.ms")),
-		RetentionMs:    millis(int64Value(cfg, "retention.ms")),
-		RetentionBytes: int64Value(cfg, "retention.bytes"),
-		IndexInterval:  int32(int64Value(cfg, "index.interval.bytes")),
+		SegmentBytes:    int64Value(cfg, "segment.bytes"),
+		SegmentMs:       millis(int64Value(cfg, "segment.ms")),
+		SegmentJitter:   millis(int64Value(cfg, "segment.jitter.ms")),
+		FileDeleteDelay: fileDeleteDelay(int64Value(cfg, "file.delete.delay.ms")),
+		RetentionMs:     millis(int64Value(cfg, "retention.ms")),
+		RetentionBytes:  int64Value(cfg, "retention.bytes"),
+		IndexInterval:   int32(int64Value(cfg, "index.interval.bytes")),
 	}
 	if !policyHas(cfg, "delete") {
 		c.RetentionMs, c.RetentionBytes = -1, -1

@@ -180,6 +180,17 @@ func TestLogConfigDefaultsAndOverrides(t *testing.T) {
 	if MaxMessageBytes(map[string]string{"max.message.bytes": "100"}) != 100 || MaxMessageBytes(nil) != 1048588 {
 		t.Fatal("max.message.bytes")
 	}
+	// file.delete.delay.ms is always set: zero in LogConfig would be the
+	// engine's default, so Kafka's 0 (at once) is negative there.
+	for v, want := range map[string]time.Duration{"": time.Minute, "100": 100 * time.Millisecond, "0": -1} {
+		cfg := map[string]string{"file.delete.delay.ms": v}
+		if v == "" {
+			cfg = nil
+		}
+		if got := LogConfig(cfg).FileDeleteDelay; got != want {
+			t.Errorf("file.delete.delay.ms %q: FileDeleteDelay %v, want %v", v, got, want)
+		}
+	}
 }
 
 func TestCompactionConfig(t *testing.T) {
