@@ -121,7 +121,7 @@ func registerGroups(b *broker) {
 	// A group's GROUP configs altered through this broker apply at once
 	// (through another broker: at the group's next config poll).
 	if b.srv.GroupConfigs != nil {
-		b.srv.GroupConfigs.OnChange = func(group string) { ref.Send(&messages.GroupConfigsChanged{Group: group}) }
+		b.srv.GroupConfigs.OnChange(func(group string) { ref.Send(&messages.GroupConfigsChanged{Group: group}) })
 	}
 }
 

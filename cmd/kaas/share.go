@@ -60,13 +60,7 @@ func registerShare(b *broker) {
 	k.Register(b.srv)
 	b.share = k
 	if s := b.srv.GroupConfigs; s != nil {
-		coordinator := s.OnChange // set by the group coordinator, started before
-		s.OnChange = func(group string) {
-			if coordinator != nil {
-				coordinator(group)
-			}
-			k.GroupConfigsChanged(group)
-		}
+		s.OnChange(k.GroupConfigsChanged)
 	}
 	// Stopped (past its restarts) it serves no share group: the broker
 	// exits and its pod is restarted, as for the group coordinator.

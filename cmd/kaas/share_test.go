@@ -316,6 +316,30 @@ func TestShareGroupStateSurvivesRestart(t *testing.T) {
 	}
 }
 
+// openTxn produces values to topic in a transaction of id, left open, and
+// returns its producer.
+func openTxn(t *testing.T, ctx context.Context, addr, topic, id string, values ...string) *kgo.Client {
+	t.Helper()
+	cl := newClient(t, addr, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cl
+}
+
+// endTxn commits or aborts cl's transaction.
+func endTxn(t *testing.T, ctx context.Context, cl *kgo.Client, end kgo.TransactionEndTry) {
+	t.Helper()
+	if err := cl.EndTransaction(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestShareGroupIsolationChangeAppliesToTheNextFetch: share.isolation.level
 // altered (through the broker serving the group) applies to the next read:
 // switched to read_committed, a running share consumer gets none of a
@@ -337,18 +361,7 @@ func TestShareGroupIsolationChangeAppliesToTheNextFetch(t *testing.T) {
 	}
 	abort := func(id string, values ...string) {
 		t.Helper()
-		cl := newClient(t, addr, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
-		if err := cl.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range values {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
-			t.Fatal(err)
-		}
+		endTxn(t, ctx, openTxn(t, ctx, addr, topic, id, values...), kgo.TryAbort)
 	}
 	cons := shareConsumer(t, addr, group, topic)
 	got := map[string]bool{}
@@ -404,34 +417,13 @@ func TestShareGroupReadCommitted(t *testing.T) {
 		t.Fatalf("share.isolation.level=read_committed: %d %s", code, msg)
 	}
 	ctx := ctxT(t, 60*time.Second)
-	txn := func(id string, commit bool, values ...string) *kgo.Client {
-		t.Helper()
-		cl := newClient(t, addr, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
-		if err := cl.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range values {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if commit {
-			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return cl
-	}
-	txn("t-commit", true, "c1", "c2")
-	aborted := txn("t-abort", false, "a1", "a2", "a3")
-	if err := aborted.EndTransaction(ctx, kgo.TryAbort); err != nil {
-		t.Fatal(err)
-	}
+	endTxn(t, ctx, openTxn(t, ctx, addr, topic, "t-commit", "c1", "c2"), kgo.TryCommit)
+	endTxn(t, ctx, openTxn(t, ctx, addr, topic, "t-abort", "a1", "a2", "a3"), kgo.TryAbort)
 	plain := newClient(t, addr, kgo.DefaultProduceTopic(topic))
 	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("p1")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	open := txn("t-open", false, "o1")
+	open := openTxn(t, ctx, addr, topic, "t-open", "o1")
 	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("p2")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -464,9 +456,7 @@ func TestShareGroupReadCommitted(t *testing.T) {
 	fs.EachRecord(func(r *kgo.Record) {
 		t.Errorf("read_committed share group got %q while its transaction is open", r.Value)
 	})
-	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
+	endTxn(t, ctx, open, kgo.TryCommit)
 	got = read(rc, "o1", "p2")
 	if !got["o1"] || !got["p2"] {
 		t.Fatalf("after the commit: %v; want o1 and p2", got)

@@ -242,14 +242,20 @@ type Store struct {
 	// Bounds replace Keys' ranges with this broker's (Kafka's
 	// group.*.min/max.* broker configs).
 	Bounds map[string]Bound
-	// OnChange, when set, is told the group whose overrides this store
-	// changed (its coordinator applies them); set before use, must not
-	// block.
-	OnChange func(group string)
 
-	root string // <data-dir>/__groups; "" keeps overrides in memory
-	mu   sync.Mutex
-	mem  map[string]map[string]string
+	root     string // <data-dir>/__groups; "" keeps overrides in memory
+	mu       sync.Mutex
+	mem      map[string]map[string]string
+	onChange []func(group string) // under mu
+}
+
+// OnChange adds fn to what is told the group whose overrides this store
+// changed (its coordinator and the share-partitions' keeper apply them);
+// fn runs under the store's lock and must not block.
+func (s *Store) OnChange(fn func(group string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onChange = append(s.onChange, fn)
 }
 
 // NewMemory returns a store that keeps overrides in memory.
@@ -415,9 +421,10 @@ func (s *Store) Update(group string, validateOnly bool, change func(map[string]s
 	return nil
 }
 
+// changed tells the listeners; the caller holds mu.
 func (s *Store) changed(group string) {
-	if s.OnChange != nil {
-		s.OnChange(group)
+	for _, fn := range s.onChange {
+		fn(group)
 	}
 }
 

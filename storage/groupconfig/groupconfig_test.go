@@ -250,3 +250,25 @@ func TestGroupsListsOverriddenGroups(t *testing.T) {
 		})
 	}
 }
+
+// Every listener hears a stored change, in the order added; a refused or
+// validate-only update tells none.
+func TestOnChangeTellsEveryListener(t *testing.T) {
+	for _, s := range []*Store{NewMemory(nil), NewFile(t.TempDir(), nil)} {
+		var heard []string
+		s.OnChange(func(g string) { heard = append(heard, "coordinator:"+g) })
+		s.OnChange(func(g string) { heard = append(heard, "keeper:"+g) })
+		if err := s.Update("g1", true, set("share.delivery.count.limit", "3")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Update("g1", false, set("share.delivery.count.limit", "99")); err == nil {
+			t.Fatal("out of range update stored")
+		}
+		if err := s.Update("g1", false, set("share.delivery.count.limit", "3")); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"coordinator:g1", "keeper:g1"}; !slices.Equal(heard, want) {
+			t.Fatalf("heard %v, want %v", heard, want)
+		}
+	}
+}
