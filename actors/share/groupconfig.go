@@ -9,7 +9,8 @@ import (
 // WithGroupConfigs is base with a share group's config overrides applied:
 // share.record.lock.duration.ms, share.delivery.count.limit,
 // share.partition.max.record.locks, share.auto.offset.reset,
-// share.isolation.level and the dead-letter queue's
+// share.isolation.level, share.renew.acknowledge.enable and the
+// dead-letter queue's
 // errors.deadletterqueue.topic.name and
 // errors.deadletterqueue.copy.record.enable (the others are the
 // coordinator's). Values are the validated ones the group config store
@@ -33,6 +34,9 @@ func WithGroupConfigs(base Config, set map[string]string) Config {
 	}
 	if v, ok := set["errors.deadletterqueue.topic.name"]; ok {
 		cfg.DeadLetterTopic = v
+	}
+	if b, ok := groupconfig.Bool(set, "share.renew.acknowledge.enable"); ok {
+		cfg.RenewDisabled = !b
 	}
 	if b, ok := groupconfig.Bool(set, "errors.deadletterqueue.copy.record.enable"); ok {
 		cfg.CopyRecord = b

@@ -19,6 +19,9 @@ func TestWithGroupConfigs(t *testing.T) {
 		{"limits", map[string]string{"share.delivery.count.limit": "3", "share.partition.max.record.locks": "100"}, Config{LockDuration: 30 * time.Second, DeliveryLimit: 3, ResetLatest: true, MaxInFlight: 100}},
 		{"dead-letter topic", map[string]string{"errors.deadletterqueue.topic.name": "dlq.t", "errors.deadletterqueue.copy.record.enable": "TRUE"},
 			Config{LockDuration: 30 * time.Second, DeliveryLimit: 5, ResetLatest: true, MaxInFlight: 2000, DeadLetterTopic: "dlq.t", CopyRecord: true}},
+		{"renew off", map[string]string{"share.renew.acknowledge.enable": "false"},
+			Config{LockDuration: 30 * time.Second, DeliveryLimit: 5, ResetLatest: true, MaxInFlight: 2000, RenewDisabled: true}},
+		{"renew on", map[string]string{"share.renew.acknowledge.enable": "true"}, base},
 		{"coordinator's only", map[string]string{"share.session.timeout.ms": "50000"}, base},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

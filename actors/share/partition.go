@@ -37,6 +37,9 @@ type Config struct {
 	// for none): a record rejected by its consumer or released at the
 	// delivery limit is written there before it is archived.
 	DeadLetterTopic string
+	// RenewDisabled is share.renew.acknowledge.enable=false: a RENEW
+	// acknowledgement (KIP-1222) is refused with INVALID_RECORD_STATE.
+	RenewDisabled bool
 	// CopyRecord is errors.deadletterqueue.copy.record.enable: a
 	// dead-letter record carries the key and value of the record it stands
 	// for (otherwise only the headers that say where it came from).
@@ -307,6 +310,9 @@ func (p *Partition) Acknowledge(now time.Time, member string, first, last int64,
 	for _, t := range types {
 		if t < AckGap || t > AckRenew {
 			return kerr.InvalidRequest.Code
+		}
+		if t == AckRenew && p.cfg.RenewDisabled {
+			return kerr.InvalidRecordState.Code
 		}
 	}
 	p.Expire(now)

@@ -171,6 +171,11 @@ func TestPartitionScripts(t *testing.T) {
 			{at: lock + time.Second, do: "fetch m2 0 0", want: "@1 "},
 			{at: 2*lock - time.Second, do: "fetch m2 0 0", want: "@0 0-0/2"},
 		}},
+		{"renew refused when the group disables it", Config{LockDuration: lock, DeliveryLimit: 3, RenewDisabled: true}, 0, 0, []step{
+			{do: "fetch m1 0 1", want: "@0 0-1/1"},
+			{at: lock - time.Second, do: "ack m1 0 1 1 4", want: invalidState, states: "0:qq"},
+			{at: lock, do: "fetch m2 0 1", want: "@0 0-1/2"},
+		}},
 		{"acks of another member's records are refused whole", cfg, 0, 0, []step{
 			{do: "fetch m1 0 1", want: "@0 0-1/1"},
 			{do: "fetch m2 2 3", want: "@2 2-3/1"},

@@ -90,6 +90,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"group.share.session.timeout.ms":                   c("group-share-session-timeout", topicconfig.TypeInt, ms(cfg.GroupShareSessionTimeout)),
 		"group.share.record.lock.duration.ms":              c("share-record-lock-duration", topicconfig.TypeInt, ms(cfg.ShareRecordLockDuration)),
 		"group.share.delivery.count.limit":                 c("share-delivery-count-limit", topicconfig.TypeInt, strconv.Itoa(cfg.ShareDeliveryCountLimit)),
+		"group.share.partition.max.record.locks":           c("group-share-partition-max-record-locks", topicconfig.TypeInt, strconv.Itoa(cfg.GroupSharePartitionMaxRecordLocks)),
 	}
 	for _, b := range cfg.GroupBounds {
 		out[b.config()] = c(b.flagName(), topicconfig.TypeInt, strconv.FormatInt(b.value, 10))

@@ -80,18 +80,19 @@ type serveConfig struct {
 	ConcurrentMoves         int
 
 	// consumer groups
-	GroupInitialRebalanceDelay     time.Duration
-	GroupMinSessionTimeout         time.Duration
-	GroupMaxSessionTimeout         time.Duration
-	GroupConsumerHeartbeatInterval time.Duration
-	GroupConsumerSessionTimeout    time.Duration
-	GroupMigrationPolicy           string
-	GroupMaxSize                   int
-	GroupConsumerMaxSize           int
-	GroupShareMaxSize              int
-	GroupShareMaxShareSessions     int
-	GroupShareSessionTimeout       time.Duration
-	GroupShareHeartbeatInterval    time.Duration
+	GroupInitialRebalanceDelay        time.Duration
+	GroupMinSessionTimeout            time.Duration
+	GroupMaxSessionTimeout            time.Duration
+	GroupConsumerHeartbeatInterval    time.Duration
+	GroupConsumerSessionTimeout       time.Duration
+	GroupMigrationPolicy              string
+	GroupMaxSize                      int
+	GroupConsumerMaxSize              int
+	GroupShareMaxSize                 int
+	GroupShareMaxShareSessions        int
+	GroupShareSessionTimeout          time.Duration
+	GroupSharePartitionMaxRecordLocks int
+	GroupShareHeartbeatInterval       time.Duration
 	// GroupBounds are Kafka's group.*.min/max.* broker configs.
 	GroupBounds                    []*groupBound
 	DeadLetterTopicPrefix          string
@@ -184,6 +185,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.GroupConsumerMaxSize, "group-consumer-max-size", math.MaxInt32, "consumer groups: most members a KIP-848 consumer group takes, classic-protocol members included; a new member of a full group gets GROUP_MAX_SIZE_REACHED, and a classic group moves to the consumer protocol only if its members fit (Kafka's group.consumer.max.size)")
 	fs.IntVar(&cfg.GroupShareMaxSize, "group-share-max-size", 200, "share groups: most members a share group takes, 1 to 1000; a new member of a full group gets GROUP_MAX_SIZE_REACHED (Kafka's group.share.max.size)")
 	fs.IntVar(&cfg.GroupShareMaxShareSessions, "group-share-max-share-sessions", 2000, "share groups: most share sessions this broker keeps, at least --group-share-max-size; a member opening one more gets SHARE_SESSION_LIMIT_REACHED (retriable), and a session goes when the connection that opened it closes (Kafka's group.share.max.share.sessions)")
+	fs.IntVar(&cfg.GroupSharePartitionMaxRecordLocks, "group-share-partition-max-record-locks", 2000, "share groups: most records in flight (acquired or waiting for redelivery) in one share-partition; nothing past them is acquired until the oldest are acknowledged (Kafka's group.share.partition.max.record.locks)")
 	fs.DurationVar(&cfg.GroupShareHeartbeatInterval, "group-share-heartbeat-interval", 5*time.Second, "share groups: heartbeat interval given to share-group members (Kafka's group.share.heartbeat.interval.ms)")
 	fs.DurationVar(&cfg.GroupShareSessionTimeout, "group-share-session-timeout", 45*time.Second, "share groups: a share-group member silent this long is removed and its records released; must exceed --group-share-heartbeat-interval (Kafka's group.share.session.timeout.ms)")
 	fs.StringVar(&cfg.DeadLetterTopicPrefix, "errors-deadletterqueue-topic-name-prefix", "dlq.", "share groups: the prefix a group's dead-letter topic (errors.deadletterqueue.topic.name) must have; empty allows any name (Kafka's errors.deadletterqueue.topic.name.prefix)")

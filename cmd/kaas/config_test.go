@@ -68,7 +68,8 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			b := groupConfigBounds(c.GroupBounds)
 			return b["share.record.lock.duration.ms"] == groupconfig.Bound{Min: 15000, Max: 60000} &&
 				b["consumer.session.timeout.ms"] == groupconfig.Bound{Min: 45000, Max: 60000} &&
-				b["streams.num.standby.replicas"] == groupconfig.Bound{Min: 0, Max: 2} && len(c.GroupBounds) == 17
+				b["streams.num.standby.replicas"] == groupconfig.Bound{Min: 0, Max: 2} && len(c.GroupBounds) == 19 &&
+				b["share.partition.max.record.locks"] == groupconfig.Bound{Min: 100, Max: 4000} && c.GroupSharePartitionMaxRecordLocks == 2000
 		}},
 		{"lowered share lock bound", []string{"--group-share-min-record-lock-duration", "1s", "--share-record-lock-duration", "2s"},
 			map[string]string{"KAAS_GROUP_SHARE_MAX_DELIVERY_COUNT_LIMIT": "20", "KAAS_SHARE_DELIVERY_COUNT_LIMIT": "15"}, "", func(c *serveConfig) bool {
@@ -84,6 +85,11 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			"--group-consumer-max-session-timeout must be at least --group-consumer-min-session-timeout", nil},
 		{"session default under a raised minimum", []string{"--group-streams-min-session-timeout", "50s"}, nil,
 			"--group-streams-session-timeout 45s: must be 50s to 1m0s", nil},
+		{"record locks over the maximum", []string{"--group-share-partition-max-record-locks", "5000"}, nil,
+			"--group-share-partition-max-record-locks 5000: must be 100 to 4000 (--group-share-min-partition-max-record-locks, --group-share-max-partition-max-record-locks)", nil},
+		{"record locks with a raised maximum", []string{"--group-share-partition-max-record-locks", "5000", "--group-share-max-partition-max-record-locks", "8000"}, nil, "", func(c *serveConfig) bool {
+			return c.GroupSharePartitionMaxRecordLocks == 5000
+		}},
 		{"delivery limit over the maximum", []string{"--share-delivery-count-limit", "11"}, nil, "--share-delivery-count-limit 11: must be 2 to 10", nil},
 		{"standby replicas over the maximum", []string{"--group-streams-num-standby-replicas", "3"}, nil,
 			"--group-streams-num-standby-replicas 3: must be 0 to 2 (--group-streams-max-standby-replicas)", nil},

@@ -74,3 +74,58 @@ func TestGroupConfigBoundsFromBrokerFlags(t *testing.T) {
 		t.Fatalf("1.5 s lock on a broker with Kafka's bounds: error %d %q, want INVALID_CONFIG naming the bounds", code, msg)
 	}
 }
+
+// TestShareRenewAcknowledgeEnable: a RENEW acknowledgement (KIP-1222)
+// extends the lock in a group with share.renew.acknowledge.enable unset
+// (true), and is refused with INVALID_RECORD_STATE in one that sets it
+// false; the broker reports its in-flight bound,
+// --group-share-partition-max-record-locks.
+func TestShareRenewAcknowledgeEnable(t *testing.T) {
+	_, addr := testBroker(t, "--share-auto-offset-reset", "earliest", "--group-share-partition-max-record-locks", "150",
+		"--group-share-min-partition-max-record-locks", "150")
+	const topic = "renew-topic"
+	createTopic(t, addr, topic, 1, nil)
+	produceKeys(t, addr, topic, 0, 3)
+	if code, msg := alterGroupConfigs(t, newClient(t, addr), "sg-renew-off", "share.renew.acknowledge.enable", "false"); code != 0 {
+		t.Fatalf("share.renew.acknowledge.enable=false: %d %s", code, msg)
+	}
+	ctx := ctxT(t, 30*time.Second)
+	renew := func(group string) error {
+		t.Helper()
+		results := make(chan kgo.ShareAckResults, 16)
+		cl := shareConsumer(t, addr, group, topic, kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) { results <- rs }))
+		var records []*kgo.Record
+		for len(records) == 0 {
+			fs := cl.PollRecords(ctx, 10)
+			if err := fs.Err0(); err != nil {
+				t.Fatal(err)
+			}
+			records = fs.Records()
+		}
+		for _, r := range records {
+			r.Ack(kgo.AckRenew)
+		}
+		if err := cl.FlushAcks(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case rs := <-results:
+			return rs.Error()
+		case <-ctx.Done():
+			t.Fatalf("%s: no acknowledgement result", group)
+			return nil
+		}
+	}
+	if err := renew("sg-renew-on"); err != nil {
+		t.Fatalf("renew in a group that allows it: %v", err)
+	}
+	if err := renew("sg-renew-off"); !errors.Is(err, kerr.InvalidRecordState) {
+		t.Fatalf("renew in a group with share.renew.acknowledge.enable=false: %v, want INVALID_RECORD_STATE", err)
+	}
+	if cfg, ok := brokerConfig(t, ctx, newClient(t, addr), 0, "0", "group.share.partition.max.record.locks"); !ok || cfg.MaybeValue() != "150" {
+		t.Fatalf("group.share.partition.max.record.locks: %q (found %v), want 150", cfg.MaybeValue(), ok)
+	}
+	if got := describeGroupConfigs(t, newClient(t, addr), "sg-renew-on")["share.partition.max.record.locks"]; got.Value == nil || *got.Value != "150" {
+		t.Fatalf("group default of share.partition.max.record.locks: %v, want the broker's 150", got.Value)
+	}
+}

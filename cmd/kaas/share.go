@@ -25,6 +25,7 @@ func registerShare(b *broker) {
 		Partition: share.Config{
 			LockDuration:  b.cfg.ShareRecordLockDuration,
 			DeliveryLimit: int16(b.cfg.ShareDeliveryCountLimit),
+			MaxInFlight:   int64(b.cfg.GroupSharePartitionMaxRecordLocks),
 			ResetLatest:   b.cfg.ShareAutoOffsetReset != "earliest",
 		},
 		GroupConfigs: b.srv.GroupConfigs,

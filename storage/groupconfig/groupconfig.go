@@ -64,7 +64,8 @@ var Keys = map[string]Key{
 	"share.delivery.count.limit": {Type: topicconfig.TypeInt, Default: "5", Min: 2, Max: 10,
 		MinConfig: "group.share.min.delivery.count.limit", MaxConfig: "group.share.max.delivery.count.limit",
 		Doc: "The most times a record of a share group is delivered before it is archived."},
-	"share.partition.max.record.locks": {Type: topicconfig.TypeInt, Default: "2000", Min: 100, Max: 10000,
+	"share.partition.max.record.locks": {Type: topicconfig.TypeInt, Default: "2000", Min: 100, Max: 4000,
+		MinConfig: "group.share.min.partition.max.record.locks", MaxConfig: "group.share.max.partition.max.record.locks",
 		Doc: "The most records in flight in one share-partition of a share group."},
 	"share.auto.offset.reset": {Type: topicconfig.TypeString, Default: "latest", Values: []string{"latest", "earliest"},
 		Doc: "Where a share group starts reading a partition it has not read before: latest or earliest."},
@@ -83,6 +84,8 @@ var Keys = map[string]Key{
 		Doc: "The name of the topic to be used as the dead-letter queue (DLQ) topic for this share group (KIP-1191). If blank (the default), the group does not have a DLQ topic."},
 	"errors.deadletterqueue.copy.record.enable": {Type: topicconfig.TypeBoolean, Default: "false",
 		Doc: "When writing onto the dead-letter queue topic, whether to copy the original record's key and value onto the DLQ topic, or just write a record containing the context information headers."},
+	"share.renew.acknowledge.enable": {Type: topicconfig.TypeBoolean, Default: "true",
+		Doc: "Whether the share group's consumers may renew the acquisition lock of records they hold (KIP-1222 RENEW acknowledgements)."},
 	"share.isolation.level": {Type: topicconfig.TypeString, Default: "read_uncommitted", Values: []string{"read_uncommitted", "read_committed"},
 		Doc: "How a share group reads transactional records: read_committed delivers records only up to the last stable offset and never those of aborted transactions."},
 }

@@ -34,6 +34,10 @@ func TestValidate(t *testing.T) {
 		{"bad isolation", map[string]string{"share.isolation.level": "committed"}, "not one of [read_uncommitted read_committed]"},
 		{"names the bounds", map[string]string{"share.record.lock.duration.ms": "3000"},
 			"(group.share.min.record.lock.duration.ms, group.share.max.record.lock.duration.ms)"},
+		{"renew off", map[string]string{"share.renew.acknowledge.enable": "false"}, ""},
+		{"renew not a boolean", map[string]string{"share.renew.acknowledge.enable": "no"}, `"no" is not a boolean`},
+		{"record locks over Kafka's default maximum", map[string]string{"share.partition.max.record.locks": "5000"},
+			"outside [100, 4000] (group.share.min.partition.max.record.locks, group.share.max.partition.max.record.locks)"},
 		{"names the upper bound", map[string]string{"streams.num.standby.replicas": "3"}, "outside [0, 2] (group.streams.max.standby.replicas)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
