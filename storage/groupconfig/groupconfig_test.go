@@ -40,18 +40,23 @@ func TestValidate(t *testing.T) {
 			"outside [100, 4000] (group.share.min.partition.max.record.locks, group.share.max.partition.max.record.locks)"},
 		{"names the upper bound", map[string]string{"streams.num.standby.replicas": "3"}, "outside [0, 2] (group.streams.max.standby.replicas)"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := NewMemory(nil).Validate(tc.cfg)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Validate: %v, want an error with %q", err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkValidate(t, NewMemory(nil), tc.cfg, tc.want) })
+	}
+}
+
+// checkValidate checks s.Validate(cfg): valid when want is "", else an
+// error containing want.
+func checkValidate(t *testing.T, s *Store, cfg map[string]string, want string) {
+	t.Helper()
+	err := s.Validate(cfg)
+	if want == "" {
+		if err != nil {
+			t.Fatalf("Validate: %v", err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Validate: %v, want an error with %q", err, want)
 	}
 }
 
@@ -81,18 +86,7 @@ func TestValidateWithBrokerBounds(t *testing.T) {
 		{"session under the default heartbeat", map[string]string{"consumer.session.timeout.ms": "4000"},
 			"consumer.heartbeat.interval.ms 5000 must be less than consumer.session.timeout.ms 4000"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := s.Validate(tc.cfg)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("Validate: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Validate: %v, want an error with %q", err, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkValidate(t, s, tc.cfg, tc.want) })
 	}
 }
 
