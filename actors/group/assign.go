@@ -1,7 +1,10 @@
 package group
 
 import (
+	"fmt"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // AssignMember is one member as an assignor sees it.
@@ -28,6 +31,23 @@ func partitionsOf(topics map[string]TopicInfo) []assignPart {
 		}
 	}
 	return out
+}
+
+// ParseAssignors reads group.consumer.assignors: a comma-separated list of
+// the server-side assignors kaas has (uniform, range), without repeats.
+func ParseAssignors(s string) ([]string, error) {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		a = strings.TrimSpace(a)
+		switch {
+		case a != AssignorUniform && a != AssignorRange:
+			return nil, fmt.Errorf("unknown server-side assignor %q (uniform or range)", a)
+		case slices.Contains(out, a):
+			return nil, fmt.Errorf("assignor %s named twice", a)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // AssignUniform is the "uniform" server-side assignor: every partition of a

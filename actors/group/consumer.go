@@ -319,8 +319,9 @@ func (g *Group) validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeatReques
 			return bad("InstanceId can't be null.")
 		}
 	}
-	if req.ServerAssignor != nil && *req.ServerAssignor != AssignorUniform && *req.ServerAssignor != AssignorRange {
-		return cgError(kerr.UnsupportedAssignor.Code, "ServerAssignor "+*req.ServerAssignor+" is not supported. Supported assignors: uniform, range.")
+	if req.ServerAssignor != nil && !slices.Contains(g.cfg.Assignors, *req.ServerAssignor) {
+		return cgError(kerr.UnsupportedAssignor.Code, "ServerAssignor "+*req.ServerAssignor+" is not supported. Supported assignors: "+
+			strings.Join(g.cfg.Assignors, ", ")+".")
 	}
 	if req.SubscribedTopicRegex != nil {
 		if _, err := compileRegex(*req.SubscribedTopicRegex); err != nil {
@@ -588,7 +589,7 @@ func (g *Group) preferredAssignor() string {
 			votes[m.assignor]++
 		}
 	}
-	best, n := g.cfg.DefaultAssignor, 0
+	best, n := g.cfg.Assignors[0], 0
 	for _, a := range sortedKeys(votes) {
 		if votes[a] > n {
 			best, n = a, votes[a]

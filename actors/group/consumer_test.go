@@ -2,6 +2,7 @@ package group
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -440,5 +441,53 @@ func TestConsumerRegexResolvesDescribableTopics(t *testing.T) {
 	}
 	if got := g.cons.members["b"].topics; !slices.Equal(got, []string{"t1", "t2"}) {
 		t.Fatalf("b's regex resolves to %v, want t1 and t2 by its own rights", got)
+	}
+}
+
+// TestAssignorsConfig: with group.consumer.assignors "range" alone, a group
+// whose members ask for no assignor runs range, and a member asking for
+// uniform is refused with UNSUPPORTED_ASSIGNOR naming what is supported.
+func TestAssignorsConfig(t *testing.T) {
+	cfg := testConfig()
+	cfg.Assignors = []string{AssignorRange}
+	g := New("g", cfg)
+	m := newCGM(t, g, "m")
+	if r := m.beat(t0); r.ErrorCode != 0 {
+		t.Fatalf("join: %s", code(r.ErrorCode))
+	}
+	if g.cons.assignor != AssignorRange {
+		t.Fatalf("assignor %q, want range, the first configured", g.cons.assignor)
+	}
+	u := newCGM(t, g, "u")
+	u.assignor = AssignorUniform
+	r := u.beat(t0)
+	if r.ErrorCode != kerr.UnsupportedAssignor.Code || r.ErrorMessage == nil || *r.ErrorMessage != "ServerAssignor uniform is not supported. Supported assignors: range." {
+		t.Fatalf("uniform under [range]: %s %v", code(r.ErrorCode), r.ErrorMessage)
+	}
+}
+
+func TestParseAssignors(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{"uniform,range", []string{"uniform", "range"}, ""},
+		{" range , uniform", []string{"range", "uniform"}, ""},
+		{"range", []string{"range"}, ""},
+		{"range,range", nil, "named twice"},
+		{"org.example.MyAssignor", nil, "unknown server-side assignor"},
+		{"", nil, "unknown server-side assignor"},
+	} {
+		got, err := ParseAssignors(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: %v, want an error with %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%q: %v %v, want %v", tc.in, got, err, tc.want)
+		}
 	}
 }

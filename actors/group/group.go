@@ -61,8 +61,10 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration
 	// ConsumerSessionTimeout is group.consumer.session.timeout.ms (45 s).
 	ConsumerSessionTimeout time.Duration
-	// DefaultAssignor is the first of group.consumer.assignors ("uniform").
-	DefaultAssignor string
+	// Assignors are group.consumer.assignors (uniform, range): the
+	// server-side assignors members may ask for, the first the one of a
+	// group whose members ask for none.
+	Assignors []string
 	// MigrationPolicy is group.consumer.migration.policy (bidirectional):
 	// whether a group with members may switch protocol (mixed.go).
 	MigrationPolicy MigrationPolicy
@@ -110,8 +112,8 @@ func (c *Config) Defaults() {
 	if c.ConsumerSessionTimeout <= 0 {
 		c.ConsumerSessionTimeout = 45 * time.Second
 	}
-	if c.DefaultAssignor == "" {
-		c.DefaultAssignor = AssignorUniform
+	if len(c.Assignors) == 0 {
+		c.Assignors = []string{AssignorUniform, AssignorRange}
 	}
 	if c.MigrationPolicy == "" {
 		c.MigrationPolicy = MigrationBidirectional

@@ -75,6 +75,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		"group.consumer.heartbeat.interval.ms":             c("group-consumer-heartbeat-interval", topicconfig.TypeInt, ms(cfg.GroupConsumerHeartbeatInterval)),
 		"group.consumer.session.timeout.ms":                c("group-consumer-session-timeout", topicconfig.TypeInt, ms(cfg.GroupConsumerSessionTimeout)),
 		"group.consumer.migration.policy":                  c("group-consumer-migration-policy", topicconfig.TypeString, cfg.GroupMigrationPolicy),
+		"group.consumer.assignors":                         c("group-consumer-assignors", topicconfig.TypeList, cfg.GroupConsumerAssignors),
 		"group.max.size":                                   c("group-max-size", topicconfig.TypeInt, strconv.Itoa(cfg.GroupMaxSize)),
 		"group.consumer.max.size":                          c("group-consumer-max-size", topicconfig.TypeInt, strconv.Itoa(cfg.GroupConsumerMaxSize)),
 		"group.share.max.size":                             c("group-share-max-size", topicconfig.TypeInt, strconv.Itoa(cfg.GroupShareMaxSize)),

@@ -86,6 +86,7 @@ type serveConfig struct {
 	GroupConsumerHeartbeatInterval    time.Duration
 	GroupConsumerSessionTimeout       time.Duration
 	GroupMigrationPolicy              string
+	GroupConsumerAssignors            string
 	GroupMaxSize                      int
 	GroupConsumerMaxSize              int
 	GroupShareMaxSize                 int
@@ -180,6 +181,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.GroupMaxSessionTimeout, "group-max-session-timeout", 30*time.Minute, "consumer groups: longest session timeout a classic group member may ask for (Kafka's group.max.session.timeout.ms)")
 	fs.DurationVar(&cfg.GroupConsumerHeartbeatInterval, "group-consumer-heartbeat-interval", 5*time.Second, "consumer groups: heartbeat interval given to KIP-848 consumer-protocol members (Kafka's group.consumer.heartbeat.interval.ms)")
 	fs.DurationVar(&cfg.GroupConsumerSessionTimeout, "group-consumer-session-timeout", 45*time.Second, "consumer groups: a KIP-848 consumer-protocol member silent this long is removed; must exceed --group-consumer-heartbeat-interval (Kafka's group.consumer.session.timeout.ms)")
+	fs.StringVar(&cfg.GroupConsumerAssignors, "group-consumer-assignors", "uniform,range", "consumer groups: the server-side assignors KIP-848 members may ask for, comma-separated, uniform and range; the first is the one of a group whose members ask for none, another is refused with UNSUPPORTED_ASSIGNOR (Kafka's group.consumer.assignors)")
 	fs.StringVar(&cfg.GroupMigrationPolicy, "group-consumer-migration-policy", "bidirectional", "consumer groups: whether a group with members switches protocol as its consumers do: bidirectional, upgrade (classic to the KIP-848 consumer protocol only), downgrade (back only) or disabled (Kafka's group.consumer.migration.policy)")
 	fs.IntVar(&cfg.GroupMaxSize, "group-max-size", math.MaxInt32, "consumer groups: most members a classic group takes; a new member's JoinGroup into a full group gets GROUP_MAX_SIZE_REACHED, and a consumer group goes back to the classic protocol only if its members fit (Kafka's group.max.size)")
 	fs.IntVar(&cfg.GroupConsumerMaxSize, "group-consumer-max-size", math.MaxInt32, "consumer groups: most members a KIP-848 consumer group takes, classic-protocol members included; a new member of a full group gets GROUP_MAX_SIZE_REACHED, and a classic group moves to the consumer protocol only if its members fit (Kafka's group.consumer.max.size)")
@@ -338,6 +340,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.GroupStreamsMaxSize < 1 {
 		return fmt.Errorf("--group-streams-max-size %d: must be at least 1", c.GroupStreamsMaxSize)
+	}
+	if _, err := group.ParseAssignors(c.GroupConsumerAssignors); err != nil {
+		return fmt.Errorf("--group-consumer-assignors %q: %w", c.GroupConsumerAssignors, err)
 	}
 	policy, err := group.ParseMigrationPolicy(c.GroupMigrationPolicy)
 	if err != nil {

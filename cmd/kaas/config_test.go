@@ -53,6 +53,10 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"negative max connections", []string{"--max-connections", "-1"}, nil, "--max-connections -1", nil},
 		{"per ip 0 without overrides", []string{"--max-connections-per-ip", "0"}, nil, "only with --max-connections-per-ip-overrides", nil},
 		{"overrides not host:count", []string{"--max-connections-per-ip-overrides", "10.0.0.1"}, nil, "--max-connections-per-ip-overrides", nil},
+		{"assignors", []string{"--group-consumer-assignors", "range,uniform"}, nil, "", func(c *serveConfig) bool {
+			return c.GroupConsumerAssignors == "range,uniform"
+		}},
+		{"unknown assignor", []string{"--group-consumer-assignors", "uniform,sticky"}, nil, `--group-consumer-assignors "uniform,sticky": unknown server-side assignor "sticky"`, nil},
 		{"bad migration policy", []string{"--group-consumer-migration-policy", "sideways"}, nil, "--group-consumer-migration-policy", nil},
 		{"migration policy in capitals", []string{"--group-consumer-migration-policy", "UPGRADE"}, nil, "", func(c *serveConfig) bool {
 			return c.GroupMigrationPolicy == "upgrade"

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestGroupConfigBoundsFromBrokerFlags: the bound flags (Kafka's
@@ -127,5 +128,44 @@ func TestShareRenewAcknowledgeEnable(t *testing.T) {
 	}
 	if got := describeGroupConfigs(t, newClient(t, addr), "sg-renew-on")["share.partition.max.record.locks"]; got.Value == nil || *got.Value != "150" {
 		t.Fatalf("group default of share.partition.max.record.locks: %v, want the broker's 150", got.Value)
+	}
+}
+
+// TestConsumerAssignorsFlag: --group-consumer-assignors (Kafka's
+// group.consumer.assignors) decides the server-side assignors a KIP-848
+// group may run: the first for members that ask for none, the others on
+// request, anything else UNSUPPORTED_ASSIGNOR; DescribeConfigs reports it.
+func TestConsumerAssignorsFlag(t *testing.T) {
+	_, addr := testBroker(t, "--group-consumer-assignors", "range")
+	const topic = "assignors-topic"
+	createTopic(t, addr, topic, 2, nil)
+	cl := newClient(t, addr)
+	ctx := ctxT(t, 30*time.Second)
+	heartbeat := func(group, member string, assignor *string) *kmsg.ConsumerGroupHeartbeatResponse {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = group, member, 0, 10000
+		req.SubscribedTopicNames, req.Topics, req.ServerAssignor = []string{topic}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}, assignor
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if r := heartbeat("assignors-g", "member-1", nil); r.ErrorCode != 0 {
+		t.Fatalf("join without an assignor: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := heartbeat("assignors-u", "member-2", kmsg.StringPtr("uniform")); r.ErrorCode != kerr.UnsupportedAssignor.Code {
+		t.Fatalf("uniform when only range is configured: %v, want UNSUPPORTED_ASSIGNOR", kerr.ErrorForCode(r.ErrorCode))
+	}
+	groups, err := kadm.NewClient(cl).DescribeConsumerGroups(ctx, "assignors-g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := groups["assignors-g"]; g.AssignorName != "range" {
+		t.Fatalf("group's assignor %q, want range, the first configured", g.AssignorName)
+	}
+	if cfg, ok := brokerConfig(t, ctx, cl, 0, "0", "group.consumer.assignors"); !ok || cfg.MaybeValue() != "range" {
+		t.Fatalf("group.consumer.assignors: %q (found %v), want range", cfg.MaybeValue(), ok)
 	}
 }

@@ -98,7 +98,7 @@ func init() {
 		}
 	}
 	for _, n := range []string{"group.share.record.lock.duration.ms", "group.share.delivery.count.limit",
-		"group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.partition.max.record.locks"} {
+		"group.share.session.timeout.ms", "group.share.heartbeat.interval.ms", "group.share.partition.max.record.locks", "group.consumer.assignors"} {
 		ReadOnly[n] = true
 	}
 	// The broker defaults of topic configs (Kafka's log configs).
