@@ -282,22 +282,20 @@ func describeTopicConfig(req *kmsg.DescribeConfigsRequest, s *Server, dyn broker
 	k := topicconfig.Keys[name]
 	c := kmsg.NewDescribeConfigsResponseResourceConfig()
 	c.Name = name
-	levels := brokerconfig.Resolve(dyn, self, k.Synonym, func(n string) (string, bool) {
+	levels, val, src, inForce := brokerconfig.ResolveTopic(dyn, self, name, func(n string) (string, bool) {
 		bc, ok := s.BrokerConfigs[n]
 		return bc.Value, ok
 	})
-	// Resolve ends with Kafka's broker default when the synonym is a
-	// dynamic broker config; the topic's own default stands in for it.
-	if len(levels) > 0 && levels[len(levels)-1].Source == brokerconfig.SourceDefault {
-		levels = levels[:len(levels)-1]
+	if !inForce {
+		val, src = k.Default, brokerconfig.SourceDefault
 	}
 	if v, isSet := t.Config[name]; isSet {
 		levels = append([]brokerconfig.Synonym{{Name: name, Value: v, Source: brokerconfig.Source(sourceDynamicTopic)}}, levels...)
+		val, src = v, brokerconfig.Source(sourceDynamicTopic)
 	}
 	levels = append(levels, brokerconfig.Synonym{Name: k.Synonym, Value: k.Default, Source: brokerconfig.SourceDefault})
-	val := levels[0].Value
 	c.Value = &val
-	c.Source = kmsg.ConfigSource(levels[0].Source)
+	c.Source = kmsg.ConfigSource(src)
 	_, isSet := t.Config[name]
 	c.IsDefault = !isSet
 	c.ConfigType = kmsg.ConfigType(k.Type)

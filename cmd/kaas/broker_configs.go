@@ -96,6 +96,10 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 	for _, b := range cfg.GroupBounds {
 		out[b.config()] = c(b.flagName(), topicconfig.TypeInt, strconv.FormatInt(b.value, 10))
 	}
+	for name, v := range cfg.topicDefaults {
+		k, _ := brokerconfig.Lookup(name)
+		out[name] = conn.BrokerConfig{Value: v, Type: k.Type, Doc: k.Doc}
+	}
 	return out
 }
 
@@ -201,7 +205,7 @@ func (d *dynamicConfigs) refresh() {
 	}
 	d.set.Store(&set)
 	inForce := set.For(d.self)
-	if td := brokerconfig.TopicDefaults(inForce); !maps.Equal(td, d.lastTopic) {
+	if td := topicDefaultsInForce(d.static.topicDefaults, inForce); !maps.Equal(td, d.lastTopic) {
 		d.lastTopic = td
 		d.topicDef.Store(&td)
 		d.log.Info().Interface("topic_defaults", td).Msg("dynamic broker configs: topic defaults in force")

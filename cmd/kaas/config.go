@@ -80,13 +80,17 @@ type serveConfig struct {
 	ConcurrentMoves         int
 
 	// consumer groups
-	GroupInitialRebalanceDelay        time.Duration
-	GroupMinSessionTimeout            time.Duration
-	GroupMaxSessionTimeout            time.Duration
-	GroupConsumerHeartbeatInterval    time.Duration
-	GroupConsumerSessionTimeout       time.Duration
-	GroupMigrationPolicy              string
-	GroupConsumerAssignors            string
+	GroupInitialRebalanceDelay     time.Duration
+	GroupMinSessionTimeout         time.Duration
+	GroupMaxSessionTimeout         time.Duration
+	GroupConsumerHeartbeatInterval time.Duration
+	GroupConsumerSessionTimeout    time.Duration
+	GroupMigrationPolicy           string
+	GroupConsumerAssignors         string
+	// TopicConfigDefaults is --topic-config-defaults, topicDefaults what it
+	// sets (Kafka broker config -> value).
+	TopicConfigDefaults               string
+	topicDefaults                     map[string]string
 	GroupMaxSize                      int
 	GroupConsumerMaxSize              int
 	GroupShareMaxSize                 int
@@ -167,6 +171,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&cfg.TelemetryMaxBytes, "telemetry-max-bytes", 1<<20, "largest client telemetry push taken (Kafka's telemetry.max.bytes)")
 	fs.BoolVar(&cfg.DeleteTopicEnable, "delete-topic-enable", true, "serve DeleteTopics; false refuses every topic of it with TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3), as Kafka does (Kafka's delete.topic.enable; KafkaTopic objects deleted with kubectl still go)")
 	fs.DurationVar(&cfg.ConnectionsMaxIdle, "connections-max-idle", 10*time.Minute, "a client connection that sends no request for this long is closed (Kafka's connections.max.idle.ms)")
+	fs.StringVar(&cfg.TopicConfigDefaults, "topic-config-defaults", "", "topic config defaults as Kafka's broker configs set them in server.properties, NAME=VALUE;...: log.retention.ms=86400000;log.segment.bytes=268435456;compression.type=zstd; dynamic broker configs of the same names win over them")
 	fs.BoolVar(&cfg.AutoCreateTopics, "auto-create-topics", true, "create a topic a Metadata request names but that does not exist (Kafka's auto.create.topics.enable)")
 	fs.IntVar(&cfg.DefaultPartitions, "default-partitions", 1, "partitions of auto-created topics and CreateTopics with -1 (Kafka's num.partitions)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "kaas-local", "cluster id reported in Metadata and DescribeCluster")
@@ -340,6 +345,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.GroupStreamsMaxSize < 1 {
 		return fmt.Errorf("--group-streams-max-size %d: must be at least 1", c.GroupStreamsMaxSize)
+	}
+	if c.topicDefaults, err = parseTopicConfigDefaults(c.TopicConfigDefaults); err != nil {
+		return err
 	}
 	if _, err := group.ParseAssignors(c.GroupConsumerAssignors); err != nil {
 		return fmt.Errorf("--group-consumer-assignors %q: %w", c.GroupConsumerAssignors, err)

@@ -8,6 +8,7 @@
 package brokerconfig
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
@@ -465,6 +466,77 @@ func Resolve(s Set, id int32, name string, static func(string) (string, bool)) [
 		out = append(out, Synonym{name, k.Default, SourceDefault})
 	}
 	return out
+}
+
+// IsTopicDefault reports whether name is the broker default of a topic
+// config (log.retention.ms of retention.ms, message.max.bytes of
+// max.message.bytes, ...).
+func IsTopicDefault(name string) bool {
+	_, ok := synonyms[name]
+	return ok
+}
+
+// TopicSynonyms are the broker configs that set topic's default: the
+// milliseconds config first, then its minutes and hours twins (Kafka's
+// ServerTopicConfigSynonyms order).
+func TopicSynonyms(topic string) []string {
+	var out []string
+	for name, s := range synonyms {
+		if s.topic == topic {
+			out = append(out, name)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Compare(max(synonyms[a].scale, 1), max(synonyms[b].scale, 1)) })
+	return out
+}
+
+// ResolveTopic is topic's broker default on broker id: the levels as Kafka
+// lists a topic config's synonyms (each synonym set for this broker, then
+// in the cluster default, then by static, each level in TopicSynonyms
+// order), and the default in force with its source, where a milliseconds
+// config wins over its minutes and hours twins at whatever level, as
+// TopicDefaults. ok is false when no level sets one.
+func ResolveTopic(s Set, id int32, topic string, static func(string) (string, bool)) (levels []Synonym, value string, source Source, ok bool) {
+	names := TopicSynonyms(topic)
+	merged := map[string]string{}
+	for _, src := range []Source{SourceDynamicBroker, SourceDynamicDefaultBroker, SourceStaticBroker} {
+		for _, n := range names {
+			var v string
+			var set bool
+			switch src {
+			case SourceDynamicBroker:
+				v, set = s.Brokers[strconv.Itoa(int(id))][n]
+			case SourceDynamicDefaultBroker:
+				v, set = s.Default[n]
+			default:
+				if static != nil {
+					v, set = static(n)
+				}
+			}
+			if !set {
+				continue
+			}
+			levels = append(levels, Synonym{n, v, src})
+			if _, seen := merged[n]; !seen {
+				merged[n] = v
+			}
+		}
+	}
+	value, ok = TopicDefaults(merged)[topic]
+	if !ok {
+		return levels, "", 0, false
+	}
+	// The winner is the first level of the smallest-scale name set.
+	for _, n := range names {
+		if _, set := merged[n]; set {
+			for _, l := range levels {
+				if l.Name == n {
+					return levels, value, l.Source, true
+				}
+			}
+		}
+	}
+	return levels, value, 0, true
 }
 
 // TopicDefaults derives the topic configs a broker's dynamic configs set

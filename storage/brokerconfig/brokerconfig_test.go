@@ -2,9 +2,11 @@ package brokerconfig
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -269,5 +271,48 @@ func TestCordonedLogDirs(t *testing.T) {
 		if c.broker == "" && c.def == "" && Cordoned(got.For(2), "/data") {
 			t.Error("broker 2 cordoned with nothing set")
 		}
+	}
+}
+
+// TestResolveTopic: a topic config's broker default is listed as Kafka
+// lists its synonyms (level by level, milliseconds before minutes before
+// hours), and the default in force takes the milliseconds config over its
+// twins at whatever level, converted to milliseconds.
+func TestResolveTopic(t *testing.T) {
+	static := func(v map[string]string) func(string) (string, bool) {
+		return func(n string) (string, bool) { x, ok := v[n]; return x, ok }
+	}
+	for _, tc := range []struct {
+		name   string
+		set    Set
+		static map[string]string
+		levels string // name:source:value, ...
+		value  string
+		source Source
+		ok     bool
+	}{
+		{"nothing set", Set{}, nil, "", "", 0, false},
+		{"static hours", Set{}, map[string]string{"log.retention.hours": "2"},
+			"log.retention.hours:4:2", "7200000", SourceStaticBroker, true},
+		{"dynamic hours over static hours", Set{Default: map[string]string{"log.retention.hours": "3"}}, map[string]string{"log.retention.hours": "2"},
+			"log.retention.hours:3:3,log.retention.hours:4:2", "10800000", SourceDynamicDefaultBroker, true},
+		{"static milliseconds over dynamic hours", Set{Brokers: map[string]map[string]string{"0": {"log.retention.hours": "3"}}}, map[string]string{"log.retention.ms": "1000"},
+			"log.retention.hours:2:3,log.retention.ms:4:1000", "1000", SourceStaticBroker, true},
+		{"milliseconds before minutes in a level", Set{Default: map[string]string{"log.retention.minutes": "5", "log.retention.ms": "60000"}}, nil,
+			"log.retention.ms:3:60000,log.retention.minutes:3:5", "60000", SourceDynamicDefaultBroker, true},
+		{"minutes alone", Set{Default: map[string]string{"log.retention.minutes": "5"}}, nil,
+			"log.retention.minutes:3:5", "300000", SourceDynamicDefaultBroker, true},
+	} {
+		levels, value, source, ok := ResolveTopic(tc.set, 0, "retention.ms", static(tc.static))
+		var got []string
+		for _, l := range levels {
+			got = append(got, fmt.Sprintf("%s:%d:%s", l.Name, l.Source, l.Value))
+		}
+		if strings.Join(got, ",") != tc.levels || value != tc.value || source != tc.source || ok != tc.ok {
+			t.Errorf("%s: %v %q %d %v, want %s %q %d %v", tc.name, got, value, source, ok, tc.levels, tc.value, tc.source, tc.ok)
+		}
+	}
+	if got := TopicSynonyms("retention.ms"); !slices.Equal(got, []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}) {
+		t.Errorf("TopicSynonyms(retention.ms) = %v", got)
 	}
 }
