@@ -45,6 +45,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 		brokerconfig.ProducerIDExpiration: c("producer-id-expiration", topicconfig.TypeInt, ms(cfg.ProducerIDExpiration)),
 		"transactional.id.expiration.ms":  c("transactional-id-expiration", topicconfig.TypeInt, ms(cfg.TransactionalIDExpiration)),
 		"offsets.retention.minutes":       c("offsets-retention-minutes", topicconfig.TypeInt, strconv.Itoa(cfg.OffsetsRetentionMinutes)),
+		"offset.metadata.max.bytes":       c("offset-metadata-max-bytes", topicconfig.TypeInt, strconv.Itoa(cfg.OffsetMetadataMaxBytes)),
 		"num.partitions":                  c("default-partitions", topicconfig.TypeInt, strconv.Itoa(cfg.DefaultPartitions)),
 		"ssl.client.auth":                 c("ssl-client-auth", topicconfig.TypeString, cfg.SSLClientAuth),
 		"connections.max.reauth.ms":       c("connections-max-reauth", topicconfig.TypeLong, ms(cfg.MaxReauth)),

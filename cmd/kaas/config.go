@@ -87,6 +87,7 @@ type serveConfig struct {
 	GroupConsumerSessionTimeout    time.Duration
 	GroupMigrationPolicy           string
 	GroupConsumerAssignors         string
+	OffsetMetadataMaxBytes         int
 	// TopicConfigDefaults is --topic-config-defaults, topicDefaults what it
 	// sets (Kafka broker config -> value).
 	TopicConfigDefaults               string
@@ -205,6 +206,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&cfg.ShareRecordLockDuration, "share-record-lock-duration", 30*time.Second, "share groups: how long a record acquired by a share consumer stays locked to it before it can be delivered again (Kafka's share.record.lock.duration.ms)")
 	fs.IntVar(&cfg.ShareDeliveryCountLimit, "share-delivery-count-limit", 5, "share groups: deliveries after which a record not accepted is archived, 2 to 10 (Kafka's group.share.delivery.count.limit)")
 	fs.StringVar(&cfg.ShareAutoOffsetReset, "share-auto-offset-reset", "latest", "share groups: where a share group starts reading a partition it has not read before: latest or earliest (Kafka's share.auto.offset.reset)")
+	fs.IntVar(&cfg.OffsetMetadataMaxBytes, "offset-metadata-max-bytes", 4096, "consumer groups: longest metadata string an offset commit may carry, at least 1; a longer one is refused with OFFSET_METADATA_TOO_LARGE for its partition (Kafka's offset.metadata.max.bytes)")
 	fs.IntVar(&cfg.OffsetsRetentionMinutes, "offsets-retention-minutes", 7*24*60, "consumer groups: minutes a committed offset is kept once no member uses it, counted from when its group became empty (Kafka's offsets.retention.minutes)")
 	fs.DurationVar(&cfg.ProducerIDExpiration, "producer-id-expiration", partition.DefaultProducerExpiration, "idempotent producers: a partition forgets a producer whose last batch is this old and that has no open transaction (its next batch then starts a new sequence), bounding the memory of producers that come and go (Kafka's producer.id.expiration.ms; a dynamic broker config of that name overrides it)")
 	fs.DurationVar(&cfg.TransactionMaxTimeout, "transaction-max-timeout", 15*time.Minute, "transactions: the longest transaction timeout a producer may ask for in InitProducerId; more is refused with INVALID_TRANSACTION_TIMEOUT (Kafka's transaction.max.timeout.ms; raise it for clients with long transactions, such as Flink's exactly-once sink at one hour)")
@@ -362,6 +364,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.ShareAutoOffsetReset != "latest" && c.ShareAutoOffsetReset != "earliest" {
 		return fmt.Errorf("--share-auto-offset-reset %q: want latest or earliest", c.ShareAutoOffsetReset)
+	}
+	if c.OffsetMetadataMaxBytes < 1 {
+		return fmt.Errorf("--offset-metadata-max-bytes %d: must be at least 1", c.OffsetMetadataMaxBytes)
 	}
 	if c.OffsetsRetentionMinutes < 1 {
 		return fmt.Errorf("--offsets-retention-minutes %d must be at least 1", c.OffsetsRetentionMinutes)

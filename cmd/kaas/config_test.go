@@ -57,6 +57,7 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			return c.GroupConsumerAssignors == "range,uniform"
 		}},
 		{"unknown assignor", []string{"--group-consumer-assignors", "uniform,sticky"}, nil, `--group-consumer-assignors "uniform,sticky": unknown server-side assignor "sticky"`, nil},
+		{"offset metadata bound zero", []string{"--offset-metadata-max-bytes", "0"}, nil, "--offset-metadata-max-bytes 0: must be at least 1", nil},
 		{"bad migration policy", []string{"--group-consumer-migration-policy", "sideways"}, nil, "--group-consumer-migration-policy", nil},
 		{"migration policy in capitals", []string{"--group-consumer-migration-policy", "UPGRADE"}, nil, "", func(c *serveConfig) bool {
 			return c.GroupMigrationPolicy == "upgrade"

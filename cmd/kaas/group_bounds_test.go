@@ -169,3 +169,29 @@ func TestConsumerAssignorsFlag(t *testing.T) {
 		t.Fatalf("group.consumer.assignors: %q (found %v), want range", cfg.MaybeValue(), ok)
 	}
 }
+
+// TestOffsetMetadataMaxBytesFlag: --offset-metadata-max-bytes (Kafka's
+// offset.metadata.max.bytes) bounds the metadata an offset commit
+// carries: a longer one is OFFSET_METADATA_TOO_LARGE for its partition,
+// the others of the request commit.
+func TestOffsetMetadataMaxBytesFlag(t *testing.T) {
+	_, addr := testBroker(t, "--offset-metadata-max-bytes", "10")
+	const topic = "metadata-topic"
+	createTopic(t, addr, topic, 2, nil)
+	cl := newClient(t, addr)
+	ctx := ctxT(t, 30*time.Second)
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: topic, Partition: 0, At: 1, LeaderEpoch: -1, Metadata: "0123456789"})
+	offsets.Add(kadm.Offset{Topic: topic, Partition: 1, At: 1, LeaderEpoch: -1, Metadata: "0123456789a"})
+	resp, err := kadm.NewClient(cl).CommitOffsets(ctx, "metadata-g", offsets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, tooLarge := resp[topic][0].Err, resp[topic][1].Err
+	if ok != nil || !errors.Is(tooLarge, kerr.OffsetMetadataTooLarge) {
+		t.Fatalf("commits with 10 and 11 bytes of metadata under a 10-byte bound: %v and %v, want nil and OFFSET_METADATA_TOO_LARGE", ok, tooLarge)
+	}
+	if cfg, ok := brokerConfig(t, ctx, cl, 0, "0", "offset.metadata.max.bytes"); !ok || cfg.MaybeValue() != "10" {
+		t.Fatalf("offset.metadata.max.bytes: %q (found %v), want 10", cfg.MaybeValue(), ok)
+	}
+}

@@ -72,6 +72,7 @@ func registerGroups(b *broker) {
 	// Validated with the flags.
 	opts.Group.MigrationPolicy, _ = group.ParseMigrationPolicy(b.cfg.GroupMigrationPolicy)
 	opts.Group.Assignors, _ = group.ParseAssignors(b.cfg.GroupConsumerAssignors)
+	opts.Group.MaxMetadataSize = b.cfg.OffsetMetadataMaxBytes
 	if set["offsets-retention-minutes"] {
 		opts.Group.OffsetsRetention = time.Duration(b.cfg.OffsetsRetentionMinutes) * time.Minute
 	}

@@ -77,7 +77,7 @@ func init() {
 		"security.inter.broker.protocol", "auto.create.topics.enable", "num.partitions", "default.replication.factor",
 		"delete.topic.enable", "socket.request.max.bytes", "socket.send.buffer.bytes", "socket.receive.buffer.bytes",
 		"queued.max.requests", "replica.lag.time.max.ms", "replica.fetch.max.bytes", "offsets.topic.replication.factor",
-		"offsets.topic.num.partitions", "offsets.retention.minutes", "transaction.state.log.replication.factor",
+		"offsets.topic.num.partitions", "offsets.retention.minutes", "offset.metadata.max.bytes", "transaction.state.log.replication.factor",
 		"transaction.state.log.min.isr", "transactional.id.expiration.ms", "group.initial.rebalance.delay.ms",
 		"group.min.session.timeout.ms", "group.max.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
 		"group.consumer.session.timeout.ms", "group.streams.heartbeat.interval.ms", "group.streams.session.timeout.ms",
