@@ -40,14 +40,7 @@ func TestGroupConfigBoundsFromBrokerFlags(t *testing.T) {
 	produceKeys(t, addr, topic, 0, 3)
 	consumer := shareConsumer(t, addr, group, topic)
 	ctx := ctxT(t, 30*time.Second)
-	var records []*kgo.Record
-	for len(records) == 0 {
-		fs := consumer.PollRecords(ctx, 10)
-		if err := fs.Err0(); err != nil {
-			t.Fatal(err)
-		}
-		records = fs.Records()
-	}
+	records := pollSome(t, ctx, consumer, 10)
 	// The client takes its deadline as its receipt plus the lock the
 	// broker answered: at most 1.5 s from now (30 s under the default).
 	for _, r := range records {
@@ -95,15 +88,7 @@ func TestShareRenewAcknowledgeEnable(t *testing.T) {
 		t.Helper()
 		results := make(chan kgo.ShareAckResults, 16)
 		cl := shareConsumer(t, addr, group, topic, kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) { results <- rs }))
-		var records []*kgo.Record
-		for len(records) == 0 {
-			fs := cl.PollRecords(ctx, 10)
-			if err := fs.Err0(); err != nil {
-				t.Fatal(err)
-			}
-			records = fs.Records()
-		}
-		for _, r := range records {
+		for _, r := range pollSome(t, ctx, cl, 10) {
 			r.Ack(kgo.AckRenew)
 		}
 		if err := cl.FlushAcks(ctx); err != nil {

@@ -20,6 +20,21 @@ func shareConsumer(t *testing.T, addr, group, topic string, opts ...kgo.Opt) *kg
 	return newClient(t, addr, append([]kgo.Opt{kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.FetchMaxWait(time.Second)}, opts...)...)
 }
 
+// pollSome polls cl until a poll returns records (at most max), and
+// returns them.
+func pollSome(t *testing.T, ctx context.Context, cl *kgo.Client, max int) []*kgo.Record {
+	t.Helper()
+	for {
+		fs := cl.PollRecords(ctx, max)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		if rs := fs.Records(); len(rs) > 0 {
+			return rs
+		}
+	}
+}
+
 // waitShareStable waits until the share group has members members, each at
 // the group epoch with a non-empty assignment (every member has heard of
 // the others).
@@ -156,14 +171,7 @@ func TestShareGroupLockTimeoutRedelivers(t *testing.T) {
 	// The first consumer polls once and then stalls: it stays in the
 	// group but never acknowledges.
 	stalled := shareConsumer(t, addr, group, topic, kgo.ShareMaxRecords(n))
-	got := 0
-	for got == 0 {
-		fs := stalled.PollRecords(ctxT(t, 30*time.Second), n)
-		if err := fs.Err0(); err != nil {
-			t.Fatal(err)
-		}
-		got = fs.NumRecords()
-	}
+	got := len(pollSome(t, ctxT(t, 30*time.Second), stalled, n))
 
 	second := shareConsumer(t, addr, group, topic)
 	ctx := ctxT(t, 60*time.Second)
