@@ -57,6 +57,10 @@ type Producers struct {
 	ongoing map[int64]int64
 	aborted []AbortedTxn
 	marks   map[int64]uint64
+	// unstable holds the transactions whose marker is appended but not yet
+	// below the high watermark (first offset -> marker offset); not saved:
+	// a reopened log's high watermark covers its markers.
+	unstable map[int64]int64
 }
 
 // LastBatch identifies the batch that ends where a snapshot begins. A

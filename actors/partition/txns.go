@@ -51,6 +51,10 @@ func (p *Producers) RecordMarker(h batch.Header, commit bool, nowMs int64) {
 		return
 	}
 	delete(p.ongoing, h.ProducerID)
+	if p.unstable == nil {
+		p.unstable = map[int64]int64{}
+	}
+	p.unstable[first] = h.BaseOffset
 	if !commit {
 		p.aborted = append(p.aborted, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset})
 	}
@@ -79,10 +83,23 @@ func (p *Producers) MarkerRefused(id int64, epoch int16, bumped bool) int16 {
 }
 
 // LastStable is the last stable offset given the high watermark hw: the
-// first offset of the oldest open transaction, or hw.
+// first offset of the oldest transaction open or whose marker is not yet
+// below hw, or hw. As Kafka's (ProducerStateManager's unreplicatedTxns), a
+// transaction is stable once its marker is durable: a read_committed fetch
+// never gets an aborted transaction's records without the abort marker
+// that ends them, nor a committed one's before its commit is durable.
 func (p *Producers) LastStable(hw int64) int64 {
 	lso := hw
 	for _, first := range p.ongoing {
+		if first < lso {
+			lso = first
+		}
+	}
+	for first, marker := range p.unstable {
+		if marker < hw {
+			delete(p.unstable, first) // durable: stable from now on
+			continue
+		}
 		if first < lso {
 			lso = first
 		}

@@ -659,3 +659,78 @@ func TestAdminAbortsOpenTransaction(t *testing.T) {
 		t.Fatalf("read_committed at the end: %v, want [after next]", got)
 	}
 }
+
+// TestReadCommittedWaitsForDurableMarker: a transaction's end is stable
+// only once its marker is durable, as on Kafka, whose last stable offset
+// holds a completed transaction until the high watermark passes its marker
+// (ProducerStateManager's unreplicatedTxns). With the abort marker's fsync
+// held back (--debug-chaos), no read_committed fetch is given the aborted
+// records without the marker that ends them (@platformatic/kafka's
+// consumer delivers aborted records whose marker it has not got), nor a
+// last stable offset past them; once the marker is durable the last
+// stable offset passes it.
+func TestReadCommittedWaitsForDurableMarker(t *testing.T) {
+	const topic = "lso-marker"
+	httpAddr := freeAddr(t)
+	_, addr := testBroker(t, "--data-dir", t.TempDir(), "--debug-chaos", "--http-addr", httpAddr)
+	ctx := ctxT(t, 60*time.Second)
+	createTopic(t, addr, topic, 1, nil)
+	p := newClient(t, addr, kgo.TransactionalID("lso-marker"), kgo.DefaultProduceTopic(topic))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := p.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "aborted-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := chaosPost(httpAddr, "/debug/chaos/fsync?delay=1500ms&for=5s"); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- p.EndTransaction(ctx, kgo.TryAbort) }()
+
+	cl := newClient(t, addr)
+	td, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil || td[topic].Err != nil {
+		t.Fatalf("metadata of %s: %v %+v", topic, err, td[topic])
+	}
+	fetch := func() kmsg.FetchResponseTopicPartition {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.IsolationLevel = 11, 1
+		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 1<<20, 0
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, td[topic].ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 1<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("read_committed fetch: %v %+v", err, resp)
+		}
+		return resp.Topics[0].Partitions[0]
+	}
+	// The aborted records are offsets 0-2 and the abort marker offset 3.
+	for done := false; !done; {
+		select {
+		case err := <-ended:
+			if err != nil {
+				t.Fatalf("abort: %v", err)
+			}
+			done = true
+		default:
+		}
+		rp := fetch()
+		if rp.LastStableOffset > 0 && rp.LastStableOffset < 4 {
+			t.Fatalf("last stable offset %d past the aborted records, before their marker (high watermark %d)", rp.LastStableOffset, rp.HighWatermark)
+		}
+		if len(rp.RecordBatches) > 0 && rp.LastStableOffset < 4 {
+			t.Fatalf("read_committed fetch got %d bytes of records without the abort marker (last stable offset %d, high watermark %d)", len(rp.RecordBatches), rp.LastStableOffset, rp.HighWatermark)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitUntil(t, 10*time.Second, "the last stable offset passes the durable abort marker", func() bool {
+		return fetch().LastStableOffset == 4
+	})
+}
