@@ -261,8 +261,10 @@ func describeGroupConfigs(req *kmsg.DescribeConfigsRequest, store *groupconfig.S
 	}
 }
 
+// wanted reports whether a resource's ConfigNames ask for name: null or
+// empty asks for every config, as on Kafka (ConfigHelperUtils).
 func wanted(names []string, name string) bool {
-	return names == nil || slices.Contains(names, name)
+	return len(names) == 0 || slices.Contains(names, name)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

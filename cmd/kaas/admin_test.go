@@ -218,6 +218,38 @@ func TestDescribeAndAlterConfigs(t *testing.T) {
 	}
 }
 
+// TestDescribeConfigsEmptyNamesListAll: a resource whose ConfigNames is an
+// empty array (not null) is described whole, as Kafka does
+// (ConfigHelperUtils: null or empty lists every config);
+// @platformatic/kafka's describeConfigs sends configurationKeys: [] so.
+func TestDescribeConfigsEmptyNamesListAll(t *testing.T) {
+	_, addr := testBroker(t)
+	ctx := ctxT(t, 10*time.Second)
+	createTopic(t, addr, "cfg-all", 1, nil)
+	cl := newClient(t, addr)
+	count := func(typ kmsg.ConfigResourceType, name string, names []string) int {
+		t.Helper()
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName, res.ConfigNames = typ, name, names
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+			t.Fatalf("describe %v %q %v: %v %+v", typ, name, names, err, resp)
+		}
+		return len(resp.Resources[0].Configs)
+	}
+	for _, r := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}{{kmsg.ConfigResourceTypeTopic, "cfg-all"}, {kmsg.ConfigResourceTypeBroker, "0"}} {
+		all, empty := count(r.typ, r.name, nil), count(r.typ, r.name, []string{})
+		if all == 0 || empty != all {
+			t.Errorf("%v %q: %d configs for null names, %d for empty names; want the same, not 0", r.typ, r.name, all, empty)
+		}
+	}
+}
+
 func TestListOffsetsDeleteRecordsAndEpochs(t *testing.T) {
 	_, addr := testBroker(t)
 	adm := newAdmin(t, addr)
