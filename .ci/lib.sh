@@ -1,6 +1,7 @@
 # Helpers of the scripts that run a client's own suite against kaas
-# (kgo.sh, sarama.sh, kafkajs-sweep.sh); sourced, not run. The caller sets
-# root (the checkout) and pids (an array of background processes to stop).
+# (kgo.sh, sarama.sh, kafkajs-sweep.sh, platformatic-sweep.sh); sourced, not
+# run. The caller sets root (the checkout) and pids (an array of background
+# processes to stop).
 
 # free_port prints a loopback port nothing listens on.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
