@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -314,5 +316,47 @@ func TestResolveTopic(t *testing.T) {
 	}
 	if got := TopicSynonyms("retention.ms"); !slices.Equal(got, []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}) {
 		t.Errorf("TopicSynonyms(retention.ms) = %v", got)
+	}
+}
+
+// TestFileStoresSerializeUpdates: brokers sharing the volume (a store each
+// on one directory) that change their own configs at the same instant all
+// find their change stored: the lock file serializes read and write.
+func TestFileStoresSerializeUpdates(t *testing.T) {
+	dir := t.TempDir()
+	const brokers, rounds = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, brokers*rounds)
+	for b := range brokers {
+		s := NewFile(dir) // one store per broker, as each broker opens its own
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				err := s.Update(strconv.Itoa(b), false, func(cur map[string]string) (map[string]string, error) {
+					cur["message.max.bytes"] = strconv.Itoa(1000 + r)
+					cur["log.retention.ms"] = strconv.Itoa(60000 + r)
+					return cur, nil
+				})
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	set, err := NewFile(dir).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range brokers {
+		got := set.Brokers[strconv.Itoa(b)]
+		if got["message.max.bytes"] != strconv.Itoa(1000+rounds-1) || got["log.retention.ms"] != strconv.Itoa(60000+rounds-1) {
+			t.Errorf("broker %d: %v, want its last change (round %d)", b, got, rounds-1)
+		}
 	}
 }

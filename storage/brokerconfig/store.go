@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/kaas-project/kaas/storage/atomicfile"
+	"github.com/kaas-project/kaas/storage/filelock"
 )
 
 // FileName is the store's file in the cluster directory of the data dir:
@@ -18,9 +20,12 @@ const FileName = "broker-configs.json"
 
 // Store keeps the cluster's dynamic broker configs: one JSON file on the
 // shared volume, replaced atomically, that every broker reads; or memory
-// (a broker without a data dir). One broker's updates are serialized; two
-// brokers updating at the same instant each replace the whole file, the
-// last one winning (the file is never torn).
+// (a broker without a data dir). Updates are serialized, one broker's by
+// a mutex and the brokers' by an exclusive lock on broker-configs.json.lock
+// beside the file, held from the read to the write: two brokers changing
+// configs at the same instant (a client altering each broker's own
+// config at once) both see their change stored, as Kafka's controller
+// applies both.
 type Store struct {
 	// Static reports a config this broker has as a flag (read-only unless
 	// dynamic in Kafka); nil: none. Set before use.
@@ -36,6 +41,13 @@ type Store struct {
 	mu  sync.Mutex
 	mem Set
 }
+
+const (
+	lockSuffix = ".lock"
+	// lockWait bounds the wait for another broker's update: a write of a
+	// small file; a holder that died released the lock with its process.
+	lockWait = 10 * time.Second
+)
 
 // NewMemory returns a store that keeps the configs in memory.
 func NewMemory() *Store { return &Store{} }
@@ -84,6 +96,19 @@ func (s *Store) update(resource string, validateOnly bool, change func(map[strin
 	if s.dir == "" {
 		set = cloneSet(s.mem)
 	} else {
+		if err := os.MkdirAll(s.dir, 0o755); err != nil {
+			return false, fmt.Errorf("broker configs dir: %w", err)
+		}
+		unlock, locked, err := filelock.Acquire(filepath.Join(s.dir, FileName+lockSuffix), 0o644, lockWait)
+		if unlock != nil {
+			defer unlock()
+		}
+		if err != nil {
+			return false, fmt.Errorf("lock broker configs: %w", err)
+		}
+		if !locked {
+			return false, fmt.Errorf("lock broker configs: another broker has held %s%s for %s", FileName, lockSuffix, lockWait)
+		}
 		loaded, err := s.Load()
 		if err != nil {
 			return false, err
@@ -126,9 +151,6 @@ func (s *Store) update(resource string, validateOnly bool, change func(map[strin
 		b, err := json.MarshalIndent(set, "", "  ")
 		if err != nil {
 			return false, fmt.Errorf("encode broker configs: %w", err)
-		}
-		if err := os.MkdirAll(s.dir, 0o755); err != nil {
-			return false, fmt.Errorf("broker configs dir: %w", err)
 		}
 		if _, err := atomicfile.WriteWith(s.dir, FileName, b, atomicfile.Options{Mode: 0o644, UniqueTmp: true}); err != nil {
 			return false, fmt.Errorf("write broker configs %s: %w", s.dir, err)
