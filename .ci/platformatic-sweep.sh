@@ -27,7 +27,7 @@
 #   the kdc service: an MIT KDC of realm EXAMPLE.COM on port 8000 with the
 #   principals of docker/kerberos/init.sh, the broker's key in a keytab.
 # Every broker skips the initial rebalance delay and gives KIP-848 members
-# a 200 ms heartbeat interval, as the compose file sets. The Confluent Schema
+# a 200 ms heartbeat interval over a 100 ms minimum, as the compose file sets. The Confluent Schema
 # Registry (ports 8004-8006) has no stand-in. The `kerberos` addon the
 # GSSAPI tests load is built with node-gyp against the Node.js headers
 # (needs libkrb5-dev; without it those tests fail). Prints the counts and
@@ -147,7 +147,7 @@ trap cleanup EXIT
 KRB5_CONFIG=$work/kdc/krb5.conf KRB5_KDC_PROFILE=$work/kdc/kdc.conf krb5kdc -n -r EXAMPLE.COM >"$work/kdc/krb5kdc.log" 2>&1 &
 pids+=($!)
 
-common=(--group-initial-rebalance-delay 0 --group-consumer-heartbeat-interval 200ms --log-level warn)
+common=(--group-initial-rebalance-delay 0 --group-consumer-heartbeat-interval 200ms --group-consumer-min-heartbeat-interval 100ms --log-level warn)
 env=$work/apiserver
 start_apiserver "$env" platformatic
 for i in 1 2 3; do
