@@ -3,14 +3,18 @@
 // directory. A reader sees the old or the new content, never a mix, and
 // after a crash the same holds. Every file kaas replaces whole (topic
 // metadata, partition manifests, assignment.json, compacted group logs) is
-// written here, so that order lives in one place.
+// written here, so that order lives in one place; so is the locked
+// read-change-write of files that every broker may change (Update).
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kaas-project/kaas/storage/filelock"
 )
 
 // TmpSuffix ends the temporary file's name (readers ignore such files).
@@ -136,6 +140,51 @@ func WriteWith(dir, name string, data []byte, opt Options) (Timing, error) {
 		return tm, fmt.Errorf("write %s: fsync directory %s: %w", name, dir, err)
 	}
 	return tm, nil
+}
+
+// LockSuffix ends the name of the lock file Update takes beside the file
+// it changes.
+const LockSuffix = ".lock"
+
+// updateWait bounds Update's wait for another process's update of the same
+// file: a read and a write of a small file. A holder that died released
+// the lock with its process.
+const updateWait = 10 * time.Second
+
+// Update changes dir/name, a file that several processes (the brokers
+// sharing a volume) may change, without losing any one's change: it takes
+// an exclusive lock on dir/name+LockSuffix (filelock: an open file
+// description lock, which NFS forwards to the server), reads the file,
+// calls change with its content (nil when there is none) and replaces the
+// file with what change returns, then lets the lock go. Two brokers
+// updating at once are serialized, and the second reads what the first
+// wrote. change returning nil data writes nothing (a refused or
+// validate-only change); its error is returned as is. dir is created if
+// missing; opt.Mode is also the lock file's mode.
+func Update(dir, name string, opt Options, change func(cur []byte) ([]byte, error)) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	unlock, locked, err := filelock.Acquire(filepath.Join(dir, name+LockSuffix), opt.Mode, updateWait)
+	if unlock != nil {
+		defer unlock()
+	}
+	if err != nil {
+		return fmt.Errorf("update %s: lock: %w", name, err)
+	}
+	if !locked {
+		return fmt.Errorf("update %s: another process has held %s%s for %s", name, name, LockSuffix, updateWait)
+	}
+	cur, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("update %s: %w", name, err)
+	}
+	next, err := change(cur)
+	if err != nil || next == nil {
+		return err
+	}
+	_, err = WriteWith(dir, name, next, opt)
+	return err
 }
 
 // SyncDir fsyncs a directory so renames and creations in it are durable.

@@ -3,7 +3,9 @@ package atomicfile
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -84,5 +86,89 @@ func TestWriteVolatile(t *testing.T) {
 	}
 	if tm.DirSync != 0 {
 		t.Fatalf("directory fsynced (%v)", tm.DirSync)
+	}
+}
+
+// updateChildEnv, when set, makes TestUpdateAcrossProcesses a child: it
+// names the directory whose counter the child increments.
+const updateChildEnv = "ATOMICFILE_UPDATE_CHILD_DIR"
+
+// increment adds one to the decimal counter in dir/counter through Update.
+func increment(dir string) error {
+	return Update(dir, "counter", Options{Mode: 0o644}, func(cur []byte) ([]byte, error) {
+		n := 0
+		if len(cur) > 0 {
+			var err error
+			if n, err = strconv.Atoi(string(cur)); err != nil {
+				return nil, err
+			}
+		}
+		return []byte(strconv.Itoa(n + 1)), nil
+	})
+}
+
+// TestUpdateAcrossProcesses: processes that share a directory (brokers on
+// one volume) increment one counter at the same time, each through its own
+// lock file descriptor; no increment is lost.
+func TestUpdateAcrossProcesses(t *testing.T) {
+	const rounds = 40
+	if dir := os.Getenv(updateChildEnv); dir != "" {
+		for range rounds {
+			if err := increment(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return
+	}
+	dir := t.TempDir()
+	const children = 3
+	var cmds []*exec.Cmd
+	for range children {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestUpdateAcrossProcesses$", "-test.count=1")
+		cmd.Env = append(os.Environ(), updateChildEnv+"="+dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	for range rounds {
+		if err := increment(dir); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("child: %v", err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "counter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strconv.Itoa((children + 1) * rounds); string(b) != want {
+		t.Fatalf("counter %s, want %s: increments were lost", b, want)
+	}
+}
+
+// TestUpdateWritesNothingForNil: a change that returns nil leaves the file
+// (and its absence) as it is; change's error comes back as is.
+func TestUpdateWritesNothingForNil(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "made")
+	var seen []byte
+	if err := Update(dir, "f", Options{Mode: 0o644}, func(cur []byte) ([]byte, error) { seen = cur; return nil, nil }); err != nil || seen != nil {
+		t.Fatalf("err %v, saw %q", err, seen)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "f")); !os.IsNotExist(err) {
+		t.Fatalf("file written for a nil change: %v", err)
+	}
+	if err := Update(dir, "f", Options{Mode: 0o644}, func([]byte) ([]byte, error) { return []byte("one"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	refused := errors.New("refused")
+	if err := Update(dir, "f", Options{Mode: 0o644}, func(cur []byte) ([]byte, error) { seen = cur; return []byte("two"), refused }); err != refused || string(seen) != "one" {
+		t.Fatalf("err %v, saw %q", err, seen)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "f")); string(b) != "one" {
+		t.Fatalf("content %q after a refused change", b)
 	}
 }

@@ -8,10 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/kaas-project/kaas/storage/atomicfile"
-	"github.com/kaas-project/kaas/storage/filelock"
 )
 
 // FileName is the store's file in the cluster directory of the data dir:
@@ -21,8 +19,8 @@ const FileName = "broker-configs.json"
 // Store keeps the cluster's dynamic broker configs: one JSON file on the
 // shared volume, replaced atomically, that every broker reads; or memory
 // (a broker without a data dir). Updates are serialized, one broker's by
-// a mutex and the brokers' by an exclusive lock on broker-configs.json.lock
-// beside the file, held from the read to the write: two brokers changing
+// a mutex and the brokers' by atomicfile.Update's lock file beside it,
+// held from the read to the write: two brokers changing
 // configs at the same instant (a client altering each broker's own
 // config at once) both see their change stored, as Kafka's controller
 // applies both.
@@ -42,13 +40,6 @@ type Store struct {
 	mem Set
 }
 
-const (
-	lockSuffix = ".lock"
-	// lockWait bounds the wait for another broker's update: a write of a
-	// small file; a holder that died released the lock with its process.
-	lockWait = 10 * time.Second
-)
-
 // NewMemory returns a store that keeps the configs in memory.
 func NewMemory() *Store { return &Store{} }
 
@@ -64,11 +55,16 @@ func (s *Store) Load() (Set, error) {
 	}
 	path := filepath.Join(s.dir, FileName)
 	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Set{}, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return Set{}, fmt.Errorf("read broker configs %s: %w", path, err)
+	}
+	return decode(b, path)
+}
+
+// decode reads the file's content (nil: no file, no configs).
+func decode(b []byte, path string) (Set, error) {
+	if b == nil {
+		return Set{}, nil
 	}
 	var set Set
 	if err := json.Unmarshal(b, &set); err != nil {
@@ -92,45 +88,54 @@ func (s *Store) Update(resource string, validateOnly bool, change func(map[strin
 func (s *Store) update(resource string, validateOnly bool, change func(map[string]string) (map[string]string, error)) (changed bool, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var set Set
 	if s.dir == "" {
-		set = cloneSet(s.mem)
-	} else {
-		if err := os.MkdirAll(s.dir, 0o755); err != nil {
-			return false, fmt.Errorf("broker configs dir: %w", err)
-		}
-		unlock, locked, err := filelock.Acquire(filepath.Join(s.dir, FileName+lockSuffix), 0o644, lockWait)
-		if unlock != nil {
-			defer unlock()
-		}
-		if err != nil {
-			return false, fmt.Errorf("lock broker configs: %w", err)
-		}
-		if !locked {
-			return false, fmt.Errorf("lock broker configs: another broker has held %s%s for %s", FileName, lockSuffix, lockWait)
-		}
-		loaded, err := s.Load()
-		if err != nil {
+		set := cloneSet(s.mem)
+		if err := s.apply(&set, resource, validateOnly, change); err != nil || validateOnly {
 			return false, err
 		}
-		set = loaded
+		s.mem = set
+		return true, nil
 	}
+	err := atomicfile.Update(s.dir, FileName, atomicfile.Options{Mode: 0o644, UniqueTmp: true}, func(cur []byte) ([]byte, error) {
+		set, err := decode(cur, filepath.Join(s.dir, FileName))
+		if err != nil {
+			return nil, err
+		}
+		if err := s.apply(&set, resource, validateOnly, change); err != nil || validateOnly {
+			return nil, err
+		}
+		b, err := json.MarshalIndent(set, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("encode broker configs: %w", err)
+		}
+		changed = true
+		return b, nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return changed, nil
+}
+
+// apply applies change to resource's configs in set and validates the
+// result.
+func (s *Store) apply(set *Set, resource string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error {
 	cur := maps.Clone(set.Resource(resource))
 	if cur == nil {
 		cur = map[string]string{}
 	}
 	next, err := change(cur)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := Validate(next, resource != "", s.Static); err != nil {
-		return false, err
+		return err
 	}
 	if err := cordonedDirs(next[CordonedLogDirs], s.LogDir); err != nil {
-		return false, err
+		return err
 	}
 	if validateOnly {
-		return false, nil
+		return nil
 	}
 	if resource == "" {
 		set.Default = next
@@ -145,18 +150,7 @@ func (s *Store) update(resource string, validateOnly bool, change func(map[strin
 			delete(set.Brokers, id)
 		}
 	}
-	if s.dir == "" {
-		s.mem = set
-	} else {
-		b, err := json.MarshalIndent(set, "", "  ")
-		if err != nil {
-			return false, fmt.Errorf("encode broker configs: %w", err)
-		}
-		if _, err := atomicfile.WriteWith(s.dir, FileName, b, atomicfile.Options{Mode: 0o644, UniqueTmp: true}); err != nil {
-			return false, fmt.Errorf("write broker configs %s: %w", s.dir, err)
-		}
-	}
-	return true, nil
+	return nil
 }
 
 func cloneSet(s Set) Set {

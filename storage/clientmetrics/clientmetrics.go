@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -257,13 +258,18 @@ func (s *Store) load() (map[string]map[string]string, error) {
 	}
 	path := filepath.Join(s.dir, FileName)
 	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]map[string]string{}, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read client metrics %s: %w", path, err)
 	}
+	return decode(b, path)
+}
+
+// decode reads the file's content (nil: no file, no subscriptions).
+func decode(b []byte, path string) (map[string]map[string]string, error) {
 	out := map[string]map[string]string{}
+	if b == nil {
+		return out, nil
+	}
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, fmt.Errorf("client metrics %s: %w", path, err)
 	}
@@ -294,14 +300,38 @@ func (s *Store) Subscriptions() ([]Subscription, error) {
 func (s *Store) Update(name string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	all, err := s.load()
-	if err != nil {
-		return err
+	if s.dir == "" {
+		all, err := s.load()
+		if err != nil {
+			return err
+		}
+		if err := apply(all, name, change); err != nil || validateOnly {
+			return err
+		}
+		s.mem = all
+		return nil
 	}
+	return atomicfile.Update(s.dir, FileName, atomicfile.Options{Mode: 0o644}, func(b []byte) ([]byte, error) {
+		all, err := decode(b, filepath.Join(s.dir, FileName))
+		if err != nil {
+			return nil, err
+		}
+		if err := apply(all, name, change); err != nil || validateOnly {
+			return nil, err
+		}
+		out, err := json.Marshal(all)
+		if err != nil {
+			return nil, fmt.Errorf("encode client metrics: %w", err)
+		}
+		return out, nil
+	})
+}
+
+// apply applies change to the configs of name's subscription in all and
+// checks the result with Parse; configs left empty remove it.
+func apply(all map[string]map[string]string, name string, change func(map[string]string) (map[string]string, error)) error {
 	cur := map[string]string{}
-	for k, v := range all[name] {
-		cur[k] = v
-	}
+	maps.Copy(cur, all[name])
 	next, err := change(cur)
 	if err != nil {
 		return err
@@ -309,27 +339,10 @@ func (s *Store) Update(name string, validateOnly bool, change func(map[string]st
 	if _, err := Parse(name, next); err != nil {
 		return err
 	}
-	if validateOnly {
-		return nil
-	}
 	if len(next) == 0 {
 		delete(all, name)
 	} else {
 		all[name] = next
-	}
-	if s.dir == "" {
-		s.mem = all
-		return nil
-	}
-	b, err := json.Marshal(all)
-	if err != nil {
-		return fmt.Errorf("encode client metrics: %w", err)
-	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return fmt.Errorf("client metrics dir: %w", err)
-	}
-	if err := atomicfile.Write(s.dir, FileName, b, 0o644); err != nil {
-		return fmt.Errorf("write client metrics: %w", err)
 	}
 	return nil
 }

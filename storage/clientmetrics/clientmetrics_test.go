@@ -3,7 +3,9 @@ package clientmetrics
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -136,5 +138,44 @@ func TestStores(t *testing.T) {
 				t.Fatalf("a subscription without configs is kept: %v", all)
 			}
 		})
+	}
+}
+
+// TestFileStoresSerializeUpdates: brokers (one store each, on one cluster
+// directory) change subscriptions at the same time, each its own; every
+// subscription is stored with its broker's last change.
+func TestFileStoresSerializeUpdates(t *testing.T) {
+	dir := t.TempDir()
+	const brokers, rounds = 4, 25
+	var wg sync.WaitGroup
+	errs := make(chan error, brokers*rounds)
+	for b := range brokers {
+		s := NewFile(dir)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				if err := s.Update("sub-"+strconv.Itoa(b), false, func(cur map[string]string) (map[string]string, error) {
+					cur[IntervalMs] = strconv.Itoa(1000 + r)
+					return cur, nil
+				}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	all, err := NewFile(dir).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b := range brokers {
+		if got := all["sub-"+strconv.Itoa(b)][IntervalMs]; got != strconv.Itoa(1000+rounds-1) {
+			t.Errorf("broker %d's subscription: interval %q, want its last change %d", b, got, 1000+rounds-1)
+		}
 	}
 }

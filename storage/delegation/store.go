@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/kaas-project/kaas/storage/atomicfile"
@@ -22,8 +21,9 @@ const FileName = "delegation-tokens.json"
 // Store keeps the cluster's tokens: one JSON file on the shared volume,
 // replaced atomically, that every broker reads (a token created through
 // one broker authenticates on every other), or memory (a broker without a
-// data dir). Updates hold an exclusive lock on a lock file beside it, so
-// two brokers creating tokens at once each keep the other's.
+// data dir). Updates go through atomicfile.Update, whose lock file beside
+// it serializes them, so two brokers creating tokens at once each keep the
+// other's.
 type Store struct {
 	dir string // "" keeps the tokens in memory
 	mu  sync.Mutex
@@ -56,11 +56,16 @@ func (s *Store) Load(now time.Time) ([]Token, error) {
 func (s *Store) read() ([]Token, error) {
 	path := filepath.Join(s.dir, FileName)
 	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read delegation tokens %s: %w", path, err)
+	}
+	return decode(b, path)
+}
+
+// decode reads the file's content (nil: no file, no tokens).
+func decode(b []byte, path string) ([]Token, error) {
+	if b == nil {
+		return nil, nil
 	}
 	var tokens []Token
 	if err := json.Unmarshal(b, &tokens); err != nil {
@@ -83,50 +88,24 @@ func (s *Store) Update(now time.Time, change func([]Token) ([]Token, error)) err
 		s.mem = slices.Clone(next)
 		return nil
 	}
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
-		return fmt.Errorf("delegation tokens dir: %w", err)
-	}
-	unlock, err := lockFile(filepath.Join(s.dir, FileName+".lock"))
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	cur, err := s.read()
-	if err != nil {
-		return err
-	}
-	next, err := change(Kept(cur, now, s.Sweep))
-	if err != nil {
-		return err
-	}
-	if next == nil {
-		next = []Token{}
-	}
-	b, err := json.Marshal(next)
-	if err != nil {
-		return fmt.Errorf("encode delegation tokens: %w", err)
-	}
-	if err := atomicfile.Write(s.dir, FileName, b, 0o600); err != nil {
-		return fmt.Errorf("write delegation tokens: %w", err)
-	}
-	return nil
-}
-
-// lockFile takes an exclusive flock on path (on NFS, a lock the server
-// holds for every client).
-func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("delegation tokens lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("delegation tokens lock: %w", err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		_ = f.Close()
-	}, nil
+	return atomicfile.Update(s.dir, FileName, atomicfile.Options{Mode: 0o600}, func(b []byte) ([]byte, error) {
+		cur, err := decode(b, filepath.Join(s.dir, FileName))
+		if err != nil {
+			return nil, err
+		}
+		next, err := change(Kept(cur, now, s.Sweep))
+		if err != nil {
+			return nil, err
+		}
+		if next == nil {
+			next = []Token{}
+		}
+		out, err := json.Marshal(next)
+		if err != nil {
+			return nil, fmt.Errorf("encode delegation tokens: %w", err)
+		}
+		return out, nil
+	})
 }
 
 // Lookup finds a token not expired by id for authentication: its SCRAM

@@ -1,5 +1,6 @@
 // Package filelock takes exclusive locks on lock files that processes
-// sharing a volume agree on: the claim of a partition or of a group's files.
+// sharing a volume agree on: the claim of a partition or of a group's files,
+// and the files any broker may change (atomicfile.Update).
 package filelock
 
 import (

@@ -235,9 +235,10 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // Store keeps each group's overrides: in files under a data dir, or in
-// memory. One broker's updates of a group are serialized; two brokers
-// updating the same group at once (clients send GROUP config changes to
-// any broker) each replace the whole file, the last one winning.
+// memory. Updates of a group are serialized, one broker's by a mutex and
+// the brokers' (clients send GROUP config changes to any broker) by
+// atomicfile.Update's lock file beside the group's file: two brokers
+// changing one group's configs at once both see their change stored.
 type Store struct {
 	// Defaults replace Keys' defaults with this broker's settings (the
 	// group flags).
@@ -304,11 +305,16 @@ type file struct {
 func readFile(dir string) (file, error) {
 	path := filepath.Join(dir, fileName)
 	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return file{}, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return file{}, fmt.Errorf("read group configs %s: %w", path, err)
+	}
+	return decodeFile(b, path)
+}
+
+// decodeFile reads configs.json's content (nil: no file, no overrides).
+func decodeFile(b []byte, path string) (file, error) {
+	if b == nil {
+		return file{}, nil
 	}
 	var f file
 	if err := json.Unmarshal(b, &f); err == nil && f.Configs != nil {
@@ -377,51 +383,64 @@ func (s *Store) Groups() ([]string, error) {
 func (s *Store) Update(group string, validateOnly bool, change func(map[string]string) (map[string]string, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var cur map[string]string
 	if s.root == "" {
-		cur = maps.Clone(s.mem[group])
-	} else {
-		// s.mu is not held by Load (files need no lock to read).
-		c, err := s.Load(group)
-		if err != nil {
+		next, err := s.apply(maps.Clone(s.mem[group]), change)
+		if err != nil || validateOnly {
 			return err
 		}
-		cur = c
-	}
-	if cur == nil {
-		cur = map[string]string{}
-	}
-	next, err := change(cur)
-	if err != nil {
-		return err
-	}
-	if err := s.Validate(next); err != nil {
-		return &InvalidError{err}
-	}
-	if validateOnly {
-		return nil
-	}
-	if s.root == "" {
 		s.mem[group] = next
 		s.changed(group)
 		return nil
 	}
 	dir := filepath.Join(s.root, groupstore.DirName(group))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("group configs dir: %w", err)
-	}
-	if next == nil {
-		next = map[string]string{}
-	}
-	b, err := json.Marshal(file{Group: group, Configs: next})
+	var stored bool
+	var refused error // change's error or the validation's, returned as is
+	err := atomicfile.Update(dir, fileName, atomicfile.Options{Mode: 0o644}, func(b []byte) ([]byte, error) {
+		cur, err := decodeFile(b, filepath.Join(dir, fileName))
+		if err != nil {
+			return nil, err
+		}
+		next, err := s.apply(cur.Configs, change)
+		if err != nil || validateOnly {
+			refused = err
+			return nil, err
+		}
+		if next == nil {
+			next = map[string]string{}
+		}
+		out, err := json.Marshal(file{Group: group, Configs: next})
+		if err != nil {
+			return nil, fmt.Errorf("encode group configs: %w", err)
+		}
+		stored = true
+		return out, nil
+	})
 	if err != nil {
-		return fmt.Errorf("encode group configs: %w", err)
+		if err == refused {
+			return err
+		}
+		return fmt.Errorf("group %q configs: %w", group, err)
 	}
-	if err := atomicfile.Write(dir, fileName, b, 0o644); err != nil {
-		return fmt.Errorf("write group configs %s: %w", dir, err)
+	if stored {
+		s.changed(group)
 	}
-	s.changed(group)
 	return nil
+}
+
+// apply applies change to a group's overrides (nil: none) and validates
+// the result.
+func (s *Store) apply(cur map[string]string, change func(map[string]string) (map[string]string, error)) (map[string]string, error) {
+	if cur == nil {
+		cur = map[string]string{}
+	}
+	next, err := change(cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Validate(next); err != nil {
+		return nil, &InvalidError{err}
+	}
+	return next, nil
 }
 
 // changed tells the listeners; the caller holds mu.

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kaas-project/kaas/storage/groupstore"
@@ -268,5 +270,51 @@ func TestOnChangeTellsEveryListener(t *testing.T) {
 		if want := []string{"coordinator:g1", "keeper:g1"}; !slices.Equal(heard, want) {
 			t.Fatalf("heard %v, want %v", heard, want)
 		}
+	}
+}
+
+// TestFileStoresSerializeUpdates: brokers (one store each, on one data
+// dir) change one group's configs at the same time, each its own config;
+// every broker's last change is stored, none lost to another's write.
+func TestFileStoresSerializeUpdates(t *testing.T) {
+	dir := t.TempDir()
+	const rounds = 25
+	keys := []struct {
+		name string
+		base int
+	}{{"share.heartbeat.interval.ms", 5000}, {"consumer.session.timeout.ms", 45000}, {"share.record.lock.duration.ms", 30000}, {"share.auto.offset.reset", -1}}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(keys)*rounds)
+	for _, k := range keys {
+		s := NewFile(dir, nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				value := strconv.Itoa(k.base + r)
+				if k.base < 0 {
+					value = []string{"earliest", "latest"}[r%2]
+				}
+				if err := s.Update("g", false, func(cur map[string]string) (map[string]string, error) {
+					cur[k.name] = value
+					return cur, nil
+				}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got, err := NewFile(dir, nil).Load("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"share.heartbeat.interval.ms": "5024", "consumer.session.timeout.ms": "45024", "share.record.lock.duration.ms": "30024", "share.auto.offset.reset": "earliest"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("stored %v, want every broker's last change %v", got, want)
 	}
 }
