@@ -198,7 +198,8 @@ func (c *Core) LeaderEpoch() int32 { return c.epoch }
 func (c *Core) HighWatermark() int64 { return c.hw }
 
 // LastStable is the last stable offset: the high watermark, or the first
-// offset of the oldest transaction open on the partition if lower.
+// offset of the oldest transaction open on the partition, or whose marker
+// is not yet durable, if lower.
 func (c *Core) LastStable() int64 {
 	if c.producers == nil {
 		return c.hw
@@ -611,6 +612,9 @@ func (c *Core) advanceHW(upTo int64) {
 		return
 	}
 	c.hw = upTo
+	if c.producers != nil {
+		c.producers.Durable(upTo)
+	}
 	n := 0
 	for _, w := range c.waiters {
 		if w.end <= c.hw {

@@ -91,20 +91,24 @@ func (p *Producers) MarkerRefused(id int64, epoch int16, bumped bool) int16 {
 func (p *Producers) LastStable(hw int64) int64 {
 	lso := hw
 	for _, first := range p.ongoing {
-		if first < lso {
-			lso = first
-		}
+		lso = min(lso, first)
 	}
 	for first, marker := range p.unstable {
-		if marker < hw {
-			delete(p.unstable, first) // durable: stable from now on
-			continue
-		}
-		if first < lso {
-			lso = first
+		if marker >= hw {
+			lso = min(lso, first)
 		}
 	}
 	return lso
+}
+
+// Durable notes that the high watermark reached hw: the transactions whose
+// marker is below it are stable from now on.
+func (p *Producers) Durable(hw int64) {
+	for first, marker := range p.unstable {
+		if marker < hw {
+			delete(p.unstable, first)
+		}
+	}
 }
 
 // Aborted lists the aborted transactions a read_committed fetch of

@@ -21,8 +21,9 @@ func markerHdr(pid int64, epoch int16, base int64) batch.Header {
 }
 
 // TestTxnStateScript replays a log of two interleaved transactions and
-// checks the last stable offset, the aborted index and fencing after each
-// step, then that a snapshot restores the same state.
+// checks the last stable offset (a transaction stable once its marker is
+// durable), the aborted index and fencing after each step, then that a
+// snapshot restores the same state.
 func TestTxnStateScript(t *testing.T) {
 	p := NewProducers()
 	rec := func(h batch.Header) { p.Record(h); p.RecordTxn(h) }
@@ -36,7 +37,11 @@ func TestTxnStateScript(t *testing.T) {
 		t.Fatalf("LSO with A and B open = %d, want 2", got)
 	}
 	marker(markerHdr(7, 0, 7), false) // abort A at 7
-	if got := p.LastStable(100); got != 5 {
+	if got := p.LastStable(7); got != 2 {
+		t.Fatalf("LSO with A's marker not durable = %d, want 2", got)
+	}
+	p.Durable(8)
+	if got := p.LastStable(8); got != 5 {
 		t.Fatalf("LSO with B open = %d, want 5", got)
 	}
 	if got := p.LastStable(4); got != 4 {

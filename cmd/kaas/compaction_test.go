@@ -537,21 +537,28 @@ func abortedTxnsTold(t *testing.T, addr, topic string) int {
 	if err != nil || td[topic].Err != nil || len(td[topic].Partitions) != 1 {
 		t.Fatalf("metadata of %s: %v %+v", topic, err, td[topic])
 	}
+	return len(readCommittedFetch(ctx, t, cl, td[topic]).AbortedTransactions)
+}
+
+// readCommittedFetch sends partition 0's leader a read_committed Fetch
+// (v11, no wait) of that partition from offset 0 and returns its answer.
+func readCommittedFetch(ctx context.Context, t *testing.T, cl *kgo.Client, td kadm.TopicDetail) kmsg.FetchResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.IsolationLevel = 11, 1
 	req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 16<<20, 0
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, td[topic].ID
+	rt.Topic, rt.TopicID = td.Topic, td.ID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 16<<20, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kr, err := cl.Broker(int(td[topic].Partitions[0].Leader)).Request(ctx, req)
+	kr, err := cl.Broker(int(td.Partitions[0].Leader)).Request(ctx, req)
 	resp, _ := kr.(*kmsg.FetchResponse)
 	if err != nil || resp == nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("read_committed fetch of %s: %v %+v", topic, err, resp)
+		t.Fatalf("read_committed fetch of %s: %v %+v", td.Topic, err, resp)
 	}
-	return len(resp.Topics[0].Partitions[0].AbortedTransactions)
+	return resp.Topics[0].Partitions[0]
 }
 
 // TestCompactedTopicCommittedTransactions: on a disk log, a franz-go

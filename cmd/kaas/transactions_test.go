@@ -695,22 +695,6 @@ func TestReadCommittedWaitsForDurableMarker(t *testing.T) {
 	if err != nil || td[topic].Err != nil {
 		t.Fatalf("metadata of %s: %v %+v", topic, err, td[topic])
 	}
-	fetch := func() kmsg.FetchResponseTopicPartition {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.IsolationLevel = 11, 1
-		req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = -1, 1<<20, 0
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic, rt.TopicID = topic, td[topic].ID
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 1<<20, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
-			t.Fatalf("read_committed fetch: %v %+v", err, resp)
-		}
-		return resp.Topics[0].Partitions[0]
-	}
 	// The aborted records are offsets 0-2 and the abort marker offset 3.
 	for done := false; !done; {
 		select {
@@ -721,7 +705,7 @@ func TestReadCommittedWaitsForDurableMarker(t *testing.T) {
 			done = true
 		default:
 		}
-		rp := fetch()
+		rp := readCommittedFetch(ctx, t, cl, td[topic])
 		if rp.LastStableOffset > 0 && rp.LastStableOffset < 4 {
 			t.Fatalf("last stable offset %d past the aborted records, before their marker (high watermark %d)", rp.LastStableOffset, rp.HighWatermark)
 		}
@@ -731,6 +715,6 @@ func TestReadCommittedWaitsForDurableMarker(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	waitUntil(t, 10*time.Second, "the last stable offset passes the durable abort marker", func() bool {
-		return fetch().LastStableOffset == 4
+		return readCommittedFetch(ctx, t, cl, td[topic]).LastStableOffset == 4
 	})
 }
