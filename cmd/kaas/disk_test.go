@@ -313,7 +313,9 @@ func TestFullVolumeHeals(t *testing.T) {
 // renamed aside (*.deleted) for their topic's file.delete.delay.ms: a topic
 // with 100 ms loses them at once while one with the default (60 s) keeps
 // them, and a topic created under the cluster-wide broker default
-// log.segment.delete.delay.ms=100 loses them too.
+// log.segment.delete.delay.ms=100 loses them too; deleted, its partition
+// directory goes after that delay as well, not the default minute
+// (TestDataDirSurvivesRestart sees a deleted topic's directory kept by default).
 func TestFileDeleteDelayOnDisk(t *testing.T) {
 	dir := t.TempDir()
 	addr, _ := startDiskBroker(t, dir)
@@ -370,4 +372,8 @@ func TestFileDeleteDelayOnDisk(t *testing.T) {
 	}
 	createTopic(t, addr, "inherits", 1, map[string]*string{"segment.bytes": sp("1024")})
 	waitUntil(t, 10*time.Second, "inherits' deleted segments unlinked", gone(deleteSegments("inherits")))
+	if _, err := adm.DeleteTopic(ctx, "inherits"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the deleted topic's directory deleted", func() bool { return len(files(dir, "inherits-0-*")) == 0 })
 }

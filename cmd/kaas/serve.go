@@ -43,6 +43,7 @@ import (
 	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/faultlog"
 	"github.com/kaas-project/kaas/storage/memlog"
+	"github.com/kaas-project/kaas/storage/topicconfig"
 	"github.com/kaas-project/kaas/wire/sasl"
 )
 
@@ -123,6 +124,16 @@ func openStorage(cfg *serveConfig, faults *faultlog.Injector, log zerolog.Logger
 		opts = append(opts, disklog.WithFsyncHook(faults.Fsync))
 	}
 	return openDiskStorage(cfg.DataDir, cfg.syncMode, log, opts...)
+}
+
+// applyDeleteDelay gives the disk engine the broker's default
+// file.delete.delay.ms in force (log.segment.delete.delay.ms, a flag's or
+// a dynamic broker config's): as on Kafka, the delay before a deleted
+// topic's partition directories are deleted.
+func (b *broker) applyDeleteDelay() {
+	if o, ok := b.opener.(*disklog.Opener); ok {
+		o.SetDeleteDelay(topicconfig.LogConfig(b.dynCfgs.TopicDefaults()).FileDeleteDelay)
+	}
 }
 
 // startBroker binds the listeners and starts the actor system. It returns
@@ -213,7 +224,11 @@ func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*brok
 	b.srv.ScramUsers = scramUsers
 	b.srv.BrokerConfigs = b.brokerCfgs
 	b.srv.BrokerDynamic, b.srv.DynamicInForce = b.dynCfgs.store, b.dynCfgs.Set
-	b.dynCfgs.onTopicDefaults = func() { b.sup.Send(&messages.BrokerDefaultsChanged{}) }
+	b.dynCfgs.onTopicDefaults = func() {
+		b.applyDeleteDelay()
+		b.sup.Send(&messages.BrokerDefaultsChanged{})
+	}
+	b.applyDeleteDelay()
 	go b.dynCfgs.run(ctx, clock.Real(), time.Second)
 	b.srv.SASLFailures = b.sec.limiter
 	b.srv.Delegation, b.srv.DelegationTokens = b.sec.tokenCfg, b.sec.tokens

@@ -141,7 +141,7 @@ func (l *Log) SetConfig(cfg storage.LogConfig) {
 	l.mu.Unlock()
 	l.ix.interval = indexInterval(cfg)
 	l.interval.Store(indexInterval(cfg))
-	l.unlinkDelay.Store(int64(unlinkDelay(cfg, l.o.opts.deleteDelay)))
+	l.unlinkDelay.Store(int64(unlinkDelay(cfg, l.o.DeleteDelay())))
 }
 
 // Append implements storage.Log: one pwrite into the active segment (page

@@ -656,9 +656,12 @@ func TestNoDescriptorsAfterClose(t *testing.T) {
 	}
 }
 
+// TestRemoveDeletesAfterDelay: Remove renames a closed partition's
+// directory aside and deletes it after the delay in force when it was
+// removed (DeleteDelay, then SetDeleteDelay's).
 func TestRemoveDeletesAfterDelay(t *testing.T) {
 	dir := t.TempDir()
-	o := testOpener(t, dir, DeleteDelay(20*time.Millisecond))
+	o := testOpener(t, dir, DeleteDelay(time.Hour))
 	l := openLogT(t, o, storage.LogConfig{})
 	appendN(t, l, 3, 1, 10, 1)
 	if err := o.Remove(testID); err == nil {
@@ -668,22 +671,31 @@ func TestRemoveDeletesAfterDelay(t *testing.T) {
 	if err := o.Remove(testID); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		ents, _ := os.ReadDir(dir)
-		if len(ents) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("left behind: %v", ents)
-		}
-		time.Sleep(10 * time.Millisecond)
+	aside, _ := filepath.Glob(filepath.Join(dir, "*"+deletedSuffix))
+	if len(aside) != 1 {
+		t.Fatalf("renamed aside: %v, want the removed directory kept for the hour", aside)
 	}
 	// A recreated topic (new id) starts empty; the same id too after Remove.
 	l = openLogT(t, o, storage.LogConfig{})
-	defer l.Close()
 	if l.NextOffset() != 0 {
 		t.Fatal("data survived Remove")
+	}
+	appendN(t, l, 3, 1, 10, 1)
+	_ = l.Close()
+	o.SetDeleteDelay(20 * time.Millisecond)
+	if err := o.Remove(testID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ents, _ := os.ReadDir(dir)
+		if len(ents) == 1 && filepath.Join(dir, ents[0].Name()) == aside[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a Remove with a 20 ms delay: %v, want only %s", ents, aside[0])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

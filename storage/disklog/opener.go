@@ -143,6 +143,8 @@ type Opener struct {
 	keptClaims atomic.Int64
 	// sparePace spaces the creation of spare sets (SpareRate).
 	sparePace pacer
+	// deleteDelay is DeleteDelay, changed by SetDeleteDelay.
+	deleteDelay atomic.Int64
 
 	mu      sync.Mutex
 	open    map[string]*Log
@@ -160,6 +162,7 @@ func NewOpener(dir string, log zerolog.Logger, opts ...Option) (*Opener, error) 
 	for _, fn := range opts {
 		fn(&o.opts)
 	}
+	o.deleteDelay.Store(int64(o.opts.deleteDelay))
 	if o.opts.spareRate > 0 {
 		o.sparePace.every = time.Second / time.Duration(o.opts.spareRate)
 	}
@@ -341,7 +344,7 @@ func (o *Opener) removeLater(path string) {
 	}
 	o.removes.Add(1)
 	var t *time.Timer
-	t = time.AfterFunc(o.opts.deleteDelay, func() {
+	t = time.AfterFunc(o.DeleteDelay(), func() {
 		defer o.removes.Done()
 		o.mu.Lock()
 		_, live := o.timers[t]
@@ -356,6 +359,15 @@ func (o *Opener) removeLater(path string) {
 	})
 	o.timers[t] = struct{}{}
 }
+
+// SetDeleteDelay replaces the DeleteDelay option from now on: the broker's
+// log.segment.delete.delay.ms, which Kafka applies to a deleted
+// partition's directory and which may change at runtime. Zero or less
+// deletes at once.
+func (o *Opener) SetDeleteDelay(d time.Duration) { o.deleteDelay.Store(int64(max(d, 0))) }
+
+// DeleteDelay is the delay in force (DeleteDelay, SetDeleteDelay).
+func (o *Opener) DeleteDelay() time.Duration { return time.Duration(o.deleteDelay.Load()) }
 
 // Close stops pending background deletions (they resume at the next
 // NewOpener on the same directory). Logs must be closed first.

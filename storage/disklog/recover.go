@@ -24,7 +24,7 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 		cleanedTo: -1,
 	}
 	l.log = o.log.With().Str("topic", id.Topic).Int32("partition", id.Partition).Str("dir", dir).Logger()
-	l.unlinkDelay.Store(int64(unlinkDelay(cfg, o.opts.deleteDelay))) // before recover sets debris aside
+	l.unlinkDelay.Store(int64(unlinkDelay(cfg, o.DeleteDelay()))) // before recover sets debris aside
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("disklog: create %s: %w", dir, err)
