@@ -9,8 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/kaas-project/kaas/storage/atomicfile/atomicfiletest"
 )
 
 func TestValidate(t *testing.T) {
@@ -325,30 +326,17 @@ func TestResolveTopic(t *testing.T) {
 func TestFileStoresSerializeUpdates(t *testing.T) {
 	dir := t.TempDir()
 	const brokers, rounds = 4, 25
-	var wg sync.WaitGroup
-	errs := make(chan error, brokers*rounds)
-	for b := range brokers {
-		s := NewFile(dir) // one store per broker, as each broker opens its own
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range rounds {
-				err := s.Update(strconv.Itoa(b), false, func(cur map[string]string) (map[string]string, error) {
-					cur["message.max.bytes"] = strconv.Itoa(1000 + r)
-					cur["log.retention.ms"] = strconv.Itoa(60000 + r)
-					return cur, nil
-				})
-				if err != nil {
-					errs <- err
-				}
-			}
-		}()
+	stores := make([]*Store, brokers) // one per broker, as each broker opens its own
+	for b := range stores {
+		stores[b] = NewFile(dir)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	atomicfiletest.Brokers(t, brokers, rounds, func(b, r int) error {
+		return stores[b].Update(strconv.Itoa(b), false, func(cur map[string]string) (map[string]string, error) {
+			cur["message.max.bytes"] = strconv.Itoa(1000 + r)
+			cur["log.retention.ms"] = strconv.Itoa(60000 + r)
+			return cur, nil
+		})
+	})
 	set, err := NewFile(dir).Load()
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kaas-project/kaas/storage/atomicfile/atomicfiletest"
 )
 
 func TestParse(t *testing.T) {
@@ -147,28 +148,16 @@ func TestStores(t *testing.T) {
 func TestFileStoresSerializeUpdates(t *testing.T) {
 	dir := t.TempDir()
 	const brokers, rounds = 4, 25
-	var wg sync.WaitGroup
-	errs := make(chan error, brokers*rounds)
-	for b := range brokers {
-		s := NewFile(dir)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range rounds {
-				if err := s.Update("sub-"+strconv.Itoa(b), false, func(cur map[string]string) (map[string]string, error) {
-					cur[IntervalMs] = strconv.Itoa(1000 + r)
-					return cur, nil
-				}); err != nil {
-					errs <- err
-				}
-			}
-		}()
+	stores := make([]*Store, brokers)
+	for b := range stores {
+		stores[b] = NewFile(dir)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	atomicfiletest.Brokers(t, brokers, rounds, func(b, r int) error {
+		return stores[b].Update("sub-"+strconv.Itoa(b), false, func(cur map[string]string) (map[string]string, error) {
+			cur[IntervalMs] = strconv.Itoa(1000 + r)
+			return cur, nil
+		})
+	})
 	all, err := NewFile(dir).Load()
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/kaas-project/kaas/storage/atomicfile/atomicfiletest"
 	"github.com/kaas-project/kaas/storage/groupstore"
 )
 
@@ -283,32 +283,20 @@ func TestFileStoresSerializeUpdates(t *testing.T) {
 		name string
 		base int
 	}{{"share.heartbeat.interval.ms", 5000}, {"consumer.session.timeout.ms", 45000}, {"share.record.lock.duration.ms", 30000}, {"share.auto.offset.reset", -1}}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(keys)*rounds)
-	for _, k := range keys {
-		s := NewFile(dir, nil)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range rounds {
-				value := strconv.Itoa(k.base + r)
-				if k.base < 0 {
-					value = []string{"earliest", "latest"}[r%2]
-				}
-				if err := s.Update("g", false, func(cur map[string]string) (map[string]string, error) {
-					cur[k.name] = value
-					return cur, nil
-				}); err != nil {
-					errs <- err
-				}
-			}
-		}()
+	stores := make([]*Store, len(keys)) // one per broker
+	for b := range stores {
+		stores[b] = NewFile(dir, nil)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	atomicfiletest.Brokers(t, len(keys), rounds, func(b, r int) error {
+		k, value := keys[b], strconv.Itoa(keys[b].base+r)
+		if k.base < 0 {
+			value = []string{"earliest", "latest"}[r%2]
+		}
+		return stores[b].Update("g", false, func(cur map[string]string) (map[string]string, error) {
+			cur[k.name] = value
+			return cur, nil
+		})
+	})
 	got, err := NewFile(dir, nil).Load("g")
 	if err != nil {
 		t.Fatal(err)
