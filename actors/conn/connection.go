@@ -285,7 +285,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	reply := func(resp kmsg.Response, throttle time.Duration) {
 		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read, span: span, throttle: throttle})
 	}
-	if a.gate(seq, hdr) {
+	if a.gate(ctx, seq, in) {
 		return
 	}
 	api, served := a.srv.api(hdr.Key)

@@ -74,13 +74,25 @@ func (a *connActor) isSASL(key int16) bool {
 
 // gate closes the connection, as Kafka does, on a request other than
 // ApiVersions and the SASL APIs before authentication on a SASL listener,
-// and on any such request once the session has expired. It reports
-// whether it did.
-func (a *connActor) gate(seq uint64, hdr wire.RequestHeader) bool {
+// and on any such request once the session has expired. In the middle of
+// a first authentication's exchange Kafka's SaslServerAuthenticator
+// answers such a request with its error response (ILLEGAL_SASL_STATE)
+// before it closes, and so does gate: a client that took an OAUTHBEARER
+// error challenge for success reads that answer. It reports whether it
+// closed.
+func (a *connActor) gate(ctx actor.Context, seq uint64, in *inbound) bool {
+	hdr := in.hdr
 	if !a.lst.usesSASL() || a.isSASL(hdr.Key) || hdr.Key == kmsg.ApiVersions.Int16() {
 		return false
 	}
 	switch {
+	case !a.auth.authenticated && a.auth.exchange != nil:
+		a.log.Warn().Str("api", kmsg.NameForKey(hdr.Key)).Str("mechanism", a.auth.mechanism).Msg("request during SASL authentication; answering ILLEGAL_SASL_STATE and closing connection")
+		if resp := a.illegalSASLState(in); resp != nil {
+			a.auth.exchange = nil
+			a.answerSASL(ctx, seq, hdr, resp, in.read, true)
+			return true
+		}
 	case !a.auth.authenticated:
 		a.log.Warn().Str("api", kmsg.NameForKey(hdr.Key)).Msg("request before SASL authentication; closing connection")
 	case !a.auth.expires.IsZero() && !time.Now().Before(a.auth.expires):
@@ -92,6 +104,21 @@ func (a *connActor) gate(seq uint64, hdr wire.RequestHeader) bool {
 	a.done[seq] = answered{seq: seq, hdr: hdr, version: -1}
 	a.flush()
 	return true
+}
+
+// illegalSASLState is in's error response with ILLEGAL_SASL_STATE; nil
+// when this broker cannot answer it (an API key or version it does not
+// serve, a body that does not decode).
+func (a *connActor) illegalSASLState(in *inbound) kmsg.Response {
+	api, served := a.srv.api(in.hdr.Key)
+	if !served || in.hdr.Version < api.MinVersion || in.hdr.Version > api.MaxVersion {
+		return nil
+	}
+	body, err := wire.DecodeBody(in.hdr, in.body)
+	if err != nil {
+		return nil
+	}
+	return errorResponse(api, body, kerr.IllegalSaslState.Code)
 }
 
 // mechanisms are the SASL mechanisms this connection may use: PLAIN sends
@@ -245,7 +272,7 @@ func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest, resumed 
 		a.srv.SASLFailures.Fail(a.host, now)
 		// err names no secret (the sasl package's errors never do).
 		a.log.Warn().Str("mechanism", a.auth.mechanism).Err(err).Msg("SASL authentication failed; closing connection")
-		return fail(kerr.SaslAuthenticationFailed.Code, err.Error())
+		return fail(kerr.SaslAuthenticationFailed.Code, sasl.ClientMessage(err))
 	}
 	resp.SASLAuthBytes = out
 	if !done {

@@ -335,8 +335,11 @@ func TestJWKSUnknownKidExchange(t *testing.T) {
 		t.Fatalf("first step, unpublished key id: %v, want a *Deferred", err)
 	}
 	d.Wait()
-	if _, _, err := ex.Step(m); !errors.Is(err, ErrAuthentication) || errors.As(err, &d) {
-		t.Fatalf("step after the wait, unpublished key id: %v", err)
+	if out, done, err := ex.Step(m); err != nil || done || string(out) != `{"status":"invalid_token"}` {
+		t.Fatalf("step after the wait, unpublished key id: %q, %v, %v; want the error challenge", out, done, err)
+	}
+	if _, _, err := ex.Step([]byte{1}); !errors.Is(err, ErrAuthentication) || errors.As(err, &d) {
+		t.Fatalf("%%x01 after the challenge: %v", err)
 	}
 	wantHits(t, p, 3, "exchange, unpublished key id")
 }

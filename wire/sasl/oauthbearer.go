@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,58 @@ import (
 
 	"github.com/kaas-project/kaas/wire/reload"
 )
+
+// BearerValidator checks the token of an OAUTHBEARER exchange:
+// *TokenValidator (JWTs signed by a key of a JWKS) or *UnsecuredValidator
+// (unsigned tokens, Kafka's development default). The exchange around it
+// (the client's message, the error challenge, the session's end) is one.
+type BearerValidator interface {
+	// check validates token and returns its principal name (the principal
+	// is "User:" and it) and expiry; a refused token is a *TokenError.
+	// When its key is not at hand and fetch is set, it may instead return
+	// wait: the I/O that may bring it (the caller waits where it may
+	// block, then checks again without fetch).
+	check(token string, fetch bool) (name string, exp time.Time, wait func(), err error)
+}
+
+// TokenError is a refused OAUTHBEARER token. Kafka's OAuthBearerSaslServer
+// answers it with the RFC 7628 error challenge (Challenge) and fails the
+// authentication once the client acknowledges that with %x01; the client
+// sees SASL_AUTHENTICATION_FAILED with the challenge as its message.
+// Reason says why, for the broker's log.
+type TokenError struct {
+	Status string // "invalid_token", or "insufficient_scope"
+	Scope  string // the scope required, with insufficient_scope
+	Reason string
+}
+
+func (e *TokenError) Error() string { return ErrAuthentication.Error() + ": " + e.Reason }
+func (e *TokenError) Unwrap() error { return ErrAuthentication }
+
+// Challenge is the error challenge as Kafka's OAuthBearerSaslServer
+// writes it.
+func (e *TokenError) Challenge() string {
+	if e.Scope == "" {
+		return fmt.Sprintf(`{"status":"%s"}`, e.Status)
+	}
+	return fmt.Sprintf(`{"status":"%s", "scope":"%s"}`, e.Status, e.Scope)
+}
+
+// invalidToken is a TokenError of status invalid_token.
+func invalidToken(format string, args ...any) *TokenError {
+	return &TokenError{Status: "invalid_token", Reason: fmt.Sprintf(format, args...)}
+}
+
+// ClientMessage is the error message the client of a failed exchange
+// gets: the error challenge of a refused OAUTHBEARER token, as Kafka's,
+// else err's text.
+func ClientMessage(err error) string {
+	var te *TokenError
+	if errors.As(err, &te) {
+		return te.Challenge()
+	}
+	return err.Error()
+}
 
 // TokenValidator checks OAUTHBEARER tokens: JWTs signed by a key of a JWKS
 // (a file re-read when it changes, or an https URL fetched again by
@@ -181,7 +234,7 @@ func (v *TokenValidator) Validate(token string) (sub string, exp time.Time, err 
 func (v *TokenValidator) check(token string, fetch bool) (sub string, exp time.Time, wait func(), err error) {
 	tok, err := jwt.ParseSigned(token, signatureAlgorithms)
 	if err != nil {
-		return "", time.Time{}, nil, fmt.Errorf("%w: malformed token", ErrAuthentication)
+		return "", time.Time{}, nil, invalidToken("malformed token")
 	}
 	set := v.keySet()
 	var claims jwt.Claims
@@ -208,20 +261,20 @@ func (v *TokenValidator) check(token string, fetch bool) (sub string, exp time.T
 		}
 	}
 	if !verified {
-		return "", time.Time{}, nil, fmt.Errorf("%w: token signature does not verify", ErrAuthentication)
+		return "", time.Time{}, nil, invalidToken("token signature does not verify")
 	}
 	if claims.Expiry == nil {
-		return "", time.Time{}, nil, fmt.Errorf("%w: token has no exp", ErrAuthentication)
+		return "", time.Time{}, nil, invalidToken("token has no exp")
 	}
 	want := jwt.Expected{Issuer: v.Issuer, Time: v.now()}
 	if v.Audience != "" {
 		want.AnyAudience = jwt.Audience{v.Audience}
 	}
 	if err := claims.ValidateWithLeeway(want, 0); err != nil {
-		return "", time.Time{}, nil, fmt.Errorf("%w: token %v", ErrAuthentication, err)
+		return "", time.Time{}, nil, invalidToken("token %v", err)
 	}
 	if claims.Subject == "" {
-		return "", time.Time{}, nil, fmt.Errorf("%w: token has no sub", ErrAuthentication)
+		return "", time.Time{}, nil, invalidToken("token has no sub")
 	}
 	return claims.Subject, claims.Expiry.Time(), nil, nil
 }
@@ -277,15 +330,19 @@ func (v *TokenValidator) runKidFetch(f *kidFetch, kid string) {
 }
 
 // bearerExchange is OAUTHBEARER (RFC 7628): one client message
-// "gs2-header \x01 auth=Bearer <token> \x01 [kvpairs] \x01".
+// "gs2-header \x01 auth=Bearer <token> \x01 [kvpairs] \x01". A refused
+// token is answered as Kafka's OAuthBearerSaslServer answers it: with the
+// error challenge, and the client's %x01 after it ends the exchange with
+// the *TokenError.
 type bearerExchange struct {
-	tokens    *TokenValidator
-	now       func() time.Time
+	tokens    BearerValidator
 	principal string
 	expires   time.Time
 	// deferred: Step returned a Deferred (a fetch of the JWKS for the
 	// token's key id); the next Step checks the token without fetching.
 	deferred bool
+	// refused: the token the error challenge answered.
+	refused *TokenError
 }
 
 func (b *bearerExchange) Principal() string  { return b.principal }
@@ -293,11 +350,22 @@ func (b *bearerExchange) Expires() time.Time { return b.expires }
 
 func (b *bearerExchange) Step(in []byte) ([]byte, bool, error) {
 	if b.tokens == nil {
-		return nil, false, fmt.Errorf("%w: no JWKS configured", ErrAuthentication)
+		return nil, false, fmt.Errorf("%w: no OAUTHBEARER validator configured", ErrAuthentication)
+	}
+	if refused := b.refused; refused != nil {
+		b.refused = nil
+		if bytes.Equal(in, []byte{1}) {
+			return nil, false, refused
+		}
+		// Another client message: Kafka's server takes it afresh.
 	}
 	parts := bytes.Split(in, []byte{1})
 	if len(parts) < 3 || !bytes.HasPrefix(parts[0], []byte("n,")) {
 		return nil, false, fmt.Errorf("%w: malformed OAUTHBEARER message", ErrAuthentication)
+	}
+	authzid := ""
+	if gs2 := string(parts[0][2:]); strings.HasPrefix(gs2, "a=") {
+		authzid, _, _ = strings.Cut(gs2[2:], ",")
 	}
 	var token string
 	for _, kv := range parts[1:] {
@@ -312,14 +380,22 @@ func (b *bearerExchange) Step(in []byte) ([]byte, bool, error) {
 	if token == "" {
 		return nil, false, fmt.Errorf("%w: no token", ErrAuthentication)
 	}
-	sub, exp, wait, err := b.tokens.check(token, !b.deferred)
+	name, exp, wait, err := b.tokens.check(token, !b.deferred)
 	if wait != nil {
 		b.deferred = true
 		return nil, false, &Deferred{wait: wait}
 	}
+	var te *TokenError
+	if errors.As(err, &te) {
+		b.refused = te
+		return []byte(te.Challenge()), false, nil
+	}
 	if err != nil {
 		return nil, false, err
 	}
-	b.principal, b.expires = "User:"+sub, exp
+	if authzid != "" && authzid != name {
+		return nil, false, fmt.Errorf("%w: the authorization id %q is not the token's principal name %q", ErrAuthentication, authzid, name)
+	}
+	b.principal, b.expires = "User:"+name, exp
 	return nil, true, nil
 }

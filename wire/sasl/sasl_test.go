@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -231,10 +232,24 @@ func TestOAuthBearer(t *testing.T) {
 		"expired": sign(key, expired), "wrong key": sign(other, good), "wrong audience": sign(key, wrongAud), "garbage": "a.b.c",
 	} {
 		ex, _ := srv.Start(sasl.OAuthBearer)
-		if _, _, err := ex.Step(msg(tok)); !errors.Is(err, sasl.ErrAuthentication) {
+		if err := refusedToken(ex, msg(tok)); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
+}
+
+// refusedToken steps ex with m and checks Kafka's answer to a refused
+// token: the error challenge {"status":"invalid_token"}, then on the
+// client's %x01 a failure whose client message is that challenge.
+func refusedToken(ex sasl.Exchange, m []byte) error {
+	const challenge = `{"status":"invalid_token"}`
+	if out, done, err := ex.Step(m); err != nil || done || string(out) != challenge {
+		return fmt.Errorf("answered %q, done %v, err %v; want the challenge %s", out, done, err, challenge)
+	}
+	if _, done, err := ex.Step([]byte{1}); !errors.Is(err, sasl.ErrAuthentication) || done || sasl.ClientMessage(err) != challenge {
+		return fmt.Errorf("after %%x01: done %v, err %v; want a failure with the message %s", done, err, challenge)
+	}
+	return nil
 }
 
 // tokens is a DelegationTokens over a map: token id -> password.

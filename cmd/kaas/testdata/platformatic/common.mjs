@@ -41,10 +41,13 @@ export function errorCodes (e) {
   return codes
 }
 
-// describeError is e's message with the broker's error names.
+// describeError is e's message and those of its first causes, with the
+// broker's error names.
 export function describeError (e) {
   const codes = errorCodes(e)
-  return `${e.message}${codes.length ? ' [' + codes.join(', ') + ']' : ''}`
+  const messages = []
+  for (let x = e; x && typeof x === 'object' && messages.length < 6; x = x.errors?.[0] ?? x.cause) messages.push(x.message)
+  return `${messages.join(' <- ')}${codes.length ? ' [' + codes.join(', ') + ']' : ''}`
 }
 
 // main runs f and exits non-zero with the error described on stderr.

@@ -2,9 +2,11 @@
 // SCRAM-SHA-256, SCRAM-SHA-512, or OAUTHBEARER with <password> as the
 // token), produces <n> records with acks=-1 to
 // <topic> and reads them back; prints the values read. A failed
-// authentication exits 1 with the error.
+// authentication exits 1 with the error. OAUTHBEARER reads the broker's
+// answer with the client's validator, which fails on the RFC 7628 error
+// challenge Kafka answers a refused token with.
 import { readFileSync } from 'node:fs'
-import { Consumer, Producer, stringDeserializers, stringSerializers } from '@platformatic/kafka'
+import { Consumer, Producer, saslOAuthBearer, stringDeserializers, stringSerializers } from '@platformatic/kafka'
 import { args, clientOptions, main, print, readFor } from './common.mjs'
 
 main(async () => {
@@ -15,7 +17,7 @@ main(async () => {
     retries: 1,
     tls: { ca: readFileSync(a.ca, 'utf8'), servername: 'localhost' },
     sasl: a.mechanism === 'OAUTHBEARER'
-      ? { mechanism: a.mechanism, token: a.password }
+      ? { mechanism: a.mechanism, token: a.password, authBytesValidator: saslOAuthBearer.jwtValidateAuthenticationBytes }
       : { mechanism: a.mechanism, username: a.user, password: a.password }
   }
   const producer = new Producer({ ...secure, serializers: stringSerializers, acks: -1, autocreateTopics: true })
