@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,6 +208,25 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 			return len(c.listenerMechs) == 1 && len(c.listenerMechs["SASL_PLAINTEXT"]) == 1 && c.listenerMechs["SASL_PLAINTEXT"][0] == "SCRAM-SHA-512"
 		}},
 		{"jwks file and url", []string{"--sasl-oauthbearer-jwks-file", "/j", "--sasl-oauthbearer-jwks-url", "https://idp/jwks"}, nil, "give one", nil},
+		{"unsecured tokens", []string{"--listeners", "SASL_PLAINTEXT://:9093", "--sasl-enabled-mechanisms", "OAUTHBEARER", "--sasl-oauthbearer-unsecured",
+			"--sasl-oauthbearer-unsecured-required-scope", " test  read ", "--sasl-oauthbearer-unsecured-allowable-clock-skew", "30s"}, nil, "", func(c *serveConfig) bool {
+			return c.OAuthUnsecured && c.oauthServed && slices.Equal(c.oauthRequiredScope, []string{"test", "read"}) && c.OAuthClockSkew == 30*time.Second &&
+				c.OAuthPrincipalClaim == "sub" && c.OAuthScopeClaim == "scope"
+		}},
+		{"unsecured tokens and a jwks file", []string{"--sasl-oauthbearer-unsecured", "--sasl-oauthbearer-jwks-file", "/j"}, nil,
+			"--sasl-oauthbearer-unsecured and --sasl-oauthbearer-jwks-file: give one", nil},
+		{"unsecured tokens and a jwks url", []string{"--sasl-oauthbearer-unsecured", "--sasl-oauthbearer-jwks-url", "https://idp/jwks"}, nil,
+			"--sasl-oauthbearer-unsecured and --sasl-oauthbearer-jwks-url: give one", nil},
+		{"unsecured tokens and an issuer", []string{"--sasl-oauthbearer-unsecured", "--sasl-oauthbearer-issuer", "kafka"}, nil,
+			"--sasl-oauthbearer-unsecured and --sasl-oauthbearer-issuer: give one", nil},
+		{"unsecured options without unsecured tokens", []string{"--sasl-oauthbearer-unsecured-required-scope", "test"}, nil,
+			"--sasl-oauthbearer-unsecured-required-scope needs --sasl-oauthbearer-unsecured", nil},
+		{"unsecured tokens with a bad scope", []string{"--sasl-oauthbearer-unsecured", "--sasl-oauthbearer-unsecured-required-scope", `a"b`}, nil,
+			"--sasl-oauthbearer-unsecured-required-scope", nil},
+		{"unsecured tokens with a negative skew", []string{"--sasl-oauthbearer-unsecured", "--sasl-oauthbearer-unsecured-allowable-clock-skew", "-1s"}, nil,
+			"--sasl-oauthbearer-unsecured-allowable-clock-skew", nil},
+		{"unsecured tokens without a principal claim", []string{"--sasl-oauthbearer-unsecured", "--sasl-oauthbearer-unsecured-principal-claim-name", " "}, nil,
+			"--sasl-oauthbearer-unsecured-principal-claim-name", nil},
 		{"jwks url not https", []string{"--sasl-oauthbearer-jwks-url", "http://idp/jwks"}, nil, "https://", nil},
 		{"jwks retry backoff not positive", []string{"--sasl-oauthbearer-jwks-retry-backoff", "0s"}, nil, "--sasl-oauthbearer-jwks-retry-backoff", nil},
 		{"jwks retry backoff max below the backoff", []string{"--sasl-oauthbearer-jwks-retry-backoff", "2s", "--sasl-oauthbearer-jwks-retry-backoff-max", "1s"}, nil, "--sasl-oauthbearer-jwks-retry-backoff-max", nil},

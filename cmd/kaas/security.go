@@ -60,6 +60,11 @@ type securityConfig struct {
 	OAuthJWKSCAFile     string
 	OAuthIssuer         string
 	OAuthAudience       string
+	OAuthUnsecured      bool
+	OAuthPrincipalClaim string
+	OAuthScopeClaim     string
+	OAuthRequiredScope  string
+	OAuthClockSkew      time.Duration
 	KerberosKeytab      string
 	KerberosService     string
 	KerberosRules       string
@@ -87,6 +92,8 @@ type securityConfig struct {
 	principalMapping    *tlsfiles.PrincipalMapper
 	kerberosRules       *sasl.KerberosRules
 	saslMechanisms      []string
+	oauthRequiredScope  []string            // OAuthRequiredScope parsed
+	oauthServed         bool                // a SASL listener offers OAUTHBEARER
 	listenerMechs       map[string][]string // listener -> its own SASL mechanisms
 	needTLS, needSASL   bool
 }
@@ -121,6 +128,11 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.OAuthJWKSCAFile, "sasl-oauthbearer-jwks-ca-file", "", "OAUTHBEARER: PEM file of the CAs trusted for --sasl-oauthbearer-jwks-url (empty: the system's)")
 	fs.StringVar(&c.OAuthIssuer, "sasl-oauthbearer-issuer", "", "OAUTHBEARER: required iss claim (empty: any)")
 	fs.StringVar(&c.OAuthAudience, "sasl-oauthbearer-audience", "", "OAUTHBEARER: required aud claim (empty: any)")
+	fs.BoolVar(&c.OAuthUnsecured, "sasl-oauthbearer-unsecured", false, "OAUTHBEARER: accept unsigned tokens (alg none) instead of checking them against a JWKS, as Kafka's default OAuthBearerUnsecuredValidatorCallbackHandler does. Any client can claim any principal: for development and tests only")
+	fs.StringVar(&c.OAuthPrincipalClaim, "sasl-oauthbearer-unsecured-principal-claim-name", sasl.DefaultPrincipalClaim, "OAUTHBEARER with --sasl-oauthbearer-unsecured: the claim naming the principal (Kafka's unsecuredValidatorPrincipalClaimName)")
+	fs.StringVar(&c.OAuthScopeClaim, "sasl-oauthbearer-unsecured-scope-claim-name", sasl.DefaultScopeClaim, "OAUTHBEARER with --sasl-oauthbearer-unsecured: the claim holding the token's scope (Kafka's unsecuredValidatorScopeClaimName)")
+	fs.StringVar(&c.OAuthRequiredScope, "sasl-oauthbearer-unsecured-required-scope", "", "OAUTHBEARER with --sasl-oauthbearer-unsecured: space-separated scope items every token's scope must hold (Kafka's unsecuredValidatorRequiredScope); empty: none")
+	fs.DurationVar(&c.OAuthClockSkew, "sasl-oauthbearer-unsecured-allowable-clock-skew", 0, "OAUTHBEARER with --sasl-oauthbearer-unsecured: how far exp may lie in the past and iat in the future (Kafka's unsecuredValidatorAllowableClockSkewMs)")
 	fs.StringVar(&c.KerberosKeytab, "sasl-kerberos-keytab", "", "GSSAPI: keytab holding the keys of the service principals <service-name>/<host>@REALM of the brokers (a mounted Secret), re-read when it changes")
 	fs.StringVar(&c.KerberosService, "sasl-kerberos-service-name", "kafka", "GSSAPI: first component of the service principal clients get tickets for (Kafka's sasl.kerberos.service.name)")
 	fs.StringVar(&c.KerberosRules, "sasl-kerberos-principal-to-local-rules", "DEFAULT", "GSSAPI: principal names of Kerberos clients (Kafka's sasl.kerberos.principal.to.local.rules): RULE:[n:format](regex)s/from/to/g/[LU],...,DEFAULT; DEFAULT maps a principal of the keytab's realm to its first component; a principal no rule applies to is refused")
@@ -221,9 +233,10 @@ func (c *serveConfig) validateSecurity() error {
 				used[m] = true
 			}
 		}
+		s.oauthServed = used[sasl.OAuthBearer]
 		for _, m := range slices.Sorted(maps.Keys(used)) {
-			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" && s.OAuthJWKSURL == "" {
-				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file or --sasl-oauthbearer-jwks-url")
+			if m == sasl.OAuthBearer && s.OAuthJWKSFile == "" && s.OAuthJWKSURL == "" && !s.OAuthUnsecured {
+				return errors.New("OAUTHBEARER needs --sasl-oauthbearer-jwks-file, --sasl-oauthbearer-jwks-url or (for development) --sasl-oauthbearer-unsecured")
 			}
 			if m == sasl.GSSAPI && (s.KerberosKeytab == "" || s.KerberosService == "") {
 				return errors.New("GSSAPI needs --sasl-kerberos-keytab and --sasl-kerberos-service-name")
@@ -237,6 +250,9 @@ func (c *serveConfig) validateSecurity() error {
 	if s.OAuthJWKSFile != "" && s.OAuthJWKSURL != "" {
 		return errors.New("--sasl-oauthbearer-jwks-file and --sasl-oauthbearer-jwks-url: give one")
 	}
+	if err := c.validateUnsecuredOAuth(); err != nil {
+		return err
+	}
 	if s.OAuthJWKSURL != "" && (!strings.HasPrefix(s.OAuthJWKSURL, "https://") || s.OAuthJWKSRefresh <= 0) {
 		return errors.New("--sasl-oauthbearer-jwks-url must be https:// and --sasl-oauthbearer-jwks-refresh positive")
 	}
@@ -249,6 +265,47 @@ func (c *serveConfig) validateSecurity() error {
 	if s.MaxReauth < 0 || s.SASLMaxFailures < 0 || s.SASLFailureWindow <= 0 {
 		return errors.New("--connections-max-reauth and --sasl-max-failures must not be negative, --sasl-failure-window must be positive")
 	}
+	return nil
+}
+
+// jwksFlags are the flags of OAUTHBEARER tokens checked against a JWKS.
+var jwksFlags = []string{"sasl-oauthbearer-jwks-file", "sasl-oauthbearer-jwks-url", "sasl-oauthbearer-jwks-refresh",
+	"sasl-oauthbearer-jwks-retry-backoff", "sasl-oauthbearer-jwks-retry-backoff-max", "sasl-oauthbearer-jwks-ca-file",
+	"sasl-oauthbearer-issuer", "sasl-oauthbearer-audience"}
+
+// unsecuredFlags are the options of --sasl-oauthbearer-unsecured.
+var unsecuredFlags = []string{"sasl-oauthbearer-unsecured-principal-claim-name", "sasl-oauthbearer-unsecured-scope-claim-name",
+	"sasl-oauthbearer-unsecured-required-scope", "sasl-oauthbearer-unsecured-allowable-clock-skew"}
+
+// validateUnsecuredOAuth checks --sasl-oauthbearer-unsecured and its
+// options: never with a JWKS flag (a broker checks tokens one way; an
+// issuer or audience would not be checked), the options only with it.
+func (c *serveConfig) validateUnsecuredOAuth() error {
+	s := &c.securityConfig
+	if !s.OAuthUnsecured {
+		for _, f := range unsecuredFlags {
+			if c.explicit[f] {
+				return fmt.Errorf("--%s needs --sasl-oauthbearer-unsecured", f)
+			}
+		}
+		return nil
+	}
+	for _, f := range jwksFlags {
+		if c.explicit[f] {
+			return fmt.Errorf("--sasl-oauthbearer-unsecured and --%s: give one (unsigned tokens are not checked against a JWKS, an issuer or an audience)", f)
+		}
+	}
+	if strings.TrimSpace(s.OAuthPrincipalClaim) == "" || strings.TrimSpace(s.OAuthScopeClaim) == "" {
+		return errors.New("--sasl-oauthbearer-unsecured-principal-claim-name and --sasl-oauthbearer-unsecured-scope-claim-name must not be empty")
+	}
+	if s.OAuthClockSkew < 0 {
+		return errors.New("--sasl-oauthbearer-unsecured-allowable-clock-skew must not be negative")
+	}
+	scope, err := sasl.ParseScope(s.OAuthRequiredScope)
+	if err != nil {
+		return fmt.Errorf("--sasl-oauthbearer-unsecured-required-scope: %w", err)
+	}
+	s.oauthRequiredScope = scope
 	return nil
 }
 
@@ -430,7 +487,8 @@ type security struct {
 	// (--listener-tls-dir).
 	listenerTLS map[string]*tlsfiles.Dir
 	sasl        *sasl.Server
-	creds       *sasl.FileStore // --sasl-credentials-file
+	jwksURL     *sasl.TokenValidator // the validator of --sasl-oauthbearer-jwks-url, refreshed on a schedule
+	creds       *sasl.FileStore      // --sasl-credentials-file
 	limiter     *sasl.Limiter
 	// tokens are the delegation tokens (on the shared volume with a data
 	// dir, else in memory) and tokenCfg their settings.
@@ -495,6 +553,18 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 			}
 			srv.Tokens = v
 		}
+		if s.OAuthUnsecured {
+			v, err := sasl.NewUnsecuredValidator(s.OAuthPrincipalClaim, s.OAuthScopeClaim, s.oauthRequiredScope, s.OAuthClockSkew, time.Now)
+			if err != nil {
+				return nil, fmt.Errorf("--sasl-oauthbearer-unsecured: %w", err)
+			}
+			srv.Tokens = v
+			if s.oauthServed {
+				log.Warn().Str("mechanism", sasl.OAuthBearer).Str("validator", "unsecured").Str("principal_claim", v.PrincipalClaim).
+					Strs("required_scope", v.RequiredScope).Dur("allowable_clock_skew", v.ClockSkew).
+					Msg("OAUTHBEARER accepts unsigned tokens (--sasl-oauthbearer-unsecured): any client can claim any principal; for development and tests only")
+			}
+		}
 		if s.KerberosKeytab != "" {
 			k, err := sasl.OpenKeytab(s.KerberosKeytab, s.KerberosService, s.kerberosRules, time.Now)
 			if err != nil {
@@ -517,7 +587,7 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 			}
 			v.RetryBackoff, v.RetryBackoffMax = s.OAuthJWKSBackoff, s.OAuthJWKSBackoffMax
 			v.OnKeyFetch = logKeyFetches(log.With().Str("jwks_url", s.OAuthJWKSURL).Logger())
-			srv.Tokens = v
+			srv.Tokens, out.jwksURL = v, v
 		}
 		out.sasl = srv
 	}
@@ -638,7 +708,7 @@ func jwksClient(caFile string) (*http.Client, error) {
 // refreshJWKS fetches the OAUTHBEARER JWKS URL every interval until ctx
 // ends (nothing without a URL); failures are logged, the last keys kept.
 func (s *security) refreshJWKS(ctx context.Context, cfg *serveConfig, log zerolog.Logger) {
-	if s.sasl == nil || s.sasl.Tokens == nil || cfg.OAuthJWKSURL == "" {
+	if s.jwksURL == nil {
 		return
 	}
 	t := time.NewTicker(cfg.OAuthJWKSRefresh)
@@ -649,7 +719,7 @@ func (s *security) refreshJWKS(ctx context.Context, cfg *serveConfig, log zerolo
 			return
 		case <-t.C:
 		}
-		if err := s.sasl.Tokens.Refresh(ctx); err != nil {
+		if err := s.jwksURL.Refresh(ctx); err != nil {
 			log.Error().Err(err).Msg("JWKS refresh failed; keeping the previous keys")
 		}
 	}
