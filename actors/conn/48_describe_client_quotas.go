@@ -10,8 +10,10 @@ import (
 // DescribeClientQuotas (key 48): v0-1, answered from this broker's quota
 // configuration (the KafkaQuota objects it watches, or the local quota
 // file), with Kafka's filter semantics (actors/quota: exact, default and
-// any matches; strict excludes entities with other components). A bad
-// filter answers INVALID_REQUEST in the top-level ErrorCode.
+// any matches; strict excludes entities with other components), in
+// Kafka's order of entities, components and values (actors/quota's
+// order.go). A bad filter answers INVALID_REQUEST in the top-level
+// ErrorCode.
 func init() {
 	serve(API{Key: kmsg.DescribeClientQuotas.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleDescribeClientQuotas})
 }
@@ -45,7 +47,7 @@ func handleDescribeClientQuotas(r *Request) Pending {
 			ee.Type, ee.Name = c.Type, c.Name
 			entry.Entity = append(entry.Entity, ee)
 		}
-		for _, k := range sortedKeys(cfg[e]) {
+		for _, k := range cfg[e].SortedKeys() {
 			v := kmsg.NewDescribeClientQuotasResponseEntryValue()
 			v.Key, v.Value = k, cfg[e][k]
 			entry.Values = append(entry.Values, v)

@@ -52,7 +52,7 @@ func handleAlterClientQuotas(r *Request) Pending {
 		slots = append(slots, i)
 	}
 	if req.ValidateOnly || len(changes) == 0 {
-		return Ready(resp)
+		return Ready(inKafkaOrder(resp))
 	}
 	store, log := r.Server.QuotaStore, r.Server.Log()
 	return func() kmsg.Response {
@@ -71,8 +71,26 @@ func handleAlterClientQuotas(r *Request) Pending {
 			resp.Entries[slots[j]].ErrorCode = code
 			resp.Entries[slots[j]].ErrorMessage = optString(err.Error())
 		}
-		return resp
+		return inKafkaOrder(resp)
 	}
+}
+
+// inKafkaOrder orders resp's entries and each one's entity as Kafka's
+// controller answers them (its results map; actors/quota's order.go):
+// clients compare whole answers.
+func inKafkaOrder(resp *kmsg.AlterClientQuotasResponse) *kmsg.AlterClientQuotasResponse {
+	components := func(e kmsg.AlterClientQuotasResponseEntry) []quota.Component {
+		cs := make([]quota.Component, len(e.Entity))
+		for i, c := range e.Entity {
+			cs[i] = quota.Component{Type: c.Type, Name: c.Name}
+		}
+		return cs
+	}
+	for i := range resp.Entries {
+		quota.InKafkaOrder(resp.Entries[i].Entity, func(c kmsg.AlterClientQuotasResponseEntryEntity) int32 { return quota.JavaHash(c.Type) }, len(resp.Entries[i].Entity))
+	}
+	quota.InKafkaOrder(resp.Entries, func(e kmsg.AlterClientQuotasResponseEntry) int32 { return quota.EntityHash(components(e)) }, 16)
+	return resp
 }
 
 // alterClientQuotasError answers every entry with code, echoing its entity.

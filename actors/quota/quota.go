@@ -162,7 +162,8 @@ func EntityOf(cs []Component) (Entity, error) {
 	return e, e.check()
 }
 
-// Components is e in the protocol's form: user first, then client-id.
+// Components is e in the protocol's form, in Kafka's order (its
+// ClientQuotaEntity's map).
 func (e Entity) Components() []Component {
 	var out []Component
 	add := func(typ string, p Part) {
@@ -179,6 +180,7 @@ func (e Entity) Components() []Component {
 	add(TypeUser, e.User)
 	add(TypeClientID, e.ClientID)
 	add(TypeIP, e.IP)
+	InKafkaOrder(out, componentHash, 16)
 	return out
 }
 
@@ -335,12 +337,29 @@ func (f Filter) Matches(e Entity) bool {
 	return true
 }
 
-// Describe returns the entities of c that f selects, sorted (user, then
-// client id, then ip; names, then the default, then absent).
+// Describe returns the entities of c that f selects, in Kafka's order
+// (order.go).
 func (c Config) Describe(f Filter) []Entity {
+	// Kafka's order of every entity (its ClientQuotasImage, as a broker
+	// loading them builds it), from the fixed one.
+	all := c.sorted()
+	hash := func(e Entity) int32 { return EntityHash(e.Components()) }
+	InKafkaOrder(all, hash, 16)
+	InKafkaOrder(all, hash, 0)
+	out := all[:0]
+	for _, e := range all {
+		if f.Matches(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// sorted is c's entities that have values, ordered by less.
+func (c Config) sorted() []Entity {
 	var out []Entity
 	for e, vs := range c {
-		if len(vs) > 0 && f.Matches(e) {
+		if len(vs) > 0 {
 			out = append(out, e)
 		}
 	}
@@ -349,7 +368,7 @@ func (c Config) Describe(f Filter) []Entity {
 }
 
 // less orders entities by user, then client id, then ip: names (sorted),
-// then the default, then absent.
+// then the default, then absent; Kafka's order breaks its ties with it.
 func (e Entity) less(o Entity) bool {
 	if e.User != o.User {
 		return e.User.less(o.User)

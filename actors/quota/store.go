@@ -159,7 +159,7 @@ func (s *LocalStore) Alter(_ context.Context, cs []Change) []error {
 	}
 	if s.dir != "" {
 		specs := make([]Spec, 0, len(next))
-		for _, e := range next.Describe(Filter{}) {
+		for _, e := range next.sorted() {
 			specs = append(specs, ToSpec(e, next[e]))
 		}
 		data, _ := json.MarshalIndent(specs, "", "  ")

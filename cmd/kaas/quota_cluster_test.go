@@ -66,7 +66,8 @@ func TestKafkaQuotaObjects(t *testing.T) {
 			})
 		}
 	}
-	waitDescribed("the applied KafkaQuotas", "user=<default> producer_byte_rate=1048576", "ip=10.1.2.3 connection_creation_rate=20")
+	// In Kafka's order (actors/quota's order.go).
+	waitDescribed("the applied KafkaQuotas", "ip=10.1.2.3 connection_creation_rate=20", "user=<default> producer_byte_rate=1048576")
 	api.kubectl(t, "-n", c.ns, "delete", "kafkaquota", "one-ip")
 	waitDescribed("after deleting the ip quota", "user=<default> producer_byte_rate=1048576")
 
