@@ -87,7 +87,11 @@ func (a *connActor) gate(ctx actor.Context, seq uint64, in *inbound) bool {
 	}
 	switch {
 	case !a.auth.authenticated && a.auth.exchange != nil:
-		a.log.Warn().Str("api", kmsg.NameForKey(hdr.Key)).Str("mechanism", a.auth.mechanism).Msg("request during SASL authentication; answering ILLEGAL_SASL_STATE and closing connection")
+		ev := a.log.Warn().Str("api", kmsg.NameForKey(hdr.Key)).Str("mechanism", a.auth.mechanism)
+		if r, ok := a.auth.exchange.(interface{ Refused() error }); ok && r.Refused() != nil {
+			ev = ev.Err(r.Refused()) // the token refused by the error challenge the client took for success
+		}
+		ev.Msg("request during SASL authentication; answering ILLEGAL_SASL_STATE and closing connection")
 		if resp := a.illegalSASLState(in); resp != nil {
 			a.auth.exchange = nil
 			a.answerSASL(ctx, seq, hdr, resp, in.read, true)

@@ -38,8 +38,9 @@ func unsignedToken(sub string, exp time.Time, scope string) string {
 // token expired, without the required scope, signed, or malformed is
 // refused with SASL_AUTHENTICATION_FAILED carrying Kafka's error
 // challenge; a request sent after that challenge instead of %x01 is
-// answered ILLEGAL_SASL_STATE and the connection closed, as Kafka does;
-// the broker warns at start; and the flag with a JWKS flag stops start.
+// answered ILLEGAL_SASL_STATE and the connection closed, as Kafka does,
+// the refusal logged; the broker warns at start; and the flag with a
+// JWKS flag stops start.
 func TestOAuthBearerUnsecured(t *testing.T) {
 	plain, saslAddr := freeAddr(t), freeAddr(t)
 	listeners := fmt.Sprintf("PLAINTEXT://%s,SASL_PLAINTEXT://%s", plain, saslAddr)
@@ -123,6 +124,9 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 		t.Fatalf("Metadata during the exchange: %+v, want only ILLEGAL_SASL_STATE for the topic", mr)
 	}
 	assertClosed(t, c, "the connection after the Metadata request during the exchange")
+	if l := logs.String(); !strings.Contains(l, "request during SASL authentication") || !strings.Contains(l, "3 dot-separated") {
+		t.Fatal("the Metadata request during the exchange is not logged with the token's refusal")
+	}
 
 	_, err := parseServe([]string{"--listeners", "SASL_PLAINTEXT://" + freeAddr(t), "--sasl-enabled-mechanisms", "OAUTHBEARER",
 		"--sasl-oauthbearer-unsecured", "--sasl-oauthbearer-jwks-file", "/etc/kaas/jwks.json"}, func(string) string { return "" }, io.Discard)

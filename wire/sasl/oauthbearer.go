@@ -348,6 +348,15 @@ type bearerExchange struct {
 func (b *bearerExchange) Principal() string  { return b.principal }
 func (b *bearerExchange) Expires() time.Time { return b.expires }
 
+// Refused is the token refusal the last answer challenged, if any (a
+// client that sends another request instead of %x01 never sees it).
+func (b *bearerExchange) Refused() error {
+	if b.refused == nil {
+		return nil
+	}
+	return b.refused
+}
+
 func (b *bearerExchange) Step(in []byte) ([]byte, bool, error) {
 	if b.tokens == nil {
 		return nil, false, fmt.Errorf("%w: no OAUTHBEARER validator configured", ErrAuthentication)
