@@ -22,7 +22,10 @@
 # - broker-sasl (SASL_PLAINTEXT on localhost:9002 with PLAIN, SCRAM-SHA-256,
 #   SCRAM-SHA-512 and OAUTHBEARER, PLAINTEXT on 19002 where the suite
 #   creates its SCRAM user): a local-dev broker whose credentials file has
-#   the JAAS user admin/admin, re-authentication after 5 s;
+#   the JAAS user admin/admin, re-authentication after 5 s, and unsigned
+#   OAUTHBEARER tokens accepted (--sasl-oauthbearer-unsecured: the compose
+#   file's broker configures no OAUTHBEARER validator, so Kafka's
+#   unsecured one checks the suite's alg-none tokens);
 # - broker-sasl-kerberos (GSSAPI on localhost:9003, PLAINTEXT on 19003) and
 #   the kdc service: an MIT KDC of realm EXAMPLE.COM on port 8000 with the
 #   principals of docker/kerberos/init.sh, the broker's key in a keytab.
@@ -116,14 +119,8 @@ if [ -z "${PLATFORMATIC_SWEEP_NETNS:-}" ]; then
 	[ -s "$kdc/broker.keytab" ] || { cat "$kdc/setup.log" >&2; exit 1; }
 
 	# broker-sasl: the JAAS user admin/admin (PLAIN checks the SCRAM
-	# credential), and a JWKS for OAUTHBEARER (the suite's tokens are
-	# unsigned, alg none).
+	# credential).
 	printf admin | "$work/kaas" scram-credential -mechanisms SCRAM-SHA-256,SCRAM-SHA-512 admin >"$work/users.json"
-	"$node" -e '
-	const { generateKeyPairSync } = require("node:crypto")
-	const jwk = generateKeyPairSync("rsa", { modulusLength: 2048 }).publicKey.export({ format: "jwk" })
-	console.log(JSON.stringify({ keys: [{ ...jwk, kid: "platformatic-sweep", alg: "RS256", use: "sig" }] }))
-	' >"$work/jwks.json"
 	PLATFORMATIC_SWEEP_NETNS=$work PLATFORMATIC_SWEEP_NODE=$node exec unshare -n bash "$self" "$src" "$@"
 fi
 
@@ -165,8 +162,7 @@ brokers+=($!)
 "$work/kaas" --broker-id 1 --listeners 'SASL://:9002,DOCKER://:19002' \
 	--listener-security-protocol-map 'SASL:SASL_PLAINTEXT,DOCKER:PLAINTEXT' \
 	--sasl-enabled-mechanisms PLAIN,OAUTHBEARER,SCRAM-SHA-256,SCRAM-SHA-512 --sasl-plain-without-tls \
-	--sasl-credentials-file "$work/users.json" --sasl-oauthbearer-jwks-file "$work/jwks.json" \
-	--sasl-oauthbearer-issuer kafka --sasl-oauthbearer-audience users \
+	--sasl-credentials-file "$work/users.json" --sasl-oauthbearer-unsecured \
 	--connections-max-reauth 5s --sasl-max-failures 0 --http-addr 127.0.0.1:18092 \
 	--data-dir "$work/data-sasl" "${common[@]}" >"$work/kaas-sasl.log" 2>&1 &
 brokers+=($!)
