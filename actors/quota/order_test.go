@@ -13,11 +13,9 @@ func sortEntities(es []Entity) []Entity {
 }
 
 // TestKafkaOrder: client-quota answers in Kafka's order. Each expectation
-// is what a Java program building the maps as Kafka 4 does (ClientQuotaDelta
-// and ClientQuotasDelta applied to an empty image, ClientQuotaImage.dataToEntity,
-// AlterClientQuotasRequest.entries, then the controller's results map)
-// printed on JDK 17 and 25; the first three are also what
-// @platformatic/kafka's admin tests expect from Kafka.
+// is what testdata/KafkaOrder.java, building the maps as Kafka 4 does,
+// prints (on JDK 17 and 25 alike); the platformatic-shaped ones are also
+// what @platformatic/kafka's admin tests expect from Kafka.
 func TestKafkaOrder(t *testing.T) {
 	const (
 		p = ProducerByteRate

@@ -137,8 +137,8 @@ func TestClientQuotasAdmin(t *testing.T) {
 		t.Fatalf("ValidateAlterClientQuotas = %v, %v; want ok, INVALID_REQUEST", vres, err)
 	}
 
-	// Kafka's order of entities, components and values (checked against a
-	// Java program building Kafka's maps).
+	// Kafka's order of entities, components and values (as
+	// actors/quota/testdata/KafkaOrder.java prints it).
 	all := []string{
 		"{client-id=c2}: consumer_byte_rate=777.000000",
 		"{user=alice}: request_percentage=12.500000 producer_byte_rate=1048576.000000",
@@ -175,8 +175,8 @@ func TestClientQuotasAdmin(t *testing.T) {
 
 // TestClientQuotasKafkaOrder: kadm reads AlterClientQuotas and
 // DescribeClientQuotas answers in Kafka's order, which clients compare
-// whole (@platformatic/kafka's admin tests; each expectation checked
-// against a Java program building Kafka's maps): entries by their
+// whole (@platformatic/kafka's admin tests; each expectation as
+// actors/quota/testdata/KafkaOrder.java prints it): entries by their
 // entities' hashes, client-id before user, the values of one change in
 // HashMap order.
 func TestClientQuotasKafkaOrder(t *testing.T) {
