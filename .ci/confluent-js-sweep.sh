@@ -23,7 +23,8 @@
 # the users of kafka_jaas.conf (admin/admin, a super user; testuser/testpass),
 # and the ACL authorizer allowing what no ACL names. CJS_PARALLEL=1 runs the
 # protocols at once; CJS_E2E=1 also runs the e2e mocha specs in the classic
-# pass. jest runs with --forceExit: the suite leaves clients' handles open
+# pass (mocha's default bdd interface: the checkout's `make e2e` passes
+# --ui exports, which cannot load them). jest runs with --forceExit: the suite leaves clients' handles open
 # and jest would otherwise wait on them after the last test. Prints one line per test (status, file, name), the failures with
 # their first error line and the counts; result.json, jest.log and the
 # broker's log stay in WORK/PROTOCOL.
