@@ -393,6 +393,17 @@ func (s *Store) Update(group string, validateOnly bool, change func(map[string]s
 		return nil
 	}
 	dir := filepath.Join(s.root, groupstore.DirName(group))
+	if _, err := os.Stat(dir); validateOnly || errors.Is(err, os.ErrNotExist) {
+		// Checked without the lock first: a validate-only or refused
+		// change creates neither the group's directory nor its lock file.
+		cur, err := readFile(dir)
+		if err != nil {
+			return err
+		}
+		if _, err := s.apply(cur.Configs, change); err != nil || validateOnly {
+			return err
+		}
+	}
 	var stored bool
 	var refused error // change's error or the validation's, returned as is
 	err := atomicfile.Update(dir, fileName, atomicfile.Options{Mode: 0o644}, func(b []byte) ([]byte, error) {

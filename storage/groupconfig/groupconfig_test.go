@@ -306,3 +306,32 @@ func TestFileStoresSerializeUpdates(t *testing.T) {
 		t.Fatalf("stored %v, want every broker's last change %v", got, want)
 	}
 }
+
+// TestRefusedUpdateLeavesNoFiles: a validate-only or refused change of a
+// group without files creates no directory (nor lock file) for it.
+func TestRefusedUpdateLeavesNoFiles(t *testing.T) {
+	root := t.TempDir()
+	s := NewFile(root, nil)
+	set := func(v string) func(map[string]string) (map[string]string, error) {
+		return func(cur map[string]string) (map[string]string, error) {
+			cur["share.record.lock.duration.ms"] = v
+			return cur, nil
+		}
+	}
+	if err := s.Update("checked", true, set("20000")); err != nil {
+		t.Fatal(err)
+	}
+	var invalid *InvalidError
+	if err := s.Update("refused", false, set("1")); !errors.As(err, &invalid) {
+		t.Fatalf("out-of-range value: %v, want an InvalidError", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, groupstore.Dir)); len(ents) != 0 {
+		t.Fatalf("files left for groups never stored: %v", ents)
+	}
+	if err := s.Update("stored", false, set("20000")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Load("stored"); err != nil || got["share.record.lock.duration.ms"] != "20000" {
+		t.Fatalf("stored %v, %v", got, err)
+	}
+}
