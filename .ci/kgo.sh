@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs franz-go's own pkg/kgo test suite against one kaas broker on a data
-# dir, with a PLAINTEXT and a SASL_PLAINTEXT (SCRAM) listener: every test of
-# the suite (unit tests and integration tests: produce and consume, classic
-# and KIP-848 groups, transactions with TestTxnEtl, KIP-932 share groups
-# with TestShareGroup* and their admin APIs in TestShareGroupOffsetsAdmin,
-# the suite's SCRAM mode with SCRAM-SHA-256) but the ones listed in
+# dir, with a PLAINTEXT and a SASL_PLAINTEXT listener (SCRAM, and OAUTHBEARER
+# with unsigned tokens, as the suite's TestOAuthAuth expects of Kafka's
+# default validator): every test of the suite (unit tests and integration
+# tests: produce and consume, classic and KIP-848 groups, transactions with
+# TestTxnEtl, KIP-932 share groups with TestShareGroup* and their admin APIs
+# in TestShareGroupOffsetsAdmin, the suite's SCRAM mode with SCRAM-SHA-256,
+# its OAUTHBEARER test) but the one listed in
 # $excluded, whose reasons docs/compatibility.md gives; then TestSCRAMAuth
 # and TestSCRAMAuthBadCredentials again with SCRAM-SHA-512.
 # A skipped test fails the run. The franz-go version is the one go.mod requires;
@@ -52,11 +54,12 @@ go build -o "$work/kaas" ./cmd/kaas
 mkdir -p "$work/data"
 echo kgo-secret | "$work/kaas" scram-credential kgo >"$work/users.json"
 seeds=() scram_seeds=() logs=()
+sasl=(--sasl-credentials-file "$work/users.json" --sasl-enabled-mechanisms SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER --sasl-oauthbearer-unsecured)
 if [ "$brokers" = 1 ]; then
 	port=$(free_port)
 	sasl_port=$(free_port)
 	"$work/kaas" --listeners "PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port" \
-		--http-addr "" --data-dir "$work/data" --sasl-credentials-file "$work/users.json" \
+		--http-addr "" --data-dir "$work/data" "${sasl[@]}" \
 		--log-level warn >"$work/kaas.log" 2>&1 &
 	pids+=($!)
 	seeds+=("127.0.0.1:$port") scram_seeds+=("127.0.0.1:$sasl_port") logs+=("$work/kaas.log")
@@ -71,7 +74,7 @@ else
 		MY_POD_NAME=kaas-$i MY_POD_NAMESPACE=kgo MY_POD_UID=uid-kaas-$i KUBECONFIG=$env/kubeconfig \
 			"$work/kaas" --listeners "$listeners" --advertised-listeners "$listeners" \
 			--http-addr "" --heartbeat-addr "$hb" --advertised-heartbeat-addr "$hb" \
-			--data-dir "$work/data" --sasl-credentials-file "$work/users.json" \
+			--data-dir "$work/data" "${sasl[@]}" \
 			--log-format json --log-level warn >"$work/kaas-$i.log" 2>&1 &
 		pids+=($!)
 		seeds+=("127.0.0.1:$port") scram_seeds+=("127.0.0.1:$sasl_port") logs+=("$work/kaas-$i.log")
@@ -112,11 +115,13 @@ run_kgo() { # label, test regexp, extra go test flags, --, env assignments
 		rc=1
 	fi
 }
-# TestOAuthAuth: its token is signed with alg none, which kaas refuses.
 # TestIssueProduceBrokerTooOldFailsRecords: skips itself, as against Kafka 4
 # (ApiVersions lists Produce from v0, KAFKA-18659).
-excluded='^(TestOAuthAuth|TestIssueProduceBrokerTooOldFailsRecords)$'
-scram() { echo KGO_TEST_SCRAM_SEEDS="$(join "${scram_seeds[@]}")" KGO_TEST_SCRAM="kgo:kgo-secret:$1"; }
+excluded='^(TestIssueProduceBrokerTooOldFailsRecords)$'
+scram() {
+	echo KGO_TEST_SCRAM_SEEDS="$(join "${scram_seeds[@]}")" KGO_TEST_SCRAM="kgo:kgo-secret:$1" \
+		KGO_TEST_OAUTH_SEEDS="$(join "${scram_seeds[@]}")"
+}
 if [ -n "${1:-}" ]; then
 	# shellcheck disable=SC2046
 	run_kgo "selected, SCRAM-SHA-256" "$1" -skip "$excluded" -- $(scram 256)
