@@ -30,14 +30,15 @@ type answering struct {
 }
 
 func (m *answering) RegisterHandlers(inv actor.MessageInvoker, d actor.Dispatcher) {
-	kind := "other"
+	kind, id := "other", ""
 	if c, ok := inv.(interface{ Self() *actor.PID }); ok && c.Self() != nil {
-		if k := ChaosKind(c.Self().Id); k != "" {
+		id = c.Self().Id
+		if k := ChaosKind(id); k != "" {
 			kind = k
 		}
 	}
 	m.queued = mailboxGauges.of(kind)
-	m.Mailbox.RegisterHandlers(&answeringInvoker{inner: inv, mb: m.Mailbox, queued: m.queued}, d)
+	m.Mailbox.RegisterHandlers(&answeringInvoker{inner: inv, mb: m.Mailbox, queued: m.queued, id: id}, d)
 }
 
 // PostUserMessage counts the message queued before it can be invoked.
@@ -53,6 +54,7 @@ type answeringInvoker struct {
 	mb      actor.Mailbox
 	queued  prometheus.Gauge
 	stopped atomic.Bool
+	id      string // the actor's (Recovered names it)
 }
 
 // mailboxGauges resolves the queued-messages gauge of each kind once.
@@ -99,6 +101,7 @@ func (i *answeringInvoker) InvokeUserMessage(msg any) {
 // as for a stopped actor: the client retries, and an idempotent producer's
 // retry is de-duplicated), then reports the failure to the parent.
 func (i *answeringInvoker) EscalateFailure(reason, message any) {
+	Recovered(i.id, reason) // called in the mailbox's recover: the stack is the panic's
 	if u, ok := actor.UnwrapEnvelopeMessage(message).(Undeliverable); ok {
 		u.Undelivered()
 	}

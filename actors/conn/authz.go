@@ -1079,9 +1079,7 @@ func (a *connActor) safeAuthorizeAndHandle(api API, req *Request) (p Pending) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("authorization panic")
-			req.panicked = true
-			p = Ready(errorResponse(api, req.Body, kerr.UnknownServerError.Code))
+			p = Ready(a.recovered(api, req, r, "authorization panic"))
 		}
 	}()
 	d := authorize(authz{a: a.srv.Authorizer, s: req.Session, view: req.View}, api, req.Body)

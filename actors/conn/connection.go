@@ -348,9 +348,7 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 func (a *connActor) safeHandle(api API, req *Request) (p Pending) {
 	defer func() {
 		if r := recover(); r != nil {
-			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("handler panic")
-			req.panicked = true
-			p = Ready(errorResponse(api, req.Body, kerr.UnknownServerError.Code))
+			p = Ready(a.recovered(api, req, r, "handler panic"))
 		}
 	}()
 	return api.Handle(req)
@@ -359,12 +357,22 @@ func (a *connActor) safeHandle(api API, req *Request) (p Pending) {
 func (a *connActor) safeRun(api API, p Pending, req *Request) (resp kmsg.Response) {
 	defer func() {
 		if r := recover(); r != nil {
-			a.log.Error().Interface("panic", r).Str("api", kmsg.NameForKey(req.Header.Key)).Msg("handler panic")
-			req.panicked = true
-			resp = errorResponse(api, req.Body, kerr.UnknownServerError.Code)
+			resp = a.recovered(api, req, r, "handler panic")
 		}
 	}()
 	return p()
+}
+
+// recovered is the answer to a request whose authorization, handler or
+// Pending panicked (r): UNKNOWN_SERVER_ERROR, the panic logged and told
+// to its watchers. Called in the deferred function that recovered, so the
+// watchers get the panic's stack.
+func (a *connActor) recovered(api API, req *Request, r any, msg string) kmsg.Response {
+	name := kmsg.NameForKey(req.Header.Key)
+	actorsys.Recovered(name, r)
+	a.log.Error().Interface("panic", r).Str("api", name).Msg(msg)
+	req.panicked = true
+	return errorResponse(api, req.Body, kerr.UnknownServerError.Code)
 }
 
 // flush writes every finished response that is next in request order.
