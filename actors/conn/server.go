@@ -211,6 +211,8 @@ type Server struct {
 	SASLFailures *sasl.Limiter
 
 	fetchSessions *fetchsession.Cache
+	// guard supervises the connection actors (connStrategy).
+	guard *actorsys.StopOnFailure
 	// closedHooks run when a connection closes (OnConnectionClosed).
 	closedHooks []func(conn int64)
 	// VerifyTxn checks a transactional produce's partitions with the
@@ -253,6 +255,7 @@ func NewServer(cfg Config, system *actorsys.System, views *routing.Store, superv
 	}
 	s := &Server{cfg: cfg, frames: wire.NewFramePool(framePoolBudget), views: views, system: system, sup: supervisor, apis: map[int16]API{}, started: time.Now(),
 		fetchSessions: fetchsession.New(fetchsession.Config{Slots: max(cfg.FetchSessionSlots, 0), EvictAfter: cfg.FetchSessionEvictAfter})}
+	s.guard = connStrategy(s)
 	s.producerIDs = producerid.New(cfg.BrokerID, cfg.Clock.Now)
 	s.Quotas = quota.New(quota.DefaultWindow)
 	s.QuotaStore, _ = quota.OpenLocal("", s.Quotas) // memory only: cannot fail
@@ -388,7 +391,7 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l *Listener
 		}
 		id := s.connSeq.Add(1)
 		s.conns.Add(1)
-		if _, err := s.system.SpawnGuarded("conn/"+itoa(id), newConnActor(s, c, l, id, ip), connStrategy(s)); err != nil {
+		if _, err := s.system.SpawnGuarded("conn/"+itoa(id), newConnActor(s, c, l, id, ip), s.guard); err != nil {
 			s.cfg.Log.Error().Err(err).Msg("spawn connection actor")
 			_ = c.Close()
 			s.releaseConnection(l.Name, ip)
