@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"runtime/pprof"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,14 +9,7 @@ import (
 )
 
 // connReaders counts the goroutines reading a connection's requests.
-func connReaders(t *testing.T) int {
-	t.Helper()
-	var b bytes.Buffer
-	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Count(b.String(), "conn.(*connActor).read(")
-}
+func connReaders(t *testing.T) int { return goroutinesIn(t, "conn.(*connActor).read(") }
 
 // TestFailedReauthenticationLeavesNoReader: a re-authentication that
 // fails while a Fetch waits, with more requests pipelined behind it than a

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"os"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +96,29 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// goroutinesIn counts the goroutines whose stack holds frame.
+func goroutinesIn(t testing.TB, frame string) int {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&b, 2); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(b.String(), frame)
+}
+
+// TestStopEndsShareStateWriter: a stopped broker stops its share-partition
+// keeper, whose state writer goroutine then ends; left running, it kept
+// the stopped broker's actor system reachable, and brokers started and
+// stopped in one process (these tests, the request fuzzer) added up.
+func TestStopEndsShareStateWriter(t *testing.T) {
+	const writer = "share.(*writer).run("
+	before := goroutinesIn(t, writer)
+	_, _, stop := startTestBroker(t, "--data-dir", t.TempDir())
+	waitUntil(t, 10*time.Second, "the share state writer running", func() bool { return goroutinesIn(t, writer) == before+1 })
+	stop()
+	waitUntil(t, 10*time.Second, "the share state writer gone", func() bool { return goroutinesIn(t, writer) == before })
 }
 
 // TestStopWaitsForPartitionOpens: a broker on a data dir stopped at once,

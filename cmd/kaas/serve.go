@@ -292,6 +292,12 @@ func (b *broker) stop() {
 	b.ready.Store(false)
 	b.closeKafkaListeners()
 	b.srv.CloseConnections()
+	if b.share != nil {
+		// Its Stopping handler ends its state writer, after what is pending.
+		if err := b.share.Ref().PoisonWait(30 * time.Second); err != nil {
+			b.log.Error().Err(err).Msg("share-partition keeper stop")
+		}
+	}
 	if err := b.sup.PoisonWait(30 * time.Second); err != nil {
 		b.log.Error().Err(err).Msg("supervisor stop")
 	}
