@@ -12,11 +12,13 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/actorsys"
@@ -65,13 +67,14 @@ const (
 	fuzzMaxPartitions = 20000
 )
 
-// fuzzBrokerArgs start the fuzzed broker: the optional APIs served
-// (telemetry, delegation tokens), the ACL authorizer allowing what no ACL
-// names (every request goes through its rule), and group session timeouts
-// short enough that no member a past input joined holds a later join for
-// long.
+// fuzzBrokerArgs start the fuzzed broker: on a data dir (the storage
+// production runs on; fdatasync per partition rather than a syncfs of the
+// whole volume), the optional APIs served (telemetry, delegation tokens),
+// the ACL authorizer allowing what no ACL names (every request goes
+// through its rule), and group session timeouts short enough that no
+// member a past input joined holds a later join for long.
 var fuzzBrokerArgs = []string{
-	"--http-addr", "", "--log-level", "warn",
+	"--http-addr", "", "--log-level", "warn", "--fsync", "file",
 	"--client-telemetry",
 	"--delegation-token-secret-key", "fuzz-secret",
 	"--authorizer", "acl", "--allow-everyone-if-no-acl-found",
@@ -149,10 +152,16 @@ func (h *requestFuzzer) takePanics() []actorsys.Panic {
 	return p
 }
 
-// start starts a broker on h.addr and makes its fixtures.
+// start starts a broker on h.addr and a new data dir, and makes its
+// fixtures.
 func (h *requestFuzzer) start() error {
-	cfg, err := parseServe(append([]string{"--kafka-addr", h.addr}, fuzzBrokerArgs...), func(string) string { return "" }, io.Discard)
+	dir, err := os.MkdirTemp("", "kaas-fuzz-")
 	if err != nil {
+		return err
+	}
+	cfg, err := parseServe(append([]string{"--kafka-addr", h.addr, "--data-dir", dir}, fuzzBrokerArgs...), func(string) string { return "" }, io.Discard)
+	if err != nil {
+		_ = os.RemoveAll(dir)
 		return err
 	}
 	var logOut io.Writer = io.Discard
@@ -163,12 +172,14 @@ func (h *requestFuzzer) start() error {
 	b, err := startBroker(ctx, cfg, logOut)
 	if err != nil {
 		cancel()
+		_ = os.RemoveAll(dir)
 		return fmt.Errorf("start broker: %w", err)
 	}
 	h.b, h.inputs = b, 0
 	h.stopBroker = func() {
 		cancel()
 		b.shutdown()
+		_ = os.RemoveAll(dir)
 	}
 	h.apis = map[int16]conn.API{}
 	for _, a := range b.srv.APIs() {
@@ -425,6 +436,11 @@ func (h *requestFuzzer) run(t *testing.T, in []byte) {
 	if p := h.panicReport(); p != "" {
 		t.Fatalf("%s: answered %s%s", name, describeResponse(resp), p)
 	}
+	if resp != nil && hasErrorCode(reflect.ValueOf(resp), kerr.UnknownServerError.Code) {
+		// Kafka answers it to an exception it did not expect: never the
+		// right answer to a request, however odd.
+		t.Fatalf("%s: answered UNKNOWN_SERVER_ERROR: %s", name, describeResponse(resp))
+	}
 	if closed {
 		// Only a failed SaslAuthenticate closes a connection after its
 		// answer: ask again on a new one.
@@ -551,23 +567,27 @@ func (h *requestFuzzer) needsFreshBroker(key int16, resp kmsg.Response) bool {
 }
 
 // anySuccess: some ErrorCode in v is 0.
-func anySuccess(v reflect.Value) bool {
+func anySuccess(v reflect.Value) bool { return hasErrorCode(v, 0) }
+
+// hasErrorCode: some error code field in v (ErrorCode,
+// AcknowledgeErrorCode...) is code.
+func hasErrorCode(v reflect.Value, code int16) bool {
 	switch v.Kind() {
 	case reflect.Pointer:
-		return !v.IsNil() && anySuccess(v.Elem())
+		return !v.IsNil() && hasErrorCode(v.Elem(), code)
 	case reflect.Struct:
 		for i := range v.NumField() {
 			f := v.Field(i)
-			if v.Type().Field(i).Name == "ErrorCode" && f.Kind() == reflect.Int16 && f.Int() == 0 {
+			if strings.HasSuffix(v.Type().Field(i).Name, "ErrorCode") && f.Kind() == reflect.Int16 && f.Int() == int64(code) {
 				return true
 			}
-			if anySuccess(f) {
+			if hasErrorCode(f, code) {
 				return true
 			}
 		}
 	case reflect.Slice:
 		for i := range v.Len() {
-			if anySuccess(v.Index(i)) {
+			if hasErrorCode(v.Index(i), code) {
 				return true
 			}
 		}
