@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -88,8 +89,8 @@ func (a *connActor) gate(ctx actor.Context, seq uint64, in *inbound) bool {
 	switch {
 	case !a.auth.authenticated && a.auth.exchange != nil:
 		ev := a.log.Warn().Str("api", kmsg.NameForKey(hdr.Key)).Str("mechanism", a.auth.mechanism)
-		if r, ok := a.auth.exchange.(interface{ Refused() error }); ok && r.Refused() != nil {
-			ev = ev.Err(r.Refused()) // the token refused by the error challenge the client took for success
+		if err := refusal(a.auth.exchange); err != nil {
+			ev = ev.Err(err) // the token refused by the error challenge the client took for success
 		}
 		ev.Msg("request during SASL authentication; answering ILLEGAL_SASL_STATE and closing connection")
 		if resp := a.illegalSASLState(in); resp != nil {
@@ -258,7 +259,10 @@ func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest, resumed 
 		return fail(kerr.IllegalSaslState.Code, "SaslAuthenticate must follow SaslHandshake")
 	}
 	now := time.Now()
-	if !resumed && !a.srv.SASLFailures.Allow(a.host, now) {
+	// The %x01 after an error challenge ends a failure counted already;
+	// it gets the challenge's message, not the limiter's.
+	challenged := refusal(a.auth.exchange) != nil && bytes.Equal(req.SASLAuthBytes, []byte{1})
+	if !resumed && !challenged && !a.srv.SASLFailures.Allow(a.host, now) {
 		a.log.Warn().Str("mechanism", a.auth.mechanism).Msg("SASL authentication refused: too many failures from this address")
 		return fail(kerr.SaslAuthenticationFailed.Code, "too many failed authentications from this address; try again later")
 	}
@@ -273,13 +277,20 @@ func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest, resumed 
 		return nil, false, d
 	}
 	if err != nil {
-		a.srv.SASLFailures.Fail(a.host, now)
+		if !challenged {
+			a.srv.SASLFailures.Fail(a.host, now)
+		}
 		// err names no secret (the sasl package's errors never do).
 		a.log.Warn().Str("mechanism", a.auth.mechanism).Err(err).Msg("SASL authentication failed; closing connection")
 		return fail(kerr.SaslAuthenticationFailed.Code, sasl.ClientMessage(err))
 	}
 	resp.SASLAuthBytes = out
 	if !done {
+		if refusal(a.auth.exchange) != nil {
+			// Counted at the challenge: a client that hangs up instead
+			// of sending %x01 has failed all the same.
+			a.srv.SASLFailures.Fail(a.host, now)
+		}
 		return resp, false, nil
 	}
 	ex := a.auth.exchange
@@ -303,4 +314,13 @@ func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest, resumed 
 	}
 	a.log.Info().Str("principal", principal).Str("mechanism", a.auth.mechanism).Bool("reauthentication", reauth).Msg("SASL authenticated")
 	return resp, false, nil
+}
+
+// refusal is the refusal of the token an exchange's last answer
+// challenged (OAUTHBEARER's error challenge), if any.
+func refusal(ex sasl.Exchange) error {
+	if r, ok := ex.(interface{ Refused() error }); ok {
+		return r.Refused()
+	}
+	return nil
 }

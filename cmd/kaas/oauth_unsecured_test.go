@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,64 @@ func TestOAuthBearerUnsecured(t *testing.T) {
 		"--sasl-oauthbearer-unsecured", "--sasl-oauthbearer-jwks-file", "/etc/kaas/jwks.json"}, func(string) string { return "" }, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--sasl-oauthbearer-unsecured and --sasl-oauthbearer-jwks-file: give one") {
 		t.Fatalf("start with unsecured tokens and a JWKS file: %v", err)
+	}
+}
+
+// TestOAuthBearerRefusalsCount: a refused token counts against
+// --sasl-max-failures when the error challenge answers it, so a client
+// that hangs up instead of sending %x01 is limited as one that sends it;
+// the %x01 that ends a counted refusal gets the challenge's message, not
+// the limiter's; past the limit the address's valid token is refused,
+// another address's is not.
+func TestOAuthBearerRefusalsCount(t *testing.T) {
+	addr := freeAddr(t)
+	startBrokerArgs(t, "--http-addr", "", "--log-level", "warn", "--listeners", "SASL_PLAINTEXT://"+addr, "--advertised-listeners", "SASL_PLAINTEXT://"+addr,
+		"--sasl-enabled-mechanisms", "OAUTHBEARER", "--sasl-oauthbearer-unsecured", "--sasl-max-failures", "2", "--sasl-failure-window", "1h")
+	dial := func(ip net.IP) net.Conn {
+		d := &net.Dialer{Timeout: 2 * time.Second, LocalAddr: &net.TCPAddr{IP: ip}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Mechanism = "OAUTHBEARER"
+		if r := rawExchange(t, c, hs, 1, 1).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+			t.Fatalf("SaslHandshake: %v", kerr.ErrorForCode(r.ErrorCode))
+		}
+		return c
+	}
+	authenticate := func(c net.Conn, msg []byte, corr int32) *kmsg.SASLAuthenticateResponse {
+		au := kmsg.NewPtrSASLAuthenticateRequest()
+		au.SASLAuthBytes = msg
+		return rawExchange(t, c, au, 1, corr).(*kmsg.SASLAuthenticateResponse)
+	}
+	bearer := func(tok string) []byte { return []byte("n,,\x01auth=Bearer " + tok + "\x01\x01") }
+	expired, valid := unsignedToken("alice", time.Now().Add(-time.Minute), ""), unsignedToken("alice", time.Now().Add(time.Hour), "")
+	const challenge = `{"status":"invalid_token"}`
+	flooding := net.IPv4(127, 0, 0, 3)
+
+	// A refusal whose client hangs up after the challenge.
+	c := dial(flooding)
+	if r := authenticate(c, bearer(expired), 2); r.ErrorCode != 0 || string(r.SASLAuthBytes) != challenge {
+		t.Fatalf("expired token: error %v, bytes %q; want the error challenge", kerr.ErrorForCode(r.ErrorCode), r.SASLAuthBytes)
+	}
+	_ = c.Close()
+	// The second, acknowledged: the limit is reached, and the %x01 still
+	// gets the challenge as its message.
+	c = dial(flooding)
+	if r := authenticate(c, bearer(expired), 2); r.ErrorCode != 0 || string(r.SASLAuthBytes) != challenge {
+		t.Fatalf("second expired token: error %v, bytes %q; want the error challenge", kerr.ErrorForCode(r.ErrorCode), r.SASLAuthBytes)
+	}
+	if r := authenticate(c, []byte{1}, 3); r.ErrorCode != kerr.SaslAuthenticationFailed.Code || r.ErrorMessage == nil || *r.ErrorMessage != challenge {
+		t.Fatalf("%%x01 after the challenge: error %v, message %v; want SASL_AUTHENTICATION_FAILED with %s", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage, challenge)
+	}
+	// Two failures in the window: the address's valid token is refused.
+	if r := authenticate(dial(flooding), bearer(valid), 2); r.ErrorCode != kerr.SaslAuthenticationFailed.Code || r.ErrorMessage == nil || !strings.Contains(*r.ErrorMessage, "too many") {
+		t.Fatalf("valid token from the limited address: error %v, message %v; want the limiter's refusal", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	if r := authenticate(dial(net.IPv4(127, 0, 0, 1)), bearer(valid), 2); r.ErrorCode != 0 {
+		t.Fatalf("valid token from another address: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
