@@ -50,6 +50,14 @@ go mod download github.com/twmb/franz-go
 src=$(go list -m -f '{{.Dir}}' github.com/twmb/franz-go)
 cp -r "$src" "$work/franz-go"
 chmod -R u+w "$work/franz-go"
+# Test848RegexBrokerResolves subscribes to __consumer_offsets (Kafka's and
+# kaas's answer to its internal topic) and stops polling once it has seen
+# records from as many topics as it wants, counting any topic's; the
+# suite's other tests fill __consumer_offsets, so its records and one
+# wanted topic's can end the loop before the other wanted topic's arrive
+# (about one run in twenty). It then counts only the topics it wants.
+perl -0pi -e 's/(func Test848RegexBrokerResolves\(.*?if len\(ft\.Records\(\)\) > 0) \{/$1 \&\& slices.Contains(want, ft.Topic) {/s or die "kgo.sh: Test848RegexBrokerResolves is not as expected\n"' \
+	"$work/franz-go/pkg/kgo/consumer_test.go"
 go build -o "$work/kaas" ./cmd/kaas
 mkdir -p "$work/data"
 echo kgo-secret | "$work/kaas" scram-credential kgo >"$work/users.json"
