@@ -368,26 +368,9 @@ func (b *bearerExchange) Step(in []byte) ([]byte, bool, error) {
 		}
 		// Another client message: Kafka's server takes it afresh.
 	}
-	parts := bytes.Split(in, []byte{1})
-	if len(parts) < 3 || !bytes.HasPrefix(parts[0], []byte("n,")) {
-		return nil, false, fmt.Errorf("%w: malformed OAUTHBEARER message", ErrAuthentication)
-	}
-	authzid := ""
-	if gs2 := string(parts[0][2:]); strings.HasPrefix(gs2, "a=") {
-		authzid, _, _ = strings.Cut(gs2[2:], ",")
-	}
-	var token string
-	for _, kv := range parts[1:] {
-		if v, ok := strings.CutPrefix(string(kv), "auth="); ok {
-			scheme, tok, found := strings.Cut(v, " ")
-			if !found || !strings.EqualFold(scheme, "Bearer") {
-				return nil, false, fmt.Errorf("%w: auth is not a Bearer token", ErrAuthentication)
-			}
-			token = strings.TrimSpace(tok)
-		}
-	}
-	if token == "" {
-		return nil, false, fmt.Errorf("%w: no token", ErrAuthentication)
+	authzid, token, err := parseBearerMessage(in)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: malformed OAUTHBEARER message: %w", ErrAuthentication, err)
 	}
 	name, exp, wait, err := b.tokens.check(token, !b.deferred)
 	if wait != nil {
@@ -407,4 +390,102 @@ func (b *bearerExchange) Step(in []byte) ([]byte, bool, error) {
 	}
 	b.principal, b.expires = "User:"+name, exp
 	return nil, true, nil
+}
+
+// parseBearerMessage reads the client's first message with the grammar of
+// Kafka's OAuthBearerClientInitialResponse (RFC 7628 section 3.1):
+// "n," ["a=" saslname] "," %x01 *(key "=" value %x01) %x01, with keys
+// [A-Za-z]+, values [\x21-\x7E \t\r\n]+, a key named twice keeping its
+// last value, and auth = scheme 1*" " token, the scheme Bearer in any case
+// and the token [-_.a-zA-Z0-9]+. The other keys are extensions, which no
+// validator here reads. The authorization id is kept as sent, as Kafka
+// keeps it.
+func parseBearerMessage(in []byte) (authzid, token string, err error) {
+	s, ok := strings.CutPrefix(string(in), "n,")
+	if !ok {
+		return "", "", errors.New(`the GS2 header does not start with "n,"`)
+	}
+	if rest, ok := strings.CutPrefix(s, "a="); ok {
+		authzid, s, ok = strings.Cut(rest, ",")
+		if !ok || !saslName(authzid) {
+			return "", "", errors.New("malformed authorization id")
+		}
+	} else if s, ok = strings.CutPrefix(s, ","); !ok {
+		return "", "", errors.New("malformed GS2 header")
+	}
+	s, ok = strings.CutPrefix(s, "\x01")
+	if !ok {
+		return "", "", errors.New("no %x01 after the GS2 header")
+	}
+	pairs, ok := strings.CutSuffix(s, "\x01")
+	if !ok {
+		return "", "", errors.New("no %x01 at the end")
+	}
+	auth := ""
+	for len(pairs) > 0 {
+		var kv string
+		kv, pairs, ok = strings.Cut(pairs, "\x01")
+		if !ok {
+			return "", "", errors.New("a key-value pair without its %x01")
+		}
+		key, value, _ := strings.Cut(kv, "=")
+		if !allBytes(key, func(c byte) bool { return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' }) ||
+			!allBytes(value, func(c byte) bool { return c >= 0x21 && c <= 0x7e || c == ' ' || c == '\t' || c == '\r' || c == '\n' }) {
+			return "", "", errors.New("malformed key-value pair")
+		}
+		if key == "auth" {
+			auth = value
+		}
+	}
+	if auth == "" {
+		return "", "", errors.New("no auth")
+	}
+	scheme, tok, _ := strings.Cut(auth, " ")
+	tok = strings.TrimLeft(tok, " ")
+	if !allBytes(scheme, func(c byte) bool { return wordByte(c) }) ||
+		!allBytes(tok, func(c byte) bool { return wordByte(c) || c == '-' || c == '.' }) {
+		return "", "", errors.New("auth is not a scheme and a token")
+	}
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", "", errors.New("auth is not a Bearer token")
+	}
+	return authzid, tok, nil
+}
+
+// saslName: RFC 5801's saslname, as Kafka matches it: characters
+// \x01-\x7F but "," and "=", which appear only as =2C and =3D.
+func saslName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '=':
+			if !strings.HasPrefix(s[i:], "=2C") && !strings.HasPrefix(s[i:], "=3D") {
+				return false
+			}
+			i += 2
+		case c == ',' || c == 0 || c > 0x7f:
+			return false
+		}
+	}
+	return true
+}
+
+// allBytes: s is not empty and f holds for each of its bytes.
+func allBytes(s string, f func(byte) bool) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !f(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// wordByte: Java's \w, [a-zA-Z_0-9].
+func wordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
