@@ -3,6 +3,9 @@ package conn
 import (
 	"context"
 	"errors"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -14,9 +17,13 @@ import (
 // AlterClientQuotas (key 49): v0-1. Each entry's entity and operations are
 // validated as Kafka does (INVALID_REQUEST with the reason: unknown entity
 // type or key, an ip entity with a user or client id or a key other than
-// connection_creation_rate, a rate that is not a positive whole number) and, unless validateOnly, written to the quota store: a
-// KafkaQuota object per entity in cluster mode, the local quota file
-// otherwise. Removing every key of an entity removes it.
+// connection_creation_rate, a rate that is not a positive whole number)
+// and, unless validateOnly, written to the quota store: a KafkaQuota object
+// per entity in cluster mode, the local quota file otherwise. Removing
+// every key of an entity removes it. As Kafka's controller, it answers
+// each entity once: an entity named again, or an entry naming a key twice,
+// is ignored and its entity answered INVALID_REQUEST "Ignoring duplicate
+// entity" (an earlier entry of it still applied).
 func init() {
 	serve(API{Key: kmsg.AlterClientQuotas.Int16(), MinVersion: 0, MaxVersion: 1, Handle: handleAlterClientQuotas, ErrorResponse: alterClientQuotasError})
 }
@@ -26,11 +33,31 @@ const quotaStoreTimeout = 30 * time.Second
 
 func handleAlterClientQuotas(r *Request) Pending {
 	req := r.Body.(*kmsg.AlterClientQuotasRequest)
-	resp := alterClientQuotasError(req, 0).(*kmsg.AlterClientQuotasResponse)
+	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	cur := r.Server.Quotas.Config()
 	var changes []quota.Change
 	var slots []int
-	for i, e := range req.Entries {
+	// answered: each entity's entry in resp, as Kafka's controller keeps
+	// one result per entity.
+	answered := map[string]int{}
+	for _, e := range req.Entries {
+		key, text := requestEntity(e.Entity)
+		slot, again := answered[key]
+		if !again {
+			slot = len(resp.Entries)
+			answered[key] = slot
+			resp.Entries = append(resp.Entries, alterClientQuotasEntry(e.Entity, 0))
+		}
+		fail := func(msg string) {
+			resp.Entries[slot].ErrorCode = kerr.InvalidRequest.Code
+			resp.Entries[slot].ErrorMessage = optString(msg)
+		}
+		if again || duplicateQuotaKey(e.Ops) {
+			// Kafka's controller ignores the entry; an earlier entry of
+			// the entity is still applied, and answered with this.
+			fail("Ignoring duplicate entity " + text)
+			continue
+		}
 		cs := make([]quota.Component, 0, len(e.Entity))
 		for _, c := range e.Entity {
 			cs = append(cs, quota.Component{Type: c.Type, Name: c.Name})
@@ -44,12 +71,11 @@ func handleAlterClientQuotas(r *Request) Pending {
 			_, err = quota.Apply(ent, cur[ent], ops)
 		}
 		if err != nil {
-			resp.Entries[i].ErrorCode = kerr.InvalidRequest.Code
-			resp.Entries[i].ErrorMessage = optString(err.Error())
+			fail(err.Error())
 			continue
 		}
 		changes = append(changes, quota.Change{Entity: ent, Ops: ops})
-		slots = append(slots, i)
+		slots = append(slots, slot)
 	}
 	if req.ValidateOnly || len(changes) == 0 {
 		return Ready(inKafkaOrder(resp))
@@ -59,7 +85,7 @@ func handleAlterClientQuotas(r *Request) Pending {
 		ctx, cancel := context.WithTimeout(context.Background(), quotaStoreTimeout)
 		defer cancel()
 		for j, err := range store.Alter(ctx, changes) {
-			if err == nil {
+			if err == nil || resp.Entries[slots[j]].ErrorCode != 0 {
 				continue
 			}
 			code := kerr.UnknownServerError.Code
@@ -73,6 +99,48 @@ func handleAlterClientQuotas(r *Request) Pending {
 		}
 		return inKafkaOrder(resp)
 	}
+}
+
+// requestEntity is an entity of a request as a key of the answered
+// entities (its components in any order; an entity naming a type twice,
+// which is refused, is its own) and as Kafka's controller prints it
+// (ClientQuotaEntity's toString: a map in its HashMap order, a default's
+// name null, a type named twice with its last name).
+func requestEntity(cs []kmsg.AlterClientQuotasRequestEntryEntity) (key, text string) {
+	keys := make([]string, len(cs))
+	names := map[string]string{}
+	var types []string
+	for i, c := range cs {
+		keys[i] = strconv.Quote(c.Type)
+		name := "null"
+		if c.Name != nil {
+			keys[i] += "=" + strconv.Quote(*c.Name) // a default differs from a name "null"
+			name = *c.Name
+		}
+		if _, ok := names[c.Type]; !ok {
+			types = append(types, c.Type)
+		}
+		names[c.Type] = name
+	}
+	slices.Sort(keys)
+	quota.InKafkaOrder(types, quota.JavaHash, len(cs))
+	for i, t := range types {
+		types[i] = t + "=" + names[t]
+	}
+	return strings.Join(keys, ","), "ClientQuotaEntity(entries={" + strings.Join(types, ", ") + "})"
+}
+
+// duplicateQuotaKey: ops name a key twice, which Kafka's controller
+// answers as a duplicate entity.
+func duplicateQuotaKey(ops []kmsg.AlterClientQuotasRequestEntryOp) bool {
+	seen := map[string]bool{}
+	for _, o := range ops {
+		if seen[o.Key] {
+			return true
+		}
+		seen[o.Key] = true
+	}
+	return false
 }
 
 // inKafkaOrder orders resp's entries and each one's entity as Kafka's
@@ -98,14 +166,19 @@ func alterClientQuotasError(body kmsg.Request, code int16) kmsg.Response {
 	req := body.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	for _, e := range req.Entries {
-		re := kmsg.NewAlterClientQuotasResponseEntry()
-		re.ErrorCode = code
-		for _, c := range e.Entity {
-			rc := kmsg.NewAlterClientQuotasResponseEntryEntity()
-			rc.Type, rc.Name = c.Type, c.Name
-			re.Entity = append(re.Entity, rc)
-		}
-		resp.Entries = append(resp.Entries, re)
+		resp.Entries = append(resp.Entries, alterClientQuotasEntry(e.Entity, code))
 	}
 	return resp
+}
+
+// alterClientQuotasEntry is the answer code for an entity.
+func alterClientQuotasEntry(cs []kmsg.AlterClientQuotasRequestEntryEntity, code int16) kmsg.AlterClientQuotasResponseEntry {
+	re := kmsg.NewAlterClientQuotasResponseEntry()
+	re.ErrorCode = code
+	for _, c := range cs {
+		rc := kmsg.NewAlterClientQuotasResponseEntryEntity()
+		rc.Type, rc.Name = c.Type, c.Name
+		re.Entity = append(re.Entity, rc)
+	}
+	return re
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -113,9 +116,9 @@ func TestClientQuotasAdmin(t *testing.T) {
 	res := alterQuotas(t, adm,
 		kadm.AlterClientQuotaEntry{Entity: quotaEntity("ip", "10.0.0.1", "user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 5}}},
 		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "no_such_quota", Value: 5}}},
-		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10.5}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob2"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10.5}}},
 		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob", "user", "carol"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10}}},
-		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: -1}}},
+		kadm.AlterClientQuotaEntry{Entity: quotaEntity("user", "bob3"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: -1}}},
 		kadm.AlterClientQuotaEntry{Entity: quotaEntity("client-id", "c2"), Ops: []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: 777}}},
 	)
 	// The answer lists entries in Kafka's order, not the request's.
@@ -131,10 +134,14 @@ func TestClientQuotasAdmin(t *testing.T) {
 	// validateOnly checks and stores nothing.
 	vres, err := adm.ValidateAlterClientQuotas(ctxT(t, 10*time.Second), []kadm.AlterClientQuotaEntry{
 		{Entity: quotaEntity("user", "dave"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 100}}},
-		{Entity: quotaEntity("user", "dave"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 0}}},
+		{Entity: quotaEntity("user", "erin"), Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 0}}},
 	})
-	if err != nil || vres[0].Err != nil || !errors.Is(vres[1].Err, kerr.InvalidRequest) {
-		t.Fatalf("ValidateAlterClientQuotas = %v, %v; want ok, INVALID_REQUEST", vres, err)
+	validated := map[string]error{}
+	for _, r := range vres {
+		validated[r.Entity.String()] = r.Err
+	}
+	if err != nil || len(vres) != 2 || validated["{user=dave}"] != nil || !errors.Is(validated["{user=erin}"], kerr.InvalidRequest) {
+		t.Fatalf("ValidateAlterClientQuotas = %v, %v; want dave ok, erin INVALID_REQUEST", vres, err)
 	}
 
 	// Kafka's order of entities, components and values (as
@@ -201,6 +208,78 @@ func TestClientQuotasKafkaOrder(t *testing.T) {
 	sameLines(t, "user User1", describedQuotas(t, adm, false, kadm.DescribeClientQuotaComponent{Type: "user", MatchName: strp("User1")}), []string{
 		"{user=User1}: consumer_byte_rate=1000.000000 request_percentage=0.500000 producer_byte_rate=1000.000000",
 		"{client-id=Client1, user=User1}: consumer_byte_rate=1000.000000 request_percentage=0.500000 producer_byte_rate=1000.000000",
+	})
+}
+
+// TestAlterClientQuotasDuplicates: AlterClientQuotas answers each entity
+// once, as Kafka's controller (its results map): an entity named again
+// (its components in another order too), or an entry naming a key twice,
+// is ignored and its entity answered INVALID_REQUEST "Ignoring duplicate
+// entity", printed as Kafka prints it; an earlier entry of a repeated
+// entity is still applied.
+func TestAlterClientQuotasDuplicates(t *testing.T) {
+	_, addr := testBroker(t)
+	cl := newClient(t, addr)
+	entry := func(ops map[string]float64, dupKey bool, kv ...string) kmsg.AlterClientQuotasRequestEntry {
+		e := kmsg.NewAlterClientQuotasRequestEntry()
+		for i := 0; i < len(kv); i += 2 {
+			c := kmsg.NewAlterClientQuotasRequestEntryEntity()
+			c.Type = kv[i]
+			if kv[i+1] != "" {
+				c.Name = strp(kv[i+1])
+			}
+			e.Entity = append(e.Entity, c)
+		}
+		for k, v := range ops {
+			o := kmsg.NewAlterClientQuotasRequestEntryOp()
+			o.Key, o.Value = k, v
+			e.Ops = append(e.Ops, o)
+			if dupKey {
+				e.Ops = append(e.Ops, o)
+			}
+		}
+		return e
+	}
+	req := kmsg.NewPtrAlterClientQuotasRequest()
+	req.Entries = []kmsg.AlterClientQuotasRequestEntry{
+		entry(map[string]float64{"producer_byte_rate": 1000}, false, "user", "alice", "client-id", "c2"),
+		entry(map[string]float64{"consumer_byte_rate": 5}, true, "client-id", "c1"),
+		entry(map[string]float64{"producer_byte_rate": 2000}, false, "client-id", "c2", "user", "alice"),
+		entry(map[string]float64{"consumer_byte_rate": 7}, false, "user", "bob", "client-id", ""),
+	}
+	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range resp.Entries {
+		var cs []string
+		for _, c := range e.Entity {
+			name := "<default>"
+			if c.Name != nil {
+				name = *c.Name
+			}
+			cs = append(cs, c.Type+"="+name)
+		}
+		msg := ""
+		if e.ErrorMessage != nil {
+			msg = *e.ErrorMessage
+		}
+		got = append(got, fmt.Sprintf("%s: %d %s", strings.Join(cs, ","), e.ErrorCode, msg))
+	}
+	sort.Strings(got)
+	invalid := kerr.InvalidRequest.Code
+	want := []string{
+		"client-id=<default>,user=bob: 0 ",
+		fmt.Sprintf("client-id=c1: %d Ignoring duplicate entity ClientQuotaEntity(entries={client-id=c1})", invalid),
+		fmt.Sprintf("client-id=c2,user=alice: %d Ignoring duplicate entity ClientQuotaEntity(entries={client-id=c2, user=alice})", invalid),
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("AlterClientQuotas answered\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	sameLines(t, "the quotas", describedQuotas(t, newAdmin(t, addr), false), []string{
+		"{client-id=c2, user=alice}: producer_byte_rate=1000.000000",
+		"{client-id=<default>, user=bob}: consumer_byte_rate=7.000000",
 	})
 }
 
