@@ -33,6 +33,18 @@ type healParent struct {
 	terminated chan struct{}
 }
 
+// spawnHealParent spawns a healParent in sys and returns it with its
+// child.
+func spawnHealParent(t *testing.T, sys *System) (*healParent, Ref) {
+	t.Helper()
+	refs := make(chan Ref, 1)
+	p := &healParent{child: func(r Ref) { refs <- r }, release: make(chan struct{}), failed: make(chan any, 1), terminated: make(chan struct{})}
+	if _, err := sys.Spawn("parent", func() actor.Actor { return p }); err != nil {
+		t.Fatal(err)
+	}
+	return p, <-refs
+}
+
 func (p *healParent) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, msg any) {
 	(&StopOnFailure{OnFailure: func(f Failed) { p.failed <- f.Reason }}).HandleFailure(sys, sup, child, rs, reason, msg)
 }
@@ -57,12 +69,7 @@ func (p *healParent) Receive(ctx actor.Context) {
 func TestFailedChildIsStoppedAndItsQueueAnswered(t *testing.T) {
 	sys := NewSystem()
 	defer sys.Shutdown()
-	refs := make(chan Ref, 1)
-	p := &healParent{child: func(r Ref) { refs <- r }, release: make(chan struct{}), failed: make(chan any, 1), terminated: make(chan struct{})}
-	if _, err := sys.Spawn("parent", func() actor.Actor { return p }); err != nil {
-		t.Fatal(err)
-	}
-	child := <-refs
+	p, child := spawnHealParent(t, sys)
 	var answered atomic.Int32
 	const queued = 20
 	for range queued + 1 {
@@ -96,12 +103,7 @@ func TestFailedChildIsStoppedAndItsQueueAnswered(t *testing.T) {
 func TestCrashNeedsChaos(t *testing.T) {
 	sys := NewSystem()
 	defer sys.Shutdown()
-	refs := make(chan Ref, 1)
-	p := &healParent{child: func(r Ref) { refs <- r }, release: make(chan struct{}), failed: make(chan any, 1), terminated: make(chan struct{})}
-	if _, err := sys.Spawn("parent", func() actor.Actor { return p }); err != nil {
-		t.Fatal(err)
-	}
-	child := <-refs
+	p, child := spawnHealParent(t, sys)
 	child.Send(&Crash{})
 	time.Sleep(100 * time.Millisecond)
 	select {

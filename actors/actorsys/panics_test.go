@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 )
 
 // TestWatchPanicsSeesActorPanics: a panic in an actor's Receive reaches the
@@ -24,12 +22,7 @@ func TestWatchPanicsSeesActorPanics(t *testing.T) {
 	defer stop()
 	sys := NewSystem()
 	defer sys.Shutdown()
-	refs := make(chan Ref, 1)
-	p := &healParent{child: func(r Ref) { refs <- r }, release: make(chan struct{}), failed: make(chan any, 1), terminated: make(chan struct{})}
-	if _, err := sys.Spawn("parent", func() actor.Actor { return p }); err != nil {
-		t.Fatal(err)
-	}
-	child := <-refs
+	p, child := spawnHealParent(t, sys)
 	close(p.release)
 	child.Send(queuedRequest{answered: new(atomic.Int32)})
 	select {

@@ -29,13 +29,7 @@ func TestConnectionClosedHooks(t *testing.T) {
 	}})
 	closed := make(chan int64, 4)
 	srv.OnConnectionClosed(func(c int64) { closed <- c })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	go func() { _ = srv.Serve(ctx, ln) }()
+	addr, ctx := serveLoopback(t, srv)
 
 	connOf := func(cl *kgo.Client) int64 {
 		if _, err := kmsg.NewPtrListGroupsRequest().RequestWith(ctx, cl); err != nil {
@@ -49,11 +43,11 @@ func TestConnectionClosedHooks(t *testing.T) {
 			return 0
 		}
 	}
-	a, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()))
+	a, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()))
+	b, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,4 +70,18 @@ func TestConnectionClosedHooks(t *testing.T) {
 		t.Fatalf("connection %d reported closed while b keeps it", c)
 	case <-time.After(100 * time.Millisecond):
 	}
+}
+
+// serveLoopback serves srv on a loopback port for 20 s at most (the
+// context, ended with the test) and returns its address.
+func serveLoopback(t *testing.T, srv *Server) (string, context.Context) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	go func() { _ = srv.Serve(ctx, ln) }()
+	return ln.Addr().String(), ctx
 }

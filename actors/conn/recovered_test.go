@@ -2,11 +2,8 @@ package conn
 
 import (
 	"bytes"
-	"context"
-	"net"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,14 +33,8 @@ func TestHandlerPanicsAnsweredAndReported(t *testing.T) {
 	srv := NewServer(Config{Log: zerolog.Nop()}, system, views, actorsys.Ref{})
 	srv.Register(API{Key: kmsg.ListGroups.Int16(), MinVersion: 0, MaxVersion: 5, Handle: panicInHandler})
 	srv.Register(API{Key: kmsg.DescribeCluster.Int16(), MinVersion: 0, MaxVersion: 2, Handle: panicInPending})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	go func() { _ = srv.Serve(ctx, ln) }()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(ln.Addr().String()), kgo.RequestRetries(0))
+	addr, ctx := serveLoopback(t, srv)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
 	if err != nil {
 		t.Fatal(err)
 	}

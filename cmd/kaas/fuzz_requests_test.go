@@ -349,7 +349,7 @@ func (h *requestFuzzer) call(req kmsg.Request) (kmsg.Response, error) {
 // answer reads the next frame as the answer to req with correlation id
 // corr.
 func (h *requestFuzzer) answer(req kmsg.Request, corr int32) (kmsg.Response, error) {
-	b, err := readFuzzFrame(h.r)
+	b, err := readSizedFrame(h.r)
 	if err != nil {
 		return nil, err
 	}
@@ -383,16 +383,6 @@ func fuzzFrame(dst []byte, key, version int16, corr int32, flexible bool, body [
 	dst = append(dst, body...)
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
-}
-
-func readFuzzFrame(r *bufio.Reader) ([]byte, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r, sz[:]); err != nil {
-		return nil, err
-	}
-	b := make([]byte, binary.BigEndian.Uint32(sz[:]))
-	_, err := io.ReadFull(r, b)
-	return b, err
 }
 
 // fuzzInput is an input of FuzzRequests: key, version, body.

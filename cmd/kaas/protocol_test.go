@@ -353,12 +353,17 @@ func frame(key, version int16, corr int32, body []byte) []byte {
 
 func readFrame(t *testing.T, c net.Conn) ([]byte, error) {
 	t.Helper()
+	return readSizedFrame(c)
+}
+
+// readSizedFrame reads one size-prefixed frame from r.
+func readSizedFrame(r io.Reader) ([]byte, error) {
 	var sz [4]byte
-	if _, err := io.ReadFull(c, sz[:]); err != nil {
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
 		return nil, err
 	}
 	b := make([]byte, binary.BigEndian.Uint32(sz[:]))
-	_, err := io.ReadFull(c, b)
+	_, err := io.ReadFull(r, b)
 	return b, err
 }
 
