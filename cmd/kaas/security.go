@@ -60,6 +60,8 @@ type securityConfig struct {
 	OAuthJWKSCAFile     string
 	OAuthIssuer         string
 	OAuthAudience       string
+	OAuthSubClaim       string
+	OAuthJWKSClockSkew  time.Duration
 	OAuthUnsecured      bool
 	OAuthPrincipalClaim string
 	OAuthScopeClaim     string
@@ -93,6 +95,7 @@ type securityConfig struct {
 	kerberosRules       *sasl.KerberosRules
 	saslMechanisms      []string
 	oauthRequiredScope  []string            // OAuthRequiredScope parsed
+	oauthAudiences      []string            // OAuthAudience parsed
 	oauthServed         bool                // a SASL listener offers OAUTHBEARER
 	listenerMechs       map[string][]string // listener -> its own SASL mechanisms
 	needTLS, needSASL   bool
@@ -127,7 +130,9 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.DurationVar(&c.OAuthJWKSBackoffMax, "sasl-oauthbearer-jwks-retry-backoff-max", sasl.DefaultJWKSRetryBackoffMax, "OAUTHBEARER: most wait between fetches of --sasl-oauthbearer-jwks-url for tokens naming an unknown key id (Kafka's sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms)")
 	fs.StringVar(&c.OAuthJWKSCAFile, "sasl-oauthbearer-jwks-ca-file", "", "OAUTHBEARER: PEM file of the CAs trusted for --sasl-oauthbearer-jwks-url (empty: the system's)")
 	fs.StringVar(&c.OAuthIssuer, "sasl-oauthbearer-issuer", "", "OAUTHBEARER: required iss claim (empty: any)")
-	fs.StringVar(&c.OAuthAudience, "sasl-oauthbearer-audience", "", "OAUTHBEARER: required aud claim (empty: any)")
+	fs.StringVar(&c.OAuthAudience, "sasl-oauthbearer-audience", "", "OAUTHBEARER: expected audiences, comma-separated: a token's aud claim must hold one (Kafka's sasl.oauthbearer.expected.audience; empty: any)")
+	fs.StringVar(&c.OAuthSubClaim, "sasl-oauthbearer-sub-claim-name", sasl.DefaultPrincipalClaim, "OAUTHBEARER: the claim naming the principal, User:<its value> (Kafka's sasl.oauthbearer.sub.claim.name)")
+	fs.DurationVar(&c.OAuthJWKSClockSkew, "sasl-oauthbearer-clock-skew", sasl.DefaultJWKSClockSkew, "OAUTHBEARER: how far a token's exp may lie in the past and its nbf and iat in the future, for clocks that differ from the token issuer's (Kafka's sasl.oauthbearer.clock.skew.seconds)")
 	fs.BoolVar(&c.OAuthUnsecured, "sasl-oauthbearer-unsecured", false, "OAUTHBEARER: accept unsigned tokens (alg none) instead of checking them against a JWKS, as Kafka's default OAuthBearerUnsecuredValidatorCallbackHandler does. Any client can claim any principal: for development and tests only")
 	fs.StringVar(&c.OAuthPrincipalClaim, "sasl-oauthbearer-unsecured-principal-claim-name", sasl.DefaultPrincipalClaim, "OAUTHBEARER with --sasl-oauthbearer-unsecured: the claim naming the principal (Kafka's unsecuredValidatorPrincipalClaimName)")
 	fs.StringVar(&c.OAuthScopeClaim, "sasl-oauthbearer-unsecured-scope-claim-name", sasl.DefaultScopeClaim, "OAUTHBEARER with --sasl-oauthbearer-unsecured: the claim holding the token's scope (Kafka's unsecuredValidatorScopeClaimName)")
@@ -271,7 +276,7 @@ func (c *serveConfig) validateSecurity() error {
 // jwksFlags are the flags of OAUTHBEARER tokens checked against a JWKS.
 var jwksFlags = []string{"sasl-oauthbearer-jwks-file", "sasl-oauthbearer-jwks-url", "sasl-oauthbearer-jwks-refresh",
 	"sasl-oauthbearer-jwks-retry-backoff", "sasl-oauthbearer-jwks-retry-backoff-max", "sasl-oauthbearer-jwks-ca-file",
-	"sasl-oauthbearer-issuer", "sasl-oauthbearer-audience"}
+	"sasl-oauthbearer-issuer", "sasl-oauthbearer-audience", "sasl-oauthbearer-sub-claim-name", "sasl-oauthbearer-clock-skew"}
 
 // unsecuredFlags are the options of --sasl-oauthbearer-unsecured.
 var unsecuredFlags = []string{"sasl-oauthbearer-unsecured-principal-claim-name", "sasl-oauthbearer-unsecured-scope-claim-name",
@@ -288,7 +293,7 @@ func (c *serveConfig) validateUnsecuredOAuth() error {
 				return fmt.Errorf("--%s needs --sasl-oauthbearer-unsecured", f)
 			}
 		}
-		return nil
+		return s.validateJWKSOAuth()
 	}
 	for _, f := range jwksFlags {
 		if c.explicit[f] {
@@ -306,6 +311,23 @@ func (c *serveConfig) validateUnsecuredOAuth() error {
 		return fmt.Errorf("--sasl-oauthbearer-unsecured-required-scope: %w", err)
 	}
 	s.oauthRequiredScope = scope
+	return nil
+}
+
+// validateJWKSOAuth checks the options of tokens checked against a JWKS.
+func (s *securityConfig) validateJWKSOAuth() error {
+	if strings.TrimSpace(s.OAuthSubClaim) == "" {
+		return errors.New("--sasl-oauthbearer-sub-claim-name must not be empty")
+	}
+	if s.OAuthJWKSClockSkew < 0 {
+		return errors.New("--sasl-oauthbearer-clock-skew must not be negative")
+	}
+	s.oauthAudiences = nil
+	for _, a := range strings.Split(s.OAuthAudience, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			s.oauthAudiences = append(s.oauthAudiences, a)
+		}
+	}
 	return nil
 }
 
@@ -547,10 +569,11 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 			srv.Credentials, out.creds = f, f
 		}
 		if s.OAuthJWKSFile != "" {
-			v, err := sasl.NewTokenValidator(s.OAuthJWKSFile, s.OAuthIssuer, s.OAuthAudience, time.Now)
+			v, err := sasl.NewTokenValidator(s.OAuthJWKSFile, s.OAuthIssuer, s.oauthAudiences, time.Now)
 			if err != nil {
 				return nil, fmt.Errorf("--sasl-oauthbearer-jwks-file: %w", err)
 			}
+			v.PrincipalClaim, v.ClockSkew = s.OAuthSubClaim, s.OAuthJWKSClockSkew
 			srv.Tokens = v
 		}
 		if s.OAuthUnsecured {
@@ -580,11 +603,12 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 				return nil, err
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			v, err := sasl.NewURLTokenValidator(ctx, s.OAuthJWKSURL, client, s.OAuthIssuer, s.OAuthAudience, time.Now)
+			v, err := sasl.NewURLTokenValidator(ctx, s.OAuthJWKSURL, client, s.OAuthIssuer, s.oauthAudiences, time.Now)
 			cancel()
 			if err != nil {
 				return nil, fmt.Errorf("--sasl-oauthbearer-jwks-url: %w", err)
 			}
+			v.PrincipalClaim, v.ClockSkew = s.OAuthSubClaim, s.OAuthJWKSClockSkew
 			v.RetryBackoff, v.RetryBackoffMax = s.OAuthJWKSBackoff, s.OAuthJWKSBackoffMax
 			v.OnKeyFetch = logKeyFetches(log.With().Str("jwks_url", s.OAuthJWKSURL).Logger())
 			srv.Tokens, out.jwksURL = v, v

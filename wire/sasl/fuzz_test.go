@@ -46,7 +46,7 @@ func FuzzExchange(f *testing.F) {
 	if err := os.WriteFile(path, jwks, 0o600); err != nil {
 		f.Fatal(err)
 	}
-	tokens, err := NewTokenValidator(path, "", "", time.Now)
+	tokens, err := NewTokenValidator(path, "", nil, time.Now)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -120,7 +120,7 @@ func (c *virtualClock) Add(d time.Duration) {
 // backoffs; it made the endpoint's first request.
 func newKidValidator(t *testing.T, p *idp, clock *virtualClock, backoff, backoffMax time.Duration) *TokenValidator {
 	t.Helper()
-	v, err := NewURLTokenValidator(context.Background(), p.srv.URL+"/jwks", p.srv.Client(), "", "", clock.Now)
+	v, err := NewURLTokenValidator(context.Background(), p.srv.URL+"/jwks", p.srv.Client(), "", nil, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestJWKSFromURL(t *testing.T) {
 		return tok
 	}
 	ctx := context.Background()
-	v, err := NewURLTokenValidator(ctx, srv.URL+"/jwks", srv.Client(), "", "", time.Now)
+	v, err := NewURLTokenValidator(ctx, srv.URL+"/jwks", srv.Client(), "", nil, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,17 +74,17 @@ func TestJWKSFromURL(t *testing.T) {
 	if _, _, err := v.Validate(token(k2)); err != nil {
 		t.Fatalf("last good keys dropped after a failed refresh: %v", err)
 	}
-	if _, err := NewURLTokenValidator(ctx, srv.URL+"/jwks", srv.Client(), "", "", time.Now); err == nil {
+	if _, err := NewURLTokenValidator(ctx, srv.URL+"/jwks", srv.Client(), "", nil, time.Now); err == nil {
 		t.Fatal("first fetch failing: accepted")
 	}
-	if _, err := NewURLTokenValidator(ctx, "http://127.0.0.1:1/jwks", http.DefaultClient, "", "", time.Now); err == nil {
+	if _, err := NewURLTokenValidator(ctx, "http://127.0.0.1:1/jwks", http.DefaultClient, "", nil, time.Now); err == nil {
 		t.Fatal("http:// accepted")
 	}
 	// A client not trusting the server's certificate cannot fetch.
 	mu.Lock()
 	status = http.StatusOK
 	mu.Unlock()
-	if _, err := NewURLTokenValidator(ctx, srv.URL+"/jwks", &http.Client{}, "", "", time.Now); err == nil {
+	if _, err := NewURLTokenValidator(ctx, srv.URL+"/jwks", &http.Client{}, "", nil, time.Now); err == nil {
 		t.Fatal("untrusted server certificate accepted")
 	}
 }

@@ -71,14 +71,22 @@ func ClientMessage(err error) string {
 	return err.Error()
 }
 
-// TokenValidator checks OAUTHBEARER tokens: JWTs signed by a key of a JWKS
-// (a file re-read when it changes, or an https URL fetched again by
-// Refresh and when a token names a key id the set lacks), optionally with
-// a required issuer and audience. The principal is "User:" and the token's
-// sub claim.
+// TokenValidator checks OAUTHBEARER tokens as Kafka's broker JWT validator
+// does: JWTs signed by a key of a JWKS (a file re-read when it changes, or
+// an https URL fetched again by Refresh and when a token names a key id
+// the set lacks), with exp, optionally a required issuer and one of the
+// expected audiences, times checked with ClockSkew to spare. The principal
+// is "User:" and the token's PrincipalClaim, a non-empty string.
 type TokenValidator struct {
-	Issuer   string // required iss, empty: any
-	Audience string // required in aud, empty: any
+	Issuer    string   // required iss, empty: any
+	Audiences []string // aud must hold one of them; empty: any
+	// PrincipalClaim names the claim holding the principal name (Kafka's
+	// sasl.oauthbearer.sub.claim.name, DefaultPrincipalClaim).
+	PrincipalClaim string
+	// ClockSkew is how far exp may lie in the past and nbf and iat in the
+	// future (Kafka's sasl.oauthbearer.clock.skew.seconds,
+	// DefaultJWKSClockSkew).
+	ClockSkew time.Duration
 	// RetryBackoff and RetryBackoffMax space the fetches of the JWKS URL
 	// that tokens naming an unknown key id cause (Kafka's
 	// sasl.oauthbearer.jwks.endpoint.retry.backoff.ms and .max.ms): after
@@ -106,10 +114,12 @@ type TokenValidator struct {
 	kidBackoff   time.Duration
 }
 
-// Defaults of TokenValidator.RetryBackoff and RetryBackoffMax: Kafka's.
+// Defaults of TokenValidator.RetryBackoff, RetryBackoffMax and
+// ClockSkew: Kafka's.
 const (
 	DefaultJWKSRetryBackoff    = 100 * time.Millisecond
 	DefaultJWKSRetryBackoffMax = 10 * time.Second
+	DefaultJWKSClockSkew       = 30 * time.Second
 )
 
 // maxKidLen: a longer key id never causes a fetch (Kafka's
@@ -144,7 +154,7 @@ func parseJWKS(b []byte, src string) (*jose.JSONWebKeySet, error) {
 
 // NewTokenValidator loads the JWKS at path; it is re-read when it changes,
 // and a broken file keeps the last good keys.
-func NewTokenValidator(path, issuer, audience string, now func() time.Time) (*TokenValidator, error) {
+func NewTokenValidator(path, issuer string, audiences []string, now func() time.Time) (*TokenValidator, error) {
 	parse := func() (*jose.JSONWebKeySet, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -156,18 +166,19 @@ func NewTokenValidator(path, issuer, audience string, now func() time.Time) (*To
 	if err != nil {
 		return nil, fmt.Errorf("jwks file: %w", err)
 	}
-	return &TokenValidator{Issuer: issuer, Audience: audience, now: now, keys: keys.Get}, nil
+	return &TokenValidator{Issuer: issuer, Audiences: audiences, PrincipalClaim: DefaultPrincipalClaim, ClockSkew: DefaultJWKSClockSkew,
+		now: now, keys: keys.Get}, nil
 }
 
 // NewURLTokenValidator fetches the JWKS at url (https) with client; the
 // first fetch must succeed. Refresh fetches it again, and so does a token
 // naming a key id the set lacks (spaced by RetryBackoff).
-func NewURLTokenValidator(ctx context.Context, url string, client *http.Client, issuer, audience string, now func() time.Time) (*TokenValidator, error) {
+func NewURLTokenValidator(ctx context.Context, url string, client *http.Client, issuer string, audiences []string, now func() time.Time) (*TokenValidator, error) {
 	if !strings.HasPrefix(url, "https://") {
 		return nil, fmt.Errorf("jwks url %q: want https://", url)
 	}
-	v := &TokenValidator{Issuer: issuer, Audience: audience, now: now, url: url, client: client,
-		RetryBackoff: DefaultJWKSRetryBackoff, RetryBackoffMax: DefaultJWKSRetryBackoffMax}
+	v := &TokenValidator{Issuer: issuer, Audiences: audiences, PrincipalClaim: DefaultPrincipalClaim, ClockSkew: DefaultJWKSClockSkew,
+		now: now, url: url, client: client, RetryBackoff: DefaultJWKSRetryBackoff, RetryBackoffMax: DefaultJWKSRetryBackoffMax}
 	v.keys = func() *jose.JSONWebKeySet {
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -238,6 +249,7 @@ func (v *TokenValidator) check(token string, fetch bool) (sub string, exp time.T
 	}
 	set := v.keySet()
 	var claims jwt.Claims
+	var all map[string]any
 	verified := false
 	unknown := ""
 	for _, h := range tok.Headers {
@@ -249,7 +261,7 @@ func (v *TokenValidator) check(token string, fetch bool) (sub string, exp time.T
 			}
 		}
 		for _, k := range keys {
-			if tok.Claims(k.Public().Key, &claims) == nil {
+			if tok.Claims(k.Public().Key, &claims, &all) == nil {
 				verified = true
 				break
 			}
@@ -266,17 +278,15 @@ func (v *TokenValidator) check(token string, fetch bool) (sub string, exp time.T
 	if claims.Expiry == nil {
 		return "", time.Time{}, nil, invalidToken("token has no exp")
 	}
-	want := jwt.Expected{Issuer: v.Issuer, Time: v.now()}
-	if v.Audience != "" {
-		want.AnyAudience = jwt.Audience{v.Audience}
-	}
-	if err := claims.ValidateWithLeeway(want, 0); err != nil {
+	want := jwt.Expected{Issuer: v.Issuer, AnyAudience: v.Audiences, Time: v.now()}
+	if err := claims.ValidateWithLeeway(want, v.ClockSkew); err != nil {
 		return "", time.Time{}, nil, invalidToken("token %v", err)
 	}
-	if claims.Subject == "" {
-		return "", time.Time{}, nil, invalidToken("token has no sub")
+	name, _ := all[v.PrincipalClaim].(string)
+	if name = strings.TrimSpace(name); name == "" { // trimmed, as Kafka's ClaimValidationUtils
+		return "", time.Time{}, nil, invalidToken("token has no %s claim holding a name", v.PrincipalClaim)
 	}
-	return claims.Subject, claims.Expiry.Time(), nil, nil
+	return name, claims.Expiry.Time(), nil, nil
 }
 
 // fetchKid returns the wait for a fetch of the JWKS URL that may bring

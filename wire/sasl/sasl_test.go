@@ -202,16 +202,20 @@ func TestOAuthBearer(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	v, err := sasl.NewTokenValidator(path, "https://issuer", "kaas", func() time.Time { return now })
+	v, err := sasl.NewTokenValidator(path, "https://issuer", []string{"kaas"}, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
-	sign := func(k *ecdsa.PrivateKey, c jwt.Claims) string {
+	sign := func(k *ecdsa.PrivateKey, c jwt.Claims, more ...map[string]any) string {
 		s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, err := jwt.Signed(s).Claims(c).Serialize()
+		b := jwt.Signed(s).Claims(c)
+		for _, m := range more {
+			b = b.Claims(m)
+		}
+		tok, err := b.Serialize()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,6 +238,65 @@ func TestOAuthBearer(t *testing.T) {
 		ex, _ := srv.Start(sasl.OAuthBearer)
 		if err := refusedToken(ex, msg(tok)); err != nil {
 			t.Fatalf("%s: %v", name, err)
+		}
+	}
+
+	// Kafka's options: times checked with the clock skew (30 s by
+	// default), one of the expected audiences, the principal from another
+	// claim (a non-blank string, trimmed).
+	at := func(c jwt.Claims, exp, nbf time.Duration) jwt.Claims {
+		c.Expiry = jwt.NewNumericDate(now.Add(exp))
+		if nbf != 0 {
+			c.NotBefore = jwt.NewNumericDate(now.Add(nbf))
+		}
+		return c
+	}
+	twoAuds := good
+	twoAuds.Audience = jwt.Audience{"other", "kafka"}
+	for _, c := range []struct {
+		name      string
+		skew      time.Duration // -1: the default
+		audiences []string
+		claim     string
+		token     string
+		want      string // principal; empty: refused
+	}{
+		{name: "expired within the default skew", skew: -1, token: sign(key, at(good, -20*time.Second, 0)), want: "User:svc"},
+		{name: "expired beyond the default skew", skew: -1, token: sign(key, at(good, -40*time.Second, 0))},
+		{name: "expired, no skew", skew: 0, token: sign(key, at(good, -time.Second, 0))},
+		{name: "not yet valid within the skew", skew: -1, token: sign(key, at(good, time.Hour, 20*time.Second)), want: "User:svc"},
+		{name: "not yet valid beyond the skew", skew: -1, token: sign(key, at(good, time.Hour, 40*time.Second))},
+		{name: "one of the audiences", skew: -1, audiences: []string{"kaas", "kafka"}, token: sign(key, twoAuds), want: "User:svc"},
+		{name: "none of the audiences", skew: -1, audiences: []string{"kaas", "brokers"}, token: sign(key, twoAuds)},
+		{name: "principal claim", skew: -1, claim: "azp", token: sign(key, good, map[string]any{"azp": " client-7 "}), want: "User:client-7"},
+		{name: "principal claim absent", skew: -1, claim: "azp", token: sign(key, good)},
+		{name: "principal claim blank", skew: -1, claim: "azp", token: sign(key, good, map[string]any{"azp": "  "})},
+		{name: "principal claim not a string", skew: -1, claim: "azp", token: sign(key, good, map[string]any{"azp": 7})},
+		{name: "sub blank", skew: -1, token: sign(key, jwt.Claims{Subject: " ", Issuer: "https://issuer", Audience: jwt.Audience{"kaas"}, Expiry: good.Expiry})},
+	} {
+		v, err := sasl.NewTokenValidator(path, "https://issuer", []string{"kaas"}, func() time.Time { return now })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.skew >= 0 {
+			v.ClockSkew = c.skew
+		}
+		if c.audiences != nil {
+			v.Audiences = c.audiences
+		}
+		if c.claim != "" {
+			v.PrincipalClaim = c.claim
+		}
+		srv := &sasl.Server{Mechanisms: []string{sasl.OAuthBearer}, Tokens: v, Now: func() time.Time { return now }}
+		ex, _ := srv.Start(sasl.OAuthBearer)
+		if c.want == "" {
+			if err := refusedToken(ex, msg(c.token)); err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if _, done, err := ex.Step(msg(c.token)); err != nil || !done || ex.Principal() != c.want {
+			t.Errorf("%s: done %v err %v principal %q, want %s", c.name, done, err, ex.Principal(), c.want)
 		}
 	}
 }
