@@ -171,7 +171,7 @@ func alterClientQuotasError(body kmsg.Request, code int16) kmsg.Response {
 	return resp
 }
 
-// alterClientQuotasEntry is the answer code for an entity.
+// alterClientQuotasEntry is an answer entry for an entity, with code.
 func alterClientQuotasEntry(cs []kmsg.AlterClientQuotasRequestEntryEntity, code int16) kmsg.AlterClientQuotasResponseEntry {
 	re := kmsg.NewAlterClientQuotasResponseEntry()
 	re.ErrorCode = code

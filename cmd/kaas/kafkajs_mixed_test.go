@@ -95,6 +95,14 @@ func besideKIP848(t *testing.T, topic string, join func(addr, topic string, n in
 	// The producer writes on while the other consumer joins, reads at
 	// least 50 records and leaves.
 	stop, stopped := make(chan struct{}), make(chan struct{})
+	var stopOnce sync.Once
+	stopProducing := func() {
+		stopOnce.Do(func() { close(stop) })
+		<-stopped
+	}
+	// If join fails the test, the producer must still end before the
+	// test does: it reports to t.
+	t.Cleanup(stopProducing)
 	go func() {
 		defer close(stopped)
 		for {
@@ -110,8 +118,7 @@ func besideKIP848(t *testing.T, topic string, join func(addr, topic string, n in
 		}
 	}()
 	joined := join(addr, topic, 50)
-	close(stop)
-	<-stopped
+	stopProducing()
 	if len(joined) < 50 {
 		t.Fatalf("the joining consumer read %d records, want at least 50", len(joined))
 	}
