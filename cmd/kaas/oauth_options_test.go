@@ -43,9 +43,9 @@ func TestOAuthBearerValidatorOptions(t *testing.T) {
 		au.SASLAuthBytes = []byte("n,,\x01auth=Bearer " + tok + "\x01\x01")
 		return rawExchange(t, c, au, 1, 2).(*kmsg.SASLAuthenticateResponse)
 	}
-	exp := time.Now().Add(time.Hour).Unix()
+	exp, iat := time.Now().Add(time.Hour).Unix(), time.Now().Unix()
 	for _, aud := range []string{"kaas", "brokers"} {
-		if r := login(rawConn(t, e.saslPlaintext), sign(map[string]any{"sub": "ignored", "azp": "client-7", "aud": aud, "exp": exp})); r.ErrorCode != 0 {
+		if r := login(rawConn(t, e.saslPlaintext), sign(map[string]any{"sub": "ignored", "azp": "client-7", "aud": aud, "exp": exp, "iat": iat})); r.ErrorCode != 0 {
 			t.Fatalf("token for %s with azp: %v", aud, kerr.ErrorForCode(r.ErrorCode))
 		}
 	}
@@ -53,9 +53,10 @@ func TestOAuthBearerValidatorOptions(t *testing.T) {
 		t.Fatalf("the principal is not the azp claim's:\n%s", l)
 	}
 	for name, claims := range map[string]map[string]any{
-		"no azp":            {"sub": "svc", "aud": "kaas", "exp": exp},
-		"another audience":  {"azp": "client-7", "aud": "other", "exp": exp},
-		"expired 2 seconds": {"azp": "client-7", "aud": "kaas", "exp": time.Now().Add(-2 * time.Second).Unix()},
+		"no azp":            {"sub": "svc", "aud": "kaas", "exp": exp, "iat": iat},
+		"another audience":  {"azp": "client-7", "aud": "other", "exp": exp, "iat": iat},
+		"expired 2 seconds": {"azp": "client-7", "aud": "kaas", "exp": time.Now().Add(-2 * time.Second).Unix(), "iat": iat},
+		"no iat":            {"azp": "client-7", "aud": "kaas", "exp": exp},
 	} {
 		if r := login(rawConn(t, e.saslPlaintext), sign(claims)); r.ErrorCode != 0 || string(r.SASLAuthBytes) != `{"status":"invalid_token"}` {
 			t.Errorf("%s: error %v, bytes %q; want the error challenge", name, kerr.ErrorForCode(r.ErrorCode), r.SASLAuthBytes)

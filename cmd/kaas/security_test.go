@@ -277,7 +277,7 @@ func signedToken(t *testing.T, key *ecdsa.PrivateKey, kid, sub string, exp time.
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := jwt.Signed(s).Claims(jwt.Claims{Subject: sub, Audience: jwt.Audience{"kaas"}, Expiry: jwt.NewNumericDate(exp)}).Serialize()
+	tok, err := jwt.Signed(s).Claims(jwt.Claims{Subject: sub, Audience: jwt.Audience{"kaas"}, Expiry: jwt.NewNumericDate(exp), IssuedAt: jwt.NewNumericDate(time.Now())}).Serialize()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestSASLMechanisms(t *testing.T) {
 func foreignToken(t *testing.T) string {
 	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	s, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k}, (&jose.SignerOptions{}).WithHeader("kid", "k1"))
-	tok, err := jwt.Signed(s).Claims(jwt.Claims{Subject: "svc", Audience: jwt.Audience{"kaas"}, Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour))}).Serialize()
+	tok, err := jwt.Signed(s).Claims(jwt.Claims{Subject: "svc", Audience: jwt.Audience{"kaas"}, Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour)), IssuedAt: jwt.NewNumericDate(time.Now())}).Serialize()
 	if err != nil {
 		t.Fatal(err)
 	}

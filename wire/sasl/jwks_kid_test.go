@@ -91,7 +91,7 @@ func sign(t *testing.T, k *ecdsa.PrivateKey, kid string, now time.Time) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := jwt.Signed(s).Claims(jwt.Claims{Subject: "svc", Expiry: jwt.NewNumericDate(now.Add(time.Hour))}).Serialize()
+	tok, err := jwt.Signed(s).Claims(jwt.Claims{Subject: "svc", Expiry: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now)}).Serialize()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestJWKSFromURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, err := jwt.Signed(s).Claims(jwt.Claims{Subject: "svc", Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour))}).Serialize()
+		tok, err := jwt.Signed(s).Claims(jwt.Claims{Subject: "svc", Expiry: jwt.NewNumericDate(time.Now().Add(time.Hour)), IssuedAt: jwt.NewNumericDate(time.Now())}).Serialize()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,9 +74,9 @@ func ClientMessage(err error) string {
 // TokenValidator checks OAUTHBEARER tokens as Kafka's broker JWT validator
 // does: JWTs signed by a key of a JWKS (a file re-read when it changes, or
 // an https URL fetched again by Refresh and when a token names a key id
-// the set lacks), with exp, optionally a required issuer and one of the
-// expected audiences, times checked with ClockSkew to spare. The principal
-// is "User:" and the token's PrincipalClaim, a non-empty string.
+// the set lacks), with exp and iat, optionally a required issuer and one of
+// the expected audiences, times checked with ClockSkew to spare. The
+// principal is "User:" and the token's PrincipalClaim, a non-empty string.
 type TokenValidator struct {
 	Issuer    string   // required iss, empty: any
 	Audiences []string // aud must hold one of them; empty: any
@@ -277,6 +277,9 @@ func (v *TokenValidator) check(token string, fetch bool) (sub string, exp time.T
 	}
 	if claims.Expiry == nil {
 		return "", time.Time{}, nil, invalidToken("token has no exp")
+	}
+	if claims.IssuedAt == nil { // required, as by Kafka's broker validator
+		return "", time.Time{}, nil, invalidToken("token has no iat")
 	}
 	want := jwt.Expected{Issuer: v.Issuer, AnyAudience: v.Audiences, Time: v.now()}
 	if err := claims.ValidateWithLeeway(want, v.ClockSkew); err != nil {

@@ -221,7 +221,7 @@ func TestOAuthBearer(t *testing.T) {
 		}
 		return tok
 	}
-	good := jwt.Claims{Subject: "svc", Issuer: "https://issuer", Audience: jwt.Audience{"kaas"}, Expiry: jwt.NewNumericDate(now.Add(time.Hour))}
+	good := jwt.Claims{Subject: "svc", Issuer: "https://issuer", Audience: jwt.Audience{"kaas"}, Expiry: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute))}
 	srv := &sasl.Server{Mechanisms: []string{sasl.OAuthBearer}, Tokens: v, Now: func() time.Time { return now }}
 	msg := func(tok string) []byte { return []byte("n,,\x01auth=Bearer " + tok + "\x01\x01") }
 	ex, _ := srv.Start(sasl.OAuthBearer)
@@ -232,8 +232,11 @@ func TestOAuthBearer(t *testing.T) {
 	expired.Expiry = jwt.NewNumericDate(now.Add(-time.Minute))
 	wrongAud := good
 	wrongAud.Audience = jwt.Audience{"other"}
+	noIat := good
+	noIat.IssuedAt = nil
 	for name, tok := range map[string]string{
 		"expired": sign(key, expired), "wrong key": sign(other, good), "wrong audience": sign(key, wrongAud), "garbage": "a.b.c",
+		"no iat": sign(key, noIat),
 	} {
 		ex, _ := srv.Start(sasl.OAuthBearer)
 		if err := refusedToken(ex, msg(tok)); err != nil {
@@ -272,7 +275,7 @@ func TestOAuthBearer(t *testing.T) {
 		{name: "principal claim absent", skew: -1, claim: "azp", token: sign(key, good)},
 		{name: "principal claim blank", skew: -1, claim: "azp", token: sign(key, good, map[string]any{"azp": "  "})},
 		{name: "principal claim not a string", skew: -1, claim: "azp", token: sign(key, good, map[string]any{"azp": 7})},
-		{name: "sub blank", skew: -1, token: sign(key, jwt.Claims{Subject: " ", Issuer: "https://issuer", Audience: jwt.Audience{"kaas"}, Expiry: good.Expiry})},
+		{name: "sub blank", skew: -1, token: sign(key, jwt.Claims{Subject: " ", Issuer: "https://issuer", Audience: jwt.Audience{"kaas"}, Expiry: good.Expiry, IssuedAt: good.IssuedAt})},
 	} {
 		v, err := sasl.NewTokenValidator(path, "https://issuer", []string{"kaas"}, func() time.Time { return now })
 		if err != nil {
