@@ -1,9 +1,13 @@
 package conn
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/metrics"
 	"github.com/kaas-project/kaas/actors/quota"
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
@@ -30,7 +34,8 @@ func init() {
 // handleProduce fans a produce request out to partition actors (in request
 // order, so pipelined idempotent batches arrive in sequence) and gathers
 // their answers. acks=0 sends no response, as Kafka (a throttle still
-// mutes the connection).
+// mutes the connection), and a failure closes the connection
+// (produceFailures).
 func handleProduce(r *Request) Pending {
 	req := r.Body.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -98,12 +103,42 @@ func handleProduce(r *Request) Pending {
 	}
 	return func() kmsg.Response {
 		fan.wait()
-		if req.Acks == 0 {
-			return nil
-		}
 		r.Server.noteRefusal(hintProduce(r.CurrentView(), resp))
-		return resp
+		return resp // for acks=0 too: the connection reads its failures
 	}
+}
+
+// produceFailures lists the partitions a Produce answer failed, as
+// "topic-partition: ERROR" (at most eight, then how many more); "" when
+// none did.
+func produceFailures(resp kmsg.Response) string {
+	pr, _ := resp.(*kmsg.ProduceResponse)
+	if pr == nil {
+		return ""
+	}
+	var b strings.Builder
+	n := 0
+	for _, t := range pr.Topics {
+		name := t.Topic
+		if name == "" {
+			name = fmt.Sprintf("%x", t.TopicID)
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode == 0 {
+				continue
+			}
+			if n++; n <= 8 {
+				if b.Len() > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s-%d: %s", name, p.Partition, metrics.ErrorName(p.ErrorCode))
+			}
+		}
+	}
+	if n > 8 {
+		fmt.Fprintf(&b, " and %d more", n-8)
+	}
+	return b.String()
 }
 
 // produceTopic is the name of a Produce topic: as sent before v13, else

@@ -46,6 +46,9 @@ type answered struct {
 	// throttle mutes the connection once this answer is written (a
 	// quota's throttle time, KIP-219).
 	throttle time.Duration
+	// failed is, for an acks=0 Produce (no resp), the partitions it
+	// failed and why: the connection closes in its place.
+	failed string
 }
 
 // readerDone reports the reader goroutine's end.
@@ -68,8 +71,10 @@ type connActor struct {
 	// stopped closes when the actor stops: a reader waiting for a credit
 	// (requests read but never served, as on a connection closing after a
 	// failed authentication) returns rather than wait for ever.
-	stopped  chan struct{}
-	closing  bool
+	stopped chan struct{}
+	closing bool
+	// hungUp: an acks=0 Produce failed; nothing after it is answered.
+	hungUp   bool
 	writerOK chan struct{}
 
 	// mutedUntil (unix ns on the server's clock) is when the reader may
@@ -142,7 +147,7 @@ func (a *connActor) Receive(ctx actor.Context) {
 	case *answered:
 		a.done[m.seq] = *m
 		a.flush()
-		if a.closing && a.sendSeq == a.nextSeq {
+		if a.closing && (a.sendSeq == a.nextSeq || a.hungUp) {
 			ctx.Stop(ctx.Self())
 		}
 	case *readerDone:
@@ -339,6 +344,13 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		if frame != nil && !req.panicked {
 			a.srv.frames.Put(frame)
 		}
+		if p, ok := req.Body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+			// Answered by not answering; a failure closes the connection
+			// instead, as Kafka does, so that the producer learns of it and
+			// refreshes its metadata.
+			ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, version: -1, read: read, span: span, throttle: req.throttle, failed: produceFailures(resp)})
+			return
+		}
 		reply(resp, req.throttle)
 	})
 }
@@ -377,7 +389,7 @@ func (a *connActor) recovered(api API, req *Request, r any, msg string) kmsg.Res
 
 // flush writes every finished response that is next in request order.
 func (a *connActor) flush() {
-	for {
+	for !a.hungUp {
 		d, ok := a.done[a.sendSeq]
 		if !ok {
 			break
@@ -413,6 +425,11 @@ func (a *connActor) flush() {
 			api.Duration(time.Since(d.read).Seconds())
 			if d.span != nil {
 				d.span.End()
+			}
+			if d.failed != "" {
+				a.log.Info().Int32("correlation_id", d.hdr.CorrelationID).Str("client_id", d.hdr.ClientIDString()).Str("errors", d.failed).
+					Msg("acks=0 produce failed; closing connection")
+				a.closing, a.hungUp = true, true
 			}
 		}
 		<-a.credits

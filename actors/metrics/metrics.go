@@ -198,8 +198,8 @@ func NewRegistry(v View) *prometheus.Registry {
 	return r
 }
 
-// errorName is the label value of a Kafka error code.
-func errorName(code int16) string {
+// ErrorName is the name of a Kafka error code (a label value).
+func ErrorName(code int16) string {
 	if code == 0 {
 		return "NONE"
 	}
@@ -271,7 +271,7 @@ func (a *API) child(m map[int16]prometheus.Counter, vec *prometheus.CounterVec, 
 	defer a.mu.Unlock()
 	c, ok := m[code]
 	if !ok {
-		c = vec.WithLabelValues(a.name, errorName(code))
+		c = vec.WithLabelValues(a.name, ErrorName(code))
 		m[code] = c
 	}
 	return c

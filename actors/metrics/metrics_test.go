@@ -120,8 +120,8 @@ func label(labels, key string) string {
 
 func TestErrorName(t *testing.T) {
 	for code, want := range map[int16]string{0: "NONE", kerr.UnknownTopicOrPartition.Code: "UNKNOWN_TOPIC_OR_PARTITION", 32000: "CODE_32000"} {
-		if got := errorName(code); got != want {
-			t.Errorf("errorName(%d) = %q, want %q", code, got, want)
+		if got := ErrorName(code); got != want {
+			t.Errorf("ErrorName(%d) = %q, want %q", code, got, want)
 		}
 	}
 }
