@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,6 +44,17 @@ var (
 	fuzzProducerID = int64(binary.BigEndian.Uint64([]byte("kaas-pid")))
 )
 
+// fuzzDenied is the principal of the harness's second connection (an
+// unsecured OAUTHBEARER login on a SASL_PLAINTEXT listener), whom the
+// fixtures' ACLs allow only to describe topics and groups: an input whose
+// key byte has fuzzAsDenied set goes over it, through the refusals of the
+// authorization rules. The first connection's principal, ANONYMOUS, may do
+// anything.
+const (
+	fuzzDenied   = "fuzz-denied"
+	fuzzAsDenied = 0x80
+)
+
 // The members the fixtures join to the KIP-848 and share groups (their
 // clients choose their ids).
 const (
@@ -71,13 +83,15 @@ const (
 // production runs on; fdatasync per partition rather than a syncfs of the
 // whole volume), the optional APIs served (telemetry, delegation tokens),
 // the ACL authorizer allowing what no ACL names (every request goes
-// through its rule), and group session timeouts short enough that no
-// member a past input joined holds a later join for long.
+// through its rule), unsecured OAUTHBEARER logins on the SASL listener
+// (fuzzDenied's), and group session timeouts short enough that no member a
+// past input joined holds a later join for long.
 var fuzzBrokerArgs = []string{
 	"--http-addr", "", "--log-level", "warn", "--fsync", "file",
 	"--client-telemetry",
 	"--delegation-token-secret-key", "fuzz-secret",
 	"--authorizer", "acl", "--allow-everyone-if-no-acl-found",
+	"--sasl-enabled-mechanisms", "OAUTHBEARER", "--sasl-oauthbearer-unsecured",
 	"--group-initial-rebalance-delay", "0",
 	"--group-min-session-timeout", "1ms", "--group-max-session-timeout", "2s",
 }
@@ -106,7 +120,7 @@ var resetKeys = map[int16]bool{
 // key's defaults from kmsg at every version, and realistic requests naming
 // the fixtures (a topic with records, a group with an offset).
 func FuzzRequests(f *testing.F) {
-	h := &requestFuzzer{addr: freeAddr(f)}
+	h := &requestFuzzer{addr: freeAddr(f), saslAddr: freeAddr(f)}
 	stopWatch := actorsys.WatchPanics(h.panicked)
 	f.Cleanup(stopWatch)
 	if err := h.start(); err != nil {
@@ -121,7 +135,8 @@ func FuzzRequests(f *testing.F) {
 
 // requestFuzzer is FuzzRequests' broker and connection.
 type requestFuzzer struct {
-	addr       string
+	addr       string // PLAINTEXT, as ANONYMOUS
+	saslAddr   string // SASL_PLAINTEXT, as fuzzDenied
 	b          *broker
 	stopBroker func()
 	apis       map[int16]conn.API
@@ -131,8 +146,13 @@ type requestFuzzer struct {
 	producerID int64
 	inputs     int // run against the running broker
 
-	c net.Conn
-	r *bufio.Reader
+	// c and r are the connection of the principal inputs are sent as
+	// (denied: fuzzDenied); parkedC and parkedR the other principal's.
+	c       net.Conn
+	r       *bufio.Reader
+	denied  bool
+	parkedC net.Conn
+	parkedR *bufio.Reader
 
 	mu     sync.Mutex
 	panics []actorsys.Panic
@@ -160,7 +180,8 @@ func (h *requestFuzzer) start() error {
 	if err != nil {
 		return err
 	}
-	cfg, err := parseServe(append([]string{"--kafka-addr", h.addr, "--data-dir", dir}, fuzzBrokerArgs...), func(string) string { return "" }, io.Discard)
+	args := append([]string{"--listeners", "PLAINTEXT://" + h.addr + ",SASL_PLAINTEXT://" + h.saslAddr, "--data-dir", dir}, fuzzBrokerArgs...)
+	cfg, err := parseServe(args, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return err
@@ -195,7 +216,10 @@ func (h *requestFuzzer) start() error {
 }
 
 func (h *requestFuzzer) stop() {
-	h.hangUp()
+	for _, denied := range []bool{true, false} { // both connections; ANONYMOUS's current after
+		h.as(denied)
+		h.hangUp()
+	}
 	if h.stopBroker != nil {
 		h.stopBroker()
 		h.stopBroker = nil
@@ -216,12 +240,58 @@ func (h *requestFuzzer) hangUp() {
 	}
 }
 
+// as makes the connection of ANONYMOUS (denied false) or of fuzzDenied
+// the current one.
+func (h *requestFuzzer) as(denied bool) {
+	if denied != h.denied {
+		h.c, h.r, h.parkedC, h.parkedR = h.parkedC, h.parkedR, h.c, h.r
+		h.denied = denied
+	}
+}
+
+// dial connects as the current principal.
 func (h *requestFuzzer) dial() error {
-	c, err := net.DialTimeout("tcp", h.addr, 5*time.Second)
+	addr := h.addr
+	if h.denied {
+		addr = h.saslAddr
+	}
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
 	h.c, h.r = c, bufio.NewReader(c)
+	if h.denied {
+		if err := h.logIn(); err != nil {
+			h.hangUp()
+			return fmt.Errorf("log in as %s: %w", fuzzDenied, err)
+		}
+	}
+	return nil
+}
+
+// logIn authenticates the connection as fuzzDenied.
+func (h *requestFuzzer) logIn() error {
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = "OAUTHBEARER"
+	resp, err := h.call(hs)
+	if err != nil {
+		return err
+	}
+	if code := resp.(*kmsg.SASLHandshakeResponse).ErrorCode; code != 0 {
+		return fmt.Errorf("SaslHandshake: error %d", code)
+	}
+	now := time.Now()
+	claims := fmt.Sprintf(`{"sub":%q,"iat":%d,"exp":%d}`, fuzzDenied, now.Unix(), now.Add(24*time.Hour).Unix())
+	enc := base64.RawURLEncoding
+	token := enc.EncodeToString([]byte(`{"alg":"none"}`)) + "." + enc.EncodeToString([]byte(claims)) + "."
+	au := kmsg.NewPtrSASLAuthenticateRequest()
+	au.SASLAuthBytes = []byte("n,,\x01auth=Bearer " + token + "\x01\x01")
+	if resp, err = h.call(au); err != nil {
+		return err
+	}
+	if code := resp.(*kmsg.SASLAuthenticateResponse).ErrorCode; code != 0 {
+		return fmt.Errorf("SaslAuthenticate: error %d", code)
+	}
 	return nil
 }
 
@@ -230,6 +300,9 @@ func (h *requestFuzzer) dial() error {
 // committed), the transaction (ongoing, a record in the topic's first
 // partition), a member in the KIP-848 group and one in the share group.
 func (h *requestFuzzer) fixtures() error {
+	if err := h.aclFixture(); err != nil {
+		return err
+	}
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = fuzzTopic, 3, 1
@@ -286,6 +359,56 @@ func (h *requestFuzzer) fixtures() error {
 	}
 	if code := resp.(*kmsg.ShareGroupHeartbeatResponse).ErrorCode; code != 0 {
 		return fmt.Errorf("join %s: error %d", fuzzShareGroup, code)
+	}
+	return h.deniedFixture()
+}
+
+// aclFixture allows ANONYMOUS everything on every resource, and fuzzDenied
+// only to describe topics and groups.
+func (h *requestFuzzer) aclFixture() error {
+	req := kmsg.NewPtrCreateACLsRequest()
+	allow := func(principal string, t kmsg.ACLResourceType, name string, op kmsg.ACLOperation) {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = t, name, kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host, c.Operation, c.PermissionType = principal, "*", op, kmsg.ACLPermissionTypeAllow
+		req.Creations = append(req.Creations, c)
+	}
+	for _, r := range []struct {
+		t    kmsg.ACLResourceType
+		name string
+	}{
+		{kmsg.ACLResourceTypeTopic, "*"}, {kmsg.ACLResourceTypeGroup, "*"}, {kmsg.ACLResourceTypeCluster, "kafka-cluster"},
+		{kmsg.ACLResourceTypeTransactionalId, "*"}, {kmsg.ACLResourceTypeDelegationToken, "*"}, {kmsg.ACLResourceTypeUser, "*"},
+	} {
+		allow("User:ANONYMOUS", r.t, r.name, kmsg.ACLOperationAll)
+	}
+	allow("User:"+fuzzDenied, kmsg.ACLResourceTypeTopic, "*", kmsg.ACLOperationDescribe)
+	allow("User:"+fuzzDenied, kmsg.ACLResourceTypeGroup, "*", kmsg.ACLOperationDescribe)
+	resp, err := h.call(req)
+	if err != nil {
+		return err
+	}
+	for i, r := range resp.(*kmsg.CreateACLsResponse).Results {
+		if r.ErrorCode != 0 {
+			return fmt.Errorf("create ACL %d: error %d %v", i, r.ErrorCode, r.ErrorMessage)
+		}
+	}
+	return nil
+}
+
+// deniedFixture checks that the ACLs are in force: fuzzDenied may not
+// produce to the fixture topic.
+func (h *requestFuzzer) deniedFixture() error {
+	h.as(true)
+	defer h.as(false)
+	pr := fuzzProduce()
+	pr.SetVersion(12)
+	resp, err := h.call(pr)
+	if err != nil {
+		return err
+	}
+	if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
+		return fmt.Errorf("produce to %s as %s: error %d, want TOPIC_AUTHORIZATION_FAILED", fuzzTopic, fuzzDenied, code)
 	}
 	return nil
 }
@@ -396,11 +519,16 @@ func (h *requestFuzzer) run(t *testing.T, in []byte) {
 	if len(in) < 2 {
 		return
 	}
-	key, version := int16(in[0]), int16(in[1])
+	key, version := int16(in[0]&^fuzzAsDenied), int16(in[1])
 	api, ok := h.apis[key]
 	if !ok || version < api.MinVersion || version > api.MaxVersion {
 		return
 	}
+	denied := in[0]&fuzzAsDenied != 0
+	if denied && (key == kmsg.SASLHandshake.Int16() || key == kmsg.SASLAuthenticate.Int16()) {
+		return // would start a re-authentication (FuzzExchange fuzzes the mechanisms)
+	}
+	h.as(denied)
 	body := bytes.ReplaceAll(in[2:], fuzzTopicID[:], h.topicID[:])
 	body = bytes.ReplaceAll(body, binary.BigEndian.AppendUint64(nil, uint64(fuzzProducerID)), binary.BigEndian.AppendUint64(nil, uint64(h.producerID)))
 	kind := kmsg.RequestForKey(key)
@@ -560,6 +688,13 @@ func (h *requestFuzzer) needsFreshBroker(key int16, resp kmsg.Response) bool {
 	if resetKeys[key] && resp != nil && anySuccess(reflect.ValueOf(resp)) {
 		return true
 	}
+	if d, ok := resp.(*kmsg.DeleteACLsResponse); ok {
+		for _, r := range d.Results {
+			if len(r.MatchingACLs) > 0 {
+				return true // the fixtures' ACLs may be gone
+			}
+		}
+	}
 	v := h.b.views.Load()
 	t, ok := v.Topics[fuzzTopic]
 	return !ok || t.ID != h.topicID || h.inputs >= fuzzMaxInputs || len(v.Local) > fuzzMaxPartitions
@@ -645,6 +780,14 @@ func (h *requestFuzzer) seeds() [][]byte {
 				req.SetVersion(v)
 				out = append(out, fuzzInput(k, v, req.AppendTo(nil)))
 			}
+			if k == kmsg.SASLHandshake.Int16() || k == kmsg.SASLAuthenticate.Int16() {
+				continue // not sent as fuzzDenied
+			}
+			// As fuzzDenied, at the newest version.
+			req.SetVersion(api.MaxVersion)
+			in := fuzzInput(k, api.MaxVersion, req.AppendTo(nil))
+			in[0] |= fuzzAsDenied
+			out = append(out, in)
 		}
 	}
 	return out
