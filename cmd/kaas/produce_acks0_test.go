@@ -27,15 +27,8 @@ func TestProduceAcksZeroFailureClosesConnection(t *testing.T) {
 	}
 	record := recordsBatch(t, 0, 1, 1, rec(0, 0, nil, []byte("v")))
 	produce := func(topic string, partition int32, records []byte) []byte {
-		req := kmsg.NewPtrProduceRequest()
+		req := produceRequest(topic, partition, 0, records)
 		req.SetVersion(8) // the last before flexible headers, which frame does not write
-		req.Acks, req.TimeoutMillis = 0, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = partition, records
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
 		return req.AppendTo(nil)
 	}
 	apiVersions := kmsg.NewPtrApiVersionsRequest().AppendTo(nil)

@@ -24,6 +24,15 @@ import (
 // partition result.
 func rawProduce(t *testing.T, cl *kgo.Client, topic string, partition int32, acks int16, records []byte) kmsg.ProduceResponseTopicPartition {
 	t.Helper()
+	resp, err := produceRequest(topic, partition, acks, records).RequestWith(ctxT(t, 10*time.Second), cl)
+	if err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
+// produceRequest is a Produce of one batch to topic/partition.
+func produceRequest(topic string, partition int32, acks int16, records []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = acks, 5000
 	rt := kmsg.NewProduceRequestTopic()
@@ -32,11 +41,7 @@ func rawProduce(t *testing.T, cl *kgo.Client, topic string, partition int32, ack
 	rp.Partition, rp.Records = partition, records
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctxT(t, 10*time.Second), cl)
-	if err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	return resp.Topics[0].Partitions[0]
+	return req
 }
 
 func createTopic(t *testing.T, addr, name string, partitions int32, cfg map[string]*string) {
