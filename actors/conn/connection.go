@@ -144,6 +144,8 @@ func (a *connActor) Receive(ctx actor.Context) {
 		a.dispatch(ctx, m)
 	case *saslResume:
 		a.resumeSASL(ctx, m)
+	case *saslFailed:
+		a.writeSASL(ctx, m.seq, m.hdr, m.resp, m.read, true)
 	case *answered:
 		a.done[m.seq] = *m
 		a.flush()

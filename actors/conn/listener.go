@@ -34,6 +34,11 @@ type Listener struct {
 	// connection before it ends or the connection is closed. Zero: sessions
 	// last as long as their credential (an OAUTHBEARER token's expiry).
 	MaxReauth time.Duration
+	// FailedAuthDelay is connection.failed.authentication.delay.ms: the
+	// answer to a failed first authentication, and the close after it,
+	// wait this long, so that a client guessing passwords gets one guess
+	// per delay on each connection.
+	FailedAuthDelay time.Duration
 	// AllowPlainWithoutTLS lets SASL PLAIN (a clear-text password) run on a
 	// SASL_PLAINTEXT listener.
 	AllowPlainWithoutTLS bool

@@ -49,6 +49,15 @@ type saslResume struct {
 	read time.Time
 }
 
+// saslFailed is the answer to a failed first authentication, written once
+// the listener's FailedAuthDelay has passed; the connection then closes.
+type saslFailed struct {
+	seq  uint64
+	hdr  wire.RequestHeader
+	resp kmsg.Response
+	read time.Time
+}
+
 // handshake runs the TLS handshake on the reader goroutine.
 func (a *connActor) handshake(tc *tls.Conn) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
@@ -177,8 +186,24 @@ func (a *connActor) saslRequest(ctx actor.Context, seq uint64, hdr wire.RequestH
 }
 
 // answerSASL writes a SASL answer; closeAfter: then the connection closes
-// (Kafka closes after a failed authentication).
+// (Kafka closes after a failed authentication). The answer to a failed
+// first authentication waits the listener's FailedAuthDelay, as Kafka
+// delays it (a failed re-authentication is answered at once, as by Kafka);
+// nothing more is served meanwhile.
 func (a *connActor) answerSASL(ctx actor.Context, seq uint64, hdr wire.RequestHeader, resp kmsg.Response, read time.Time, closeAfter bool) {
+	if d := a.lst.FailedAuthDelay; closeAfter && a.lst.usesSASL() && !a.auth.authenticated && d > 0 {
+		a.closing = true
+		self, system := ctx.Self(), ctx.ActorSystem()
+		failed := &saslFailed{seq: seq, hdr: hdr, resp: resp, read: read}
+		a.srv.Clock.AfterFunc(d, func() { system.Root.Send(self, failed) })
+		return
+	}
+	a.writeSASL(ctx, seq, hdr, resp, read, closeAfter)
+}
+
+// writeSASL writes a SASL answer, then stops the actor if it closes and
+// nothing else is left to write.
+func (a *connActor) writeSASL(ctx actor.Context, seq uint64, hdr wire.RequestHeader, resp kmsg.Response, read time.Time, closeAfter bool) {
 	a.done[seq] = answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read}
 	a.flush()
 	if closeAfter {

@@ -383,6 +383,10 @@ func (c *serveConfig) validate() error {
 	if c.ConnectionsMaxIdle < time.Millisecond {
 		return fmt.Errorf("--connections-max-idle %s: want at least 1ms", c.ConnectionsMaxIdle)
 	}
+	if c.FailedAuthDelay >= c.ConnectionsMaxIdle {
+		// As Kafka requires: the connection would be closed as idle first.
+		return fmt.Errorf("--connection-failed-authentication-delay %s: want less than --connections-max-idle (%s)", c.FailedAuthDelay, c.ConnectionsMaxIdle)
+	}
 	if c.TransactionalIDExpiration <= 0 {
 		return fmt.Errorf("--transactional-id-expiration %s must be positive", c.TransactionalIDExpiration)
 	}

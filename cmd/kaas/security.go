@@ -71,6 +71,7 @@ type securityConfig struct {
 	KerberosService     string
 	KerberosRules       string
 	MaxReauth           time.Duration
+	FailedAuthDelay     time.Duration
 	SASLMaxFailures     int
 	SASLFailureWindow   time.Duration
 	HeartbeatTLS        bool
@@ -142,6 +143,7 @@ func addSecurityFlags(fs *flag.FlagSet, c *securityConfig) {
 	fs.StringVar(&c.KerberosService, "sasl-kerberos-service-name", "kafka", "GSSAPI: first component of the service principal clients get tickets for (Kafka's sasl.kerberos.service.name)")
 	fs.StringVar(&c.KerberosRules, "sasl-kerberos-principal-to-local-rules", "DEFAULT", "GSSAPI: principal names of Kerberos clients (Kafka's sasl.kerberos.principal.to.local.rules): RULE:[n:format](regex)s/from/to/g/[LU],...,DEFAULT; DEFAULT maps a principal of the keytab's realm to its first component; a principal no rule applies to is refused")
 	fs.DurationVar(&c.MaxReauth, "connections-max-reauth", 0, "longest SASL session before the client must re-authenticate on its connection, else it is closed (KIP-368, Kafka's connections.max.reauth.ms); 0: only token expiry ends a session")
+	fs.DurationVar(&c.FailedAuthDelay, "connection-failed-authentication-delay", 100*time.Millisecond, "the answer to a failed SASL authentication, and the close of its connection, wait this long (Kafka's connection.failed.authentication.delay.ms); under --connections-max-idle; 0: at once")
 	fs.IntVar(&c.SASLMaxFailures, "sasl-max-failures", 10, "failed SASL authentications allowed per client address within --sasl-failure-window before further attempts are refused unchecked; 0: no limit")
 	fs.DurationVar(&c.SASLFailureWindow, "sasl-failure-window", time.Minute, "window of --sasl-max-failures")
 	fs.BoolVar(&c.HeartbeatTLS, "heartbeat-tls", false, "cluster mode: mutual TLS on the heartbeat gRPC port with --tls-dir (peers must present a certificate signed by ca.crt)")
@@ -269,6 +271,9 @@ func (c *serveConfig) validateSecurity() error {
 	}
 	if s.MaxReauth < 0 || s.SASLMaxFailures < 0 || s.SASLFailureWindow <= 0 {
 		return errors.New("--connections-max-reauth and --sasl-max-failures must not be negative, --sasl-failure-window must be positive")
+	}
+	if s.FailedAuthDelay < 0 {
+		return errors.New("--connection-failed-authentication-delay must not be negative")
 	}
 	return nil
 }
@@ -616,7 +621,7 @@ func openSecurity(cfg *serveConfig, log zerolog.Logger) (*security, error) {
 		out.sasl = srv
 	}
 	for _, l := range s.listenerSpecs {
-		cl := &conn.Listener{Name: l.Name, SecurityProtocol: l.Protocol, MaxReauth: s.MaxReauth, AllowPlainWithoutTLS: s.SASLPlainWithoutTLS}
+		cl := &conn.Listener{Name: l.Name, SecurityProtocol: l.Protocol, MaxReauth: s.MaxReauth, FailedAuthDelay: s.FailedAuthDelay, AllowPlainWithoutTLS: s.SASLPlainWithoutTLS}
 		if len(s.listenerSpecs) > 1 && l.Name != s.listenerSpecs[0].Name {
 			cl.AdvertisedHost, cl.AdvertisedPort = l.AdvHost, l.AdvPort
 		}
