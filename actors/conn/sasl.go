@@ -279,6 +279,12 @@ func (a *connActor) saslAuthenticate(req *kmsg.SASLAuthenticateRequest, resumed 
 		a.auth.exchange = nil
 		return resp, true, nil
 	}
+	if a.auth.exchange == nil && (!a.lst.usesSASL() || a.auth.authenticated) {
+		// No authentication is under way, nor due: answered as Kafka's
+		// KafkaApis answers it, the connection kept.
+		resp.ErrorCode, resp.ErrorMessage = kerr.IllegalSaslState.Code, new("SaslAuthenticate request received after successful authentication")
+		return resp, false, nil
+	}
 	if a.auth.exchange == nil {
 		a.log.Warn().Msg("SaslAuthenticate without SaslHandshake; closing connection")
 		return fail(kerr.IllegalSaslState.Code, "SaslAuthenticate must follow SaslHandshake")
