@@ -289,8 +289,8 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	read := in.read
 	var span trace.Span // started once the request is known to be served
 	var spanCtx context.Context
-	reply := func(resp kmsg.Response, throttle time.Duration) {
-		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read, span: span, throttle: throttle})
+	reply := func(resp kmsg.Response, throttle time.Duration, failed string) {
+		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read, span: span, throttle: throttle, failed: failed})
 	}
 	if a.gate(ctx, seq, in) {
 		return
@@ -350,10 +350,10 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 			// Answered by not answering; a failure closes the connection
 			// instead, as Kafka does, so that the producer learns of it and
 			// refreshes its metadata.
-			ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, version: -1, read: read, span: span, throttle: req.throttle, failed: produceFailures(resp)})
+			reply(nil, req.throttle, produceFailures(resp))
 			return
 		}
-		reply(resp, req.throttle)
+		reply(resp, req.throttle, "")
 	})
 }
 
