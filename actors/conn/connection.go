@@ -46,9 +46,9 @@ type answered struct {
 	// throttle mutes the connection once this answer is written (a
 	// quota's throttle time, KIP-219).
 	throttle time.Duration
-	// failed is, for an acks=0 Produce (no resp), the partitions it
-	// failed and why: the connection closes in its place.
-	failed string
+	// silent: an acks=0 Produce, whose resp is counted, never written;
+	// when it failed the connection closes in its place.
+	silent bool
 }
 
 // readerDone reports the reader goroutine's end.
@@ -289,8 +289,8 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 	read := in.read
 	var span trace.Span // started once the request is known to be served
 	var spanCtx context.Context
-	reply := func(resp kmsg.Response, throttle time.Duration, failed string) {
-		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read, span: span, throttle: throttle, failed: failed})
+	reply := func(resp kmsg.Response, throttle time.Duration, silent bool) {
+		ctx.Send(ctx.Self(), &answered{seq: seq, hdr: hdr, resp: resp, version: -1, read: read, span: span, throttle: throttle, silent: silent})
 	}
 	if a.gate(ctx, seq, in) {
 		return
@@ -346,14 +346,8 @@ func (a *connActor) dispatch(ctx actor.Context, in *inbound) {
 		if frame != nil && !req.panicked {
 			a.srv.frames.Put(frame)
 		}
-		if p, ok := req.Body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
-			// Answered by not answering; a failure closes the connection
-			// instead, as Kafka does, so that the producer learns of it and
-			// refreshes its metadata.
-			reply(nil, req.throttle, produceFailures(resp))
-			return
-		}
-		reply(resp, req.throttle, "")
+		p, ok := req.Body.(*kmsg.ProduceRequest)
+		reply(resp, req.throttle, ok && p.Acks == 0)
 	})
 }
 
@@ -401,7 +395,7 @@ func (a *connActor) flush() {
 		if d.throttle > 0 {
 			a.mute(d.throttle)
 		}
-		if d.resp != nil {
+		if d.resp != nil && !d.silent {
 			if d.version >= 0 {
 				d.resp.SetVersion(d.version)
 			} else {
@@ -420,16 +414,18 @@ func (a *connActor) flush() {
 			if d.span != nil {
 				d.span.End()
 			}
-		} else if d.hdr.Key == kmsg.Produce.Int16() && !d.read.IsZero() {
-			// acks=0: answered by not answering.
+		} else if d.silent {
+			// acks=0: answered by not answering; a failure closes the
+			// connection instead, as Kafka does, so that the producer
+			// learns of it and refreshes its metadata.
 			api := metrics.ForAPI(d.hdr.Key)
-			api.Request(0)
+			countResponse(api, d.resp)
 			api.Duration(time.Since(d.read).Seconds())
 			if d.span != nil {
 				d.span.End()
 			}
-			if d.failed != "" {
-				a.log.Info().Int32("correlation_id", d.hdr.CorrelationID).Str("client_id", d.hdr.ClientIDString()).Str("errors", d.failed).
+			if failed := produceFailures(d.resp); failed != "" {
+				a.log.Info().Int32("correlation_id", d.hdr.CorrelationID).Str("client_id", d.hdr.ClientIDString()).Str("errors", failed).
 					Msg("acks=0 produce failed; closing connection")
 				a.closing, a.hungUp = true, true
 			}

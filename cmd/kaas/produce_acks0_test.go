@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -16,10 +17,12 @@ import (
 // answer; one that fails for any partition closes the connection instead,
 // as Kafka does, so that the producer learns of it and refreshes its
 // metadata. Answers to the requests before it are still written, the
-// requests after it get none. The failures are logged.
+// requests after it get none. The failures are logged and counted.
 func TestProduceAcksZeroFailureClosesConnection(t *testing.T) {
-	addr := freeAddr(t)
-	_, logs, _ := startLoggedBroker(t, []string{"--kafka-addr", addr, "--http-addr", "", "--log-level", "info", "--log-format", "json"})
+	addr, httpAddr := freeAddr(t), freeAddr(t)
+	_, logs, _ := startLoggedBroker(t, []string{"--kafka-addr", addr, "--http-addr", httpAddr, "--log-level", "info", "--log-format", "json"})
+	// The counters are the process's: this test's share is what it adds.
+	_, before := scrape(t, httpAddr)
 	ctx := ctxT(t, 30*time.Second)
 	adm := newAdmin(t, addr)
 	if _, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"max.message.bytes": new("2000")}, "acks0"); err != nil {
@@ -111,4 +114,14 @@ func TestProduceAcksZeroFailureClosesConnection(t *testing.T) {
 		o, _ := end.Lookup("acks0", 1)
 		return err == nil && o.Err == nil && o.Offset > 0
 	})
+
+	_, after := scrape(t, httpAddr)
+	for code, want := range map[string]float64{"UNKNOWN_TOPIC_OR_PARTITION": 2, "MESSAGE_TOO_LARGE": 2, "CORRUPT_MESSAGE": 1} {
+		count := func(f map[string]*dto.MetricFamily) float64 {
+			return max(0, sample(f, "kaas_partition_errors_total", "api", "Produce", "error", code))
+		}
+		if got := count(after) - count(before); got != want {
+			t.Errorf("kaas_partition_errors_total{api=Produce,error=%s} rose by %v, want %v", code, got, want)
+		}
+	}
 }
