@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kaas-project/kaas/actors/cluster"
 )
@@ -88,22 +89,27 @@ func TestElectionEpochs(t *testing.T) {
 		return holder, epoch
 	}
 	// rewrite sets the Lease's holder (nil: released) the way another
-	// elector's update would.
+	// elector's update would: read, change, write, and again if the
+	// holder's renewal wrote in between.
 	rewrite := func(t *testing.T, ns string, holder *string, transitions int32) {
 		t.Helper()
 		leases := kc.CoordinationV1().Leases(ns)
-		l, err := leases.Get(context.Background(), "kaas-controller", metav1.GetOptions{})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			l, err := leases.Get(context.Background(), "kaas-controller", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			now := metav1.NewMicroTime(time.Now())
+			secs := int32(3)
+			if holder == nil {
+				secs = 1
+			}
+			l.Spec.HolderIdentity, l.Spec.LeaseTransitions, l.Spec.LeaseDurationSeconds = holder, &transitions, &secs
+			l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
+			_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		now := metav1.NewMicroTime(time.Now())
-		secs := int32(3)
-		if holder == nil {
-			secs = 1
-		}
-		l.Spec.HolderIdentity, l.Spec.LeaseTransitions, l.Spec.LeaseDurationSeconds = holder, &transitions, &secs
-		l.Spec.AcquireTime, l.Spec.RenewTime = &now, &now
-		if _, err := leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
