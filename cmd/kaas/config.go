@@ -383,6 +383,9 @@ func (c *serveConfig) validate() error {
 	if c.ConnectionsMaxIdle < time.Millisecond {
 		return fmt.Errorf("--connections-max-idle %s: want at least 1ms", c.ConnectionsMaxIdle)
 	}
+	if c.FailedAuthDelay < 0 {
+		return errors.New("--connection-failed-authentication-delay must not be negative")
+	}
 	if c.FailedAuthDelay >= c.ConnectionsMaxIdle {
 		// As Kafka requires: the connection would be closed as idle first.
 		return fmt.Errorf("--connection-failed-authentication-delay %s: want less than --connections-max-idle (%s)", c.FailedAuthDelay, c.ConnectionsMaxIdle)

@@ -272,9 +272,6 @@ func (c *serveConfig) validateSecurity() error {
 	if s.MaxReauth < 0 || s.SASLMaxFailures < 0 || s.SASLFailureWindow <= 0 {
 		return errors.New("--connections-max-reauth and --sasl-max-failures must not be negative, --sasl-failure-window must be positive")
 	}
-	if s.FailedAuthDelay < 0 {
-		return errors.New("--connection-failed-authentication-delay must not be negative")
-	}
 	return nil
 }
 
