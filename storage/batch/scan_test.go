@@ -257,22 +257,30 @@ func TestValidateProduceStreamsCompressedRecords(t *testing.T) {
 	// the codecs' pools, and the measure would count their buffers made
 	// again (lz4's two 4 MiB blocks), not the validation.
 	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	// The least of a few measures: under the race detector sync.Pool
+	// drops a quarter of what is put back, so one validation may make the
+	// codec's buffers again; a whole decompression would exceed the bound
+	// in every measure.
 	for name, payload := range payloads {
 		b := withRecords(t, codecs[name], payload, 1)
 		if _, _, err := ValidateProduce(b, true); err != nil { // the codec's pooled decoder, as a broker holds it
 			t.Fatalf("%s: %v", name, err)
 		}
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		_, s, err := ValidateProduce(b, true)
-		runtime.ReadMemStats(&after)
-		if err != nil || s.MaxTimestamp != 1000 || len(s.Keyless) != 0 {
-			t.Fatalf("%s: %+v %v", name, s, err)
+		least := uint64(math.MaxUint64)
+		for range 5 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, s, err := ValidateProduce(b, true)
+			runtime.ReadMemStats(&after)
+			if err != nil || s.MaxTimestamp != 1000 || len(s.Keyless) != 0 {
+				t.Fatalf("%s: %+v %v", name, s, err)
+			}
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
 		}
 		// A quarter of what the record expands to: a whole decompression
 		// does not fit under it.
-		if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(len(recs))/4 {
-			t.Errorf("%s: validating a %d-byte batch of %d bytes of records allocated %d bytes", name, len(b), len(recs), grew)
+		if least > uint64(len(recs))/4 {
+			t.Errorf("%s: validating a %d-byte batch of %d bytes of records allocated %d bytes", name, len(b), len(recs), least)
 		}
 	}
 	cut := payloads["xerial snappy"]
