@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// residue is what a broker process holds that a finished lifecycle should
+// have given back.
+type residue struct {
+	goroutines int
+	fds        int
+	heap       int64 // bytes in use after a forced collection
+	memfd      int64 // bytes allocated to in-memory files (the in-memory arena)
+}
+
+func (r residue) String() string {
+	return fmt.Sprintf("%d goroutines, %d fds, %.1f MiB heap, %.1f MiB in memfds", r.goroutines, r.fds, mib(r.heap), mib(r.memfd))
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// measureResidue reads k's goroutines and heap (after a collection forced
+// through /debug/pprof/heap?gc=1) from /metrics and counts its open fds.
+func measureResidue(t *testing.T, k *kaasProc) residue {
+	t.Helper()
+	get := func(path string) string {
+		resp, err := http.Get("http://" + k.HTTPAddr + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s %v", path, resp.Status, err)
+		}
+		return string(b)
+	}
+	get("/debug/pprof/heap?gc=1")
+	var r residue
+	sc := bufio.NewScanner(strings.NewReader(get("/metrics")))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		f, _ := strconv.ParseFloat(value, 64)
+		switch name {
+		case "go_goroutines":
+			r.goroutines = int(f)
+		case "go_memstats_heap_inuse_bytes":
+			r.heap = int64(f)
+		}
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", k.cmd.Process.Pid)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.fds = len(fds)
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join(dir, fd.Name()))
+		if err != nil || !strings.HasPrefix(target, "/memfd:") {
+			continue
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(dir, fd.Name()), &st); err == nil {
+			r.memfd += st.Blocks * 512
+		}
+	}
+	return r
+}
+
+// TestLifecyclesLeaveNoResidue runs one broker process (on a data dir)
+// through rounds of everything that comes and goes in a broker's life: a
+// topic created, written by an idempotent and a transactional producer,
+// read by a classic group and a KIP-848 group, its groups and the topic
+// deleted; connections that close at once, after a request, in the middle
+// of a frame and with a Fetch waiting. After the first rounds (what is
+// started once, and kept, is started then), further rounds must leave the
+// process's goroutines, open files and heap where they were: a leak of one
+// goroutine or file per round, or of the memory of a topic's records,
+// shows.
+func TestLifecyclesLeaveNoResidue(t *testing.T) {
+	for _, mode := range []struct {
+		name  string
+		flags []string
+	}{{"disk", []string{"--data-dir", t.TempDir()}}, {"memory", nil}} {
+		t.Run(mode.name, func(t *testing.T) {
+			k := startKaas(t, append([]string{"--debug-pprof", "--group-initial-rebalance-delay", "0"}, mode.flags...)...)
+			ctx := ctxT(t, 4*time.Minute)
+			const warmup, rounds = 3, 8
+			var base, full residue
+			for r := 0; r < warmup+rounds; r++ {
+				lifecycleRound(t, ctx, k.Addr, r, func() { full = measureResidue(t, k) })
+				if r == warmup-1 {
+					base = settledResidue(t, k, residue{})
+					t.Logf("after %d rounds: %v", warmup, base)
+				}
+			}
+			end := settledResidue(t, k, base)
+			t.Logf("after %d more rounds: %v (before the last round's deletions: %v)", rounds, end, full)
+			if mode.flags == nil && full.memfd < 1<<20 {
+				t.Fatalf("in-memory files: %.1f MiB before the last round's deletions, want its records' 1.1 MiB or more", mib(full.memfd))
+			}
+			if end.goroutines > base.goroutines+rounds/2 {
+				t.Errorf("goroutines: %d after %d more rounds, %d before", end.goroutines, rounds, base.goroutines)
+			}
+			if end.fds > base.fds+rounds/2 {
+				t.Errorf("open files: %d after %d more rounds, %d before", end.fds, rounds, base.fds)
+			}
+			// Each round writes 1.1 MiB of records (incompressible) to the
+			// log, in memory to the arena: keeping a round's would grow the
+			// heap or the arena by 9 MiB or more over the rounds.
+			if end.heap > base.heap+4<<20 {
+				t.Errorf("heap: %.1f MiB after %d more rounds, %.1f MiB before", mib(end.heap), rounds, mib(base.heap))
+			}
+			if end.memfd > base.memfd+4<<20 {
+				t.Errorf("in-memory files: %.1f MiB after %d more rounds, %.1f MiB before", mib(end.memfd), rounds, mib(base.memfd))
+			}
+		})
+	}
+}
+
+// settledResidue measures k until two measures a second apart agree (what
+// a closed connection or a stopped actor gives back, it gives back within
+// moments), or, with a baseline, until they are at or below it; it
+// returns the last.
+func settledResidue(t *testing.T, k *kaasProc, base residue) residue {
+	t.Helper()
+	prev := measureResidue(t, k)
+	for i := 0; i < 20; i++ {
+		time.Sleep(time.Second)
+		cur := measureResidue(t, k)
+		if base.goroutines > 0 && cur.goroutines <= base.goroutines && cur.fds <= base.fds {
+			return cur
+		}
+		if cur.goroutines == prev.goroutines && cur.fds == prev.fds {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
+}
+
+// lifecycleRound is one round of TestLifecyclesLeaveNoResidue: everything
+// it creates, it deletes or closes; beforeDelete runs before the deletions.
+func lifecycleRound(t *testing.T, ctx context.Context, addr string, r int, beforeDelete func()) {
+	t.Helper()
+	topic := fmt.Sprintf("residue-%d", r)
+	classic, kip848 := topic+"-classic", topic+"-kip848"
+	admCl := newClient(t, addr)
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+
+	value := func() []byte { return []byte(hex.EncodeToString(randomBytes(512))) }
+	prod := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
+	for i := 0; i < 1000; i++ {
+		prod.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i % 7)), Value: value()}, nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	prod.Close()
+	// One transactional id for every round: the coordinator keeps an id's
+	// state for transactional.id.expiration.ms, as Kafka does.
+	txn := newClient(t, addr, kgo.DefaultProduceTopic(topic), kgo.TransactionalID("residue-txn"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		txn.Produce(ctx, &kgo.Record{Value: value()}, nil)
+	}
+	if err := txn.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	txn.Close()
+
+	for _, g := range []struct {
+		name string
+		opts []kgo.Opt
+	}{{classic, nil}, {kip848, []kgo.Opt{kgo.ServerSideBalancer()}}} {
+		cons := newClient(t, addr, append([]kgo.Opt{kgo.ConsumerGroup(g.name), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted())}, g.opts...)...)
+		n := 0
+		for n < 1100 {
+			fs := cons.PollFetches(ctx)
+			if ctx.Err() != nil {
+				t.Fatalf("%s: read %d of 1100 records", g.name, n)
+			}
+			n += fs.NumRecords()
+		}
+		if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cons.Close() // leaves the group
+	}
+
+	// Connections: closed at once, after a request, in the middle of a
+	// frame, and with a Fetch waiting on the broker.
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	apiVersions := kmsg.NewPtrApiVersionsRequest().AppendTo(nil)
+	frame := func(body []byte) []byte {
+		hdr := []byte{0, byte(kmsg.ApiVersions), 0, 0, 0, 0, 0, 1, 0, 0}
+		msg := append(hdr, body...)
+		return append([]byte{byte(len(msg) >> 24), byte(len(msg) >> 16), byte(len(msg) >> 8), byte(len(msg))}, msg...)
+	}
+	for i := 0; i < 10; i++ {
+		dial().Close()
+		c := dial()
+		if _, err := c.Write(frame(apiVersions)); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Read(make([]byte, 4)); err != nil {
+			t.Fatalf("ApiVersions: %v", err)
+		}
+		c.Close()
+		c = dial()
+		f := frame(apiVersions)
+		if _, err := c.Write(f[:len(f)/2]); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	waiting := newClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtEnd()}}),
+		kgo.FetchMaxWait(5*time.Second))
+	pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	waiting.PollFetches(pctx)
+	cancel()
+	waiting.Close()
+
+	beforeDelete()
+	dg, err := adm.DeleteGroups(ctx, classic, kip848)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, res := range dg {
+		if res.Err != nil {
+			t.Fatalf("delete group %s: %v", name, res.Err)
+		}
+	}
+	if _, err := adm.DeleteTopics(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+}
