@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,8 +27,20 @@ import (
 type residue struct {
 	goroutines int
 	fds        int
-	heap       int64 // bytes in use after a forced collection
-	memfd      int64 // bytes allocated to in-memory files (the in-memory arena)
+	heap       int64          // bytes in use after a forced collection
+	memfd      int64          // bytes allocated to in-memory files (the in-memory arena)
+	stacks     map[string]int // goroutines per stack, to name what grew
+}
+
+// grownStacks lists the stacks holding more goroutines in r than in base.
+func (r residue) grownStacks(base residue) string {
+	var b strings.Builder
+	for stack, n := range r.stacks {
+		if n > base.stacks[stack] {
+			fmt.Fprintf(&b, "%d more goroutines (%d) in\n%s\n", n-base.stacks[stack], n, stack)
+		}
+	}
+	return b.String()
 }
 
 func (r residue) String() string {
@@ -36,12 +49,12 @@ func (r residue) String() string {
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
-// measureResidue reads k's goroutines and heap (after a collection forced
+// measureResidue reads a broker's goroutines and heap (after a collection forced
 // through /debug/pprof/heap?gc=1) from /metrics and counts its open fds.
-func measureResidue(t *testing.T, k *kaasProc) residue {
+func measureResidue(t *testing.T, httpAddr string, pid int) residue {
 	t.Helper()
 	get := func(path string) string {
-		resp, err := http.Get("http://" + k.HTTPAddr + path)
+		resp, err := http.Get("http://" + httpAddr + path)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
 		}
@@ -53,7 +66,16 @@ func measureResidue(t *testing.T, k *kaasProc) residue {
 		return string(b)
 	}
 	get("/debug/pprof/heap?gc=1")
-	var r residue
+	r := residue{stacks: map[string]int{}}
+	// debug=1: "N @ pcs" and the frames, one block per distinct stack.
+	for _, block := range strings.Split(get("/debug/pprof/goroutine?debug=1"), "\n\n") {
+		head, frames, ok := strings.Cut(block, "\n")
+		if n, _, found := strings.Cut(head, " @ "); ok && found {
+			if count, err := strconv.Atoi(n); err == nil {
+				r.stacks[frames] += count
+			}
+		}
+	}
 	sc := bufio.NewScanner(strings.NewReader(get("/metrics")))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -69,7 +91,7 @@ func measureResidue(t *testing.T, k *kaasProc) residue {
 			r.heap = int64(f)
 		}
 	}
-	dir := fmt.Sprintf("/proc/%d/fd", k.cmd.Process.Pid)
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	fds, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +113,8 @@ func measureResidue(t *testing.T, k *kaasProc) residue {
 // TestLifecyclesLeaveNoResidue runs one broker process (on a data dir)
 // through rounds of everything that comes and goes in a broker's life: a
 // topic created, written by an idempotent and a transactional producer,
-// read by a classic group and a KIP-848 group, its groups and the topic
-// deleted; connections that close at once, after a request, in the middle
+// read by a classic group, a KIP-848 group and a share group, its groups
+// and the topic deleted; connections that close at once, after a request, in the middle
 // of a frame and with a Fetch waiting. After the first rounds (what is
 // started once, and kept, is started then), further rounds must leave the
 // process's goroutines, open files and heap where they were: a leak of one
@@ -104,24 +126,24 @@ func TestLifecyclesLeaveNoResidue(t *testing.T) {
 		flags []string
 	}{{"disk", []string{"--data-dir", t.TempDir()}}, {"memory", nil}} {
 		t.Run(mode.name, func(t *testing.T) {
-			k := startKaas(t, append([]string{"--debug-pprof", "--group-initial-rebalance-delay", "0"}, mode.flags...)...)
+			k := startKaas(t, append([]string{"--debug-pprof", "--group-initial-rebalance-delay", "0", "--share-auto-offset-reset", "earliest"}, mode.flags...)...)
 			ctx := ctxT(t, 4*time.Minute)
 			const warmup, rounds = 3, 8
 			var base, full residue
 			for r := 0; r < warmup+rounds; r++ {
-				lifecycleRound(t, ctx, k.Addr, r, func() { full = measureResidue(t, k) })
+				lifecycleRound(t, ctx, k.Addr, r, func() { full = measureResidue(t, k.HTTPAddr, k.cmd.Process.Pid) })
 				if r == warmup-1 {
-					base = settledResidue(t, k, residue{})
+					base = settledResidue(t, k.HTTPAddr, k.cmd.Process.Pid, residue{})
 					t.Logf("after %d rounds: %v", warmup, base)
 				}
 			}
-			end := settledResidue(t, k, base)
+			end := settledResidue(t, k.HTTPAddr, k.cmd.Process.Pid, base)
 			t.Logf("after %d more rounds: %v (before the last round's deletions: %v)", rounds, end, full)
 			if mode.flags == nil && full.memfd < 1<<20 {
 				t.Fatalf("in-memory files: %.1f MiB before the last round's deletions, want its records' 1.1 MiB or more", mib(full.memfd))
 			}
 			if end.goroutines > base.goroutines+rounds/2 {
-				t.Errorf("goroutines: %d after %d more rounds, %d before", end.goroutines, rounds, base.goroutines)
+				t.Errorf("goroutines: %d after %d more rounds, %d before; %s", end.goroutines, rounds, base.goroutines, end.grownStacks(base))
 			}
 			if end.fds > base.fds+rounds/2 {
 				t.Errorf("open files: %d after %d more rounds, %d before", end.fds, rounds, base.fds)
@@ -143,12 +165,12 @@ func TestLifecyclesLeaveNoResidue(t *testing.T) {
 // a closed connection or a stopped actor gives back, it gives back within
 // moments), or, with a baseline, until they are at or below it; it
 // returns the last.
-func settledResidue(t *testing.T, k *kaasProc, base residue) residue {
+func settledResidue(t *testing.T, httpAddr string, pid int, base residue) residue {
 	t.Helper()
-	prev := measureResidue(t, k)
+	prev := measureResidue(t, httpAddr, pid)
 	for i := 0; i < 20; i++ {
 		time.Sleep(time.Second)
-		cur := measureResidue(t, k)
+		cur := measureResidue(t, httpAddr, pid)
 		if base.goroutines > 0 && cur.goroutines <= base.goroutines && cur.fds <= base.fds {
 			return cur
 		}
@@ -165,7 +187,7 @@ func settledResidue(t *testing.T, k *kaasProc, base residue) residue {
 func lifecycleRound(t *testing.T, ctx context.Context, addr string, r int, beforeDelete func()) {
 	t.Helper()
 	topic := fmt.Sprintf("residue-%d", r)
-	classic, kip848 := topic+"-classic", topic+"-kip848"
+	classic, kip848, share := topic+"-classic", topic+"-kip848", topic+"-share"
 	admCl := newClient(t, addr)
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
@@ -218,6 +240,15 @@ func lifecycleRound(t *testing.T, ctx context.Context, addr string, r int, befor
 		}
 		cons.Close() // leaves the group
 	}
+	sc := shareConsumer(t, addr, share, topic)
+	for n := 0; n < 1100; {
+		fs := sc.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("%s: read %d of 1100 records", share, n)
+		}
+		n += fs.NumRecords()
+	}
+	sc.Close()
 
 	// Connections: closed at once, after a request, in the middle of a
 	// frame, and with a Fetch waiting on the broker.
@@ -260,7 +291,7 @@ func lifecycleRound(t *testing.T, ctx context.Context, addr string, r int, befor
 	waiting.Close()
 
 	beforeDelete()
-	dg, err := adm.DeleteGroups(ctx, classic, kip848)
+	dg, err := adm.DeleteGroups(ctx, classic, kip848, share)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,5 +302,84 @@ func lifecycleRound(t *testing.T, ctx context.Context, addr string, r int, befor
 	}
 	if _, err := adm.DeleteTopics(ctx, topic); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHandoffsLeaveNoResidue: two brokers hand six partitions back and
+// forth (AlterPartitionAssignments), with records produced to them
+// between moves. Each move closes the partitions' files, stops their
+// actors and ends their producers' state on one broker and opens and
+// recovers them on the other; after two rounds, six more must leave each
+// broker's goroutines and open files where they were.
+func TestHandoffsLeaveNoResidue(t *testing.T) {
+	api := startAPIServer(t)
+	c := newKaasCluster(t, api, append(slices.Clone(clusterFlags), "--debug-pprof")...)
+	c.startAll("kaas-0", "kaas-1")
+	ctx := ctxFor(t, 4*time.Minute)
+	const topic, parts = "residue-moving", 6
+	cl := c.client()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod := c.client(kgo.DefaultProduceTopic(topic))
+	ledBy := func(broker int32) bool {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil || len(td[topic].Partitions) != parts {
+			return false
+		}
+		for _, p := range td[topic].Partitions {
+			if p.Leader != broker {
+				return false
+			}
+		}
+		return true
+	}
+	moveAll := func(to int32) {
+		var move kadm.AlterPartitionAssignmentsReq
+		for p := int32(0); p < parts; p++ {
+			move.Assign(topic, p, []int32{to})
+		}
+		if res, err := adm.AlterPartitionAssignments(ctx, move); err != nil || res.Error() != nil {
+			t.Fatalf("reassign to %d: %v %v", to, err, res.Error())
+		}
+		waitUntil(t, 60*time.Second, fmt.Sprintf("every partition led by broker %d", to), func() bool { return ledBy(to) })
+		for i := 0; i < 200; i++ {
+			prod.Produce(ctx, &kgo.Record{Value: randomBytes(512)}, nil)
+		}
+		if err := prod.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	brokers := []*clusterBroker{c.brokers["kaas-0"], c.brokers["kaas-1"]}
+	measure := func(base []residue) []residue {
+		out := make([]residue, len(brokers))
+		for i, b := range brokers {
+			var bb residue
+			if base != nil {
+				bb = base[i]
+			}
+			out[i] = settledResidue(t, b.http, b.cmd.Process.Pid, bb)
+		}
+		return out
+	}
+	const warmup, rounds = 2, 6
+	var base []residue
+	for r := 0; r < warmup+rounds; r++ {
+		moveAll(0)
+		moveAll(1)
+		if r == warmup-1 {
+			base = measure(nil)
+		}
+	}
+	end := measure(base)
+	for i, b := range brokers {
+		t.Logf("%s: after %d rounds %v, after %d more %v", b.name, warmup, base[i], rounds, end[i])
+		if end[i].goroutines > base[i].goroutines+rounds/2 {
+			t.Errorf("%s: goroutines: %d after %d more rounds, %d before; %s", b.name, end[i].goroutines, rounds, base[i].goroutines, end[i].grownStacks(base[i]))
+		}
+		if end[i].fds > base[i].fds+rounds/2 {
+			t.Errorf("%s: open files: %d after %d more rounds, %d before", b.name, end[i].fds, rounds, base[i].fds)
+		}
 	}
 }
