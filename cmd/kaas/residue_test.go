@@ -49,12 +49,16 @@ func (r residue) String() string {
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
+// residueHTTP keeps no connection open: one would hold a goroutine in the
+// broker being measured.
+var residueHTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+
 // measureResidue reads a broker's goroutines and heap (after a collection forced
 // through /debug/pprof/heap?gc=1) from /metrics and counts its open fds.
 func measureResidue(t *testing.T, httpAddr string, pid int) residue {
 	t.Helper()
 	get := func(path string) string {
-		resp, err := http.Get("http://" + httpAddr + path)
+		resp, err := residueHTTP.Get("http://" + httpAddr + path)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
 		}
