@@ -30,14 +30,24 @@ type residue struct {
 	heap       int64          // bytes in use after a forced collection
 	memfd      int64          // bytes allocated to in-memory files (the in-memory arena)
 	stacks     map[string]int // goroutines per stack, to name what grew
+	files      map[string]int // open fds per target, to name what grew
 }
 
 // grownStacks lists the stacks holding more goroutines in r than in base.
 func (r residue) grownStacks(base residue) string {
+	return grown(r.stacks, base.stacks, "goroutines")
+}
+
+// grownFiles lists the files open more often in r than in base.
+func (r residue) grownFiles(base residue) string {
+	return grown(r.files, base.files, "fds")
+}
+
+func grown(now, before map[string]int, what string) string {
 	var b strings.Builder
-	for stack, n := range r.stacks {
-		if n > base.stacks[stack] {
-			fmt.Fprintf(&b, "%d more goroutines (%d) in\n%s\n", n-base.stacks[stack], n, stack)
+	for key, n := range now {
+		if n > before[key] {
+			fmt.Fprintf(&b, "%d more %s (%d) on\n%s\n", n-before[key], what, n, key)
 		}
 	}
 	return b.String()
@@ -70,7 +80,7 @@ func measureResidue(t *testing.T, httpAddr string, pid int) residue {
 		return string(b)
 	}
 	get("/debug/pprof/heap?gc=1")
-	r := residue{stacks: map[string]int{}}
+	r := residue{stacks: map[string]int{}, files: map[string]int{}}
 	// debug=1: "N @ pcs" and the frames, one block per distinct stack.
 	for _, block := range strings.Split(get("/debug/pprof/goroutine?debug=1"), "\n\n") {
 		head, frames, ok := strings.Cut(block, "\n")
@@ -103,7 +113,11 @@ func measureResidue(t *testing.T, httpAddr string, pid int) residue {
 	r.fds = len(fds)
 	for _, fd := range fds {
 		target, err := os.Readlink(filepath.Join(dir, fd.Name()))
-		if err != nil || !strings.HasPrefix(target, "/memfd:") {
+		if err != nil {
+			continue
+		}
+		r.files[target]++
+		if !strings.HasPrefix(target, "/memfd:") {
 			continue
 		}
 		var st syscall.Stat_t
@@ -150,7 +164,7 @@ func TestLifecyclesLeaveNoResidue(t *testing.T) {
 				t.Errorf("goroutines: %d after %d more rounds, %d before; %s", end.goroutines, rounds, base.goroutines, end.grownStacks(base))
 			}
 			if end.fds > base.fds+rounds/2 {
-				t.Errorf("open files: %d after %d more rounds, %d before", end.fds, rounds, base.fds)
+				t.Errorf("open files: %d after %d more rounds, %d before; %s", end.fds, rounds, base.fds, end.grownFiles(base))
 			}
 			// Each round writes 1.1 MiB of records (incompressible) to the
 			// log, in memory to the arena: keeping a round's would grow the
@@ -383,7 +397,7 @@ func TestHandoffsLeaveNoResidue(t *testing.T) {
 			t.Errorf("%s: goroutines: %d after %d more rounds, %d before; %s", b.name, end[i].goroutines, rounds, base[i].goroutines, end[i].grownStacks(base[i]))
 		}
 		if end[i].fds > base[i].fds+rounds/2 {
-			t.Errorf("%s: open files: %d after %d more rounds, %d before", b.name, end[i].fds, rounds, base[i].fds)
+			t.Errorf("%s: open files: %d after %d more rounds, %d before; %s", b.name, end[i].fds, rounds, base[i].fds, end[i].grownFiles(base[i]))
 		}
 	}
 }
