@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,7 +155,8 @@ func freeLoopbackPort(t testing.TB) int {
 	return p
 }
 
-// startKaas starts the kaas binary on free loopback ports with extra flags,
+// startKaas starts the kaas binary on free loopback ports with extra flags
+// (with --listeners, the primary listener's address is written {kafka}),
 // waits for /readyz and stops it (SIGTERM, then SIGKILL) at cleanup. The
 // broker's stderr is printed when the test fails. Set KAAS_TEST_LOGS to
 // print it always.
@@ -188,12 +190,16 @@ func tryStartKaas(t testing.TB, bin string, args []string) (*kaasProc, error) {
 		stderr:   &lockedBuffer{},
 		exited:   make(chan struct{}),
 	}
-	all := append([]string{
-		"--kafka-addr", k.Addr,
-		"--advertised-addr", k.Addr,
-		"--http-addr", k.HTTPAddr,
-		"--log-format", "json",
-	}, args...)
+	all := []string{"--kafka-addr", k.Addr, "--advertised-addr", k.Addr}
+	if slices.Contains(args, "--listeners") {
+		// The caller's listeners name the primary one's address {kafka}.
+		all = nil
+		args = slices.Clone(args)
+		for i := range args {
+			args[i] = strings.ReplaceAll(args[i], "{kafka}", k.Addr)
+		}
+	}
+	all = append(append(all, "--http-addr", k.HTTPAddr, "--log-format", "json"), args...)
 	k.cmd = exec.Command(bin, all...)
 	k.cmd.Stdout = k.stderr
 	k.cmd.Stderr = k.stderr

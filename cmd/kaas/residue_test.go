@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +23,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/wire/sasl"
+	"github.com/kaas-project/kaas/wire/tlsfiles/tlstest"
 )
 
 // residue is what a broker process holds that a finished lifecycle should
@@ -144,12 +150,15 @@ func TestLifecyclesLeaveNoResidue(t *testing.T) {
 		flags []string
 	}{{"disk", []string{"--data-dir", t.TempDir()}}, {"memory", nil}} {
 		t.Run(mode.name, func(t *testing.T) {
-			k := startKaas(t, append([]string{"--debug-pprof", "--group-initial-rebalance-delay", "0", "--share-auto-offset-reset", "earliest"}, mode.flags...)...)
+			sec := newResidueSecurity(t)
+			k := startKaas(t, append(append([]string{"--debug-pprof", "--group-initial-rebalance-delay", "0",
+				"--share-auto-offset-reset", "earliest"}, sec.flags...), mode.flags...)...)
 			ctx := ctxT(t, 4*time.Minute)
 			const warmup, rounds = 3, 8
 			var base, full residue
 			for r := 0; r < warmup+rounds; r++ {
 				lifecycleRound(t, ctx, k.Addr, r, func() { full = measureResidue(t, k.HTTPAddr, k.cmd.Process.Pid) })
+				sec.round(t, ctx)
 				if r == warmup-1 {
 					base = settledResidue(t, k.HTTPAddr, k.cmd.Process.Pid, residue{})
 					t.Logf("after %d rounds: %v", warmup, base)
@@ -400,4 +409,79 @@ func TestHandoffsLeaveNoResidue(t *testing.T) {
 			t.Errorf("%s: open files: %d after %d more rounds, %d before; %s", b.name, end[i].fds, rounds, base[i].fds, end[i].grownFiles(base[i]))
 		}
 	}
+}
+
+// residueSecurity is a SASL_SSL listener (SCRAM-SHA-256, client
+// certificates requested, sessions re-authenticated every second) for
+// TestLifecyclesLeaveNoResidue's rounds.
+type residueSecurity struct {
+	addr  string
+	flags []string
+	tls   *tls.Config // trusts the test CA, presents a client certificate
+}
+
+func newResidueSecurity(t *testing.T) *residueSecurity {
+	t.Helper()
+	ca := tlstest.NewCA(t, "residue CA")
+	dir := t.TempDir()
+	ca.WriteDir(t, dir, ca.Issue(t, pkix.Name{CommonName: "kaas-0"}, time.Time{}))
+	cred, err := sasl.NewScramCredential(sasl.ScramSHA256, "alice-secret", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(sasl.Credentials{Users: map[string]map[string]sasl.ScramCredential{"alice": {sasl.ScramSHA256: cred}}})
+	creds := filepath.Join(t.TempDir(), "users.json")
+	if err := os.WriteFile(creds, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	client := ca.Issue(t, pkix.Name{CommonName: "alice"}, time.Time{}).TLS(t)
+	return &residueSecurity{
+		addr: addr,
+		flags: []string{
+			"--listeners", "PLAINTEXT://{kafka},SASL_SSL://" + addr,
+			"--advertised-listeners", "PLAINTEXT://{kafka},SASL_SSL://" + addr,
+			"--tls-dir", dir, "--ssl-client-auth", "requested",
+			"--sasl-enabled-mechanisms", "SCRAM-SHA-256", "--sasl-credentials-file", creds,
+			"--connections-max-reauth", "1s", "--sasl-max-failures", "0",
+		},
+		tls: &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{client}},
+	}
+}
+
+// round opens and closes the listener's kinds of connection: a client
+// that authenticates, is re-authenticated and closes; a refused login; a
+// TLS handshake abandoned half way; and a TLS connection closed before
+// SASL.
+func (s *residueSecurity) round(t *testing.T, ctx context.Context) {
+	t.Helper()
+	good := newClient(t, s.addr, kgo.DialTLSConfig(s.tls), kgo.SASL(scramMech("alice", "alice-secret", false)))
+	if err := good.Ping(ctx); err != nil {
+		t.Fatalf("SASL_SSL: %v", err)
+	}
+	time.Sleep(1200 * time.Millisecond) // past --connections-max-reauth: the next request re-authenticates
+	if _, err := kadm.NewClient(good).ListTopics(ctx); err != nil {
+		t.Fatalf("SASL_SSL after re-authentication: %v", err)
+	}
+	good.Close()
+	bad := newClient(t, s.addr, kgo.DialTLSConfig(s.tls), kgo.SASL(scramMech("alice", "wrong", false)),
+		kgo.RetryTimeout(time.Second))
+	if err := bad.Ping(ctx); err == nil {
+		t.Fatal("SASL_SSL with a wrong password: no error")
+	}
+	bad.Close()
+	c, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The start of a TLS ClientHello record, then nothing.
+	if _, err := c.Write([]byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	tc, err := tls.Dial("tcp", s.addr, &tls.Config{RootCAs: s.tls.RootCAs, ServerName: "localhost", MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatalf("TLS without a client certificate: %v", err)
+	}
+	tc.Close()
 }
