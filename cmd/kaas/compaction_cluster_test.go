@@ -37,14 +37,22 @@ func cleaningInFlight(dir string) bool {
 // that reads the partition's leader from Metadata (-1: none yet).
 func createPinnedCompacted(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, broker int32, segmentBytes int) func() int32 {
 	t.Helper()
+	return createPinned(t, ctx, cl, topic, broker, map[string]string{"cleanup.policy": "compact",
+		"segment.bytes": fmt.Sprint(segmentBytes), "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"})
+}
+
+// createPinned creates topic with configs and one partition placed on
+// broker (a manual replica assignment); it returns a func that reads the
+// partition's leader from Metadata (-1: none yet).
+func createPinned(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, broker int32, configs map[string]string) func() int32 {
+	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
 	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
 	ra.Partition, ra.Replicas = 0, []int32{broker}
 	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	for k, v := range map[string]string{"cleanup.policy": "compact", "segment.bytes": fmt.Sprint(segmentBytes),
-		"min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "0"} {
+	for k, v := range configs {
 		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
 		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
 		rt.Configs = append(rt.Configs, cfg)

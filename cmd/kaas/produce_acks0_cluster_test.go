@@ -11,7 +11,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestAcksZeroProducerFollowsMove: librdkafka's acks=0 producer (kcat,
@@ -32,23 +31,7 @@ func TestAcksZeroProducerFollowsMove(t *testing.T) {
 	const topic = "acks0-moving"
 	cl := c.client()
 	adm := kadm.NewClient(cl)
-	create := kmsg.NewPtrCreateTopicsRequest()
-	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, []int32{1}
-	ct.ReplicaAssignment = append(ct.ReplicaAssignment, ra)
-	create.Topics, create.TimeoutMillis = append(create.Topics, ct), 15000
-	if resp, err := create.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != 0 {
-		t.Fatalf("create: %v %+v", err, resp)
-	}
-	leader := func() int32 {
-		td, err := adm.ListTopics(ctx, topic)
-		if err != nil || len(td[topic].Partitions) != 1 {
-			return -1
-		}
-		return td[topic].Partitions[0].Leader
-	}
+	leader := createPinned(t, ctx, cl, topic, 1, nil)
 	waitUntil(t, 30*time.Second, "the partition led by broker 1", func() bool { return leader() == 1 })
 
 	var stderr lockedBuffer
