@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -188,7 +189,7 @@ func (a *connActor) read(send func(any)) {
 		}
 		send(&tlsReady{principal: principal})
 	}
-	r := bufio.NewReaderSize(a.c, 64<<10)
+	r := bufio.NewReaderSize(a.c, readBufferSize)
 	for {
 		select {
 		case a.credits <- struct{}{}:
@@ -241,10 +242,25 @@ func (a *connActor) waitUnmuted() {
 	}
 }
 
+// readBufferSize is each connection's read buffer: several small
+// pipelined requests per read, while a frame larger than the buffer is
+// read straight into its own.
+const readBufferSize = 8 << 10
+
+// writeBuffers hold the answers of a burst, taken when the first of them
+// is written and put back once they are flushed, so that an idle
+// connection holds none.
+var writeBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
 // write runs on its own goroutine, batching frames into few syscalls.
 func (a *connActor) write() {
 	defer close(a.writerOK)
-	w := bufio.NewWriterSize(a.c, 64<<10)
+	var w *bufio.Writer
+	putBack := func() {
+		w.Reset(nil)
+		writeBuffers.Put(w)
+		w = nil
+	}
 	broken := false
 	// Latencies are observed once the buffered frames reach the socket.
 	type sent struct {
@@ -257,14 +273,21 @@ func (a *connActor) write() {
 			releaseFrame(f)
 			continue
 		}
+		if w == nil {
+			w = writeBuffers.Get().(*bufio.Writer)
+			w.Reset(a.c)
+		}
 		if err := writeFrame(w, a.c, f); err != nil {
 			broken = true
+			putBack()
 			_ = a.c.Close()
 			continue
 		}
 		written = append(written, sent{f.api, f.read})
 		if len(a.out) == 0 {
-			if err := w.Flush(); err != nil {
+			err := w.Flush()
+			putBack()
+			if err != nil {
 				broken = true
 				_ = a.c.Close()
 				continue
@@ -277,8 +300,9 @@ func (a *connActor) write() {
 			written = written[:0]
 		}
 	}
-	if !broken {
+	if w != nil {
 		_ = w.Flush()
+		putBack()
 	}
 }
 

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // procFootprint is a process's resident memory (KiB, VmRSS) and open
@@ -96,5 +99,83 @@ func BenchmarkLeadPartitions(b *testing.B) {
 		b.ReportMetric(perFD, "fds/partition")
 		b.ReportMetric(perKiB, "RSS-KiB/partition")
 		b.ReportMetric(float64(took.Milliseconds())/float64(total), "ms/partition")
+	}
+}
+
+// BenchmarkIdleConnections measures what one kaas process holds per idle
+// client connection: it opens KAAS_IDLE_CONNECTIONS connections (default
+// 2,000), each left after an ApiVersions exchange as a client leaves it
+// between requests, and reports goroutines, heap (after a collection),
+// RSS and descriptors per connection against the same process before they
+// were opened (the baseline, measured in the same run). plaintext
+// connects to a PLAINTEXT listener, sasl_ssl to a SASL_SSL one (a TLS
+// session; ApiVersions comes before SASL).
+//
+//	go test ./cmd/kaas -run '^$' -bench BenchmarkIdleConnections -benchtime 1x
+func BenchmarkIdleConnections(b *testing.B) {
+	total := 2000
+	if n, err := strconv.Atoi(os.Getenv("KAAS_IDLE_CONNECTIONS")); err == nil && n > 0 {
+		total = n
+	}
+	sec := newResidueSecurity(b)
+	for _, listener := range []string{"plaintext", "sasl_ssl"} {
+		b.Run(listener, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				k := startKaas(b, append([]string{"--debug-pprof"}, sec.flags...)...)
+				pid := k.cmd.Process.Pid
+				dial := func() net.Conn {
+					c, err := net.Dial("tcp", k.Addr)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return c
+				}
+				if listener == "sasl_ssl" {
+					dial = func() net.Conn {
+						c, err := tls.Dial("tcp", sec.addr, sec.tls)
+						if err != nil {
+							b.Fatal(err)
+						}
+						return c
+					}
+				}
+				exchange := func(c net.Conn) {
+					req := kmsg.NewPtrApiVersionsRequest()
+					req.Version = 3
+					req.ClientSoftwareName, req.ClientSoftwareVersion = "bench", "1"
+					resp := rawExchange(b, c, req, 3, 1)
+					if code := resp.(*kmsg.ApiVersionsResponse).ErrorCode; code != 0 {
+						b.Fatalf("ApiVersions: error %d", code)
+					}
+				}
+				warm := dial()
+				exchange(warm)
+				base := settledResidue(b, k.HTTPAddr, pid, residue{})
+				rss0, _, err := procFootprint(pid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				conns := make([]net.Conn, 0, total)
+				for j := 0; j < total; j++ {
+					c := dial()
+					exchange(c)
+					conns = append(conns, c)
+				}
+				held := settledResidue(b, k.HTTPAddr, pid, residue{})
+				rss1, _, err := procFootprint(pid)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := float64(total)
+				b.ReportMetric(float64(held.goroutines-base.goroutines)/n, "goroutines/conn")
+				b.ReportMetric(float64(held.heap-base.heap)/n/1024, "heap-KiB/conn")
+				b.ReportMetric(float64(rss1-rss0)/n, "rss-KiB/conn")
+				b.ReportMetric(float64(held.fds-base.fds)/n, "fds/conn")
+				b.Logf("%s: %d connections: %v, RSS %d KiB; before: %v, RSS %d KiB", listener, total, held, rss1, base, rss0)
+				for _, c := range append(conns, warm) {
+					c.Close()
+				}
+			}
+		})
 	}
 }

@@ -356,7 +356,7 @@ func frame(key, version int16, corr int32, body []byte) []byte {
 	return b
 }
 
-func readFrame(t *testing.T, c net.Conn) ([]byte, error) {
+func readFrame(t testing.TB, c net.Conn) ([]byte, error) {
 	t.Helper()
 	return readSizedFrame(c)
 }

@@ -71,7 +71,7 @@ var residueHTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: tru
 
 // measureResidue reads a broker's goroutines and heap (after a collection forced
 // through /debug/pprof/heap?gc=1) from /metrics and counts its open fds.
-func measureResidue(t *testing.T, httpAddr string, pid int) residue {
+func measureResidue(t testing.TB, httpAddr string, pid int) residue {
 	t.Helper()
 	get := func(path string) string {
 		resp, err := residueHTTP.Get("http://" + httpAddr + path)
@@ -192,7 +192,7 @@ func TestLifecyclesLeaveNoResidue(t *testing.T) {
 // a closed connection or a stopped actor gives back, it gives back within
 // moments), or, with a baseline, until they are at or below it; it
 // returns the last.
-func settledResidue(t *testing.T, httpAddr string, pid int, base residue) residue {
+func settledResidue(t testing.TB, httpAddr string, pid int, base residue) residue {
 	t.Helper()
 	prev := measureResidue(t, httpAddr, pid)
 	for i := 0; i < 20; i++ {
@@ -420,7 +420,7 @@ type residueSecurity struct {
 	tls   *tls.Config // trusts the test CA, presents a client certificate
 }
 
-func newResidueSecurity(t *testing.T) *residueSecurity {
+func newResidueSecurity(t testing.TB) *residueSecurity {
 	t.Helper()
 	ca := tlstest.NewCA(t, "residue CA")
 	dir := t.TempDir()

@@ -368,7 +368,7 @@ func rawSASL(t *testing.T, c net.Conn, user, pass string) *kmsg.SASLAuthenticate
 	return rawExchange(t, c, au, 1, 2).(*kmsg.SASLAuthenticateResponse)
 }
 
-func rawExchange(t *testing.T, c net.Conn, req kmsg.Request, version int16, corr int32) kmsg.Response {
+func rawExchange(t testing.TB, c net.Conn, req kmsg.Request, version int16, corr int32) kmsg.Response {
 	t.Helper()
 	req.SetVersion(version)
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test"))
