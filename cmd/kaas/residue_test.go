@@ -286,16 +286,11 @@ func lifecycleRound(t *testing.T, ctx context.Context, addr string, r int, befor
 		}
 		return c
 	}
-	apiVersions := kmsg.NewPtrApiVersionsRequest().AppendTo(nil)
-	frame := func(body []byte) []byte {
-		hdr := []byte{0, byte(kmsg.ApiVersions), 0, 0, 0, 0, 0, 1, 0, 0}
-		msg := append(hdr, body...)
-		return append([]byte{byte(len(msg) >> 24), byte(len(msg) >> 16), byte(len(msg) >> 8), byte(len(msg))}, msg...)
-	}
+	apiVersions := frame(kmsg.ApiVersions.Int16(), 0, 1, nil)
 	for i := 0; i < 10; i++ {
 		dial().Close()
 		c := dial()
-		if _, err := c.Write(frame(apiVersions)); err != nil {
+		if _, err := c.Write(apiVersions); err != nil {
 			t.Fatal(err)
 		}
 		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -304,8 +299,7 @@ func lifecycleRound(t *testing.T, ctx context.Context, addr string, r int, befor
 		}
 		c.Close()
 		c = dial()
-		f := frame(apiVersions)
-		if _, err := c.Write(f[:len(f)/2]); err != nil {
+		if _, err := c.Write(apiVersions[:len(apiVersions)/2]); err != nil {
 			t.Fatal(err)
 		}
 		c.Close()
