@@ -69,8 +69,9 @@ func mib(n int64) float64 { return float64(n) / (1 << 20) }
 // broker being measured.
 var residueHTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
 
-// measureResidue reads a broker's goroutines and heap (after a collection forced
-// through /debug/pprof/heap?gc=1) from /metrics and counts its open fds.
+// measureResidue reads a broker's goroutines and heap (after a collection
+// forced through /debug/pprof/heap?gc=1) from /metrics, and its open fds
+// and the bytes allocated to its in-memory files from /proc.
 func measureResidue(t testing.TB, httpAddr string, pid int) residue {
 	t.Helper()
 	get := func(path string) string {
@@ -134,16 +135,20 @@ func measureResidue(t testing.TB, httpAddr string, pid int) residue {
 	return r
 }
 
-// TestLifecyclesLeaveNoResidue runs one broker process (on a data dir)
-// through rounds of everything that comes and goes in a broker's life: a
-// topic created, written by an idempotent and a transactional producer,
-// read by a classic group, a KIP-848 group and a share group, its groups
-// and the topic deleted; connections that close at once, after a request, in the middle
-// of a frame and with a Fetch waiting. After the first rounds (what is
-// started once, and kept, is started then), further rounds must leave the
-// process's goroutines, open files and heap where they were: a leak of one
-// goroutine or file per round, or of the memory of a topic's records,
-// shows.
+// TestLifecyclesLeaveNoResidue runs one broker process (on a data dir,
+// then another in memory) through rounds of everything that comes and
+// goes in a broker's life: a topic created, written by an idempotent and a
+// transactional producer, read by a classic group, a KIP-848 group and a
+// share group, its groups and the topic deleted; connections that close
+// at once, after a request, in the middle of a frame and with a Fetch
+// waiting; and on a SASL_SSL listener, sessions that authenticate,
+// re-authenticate and close, logins refused (answered after the
+// failed-authentication delay), TLS handshakes abandoned and connections
+// with no client certificate. After the first rounds (what is started
+// once, and kept, is started then), further rounds must leave the
+// process's goroutines, open files, heap and in-memory arena where they
+// were: a leak of one goroutine or file per round, or of a round's
+// records, shows.
 func TestLifecyclesLeaveNoResidue(t *testing.T) {
 	for _, mode := range []struct {
 		name  string
@@ -188,7 +193,7 @@ func TestLifecyclesLeaveNoResidue(t *testing.T) {
 	}
 }
 
-// settledResidue measures k until two measures a second apart agree (what
+// settledResidue measures a broker until two measures a second apart agree (what
 // a closed connection or a stopped actor gives back, it gives back within
 // moments), or, with a baseline, until they are at or below it; it
 // returns the last.
