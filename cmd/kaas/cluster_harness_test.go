@@ -316,6 +316,12 @@ func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) tim
 	return time.Since(start)
 }
 
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
 // clientLog is a kgo client's debug log, kept in memory and printed (its
 // last lines) only if the test fails: what the client retried and why.
 func clientLog(t testing.TB) kgo.Opt {
@@ -324,8 +330,7 @@ func clientLog(t testing.TB) kgo.Opt {
 		if !t.Failed() {
 			return
 		}
-		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-		t.Logf("--- client log (last %d lines) ---\n%s", min(len(lines), 200), strings.Join(lines[max(len(lines)-200, 0):], "\n"))
+		t.Logf("--- client log (last 200 lines) ---\n%s", lastLines(buf.String(), 200))
 	})
 	return kgo.WithLogger(kgo.BasicLogger(&buf, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000 ") }))
 }

@@ -48,8 +48,7 @@ func TestAcksZeroProducerFollowsMove(t *testing.T) {
 	t.Cleanup(func() {
 		_ = prod.Process.Kill()
 		if t.Failed() {
-			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-			t.Logf("--- kcat log (last %d lines) ---\n%s", min(len(lines), 200), strings.Join(lines[max(len(lines)-200, 0):], "\n"))
+			t.Logf("--- kcat log (last 200 lines) ---\n%s", lastLines(stderr.String(), 200))
 		}
 	})
 	var sent atomic.Int64

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
@@ -65,17 +64,13 @@ func (r residue) String() string {
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
-// residueHTTP keeps no connection open: one would hold a goroutine in the
-// broker being measured.
-var residueHTTP = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
-
 // measureResidue reads a broker's goroutines and heap (after a collection
 // forced through /debug/pprof/heap?gc=1) from /metrics, and its open fds
 // and the bytes allocated to its in-memory files from /proc.
 func measureResidue(t testing.TB, httpAddr string, pid int) residue {
 	t.Helper()
 	get := func(path string) string {
-		resp, err := residueHTTP.Get("http://" + httpAddr + path)
+		resp, err := scrapeHTTP.Get("http://" + httpAddr + path)
 		if err != nil {
 			t.Fatalf("GET %s: %v", path, err)
 		}
@@ -97,21 +92,9 @@ func measureResidue(t testing.TB, httpAddr string, pid int) residue {
 			}
 		}
 	}
-	sc := bufio.NewScanner(strings.NewReader(get("/metrics")))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			continue
-		}
-		f, _ := strconv.ParseFloat(value, 64)
-		switch name {
-		case "go_goroutines":
-			r.goroutines = int(f)
-		case "go_memstats_heap_inuse_bytes":
-			r.heap = int64(f)
-		}
-	}
+	_, families := scrape(t, httpAddr)
+	r.goroutines = int(sample(families, "go_goroutines"))
+	r.heap = int64(sample(families, "go_memstats_heap_inuse_bytes"))
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	fds, err := os.ReadDir(dir)
 	if err != nil {
