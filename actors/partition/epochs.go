@@ -46,26 +46,29 @@ func epochAt(epochs []storage.EpochEntry, offset int64, current int32) int32 {
 }
 
 // recordAtOrAfter resolves a timestamp search inside the first batch whose
-// max timestamp is >= ts: the exact record for an uncompressed batch; for a
-// compressed batch, the batch's base offset (records are not decompressed on
-// the broker).
-func recordAtOrAfter(b []byte, ts int64) (offset, timestamp int64) {
+// max timestamp is >= ts and that ends past the log start: the first record
+// at or after start stamped ts or later, as Kafka's searchForTimestamp
+// finds it (a compressed batch is decompressed). A batch that holds none
+// (its later timestamps out of order, the match below the log start)
+// answers its first offset from start and its max timestamp.
+func recordAtOrAfter(b []byte, ts, start int64) (offset, timestamp int64) {
 	h, err := batch.ParseHeader(b)
 	if err != nil {
 		return -1, -1
 	}
 	if recs, err := batch.RecordTimestamps(b); err == nil {
 		for _, r := range recs {
-			if r.Timestamp >= ts {
+			if r.Timestamp >= ts && r.Offset >= start {
 				return r.Offset, r.Timestamp
 			}
 		}
 	}
-	return h.BaseOffset, h.MaxTimestamp
+	return max(h.BaseOffset, start), h.MaxTimestamp
 }
 
 // offsetOfTimestamp finds the offset of the record carrying exactly ts
-// (ListOffsets max-timestamp); the batch's base offset when compressed.
+// (ListOffsets max-timestamp), decompressing a compressed batch; the
+// batch's base offset if none does.
 func offsetOfTimestamp(b []byte, ts int64, _ bool) int64 {
 	h, err := batch.ParseHeader(b)
 	if err != nil {

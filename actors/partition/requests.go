@@ -316,7 +316,7 @@ func (a *Actor) listOffsets(m *messages.ListOffsets) {
 		case err != nil:
 			res.ErrorCode = kerr.KafkaStorageError.Code
 		case ok:
-			res.Offset, res.Timestamp = recordAtOrAfter(b, m.Timestamp)
+			res.Offset, res.Timestamp = recordAtOrAfter(b, m.Timestamp, l.StartOffset())
 			res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
 		}
 		m.Reply(res)

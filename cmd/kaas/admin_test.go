@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kaas-project/kaas/storage/batch"
 )
 
 func sp(s string) *string { return &s }
@@ -308,6 +310,62 @@ func TestListOffsetsDeleteRecordsAndEpochs(t *testing.T) {
 	}
 	if e := ep["offs"][0]; e.Err != nil || e.EndOffset != 11 || e.LeaderEpoch != 0 {
 		t.Fatalf("offset for leader epoch: %+v", e)
+	}
+}
+
+// TestListOffsetsInsideCompressedBatches: ListOffsets by timestamp and by
+// max timestamp answer the record inside a compressed batch, as Kafka's
+// broker finds it by decompressing the batch, in every codec, on disk and
+// in memory; and never an offset below the log start, when DeleteRecords
+// moved the start into the middle of a batch.
+func TestListOffsetsInsideCompressedBatches(t *testing.T) {
+	for _, mode := range []string{"disk", "memory"} {
+		t.Run(mode, func(t *testing.T) {
+			var args []string
+			if mode == "disk" {
+				args = []string{"--data-dir", t.TempDir()}
+			}
+			_, addr := testBroker(t, args...)
+			cl := newClient(t, addr, producesByName())
+			adm := kadm.NewClient(cl)
+			ctx := ctxT(t, 20*time.Second)
+			base := time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli()
+			for codec, name := range map[int16]string{batch.CodecGzip: "gzip", batch.CodecSnappy: "snappy", batch.CodecLz4: "lz4", batch.CodecZstd: "zstd"} {
+				topic := "zipped-" + name
+				createTopic(t, addr, topic, 1, nil)
+				// One batch of ten records stamped base, base+10, ...,
+				// base+90 ms, the highest (base+90) at offset 9.
+				var recs []kmsg.Record
+				for i := range int32(10) {
+					recs = append(recs, rec(i, int64(i)*10, nil, []byte{byte(i)}))
+				}
+				if r := rawProduce(t, cl, topic, 0, -1, recordsBatch(t, codec, base, base+90, recs...)); r.ErrorCode != 0 {
+					t.Fatalf("%s: produce: %v", name, kerr.ErrorForCode(r.ErrorCode))
+				}
+				at := func(ms int64) kadm.ListedOffset {
+					t.Helper()
+					lo, err := adm.ListOffsetsAfterMilli(ctx, base+ms, topic)
+					if err != nil {
+						t.Fatal(err)
+					}
+					o, _ := lo.Lookup(topic, 0)
+					return o
+				}
+				if o := at(35); o.Err != nil || o.Offset != 4 || o.Timestamp != base+40 {
+					t.Errorf("%s: the record at or after +35 ms: %+v, want offset 4 stamped +40", name, o)
+				}
+				if p := listMaxTimestamp(t, ctx, cl, topic); p.ErrorCode != 0 || p.Offset != 9 || p.Timestamp != base+90 {
+					t.Errorf("%s: max timestamp: %+v, want offset 9 stamped +90", name, p)
+				}
+				dr, err := adm.DeleteRecords(ctx, kadm.Offsets{topic: {0: {At: 6}}})
+				if err != nil || dr.Error() != nil {
+					t.Fatalf("%s: delete records: %v %v", name, err, dr.Error())
+				}
+				if o := at(0); o.Err != nil || o.Offset != 6 || o.Timestamp != base+60 {
+					t.Errorf("%s: the record at or after +0 ms, log start 6: %+v, want offset 6 stamped +60", name, o)
+				}
+			}
+		})
 	}
 }
 

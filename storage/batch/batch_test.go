@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -87,5 +88,31 @@ func TestLastSequenceWraps(t *testing.T) {
 	h := Header{BaseSequence: 1<<31 - 2, LastOffsetDelta: 3}
 	if got := h.LastSequence(); got != 1 {
 		t.Fatalf("LastSequence = %d, want 1", got)
+	}
+}
+
+// TestRecordTimestampsOfCompressedBatches: a compressed batch lists its
+// records' offsets and timestamps as its uncompressed form does, in every
+// codec; one whose records do not decompress is corrupt.
+func TestRecordTimestampsOfCompressedBatches(t *testing.T) {
+	records := [][]byte{goodRecord(0, 0), goodRecord(1, 30), goodRecord(2, 10)}
+	want, err := RecordTimestamps(rawBatch(t, CodecNone, 1000, records...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 3 || want[1] != (RecordTS{Offset: 1, Timestamp: 1030}) || want[2] != (RecordTS{Offset: 2, Timestamp: 1010}) {
+		t.Fatalf("uncompressed: %v", want)
+	}
+	for _, c := range []int16{CodecGzip, CodecSnappy, CodecLz4, CodecZstd} {
+		b := rawBatch(t, c, 1000, records...)
+		if got, err := RecordTimestamps(b); err != nil || !slices.Equal(got, want) {
+			t.Errorf("codec %d: %v %v, want %v", c, got, err, want)
+		}
+		for i := HeaderSize; i < len(b); i++ {
+			b[i] = 0xff // the records section is garbage to every codec
+		}
+		if _, err := RecordTimestamps(b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("codec %d damaged: %v, want ErrCorrupt", c, err)
+		}
 	}
 }

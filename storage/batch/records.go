@@ -2,12 +2,8 @@ package batch
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
-
-// ErrCompressed is returned when records would have to be decompressed.
-var ErrCompressed = errors.New("batch is compressed")
 
 // MinRecordSize is the fewest bytes a record takes in a batch: its length,
 // attributes, timestamp and offset deltas, key and value lengths and header
@@ -25,21 +21,19 @@ type RecordTS struct {
 	Timestamp int64
 }
 
-// RecordTimestamps decodes just enough of an uncompressed batch's records to
-// list their offsets and timestamps (ListOffsets by timestamp). A
-// LogAppendTime batch reports its max timestamp for every record.
+// RecordTimestamps decodes just enough of a batch's records, decompressed
+// first when compressed (as Kafka's broker reads them to answer ListOffsets
+// by timestamp), to list their offsets and timestamps. A LogAppendTime
+// batch reports its max timestamp for every record.
 func RecordTimestamps(b []byte) ([]RecordTS, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return nil, err
 	}
-	if h.Attributes&AttrCompressionMask != 0 {
-		return nil, ErrCompressed
+	p, err := Payload(b, h)
+	if err != nil {
+		return nil, err
 	}
-	if h.Size() > len(b) {
-		return nil, fmt.Errorf("%w: batch truncated", ErrCorrupt)
-	}
-	p := b[HeaderSize:h.Size()]
 	out := make([]RecordTS, 0, RecordsCap(h.NumRecords, p))
 	for i := int32(0); i < h.NumRecords; i++ {
 		length, n := binary.Varint(p)
