@@ -30,6 +30,14 @@ import (
 // SCRAM-SHA-512 credentials for each user, whose password is user+"-secret".
 func writeScramUsers(t *testing.T, users ...string) string {
 	t.Helper()
+	f := filepath.Join(t.TempDir(), "users.json")
+	writeScramUsersTo(t, f, users...)
+	return f
+}
+
+// writeScramUsersTo writes writeScramUsers' file to f.
+func writeScramUsersTo(t *testing.T, f string, users ...string) {
+	t.Helper()
 	creds := sasl.Credentials{Users: map[string]map[string]sasl.ScramCredential{}}
 	for _, u := range users {
 		creds.Users[u] = map[string]sasl.ScramCredential{}
@@ -41,7 +49,6 @@ func writeScramUsers(t *testing.T, users ...string) string {
 			creds.Users[u][m] = c
 		}
 	}
-	f := filepath.Join(t.TempDir(), "users.json")
 	b, err := json.Marshal(creds)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +56,6 @@ func writeScramUsers(t *testing.T, users ...string) string {
 	if err := os.WriteFile(f, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return f
 }
 
 // kafkaCode is the Kafka error code in err, or 0.
