@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,24 +15,36 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/share"
 	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/groupstore"
+	"github.com/kaas-project/kaas/storage/sharestate"
+	"github.com/kaas-project/kaas/storage/txnlog"
 )
 
 // runDumpLog is `kaas dump-log`: what Kafka's kafka-dump-log.sh prints of a
 // segment file, for the segments on the shared volume (record batches as
 // produced, so Kafka's own tool reads them too where Java is at hand). Each
 // batch's header and whether its CRC holds; with --deep-iteration every
-// record, with --print-data-log their keys, values and headers too. A file
-// with an invalid batch or bytes that are not a whole batch is an error
+// record, with --print-data-log their keys, values and headers too, and
+// with --offsets-decoder a __consumer_offsets record's key and value
+// decoded, as Kafka's flag of that name does. It also prints kaas's own
+// files on the volume, chosen by where they lie: a group's offsets log
+// (__groups/<group dir>/offsets.log), a transactional id's log
+// (__transactions/<name>.log) and a share-partition's state
+// (__share/<group dir>/<topic>-<partition>.state). A file with an invalid
+// batch, record or state, or bytes that are not a whole one, is an error
 // (after printing it all).
 func runDumpLog(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dump-log", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	files := fs.String("files", "", "comma-separated segment `files` (.log); also taken as arguments")
+	files := fs.String("files", "", "comma-separated `files` to dump; also taken as arguments")
 	deep := fs.Bool("deep-iteration", false, "print every record, not only each batch")
 	data := fs.Bool("print-data-log", false, "print every record with its key, value and headers (implies --deep-iteration)")
+	offsets := fs.Bool("offsets-decoder", false, "print a __consumer_offsets segment's keys and values decoded as group metadata and committed offsets (implies --print-data-log)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kaas dump-log [--deep-iteration] [--print-data-log] FILE.log ...")
+		fmt.Fprintln(stderr, "usage: kaas dump-log [--deep-iteration] [--print-data-log] [--offsets-decoder] FILE ...")
+		fmt.Fprintln(stderr, "  FILE: a segment (.log), a group's offsets log (__groups/*/offsets.log), a transactional id's log (__transactions/*.log) or a share-partition's state (__share/*/*.state)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -43,12 +56,13 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(paths) == 0 {
 		fs.Usage()
-		return errors.New("dump-log: no segment file given")
+		return errors.New("dump-log: no file given")
 	}
 	var bad []string
 	for _, p := range paths {
-		if filepath.Ext(p) != ".log" {
-			return fmt.Errorf("dump-log: %s: only segment files (.log) can be dumped", p)
+		kind := volumeFileKind(p)
+		if kind == "" {
+			return fmt.Errorf("dump-log: %s: not a segment (.log), group offsets log, transaction log or share-partition state", p)
 		}
 		f, err := os.Open(p)
 		if err != nil {
@@ -57,7 +71,17 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 		var ok bool
 		st, err := f.Stat()
 		if err == nil {
-			ok, err = dumpSegment(stdout, p, bufio.NewReaderSize(f, 1<<20), st.Size(), *deep || *data, *data)
+			fmt.Fprintf(stdout, "Dumping %s\n", p)
+			switch kind {
+			case "group":
+				ok, err = dumpGroupLog(stdout, f, st.Size())
+			case "transaction":
+				ok = dumpTxnLog(stdout, f, st.Size())
+			case "share":
+				ok, err = dumpShareState(stdout, f)
+			default:
+				ok, err = dumpSegment(stdout, p, bufio.NewReaderSize(f, 1<<20), st.Size(), *deep || *data || *offsets, *data || *offsets, *offsets)
+			}
 		}
 		f.Close()
 		if err != nil {
@@ -73,11 +97,125 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// volumeFileKind tells the files dump-log reads apart by where they lie on
+// the volume: "group", "transaction", "share", "segment", or "" for none
+// of them.
+func volumeFileKind(path string) string {
+	dir, grand := filepath.Base(filepath.Dir(path)), filepath.Base(filepath.Dir(filepath.Dir(path)))
+	switch ext := filepath.Ext(path); {
+	case grand == groupstore.Dir && filepath.Base(path) == "offsets.log":
+		return "group"
+	case dir == txnlog.Dir && ext == ".log":
+		return "transaction"
+	case grand == sharestate.Dir && ext == ".state":
+		return "share"
+	case ext == ".log":
+		return "segment"
+	}
+	return ""
+}
+
+// dumpGroupLog prints a group's offsets log: its header's group, then each
+// record with its position.
+func dumpGroupLog(w io.Writer, r io.Reader, size int64) (valid bool, err error) {
+	good, err := groupstore.ReadLog(r, func(f groupstore.Frame) error {
+		rec := f.Record
+		switch {
+		case rec == nil:
+			fmt.Fprintf(w, "position: %d group: %s\n", f.Pos, printable([]byte(f.Group)))
+		case rec.TxnEnd != nil:
+			fmt.Fprintf(w, "position: %d txnEnd producerId: %d producerEpoch: %d commit: %t\n", f.Pos, rec.TxnEnd.ProducerID, rec.TxnEnd.Epoch, rec.TxnEnd.Commit)
+		case rec.Meta != nil:
+			fmt.Fprintf(w, "position: %d meta type: %s protocolType: %s emptySince: %d\n", f.Pos, rec.Meta.Kind, rec.Meta.ProtocolType, rec.Meta.EmptySince)
+		case rec.Delete:
+			fmt.Fprintf(w, "position: %d delete topic: %s partition: %d\n", f.Pos, rec.TP.Topic, rec.TP.Partition)
+		default:
+			c, what := rec.Commit, "commit"
+			if rec.Txn != nil {
+				what = fmt.Sprintf("txnCommit producerId: %d producerEpoch: %d", rec.Txn.ProducerID, rec.Txn.Epoch)
+			}
+			fmt.Fprintf(w, "position: %d %s topic: %s partition: %d offset: %d leaderEpoch: %d metadata: %s commitTimestamp: %d expireTimestamp: %d",
+				f.Pos, what, rec.TP.Topic, rec.TP.Partition, c.Offset, c.LeaderEpoch, printable([]byte(c.Metadata)), c.CommitTime, c.ExpireTime)
+			if c.TopicID != ([16]byte{}) {
+				fmt.Fprintf(w, " topicId: %s", uuidString(c.TopicID))
+			}
+			fmt.Fprintln(w)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return notWhole(w, good, size, "record"), nil
+}
+
+// dumpTxnLog prints each state a transactional id's log holds; the last
+// is the id's.
+func dumpTxnLog(w io.Writer, r io.Reader, size int64) (valid bool) {
+	good := txnlog.ReadLog(r, func(pos int64, st txnlog.State) {
+		parts := make([]string, len(st.Partitions))
+		for i, tp := range st.Partitions {
+			parts[i] = fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)
+		}
+		fmt.Fprintf(w, "position: %d transactionalId: %s producerId: %d producerEpoch: %d lastProducerId: %d lastProducerEpoch: %d "+
+			"state: %s timeoutMs: %d partitions: [%s] groups: [%s] startTimestamp: %d updateTimestamp: %d",
+			pos, printable([]byte(st.ID)), st.ProducerID, st.Epoch, st.LastProducerID, st.LastEpoch,
+			st.Status, st.TimeoutMs, strings.Join(parts, ","), strings.Join(st.Groups, ","), st.StartMs, st.UpdateMs)
+		if m := st.Marker; m != nil {
+			fmt.Fprintf(w, " markerProducerId: %d markerProducerEpoch: %d markerBumped: %t", m.ProducerID, m.Epoch, m.Bumped)
+		}
+		fmt.Fprintln(w)
+	})
+	return notWhole(w, good, size, "record")
+}
+
+// dumpShareState prints a share-partition's state: its start offset and
+// the state and delivery count of the records from it, in runs.
+func dumpShareState(w io.Writer, r io.Reader) (valid bool, err error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return false, err
+	}
+	snap, err := sharestate.Decode(b)
+	if err != nil {
+		fmt.Fprintf(w, "Found %d bytes that are not a share-partition state: %v\n", len(b), err)
+		return false, nil
+	}
+	id := "none"
+	if snap.TopicID != ([16]byte{}) {
+		id = uuidString(snap.TopicID)
+	}
+	fmt.Fprintf(w, "topicId: %s startOffset: %d records: %d\n", id, snap.Start, len(snap.States))
+	for i := 0; i < len(snap.States); {
+		j := i + 1
+		for j < len(snap.States) && snap.States[j] == snap.States[i] && snap.Counts[j] == snap.Counts[i] {
+			j++
+		}
+		fmt.Fprintf(w, "| offsets: %d-%d state: %s deliveryCount: %d\n", snap.Start+int64(i), snap.Start+int64(j-1), share.State(snap.States[i]), snap.Counts[i])
+		i = j
+	}
+	return true, nil
+}
+
+// notWhole reports whether the good bytes are the whole file, saying so
+// when they are not.
+func notWhole(w io.Writer, good, size int64, what string) bool {
+	if good < size {
+		fmt.Fprintf(w, "Found %d bytes at position %d that are not a whole %s\n", size-good, good, what)
+		return false
+	}
+	return true
+}
+
+// uuidString is a topic id as the volume's directory names write it.
+func uuidString(id [16]byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+}
+
 // dumpSegment prints the segment of size bytes r reads (from path), one
 // batch in memory at a time, and reports whether every byte of it is a
 // valid batch; err is a failure to read it.
-func dumpSegment(w io.Writer, path string, r io.Reader, size int64, deep, data bool) (valid bool, err error) {
-	fmt.Fprintf(w, "Dumping %s\n", path)
+func dumpSegment(w io.Writer, path string, r io.Reader, size int64, deep, data, offsets bool) (valid bool, err error) {
 	if base, ok := segmentBase(path); ok {
 		fmt.Fprintf(w, "Log starting offset: %d\n", base)
 	}
@@ -121,7 +259,7 @@ func dumpSegment(w io.Writer, path string, r io.Reader, size int64, deep, data b
 		}
 		printBatch(w, h, pos, verr)
 		if deep && verr == nil {
-			if err := printRecords(w, whole, h, data); err != nil {
+			if err := printRecords(w, whole, h, data, offsets); err != nil {
 				fmt.Fprintf(w, "| records at position %d cannot be read: %v\n", pos, err)
 				valid = false
 			}
@@ -179,8 +317,9 @@ func codecName(c int16) string {
 
 // printRecords prints each record of the valid batch b: its offset,
 // timestamp and sizes, a control batch's marker, and with data the key,
-// value and headers.
-func printRecords(w io.Writer, b []byte, h batch.Header, data bool) error {
+// value and headers (with offsets, the key and value decoded as
+// __consumer_offsets records).
+func printRecords(w io.Writer, b []byte, h batch.Header, data, offsets bool) error {
 	p, err := batch.Payload(b, h)
 	if err != nil {
 		return err
@@ -211,6 +350,8 @@ func printRecords(w io.Writer, b []byte, h batch.Header, data bool) error {
 		line += fmt.Sprintf(" headerKeys: [%s]", strings.Join(keys, ","))
 		if h.IsControl() {
 			line += " " + controlRecord(r)
+		} else if offsets {
+			line += " " + decodeOffsetsRecord(r.Key, r.Value)
 		} else if data {
 			line += fmt.Sprintf(" key: %s payload: %s", printable(r.Key), printable(r.Value))
 			for _, hd := range r.Headers {
@@ -261,4 +402,81 @@ func printable(b []byte) string {
 		return q
 	}
 	return s
+}
+
+// decodeOffsetsRecord decodes a __consumer_offsets record as Kafka's
+// --offsets-decoder prints it: the key's type (its version: 0 and 1 a
+// committed offset, 2 a classic group's metadata) and fields, the value's
+// version and fields, <DELETE> for a tombstone.
+func decodeOffsetsRecord(key, value []byte) string {
+	type decoded struct {
+		Type    string `json:"type,omitempty"`
+		Version string `json:"version,omitempty"`
+		Data    any    `json:"data"`
+	}
+	js := func(v decoded) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprintf("unprintable: %v", err)
+		}
+		return string(b)
+	}
+	if len(key) < 2 {
+		return "key: unreadable payload: unreadable"
+	}
+	var k, v decoded
+	k.Type = strconv.Itoa(int(int16(binary.BigEndian.Uint16(key))))
+	var readValue func() (any, error)
+	switch k.Type {
+	case "0", "1":
+		var ck kmsg.OffsetCommitKey
+		if ck.ReadFrom(key) != nil {
+			return "key: unreadable payload: unreadable"
+		}
+		k.Data = map[string]any{"group": ck.Group, "topic": ck.Topic, "partition": ck.Partition}
+		readValue = func() (any, error) {
+			var cv kmsg.OffsetCommitValue
+			if err := cv.ReadFrom(value); err != nil {
+				return nil, err
+			}
+			d := map[string]any{"offset": cv.Offset, "leaderEpoch": cv.LeaderEpoch, "metadata": cv.Metadata, "commitTimestamp": cv.CommitTimestamp}
+			if cv.Version == 1 {
+				d["expireTimestamp"] = cv.ExpireTimestamp
+			}
+			return d, nil
+		}
+	case "2":
+		var gk kmsg.GroupMetadataKey
+		if gk.ReadFrom(key) != nil {
+			return "key: unreadable payload: unreadable"
+		}
+		k.Data = map[string]any{"group": gk.Group}
+		readValue = func() (any, error) {
+			var gv kmsg.GroupMetadataValue
+			if err := gv.ReadFrom(value); err != nil {
+				return nil, err
+			}
+			members := make([]map[string]any, len(gv.Members))
+			for i, m := range gv.Members {
+				members[i] = map[string]any{"memberId": m.MemberID, "groupInstanceId": m.InstanceID, "clientId": m.ClientID, "clientHost": m.ClientHost,
+					"rebalanceTimeout": m.RebalanceTimeoutMillis, "sessionTimeout": m.SessionTimeoutMillis, "subscription": m.Subscription, "assignment": m.Assignment}
+			}
+			return map[string]any{"protocolType": gv.ProtocolType, "generation": gv.Generation, "protocol": gv.Protocol, "leader": gv.Leader,
+				"currentStateTimestamp": gv.CurrentStateTimestamp, "members": members}, nil
+		}
+	default:
+		return fmt.Sprintf("key: {\"type\":%q} payload: unknown key type", k.Type)
+	}
+	if value == nil {
+		return "key: " + js(k) + " payload: <DELETE>"
+	}
+	var err error
+	if len(value) < 2 {
+		return "key: " + js(k) + " payload: unreadable"
+	}
+	if v.Data, err = readValue(); err != nil {
+		return "key: " + js(k) + " payload: unreadable"
+	}
+	v.Version = strconv.Itoa(int(int16(binary.BigEndian.Uint16(value))))
+	return "key: " + js(k) + " payload: " + js(v)
 }

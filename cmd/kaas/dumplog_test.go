@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,8 +12,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/groupstore"
+	"github.com/kaas-project/kaas/storage/sharestate"
 )
 
 // kaas dump-log reads the segments a broker wrote on --data-dir: an
@@ -152,5 +156,115 @@ func TestDumpLogReadsSegments(t *testing.T) {
 	// Not a segment.
 	if code := run([]string{"dump-log", filepath.Join(filepath.Dir(segs[0]), "leader-epoch-checkpoint")}, &out, &errOut); code == 0 {
 		t.Fatal("dump-log accepted a file that is not a segment")
+	}
+}
+
+// kaas dump-log reads the volume's other files, from the volume fixture: a
+// group's offsets log, a transactional id's log, a share-partition's state
+// and, with --offsets-decoder, __consumer_offsets; then a share state with
+// records, a GroupMetadata record and a tombstone, damaged logs and a file
+// it does not know.
+func TestDumpLogReadsTheVolumesFiles(t *testing.T) {
+	dir := t.TempDir()
+	readTarGz(t, volumeFixture, dir)
+	data := filepath.Join(dir, "data")
+	dump := func(args ...string) (string, int) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		code := run(append([]string{"dump-log"}, args...), &out, &errOut)
+		return out.String() + errOut.String(), code
+	}
+	expect := func(got string, wants ...string) {
+		t.Helper()
+		for _, want := range wants {
+			if !strings.Contains(got, want) {
+				t.Errorf("output lacks %q:\n%s", want, got)
+			}
+		}
+	}
+	billing := filepath.Join(data, "__groups", groupstore.DirName("billing"), "offsets.log")
+	got, code := dump(billing)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, got)
+	}
+	expect(got, "position: 0 group: billing\n", "meta type: classic",
+		"commit topic: events partition: 0 offset: 50 leaderEpoch: -1 metadata: b0 commitTimestamp: ",
+		"commit topic: events partition: 2 offset: 70 leaderEpoch: -1 metadata: b2 ")
+	open := filepath.Join(data, "__transactions", groupstore.DirName("tx-open")+".log")
+	got, code = dump(open)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, got)
+	}
+	lines := strings.Split(strings.TrimSpace(got), "\n")
+	expect(lines[len(lines)-1], "transactionalId: tx-open ", "state: Ongoing timeoutMs: 10000 partitions: [ledger-0,ledger-1]")
+	got, code = dump(filepath.Join(data, "__share", groupstore.DirName("sharers"), "events-1.state"))
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, got)
+	}
+	expect(got, "startOffset: 42 records: 0\n")
+	segs, _ := filepath.Glob(filepath.Join(data, "__consumer_offsets-*", "*.log"))
+	got, code = dump(append([]string{"--offsets-decoder"}, segs...)...)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, got)
+	}
+	expect(got, `key: {"type":"1","data":{"group":"billing","partition":1,"topic":"events"}} payload: {"version":"3","data":{"commitTimestamp":`,
+		`"leaderEpoch":-1,"metadata":"b1","offset":60}}`)
+
+	// A share state with records, in runs of state and delivery count.
+	share := filepath.Join(t.TempDir(), sharestate.Dir, "g", "t-0.state")
+	if err := os.MkdirAll(filepath.Dir(share), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	snap := sharestate.Snapshot{Start: 5, States: []uint8{1, 1, 2, 0}, Counts: []int16{1, 1, 1, 0}}
+	if err := os.WriteFile(share, sharestate.Encode(snap), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = dump(share)
+	expect(got, "topicId: none startOffset: 5 records: 4\n", "| offsets: 5-6 state: acquired deliveryCount: 1\n",
+		"| offsets: 7-7 state: acknowledged deliveryCount: 1\n", "| offsets: 8-8 state: available deliveryCount: 0\n")
+
+	// A classic group's GroupMetadata and an offset's tombstone.
+	gk := kmsg.GroupMetadataKey{Version: 2, Group: "g"}
+	gv := kmsg.GroupMetadataValue{Version: 3, ProtocolType: "consumer", Generation: 4, Protocol: kmsg.StringPtr("range"), Leader: kmsg.StringPtr("m1"),
+		CurrentStateTimestamp: 1000,
+		Members:               []kmsg.GroupMetadataValueMember{{MemberID: "m1", ClientID: "c1", ClientHost: "/10.0.0.1", RebalanceTimeoutMillis: 60000, SessionTimeoutMillis: 45000, Assignment: []byte{1, 2}}}}
+	ok := kmsg.OffsetCommitKey{Version: 1, Group: "g", Topic: "t", Partition: 3}
+	seg := filepath.Join(t.TempDir(), "00000000-00000000000000000000.log")
+	b := batch.Build(batch.Spec{ProducerID: -1, Timestamp: 1000, Keys: [][]byte{gk.AppendTo(nil), ok.AppendTo(nil)}, Values: [][]byte{gv.AppendTo(nil), nil}})
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, code = dump("--offsets-decoder", seg)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, got)
+	}
+	expect(got, `key: {"type":"2","data":{"group":"g"}} payload: {"version":"3","data":{"currentStateTimestamp":1000,"generation":4,"leader":"m1",`,
+		`"members":[{"assignment":"AQI=","clientHost":"/10.0.0.1","clientId":"c1","groupInstanceId":null,"memberId":"m1","rebalanceTimeout":60000,"sessionTimeout":45000,"subscription":""}],"protocol":"range","protocolType":"consumer"}}`,
+		`key: {"type":"1","data":{"group":"g","partition":3,"topic":"t"}} payload: <DELETE>`)
+
+	// A torn tail after a group's and a transaction's log: reported, the
+	// whole records printed before it.
+	for _, src := range []string{billing, open} {
+		raw, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The copy keeps the two directories that say what the file is.
+		rel, _ := filepath.Rel(filepath.Dir(filepath.Dir(filepath.Dir(src))), src)
+		torn := filepath.Join(t.TempDir(), rel)
+		if err := os.MkdirAll(filepath.Dir(torn), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(torn, append(raw, 0, 0, 0, 9, 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, code = dump(torn)
+		if code == 0 {
+			t.Fatalf("%s with a torn tail passed:\n%s", torn, got)
+		}
+		expect(got, "position: 0 ", fmt.Sprintf("Found 5 bytes at position %d that are not a whole record", len(raw)), "invalid data in "+torn)
+	}
+	if got, code = dump(filepath.Join(data, "acls.json")); code == 0 || !strings.Contains(got, "not a segment") {
+		t.Errorf("acls.json: exit %d:\n%s", code, got)
 	}
 }

@@ -207,37 +207,66 @@ func (s *File) open(group string, claim *assignment.Position) (Log, State, error
 
 // replay reads every valid record and returns the size of the valid prefix.
 func (l *fileLog) replay(f *os.File) (good int64, records int, err error) {
-	r := bufio.NewReaderSize(f, 64<<10)
-	first := true
-	for {
-		payload, n, err := readFrame(r)
+	good, err = ReadLog(f, func(fr Frame) error {
+		if fr.Record == nil {
+			if fr.Group != l.group {
+				return fmt.Errorf("group store: %s holds group %q, not %q", l.path, fr.Group, l.group)
+			}
+		} else {
+			l.state.apply(*fr.Record)
+		}
+		records++
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return good, records, nil
+}
+
+// Frame is one whole frame of a group's offsets log: the header that names
+// the group (the first frame), or a record.
+type Frame struct {
+	Pos    int64   // where the frame starts in the file
+	Group  string  // the header's group; "" in a record's frame
+	Record *Record // nil in the header's frame
+}
+
+// ReadLog walks the frames of an offsets log read from r, in order, as a
+// coordinator replays them (and tools read them: kaas dump-log). It stops
+// at the end or at the first frame that is torn, fails its CRC or does not
+// decode (the log is the valid prefix before it; one that does not start
+// with its header has none), or when fn fails, and returns the size of
+// the frames handed to fn.
+func ReadLog(r io.Reader, fn func(Frame) error) (good int64, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for first := true; ; first = false {
+		payload, n, err := readFrame(br)
 		if err != nil {
 			// io.EOF at a record boundary, or a torn/corrupt record:
 			// the valid prefix ends here either way.
-			return good, records, nil
+			return good, nil
 		}
+		fr := Frame{Pos: good}
 		if first {
 			d := decoder{b: payload}
 			if d.byte() != kindHeader {
-				return 0, 0, nil
+				return 0, nil
 			}
-			g := d.str()
-			if d.err != nil {
-				return 0, 0, nil
+			if fr.Group = d.str(); d.err != nil {
+				return 0, nil
 			}
-			if g != l.group {
-				return 0, 0, fmt.Errorf("group store: %s holds group %q, not %q", l.path, g, l.group)
-			}
-			first = false
 		} else {
 			rec, ok := decodeRecord(payload)
 			if !ok {
-				return good, records, nil
+				return good, nil
 			}
-			l.state.apply(rec)
+			fr.Record = &rec
+		}
+		if err := fn(fr); err != nil {
+			return good, err
 		}
 		good += int64(n)
-		records++
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -510,24 +511,34 @@ func readLog(path string) (State, int, bool, error) {
 	if err != nil {
 		return State{}, 0, false, fmt.Errorf("stat transaction log: %w", err)
 	}
-	last, n, good, err := readRecords(bufio.NewReader(f))
-	return last, n, good < fi.Size(), err
+	var last State
+	n := 0
+	good := ReadLog(f, func(_ int64, st State) {
+		last = st
+		n++
+	})
+	return last, n, good < fi.Size(), nil
 }
 
-func readRecords(r *bufio.Reader) (last State, n int, good int64, err error) {
+// ReadLog walks the states a transactional id's log read from r holds, in
+// order, with where each starts (tools read them with it: kaas dump-log).
+// It stops at the end or at the first record that is torn, fails its CRC
+// or does not decode (the log is the valid prefix before it, and its last
+// state the id's), and returns the size of the records handed to fn.
+func ReadLog(r io.Reader, fn func(pos int64, st State)) (good int64) {
+	br := bufio.NewReader(r)
 	for {
-		payload, size, err := groupstore.ReadFrame(r)
+		payload, size, err := groupstore.ReadFrame(br)
 		if err != nil {
 			// EOF, a torn tail or a corrupt frame: the valid prefix is the
 			// log; anything after it is cut off by the next rewrite.
-			return last, n, good, nil
+			return good
 		}
 		var st State
 		if json.Unmarshal(payload, &st) != nil {
-			return last, n, good, nil
+			return good
 		}
-		last = st
-		n++
+		fn(good, st)
 		good += int64(size)
 	}
 }
