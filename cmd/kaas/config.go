@@ -138,7 +138,7 @@ type serveConfig struct {
 }
 
 // serveUsage heads the flag list of kaas --help.
-const serveUsage = `usage: kaas [serve] [flags]    (other commands: kaas version, kaas assignment show|plan, kaas help)
+const serveUsage = commandsUsage + `
 
 Every flag can also be set by its environment variable: KAAS_ and the flag
 name in upper case with _ for - (--kafka-addr: KAAS_KAFKA_ADDR); a flag on the

@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
 
 	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/groupconfig"
@@ -281,9 +285,21 @@ func TestCommands(t *testing.T) {
 	if code := run([]string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "kaas ") {
 		t.Fatalf("version: %d %q", code, out.String())
 	}
+	out.Reset()
+	if code := run([]string{"--version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "kaas ") {
+		t.Fatalf("--version: %d %q", code, out.String())
+	}
 	errb.Reset()
-	if code := run([]string{"frobnicate"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unknown command") {
+	if code := run([]string{"frobnicate"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unknown command") || !strings.Contains(errb.String(), "kaas dump-log") {
 		t.Fatalf("unknown command: %d %q", code, errb.String())
+	}
+	// --help and help name the same commands.
+	for _, args := range [][]string{{"--help"}, {"help"}} {
+		out.Reset()
+		errb.Reset()
+		if code := run(args, &out, &errb); code != 0 || !strings.Contains(out.String()+errb.String(), commandsUsage) {
+			t.Fatalf("%v: %d, the commands line missing from %q", args, code, out.String()+errb.String())
+		}
 	}
 	errb.Reset()
 	if code := run([]string{"--log-level", "nope"}, &out, &errb); code != 2 || !strings.Contains(errb.String(), "--log-level") {
@@ -357,4 +373,68 @@ func TestMigrationPolicyFlag(t *testing.T) {
 		}
 	}
 	t.Fatal("group.consumer.migration.policy is not among the broker's configs")
+}
+
+// TestConsoleColorsOnlyOnATerminal: console logs get colour escapes on a
+// terminal (a real pseudo-terminal here), never in a file, a pipe or a
+// buffer, and not with NO_COLOR set.
+func TestConsoleColorsOnlyOnATerminal(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	noColor := func(k string) string {
+		if k == "NO_COLOR" {
+			return "1"
+		}
+		return ""
+	}
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatalf("open /dev/ptmx: %v", err)
+	}
+	defer ptmx.Close()
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlock pty: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("pty number: %v", err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open pty: %v", err)
+	}
+	defer tty.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, c := range []struct {
+		name   string
+		w      io.Writer
+		getenv func(string) string
+		want   bool
+	}{
+		{"terminal", tty, noEnv, true},
+		{"terminal with NO_COLOR", tty, noColor, false},
+		{"file", file, noEnv, false},
+		{"pipe", w, noEnv, false},
+		{"buffer", &bytes.Buffer{}, noEnv, false},
+	} {
+		if got := colorTerminal(c.w, c.getenv); got != c.want {
+			t.Errorf("%s: colours %v, want %v", c.name, got, c.want)
+		}
+	}
+	// What a broker started with its log in a file writes there.
+	var buf bytes.Buffer
+	lg := newLogger(&serveConfig{LogFormat: "console"}, &buf)
+	lg.Info().Str("mode", "local").Msg("kaas started")
+	if strings.Contains(buf.String(), "\x1b[") || !strings.Contains(buf.String(), "mode=local") {
+		t.Fatalf("console log to a buffer: %q", buf.String())
+	}
 }

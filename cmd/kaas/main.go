@@ -40,6 +40,10 @@ func versionLine() string {
 	return fmt.Sprintf("kaas %s (revision %s, %s)", version, rev, goVersion)
 }
 
+// commandsUsage names every command; kaas --help, kaas help and an unknown
+// command print it.
+const commandsUsage = "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags] | kaas dump-log [flags] FILE.log ... | kaas restore --data-dir DIR [flags] | kaas help"
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -48,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
+	} else if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		cmd = "version"
 	}
 	var err error
 	switch cmd {
@@ -72,10 +78,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "restore":
 		err = runRestore(args, stdout, stderr)
 	case "help":
-		fmt.Fprintln(stdout, "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags] | kaas dump-log [flags] FILE.log ... | kaas restore --data-dir DIR [flags]")
+		fmt.Fprintln(stdout, commandsUsage)
 		newServeFlags(&serveConfig{}, stdout).PrintDefaults()
 	default:
-		err = fmt.Errorf("unknown command %q (commands: serve, version, assignment, scram-credential, bench, dump-log, restore, help)", cmd)
+		err = fmt.Errorf("unknown command %q\n%s", cmd, commandsUsage)
 	}
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+	"golang.org/x/term"
 	"google.golang.org/grpc"
 	"k8s.io/client-go/dynamic"
 
@@ -56,9 +57,17 @@ func newLogger(cfg *serveConfig, w io.Writer) zerolog.Logger {
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	var out io.Writer = w
 	if cfg.LogFormat == "console" {
-		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !colorTerminal(w, os.Getenv)}
 	}
 	return zerolog.New(out).Level(zerolog.TraceLevel).Hook(tracing.LogHook{}).With().Timestamp().Logger()
+}
+
+// colorTerminal reports whether console logs to w get colours: only on a
+// terminal, so a log redirected to a file or a pipe holds no escape codes,
+// and not when NO_COLOR is set (no-color.org).
+func colorTerminal(w io.Writer, getenv func(string) string) bool {
+	f, ok := w.(*os.File)
+	return ok && getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
 }
 
 // partitionLog is the partition actors' logger (their lines carry topic
