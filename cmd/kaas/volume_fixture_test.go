@@ -163,10 +163,11 @@ func fixtureWrite(t *testing.T, e volumeEnv) {
 
 	// Records: idempotent, lz4, a header each, fixed timestamps.
 	prod := e.client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
-	for i := range fixtureEvents {
-		prod.Produce(ctx, fixtureEvent(i), func(_ *kgo.Record, err error) { must("produce events", err) })
+	events := make([]*kgo.Record, fixtureEvents)
+	for i := range events {
+		events[i] = fixtureEvent(i)
 	}
-	must("flush", prod.Flush(ctx))
+	must("produce events", prod.ProduceSync(ctx, events...).FirstErr())
 	// One batch per record, so that "profiles" rolls segments the cleaner
 	// can compact (it never touches the active one).
 	for i := range fixtureProfiles {
@@ -188,7 +189,7 @@ func fixtureWrite(t *testing.T, e volumeEnv) {
 	}
 
 	// Transactions on "ledger": one committed, one aborted, one left open.
-	txn := func(id string, n int, end kgo.TransactionEndTry) {
+	txn := func(id string, n int) *kgo.Client {
 		t.Helper()
 		cl := e.client(t, kgo.TransactionalID(id), kgo.TransactionTimeout(10*time.Second), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		must("begin "+id, cl.BeginTransaction())
@@ -196,13 +197,11 @@ func fixtureWrite(t *testing.T, e volumeEnv) {
 			r := &kgo.Record{Topic: "ledger", Partition: int32(i % 2), Value: []byte(fmt.Sprintf("%s-%02d", id, i)), Timestamp: fixtureBase.Add(time.Duration(i) * time.Millisecond)}
 			must("produce "+id, cl.ProduceSync(ctx, r).FirstErr())
 		}
-		if id != "tx-open" {
-			must("end "+id, cl.EndTransaction(ctx, end))
-		}
+		return cl
 	}
-	txn("tx-commit", fixtureCommitted, kgo.TryCommit)
-	txn("tx-abort", 10, kgo.TryAbort)
-	txn("tx-open", 5, kgo.TryAbort)
+	must("commit tx-commit", txn("tx-commit", fixtureCommitted).EndTransaction(ctx, kgo.TryCommit))
+	must("abort tx-abort", txn("tx-abort", 10).EndTransaction(ctx, kgo.TryAbort))
+	txn("tx-open", 5)
 
 	// Groups: a classic group's offsets with metadata, a KIP-848 group's
 	// (its member commits and leaves), a config of that group, a share
