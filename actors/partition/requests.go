@@ -274,13 +274,17 @@ func (a *Actor) listOffsets(m *messages.ListOffsets) {
 		m.Reply(res)
 		return
 	}
+	// Offsets a lookup may answer are below the high watermark, or below
+	// the last stable offset for read_committed (Kafka's
+	// lastFetchableOffset): a record found at or past it is no answer.
+	fetchable := hw
+	if m.IsolationLevel == 1 {
+		fetchable = a.core.LastStable()
+	}
 	epochs := l.Epochs()
 	switch m.Timestamp {
-	case -1: // latest: the high watermark, the last stable offset for read_committed
-		res.Offset = hw
-		if m.IsolationLevel == 1 {
-			res.Offset = a.core.LastStable()
-		}
+	case -1: // latest
+		res.Offset = fetchable
 		m.Reply(res)
 		return
 	case -2, -4: // earliest, earliest-local
@@ -300,8 +304,10 @@ func (a *Actor) listOffsets(m *messages.ListOffsets) {
 				res.ErrorCode = kerr.KafkaStorageError.Code
 			} else if off >= 0 {
 				b, _, _ := l.FindTimestamp(ts, hw)
-				res.Timestamp, res.Offset = ts, offsetOfTimestamp(b, ts, true)
-				res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
+				if o := offsetOfTimestamp(b, ts, true); o < fetchable {
+					res.Timestamp, res.Offset = ts, o
+					res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
+				}
 			}
 			m.Reply(res)
 			return
@@ -316,8 +322,10 @@ func (a *Actor) listOffsets(m *messages.ListOffsets) {
 		case err != nil:
 			res.ErrorCode = kerr.KafkaStorageError.Code
 		case ok:
-			res.Offset, res.Timestamp = recordAtOrAfter(b, m.Timestamp, l.StartOffset())
-			res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
+			if o, ts := recordAtOrAfter(b, m.Timestamp, l.StartOffset()); o < fetchable {
+				res.Offset, res.Timestamp = o, ts
+				res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
+			}
 		}
 		m.Reply(res)
 	})

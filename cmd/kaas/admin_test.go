@@ -688,16 +688,76 @@ func TestDescribeProducers(t *testing.T) {
 // timestamp (ListOffsets -3, KIP-734).
 func listMaxTimestamp(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) kmsg.ListOffsetsResponseTopicPartition {
 	t.Helper()
+	return listOffsetAt(t, ctx, cl, topic, -3, 0)
+}
+
+// listOffsetAt is ListOffsets of topic's partition 0 for timestamp (or a
+// special one: -1, -2, -3, ...) at isolation level iso (1: read_committed).
+func listOffsetAt(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, timestamp int64, iso int8) kmsg.ListOffsetsResponseTopicPartition {
+	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
+	req.IsolationLevel = iso
 	lt := kmsg.NewListOffsetsRequestTopic()
 	lt.Topic = topic
 	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Timestamp = -3
+	lp.Timestamp = timestamp
 	lt.Partitions = append(lt.Partitions, lp)
 	req.Topics = append(req.Topics, lt)
 	lr, err := req.RequestWith(ctx, cl)
 	if err != nil || len(lr.Topics) != 1 || len(lr.Topics[0].Partitions) != 1 {
-		t.Fatalf("ListOffsets max timestamp of %s: %v %+v", topic, err, lr)
+		t.Fatalf("ListOffsets %d of %s: %v %+v", timestamp, topic, err, lr)
 	}
 	return lr.Topics[0].Partitions[0]
+}
+
+// TestListOffsetsReadCommittedStopsAtTheLastStableOffset: read_committed
+// lookups by timestamp and by max timestamp answer no offset for a record
+// of a transaction still open (at or past the last stable offset), as
+// Kafka's lastFetchableOffset filters them; read_uncommitted finds it; once
+// the transaction commits, read_committed does too.
+func TestListOffsetsReadCommittedStopsAtTheLastStableOffset(t *testing.T) {
+	_, addr := testBroker(t)
+	ctx := ctxT(t, 20*time.Second)
+	createTopic(t, addr, "lso", 1, nil)
+	cl := newClient(t, addr)
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "lso", Value: []byte("plain"), Timestamp: base}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	txn := newClient(t, addr, kgo.TransactionalID("lso-txn"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	later := base.Add(time.Minute).UnixMilli()
+	if err := txn.ProduceSync(ctx, &kgo.Record{Topic: "lso", Value: []byte("open"), Timestamp: time.UnixMilli(later)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	type lookup struct {
+		ts  int64
+		iso int8
+	}
+	check := func(when string, want map[lookup]int64) {
+		t.Helper()
+		for l, off := range want {
+			p := listOffsetAt(t, ctx, cl, "lso", l.ts, l.iso)
+			if p.ErrorCode != 0 || p.Offset != off {
+				t.Errorf("%s: timestamp %d isolation %d: offset %d (error %d), want %d", when, l.ts, l.iso, p.Offset, p.ErrorCode, off)
+			}
+		}
+	}
+	check("open", map[lookup]int64{
+		{later, 0}: 1, {later, 1}: -1, // by timestamp
+		{-3, 0}: 1, {-3, 1}: -1, // max timestamp
+		{-1, 0}: 2, {-1, 1}: 1, // latest
+		{base.UnixMilli(), 1}: 0,
+	})
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the last stable offset past the marker", func() bool {
+		return listOffsetAt(t, ctx, cl, "lso", -1, 1).Offset == 3
+	})
+	// The commit marker, stamped when it was written, now holds the max
+	// timestamp, as on Kafka.
+	check("committed", map[lookup]int64{{later, 1}: 1, {-3, 1}: 2})
 }
