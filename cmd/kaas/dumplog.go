@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kaas-project/kaas/actors/share"
+	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/storage/batch"
 	"github.com/kaas-project/kaas/storage/groupstore"
 	"github.com/kaas-project/kaas/storage/sharestate"
@@ -137,7 +138,7 @@ func dumpGroupLog(w io.Writer, r io.Reader, size int64) (valid bool, err error) 
 			fmt.Fprintf(w, "position: %d %s topic: %s partition: %d offset: %d leaderEpoch: %d metadata: %s commitTimestamp: %d expireTimestamp: %d",
 				f.Pos, what, rec.TP.Topic, rec.TP.Partition, c.Offset, c.LeaderEpoch, printable([]byte(c.Metadata)), c.CommitTime, c.ExpireTime)
 			if c.TopicID != ([16]byte{}) {
-				fmt.Fprintf(w, " topicId: %s", uuidString(c.TopicID))
+				fmt.Fprintf(w, " topicId: %s", supervisor.FormatUUID(c.TopicID))
 			}
 			fmt.Fprintln(w)
 		}
@@ -183,7 +184,7 @@ func dumpShareState(w io.Writer, r io.Reader) (valid bool, err error) {
 	}
 	id := "none"
 	if snap.TopicID != ([16]byte{}) {
-		id = uuidString(snap.TopicID)
+		id = supervisor.FormatUUID(snap.TopicID)
 	}
 	fmt.Fprintf(w, "topicId: %s startOffset: %d records: %d\n", id, snap.Start, len(snap.States))
 	for i := 0; i < len(snap.States); {
@@ -205,11 +206,6 @@ func notWhole(w io.Writer, good, size int64, what string) bool {
 		return false
 	}
 	return true
-}
-
-// uuidString is a topic id as the volume's directory names write it.
-func uuidString(id [16]byte) string {
-	return fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
 }
 
 // dumpSegment prints the segment of size bytes r reads (from path), one

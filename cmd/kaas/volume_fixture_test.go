@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/storage/batch"
 )
 
@@ -284,8 +285,7 @@ func fixtureCheck(t *testing.T, e volumeEnv) {
 			t.Fatalf("topic %s: %v", name, d.Err)
 		}
 		// The id is the one its partitions' directories are named with.
-		id := d.ID
-		uuid := fmt.Sprintf("%x-%x-%x-%x-%x", id[0:4], id[4:6], id[6:8], id[8:10], id[10:16])
+		uuid := supervisor.FormatUUID(d.ID)
 		if _, err := os.Stat(filepath.Join(e.dir, "data", name+"-0-"+uuid)); err != nil {
 			t.Errorf("topic %s has id %s, not its directory's: %v", name, uuid, err)
 		}
