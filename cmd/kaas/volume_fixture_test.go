@@ -21,9 +21,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/delegation"
 )
 
 // The volume fixture: a data dir (and the SCRAM credentials file beside
@@ -91,6 +93,9 @@ func (e volumeEnv) args() []string {
 		"--transactional-id-expiration", "87600h", "--producer-id-expiration", "87600h",
 		"--transaction-max-timeout", "15m",
 		"--cleaner-interval", "100ms",
+		// Kafka's default, over the 3 s this package's brokers take:
+		// restored members outlive the checks.
+		"--group-consumer-session-timeout", "45s",
 	}
 }
 
@@ -131,7 +136,8 @@ func TestVolumeFixtureState(t *testing.T) {
 // fixtureWrite, opens with all its state (records, compacted and deleted
 // ranges, producer state, committed and aborted transactions and one left
 // open, classic and KIP-848 groups' offsets, a group config, a
-// share-group's start, ACLs, a SCRAM user, a delegation token, a client
+// share-group's start, the members of a classic and a KIP-848 group,
+// ACLs, a SCRAM user, a delegation token that logs in, a client
 // quota, a dynamic broker config, topic configs and ids).
 func TestVolumeFixtureOpens(t *testing.T) {
 	dir := t.TempDir()
@@ -260,6 +266,15 @@ func fixtureWrite(t *testing.T, e volumeEnv) {
 		must("alter quota", q.Err)
 	}
 	alterConfig(t, ctx, cl, kmsg.ConfigResourceTypeBroker, "", "log.cleaner.min.compaction.lag.ms", "1000")
+
+	// Members at the stop: a static classic member and a KIP-848 member,
+	// each assigned idem-0; the volume keeps a group's members.
+	newClient(t, e.plain, kgo.ConsumerGroup("live-classic"), kgo.InstanceID("inst-1"), kgo.ClientID("fixture-classic"),
+		kgo.Balancers(kgo.RangeBalancer()), kgo.ConsumeTopics("idem"))
+	newClient(t, e.plain, kgo.ServerSideBalancer(), kgo.ConsumerGroup("live-848"), kgo.ClientID("fixture-848"), kgo.ConsumeTopics("idem"))
+	waitUntil(t, 60*time.Second, "both groups' members assigned idem-0", func() bool {
+		return liveMembersAssigned(t, ctx, adm) == nil
+	})
 
 	// The compacted topic has had a pass: a cleaned segment is part of
 	// what the volume holds.
@@ -452,6 +467,9 @@ func fixtureCheck(t *testing.T, e volumeEnv) {
 	if v := describedConfig(t, ctx, cl, kmsg.ConfigResourceTypeGroupConfig, "audit", "consumer.heartbeat.interval.ms"); v != "6000" {
 		t.Errorf("audit's consumer.heartbeat.interval.ms = %q, want 6000", v)
 	}
+	if err := liveMembersAssigned(t, ctx, adm); err != nil {
+		t.Errorf("members kept on the volume: %v", err)
+	}
 	so, err := adm.DescribeShareGroupOffsets(ctx, "sharers")
 	if err != nil {
 		t.Fatal(err)
@@ -487,7 +505,12 @@ func fixtureCheck(t *testing.T, e volumeEnv) {
 		t.Fatal(err)
 	}
 	if len(tokens) != 1 || tokens[0].Owner.Name != "admin" || !tokens[0].ExpiryTimestamp.After(time.Now()) {
-		t.Errorf("delegation tokens: %+v", tokens)
+		t.Fatalf("delegation tokens: %+v", tokens)
+	}
+	// The token logs in, as its owner.
+	tok := scram.Auth{User: tokens[0].TokenID, Pass: delegation.Password(tokens[0].HMAC), IsToken: true}
+	if got := readPartition(t, e.sasl, "events", 2, kgo.ReadUncommitted(), kgo.SASL(tok.AsSha512Mechanism())); len(got) != fixtureEvents/3 {
+		t.Errorf("the token's login read %d records of events-2, want %d", len(got), fixtureEvents/3)
 	}
 	dq, err := adm.DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{{Type: "user", MatchName: kadm.StringPtr("reader"), MatchType: 0}})
 	if err != nil {
@@ -499,6 +522,36 @@ func fixtureCheck(t *testing.T, e volumeEnv) {
 	if v := describedConfig(t, ctx, cl, kmsg.ConfigResourceTypeBroker, "", "log.cleaner.min.compaction.lag.ms"); v != "1000" {
 		t.Errorf("cluster-wide log.cleaner.min.compaction.lag.ms = %q, want 1000", v)
 	}
+}
+
+// liveMembersAssigned checks that the classic group live-classic has its
+// one static member, and the KIP-848 group live-848 its one member, each
+// assigned idem-0.
+func liveMembersAssigned(t *testing.T, ctx context.Context, adm *kadm.Client) error {
+	t.Helper()
+	dg, err := adm.DescribeGroups(ctx, "live-classic")
+	if err != nil {
+		return err
+	}
+	g := dg["live-classic"]
+	if g.Err != nil || g.State != "Stable" || len(g.Members) != 1 {
+		return fmt.Errorf("live-classic: %+v", g)
+	}
+	m := g.Members[0]
+	if c, ok := m.Assigned.AsConsumer(); m.InstanceID == nil || *m.InstanceID != "inst-1" || m.ClientID != "fixture-classic" || !ok ||
+		len(c.Topics) != 1 || c.Topics[0].Topic != "idem" || !slices.Equal(c.Topics[0].Partitions, []int32{0}) {
+		return fmt.Errorf("live-classic's member: %+v", m)
+	}
+	cg, err := adm.DescribeConsumerGroups(ctx, "live-848")
+	if err != nil {
+		return err
+	}
+	c := cg["live-848"]
+	if c.Err != nil || c.State != "Stable" || len(c.Members) != 1 || c.Members[0].ClientID != "fixture-848" ||
+		len(c.Members[0].Assignment) != 1 || !slices.Equal(c.Members[0].Assignment.Sorted()[0].Partitions, []int32{0}) {
+		return fmt.Errorf("live-848: %+v", c)
+	}
+	return nil
 }
 
 // fixtureEvent is record i of "events": partition i%3, so partition p
