@@ -688,19 +688,19 @@ func TestDescribeProducers(t *testing.T) {
 // timestamp (ListOffsets -3, KIP-734).
 func listMaxTimestamp(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) kmsg.ListOffsetsResponseTopicPartition {
 	t.Helper()
-	return listOffsetAt(t, ctx, cl, topic, -3, 0)
+	return listOffsetAt(t, ctx, cl, topic, 0, -3, 0)
 }
 
-// listOffsetAt is ListOffsets of topic's partition 0 for timestamp (or a
+// listOffsetAt is ListOffsets of topic's partition p for timestamp (or a
 // special one: -1, -2, -3, ...) at isolation level iso (1: read_committed).
-func listOffsetAt(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, timestamp int64, iso int8) kmsg.ListOffsetsResponseTopicPartition {
+func listOffsetAt(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, p int32, timestamp int64, iso int8) kmsg.ListOffsetsResponseTopicPartition {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.IsolationLevel = iso
 	lt := kmsg.NewListOffsetsRequestTopic()
 	lt.Topic = topic
 	lp := kmsg.NewListOffsetsRequestTopicPartition()
-	lp.Timestamp = timestamp
+	lp.Partition, lp.Timestamp = p, timestamp
 	lt.Partitions = append(lt.Partitions, lp)
 	req.Topics = append(req.Topics, lt)
 	lr, err := req.RequestWith(ctx, cl)
@@ -739,7 +739,7 @@ func TestListOffsetsReadCommittedStopsAtTheLastStableOffset(t *testing.T) {
 	check := func(when string, want map[lookup]int64) {
 		t.Helper()
 		for l, off := range want {
-			p := listOffsetAt(t, ctx, cl, "lso", l.ts, l.iso)
+			p := listOffsetAt(t, ctx, cl, "lso", 0, l.ts, l.iso)
 			if p.ErrorCode != 0 || p.Offset != off {
 				t.Errorf("%s: timestamp %d isolation %d: offset %d (error %d), want %d", when, l.ts, l.iso, p.Offset, p.ErrorCode, off)
 			}
@@ -755,7 +755,7 @@ func TestListOffsetsReadCommittedStopsAtTheLastStableOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 10*time.Second, "the last stable offset past the marker", func() bool {
-		return listOffsetAt(t, ctx, cl, "lso", -1, 1).Offset == 3
+		return listOffsetAt(t, ctx, cl, "lso", 0, -1, 1).Offset == 3
 	})
 	// The commit marker, stamped when it was written, now holds the max
 	// timestamp, as on Kafka.
