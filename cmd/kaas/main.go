@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/kaas-project/kaas/cmd/kaas/kafkacli"
 )
 
 // version and revision are set at build time with
@@ -81,6 +83,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, commandsUsage)
 		newServeFlags(&serveConfig{}, stdout).PrintDefaults()
 	default:
+		if tool, ok := kafkacli.Lookup(cmd); ok {
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			err = tool.Run(ctx, args, stdout, stderr)
+			break
+		}
 		err = fmt.Errorf("unknown command %q\n%s", cmd, commandsUsage)
 	}
 	if err != nil {
