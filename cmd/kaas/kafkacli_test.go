@@ -99,3 +99,12 @@ func TestToolsConnectWithCommandConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestToolsNamedInUsage: every tool kaas runs is named on the commands line.
+func TestToolsNamedInUsage(t *testing.T) {
+	for _, name := range kafkacli.Names() {
+		if !strings.Contains(commandsUsage, name) {
+			t.Errorf("kaas %s is not named in %q", name, commandsUsage)
+		}
+	}
+}

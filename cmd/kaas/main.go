@@ -2,7 +2,9 @@
 // prints the version; `kaas assignment ...` inspects and plans
 // assignment.json; `kaas bench` measures a cluster's throughput and latency;
 // `kaas dump-log` prints a segment file's batches and records; `kaas
-// restore` makes a namespace serve a shared volume restored from a backup.
+// restore` makes a namespace serve a shared volume restored from a backup;
+// `kaas topics`, `consumer-groups`, `configs` and `acls` are Kafka's admin
+// tools (package kafkacli).
 package main
 
 import (
@@ -44,7 +46,7 @@ func versionLine() string {
 
 // commandsUsage names every command; kaas --help, kaas help and an unknown
 // command print it.
-const commandsUsage = "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags] | kaas dump-log [flags] FILE.log ... | kaas restore --data-dir DIR [flags] | kaas help"
+const commandsUsage = "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags] | kaas dump-log [flags] FILE.log ... | kaas restore --data-dir DIR [flags] | kaas topics|consumer-groups|configs|acls --bootstrap-server HOST:PORT ... (Kafka's tools) | kaas help"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
