@@ -2,6 +2,10 @@ package kafkacli
 
 import (
 	"context"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/sha512"
 	"errors"
 	"flag"
 	"fmt"
@@ -987,9 +991,7 @@ func (c *configsCmd) alterQuotas(ctx context.Context, adds []configKV, deletes [
 
 var scramCredentialSyntax = regexp.MustCompile(`^(?:iterations=(-?[0-9]*),)?password=(.*)$`)
 
-// alterScram upserts and deletes one user's SCRAM credentials; kadm salts
-// the password (a random salt, PBKDF2 as RFC 5802 and Kafka do), so the
-// password never leaves this process.
+// alterScram upserts and deletes one user's SCRAM credentials.
 func (c *configsCmd) alterScram(ctx context.Context, user string, adds []configKV, deletes []string) error {
 	var dels []kadm.DeleteSCRAM
 	for _, k := range deletes {
@@ -1015,7 +1017,11 @@ func (c *configsCmd) alterScram(ctx context.Context, user string, adds []configK
 		if m[2] == "" {
 			return fmt.Errorf("Invalid credential property %s: the password is empty", kv.key)
 		}
-		ups = append(ups, kadm.UpsertSCRAM{User: user, Mechanism: scramMechanisms[kv.key], Iterations: int32(iterations), Password: m[2]})
+		up, err := saltedCredential(user, scramMechanisms[kv.key], iterations, m[2])
+		if err != nil {
+			return err
+		}
+		ups = append(ups, up)
 	}
 	res, err := c.adm.AlterUserSCRAMs(ctx, dels, ups)
 	if err != nil {
@@ -1027,4 +1033,24 @@ func (c *configsCmd) alterScram(ctx context.Context, user string, adds []configK
 		}
 	}
 	return nil
+}
+
+// saltedCredential salts a password as Kafka's Admin client does before
+// AlterUserScramCredentials (RFC 5802's Hi(): PBKDF2 with the mechanism's
+// hash and a random salt), so the password never leaves this process. The
+// iteration count is the broker's to bound, as with Kafka's tool.
+func saltedCredential(user string, mech kadm.ScramMechanism, iterations int, password string) (kadm.UpsertSCRAM, error) {
+	salt := make([]byte, 24)
+	if _, err := rand.Read(salt); err != nil {
+		return kadm.UpsertSCRAM{}, err
+	}
+	h, size := sha256.New, sha256.Size
+	if mech == kadm.ScramSha512 {
+		h, size = sha512.New, sha512.Size
+	}
+	salted, err := pbkdf2.Key(h, password, salt, iterations, size)
+	if err != nil {
+		return kadm.UpsertSCRAM{}, fmt.Errorf("salt the %s password: %w", mech, err)
+	}
+	return kadm.UpsertSCRAM{User: user, Mechanism: mech, Iterations: int32(iterations), Salt: salt, SaltedPassword: salted}, nil
 }
