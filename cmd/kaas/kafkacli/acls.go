@@ -22,15 +22,15 @@ var _ = register(Tool{Name: "acls", Kafka: "kafka-acls.sh", Run: runACLs})
 
 // aclFlags are kafka-acls.sh's flags as given.
 type aclFlags struct {
-	conn                                        Conn
-	add, remove, list                           bool
-	cluster, idempotent, producer, consumer     bool
-	force                                       bool
-	topics, groups, txnIDs, tokens, users       Repeated
-	allowPrincipals, denyPrincipals             Repeated
-	allowHosts, denyHosts, operations, listAcls Repeated
-	patternType                                 string
-	given                                       map[string]bool
+	conn                                          Conn
+	add, remove, list                             bool
+	cluster, idempotent, producer, consumer       bool
+	force                                         bool
+	topics, groups, txnIDs, tokens, users         Repeated
+	allowPrincipals, denyPrincipals               Repeated
+	allowHosts, denyHosts, operations, principals Repeated
+	patternType                                   string
+	given                                         map[string]bool
 }
 
 // aclResource is Kafka's ResourcePattern (or, for --list and --remove, its
@@ -136,7 +136,7 @@ func parseACLFlags(args []string, stderr io.Writer) (*aclFlags, error) {
 	fs.Var(&f.allowHosts, "allow-host", "a host --allow-principal may connect from: an IP address or CIDR block (repeatable; default *)")
 	fs.Var(&f.denyHosts, "deny-host", "a host --deny-principal is denied from (repeatable; default *)")
 	fs.Var(&f.operations, "operation", "an operation allowed or denied (repeatable; default All): All, Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, AlterConfigs, IdempotentWrite, CreateTokens, DescribeTokens")
-	fs.Var(&f.listAcls, "principal", "with --list, only the ACLs of this principal (repeatable)")
+	fs.Var(&f.principals, "principal", "with --list, only the ACLs of this principal (repeatable)")
 	fs.BoolVar(&f.producer, "producer", false, "the producer's ACLs: Write, Describe, Create on the topics (Write, Describe on transactional ids)")
 	fs.BoolVar(&f.idempotent, "idempotent", false, "with --producer, IdempotentWrite on the cluster")
 	fs.BoolVar(&f.consumer, "consumer", false, "the consumer's ACLs: Read, Describe on the topics, Read on the groups")
@@ -494,7 +494,7 @@ func runACLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if pattern, err = f.pattern(); err == nil {
 			listFilters, _ = f.resources(pattern, false)
 		}
-		for _, p := range f.listAcls {
+		for _, p := range f.principals {
 			p, perr := parsePrincipal("principal", p)
 			if perr != nil {
 				return perr
