@@ -346,10 +346,11 @@ func topicsIsInternal(name string) bool {
 }
 
 type topicsCmd struct {
-	o   *topicsOpts
-	cl  *kgo.Client
-	adm *kadm.Client
-	out io.Writer
+	o        *topicsOpts
+	cl       *kgo.Client
+	adm      *kadm.Client
+	out      io.Writer
+	versions kadm.BrokersApiVersions // fetched once, by allBrokersServe
 }
 
 // topics lists the cluster's topics as Kafka's getTopics does: sorted,
@@ -712,12 +713,15 @@ func (t *topicsCmd) describeByName(ctx context.Context, names []string, md kadm.
 
 // allBrokersServe reports whether every broker answers request key.
 func (t *topicsCmd) allBrokersServe(ctx context.Context, key int16) (bool, error) {
-	vs, err := t.adm.ApiVersions(ctx)
-	if err != nil {
-		return false, err
+	if t.versions == nil {
+		vs, err := t.adm.ApiVersions(ctx)
+		if err != nil {
+			return false, err
+		}
+		t.versions = vs
 	}
 	answered := false
-	for _, v := range vs.Sorted() {
+	for _, v := range t.versions.Sorted() {
 		if v.Err != nil {
 			continue
 		}
