@@ -334,7 +334,7 @@ func (o *cgOptions) listOffsets(ctx context.Context, adm *kadm.Client, kind cgOf
 
 // partitionsToReset is the scope of a reset: --all-topics (the partitions
 // the group has offsets for) or --topic.
-func (o *cgOptions) partitionsToReset(ctx context.Context, adm *kadm.Client, group string, committed cgPlan) ([]cgTP, error) {
+func (o *cgOptions) partitionsToReset(ctx context.Context, adm *kadm.Client, committed cgPlan) ([]cgTP, error) {
 	if o.allTopics {
 		return committed.sorted(), nil
 	}
@@ -357,7 +357,7 @@ func (o *cgOptions) planGroup(ctx context.Context, adm *kadm.Client, group strin
 	if err != nil {
 		return nil, err
 	}
-	tps, err := o.partitionsToReset(ctx, adm, group, committed)
+	tps, err := o.partitionsToReset(ctx, adm, committed)
 	if err != nil {
 		return nil, err
 	}
