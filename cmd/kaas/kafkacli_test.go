@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kaas-project/kaas/cmd/kaas/kafkacli"
+	"github.com/kaas-project/kaas/cmd/kaas/internal/kafkacli"
 )
 
 // runKaas runs `kaas args...` in process, as an operator runs one of the

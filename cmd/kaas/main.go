@@ -18,7 +18,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/kaas-project/kaas/cmd/kaas/kafkacli"
+	"github.com/kaas-project/kaas/cmd/kaas/internal/kafkacli"
 )
 
 // version and revision are set at build time with

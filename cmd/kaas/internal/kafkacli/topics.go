@@ -111,7 +111,7 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // Kafka's order, so a refused command reaches no broker.
 func parseTopicsArgs(args []string, stdout, stderr io.Writer) (*topicsOpts, error) {
 	o := &topicsOpts{}
-	fs := NewFlagSet("kaas topics", stderr)
+	fs := NewFlagSet("topics", stderr)
 	o.conn.Register(fs)
 	bools := map[string]*bool{}
 	for _, a := range topicsActions {

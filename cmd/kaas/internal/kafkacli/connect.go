@@ -233,11 +233,22 @@ type Repeated []string
 func (r *Repeated) String() string     { return strings.Join(*r, ",") }
 func (r *Repeated) Set(v string) error { *r = append(*r, v); return nil }
 
-// NewFlagSet is a tool's flag set: errors reported by the caller, usage
-// written to stderr.
+// NewFlagSet is the flag set of the tool `kaas name`: errors reported by
+// the caller, usage written to stderr with Kafka's double-dash spelling.
 func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs := flag.NewFlagSet("kaas "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: kaas %s --bootstrap-server HOST:PORT [flags], as Kafka's kafka-%s.sh\n", name, name)
+		fs.VisitAll(func(f *flag.Flag) {
+			arg, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(stderr, "  --%s", f.Name)
+			if arg != "" {
+				fmt.Fprintf(stderr, " %s", arg)
+			}
+			fmt.Fprintf(stderr, "\n    \t%s\n", strings.ReplaceAll(usage, "\n", "\n    \t"))
+		})
+	}
 	return fs
 }
 

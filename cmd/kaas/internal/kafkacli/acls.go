@@ -119,7 +119,7 @@ var zookeeperACLFlags = []string{"authorizer", "authorizer-properties", "zk-tls-
 
 func parseACLFlags(args []string, stderr io.Writer) (*aclFlags, error) {
 	f := &aclFlags{}
-	fs := NewFlagSet("kaas acls", stderr)
+	fs := NewFlagSet("acls", stderr)
 	f.conn.Register(fs)
 	fs.BoolVar(&f.add, "add", false, "add ACLs")
 	fs.BoolVar(&f.remove, "remove", false, "remove ACLs")
