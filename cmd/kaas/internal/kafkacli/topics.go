@@ -449,17 +449,21 @@ func topicsBrokerError(code int16, msg *string) error {
 	return kerr.ErrorForCode(code)
 }
 
-func (t *topicsCmd) alter(ctx context.Context) error {
+// existing is the cluster's metadata and the topics --topic names, which
+// must exist unless --if-exists.
+func (t *topicsCmd) existing(ctx context.Context) (kadm.Metadata, []string, error) {
 	md, err := t.adm.Metadata(ctx)
 	if err != nil {
-		return err
+		return md, nil, err
 	}
 	names := t.topics(md, false)
-	if err := t.mustExist(names); err != nil {
+	return md, names, t.mustExist(names)
+}
+
+func (t *topicsCmd) alter(ctx context.Context) error {
+	md, names, err := t.existing(ctx)
+	if err != nil || len(names) == 0 {
 		return err
-	}
-	if len(names) == 0 {
-		return nil
 	}
 	want := int32(t.o.partitions)
 	req := kmsg.NewPtrCreatePartitionsRequest()
@@ -508,16 +512,9 @@ func (t *topicsCmd) alter(ctx context.Context) error {
 }
 
 func (t *topicsCmd) delete(ctx context.Context) error {
-	md, err := t.adm.Metadata(ctx)
-	if err != nil {
+	_, names, err := t.existing(ctx)
+	if err != nil || len(names) == 0 {
 		return err
-	}
-	names := t.topics(md, false)
-	if err := t.mustExist(names); err != nil {
-		return err
-	}
-	if len(names) == 0 {
-		return nil
 	}
 	resps, err := t.adm.DeleteTopics(ctx, names...)
 	if err != nil {
