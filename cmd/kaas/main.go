@@ -88,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if tool, ok := kafkacli.Lookup(cmd); ok {
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			err = tool.Run(ctx, args, stdout, stderr)
+			err = tool.Run(ctx, args, os.Stdin, stdout, stderr)
 			break
 		}
 		err = fmt.Errorf("unknown command %q\n%s", cmd, commandsUsage)

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -474,7 +473,7 @@ func (f *aclFlags) addPlan() ([]aclResourceEntries, error) {
 	return plan, nil
 }
 
-func runACLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runACLs(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	f, err := parseACLFlags(args, stderr)
 	if err != nil {
 		return err
@@ -514,7 +513,7 @@ func runACLs(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case f.add:
 		return addACLs(ctx, cl, plan, stdout)
 	case f.remove:
-		return removeACLs(ctx, cl, plan, f.force, stdout)
+		return removeACLs(ctx, cl, plan, f.force, stdin, stdout)
 	default:
 		return listACLs(ctx, cl, listFilters, listPrincipals, stdout)
 	}
@@ -660,7 +659,7 @@ func printResourceACLs(w io.Writer, byResource map[aclResource][]aclEntry) {
 // of the filter when no principal is. Without --force each removal is
 // confirmed with a y on standard input, as Kafka asks; no answer at all
 // (standard input closed or empty) is an error rather than a silent no.
-func removeACLs(ctx context.Context, cl *kgo.Client, plan []aclResourceEntries, force bool, stdout io.Writer) error {
+func removeACLs(ctx context.Context, cl *kgo.Client, plan []aclResourceEntries, force bool, stdin io.Reader, stdout io.Writer) error {
 	var answers *bufio.Reader
 	for _, re := range plan {
 		if !force {
@@ -670,7 +669,7 @@ func removeACLs(ctx context.Context, cl *kgo.Client, plan []aclResourceEntries, 
 				fmt.Fprintf(stdout, "Are you sure you want to remove ACLs: \n %s\n from resource filter `%s`? (y/n)\n", tabbed(re.Entries), re.Resource)
 			}
 			if answers == nil {
-				answers = bufio.NewReader(os.Stdin)
+				answers = bufio.NewReader(stdin)
 			}
 			line, err := answers.ReadString('\n')
 			if line == "" && err != nil {

@@ -347,7 +347,7 @@ func validIPEntity(s string) bool {
 	return err == nil
 }
 
-func runConfigs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runConfigs(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	o := newConfigsOptions(stderr)
 	if err := o.fs.Parse(args); err != nil {
 		return err

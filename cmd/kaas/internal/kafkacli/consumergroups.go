@@ -50,7 +50,7 @@ type cgOptions struct {
 	stdout, stderr io.Writer
 }
 
-func runConsumerGroups(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runConsumerGroups(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	o := &cgOptions{stdout: stdout, stderr: stderr}
 	fs := NewFlagSet("consumer-groups", stderr)
 	o.conn.Register(fs)

@@ -179,7 +179,7 @@ func TestConsumerGroupsRefusals(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
-		err := runConsumerGroups(context.Background(), append(append([]string{}, bs...), c.args...), &out, &errb)
+		err := runConsumerGroups(context.Background(), append(append([]string{}, bs...), c.args...), nil, &out, &errb)
 		if err == nil || !strings.Contains(err.Error()+errb.String(), c.want) {
 			t.Errorf("%q: got %v (stderr %q), want an error containing %q", c.args, err, errb.String(), c.want)
 		}
@@ -188,7 +188,7 @@ func TestConsumerGroupsRefusals(t *testing.T) {
 		}
 	}
 	var errb bytes.Buffer
-	if err := runConsumerGroups(context.Background(), []string{"--list"}, &bytes.Buffer{}, &errb); err == nil || !strings.Contains(err.Error(), "--bootstrap-server") {
+	if err := runConsumerGroups(context.Background(), []string{"--list"}, nil, &bytes.Buffer{}, &errb); err == nil || !strings.Contains(err.Error(), "--bootstrap-server") {
 		t.Errorf("no --bootstrap-server: %v", err)
 	}
 }

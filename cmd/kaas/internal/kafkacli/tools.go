@@ -10,7 +10,7 @@ import (
 type Tool struct {
 	Name  string // the kaas command: Kafka's script name without kafka- and .sh
 	Kafka string // the Kafka script it stands for
-	Run   func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	Run   func(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error
 }
 
 var tools = map[string]Tool{}

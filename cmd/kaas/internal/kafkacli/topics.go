@@ -78,7 +78,7 @@ type topicsOpts struct {
 	id         [16]byte       // --topic-id; zero: describe by name
 }
 
-func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runTopics(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	o, err := parseTopicsArgs(args, stdout, stderr)
 	if err != nil {
 		return err
