@@ -93,9 +93,10 @@ type Log interface {
 	// limit), never a batch whose base offset is >= limit.
 	// offset == NextOffset (or >= limit) gives empty Records.
 	Read(offset int64, maxBytes int, limit int64) (Records, error)
-	// FindTimestamp returns the first batch, below limit, whose max
-	// timestamp is >= ts, as raw bytes; ok is false if there is none.
-	FindTimestamp(ts int64, limit int64) (b []byte, ok bool, err error)
+	// FindTimestamp returns the first batch, below limit and ending past
+	// both from and the log start, whose max timestamp is >= ts, as raw
+	// bytes; ok is false if there is none.
+	FindTimestamp(ts, from, limit int64) (b []byte, ok bool, err error)
 	// MaxTimestamp returns the largest batch max-timestamp below limit and
 	// the base offset of the batch carrying it (-1, -1 when empty).
 	MaxTimestamp(limit int64) (ts int64, offset int64, err error)

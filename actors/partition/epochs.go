@@ -45,25 +45,28 @@ func epochAt(epochs []storage.EpochEntry, offset int64, current int32) int32 {
 	return epoch
 }
 
-// recordAtOrAfter resolves a timestamp search inside the first batch whose
-// max timestamp is >= ts and that ends past the log start: the first record
-// at or after start stamped ts or later, as Kafka's searchForTimestamp
-// finds it (a compressed batch is decompressed). A batch that holds none
-// (its later timestamps out of order, the match below the log start)
-// answers its first offset from start and its max timestamp.
-func recordAtOrAfter(b []byte, ts, start int64) (offset, timestamp int64) {
+// recordAtOrAfter resolves a timestamp search inside a batch whose max
+// timestamp is >= ts: the first record at or after from stamped ts or
+// later, as Kafka's searchForTimestamp finds it (a compressed batch is
+// decompressed). found is false when the batch holds none (its later
+// records stamped earlier, the match below from): the search goes on with
+// the next batch, as Kafka's does. A batch whose records cannot be read
+// answers its first offset from from and its max timestamp.
+func recordAtOrAfter(b []byte, ts, from int64) (offset, timestamp int64, found bool) {
 	h, err := batch.ParseHeader(b)
 	if err != nil {
-		return -1, -1
+		return -1, -1, true
 	}
-	if recs, err := batch.RecordTimestamps(b); err == nil {
-		for _, r := range recs {
-			if r.Timestamp >= ts && r.Offset >= start {
-				return r.Offset, r.Timestamp
-			}
+	recs, err := batch.RecordTimestamps(b)
+	if err != nil {
+		return max(h.BaseOffset, from), h.MaxTimestamp, true
+	}
+	for _, r := range recs {
+		if r.Timestamp >= ts && r.Offset >= from {
+			return r.Offset, r.Timestamp, true
 		}
 	}
-	return max(h.BaseOffset, start), h.MaxTimestamp
+	return -1, -1, false
 }
 
 // offsetOfTimestamp finds the offset of the record carrying exactly ts

@@ -303,7 +303,7 @@ func (a *Actor) listOffsets(m *messages.ListOffsets) {
 			if err != nil {
 				res.ErrorCode = kerr.KafkaStorageError.Code
 			} else if off >= 0 {
-				b, _, _ := l.FindTimestamp(ts, hw)
+				b, _, _ := l.FindTimestamp(ts, 0, hw)
 				if o := offsetOfTimestamp(b, ts, true); o < fetchable {
 					res.Timestamp, res.Offset = ts, o
 					res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
@@ -317,15 +317,28 @@ func (a *Actor) listOffsets(m *messages.ListOffsets) {
 			m.Reply(res)
 			return
 		}
-		b, ok, err := l.FindTimestamp(m.Timestamp, hw)
-		switch {
-		case err != nil:
-			res.ErrorCode = kerr.KafkaStorageError.Code
-		case ok:
-			if o, ts := recordAtOrAfter(b, m.Timestamp, l.StartOffset()); o < fetchable {
+		// Only the batch holding the log start can hold no match, so this
+		// looks at two batches at most; from grows every round.
+		for from := l.StartOffset(); ; {
+			b, ok, err := l.FindTimestamp(m.Timestamp, from, hw)
+			if err != nil {
+				res.ErrorCode = kerr.KafkaStorageError.Code
+				break
+			}
+			if !ok {
+				break
+			}
+			o, ts, found := recordAtOrAfter(b, m.Timestamp, from)
+			if !found {
+				h, _ := batch.ParseHeader(b)
+				from = h.NextOffset()
+				continue
+			}
+			if o < fetchable {
 				res.Offset, res.Timestamp = o, ts
 				res.LeaderEpoch = epochAt(epochs, res.Offset, leader)
 			}
+			break
 		}
 		m.Reply(res)
 	})

@@ -364,6 +364,31 @@ func TestListOffsetsInsideCompressedBatches(t *testing.T) {
 				if o := at(0); o.Err != nil || o.Offset != 6 || o.Timestamp != base+60 {
 					t.Errorf("%s: the record at or after +0 ms, log start 6: %+v, want offset 6 stamped +60", name, o)
 				}
+				// Stamped out of order: the batch holding the log start has
+				// its late records below it, so the search goes on to the next
+				// batch, as Kafka's does.
+				unordered := topic + "-unordered"
+				createTopic(t, addr, unordered, 1, nil)
+				var first, second []kmsg.Record
+				for i := range int32(10) {
+					first = append(first, rec(i, int64(9-i)*10, nil, []byte{byte(i)}))
+					second = append(second, rec(i, 100+int64(i)*10, nil, []byte{byte(i)}))
+				}
+				for _, b := range [][]byte{recordsBatch(t, codec, base, base+90, first...), recordsBatch(t, codec, base, base+190, second...)} {
+					if r := rawProduce(t, cl, unordered, 0, -1, b); r.ErrorCode != 0 {
+						t.Fatalf("%s: produce: %v", name, kerr.ErrorForCode(r.ErrorCode))
+					}
+				}
+				if dr, err := adm.DeleteRecords(ctx, kadm.Offsets{unordered: {0: {At: 6}}}); err != nil || dr.Error() != nil {
+					t.Fatalf("%s: delete records: %v %v", name, err, dr.Error())
+				}
+				lo, err := adm.ListOffsetsAfterMilli(ctx, base+50, unordered)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o, _ := lo.Lookup(unordered, 0); o.Err != nil || o.Offset != 10 || o.Timestamp != base+100 {
+					t.Errorf("%s: at or after +50 ms, the batch at the log start 6 holding none from it: %+v, want offset 10 stamped +100", name, o)
+				}
 			}
 		})
 	}

@@ -104,11 +104,11 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 func volumeFileKind(path string) string {
 	dir, grand := filepath.Base(filepath.Dir(path)), filepath.Base(filepath.Dir(filepath.Dir(path)))
 	switch ext := filepath.Ext(path); {
-	case grand == groupstore.Dir && filepath.Base(path) == "offsets.log":
+	case grand == groupstore.Dir && filepath.Base(path) == groupstore.LogName:
 		return "group"
 	case dir == txnlog.Dir && ext == ".log":
 		return "transaction"
-	case grand == sharestate.Dir && ext == ".state":
+	case grand == sharestate.Dir && ext == sharestate.StateSuffix:
 		return "share"
 	case ext == ".log":
 		return "segment"

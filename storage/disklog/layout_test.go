@@ -86,7 +86,7 @@ func TestOpensFirstLayout(t *testing.T) {
 		ts   int64
 		want int // index in want
 	}{{1000, 0}, {1055, 6}, {1111, 11}, {1112, 12}, {2001, 12}, {2052, 18}, {3000, 24}} {
-		b, ok, err := l.FindTimestamp(tc.ts, l.NextOffset())
+		b, ok, err := l.FindTimestamp(tc.ts, 0, l.NextOffset())
 		if err != nil || !ok || !bytes.Equal(b, want[tc.want]) {
 			t.Fatalf("FindTimestamp(%d): ok %v err %v, want batch %d", tc.ts, ok, err, tc.want)
 		}
@@ -132,7 +132,7 @@ func TestOpensFirstLayout(t *testing.T) {
 	if got := readAll(t, l, 0); !bytes.Equal(got, concat(want)) {
 		t.Fatalf("after the new epoch: read back %d bytes, want %d", len(got), len(concat(want)))
 	}
-	if b, ok, err := l.FindTimestamp(4031, l.NextOffset()); err != nil || !ok || !bytes.Equal(b, more[3]) {
+	if b, ok, err := l.FindTimestamp(4031, 0, l.NextOffset()); err != nil || !ok || !bytes.Equal(b, more[3]) {
 		t.Fatalf("FindTimestamp(4031) in the new segments: ok %v err %v", ok, err)
 	}
 	for _, p := range segFiles(t, dir, indexSuffix) {

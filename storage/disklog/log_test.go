@@ -129,10 +129,13 @@ func TestMatchesMemlog(t *testing.T) {
 				t.Fatalf("read off=%d max=%d limit=%d: disk %d bytes, mem %d bytes", off, maxB, limit, len(bd), len(bm))
 			}
 			q := ts - int64(rng.Intn(20000))
-			b1, ok1, _ := d.FindTimestamp(q, limit)
-			b2, ok2, _ := m.FindTimestamp(q, limit)
+			b1, ok1, _ := d.FindTimestamp(q, off, limit)
+			b2, ok2, _ := m.FindTimestamp(q, off, limit)
 			if ok1 != ok2 || !bytes.Equal(b1, b2) {
-				t.Fatalf("FindTimestamp(%d, %d): %v/%v", q, limit, ok1, ok2)
+				t.Fatalf("FindTimestamp(%d, %d, %d): %v/%v", q, off, limit, ok1, ok2)
+			}
+			if h, err := batch.ParseHeader(b1); ok1 && (err != nil || h.NextOffset() <= off || h.MaxTimestamp < q) {
+				t.Fatalf("FindTimestamp(%d, %d, %d): a batch ending at %d stamped up to %d", q, off, limit, h.NextOffset(), h.MaxTimestamp)
 			}
 			t1, o1, _ := d.MaxTimestamp(limit)
 			t2, o2, _ := m.MaxTimestamp(limit)
@@ -563,7 +566,7 @@ func TestConcurrentSyncReadAppend(t *testing.T) {
 					}
 				}
 				_, _, _ = l.MaxTimestamp(hw)
-				_, _, _ = l.FindTimestamp(int64(off), hw)
+				_, _, _ = l.FindTimestamp(int64(off), 0, hw)
 			}
 		}()
 	}

@@ -441,13 +441,13 @@ func (l *Log) ScanHeaders(from int64, fn func(h batch.Header) error) error {
 }
 
 // FindTimestamp implements storage.Log.
-func (l *Log) FindTimestamp(ts int64, limit int64) ([]byte, bool, error) {
+func (l *Log) FindTimestamp(ts, from, limit int64) ([]byte, bool, error) {
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
 		return nil, false, storage.ErrClosed
 	}
-	start := l.start.Load()
+	start := max(l.start.Load(), from)
 	segs := append([]*segment(nil), l.segments...)
 	l.mu.RUnlock()
 	for _, s := range segs {

@@ -1454,7 +1454,7 @@ func TestOpenLeavesCleanSegmentsUnread(t *testing.T) {
 	defer l.Close()
 	want := bs[57]
 	wh, _ := batch.ParseHeader(want)
-	got, found, err := l.FindTimestamp(wh.FirstTimestamp, l.NextOffset())
+	got, found, err := l.FindTimestamp(wh.FirstTimestamp, 0, l.NextOffset())
 	if err != nil || !found {
 		t.Fatalf("find timestamp: found %v err %v", found, err)
 	}

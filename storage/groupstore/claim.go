@@ -63,7 +63,7 @@ func (l *fileLog) fenced(op func() error) error {
 // another coordinator wrote them and this log's state is stale.
 func (l *fileLog) takeClaim() error {
 	if l.lazy {
-		for _, name := range []string{logName, membersName} {
+		for _, name := range []string{LogName, membersName} {
 			if _, err := os.Stat(filepath.Join(l.dir, name)); err == nil {
 				l.broken = fmt.Errorf("%w: %s written since this coordinator loaded the group", ErrSuperseded, name)
 				return l.broken

@@ -34,7 +34,8 @@ func DirName(group string) string {
 }
 
 const (
-	logName = "offsets.log"
+	// LogName is a group's offsets log in its directory.
+	LogName = "offsets.log"
 	// membersName holds the saved membership (SaveMembers), replaced
 	// atomically: older brokers that know only the log ignore it.
 	membersName = "members"
@@ -81,7 +82,7 @@ func (s *File) Groups() ([]string, error) {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		g, ok := readHeader(filepath.Join(s.Root, e.Name(), logName))
+		g, ok := readHeader(filepath.Join(s.Root, e.Name(), LogName))
 		if !ok {
 			// Members saved before any commit: the directory names
 			// the group (unless it is a long id's hash).
@@ -142,7 +143,7 @@ func (s *File) OpenAt(group string, claim assignment.Position) (Log, State, erro
 
 func (s *File) open(group string, claim *assignment.Position) (Log, State, error) {
 	dir := filepath.Join(s.Root, DirName(group))
-	l := &fileLog{root: s.Root, dir: dir, path: filepath.Join(dir, logName), group: group, compactMin: s.CompactMin}
+	l := &fileLog{root: s.Root, dir: dir, path: filepath.Join(dir, LogName), group: group, compactMin: s.CompactMin}
 	if l.compactMin <= 0 {
 		l.compactMin = defaultCompactMin
 	}
@@ -411,7 +412,7 @@ func (l *fileLog) compact() error {
 	// The reopen runs under the claim lock too: a later claimant's own
 	// rewrite may not come between the rename and it.
 	if err := l.fenced(func() error {
-		if _, err := atomicfile.WriteWith(l.dir, logName, buf, atomicfile.Options{Mode: 0o644, Renamed: func() { renamed = true }}); err != nil {
+		if _, err := atomicfile.WriteWith(l.dir, LogName, buf, atomicfile.Options{Mode: 0o644, Renamed: func() { renamed = true }}); err != nil {
 			return fmt.Errorf("group store: %w", err)
 		}
 		var err error

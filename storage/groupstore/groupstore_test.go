@@ -103,7 +103,7 @@ func TestFileTornAndCorruptTail(t *testing.T) {
 				}
 			}
 			_ = l.Close()
-			path := filepath.Join(s.Root, DirName("g"), logName)
+			path := filepath.Join(s.Root, DirName("g"), LogName)
 			b, _ := os.ReadFile(path)
 			if err := os.WriteFile(path, tc.damage(b), 0o644); err != nil {
 				t.Fatal(err)
@@ -135,7 +135,7 @@ func TestFileCompaction(t *testing.T) {
 	}
 	s.CompactMin = 10
 	l, _, _ := s.Open("g")
-	path := filepath.Join(s.Root, DirName("g"), logName)
+	path := filepath.Join(s.Root, DirName("g"), LogName)
 	var sizes []int64
 	for i := 0; i < 100; i++ {
 		if err := l.Append([]Record{rec("t", int32(i%2), int64(i))}); err != nil {
@@ -171,7 +171,7 @@ func TestFileCompactedOnLoad(t *testing.T) {
 		_ = l.Append([]Record{rec("t", 0, int64(i))})
 	}
 	_ = l.Close()
-	path := filepath.Join(s.Root, DirName("g"), logName)
+	path := filepath.Join(s.Root, DirName("g"), LogName)
 	before, _ := os.Stat(path)
 	l, st, err := s.Open("g")
 	if err != nil {
@@ -231,10 +231,10 @@ func TestFileGroupNames(t *testing.T) {
 		}
 	}
 	// A log whose header names another group is refused, not merged.
-	other := filepath.Join(s.Root, DirName("plain"), logName)
+	other := filepath.Join(s.Root, DirName("plain"), LogName)
 	b, _ := os.ReadFile(other)
 	_ = os.MkdirAll(filepath.Join(s.Root, DirName("impostor")), 0o755)
-	_ = os.WriteFile(filepath.Join(s.Root, DirName("impostor"), logName), b, 0o644)
+	_ = os.WriteFile(filepath.Join(s.Root, DirName("impostor"), LogName), b, 0o644)
 	if _, _, err := s.Open("impostor"); err == nil {
 		t.Error("opening a log that belongs to another group succeeded")
 	}

@@ -304,16 +304,17 @@ segments:
 }
 
 // FindTimestamp implements storage.Log; the batch is a copy.
-func (l *Log) FindTimestamp(ts int64, limit int64) ([]byte, bool, error) {
+func (l *Log) FindTimestamp(ts, from, limit int64) ([]byte, bool, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	from = max(from, l.start)
 	for _, s := range l.segments {
 		for i := range s.entries {
 			e := &s.entries[i]
 			if e.base() >= limit {
 				return nil, false, nil
 			}
-			if e.next() > l.start && e.maxTS() >= ts {
+			if e.next() > from && e.maxTS() >= ts {
 				b, err := e.bytes(l.ar)
 				return b, err == nil, err
 			}

@@ -72,6 +72,9 @@ var ErrSuperseded = claim.ErrSuperseded
 // Dir is the store's directory under the data directory.
 const Dir = "__share"
 
+// StateSuffix ends a share-partition's state file, <topic>-<partition>.state.
+const StateSuffix = ".state"
+
 // New returns the store under dataDir/__share, creating its directory.
 func New(dataDir string) (*Store, error) {
 	dir := filepath.Join(dataDir, Dir)
@@ -83,7 +86,7 @@ func New(dataDir string) (*Store, error) {
 
 func (s *Store) path(group, topic string, partition int32) (dir, name string) {
 	dir, base := s.files(group, topic, partition)
-	return dir, base + ".state"
+	return dir, base + StateSuffix
 }
 
 // files is a share-partition's directory and its files' name without a
@@ -336,7 +339,7 @@ func (s *Store) Partitions(group string) (map[string][]int32, error) {
 	}
 	out := map[string][]int32{}
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".state")
+		name, ok := strings.CutSuffix(e.Name(), StateSuffix)
 		if !ok {
 			continue
 		}
@@ -471,7 +474,7 @@ func (s *Store) DropTopics(gone func(topic string, id [16]byte) bool) (int, erro
 		var bases []string
 		seen := map[string]bool{}
 		for _, e := range entries {
-			for _, suffix := range []string{".state", ".mark", ".claim", ".claim.lock"} {
+			for _, suffix := range []string{StateSuffix, ".mark", ".claim", ".claim.lock"} {
 				if base, ok := strings.CutSuffix(e.Name(), suffix); ok && !seen[base] {
 					seen[base] = true
 					bases = append(bases, base)
@@ -502,7 +505,7 @@ func (s *Store) DropTopics(gone func(topic string, id [16]byte) bool) (int, erro
 func (s *Store) dropGone(dir, base, topic string, gone func(topic string, id [16]byte) bool) (bool, error) {
 	judge := func() (bool, error) {
 		var id [16]byte
-		b, err := os.ReadFile(filepath.Join(dir, base+".state"))
+		b, err := os.ReadFile(filepath.Join(dir, base+StateSuffix))
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 		case err != nil:
@@ -528,7 +531,7 @@ func (s *Store) dropGone(dir, base, topic string, gone func(topic string, id [16
 		return false, err
 	}
 	c := claimOf(dir, base)
-	return true, removeSynced(dir, base+".state", base+".mark", c.Name, c.Name+".lock")
+	return true, removeSynced(dir, base+StateSuffix, base+".mark", c.Name, c.Name+".lock")
 }
 
 // splitName is the topic and partition of a share-partition's file name
