@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,11 +101,17 @@ func TestToolsConnectWithCommandConfig(t *testing.T) {
 	}
 }
 
-// TestToolsNamedInUsage: every tool kaas runs is named on the commands line.
-func TestToolsNamedInUsage(t *testing.T) {
+// TestToolsListedByHelp: kaas help lists every tool kaas runs beside the
+// Kafka script it stands for.
+func TestToolsListedByHelp(t *testing.T) {
+	out := mustTool(t, "help")
 	for _, name := range kafkacli.Names() {
-		if !strings.Contains(commandsUsage, name) {
-			t.Errorf("kaas %s is not named in %q", name, commandsUsage)
+		tool, _ := kafkacli.Lookup(name)
+		if !regexp.MustCompile(`(?m)^  kaas ` + regexp.QuoteMeta(name) + ` +` + regexp.QuoteMeta(tool.Kafka) + `$`).MatchString(out) {
+			t.Errorf("kaas %s (%s) is not listed by kaas help:\n%s", name, tool.Kafka, out)
 		}
+	}
+	if len(kafkacli.Names()) < 4 {
+		t.Fatalf("tools registered: %v", kafkacli.Names())
 	}
 }
