@@ -466,6 +466,9 @@ func (c *Core) writeMarkers(t *entry, done, gone func()) {
 		} else {
 			t.st.Status = txnlog.CompleteAbort
 		}
+		// A finished transaction holds no partitions or groups, as Kafka's
+		// prepareComplete leaves it: DescribeTransactions lists none.
+		t.st.Partitions, t.st.Groups = nil, nil
 		c.persist(t, done, nil)
 	}
 	t.failed = nil

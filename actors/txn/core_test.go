@@ -137,6 +137,9 @@ func TestCommitWritesMarkersBeforeAnswering(t *testing.T) {
 	if r := h.last(); r.ErrorCode != 0 || h.status("x") != txnlog.CompleteCommit {
 		t.Fatalf("end = %+v status %v", r, h.status("x"))
 	}
+	if st, _ := h.c.State("x"); len(st.Partitions) != 0 || len(st.Groups) != 0 {
+		t.Fatalf("a finished transaction holds partitions %v and groups %v", st.Partitions, st.Groups)
+	}
 	// A retried EndTxn is answered the same; the other outcome is refused.
 	h.step(EndTxn{ID: "x", ProducerID: 100, Epoch: 0, Commit: true, Reply: h.record})
 	if r := h.last(); r.ErrorCode != 0 {
