@@ -305,6 +305,8 @@ func TestToolsTransactions(t *testing.T) {
 		p := rows[0]
 		base := []string{"abort", "--topic", "manual", "--partition", "0", "--producer-id", p["ProducerId"]}
 		txnToolRefused(t, "Missing required argument --producer-epoch", append([]string{"transactions", bs}, base...)...)
+		txnToolRefused(t, "Failed to abort transaction on partition manual-5: UNKNOWN_TOPIC_OR_PARTITION", "transactions", bs, "abort", "--topic", "manual", "--partition", "5",
+			"--producer-id", p["ProducerId"], "--producer-epoch", p["ProducerEpoch"], "--coordinator-epoch", "0")
 		txnToolRefused(t, "Missing required argument --coordinator-epoch", append([]string{"transactions", bs}, append(base, "--producer-epoch", p["ProducerEpoch"])...)...)
 		if stable, _ := lso(t, "manual"); stable != 0 {
 			t.Fatalf("the refused aborts moved the last stable offset to %d", stable)

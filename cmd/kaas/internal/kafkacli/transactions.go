@@ -353,7 +353,7 @@ type txnPartitionProducers struct {
 	err       error
 }
 
-// describeProducers asks the partitions' leaders, or the broker brokerID
+// producers asks the partitions' leaders, or the broker brokerID
 // when it is 0 or more, for their producers' state. A partition whose
 // topic is unknown is answered UNKNOWN_TOPIC_OR_PARTITION without asking.
 func (t *txnCmd) producers(ctx context.Context, brokerID int, tps map[string][]int32) ([]txnPartitionProducers, error) {
@@ -477,6 +477,13 @@ func (t *txnCmd) abort(ctx context.Context) error {
 		}
 		if !found {
 			return fmt.Errorf("Could not find any open transactions starting at offset %d on partition %s", t.o.startOffset, tp)
+		}
+	}
+	if !t.o.set["start-offset"] {
+		// Checked first: the markers' request would wait for an unknown
+		// partition to appear.
+		if _, err := t.onePartitionProducers(ctx, -1); errors.Is(err, kerr.UnknownTopicOrPartition) {
+			return txnErr("Failed to abort transaction on partition "+tp, err)
 		}
 	}
 	// A transaction that hung before its first commit or abort shows
