@@ -145,6 +145,9 @@ func runFeatures(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 				fs.Var(&o.features, "feature", "a feature to disable (repeatable)")
 				fs.BoolVar(&o.unsafe, "unsafe", false, "disable even if it may irreversibly destroy metadata")
 				fs.BoolVar(&o.dryRun, "dry-run", false, "validate the disable without performing it")
+			case "feature-dependencies":
+				// Taken so that the refusal names the command, not a flag.
+				fs.Var(&o.features, "feature", "not supported")
 			case "version-mapping":
 				fs.StringVar(&o.releaseVersion, "release-version", metadataVersions[len(metadataVersions)-1], "the release version whose feature levels to show")
 			}
@@ -164,7 +167,7 @@ func runFeatures(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	case "version-mapping":
 		return featuresVersionMapping(o.releaseVersion, stdout)
 	case "feature-dependencies":
-		return errors.New("feature-dependencies is not supported: kaas runs every feature at one level fixed by its build (kaas features describe lists them)")
+		return errors.New("feature-dependencies is not supported: kaas does not carry Kafka's table of feature dependencies; its feature levels are fixed by its build (kaas features describe lists them)")
 	}
 	var updates []featureUpdate
 	if cmd != "describe" {

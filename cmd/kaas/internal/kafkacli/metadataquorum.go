@@ -120,16 +120,16 @@ func runMetadataQuorum(ctx context.Context, args []string, _ io.Reader, stdout, 
 	return nil
 }
 
-// quorum is Kafka's QuorumInfo: the metadata log partition's state and
+// quorumInfo is Kafka's QuorumInfo: the metadata log partition's state and
 // the voters' endpoints.
-type quorum struct {
+type quorumInfo struct {
 	kmsg.DescribeQuorumResponseTopicPartition
 	nodes map[int32][]kmsg.DescribeQuorumResponseNodeListener
 }
 
 // describeQuorum asks for __cluster_metadata-0, as Kafka's admin client's
 // describeMetadataQuorum does.
-func describeQuorum(ctx context.Context, cl *kgo.Client) (*quorum, error) {
+func describeQuorum(ctx context.Context, cl *kgo.Client) (*quorumInfo, error) {
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	t := kmsg.NewDescribeQuorumRequestTopic()
 	t.Topic = "__cluster_metadata"
@@ -149,7 +149,7 @@ func describeQuorum(ctx context.Context, cl *kgo.Client) (*quorum, error) {
 	if err := clusterBrokerError(p.ErrorCode, p.ErrorMessage); err != nil {
 		return nil, fmt.Errorf("DescribeQuorum: %w", err)
 	}
-	q := &quorum{DescribeQuorumResponseTopicPartition: p, nodes: map[int32][]kmsg.DescribeQuorumResponseNodeListener{}}
+	q := &quorumInfo{DescribeQuorumResponseTopicPartition: p, nodes: map[int32][]kmsg.DescribeQuorumResponseNodeListener{}}
 	for _, n := range resp.Nodes {
 		q.nodes[n.NodeID] = n.Listeners
 	}
@@ -158,7 +158,7 @@ func describeQuorum(ctx context.Context, cl *kgo.Client) (*quorum, error) {
 
 // leader is the leader's replica state, which Kafka's tool requires
 // among the voters.
-func (q *quorum) leader() (*kmsg.DescribeQuorumResponseTopicPartitionReplicaState, error) {
+func (q *quorumInfo) leader() (*kmsg.DescribeQuorumResponseTopicPartitionReplicaState, error) {
 	for i := range q.CurrentVoters {
 		if q.CurrentVoters[i].ReplicaID == q.LeaderID {
 			return &q.CurrentVoters[i], nil
@@ -170,7 +170,7 @@ func (q *quorum) leader() (*kmsg.DescribeQuorumResponseTopicPartitionReplicaStat
 // quorumStatusText is `describe --status`: the lag is the leader's log end
 // offset less the voter furthest behind (the first of equals), its time
 // the gap between their last caught-up times (-1 if either is unknown).
-func quorumStatusText(clusterID string, q *quorum) (string, error) {
+func quorumStatusText(clusterID string, q *quorumInfo) (string, error) {
 	leader, err := q.leader()
 	if err != nil {
 		return "", err
@@ -203,12 +203,12 @@ func quorumStatusText(clusterID string, q *quorum) (string, error) {
 // replicasText is Kafka's list of replicas: [{"id": 0, "directoryId":
 // null, "endpoints": ["PLAINTEXT://host:9092"]}, ...], endpoints only for
 // nodes the answer lists (the voters).
-func (q *quorum) replicasText(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) string {
+func (q *quorumInfo) replicasText(rs []kmsg.DescribeQuorumResponseTopicPartitionReplicaState) string {
 	items := make([]string, len(rs))
 	for i, r := range rs {
 		dir := "null"
 		if r.ReplicaDirectoryID != ([16]byte{}) {
-			dir = `"` + uuidText(r.ReplicaDirectoryID) + `"`
+			dir = `"` + quorumUUIDText(r.ReplicaDirectoryID) + `"`
 		}
 		s := fmt.Sprintf(`{"id": %d, "directoryId": %s`, r.ReplicaID, dir)
 		if ls := q.nodes[r.ReplicaID]; len(ls) > 0 {
@@ -227,15 +227,15 @@ func (q *quorum) replicasText(rs []kmsg.DescribeQuorumResponseTopicPartitionRepl
 	return "[" + strings.Join(items, ", ") + "]"
 }
 
-// uuidText is Kafka's Uuid.toString: URL-safe base64 without padding.
-func uuidText(u [16]byte) string {
+// quorumUUIDText is Kafka's Uuid.toString: URL-safe base64 without padding.
+func quorumUUIDText(u [16]byte) string {
 	return base64.RawURLEncoding.EncodeToString(u[:])
 }
 
 // quorumReplicationText is `describe --replication`: the leader, the
 // other voters (Follower) and the observers, in Kafka's table (each cell
 // padded to its column and followed by a tab).
-func quorumReplicationText(q *quorum, human bool, now time.Time) (string, error) {
+func quorumReplicationText(q *quorumInfo, human bool, now time.Time) (string, error) {
 	leader, err := q.leader()
 	if err != nil {
 		return "", err
@@ -250,7 +250,7 @@ func quorumReplicationText(q *quorum, human bool, now time.Time) (string, error)
 		if err != nil {
 			return err
 		}
-		rows = append(rows, []string{fmt.Sprint(r.ReplicaID), uuidText(r.ReplicaDirectoryID), fmt.Sprint(r.LogEndOffset),
+		rows = append(rows, []string{fmt.Sprint(r.ReplicaID), quorumUUIDText(r.ReplicaDirectoryID), fmt.Sprint(r.LogEndOffset),
 			fmt.Sprint(leader.LogEndOffset - r.LogEndOffset), fetch, caughtUp, status})
 		return nil
 	}
@@ -269,7 +269,7 @@ func quorumReplicationText(q *quorum, human bool, now time.Time) (string, error)
 			return "", err
 		}
 	}
-	return prettyTable(rows), nil
+	return quorumTable(rows), nil
 }
 
 // quorumTimestamp is a replica's timestamp as Kafka's tool prints it: -1
@@ -289,10 +289,10 @@ func quorumTimestamp(ms int64, what string, human bool, now time.Time) (string, 
 	return fmt.Sprintf("%d ms ago", nowMs-ms), nil
 }
 
-// prettyTable is Kafka's ToolsUtils.prettyPrintTable: the first row is
+// quorumTable is Kafka's ToolsUtils.prettyPrintTable: the first row is
 // the header; every cell is padded to its column's width and followed by a
 // tab.
-func prettyTable(rows [][]string) string {
+func quorumTable(rows [][]string) string {
 	widths := make([]int, len(rows[0]))
 	for _, r := range rows {
 		for i, c := range r {
