@@ -210,7 +210,7 @@ func TestToolsTransactions(t *testing.T) {
 		}
 		rows = txnToolTable(t, txn(t, "describe", "--transactional-id", "txn-done"), "CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch",
 			"TransactionState", "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs", "TopicPartitions")
-		if r := rows[0]; r["TransactionState"] != "CompleteCommit" || r["CurrentTransactionStartTimeMs"] != "None" || r["TransactionDurationMs"] != "None" {
+		if r := rows[0]; r["TransactionState"] != "CompleteCommit" || r["CurrentTransactionStartTimeMs"] != "None" || r["TransactionDurationMs"] != "None" || r["TopicPartitions"] != "" {
 			t.Errorf("a completed transaction: %v", r)
 		}
 		txnToolRefused(t, "Failed to describe transaction state of transactional-id `nosuch`: TRANSACTIONAL_ID_NOT_FOUND", "transactions", bs, "describe", "--transactional-id", "nosuch")
