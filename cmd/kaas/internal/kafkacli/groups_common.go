@@ -2,7 +2,6 @@ package kafkacli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -153,7 +152,3 @@ func groupsPrintResetPlan(out io.Writer, groups []string, plans map[string]cgPla
 	}
 	fmt.Fprintln(out)
 }
-
-// errGroupsRefused is returned once the refusals of some groups were
-// printed, so the tool exits non-zero without repeating them.
-var errGroupsRefused = errors.New("some groups were refused, see above")
