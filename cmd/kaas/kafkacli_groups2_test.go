@@ -196,7 +196,7 @@ func TestShareGroupsTool(t *testing.T) {
 		}
 		// A group with members is refused, its offsets untouched.
 		before := groups2StartOffsets(t, ctx, adm, live, topic)
-		refused("share group 'sg-live' is not empty", "--reset-offsets", "--group", live, "--all-topics", "--to-earliest", "--execute")
+		refused("Share group 'sg-live' is not empty.", "--reset-offsets", "--group", live, "--all-topics", "--to-earliest", "--execute")
 		if after := groups2StartOffsets(t, ctx, adm, live, topic); !reflect.DeepEqual(before, after) {
 			t.Errorf("a refused reset moved %s: %v -> %v", live, before, after)
 		}

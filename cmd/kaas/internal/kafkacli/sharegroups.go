@@ -502,8 +502,8 @@ func (o *shareOptions) resetOffsets(ctx context.Context, adm *kadm.Client) error
 	// An absent group is reset as Kafka's tool resets it: the broker
 	// creates it empty.
 	if len(found) == 1 {
-		if st := found[0].GroupState; st != "Empty" {
-			return fmt.Errorf("share group '%s' is not empty (its state is %s): its offsets can be reset once its consumers stop", group, st)
+		if found[0].GroupState != "Empty" {
+			return fmt.Errorf("Share group '%s' is not empty.", group)
 		}
 	}
 	var tps []cgTP
