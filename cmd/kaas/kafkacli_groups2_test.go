@@ -295,7 +295,10 @@ func groups2Committed(t *testing.T, ctx context.Context, adm *kadm.Client, group
 func TestStreamsGroupsTool(t *testing.T) {
 	_, addr := testBroker(t, "--group-streams-initial-rebalance-delay", "0")
 	ctx := ctxT(t, 90*time.Second)
-	adm := newAdmin(t, addr)
+	// Metadata fresh on every look: kgo answers a Metadata request from
+	// its cache for MetadataMinAge (5 s by default), so a deleted topic
+	// would stay listed that long.
+	adm := kadm.NewClient(newClient(t, addr, kgo.MetadataMinAge(10*time.Millisecond)))
 	const source, other, live, idle = "sgt-words", "sgt-other", "sgt-live", "sgt-idle"
 	bs := []string{"streams-groups", "--bootstrap-server", addr}
 	tool := func(args ...string) string {
