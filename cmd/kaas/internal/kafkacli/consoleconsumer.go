@@ -451,7 +451,7 @@ func (c *consoleConsumer) run(ctx context.Context, cl *kgo.Client, o *consoleCon
 	idle := time.Duration(o.timeoutMs) * time.Millisecond
 	deadline := time.Now().Add(idle)
 poll:
-	for o.maxMessages < 0 || count < o.maxMessages {
+	for o.maxMessages == -1 || count < o.maxMessages { // -1: no limit, as Kafka's
 		n := c.pollMax
 		if o.maxMessages >= 0 && o.maxMessages-count < n {
 			n = o.maxMessages - count

@@ -328,6 +328,8 @@ func (o *consoleProducerOpts) clientOpts(stderr io.Writer) ([]kgo.Opt, error) {
 			codec = "gzip"
 		}
 		p.props["compression.type"], p.given["compression.type"] = codec, true
+	} else if !p.has("compression.type") {
+		p.props["compression.type"] = "none" // Kafka's default; franz-go's is snappy
 	}
 	if !p.has("client.id") {
 		p.props["client.id"] = "console-producer"
