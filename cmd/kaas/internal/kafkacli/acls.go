@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -146,14 +145,11 @@ func parseACLFlags(args []string, stderr io.Writer) (*aclFlags, error) {
 	for _, name := range zookeeperACLFlags {
 		fs.StringVar(&zk, name, "", "not supported: ZooKeeper-era, removed in Kafka 4")
 	}
-	if err := fs.Parse(args); err != nil {
+	given, err := Parse(fs, args)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	f.given = map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { f.given[fl.Name] = true })
+	f.given = given
 	for _, name := range zookeeperACLFlags {
 		if f.given[name] {
 			return nil, fmt.Errorf("--%s is a ZooKeeper-era flag, removed in Kafka 4: ACLs are managed through the brokers with --bootstrap-server", name)

@@ -123,11 +123,8 @@ func runBrokerAPIVersions(ctx context.Context, args []string, _ io.Reader, stdou
 	var conn Conn
 	fs := NewFlagSet("broker-api-versions", stderr)
 	conn.Register(fs)
-	if err := fs.Parse(args); err != nil {
+	if _, err := Parse(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if conn.Bootstrap == "" {
 		return errors.New("missing required argument --bootstrap-server")

@@ -252,6 +252,21 @@ func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// Parse parses args into fs and returns the names of the flags given. An
+// argument left after the flags is refused: every value of Kafka's tools
+// follows its --flag.
+func Parse(fs *flag.FlagSet, args []string) (map[string]bool, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (every value follows its --flag)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set, nil
+}
+
 // OneAction checks that exactly one of the named boolean actions is set and
 // returns it.
 func OneAction(fs *flag.FlagSet, actions ...string) (string, error) {

@@ -110,11 +110,8 @@ func parseConsoleConsumerArgs(args []string, stderr io.Writer) (*consoleConsumer
 	var systest bool
 	fs.StringVar(&whitelist, "whitelist", "", "Not supported: removed in Kafka 4.0; use --include.")
 	fs.BoolVar(&systest, "enable-systest-events", false, "Not supported: Kafka's system-test events.")
-	if err := fs.Parse(args); err != nil {
+	if _, err := Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (every value follows its --flag)", fs.Arg(0))
 	}
 	o.given = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })

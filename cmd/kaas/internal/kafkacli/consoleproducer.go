@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"regexp"
@@ -279,14 +278,11 @@ func parseConsoleProducerArgs(args []string, stderr io.Writer) (*consoleProducer
 	fs.StringVar(&o.producerCfg, "producer.config", "", "A producer properties file; --producer-property wins over it.")
 	var brokerList string
 	fs.StringVar(&brokerList, "broker-list", "", "Not supported: removed in Kafka 4.0; use --bootstrap-server.")
-	if err := fs.Parse(consoleJoinOptional(args, "compression-codec")); err != nil {
+	given, err := Parse(fs, consoleJoinOptional(args, "compression-codec"))
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (every value follows its --flag)", fs.Arg(0))
-	}
-	o.given = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
+	o.given = given
 	if o.given["broker-list"] {
 		return nil, errors.New("--broker-list is not supported: Kafka 4.0 removed it; use --bootstrap-server")
 	}

@@ -50,6 +50,22 @@ type cgOptions struct {
 	stdout, stderr io.Writer
 }
 
+// registerReset adds --reset-offsets' flags: its scenarios and how the
+// plan is applied. consumer-groups and streams-groups reset alike.
+func (o *cgOptions) registerReset(fs *flag.FlagSet) {
+	fs.BoolVar(&o.dryRun, "dry-run", false, "--reset-offsets: only show the new offsets")
+	fs.BoolVar(&o.execute, "execute", false, "--reset-offsets: commit the new offsets")
+	fs.BoolVar(&o.export, "export", false, "--reset-offsets: print the new offsets as CSV (what --from-file reads)")
+	fs.Int64Var(&o.toOffset, "to-offset", 0, "reset to this offset")
+	fs.Int64Var(&o.shiftBy, "shift-by", 0, "reset to the committed offset plus n (n may be negative)")
+	fs.StringVar(&o.toDatetime, "to-datetime", "", "reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss[zone]")
+	fs.StringVar(&o.byDuration, "by-duration", "", "reset to the first offset at or after now minus PnDTnHnMnS")
+	fs.BoolVar(&o.toEarliest, "to-earliest", false, "reset to the log start")
+	fs.BoolVar(&o.toLatest, "to-latest", false, "reset to the log end")
+	fs.BoolVar(&o.toCurrent, "to-current", false, "reset to the committed offset (the log end where none)")
+	fs.StringVar(&o.fromFile, "from-file", "", "reset to the offsets of a CSV file (topic,partition,offset or group,topic,partition,offset)")
+}
+
 func runConsumerGroups(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) error {
 	o := &cgOptions{stdout: stdout, stderr: stderr}
 	fs := NewFlagSet("consumer-groups", stderr)
@@ -65,30 +81,17 @@ func runConsumerGroups(ctx context.Context, args []string, _ io.Reader, stdout, 
 	fs.Var(&o.topics, "topic", "a topic, or topic:0,1,... for some partitions (repeatable)")
 	fs.BoolVar(&o.allTopics, "all-topics", false, "--reset-offsets: every topic the group has offsets for")
 	timeoutMs := fs.Int64("timeout", 5000, "timeout of each request, in ms")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "--reset-offsets: only show the new offsets (the default)")
-	fs.BoolVar(&o.execute, "execute", false, "--reset-offsets: commit the new offsets")
-	fs.BoolVar(&o.export, "export", false, "--reset-offsets: print the new offsets as CSV (what --from-file reads)")
-	fs.Int64Var(&o.toOffset, "to-offset", 0, "reset to this offset")
-	fs.Int64Var(&o.shiftBy, "shift-by", 0, "reset to the committed offset plus n (n may be negative)")
-	fs.StringVar(&o.toDatetime, "to-datetime", "", "reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss[zone]")
-	fs.StringVar(&o.byDuration, "by-duration", "", "reset to the first offset at or after now minus PnDTnHnMnS")
-	fs.BoolVar(&o.toEarliest, "to-earliest", false, "reset to the log start")
-	fs.BoolVar(&o.toLatest, "to-latest", false, "reset to the log end")
-	fs.BoolVar(&o.toCurrent, "to-current", false, "reset to the committed offset (the log end where none)")
-	fs.StringVar(&o.fromFile, "from-file", "", "reset to the offsets of a CSV file (topic,partition,offset or group,topic,partition,offset)")
+	o.registerReset(fs)
 	fs.BoolVar(&o.members, "members", false, "--describe: the members")
 	fs.BoolVar(&o.verbose, "verbose", false, "--describe: more columns")
 	fs.BoolVar(&o.offsets, "offsets", false, "--describe: offsets and lag (the default)")
 	fs.StringVar(&o.state, "state", "", "--describe: the group's state; --list: the STATE column, [filtered to states s1,s2]")
 	fs.StringVar(&o.gtypes, "type", "", "--list: the TYPE column, [filtered to types classic,consumer,share]")
-	if err := fs.Parse(cgOptionalValues(args)); err != nil {
+	given, err := Parse(fs, cgOptionalValues(args))
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	o.given = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
+	o.given = given
 	action, err := OneAction(fs, "list", "describe", "delete", "reset-offsets", "delete-offsets")
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -39,14 +38,10 @@ func runDeleteRecords(ctx context.Context, args []string, _ io.Reader, stdout, s
 		fs.Usage()
 		return errors.New("This tool helps to delete records of the given partitions down to the specified offset: give --bootstrap-server and --offset-json-file")
 	}
-	if err := fs.Parse(args); err != nil {
+	set, err := Parse(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (every value follows its --flag)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, name := range []string{"bootstrap-server", "offset-json-file"} {
 		if !set[name] {
 			return fmt.Errorf(`Missing required argument "[%s]"`, name)

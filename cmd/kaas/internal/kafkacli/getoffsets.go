@@ -3,7 +3,6 @@ package kafkacli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -163,14 +162,10 @@ func parseGetOffsetsArgs(args []string, stderr io.Writer) (*getOffsetsOpts, erro
 		fs.Usage()
 		return nil, errors.New("An interactive shell for getting topic-partition offsets: give --bootstrap-server")
 	}
-	if err := fs.Parse(args); err != nil {
+	set, err := Parse(fs, args)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (every value follows its --flag)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.conn.Bootstrap == "" {
 		return nil, errors.New(`Missing required argument "[bootstrap-server]"`)
 	}

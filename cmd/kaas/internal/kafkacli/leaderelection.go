@@ -3,7 +3,6 @@ package kafkacli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -130,14 +129,10 @@ func parseElectionArgs(args []string, stderr io.Writer) (*electionOpts, error) {
 		fs.Usage()
 		return nil, errors.New("This tool attempts to elect a new leader for a set of topic partitions: give --election-type and one of --topic, --all-topic-partitions or --path-to-json-file")
 	}
-	if err := fs.Parse(args); err != nil {
+	set, err := Parse(fs, args)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (every value follows its --flag)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["admin.config"] {
 		if set["command-config"] {
 			return nil, errors.New("--admin.config and --command-config name the same file: give one")

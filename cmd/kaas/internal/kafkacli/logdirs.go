@@ -3,7 +3,6 @@ package kafkacli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -31,14 +30,10 @@ func runLogDirs(ctx context.Context, args []string, _ io.Reader, stdout, stderr 
 		fs.Usage()
 		return errors.New("This tool helps to query log directory usage on the specified brokers: give --bootstrap-server and --describe")
 	}
-	if err := fs.Parse(args); err != nil {
+	set, err := Parse(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q (every value follows its --flag)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, name := range []string{"bootstrap-server", "describe"} {
 		if !set[name] {
 			return fmt.Errorf(`Missing required argument "[%s]"`, name)

@@ -144,14 +144,10 @@ func parseReassignArgs(args []string, stderr io.Writer) (*reassignOpts, error) {
 		fs.Usage()
 		return nil, errors.New("This tool helps to move topic partitions between replicas: give one of --generate, --execute, --verify, --cancel or --list")
 	}
-	if err := fs.Parse(args); err != nil {
+	set, err := Parse(fs, args)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (every value follows its --flag)", fs.Arg(0))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["zookeeper"] {
 		return nil, errors.New("--zookeeper is not supported: Kafka 4's kafka-reassign-partitions.sh has no ZooKeeper mode; connect with --bootstrap-server")
 	}

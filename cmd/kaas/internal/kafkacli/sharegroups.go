@@ -3,7 +3,6 @@ package kafkacli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -55,14 +54,11 @@ func runShareGroups(ctx context.Context, args []string, _ io.Reader, stdout, std
 	fs.BoolVar(&c.offsets, "offsets", false, "--describe: start offsets and lag (the default)")
 	fs.BoolVar(&c.verbose, "verbose", false, "--describe: more columns")
 	fs.StringVar(&c.state, "state", "", "--describe: the group's state; --list: the STATE column, [filtered to states s1,s2]")
-	if err := fs.Parse(cgOptionalValues(args)); err != nil {
+	given, err := Parse(fs, cgOptionalValues(args))
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	c.given = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { c.given[f.Name] = true })
+	c.given = given
 	action, err := OneAction(fs, "list", "describe", "delete", "reset-offsets", "delete-offsets")
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package kafkacli
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -60,40 +59,25 @@ func runStreamsGroups(ctx context.Context, args []string, _ io.Reader, stdout, s
 	fs.Var(&c.topics, "input-topic", "an input topic, or topic:0,1,... for some partitions (repeatable)")
 	fs.BoolVar(&c.allTopics, "all-input-topics", false, "every source topic of the group's topology")
 	timeoutMs := fs.Int64("timeout", 30000, "timeout of each request, in ms")
-	fs.BoolVar(&c.dryRun, "dry-run", false, "--reset-offsets: only show the new offsets")
-	fs.BoolVar(&c.execute, "execute", false, "--reset-offsets: commit the new offsets")
-	fs.BoolVar(&c.export, "export", false, "--reset-offsets: print the new offsets as CSV (what --from-file reads)")
-	fs.Int64Var(&c.toOffset, "to-offset", 0, "reset to this offset")
-	fs.Int64Var(&c.shiftBy, "shift-by", 0, "reset to the committed offset plus n (n may be negative)")
-	fs.StringVar(&c.toDatetime, "to-datetime", "", "reset to the first offset at or after YYYY-MM-DDTHH:mm:SS.sss[zone]")
-	fs.StringVar(&c.byDuration, "by-duration", "", "reset to the first offset at or after now minus PnDTnHnMnS")
-	fs.BoolVar(&c.toEarliest, "to-earliest", false, "reset to the log start")
-	fs.BoolVar(&c.toLatest, "to-latest", false, "reset to the log end")
-	fs.BoolVar(&c.toCurrent, "to-current", false, "reset to the committed offset (the log end where none)")
-	fs.StringVar(&c.fromFile, "from-file", "", "reset to the offsets of a CSV file (topic,partition,offset or group,topic,partition,offset)")
+	c.registerReset(fs)
 	fs.Var(&o.deleteInternal, "delete-internal-topic", "--reset-offsets --execute: also delete this internal topic of the group (repeatable)")
 	fs.BoolVar(&o.deleteAllInternal, "delete-all-internal-topics", false, "--delete, --reset-offsets --execute: also delete the group's internal topics")
 	fs.BoolVar(&c.members, "members", false, "--describe: the members and their tasks")
 	fs.BoolVar(&c.offsets, "offsets", false, "--describe: the offset lag of the active tasks' partitions (the default)")
 	fs.BoolVar(&c.verbose, "verbose", false, "--describe: more columns")
 	fs.StringVar(&c.state, "state", "", "--describe: the group's state; --list: the STATE column, [filtered to states s1,s2]")
-	if err := fs.Parse(cgOptionalValues(args)); err != nil {
+	given, err := Parse(fs, cgOptionalValues(args))
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	o.given = map[string]bool{}
-	c.given = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) {
-		o.given[f.Name] = true
+	o.given, c.given = given, map[string]bool{}
+	for name := range given {
 		// The reset planner knows the scopes by consumer-groups' names.
-		name := map[string]string{"input-topic": "topic", "all-input-topics": "all-topics"}[f.Name]
-		if name == "" {
-			name = f.Name
+		if as := map[string]string{"input-topic": "topic", "all-input-topics": "all-topics"}[name]; as != "" {
+			name = as
 		}
 		c.given[name] = true
-	})
+	}
 	action, err := OneAction(fs, "list", "describe", "delete", "reset-offsets", "delete-offsets")
 	if err != nil {
 		return err

@@ -146,11 +146,8 @@ func parseTopicsArgs(args []string, stdout, stderr io.Writer) (*topicsOpts, erro
 		fs.Usage()
 		return nil, errors.New("Create, delete, describe, or change a topic: give one of --list, --describe, --create, --alter or --delete")
 	}
-	if err := fs.Parse(args); err != nil {
+	if _, err := Parse(fs, args); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (every value follows its --flag)", fs.Arg(0))
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
