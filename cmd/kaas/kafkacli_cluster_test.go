@@ -197,8 +197,8 @@ func TestClusterTools(t *testing.T) {
 			{"You must specify at least one feature to disable", []string{"disable"}},
 			{"flag provided but not defined: -unsafe", []string{"upgrade", "--unsafe", "--feature", "group.version=1"}},
 			{"feature-dependencies is not supported", []string{"feature-dependencies", "--feature", "group.version=1"}},
-			{`unknown command "list"`, []string{"list"}},
-			{"a command is needed: one of describe, upgrade, downgrade, disable, version-mapping, feature-dependencies", nil},
+			{`argument COMMAND: invalid choice: 'list'`, []string{"list"}},
+			{"too few arguments: give a command, one of describe, upgrade, downgrade, disable, version-mapping, feature-dependencies", nil},
 		} {
 			clusterToolRefused(t, c.want, tool("features", c.args...)...)
 		}
@@ -306,7 +306,7 @@ func TestClusterTools(t *testing.T) {
 		clusterToolRefused(t, "--bootstrap-controller is not supported", "cluster", "cluster-id", "-C", addr)
 		clusterToolRefused(t, "missing required argument --bootstrap-server", "cluster", "list-endpoints")
 		clusterToolRefused(t, "flag provided but not defined: -include-fenced-brokers", "cluster", "cluster-id", "--bootstrap-server", addr, "--include-fenced-brokers")
-		clusterToolRefused(t, "a command is needed: one of cluster-id, unregister, list-endpoints", "cluster", "--bootstrap-server", addr)
+		clusterToolRefused(t, "too few arguments: give a command, one of cluster-id, unregister, list-endpoints", "cluster", "--bootstrap-server", addr)
 	})
 
 	t.Run("help", func(t *testing.T) {

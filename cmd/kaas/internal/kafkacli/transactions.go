@@ -80,70 +80,44 @@ func runTransactions(ctx context.Context, args []string, _ io.Reader, stdout, st
 // Kafka's checks, so a refused command reaches no broker. The connection
 // flags are taken after the command too.
 func parseTxnArgs(args []string, stderr io.Writer) (*txnOpts, error) {
-	o := &txnOpts{set: map[string]bool{}}
-	top := NewFlagSet("transactions", stderr)
-	o.conn.Register(top)
-	top.Usage = func() {
-		fmt.Fprintf(stderr, "usage: kaas transactions --bootstrap-server HOST:PORT [--command-config FILE] COMMAND [flags], as Kafka's kafka-transactions.sh\n")
-		fmt.Fprintf(stderr, "commands: %s (kaas transactions COMMAND --help lists its flags)\n", strings.Join(txnCommands, ", "))
+	o := &txnOpts{}
+	tool := subcommandTool{
+		name:     "transactions",
+		commands: txnCommands,
+		global:   o.conn.Register,
+		command: func(cmd string, sub *flag.FlagSet) {
+			switch cmd {
+			case "list":
+				sub.Int64Var(&o.durationFilter, "duration-filter", -1, "Duration (in millis) to filter by: if < 0, all transactions are listed; otherwise only those running longer than this.")
+				sub.StringVar(&o.txnIDPattern, "transactional-id-pattern", "", "A regular expression the transactional ids listed match (Kafka 4.1, KIP-1152; brokers with ListTransactions v2).")
+			case "describe":
+				sub.StringVar(&o.transactionalID, "transactional-id", "", "REQUIRED: the transactional id to describe.")
+			case "describe-producers":
+				sub.IntVar(&o.brokerID, "broker-id", 0, "Describe the producer state on this replica rather than on the leader.")
+				sub.StringVar(&o.topic, "topic", "", "REQUIRED: topic name.")
+				sub.IntVar(&o.partition, "partition", 0, "REQUIRED: partition number.")
+			case "abort":
+				sub.StringVar(&o.topic, "topic", "", "REQUIRED: topic name.")
+				sub.IntVar(&o.partition, "partition", 0, "REQUIRED: partition number.")
+				sub.Int64Var(&o.startOffset, "start-offset", 0, "The start offset of the transaction to abort (brokers on 3.0 and above).")
+				sub.Int64Var(&o.producerID, "producer-id", 0, "The producer id (with --producer-epoch and --coordinator-epoch, for brokers older than 3.0).")
+				sub.IntVar(&o.producerEpoch, "producer-epoch", 0, "The producer epoch.")
+				sub.IntVar(&o.coordinatorEpoch, "coordinator-epoch", 0, "The coordinator epoch.")
+			case "find-hanging":
+				sub.IntVar(&o.brokerID, "broker-id", 0, "The broker whose partitions are searched.")
+				sub.IntVar(&o.maxTransactionTimeout, "max-transaction-timeout", 15, "The maximum transaction timeout in minutes: only transactions open longer are candidates.")
+				sub.StringVar(&o.topic, "topic", "", "The topic to search (required with --partition).")
+				sub.IntVar(&o.partition, "partition", 0, "The partition to search.")
+			case "forceTerminateTransaction":
+				sub.StringVar(&o.transactionalID, "transactionalId", "", "REQUIRED: the transactional id whose producer is fenced and whose open transaction is aborted (KIP-939).")
+			}
+		},
 	}
-	if len(args) == 0 {
-		top.Usage()
-		return nil, errors.New("too few arguments: give a command, one of " + strings.Join(txnCommands, ", "))
-	}
-	if err := top.Parse(args); err != nil {
+	cmd, given, err := tool.parse(args, stderr)
+	if err != nil {
 		return nil, err
 	}
-	top.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	if top.NArg() == 0 {
-		return nil, errors.New("too few arguments: give a command, one of " + strings.Join(txnCommands, ", "))
-	}
-	o.command = top.Arg(0)
-	sub := NewFlagSet("transactions", stderr)
-	// Registering sets a flag's default, so the connection flags after the
-	// command fill their own Conn, which overrides the one before.
-	var after Conn
-	after.Register(sub)
-	switch o.command {
-	case "list":
-		sub.Int64Var(&o.durationFilter, "duration-filter", -1, "Duration (in millis) to filter by: if < 0, all transactions are listed; otherwise only those running longer than this.")
-		sub.StringVar(&o.txnIDPattern, "transactional-id-pattern", "", "A regular expression the transactional ids listed match (Kafka 4.1, KIP-1152; brokers with ListTransactions v2).")
-	case "describe":
-		sub.StringVar(&o.transactionalID, "transactional-id", "", "REQUIRED: the transactional id to describe.")
-	case "describe-producers":
-		sub.IntVar(&o.brokerID, "broker-id", 0, "Describe the producer state on this replica rather than on the leader.")
-		sub.StringVar(&o.topic, "topic", "", "REQUIRED: topic name.")
-		sub.IntVar(&o.partition, "partition", 0, "REQUIRED: partition number.")
-	case "abort":
-		sub.StringVar(&o.topic, "topic", "", "REQUIRED: topic name.")
-		sub.IntVar(&o.partition, "partition", 0, "REQUIRED: partition number.")
-		sub.Int64Var(&o.startOffset, "start-offset", 0, "The start offset of the transaction to abort (brokers on 3.0 and above).")
-		sub.Int64Var(&o.producerID, "producer-id", 0, "The producer id (with --producer-epoch and --coordinator-epoch, for brokers older than 3.0).")
-		sub.IntVar(&o.producerEpoch, "producer-epoch", 0, "The producer epoch.")
-		sub.IntVar(&o.coordinatorEpoch, "coordinator-epoch", 0, "The coordinator epoch.")
-	case "find-hanging":
-		sub.IntVar(&o.brokerID, "broker-id", 0, "The broker whose partitions are searched.")
-		sub.IntVar(&o.maxTransactionTimeout, "max-transaction-timeout", 15, "The maximum transaction timeout in minutes: only transactions open longer are candidates.")
-		sub.StringVar(&o.topic, "topic", "", "The topic to search (required with --partition).")
-		sub.IntVar(&o.partition, "partition", 0, "The partition to search.")
-	case "forceTerminateTransaction":
-		sub.StringVar(&o.transactionalID, "transactionalId", "", "REQUIRED: the transactional id whose producer is fenced and whose open transaction is aborted (KIP-939).")
-	default:
-		return nil, fmt.Errorf("argument COMMAND: invalid choice: '%s' (choose from %s)", o.command, strings.Join(txnCommands, ", "))
-	}
-	if err := sub.Parse(top.Args()[1:]); err != nil {
-		return nil, err
-	}
-	if sub.NArg() > 0 {
-		return nil, fmt.Errorf("unrecognized arguments: '%s'", strings.Join(sub.Args(), " "))
-	}
-	sub.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	if after.Bootstrap != "" {
-		o.conn.Bootstrap = after.Bootstrap
-	}
-	if after.CommandConfig != "" {
-		o.conn.CommandConfig = after.CommandConfig
-	}
+	o.command, o.set = cmd, given
 	if o.conn.Bootstrap == "" {
 		return nil, errors.New("argument --bootstrap-server is required")
 	}
