@@ -170,6 +170,13 @@ func TestImageRunsUnderRunc(t *testing.T) {
 	roundTrip(t, ctx, kafkaAddr)
 	t.Logf("round trip through the container in %s", time.Since(t0).Round(time.Millisecond))
 
+	// Kafka's admin tools run from the image's binary, as an operator runs
+	// them with kubectl exec.
+	out, err = runcCmd("exec", id, "/kaas", "topics", "--bootstrap-server", kafkaAddr, "--describe", "--topic", "image-roundtrip").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "Topic: image-roundtrip\tTopicId: ") || !strings.Contains(string(out), "\tPartition: 0\tLeader: 0\t") {
+		t.Errorf("runc exec /kaas topics --describe: %v: %q", err, out)
+	}
+
 	// The non-root broker wrote the volume.
 	var owned int
 	err = filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
