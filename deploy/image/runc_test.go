@@ -27,7 +27,7 @@ import (
 // from the image config) and started by runc as a real container, in its own
 // pid, mount, ipc and uts namespaces, as the image's non-root user, with a
 // read-only rootfs and a volume at /data. Records round-trip through it with
-// franz-go. It shares the host's network namespace (the spec's network
+// franz-go, and `kaas version` and `kaas topics` run in it. It shares the host's network namespace (the spec's network
 // namespace is removed) so the test reaches the broker on 127.0.0.1 without
 // creating interfaces or addresses.
 //
