@@ -62,6 +62,17 @@ func consoleEnds(t *testing.T, ctx context.Context, adm *kadm.Client, topic stri
 	return out
 }
 
+// consoleTopicExists asks through a new client (no metadata cached)
+// whether topic exists, never creating it.
+func consoleTopicExists(t *testing.T, ctx context.Context, addr, topic string) bool {
+	t.Helper()
+	tds, err := newAdmin(t, addr).ListTopics(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tds.Has(topic) && tds[topic].Err == nil
+}
+
 // TestConsoleProducerTool: `kaas console-producer` sends each line of
 // standard input as kafka-console-producer.sh does (keys, headers and the
 // null marker parsed by Kafka's rules, keyed records on Kafka's
@@ -168,6 +179,17 @@ func TestConsoleProducerTool(t *testing.T) {
 			if !strings.HasPrefix(string(r.Value), fmt.Sprintf("codec %d ", i)) || r.Attrs.CompressionType() != want[i] {
 				t.Errorf("record %d %q: codec %d, want %d", i, r.Value[:8], r.Attrs.CompressionType(), want[i])
 			}
+		}
+	})
+
+	t.Run("a topic that does not exist is created", func(t *testing.T) {
+		// As by the Java producer, whose Metadata requests allow the broker
+		// (auto.create.topics.enable) to create the topic.
+		if _, errOut, code := produce("first\n", "--topic", "cp-auto"); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if rs := consoleRecords(t, ctx, addr, "cp-auto", 1); string(rs[0].Value) != "first" {
+			t.Fatalf("read back %q", rs[0].Value)
 		}
 	})
 
@@ -418,6 +440,20 @@ func TestConsoleConsumerTool(t *testing.T) {
 		processed(errOut, 8)
 		if d := time.Since(start); d < 800*time.Millisecond || d > 10*time.Second {
 			t.Errorf("exited after %v", d)
+		}
+	})
+
+	t.Run("a subscribed topic that does not exist is created", func(t *testing.T) {
+		// allow.auto.create.topics, the Java consumer's, true by default.
+		_, errOut, _ := consume("--topic", "cc-auto-off", "--timeout-ms", "300", "--consumer-property", "allow.auto.create.topics=false")
+		processed(errOut, 0)
+		if consoleTopicExists(t, ctx, addr, "cc-auto-off") {
+			t.Fatal("created with allow.auto.create.topics=false")
+		}
+		_, errOut, _ = consume("--topic", "cc-auto", "--timeout-ms", "300")
+		processed(errOut, 0)
+		if !consoleTopicExists(t, ctx, addr, "cc-auto") {
+			t.Fatal("cc-auto was not created")
 		}
 	})
 

@@ -42,7 +42,7 @@ var consoleConsumerKnown = map[string]bool{
 	"fetch.min.bytes": true, "fetch.max.bytes": true, "fetch.max.wait.ms": true,
 	"max.partition.fetch.bytes": true, "group.instance.id": true, "client.rack": true,
 	"group.protocol": true, "partition.assignment.strategy": true, "exclude.internal.topics": true,
-	"retry.backoff.ms": true, "metadata.max.age.ms": true,
+	"retry.backoff.ms": true, "metadata.max.age.ms": true, "allow.auto.create.topics": true,
 }
 
 // consoleConsumerNoEffect are consumer properties accepted with no effect.
@@ -293,8 +293,18 @@ func (o *consoleConsumerOpts) consumerSetup(stderr io.Writer) (*consoleConsumer,
 	if r := p.props["client.rack"]; r != "" {
 		c.opts = append(c.opts, kgo.Rack(r))
 	}
+	create, set, err := p.bool("allow.auto.create.topics")
+	if err != nil {
+		return nil, err
+	}
 	if o.given["partition"] {
-		return c, nil // assigned: no group, nothing committed
+		return c, nil // assigned: no group, nothing committed, nothing created
+	}
+	// allow.auto.create.topics (the Java consumer's, default true): a
+	// subscribed topic that does not exist is created by a broker with
+	// auto.create.topics.enable; an assigned one never is.
+	if create || !set {
+		c.opts = append(c.opts, kgo.AllowAutoTopicCreation())
 	}
 	c.group = p.props["group.id"]
 	c.opts = append(c.opts, kgo.ConsumerGroup(c.group))

@@ -355,6 +355,9 @@ func consoleProducerKgoOpts(p *consoleClientProps) ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The Java producer's Metadata requests allow topic creation: a broker
+	// with auto.create.topics.enable creates the topic on the first send.
+	opts = append(opts, kgo.AllowAutoTopicCreation())
 	acksAll := true
 	switch strings.ToLower(strings.TrimSpace(p.props["acks"])) {
 	case "all", "-1":
