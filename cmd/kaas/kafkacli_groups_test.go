@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -51,10 +52,10 @@ func groupsConnectMember(t *testing.T, ctx context.Context, addr, group string) 
 		return req.RequestWith(ctx, cl)
 	}
 	resp, err := join("")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || resp.ErrorCode != kerr.MemberIDRequired.Code {
+		t.Fatalf("first join of %s: %v, error code %v; want MEMBER_ID_REQUIRED", group, err, resp)
 	}
-	go join(resp.MemberID) //nolint:errcheck // ends with the client
+	go func() { _, _ = join(resp.MemberID) }()
 }
 
 // TestGroupsTool runs `kaas groups --list` against a broker holding one
