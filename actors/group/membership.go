@@ -391,7 +391,7 @@ func (g *Group) restoreShare(now time.Time, s savedMembership) error {
 	if err := m.Restore(now, *s.Share); err != nil {
 		return fmt.Errorf("group: %w", err)
 	}
-	g.kind, g.protocolType, g.share = KindShare, "", m
+	g.kind, g.protocolType, g.share = KindShare, shareProtocolType, m
 	g.updateShareState(now)
 	return nil
 }

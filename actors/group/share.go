@@ -14,6 +14,11 @@ import (
 // assignment are share.Members. Its records' states live with the
 // partitions (share.Keeper), not here.
 
+// shareProtocolType is the protocol type a share group is listed with, as
+// Kafka's coordinator lists it (tools tell share groups from simple
+// consumer groups, which have none, by it).
+const shareProtocolType = "share"
+
 // shareTopics adapts Topics to share.Topics.
 func shareTopics(topics Topics) share.Topics {
 	return func(name string) (share.Topic, bool) {
@@ -47,7 +52,7 @@ func (g *Group) ShareHeartbeat(now time.Time, c Client, req *kmsg.ShareGroupHear
 			return shareHeartbeatError(kerr.UnknownMemberID.Code)
 		}
 		g.kind = KindShare
-		g.protocolType = ""
+		g.protocolType = shareProtocolType
 		g.share = share.NewMembers(g.cfg.Share)
 		g.membersVersion++
 	}
@@ -91,7 +96,7 @@ func (g *Group) ShareAdmin(now time.Time, create bool) int16 {
 			return kerr.GroupIDNotFound.Code
 		}
 		g.kind = KindShare
-		g.protocolType = ""
+		g.protocolType = shareProtocolType
 		g.share = share.NewMembers(g.cfg.Share)
 		g.membersVersion++
 		g.updateShareState(now)
