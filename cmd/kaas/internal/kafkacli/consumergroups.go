@@ -212,17 +212,8 @@ func (o *cgOptions) check(action string) error {
 		if err := needGroups(); err != nil {
 			return err
 		}
-		n := 0
-		for _, f := range []string{"members", "offsets", "state"} {
-			if g[f] {
-				n++
-			}
-		}
-		if n > 1 {
-			return errors.New("option --describe takes at most one of these options: --members, --offsets, --state")
-		}
-		if g["state"] && o.state != "" {
-			return fmt.Errorf("option --describe does not take a value for --state (got %q)", o.state)
+		if err := groupsDescribeView(g, o.state); err != nil {
+			return err
 		}
 	case "delete":
 		if err := needGroups(); err != nil {

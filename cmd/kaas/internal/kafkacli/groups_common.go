@@ -2,6 +2,7 @@ package kafkacli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,8 +12,9 @@ import (
 )
 
 // What kafka-share-groups.sh and kafka-streams-groups.sh share: flag
-// placement checks, --state parsing and the --list views. The reset
-// planning and --topic parsing come from consumer-groups (cgOptions).
+// placement checks, --state parsing, the --list views and (with
+// kafka-consumer-groups.sh) the --describe view check. The reset planning
+// and --topic parsing come from consumer-groups (cgOptions).
 
 // groupsFlagRule says which actions a flag goes with.
 type groupsFlagRule struct {
@@ -151,4 +153,23 @@ func groupsPrintResetPlan(out io.Writer, groups []string, plans map[string]cgPla
 		}
 	}
 	fmt.Fprintln(out)
+}
+
+// groupsDescribeView checks --describe's view flags, as the group tools'
+// options classes do: at most one of --members, --offsets, --state, and
+// --state without a value.
+func groupsDescribeView(given map[string]bool, state string) error {
+	n := 0
+	for _, f := range []string{"members", "offsets", "state"} {
+		if given[f] {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("option --describe takes at most one of these options: --members, --offsets, --state")
+	}
+	if given["state"] && state != "" {
+		return fmt.Errorf("option --describe does not take a value for --state (got %q)", state)
+	}
+	return nil
 }

@@ -127,17 +127,8 @@ func (o *shareOptions) check(action string) error {
 		if !g["group"] && !g["all-groups"] {
 			return errors.New("option --describe takes one of these options: --all-groups, --group")
 		}
-		n := 0
-		for _, f := range []string{"members", "offsets", "state"} {
-			if g[f] {
-				n++
-			}
-		}
-		if n > 1 {
-			return errors.New("option --describe takes at most one of these options: --members, --offsets, --state")
-		}
-		if g["state"] && c.state != "" {
-			return fmt.Errorf("option --describe does not take a value for --state (got %q)", c.state)
+		if err := groupsDescribeView(g, c.state); err != nil {
+			return err
 		}
 	case "delete":
 		if !g["group"] && !g["all-groups"] {
