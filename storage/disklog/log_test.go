@@ -421,7 +421,15 @@ func TestFileDeleteDelay(t *testing.T) {
 		o := testOpener(t, t.TempDir(), DeleteDelay(long))
 		l := openLogT(t, o, cfg(-1)) // topicconfig's file.delete.delay.ms=0
 		defer l.Close()
-		deleteSome(t, l)
+		// The unlink may come before a look for the files renamed aside:
+		// retention deleted segments, and none stays aside.
+		appendN(t, l, 50, 1, 100, 1)
+		if err := l.EnforceRetention(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if l.StartOffset() == 0 {
+			t.Fatal("retention deleted no segment")
+		}
 		waitAside(t, l, nil)
 	})
 	t.Run("longer than the opener's", func(t *testing.T) {
