@@ -24,6 +24,7 @@ func init() {
 type ShareStates interface {
 	SetStarts(ctx context.Context, group string, starts map[routing.TP]int64) error
 	DeleteStates(ctx context.Context, group string, tps []routing.TP) error
+	DeleteGroupStates(ctx context.Context, group string) error
 	HasState(ctx context.Context, v *routing.View, group string) bool
 }
 

@@ -12,9 +12,9 @@ import (
 // DeleteShareGroupOffsets (key 92): v0, removes an empty share group's
 // share-partition state of each topic named (every partition of it), the
 // group actor checking the group ((*Group).ShareAdmin), then the broker's
-// share keeper removing the state (share.Keeper.DeleteStates). A group the
-// coordinator no longer holds (an empty share group is forgotten at its
-// cleanup) still counts while it has share-partition state.
+// share keeper removing the state (share.Keeper.DeleteStates). State the
+// volume holds for a group the coordinator does not know (no share group
+// membership saved beside it) makes the group an empty share group again.
 func init() {
 	serve(groupAPI{key: kmsg.DeleteShareGroupOffsets.Int16(), min: 0, max: 0, handle: (*Coordinator).handleDeleteShareGroupOffsets})
 }

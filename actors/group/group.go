@@ -376,9 +376,11 @@ func (g *Group) HasMembers() bool {
 }
 
 // Idle reports whether the group holds nothing worth keeping an actor for:
-// no members, no offsets, no commit in flight.
+// no members, no offsets, no commit in flight. A share group is never
+// idle: as on Kafka, where share groups do not expire, it stays until
+// DeleteGroups removes it.
 func (g *Group) Idle() bool {
-	return !g.HasMembers() && len(g.offsets) == 0 && len(g.inflight) == 0 && g.state != Dead
+	return !g.HasMembers() && len(g.offsets) == 0 && len(g.inflight) == 0 && g.state != Dead && g.kind != KindShare
 }
 
 // Forget drops an idle group's type so it reads as nonexistent (the

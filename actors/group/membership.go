@@ -146,7 +146,9 @@ func (g *Group) MembershipToSave() ([]byte, bool) {
 		s = savedMembership{Kind: KindClassic.String(), ProtocolType: g.protocolType, Generation: g.generation}
 	case g.kind == KindConsumer && len(g.cons.members) > 0:
 		s = g.saveConsumer()
-	case g.kind == KindShare && g.shareMembers() > 0:
+	case g.kind == KindShare:
+		// Saved without members too: an empty share group lasts until
+		// it is deleted, its group epoch with it.
 		saved := g.share.Save()
 		s = savedMembership{Kind: KindShare.String(), Share: &saved}
 	case g.kind == KindStreams && g.streamsMembers() > 0:
@@ -384,7 +386,7 @@ func (g *Group) restoreConsumer(now time.Time, s savedMembership, topics Topics)
 }
 
 func (g *Group) restoreShare(now time.Time, s savedMembership) error {
-	if s.Share == nil || len(s.Share.Members) == 0 {
+	if s.Share == nil {
 		return nil
 	}
 	m := share.NewMembers(g.cfg.Share)

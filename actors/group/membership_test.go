@@ -205,6 +205,50 @@ func TestConsumerMembershipSurvivesMove(t *testing.T) {
 	}
 }
 
+// TestEmptyShareGroupLasts: a share group without members lasts, as on
+// Kafka, where share groups do not expire: one created empty by an admin
+// (AlterShareGroupOffsets) and one whose last member timed out are never
+// idle, so the cleanup keeps them, and each is restored on a new
+// coordinator as an Empty share group at its group epoch. Deleting one is
+// NON_EMPTY_GROUP while it has a member.
+func TestEmptyShareGroupLasts(t *testing.T) {
+	created := New("g", testConfig())
+	if c := created.ShareAdmin(t0, true); c != 0 {
+		t.Fatalf("admin creation: %s", code(c))
+	}
+	left := New("g", testConfig())
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.GroupID, req.MemberID, req.SubscribedTopicNames = "g", "a", []string{"t"}
+	if r := left.ShareHeartbeat(t0, client, req, fakeTopics{"t": 4}); r.ErrorCode != 0 {
+		t.Fatalf("join: %s", code(r.ErrorCode))
+	}
+	if c := left.Delete(t0); c != kerr.NonEmptyGroup.Code {
+		t.Fatalf("deleting a share group with a member: %s", code(c))
+	}
+	epoch := left.share.Save().Epoch
+	later := t0.Add(time.Hour)
+	left.Tick(later) // the member's session ran out
+	if left.shareMembers() != 0 || left.share.Save().Epoch <= epoch {
+		t.Fatalf("after the session timeout: %d members, epoch %d (was %d)", left.shareMembers(), left.share.Save().Epoch, epoch)
+	}
+	for name, g := range map[string]*Group{"created by an admin": created, "left by its members": left} {
+		g.Forget()
+		if g.Idle() || g.Kind() != KindShare || g.State() != Empty {
+			t.Fatalf("%s: after the cleanup idle %v, kind %v, state %v", name, g.Idle(), g.Kind(), g.State())
+		}
+		n := moved(t, g, later)
+		if n.Kind() != KindShare || n.State() != Empty || !n.Exists() || n.Summary().ProtocolType != "share" {
+			t.Fatalf("%s: restored as %+v", name, n.Summary())
+		}
+		if got, want := n.share.Save().Epoch, g.share.Save().Epoch; got != want {
+			t.Fatalf("%s: restored at epoch %d, want %d", name, got, want)
+		}
+		if c := n.Delete(later); c != 0 {
+			t.Fatalf("%s: delete: %s", name, code(c))
+		}
+	}
+}
+
 // TestShareMembershipSurvivesMove: a share group restored on a new
 // coordinator keeps its members, epochs and assignments: heartbeats go on
 // in their epoch without a new assignment, and a member that does not

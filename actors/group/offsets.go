@@ -486,6 +486,8 @@ func (g *Group) Delete(now time.Time) int16 {
 		return kerr.NonEmptyGroup.Code
 	case g.kind == KindClassic && g.state != Empty:
 		return kerr.NonEmptyGroup.Code
+	case g.kind == KindShare && g.shareMembers() > 0:
+		return kerr.NonEmptyGroup.Code
 	}
 	// (Pending classic members, which got MEMBER_ID_REQUIRED but never
 	// joined, do not keep an Empty group alive.)

@@ -41,7 +41,10 @@ type adminSet struct {
 	group string
 	tps   []routing.TP
 	snaps []*sharestate.Snapshot
-	reply func(func() error)
+	// wholeGroup adds every share-partition of the group the keeper
+	// holds in memory, removed.
+	wholeGroup bool
+	reply      func(func() error)
 }
 
 // SetStarts sets the start offset of each of group's share-partitions in
@@ -62,6 +65,39 @@ func (k *Keeper) DeleteStates(ctx context.Context, group string, tps []routing.T
 	return k.admin(ctx, m)
 }
 
+// DeleteGroupStates removes all of group's share-partition state, of every
+// topic (DeleteGroups of a share group, as Kafka's coordinator deletes a
+// share group's state before the group): each snapshot on the volume, and
+// whatever this keeper holds of the group in memory.
+func (k *Keeper) DeleteGroupStates(ctx context.Context, group string) error {
+	m, err := k.groupDeletion(group)
+	if err != nil {
+		return err
+	}
+	return k.admin(ctx, m)
+}
+
+// groupDeletion is the admin change that removes group's share-partition
+// states: those on the volume, listed here (off the keeper's actor), and
+// those the keeper holds (wholeGroup).
+func (k *Keeper) groupDeletion(group string) (*adminSet, error) {
+	m := &adminSet{group: group, wholeGroup: true}
+	if k.opts.Store == nil {
+		return m, nil
+	}
+	parts, err := k.opts.Store.Partitions(group)
+	if err != nil {
+		return nil, errors.Join(ErrStateNotWritten, err)
+	}
+	for topic, ps := range parts {
+		for _, p := range ps {
+			m.tps = append(m.tps, routing.TP{Topic: topic, Partition: p})
+		}
+	}
+	m.snaps = make([]*sharestate.Snapshot, len(m.tps))
+	return m, nil
+}
+
 func (k *Keeper) admin(ctx context.Context, m *adminSet) error {
 	ch := make(chan func() error, 1)
 	m.reply = func(wait func() error) { ch <- wait }
@@ -76,6 +112,9 @@ func (k *keeper) adminSet(m *adminSet) func() error {
 	var v *routing.View
 	if k.opts.Views != nil {
 		v = k.opts.Views.Load()
+	}
+	if m.wholeGroup {
+		k.addHeld(m)
 	}
 	for i, tp := range m.tps {
 		key := pkey{m.group, tp}
@@ -107,6 +146,28 @@ func (k *keeper) adminSet(m *adminSet) func() error {
 			return errors.Join(append([]error{ErrStateNotWritten}, errs...)...)
 		}
 		return nil
+	}
+}
+
+// addHeld adds to m, removed, the share-partitions of m.group this keeper
+// holds in memory that m does not name.
+func (k *keeper) addHeld(m *adminSet) {
+	named := map[routing.TP]bool{}
+	for _, tp := range m.tps {
+		named[tp] = true
+	}
+	add := func(key pkey) {
+		if key.group == m.group && !named[key.tp] {
+			named[key.tp] = true
+			m.tps = append(m.tps, key.tp)
+			m.snaps = append(m.snaps, nil)
+		}
+	}
+	for key := range k.parts {
+		add(key)
+	}
+	for key := range k.memStored {
+		add(key)
 	}
 }
 

@@ -652,3 +652,69 @@ func TestKeeperMemoryStateOutlivesIncarnation(t *testing.T) {
 		t.Fatalf("offset 11 is %s at delivery count %d, want available at 1 (its lock went with the panic)", st, c)
 	}
 }
+
+// TestDeleteGroupStates: deleting a share group removes its state of every
+// topic, on the volume and held in memory (one share-partition the keeper
+// holds has no snapshot yet), and leaves another group's.
+func TestDeleteGroupStates(t *testing.T) {
+	for _, onVolume := range []bool{true, false} {
+		t.Run(map[bool]string{true: "volume", false: "memory"}[onVolume], func(t *testing.T) {
+			k, v, _ := testKeeper()
+			views := &routing.Store{}
+			views.Publish(v)
+			k.opts.Views = views
+			gt0, gt1, gAway := pkey{"g", routing.TP{Topic: "t", Partition: 0}}, pkey{"g", routing.TP{Topic: "t", Partition: 1}}, pkey{"g", routing.TP{Topic: "away", Partition: 0}}
+			other := pkey{"h", routing.TP{Topic: "t", Partition: 0}}
+			var st *sharestate.Store
+			stored := func(key pkey) bool {
+				if st == nil {
+					_, ok := k.memStored[key]
+					return ok
+				}
+				_, ok, err := st.Load(key.group, key.tp.Topic, key.tp.Partition)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ok
+			}
+			for _, key := range []pkey{gt0, gAway, other} {
+				k.memStored[key] = sharestate.Snapshot{Start: 5}
+			}
+			if onVolume {
+				var err error
+				if st, err = sharestate.New(t.TempDir()); err != nil {
+					t.Fatal(err)
+				}
+				k.opts.Store, k.memStored = st, map[pkey]sharestate.Snapshot{}
+				for _, key := range []pkey{gt0, gAway, other} {
+					if err := st.Save(key.group, key.tp.Topic, key.tp.Partition, sharestate.Snapshot{Start: 5}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				k.writer = startWriter(st, k.opts.Log, nil)
+				defer k.writer.stop()
+			}
+			k.partition("g", gt1.tp, [16]byte{1})
+			k.partition("h", other.tp, [16]byte{1})
+
+			m, err := (&Keeper{opts: k.opts}).groupDeletion("g")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := k.adminSet(m)(); err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []pkey{gt0, gt1, gAway} {
+				if stored(key) {
+					t.Errorf("%v: state left stored", key)
+				}
+				if _, held := k.parts[key]; held {
+					t.Errorf("%v: state left in memory", key)
+				}
+			}
+			if _, held := k.parts[other]; !stored(other) || !held {
+				t.Errorf("another group's state removed (stored %v, held %v)", stored(other), held)
+			}
+		})
+	}
+}

@@ -225,8 +225,16 @@ func TestShareGroupsTool(t *testing.T) {
 			!strings.Contains(out, "* Group 'sg-none' could not be deleted due to: Group 'sg-none' is not a share group.") {
 			t.Errorf("--delete of a live and an absent group: %d %q", code, out)
 		}
+		// The group's share-partition state goes with it.
+		tool("--reset-offsets", "--group", idle, "--topic", topic, "--to-earliest", "--execute")
+		if s := groups2StartOffsets(t, ctx, adm, idle, topic); len(s) == 0 {
+			t.Fatalf("no start offsets after a reset of %s", idle)
+		}
 		if out := tool("--delete", "--group", idle); strings.TrimSpace(out) != "Deletion of requested share groups ('"+idle+"') was successful." {
 			t.Errorf("--delete: %q", out)
+		}
+		if s := groups2StartOffsets(t, ctx, adm, idle, topic); len(s) != 0 {
+			t.Errorf("after --delete: start offsets %v, want none", s)
 		}
 		listed, err := adm.ListGroups(ctx)
 		if err != nil {

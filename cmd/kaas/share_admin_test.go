@@ -174,18 +174,82 @@ func TestShareGroupOffsetsAdminKadm(t *testing.T) {
 	}
 	waitShareEmpty(t, adm, group)
 
-	// An altered start is on the volume: it outlives a restart.
+	// An altered start is on the volume: it outlives a restart, and so
+	// does the empty share group, with its group epoch (Kafka keeps a
+	// share group until DeleteGroups).
 	if r, err := alter(group, topic, 0, 7); err != nil || r.Error() != nil {
 		t.Fatalf("alter to 7: %v %v", err, r.Error())
 	}
+	before := describeShare(t, adm, group)
 	stop()
-	_, addr2, _ := startTestBroker(t, args...)
-	if s := shareStart(t, newAdmin(t, addr2), group, topic); s != 7 {
+	_, addr2, stop2 := startTestBroker(t, args...)
+	adm2 := newAdmin(t, addr2)
+	if s := shareStart(t, adm2, group, topic); s != 7 {
 		t.Fatalf("start after a restart %d, want 7", s)
+	}
+	if l := listedGroup(t, adm2, group); l.GroupType != "share" || l.State != "Empty" || l.ProtocolType != "share" {
+		t.Fatalf("after a restart the empty share group is listed as %+v", l)
+	}
+	if d := describeShare(t, adm2, group); d.GroupState != "Empty" || d.GroupEpoch != before.GroupEpoch {
+		t.Fatalf("after a restart: state %s epoch %d, want Empty at epoch %d", d.GroupState, d.GroupEpoch, before.GroupEpoch)
 	}
 	if got := consumeOffsets(t, addr2, group, topic, n-7); !slices.Equal(got, offsetsFrom(7, n)) {
 		t.Fatalf("after the restart consumed %v", got)
 	}
+	waitShareEmpty(t, adm2, group)
+
+	// DeleteGroups: refused while a member is in the group; then the
+	// group goes, its share-partition state with it, so a share group of
+	// the same id starts again at share.auto.offset.reset, even after a
+	// restart.
+	member = shareConsumer(t, addr2, group, topic)
+	waitShareStable(t, adm2, group, 1)
+	if r, err := adm2.DeleteGroups(ctxT(t, 10*time.Second), group); err != nil || !errors.Is(r[group].Err, kerr.NonEmptyGroup) {
+		t.Fatalf("deleting a share group with a member: %v %v", err, r[group].Err)
+	}
+	if s := shareStart(t, adm2, group, topic); s != n {
+		t.Fatalf("a refused delete changed the start to %d, want %d", s, n)
+	}
+	member.Close()
+	waitShareEmpty(t, adm2, group)
+	if r, err := adm2.DeleteGroups(ctxT(t, 10*time.Second), group); err != nil || r[group].Err != nil {
+		t.Fatalf("deleting the empty share group: %v %v", err, r[group].Err)
+	}
+	if s := shareStart(t, adm2, group, topic); s != -1 {
+		t.Fatalf("start after the group was deleted %d, want none", s)
+	}
+	if l := listedGroup(t, adm2, group); l.Group != "" {
+		t.Fatalf("deleted group still listed: %+v", l)
+	}
+	stop2()
+	_, addr3, _ := startTestBroker(t, args...)
+	adm3 := newAdmin(t, addr3)
+	if l := listedGroup(t, adm3, group); l.Group != "" {
+		t.Fatalf("deleted group listed after a restart: %+v", l)
+	}
+	if got := consumeOffsets(t, addr3, group, topic, n); !slices.Equal(got, offsetsFrom(0, n)) {
+		t.Fatalf("a share group created again after the delete consumed %v", got)
+	}
+}
+
+// describeShare describes one share group, failing the test on an error.
+func describeShare(t *testing.T, adm *kadm.Client, group string) kadm.DescribedShareGroup {
+	t.Helper()
+	d, err := adm.DescribeShareGroups(ctxT(t, 10*time.Second), group)
+	if err != nil || d[group].Err != nil {
+		t.Fatalf("describe share group %s: %v %v", group, err, d[group].Err)
+	}
+	return d[group]
+}
+
+// listedGroup is group's ListGroups row (zero when it is not listed).
+func listedGroup(t *testing.T, adm *kadm.Client, group string) kadm.ListedGroup {
+	t.Helper()
+	l, err := adm.ListGroups(ctxT(t, 10*time.Second))
+	if err != nil {
+		t.Fatalf("list groups: %v", err)
+	}
+	return l[group]
 }
 
 // TestShareGroupSessionAfterAlterKeepsAcquisitions: the partition leader
