@@ -64,6 +64,26 @@ func (p *fakeOffsetsPartition) Receive(ctx actor.Context) {
 			}
 		}
 		m.Reply(messages.FetchResult{HighWatermark: p.next, Records: storage.BytesRecords(out)})
+	case offsetsDrain:
+		close(m)
+	}
+}
+
+// offsetsDrain is closed by the fake partition once it has handled every
+// message sent to it before.
+type offsetsDrain chan struct{}
+
+// drain waits until p has handled what was sent to it so far: a produce a
+// stopped coordinator sent is answered before the test changes how p
+// answers.
+func (p *fakeOffsetsPartition) drain(t *testing.T, ref actorsys.Ref) {
+	t.Helper()
+	done := make(offsetsDrain)
+	ref.Send(done)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the offsets partition did not drain its mailbox")
 	}
 }
 
@@ -268,6 +288,7 @@ func TestOffsetsTopicTombstonesAfterMove(t *testing.T) {
 		t.Fatalf("offset delete: %+v", r)
 	}
 	first.Stop(5 * time.Second)
+	fake.drain(t, p)
 	before := len(fake.records(t, 0))
 	fake.mu.Lock()
 	fake.refuse, fake.notReady = false, 3
