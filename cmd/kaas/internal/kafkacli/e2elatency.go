@@ -15,6 +15,7 @@ import (
 
 	"github.com/kaas-project/kaas/cmd/kaas/internal/bench"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -136,12 +137,9 @@ func runE2ELatency(ctx context.Context, args []string, _ io.Reader, stdout, stde
 	}
 	// The consumer starts at each partition's end, resolved before the
 	// first send so that it cannot miss it.
-	ends, err := adm.ListEndOffsets(ctx, o.topic)
+	ends, err := e2eEndOffsets(ctx, adm, o.topic)
 	if err != nil {
 		return err
-	}
-	if err := ends.Error(); err != nil {
-		return fmt.Errorf("end offsets of %s: %w", o.topic, err)
 	}
 	start := map[int32]kgo.Offset{}
 	ends.Each(func(l kadm.ListedOffset) { start[l.Partition] = kgo.NewOffset().At(l.Offset) })
@@ -210,6 +208,29 @@ func e2ePoll(ctx context.Context, cl *kgo.Client) ([]*kgo.Record, error) {
 		}
 		if pollCtx.Err() != nil {
 			return nil, nil
+		}
+	}
+}
+
+// e2eEndOffsets lists topic's end offsets, waiting out a topic just
+// created that the brokers do not all serve yet.
+func e2eEndOffsets(ctx context.Context, adm *kadm.Client, topic string) (kadm.ListedOffsets, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			return ends, nil
+		}
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 }

@@ -84,3 +84,19 @@ func TestPerfExpandNargs(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// The window and total lines, formatted as Kafka's Stats prints them.
+func TestProducerPerfStatsLines(t *testing.T) {
+	var b strings.Builder
+	t0 := time.Unix(1000, 0)
+	s := &producerPerfStats{out: &b, start: t0, windowStart: t0, reportEvery: 5 * time.Second}
+	s.record(2, 1024, t0.Add(time.Second))
+	s.record(3, 1024, t0.Add(5*time.Second)) // closes the window: 2 records in 5 s
+	s.record(7, 1024, t0.Add(6*time.Second))
+	s.printTotal(t0.Add(8 * time.Second))
+	want := "2 records sent, 0.4 records/sec (0.00 MB/sec), 2.5 ms avg latency, 3.0 ms max latency.\n" +
+		"3 records sent, 0.4 records/sec (0.00 MB/sec), 4.00 ms avg latency, 7.00 ms max latency, 3 ms 50th, 7 ms 95th, 7 ms 99th, 7 ms 99.9th.\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
