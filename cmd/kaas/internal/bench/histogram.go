@@ -110,7 +110,19 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0
 	}
-	rank := nearestRank(q, h.n)
+	return h.AtRank(nearestRank(q, h.n))
+}
+
+// AtRank is the rank-th smallest recorded value (1-based; clamped to 1..
+// Count), to within the histogram's precision as Quantile: for callers
+// whose percentile picks its rank by another rule than nearest rank
+// (Kafka's perf tools take index floor(q*n) of the sorted values). 0 if
+// nothing was recorded.
+func (h *Histogram) AtRank(rank uint64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	rank = min(max(rank, 1), h.n)
 	var seen uint64
 	for i, c := range h.counts {
 		seen += c
