@@ -206,14 +206,32 @@ type verifiableToolData struct {
 	AvgThroughput    verifiableDouble `json:"avg_throughput"`
 }
 
+// verifiableRenamedErrors are the error codes whose Java exception class
+// is not named after the code (or after franz-go's older name for it).
+var verifiableRenamedErrors = map[int16]string{
+	kerr.NotLeaderForPartition.Code: "NotLeaderOrFollowerException",
+	kerr.RequestTimedOut.Code:       "TimeoutException",
+	kerr.CorruptMessage.Code:        "CorruptRecordException",
+	kerr.MessageTooLarge.Code:       "RecordTooLargeException",
+	kerr.RecordListTooLarge.Code:    "RecordBatchTooLargeException",
+}
+
 // verifiableJavaException names the Java exception class Kafka's client
 // would have thrown for err, for producer_send_error's "exception" field.
 func verifiableJavaException(err error) string {
 	var ke *kerr.Error
 	switch {
 	case errors.As(err, &ke):
+		if class, ok := verifiableRenamedErrors[ke.Code]; ok {
+			return "class org.apache.kafka.common.errors." + class
+		}
+		// Kafka's class is the code's name in camel case: NOT_ENOUGH_REPLICAS
+		// is NotEnoughReplicasException, TOPIC_AUTHORIZATION_FAILED is
+		// TopicAuthorizationException, INVALID_TOPIC_EXCEPTION is
+		// InvalidTopicException.
+		name := strings.TrimSuffix(strings.TrimSuffix(ke.Message, "_EXCEPTION"), "_FAILED")
 		var b strings.Builder
-		for _, w := range strings.Split(strings.ToLower(ke.Message), "_") {
+		for _, w := range strings.Split(strings.ToLower(name), "_") {
 			if w != "" {
 				b.WriteString(strings.ToUpper(w[:1]) + w[1:])
 			}
