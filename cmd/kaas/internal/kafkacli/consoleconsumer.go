@@ -685,6 +685,12 @@ func (f *consoleFormatter) deserialize(d consoleDeserializer, b []byte) ([]byte,
 // format appends r's line to dst: the fields asked for, in Kafka's order,
 // separated by key.separator and ended by line.separator.
 func (f *consoleFormatter) format(dst []byte, r *kgo.Record) ([]byte, error) {
+	return f.formatDelivery(dst, r, -1) // only share consumers count deliveries
+}
+
+// formatDelivery is format with the delivery count of a record a share
+// group delivered (print.delivery); a negative count is not present.
+func (f *consoleFormatter) formatDelivery(dst []byte, r *kgo.Record, delivery int32) ([]byte, error) {
 	if f.noop {
 		return dst, nil
 	}
@@ -706,7 +712,11 @@ func (f *consoleFormatter) format(dst []byte, r *kgo.Record) ([]byte, error) {
 		fields = append(fields, fmt.Appendf(nil, "Offset:%d", r.Offset))
 	}
 	if f.delivery {
-		fields = append(fields, []byte("Delivery:NOT_PRESENT")) // only share consumers count deliveries
+		if delivery >= 0 {
+			fields = append(fields, fmt.Appendf(nil, "Delivery:%d", delivery))
+		} else {
+			fields = append(fields, []byte("Delivery:NOT_PRESENT"))
+		}
 	}
 	if f.epoch {
 		if r.LeaderEpoch >= 0 {
