@@ -69,9 +69,7 @@ func streamsResetJoinIdle(t *testing.T, ctx context.Context, cl *kgo.Client, gro
 func TestStreamsApplicationResetTool(t *testing.T) {
 	_, addr := testBroker(t, "--group-streams-initial-rebalance-delay", "0")
 	ctx := ctxT(t, 60*time.Second)
-	// Fresh metadata on every look, so a deleted topic is seen gone.
-	cl := newClient(t, addr, kgo.MetadataMinAge(10*time.Millisecond))
-	adm := kadm.NewClient(cl)
+	adm := newAdmin(t, addr)
 	const input, unrelated = "srt-in", "srt-unrelated"
 	bs := []string{"streams-application-reset", "--bootstrap-server", addr}
 	runTool := func(args ...string) (string, string, int) {
@@ -109,7 +107,9 @@ func TestStreamsApplicationResetTool(t *testing.T) {
 	}
 	exists := func(t *testing.T, topics ...string) []bool {
 		t.Helper()
-		tds, err := adm.ListTopics(ctx)
+		// A new client each time: kgo answers Metadata from its cache
+		// for a while, which would show a deleted topic as still there.
+		tds, err := newAdmin(t, addr).ListTopics(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +259,7 @@ func TestStreamsApplicationResetTool(t *testing.T) {
 			t.Errorf("offsets after --force: %v", c)
 		}
 		if e := exists(t, internal(id)...); !reflect.DeepEqual(e, []bool{false, false}) {
-			t.Errorf("internal topics after --force: %v", e)
+			t.Errorf("internal topics after --force: %v\n%s", e, out)
 		}
 	})
 
