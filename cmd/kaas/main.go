@@ -4,7 +4,7 @@
 // `kaas dump-log` prints a segment file's batches and records; `kaas
 // restore` makes a namespace serve a shared volume restored from a backup;
 // `kaas topics`, `kaas consumer-groups` and the rest of package kafkacli
-// are Kafka's admin tools.
+// are Kafka's command-line tools.
 package main
 
 import (
@@ -46,7 +46,7 @@ func versionLine() string {
 
 // commandsUsage names every command; kaas --help, kaas help and an unknown
 // command print it.
-const commandsUsage = "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags] | kaas dump-log [flags] FILE.log ... | kaas restore --data-dir DIR [flags] | kaas TOOL --bootstrap-server HOST:PORT ... (Kafka's admin tools: kaas help lists them) | kaas help"
+const commandsUsage = "usage: kaas [serve] [flags] | kaas version | kaas assignment show|plan ... | kaas scram-credential USER < password | kaas bench [flags] | kaas dump-log [flags] FILE.log ... | kaas restore --data-dir DIR [flags] | kaas TOOL --bootstrap-server HOST:PORT ... (Kafka's tools: kaas help lists them) | kaas help"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -83,10 +83,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runRestore(args, stdout, stderr)
 	case "help":
 		fmt.Fprintln(stdout, commandsUsage)
-		fmt.Fprintln(stdout, "\nKafka's admin tools, with Kafka's flags and output (kaas TOOL --help):")
+		fmt.Fprintln(stdout, "\nKafka's tools, with Kafka's flags and output (kaas TOOL --help):")
+		width := 0
+		for _, name := range kafkacli.Names() {
+			width = max(width, len(name))
+		}
 		for _, name := range kafkacli.Names() {
 			tool, _ := kafkacli.Lookup(name)
-			fmt.Fprintf(stdout, "  kaas %-20s %s\n", name, tool.Kafka)
+			fmt.Fprintf(stdout, "  kaas %-*s  %s\n", width, name, tool.Kafka)
 		}
 		fmt.Fprintln(stdout, "\nkaas serve flags:")
 		newServeFlags(&serveConfig{}, stdout).PrintDefaults()
