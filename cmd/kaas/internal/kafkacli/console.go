@@ -246,6 +246,57 @@ var consoleCommonNoEffect = map[string]string{
 // consoleConfigFile is the client properties file: --producer.config (or
 // --consumer.config) or --command-config, Kafka's later name for it; not
 // both.
+// consumeOpts maps the consumer properties the consuming tools read
+// alike: isolation.level, the fetch sizes, fetch.max.wait.ms and
+// client.rack; and returns max.poll.records (500, the Java consumer's
+// default, when unset). A property a tool does not take was refused by
+// check before.
+func (p *consoleClientProps) consumeOpts() (opts []kgo.Opt, pollMax int, err error) {
+	switch v := p.props["isolation.level"]; v {
+	case "", "read_uncommitted":
+	case "read_committed":
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	default:
+		return nil, 0, fmt.Errorf("Invalid value %s for configuration isolation.level: String must be one of: read_committed, read_uncommitted", v)
+	}
+	pollMax = 500
+	if n, ok, err := p.int("max.poll.records"); err != nil {
+		return nil, 0, err
+	} else if ok {
+		if n < 1 {
+			return nil, 0, fmt.Errorf("Invalid value %d for configuration max.poll.records: Value must be at least 1", n)
+		}
+		pollMax = int(n)
+	}
+	for _, f := range []struct {
+		key string
+		opt func(int32) kgo.ConsumerOpt
+	}{
+		{"fetch.min.bytes", kgo.FetchMinBytes},
+		{"fetch.max.bytes", kgo.FetchMaxBytes},
+		{"max.partition.fetch.bytes", kgo.FetchMaxPartitionBytes},
+	} {
+		if n, ok, err := p.int(f.key); err != nil {
+			return nil, 0, err
+		} else if ok {
+			if n < 1 || n > 1<<30 {
+				return nil, 0, fmt.Errorf("%s %d: kaas's client takes 1 to 1073741824", f.key, n)
+			}
+			opts = append(opts, f.opt(int32(n)))
+		}
+	}
+	if d, ok, err := p.ms("fetch.max.wait.ms"); err != nil {
+		return nil, 0, err
+	} else if ok {
+		// franz-go waits at least 10 ms; Kafka's 0 answers at once.
+		opts = append(opts, kgo.FetchMaxWait(max(d, 10*time.Millisecond)))
+	}
+	if r := p.props["client.rack"]; r != "" {
+		opts = append(opts, kgo.Rack(r))
+	}
+	return opts, pollMax, nil
+}
+
 func consoleConfigFile(oldFlag, oldPath, newPath string) (string, error) {
 	if oldPath != "" && newPath != "" {
 		return "", fmt.Errorf("--%s and --command-config both name the client properties file: give one", oldFlag)

@@ -191,3 +191,41 @@ func TestConsoleProperties(t *testing.T) {
 		t.Fatalf("got %q", args)
 	}
 }
+
+// TestConsumeOpts: the consumer properties every consuming tool maps
+// alike: max.poll.records returned, the fetch settings checked, and a
+// fetch.max.wait.ms below franz-go's 10 ms floor (Kafka's 0) accepted.
+func TestConsumeOpts(t *testing.T) {
+	for _, c := range []struct {
+		props   map[string]string
+		pollMax int
+		err     string
+	}{
+		{map[string]string{}, 500, ""},
+		{map[string]string{"max.poll.records": "7", "isolation.level": "read_committed", "fetch.max.wait.ms": "0",
+			"fetch.min.bytes": "1", "fetch.max.bytes": "1048576", "max.partition.fetch.bytes": "65536", "client.rack": "r1"}, 7, ""},
+		{map[string]string{"max.poll.records": "0"}, 0, "Invalid value 0 for configuration max.poll.records: Value must be at least 1"},
+		{map[string]string{"isolation.level": "serializable"}, 0, "Invalid value serializable for configuration isolation.level"},
+		{map[string]string{"fetch.max.bytes": "0"}, 0, "fetch.max.bytes 0: kaas's client takes 1 to 1073741824"},
+		{map[string]string{"fetch.max.wait.ms": "soon"}, 0, "Invalid value soon for configuration fetch.max.wait.ms: Not a number"},
+	} {
+		p := &consoleClientProps{props: c.props, given: map[string]bool{}}
+		opts, pollMax, err := p.consumeOpts()
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: error %v, want %q", c.props, err, c.err)
+			}
+			continue
+		}
+		if err != nil || pollMax != c.pollMax {
+			t.Errorf("%v: max.poll.records %d, error %v; want %d", c.props, pollMax, err, c.pollMax)
+			continue
+		}
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers("127.0.0.1:1"), kgo.ConsumeTopics("t"))...)
+		if err != nil {
+			t.Errorf("%v: the options make no client: %v", c.props, err)
+			continue
+		}
+		cl.Close()
+	}
+}

@@ -246,53 +246,16 @@ func (o *consoleConsumerOpts) consumerSetup(stderr io.Writer) (*consoleConsumer,
 		return nil, fmt.Errorf("Invalid value %s for configuration auto.offset.reset: String must be one of: latest, earliest, none", p.props["auto.offset.reset"])
 	}
 	c.opts = append(c.opts, kgo.ConsumeResetOffset(reset))
-	switch p.props["isolation.level"] {
-	case "read_uncommitted":
-		c.opts = append(c.opts, kgo.FetchIsolationLevel(kgo.ReadUncommitted()))
-	case "read_committed":
-		c.opts = append(c.opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	default:
-		return nil, fmt.Errorf("Invalid value %s for configuration isolation.level: String must be one of: read_committed, read_uncommitted", p.props["isolation.level"])
-	}
 	if v, set, err := p.bool("exclude.internal.topics"); err != nil {
 		return nil, err
 	} else if set && !v {
 		return nil, errors.New("consumer property exclude.internal.topics=false is not supported: --include never matches internal topics")
 	}
-	c.pollMax = 500
-	if n, ok, err := p.int("max.poll.records"); err != nil {
+	consume, pollMax, err := p.consumeOpts()
+	if err != nil {
 		return nil, err
-	} else if ok {
-		if n < 1 {
-			return nil, fmt.Errorf("Invalid value %d for configuration max.poll.records: Value must be at least 1", n)
-		}
-		c.pollMax = int(n)
 	}
-	for _, f := range []struct {
-		key string
-		opt func(int32) kgo.Opt
-	}{
-		{"fetch.min.bytes", func(n int32) kgo.Opt { return kgo.FetchMinBytes(n) }},
-		{"fetch.max.bytes", func(n int32) kgo.Opt { return kgo.FetchMaxBytes(n) }},
-		{"max.partition.fetch.bytes", func(n int32) kgo.Opt { return kgo.FetchMaxPartitionBytes(n) }},
-	} {
-		if n, ok, err := p.int(f.key); err != nil {
-			return nil, err
-		} else if ok {
-			if n < 1 || n > 1<<30 {
-				return nil, fmt.Errorf("%s %d: kaas's client takes 1 to 1073741824", f.key, n)
-			}
-			c.opts = append(c.opts, f.opt(int32(n)))
-		}
-	}
-	if d, ok, err := p.ms("fetch.max.wait.ms"); err != nil {
-		return nil, err
-	} else if ok {
-		c.opts = append(c.opts, kgo.FetchMaxWait(d))
-	}
-	if r := p.props["client.rack"]; r != "" {
-		c.opts = append(c.opts, kgo.Rack(r))
-	}
+	c.opts, c.pollMax = append(c.opts, consume...), pollMax
 	create, set, err := p.bool("allow.auto.create.topics")
 	if err != nil {
 		return nil, err

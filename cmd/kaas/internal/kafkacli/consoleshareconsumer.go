@@ -163,40 +163,11 @@ func (o *consoleShareOpts) clientOpts(stderr io.Writer) ([]kgo.Opt, int, error) 
 	if err != nil {
 		return nil, 0, err
 	}
-	pollMax := 500
-	if n, ok, err := p.int("max.poll.records"); err != nil {
+	consume, pollMax, err := p.consumeOpts()
+	if err != nil {
 		return nil, 0, err
-	} else if ok {
-		if n < 1 {
-			return nil, 0, fmt.Errorf("Invalid value %d for configuration max.poll.records: Value must be at least 1", n)
-		}
-		pollMax = int(n)
 	}
-	for _, f := range []struct {
-		key string
-		opt func(int32) kgo.Opt
-	}{
-		{"fetch.min.bytes", func(n int32) kgo.Opt { return kgo.FetchMinBytes(n) }},
-		{"fetch.max.bytes", func(n int32) kgo.Opt { return kgo.FetchMaxBytes(n) }},
-		{"max.partition.fetch.bytes", func(n int32) kgo.Opt { return kgo.FetchMaxPartitionBytes(n) }},
-	} {
-		if n, ok, err := p.int(f.key); err != nil {
-			return nil, 0, err
-		} else if ok {
-			if n < 1 || n > 1<<30 {
-				return nil, 0, fmt.Errorf("%s %d: kaas's client takes 1 to 1073741824", f.key, n)
-			}
-			opts = append(opts, f.opt(int32(n)))
-		}
-	}
-	if d, ok, err := p.ms("fetch.max.wait.ms"); err != nil {
-		return nil, 0, err
-	} else if ok {
-		opts = append(opts, kgo.FetchMaxWait(d))
-	}
-	if r := p.props["client.rack"]; r != "" {
-		opts = append(opts, kgo.Rack(r))
-	}
+	opts = append(opts, consume...)
 	return append(opts, kgo.ShareGroup(p.props["group.id"]), kgo.ConsumeTopics(o.topic)), pollMax, nil
 }
 

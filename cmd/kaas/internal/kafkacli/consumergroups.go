@@ -271,12 +271,18 @@ func (o *cgOptions) checkReset(needGroups func() error) error {
 			return err
 		}
 	}
-	if g["to-datetime"] {
+	return o.checkResetTimes(g)
+}
+
+// checkResetTimes checks the times --to-datetime and --by-duration give,
+// when given, before anything is asked of the cluster.
+func (o *cgOptions) checkResetTimes(given map[string]bool) error {
+	if given["to-datetime"] {
 		if _, err := cgParseDateTime(o.toDatetime, time.Local); err != nil {
 			return fmt.Errorf("--to-datetime: %w", err)
 		}
 	}
-	if g["by-duration"] {
+	if given["by-duration"] {
 		if _, err := cgParseDuration(o.byDuration); err != nil {
 			return fmt.Errorf("--by-duration: %w", err)
 		}

@@ -108,7 +108,7 @@ func (o *consumerPerfOpts) clientOpts(stderr io.Writer) ([]kgo.Opt, bool, error)
 		group = fmt.Sprintf("perf-consumer-%d", rand.IntN(100000))
 	}
 	p.props["group.id"] = group
-	p.props["max.partition.fetch.bytes"] = strconv.Itoa(o.fetchSize)
+	p.props["max.partition.fetch.bytes"] = strconv.Itoa(min(o.fetchSize, 1<<30))
 	p.props["auto.offset.reset"] = map[bool]string{true: "latest", false: "earliest"}[o.fromLatest]
 	if !p.has("client.id") {
 		p.props["client.id"] = "perf-consumer-client"
@@ -124,36 +124,16 @@ func (o *consumerPerfOpts) clientOpts(stderr io.Writer) ([]kgo.Opt, bool, error)
 	if o.fromLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	opts = append(opts, kgo.ConsumerGroup(group), kgo.ConsumeTopics(o.topic), kgo.ConsumeResetOffset(reset),
-		kgo.FetchMaxPartitionBytes(int32(min(o.fetchSize, 1<<30))))
-	switch v := p.props["isolation.level"]; v {
-	case "", "read_uncommitted":
-	case "read_committed":
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	default:
-		return nil, false, fmt.Errorf("Invalid value %s for configuration isolation.level: String must be one of: read_committed, read_uncommitted", v)
+	opts = append(opts, kgo.ConsumerGroup(group), kgo.ConsumeTopics(o.topic), kgo.ConsumeResetOffset(reset))
+	consume, _, err := p.consumeOpts()
+	if err != nil {
+		return nil, false, err
 	}
-	for _, f := range []struct {
-		key string
-		opt func(int32) kgo.Opt
-	}{
-		{"fetch.min.bytes", func(n int32) kgo.Opt { return kgo.FetchMinBytes(n) }},
-		{"fetch.max.bytes", func(n int32) kgo.Opt { return kgo.FetchMaxBytes(n) }},
-	} {
-		if n, ok, err := p.int(f.key); err != nil {
-			return nil, false, err
-		} else if ok {
-			if n < 1 || n > 1<<30 {
-				return nil, false, fmt.Errorf("%s %d: kaas's client takes 1 to 1073741824", f.key, n)
-			}
-			opts = append(opts, f.opt(int32(n)))
-		}
-	}
+	opts = append(opts, consume...)
 	for _, f := range []struct {
 		key string
 		opt func(time.Duration) kgo.Opt
 	}{
-		{"fetch.max.wait.ms", func(d time.Duration) kgo.Opt { return kgo.FetchMaxWait(d) }},
 		{"session.timeout.ms", func(d time.Duration) kgo.Opt { return kgo.SessionTimeout(d) }},
 		{"heartbeat.interval.ms", func(d time.Duration) kgo.Opt { return kgo.HeartbeatInterval(d) }},
 		{"max.poll.interval.ms", func(d time.Duration) kgo.Opt { return kgo.RebalanceTimeout(d) }},
@@ -163,9 +143,6 @@ func (o *consumerPerfOpts) clientOpts(stderr io.Writer) ([]kgo.Opt, bool, error)
 		} else if ok {
 			opts = append(opts, f.opt(d))
 		}
-	}
-	if r := p.props["client.rack"]; r != "" {
-		opts = append(opts, kgo.Rack(r))
 	}
 	// The Java consumer commits automatically unless told not to, and
 	// commits what it consumed when it closes.

@@ -225,17 +225,7 @@ func (o *streamsOptions) checkReset(needGroups func() error) error {
 			return fmt.Errorf("--delete-internal-topic %s: not the name of a Kafka Streams internal topic (-changelog, -repartition, ...)", t)
 		}
 	}
-	if g["to-datetime"] {
-		if _, err := cgParseDateTime(c.toDatetime, time.Local); err != nil {
-			return fmt.Errorf("--to-datetime: %w", err)
-		}
-	}
-	if g["by-duration"] {
-		if _, err := cgParseDuration(c.byDuration); err != nil {
-			return fmt.Errorf("--by-duration: %w", err)
-		}
-	}
-	return nil
+	return c.checkResetTimes(g)
 }
 
 // streamsFKJoinTopic matches the foreign-key join topics Kafka Streams

@@ -115,15 +115,8 @@ func (o *srOptions) parse(args []string) error {
 			}
 		}
 	}
-	if given["to-datetime"] {
-		if _, err := cgParseDateTime(c.toDatetime, time.Local); err != nil {
-			return fmt.Errorf("--to-datetime: %w", err)
-		}
-	}
-	if given["by-duration"] {
-		if _, err := cgParseDuration(c.byDuration); err != nil {
-			return fmt.Errorf("--by-duration: %w", err)
-		}
+	if err := c.checkResetTimes(given); err != nil {
+		return err
 	}
 	for _, l := range []struct {
 		name string

@@ -150,44 +150,15 @@ func (o *verifiableConsumerOpts) clientOpts(ev *verifiableEvents, stderr io.Writ
 	if err != nil {
 		return nil, 0, err
 	}
-	pollMax := 500
-	if n, ok, err := p.int("max.poll.records"); err != nil {
+	consume, pollMax, err := p.consumeOpts()
+	if err != nil {
 		return nil, 0, err
-	} else if ok {
-		if n < 1 {
-			return nil, 0, fmt.Errorf("Invalid value %d for configuration max.poll.records: Value must be at least 1", n)
-		}
-		pollMax = int(n)
 	}
-	switch p.props["isolation.level"] {
-	case "", "read_uncommitted":
-	case "read_committed":
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	default:
-		return nil, 0, fmt.Errorf("Invalid value %s for configuration isolation.level: String must be one of: read_committed, read_uncommitted", p.props["isolation.level"])
-	}
-	for _, f := range []struct {
-		key string
-		opt func(int64) kgo.Opt
-	}{
-		{"fetch.min.bytes", func(n int64) kgo.Opt { return kgo.FetchMinBytes(int32(n)) }},
-		{"fetch.max.bytes", func(n int64) kgo.Opt { return kgo.FetchMaxBytes(int32(n)) }},
-		{"max.partition.fetch.bytes", func(n int64) kgo.Opt { return kgo.FetchMaxPartitionBytes(int32(n)) }},
-	} {
-		if n, ok, err := p.int(f.key); err != nil {
-			return nil, 0, err
-		} else if ok {
-			if n < 1 || n > 1<<30 {
-				return nil, 0, fmt.Errorf("%s %d: kaas's client takes 1 to 1073741824", f.key, n)
-			}
-			opts = append(opts, f.opt(n))
-		}
-	}
+	opts = append(opts, consume...)
 	for _, f := range []struct {
 		key string
 		opt func(d int64) kgo.Opt
 	}{
-		{"fetch.max.wait.ms", func(n int64) kgo.Opt { return kgo.FetchMaxWait(msDuration(n)) }},
 		{"heartbeat.interval.ms", func(n int64) kgo.Opt { return kgo.HeartbeatInterval(msDuration(n)) }},
 		{"max.poll.interval.ms", func(n int64) kgo.Opt { return kgo.RebalanceTimeout(msDuration(n)) }},
 		{"auto.commit.interval.ms", func(n int64) kgo.Opt { return kgo.AutoCommitInterval(msDuration(n)) }},
@@ -198,10 +169,6 @@ func (o *verifiableConsumerOpts) clientOpts(ev *verifiableEvents, stderr io.Writ
 			opts = append(opts, f.opt(d.Milliseconds()))
 		}
 	}
-	if r := p.props["client.rack"]; r != "" {
-		opts = append(opts, kgo.Rack(r))
-	}
-
 	reset := map[string]kgo.Offset{"earliest": kgo.NewOffset().AtStart(), "latest": kgo.NewOffset().AtEnd(), "none": kgo.NoResetOffset()}[o.resetPolicy]
 	opts = append(opts, kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(o.topic), kgo.ConsumeResetOffset(reset), kgo.AllowAutoTopicCreation())
 	if !o.autoCommit {
