@@ -85,7 +85,8 @@ func (s *File) Groups() ([]string, error) {
 		g, ok := readHeader(filepath.Join(s.Root, e.Name(), LogName))
 		if !ok {
 			// Members saved before any commit: the directory names
-			// the group (unless it is a long id's hash).
+			// the group (a long id's hashed directory has its log's
+			// header from the first save, SaveMembers).
 			g, ok = membersOnly(filepath.Join(s.Root, e.Name()))
 		}
 		if ok && DirName(g) == e.Name() {
@@ -437,9 +438,16 @@ func (l *fileLog) compact() error {
 }
 
 // SaveMembers implements Log: tmp file, fsync, rename, directory fsync.
+// A group whose directory name is a hash (a long id) gets its log's header
+// first, before any commit: Groups names a hashed directory by it.
 func (l *fileLog) SaveMembers(b []byte) error {
 	if l.closed {
 		return ErrClosed
+	}
+	if b != nil && l.f == nil && strings.HasPrefix(filepath.Base(l.dir), "h-") {
+		if err := l.create(); err != nil {
+			return err
+		}
 	}
 	if l.claims {
 		if _, err := os.Stat(l.dir); errors.Is(err, os.ErrNotExist) {

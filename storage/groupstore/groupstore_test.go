@@ -421,6 +421,41 @@ func TestGroupWithOnlyPendingOffsetsIsListed(t *testing.T) {
 	}
 }
 
+// TestSavedMembersOfALongGroupID: a group whose id is too long to name its
+// directory (a hash does) is listed by the header of its log, written when
+// members are saved before any commit.
+func TestSavedMembersOfALongGroupID(t *testing.T) {
+	s, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("long-", 100)
+	if !strings.HasPrefix(DirName(long), "h-") {
+		t.Fatalf("%q is not named by a hash: %s", long, DirName(long))
+	}
+	l, _, err := s.Open(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SaveMembers([]byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Close()
+	if gs, err := s.Groups(); err != nil || !reflect.DeepEqual(gs, []string{long}) {
+		t.Fatalf("groups with only saved members: %q (%v)", gs, err)
+	}
+	l, st, err := s.Open(long)
+	if err != nil || string(st.Members) != "m" || len(st.Offsets) != 0 {
+		t.Fatalf("reopened: %+v (%v)", st, err)
+	}
+	if err := l.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if gs, _ := s.Groups(); len(gs) != 0 {
+		t.Fatalf("after Destroy groups %q", gs)
+	}
+}
+
 // TestSavedMembers: a saved membership is read back by the next Open,
 // replaced whole by the next save, removed by a nil save and by Destroy;
 // a group with saved members and no commits is listed; the membership
