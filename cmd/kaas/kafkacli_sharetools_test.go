@@ -98,7 +98,7 @@ func TestShareConsumerPerfTestTool(t *testing.T) {
 		sharetoolsCheckStats(t, lines[1], 0, 0)
 	})
 
-	t.Run("threads share the records", func(t *testing.T) {
+	t.Run("threads count the records between them", func(t *testing.T) {
 		lines := perf(t, "--group", "scp-two", "--messages", strconv.Itoa(n), "--threads", "2", "--show-consumer-stats",
 			"--hide-header", "--command-property", "client.id=my-perf", "--timeout", "20000")
 		if len(lines) != 4 || lines[0] != "Warning: --messages is deprecated. Use --num-records instead." {
