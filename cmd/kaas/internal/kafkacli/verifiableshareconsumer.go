@@ -43,7 +43,7 @@ func parseVerifiableShareArgs(args []string, stderr io.Writer) (*verifiableShare
 	fs.StringVar(&o.resetStrategy, "offset-reset-strategy", "", "Set the share group's share.auto.offset.reset (must be either 'earliest' or 'latest')")
 	fs.StringVar(&o.cfg, "consumer.config", "", "(DEPRECATED) Consumer config properties file; use --command-config.")
 	var ackPattern string
-	fs.StringVar(&ackPattern, "ack-pattern", "", "Not supported: a later Kafka's per-offset accept/release/reject/renew cycle.")
+	fs.StringVar(&ackPattern, "ack-pattern", "", "Not supported: Kafka trunk's per-offset accept/release/reject/renew cycle.")
 	given, err := Parse(fs, args)
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func parseVerifiableShareArgs(args []string, stderr io.Writer) (*verifiableShare
 	o.given = given
 	switch {
 	case given["ack-pattern"]:
-		return nil, errors.New("--ack-pattern is not supported: kaas follows Kafka 4.2's tool, which accepts every record it consumes")
+		return nil, errors.New("--ack-pattern is not supported: kaas verifiable-share-consumer accepts every record it consumes (implicit acknowledgement)")
 	case o.conn.Bootstrap == "":
 		return nil, errors.New("one of the arguments --bootstrap-server is required")
 	case !given["topic"]:
