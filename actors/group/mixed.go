@@ -436,22 +436,22 @@ func (g *Group) waitingOnUnreleased(m *cmember) bool {
 	return waiting
 }
 
-// leaveConsumerGroup is a LeaveGroup to a consumer group: classic members
-// leave (by member id, or by instance id alone, an administrative removal);
-// the group epoch moves once for all of them.
+// leaveConsumerGroup is a LeaveGroup to a consumer group: members of
+// either protocol leave, by member id, or by instance id alone (an
+// administrative removal, as kadm's and the Java admin's
+// removeMembersFromConsumerGroup and the Kafka Streams resetter's --force
+// send); a consumer-protocol member removed so learns it at its next
+// heartbeat (UNKNOWN_MEMBER_ID) and joins again. The group epoch moves
+// once for all of them. Each answer names the member as the request did,
+// as Kafka's does (KAFKA-18188).
 func (g *Group) leaveConsumerGroup(now time.Time, leaving []kmsg.LeaveGroupRequestMember) []kmsg.LeaveGroupResponseMember {
 	var out []kmsg.LeaveGroupResponseMember
 	left := false
 	for _, lm := range leaving {
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID, rm.InstanceID = lm.MemberID, lm.InstanceID
-		id := lm.MemberID
-		if lm.InstanceID != nil && id == "" {
-			id = g.static[*lm.InstanceID]
-		}
-		m, code := g.classicMemberOf(id, lm.InstanceID)
+		m, code := g.leavingMember(lm)
 		if rm.ErrorCode = code; m != nil {
-			rm.MemberID = m.id
 			g.removeConsumerMember(m)
 			left = true
 		}
@@ -461,6 +461,26 @@ func (g *Group) leaveConsumerGroup(now time.Time, leaving []kmsg.LeaveGroupReque
 		g.bumpAfterLeave(now)
 	}
 	return out
+}
+
+// leavingMember finds the consumer group's member a LeaveGroup names: by
+// member id, or by instance id, whose member id, when given, must be the
+// member's (FENCED_INSTANCE_ID otherwise).
+func (g *Group) leavingMember(lm kmsg.LeaveGroupRequestMember) (*cmember, int16) {
+	if lm.InstanceID == nil {
+		if m := g.cons.members[lm.MemberID]; m != nil {
+			return m, 0
+		}
+		return nil, kerr.UnknownMemberID.Code
+	}
+	m := g.cons.members[g.static[*lm.InstanceID]]
+	switch {
+	case m == nil:
+		return nil, kerr.UnknownMemberID.Code
+	case lm.MemberID != "" && m.id != lm.MemberID:
+		return nil, kerr.FencedInstanceID.Code
+	}
+	return m, 0
 }
 
 // sessionTimeout is how long member m may stay silent.

@@ -542,7 +542,6 @@ func TestClassicMemberErrors(t *testing.T) {
 		{"join with no common protocol", joinCode(func(r *kmsg.JoinGroupRequest) { r.MemberID = "new"; r.Protocols[0].Name = "roundrobin" }), kerr.InconsistentGroupProtocol.Code},
 		{"join with unreadable metadata", joinCode(func(r *kmsg.JoinGroupRequest) { r.Protocols[0].Metadata = []byte{0} }), kerr.InconsistentGroupProtocol.Code},
 		{"join with a session too short", joinCode(func(r *kmsg.JoinGroupRequest) { r.SessionTimeoutMillis = 10 }), kerr.InvalidSessionTimeout.Code},
-		{"leave of a consumer-protocol member", leave(c.id, nil), kerr.UnknownMemberID.Code},
 		{"leave of an unknown member", leave("nobody", nil), kerr.UnknownMemberID.Code},
 		{"commit of another generation", commit(a.gen - 1), kerr.IllegalGeneration.Code},
 		{"commit of the member's generation (v8)", commit(a.gen), 0},
@@ -553,6 +552,70 @@ func TestClassicMemberErrors(t *testing.T) {
 	}
 	if gr.Kind() != KindConsumer || len(gr.cons.members) != 3 {
 		t.Fatalf("kind %v, %d members", gr.Kind(), len(gr.cons.members))
+	}
+}
+
+// TestAdminLeaveOfConsumerGroupMembers: a LeaveGroup removes members of a
+// consumer group of either protocol, as Kafka's does (the admin's
+// removeMembersFromConsumerGroup): a consumer-protocol member by its id,
+// a static classic member by its instance id alone; the group epoch moves
+// once, the answer names each member as the request did, the removed
+// consumer-protocol member's next heartbeat is UNKNOWN_MEMBER_ID and its
+// partitions go to the members left. An unknown instance is
+// UNKNOWN_MEMBER_ID, an instance with another member's id
+// FENCED_INSTANCE_ID.
+func TestAdminLeaveOfConsumerGroupMembers(t *testing.T) {
+	gr, a, b, c, now := mixedGroup(t, testConfig(), false)
+	instance := "static-b"
+	gr.static[instance] = b.id
+	gr.cons.members[b.id].instanceID = &instance
+	epoch := gr.cons.groupEpoch
+	unknown, other := "nobody", "static-x"
+	req := kmsg.NewPtrLeaveGroupRequest()
+	req.Version, req.Group = 5, "g"
+	for _, m := range []kmsg.LeaveGroupRequestMember{
+		{MemberID: c.id},
+		{InstanceID: &instance},
+		{InstanceID: &other},
+		{MemberID: "wrong", InstanceID: &instance},
+		{MemberID: unknown},
+	} {
+		req.Members = append(req.Members, m)
+	}
+	r := gr.LeaveGroup(now, req)
+	want := []struct {
+		member string
+		code   int16
+	}{{c.id, 0}, {"", 0}, {"", kerr.UnknownMemberID.Code}, {"wrong", kerr.UnknownMemberID.Code}, {unknown, kerr.UnknownMemberID.Code}}
+	if r.ErrorCode != 0 || len(r.Members) != len(want) {
+		t.Fatalf("leave: %s, %d answers", code(r.ErrorCode), len(r.Members))
+	}
+	for i, w := range want {
+		if got := r.Members[i]; got.MemberID != w.member || got.ErrorCode != w.code {
+			t.Errorf("answer %d: member %q %s, want %q %s", i, got.MemberID, code(got.ErrorCode), w.member, code(w.code))
+		}
+	}
+	if _, ok := gr.cons.members[c.id]; ok || gr.cons.members[b.id] != nil || gr.cons.members[a.id] == nil {
+		t.Fatalf("members after the leave: %v", sortedKeys(gr.cons.members))
+	}
+	if gr.cons.groupEpoch != epoch+1 {
+		t.Fatalf("group epoch %d, want %d (one bump)", gr.cons.groupEpoch, epoch+1)
+	}
+	if hr := c.beat(now); hr.ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("the removed member's heartbeat: %s", code(hr.ErrorCode))
+	}
+	mixedConverge(t, now, []*ccm{a}, nil)
+	if a.count() != 6 {
+		t.Fatalf("a owns %v after the others were removed", a.owned)
+	}
+
+	// An instance named with another member's id is fenced, not removed.
+	gr2, _, b2, _, now2 := mixedGroup(t, testConfig(), false)
+	gr2.static[instance] = b2.id
+	gr2.cons.members[b2.id].instanceID = &instance
+	r2 := gr2.LeaveGroup(now2, leaveReq("wrong", &instance))
+	if got := r2.Members[0]; got.ErrorCode != kerr.FencedInstanceID.Code || gr2.cons.members[b2.id] == nil {
+		t.Fatalf("leave of an instance with another member id: %s, member kept %v", code(got.ErrorCode), gr2.cons.members[b2.id] != nil)
 	}
 }
 

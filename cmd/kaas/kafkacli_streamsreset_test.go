@@ -263,6 +263,39 @@ func TestStreamsApplicationResetTool(t *testing.T) {
 		}
 	})
 
+	// A member of the consumer protocol (KIP-848) is removed by --force
+	// too: LeaveGroup removes it, as Kafka's coordinator does.
+	t.Run("ConsumerProtocolMember", func(t *testing.T) {
+		const id = "srt-848"
+		app(t, id)
+		beat := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		beat.Group, beat.MemberID, beat.MemberEpoch = id, "srt-848-member-000001", 0
+		beat.RebalanceTimeoutMillis, beat.SubscribedTopicNames = 60_000, []string{input}
+		beat.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		if r, err := beat.RequestWith(ctx, newClient(t, addr)); err != nil || r.ErrorCode != 0 {
+			t.Fatalf("join: %v %+v", err, r)
+		}
+		if _, errOut, code := runTool("--application-id", id, "--input-topics", input); code == 0 || !strings.Contains(errOut, "(memberId=srt-848-member-000001") {
+			t.Fatalf("without --force: exit %d, stderr %q", code, errOut)
+		}
+		unchanged(t, id)
+		out, errOut, code := runTool("--application-id", id, "--input-topics", input, "--force")
+		if code != 0 || !strings.HasPrefix(out, "Force deleting all active members in the group: srt-848\nReset-offsets") {
+			t.Fatalf("--force: exit %d, stderr %q:\n%s", code, errOut, out)
+		}
+		if dg, err := adm.DescribeConsumerGroups(ctx, id); err != nil || len(dg[id].Members) != 0 || dg[id].State != "Empty" {
+			t.Errorf("after --force: %+v %v", dg[id], err)
+		}
+		if c := committed(t, id); !reflect.DeepEqual(c, map[int32]int64{0: 0, 1: 0}) {
+			t.Errorf("offsets after --force: %v", c)
+		}
+		// The removed member learns it at its next heartbeat.
+		beat.MemberEpoch = 1
+		if r, err := beat.RequestWith(ctx, newClient(t, addr)); err != nil || r.ErrorCode != kerr.UnknownMemberID.Code {
+			t.Errorf("the removed member's heartbeat: %v %+v", err, r)
+		}
+	})
+
 	t.Run("StreamsGroup", func(t *testing.T) {
 		const id = "srt-streams"
 		app(t, id)
