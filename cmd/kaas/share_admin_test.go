@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,8 +213,15 @@ func TestShareGroupOffsetsAdminKadm(t *testing.T) {
 	}
 	member.Close()
 	waitShareEmpty(t, adm2, group)
+	// The group's configs are the admin's: they outlive the group, as
+	// Kafka's GROUP config resource does.
+	groupConfigs := []string{"configs", "--bootstrap-server", addr2, "--entity-type", "groups", "--entity-name", group}
+	mustTool(t, append(groupConfigs, "--alter", "--add-config", "share.record.lock.duration.ms=20000")...)
 	if r, err := adm2.DeleteGroups(ctxT(t, 10*time.Second), group); err != nil || r[group].Err != nil {
 		t.Fatalf("deleting the empty share group: %v %v", err, r[group].Err)
+	}
+	if out := mustTool(t, append(groupConfigs, "--describe")...); !strings.Contains(out, "share.record.lock.duration.ms=20000") {
+		t.Fatalf("the group's configs after the group was deleted: %q", out)
 	}
 	if s := shareStart(t, adm2, group, topic); s != -1 {
 		t.Fatalf("start after the group was deleted %d, want none", s)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -509,6 +510,26 @@ func (l *fileLog) Destroy() error {
 }
 
 func (l *fileLog) removeDir() error {
+	ents, err := os.ReadDir(l.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("group store: delete %s: %w", l.dir, err)
+	}
+	if slices.ContainsFunc(ents, func(e os.DirEntry) bool { return !ownFile(e.Name()) }) {
+		// Another store keeps a file here (the group's configs, which
+		// outlive the group, as Kafka's GROUP config resource does):
+		// only the group store's own files go, the membership first,
+		// so that a crash between leaves a group with offsets and no
+		// members, not members of a deleted group.
+		for _, name := range []string{membersName, LogName} {
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("group store: delete %s: %w", l.dir, err)
+			}
+		}
+		return syncDir(l.dir)
+	}
 	trash := filepath.Join(l.root, "."+filepath.Base(l.dir)+"-deleted-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if err := os.Rename(l.dir, trash); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -523,6 +544,19 @@ func (l *fileLog) removeDir() error {
 		return fmt.Errorf("group store: remove %s: %w", trash, err)
 	}
 	return nil
+}
+
+// ownFile reports whether name is one of the group store's files in a
+// group's directory: its log, its saved membership, its claim, or a
+// temporary file of one of them.
+func ownFile(name string) bool {
+	name = strings.TrimPrefix(name, ".")
+	for _, own := range []string{LogName, membersName, "claim"} {
+		if name == own || strings.HasPrefix(name, own+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Close implements Log.

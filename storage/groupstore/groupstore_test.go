@@ -1,6 +1,7 @@
 package groupstore
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -417,6 +418,57 @@ func TestGroupWithOnlyPendingOffsetsIsListed(t *testing.T) {
 		}
 		if gs, _ := s.Groups(); !reflect.DeepEqual(gs, []string{"g"}) {
 			t.Errorf("%s: groups %v", name, gs)
+		}
+	}
+}
+
+// TestDestroyKeepsOtherFiles: Destroy removes the group store's own files
+// (log, membership) and leaves a file another store keeps in the group's
+// directory (the group's configs), which outlives the group; without one
+// the directory goes.
+func TestDestroyKeepsOtherFiles(t *testing.T) {
+	s, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range []string{"with-configs", "alone"} {
+		l, _, err := s.Open(group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Append([]Record{rec("t", 0, 5)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.SaveMembers([]byte("m")); err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Close()
+	}
+	configs := filepath.Join(s.Root, DirName("with-configs"), "configs.json")
+	if err := os.WriteFile(configs, []byte(`{"group":"with-configs","configs":{"a":"1"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range []string{"with-configs", "alone"} {
+		l, st, err := s.Open(group)
+		if err != nil || len(st.Offsets) != 1 || string(st.Members) != "m" {
+			t.Fatalf("%s before Destroy: %+v (%v)", group, st, err)
+		}
+		if err := l.Destroy(); err != nil {
+			t.Fatalf("%s: %v", group, err)
+		}
+	}
+	if b, err := os.ReadFile(configs); err != nil || !strings.Contains(string(b), `"a":"1"`) {
+		t.Fatalf("the other store's file after Destroy: %q (%v)", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Root, DirName("alone"))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the directory of a group with only its own files is left: %v", err)
+	}
+	if gs, err := s.Groups(); err != nil || len(gs) != 0 {
+		t.Fatalf("groups after Destroy: %q (%v)", gs, err)
+	}
+	for _, group := range []string{"with-configs", "alone"} {
+		if _, st, err := s.Open(group); err != nil || len(st.Offsets) != 0 || st.Members != nil {
+			t.Fatalf("%s after Destroy: %+v (%v)", group, st, err)
 		}
 	}
 }
