@@ -182,7 +182,7 @@ func (p *consoleClientProps) bool(key string) (value, set bool, err error) {
 // check refuses a property the tool has no meaning for, and notes on
 // stderr each one the user gave that is accepted without effect.
 // known is the set the tool maps to franz-go; noEffect maps a key to why
-// it has none.
+// it has none, over consoleCommonNoEffect, which every tool accepts.
 func (p *consoleClientProps) check(known map[string]bool, noEffect map[string]string, stderr io.Writer) error {
 	keys := make([]string, 0, len(p.props))
 	for k := range p.props {
@@ -192,9 +192,13 @@ func (p *consoleClientProps) check(known map[string]bool, noEffect map[string]st
 	for _, k := range keys {
 		switch {
 		case known[k] || consoleSecurityKey(k):
-		case noEffect[k] != "":
+		case noEffect[k] != "" || consoleCommonNoEffect[k] != "":
 			if p.given[k] {
-				fmt.Fprintf(stderr, "kaas %s: %s property %s has no effect: %s\n", p.tool, p.kind, k, noEffect[k])
+				why := noEffect[k]
+				if why == "" {
+					why = consoleCommonNoEffect[k]
+				}
+				fmt.Fprintf(stderr, "kaas %s: %s property %s has no effect: %s\n", p.tool, p.kind, k, why)
 			}
 		default:
 			return fmt.Errorf("%s property %s is not supported by kaas %s (docs/tools.md lists the %s properties it maps to its client)", p.kind, k, p.tool, p.kind)
@@ -233,8 +237,9 @@ func (p *consoleClientProps) commonOpts() ([]kgo.Opt, error) {
 	return append(opts, sec...), nil
 }
 
-// consoleCommonNoEffect are properties both tools accept and leave to the
-// operating system or to the Java client's internals.
+// consoleCommonNoEffect are properties every tool accepts (check) and
+// leaves to the operating system or to the Java client's internals; a
+// tool that maps one lists it as known.
 var consoleCommonNoEffect = map[string]string{
 	"bootstrap.servers":       "--bootstrap-server names the brokers",
 	"send.buffer.bytes":       "socket buffer sizes are the operating system's",

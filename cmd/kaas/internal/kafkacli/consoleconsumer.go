@@ -46,18 +46,12 @@ var consoleConsumerKnown = map[string]bool{
 }
 
 // consoleConsumerNoEffect are consumer properties accepted with no effect.
-var consoleConsumerNoEffect = func() map[string]string {
-	m := map[string]string{
-		"key.deserializer":       "the console consumer reads bytes and --property key.deserializer formats them, as Kafka's does",
-		"value.deserializer":     "the console consumer reads bytes and --property value.deserializer formats them, as Kafka's does",
-		"default.api.timeout.ms": "franz-go times requests out by its own rules",
-		"check.crcs":             "franz-go always checks batch CRCs",
-	}
-	for k, v := range consoleCommonNoEffect {
-		m[k] = v
-	}
-	return m
-}()
+var consoleConsumerNoEffect = map[string]string{
+	"key.deserializer":       "the console consumer reads bytes and --property key.deserializer formats them, as Kafka's does",
+	"value.deserializer":     "the console consumer reads bytes and --property value.deserializer formats them, as Kafka's does",
+	"default.api.timeout.ms": "franz-go times requests out by its own rules",
+	"check.crcs":             "franz-go always checks batch CRCs",
+}
 
 // consoleAssignors maps the Java assignor classes to franz-go's balancers.
 var consoleAssignors = map[string]func() kgo.GroupBalancer{

@@ -36,19 +36,11 @@ var consoleProducerKnown = map[string]bool{
 }
 
 // consoleProducerNoEffect are producer properties accepted with no effect.
-var consoleProducerNoEffect = func() map[string]string {
-	m := map[string]string{
-		"max.block.ms":     "a record waits for its topic's metadata as franz-go's unknown-topic retries allow",
-		"key.serializer":   "the console producer sends the bytes of each line, as Kafka's does",
-		"value.serializer": "the console producer sends the bytes of each line, as Kafka's does",
-	}
-	for k, v := range consoleCommonNoEffect {
-		if k != "request.timeout.ms" {
-			m[k] = v
-		}
-	}
-	return m
-}()
+var consoleProducerNoEffect = map[string]string{
+	"max.block.ms":     "a record waits for its topic's metadata as franz-go's unknown-topic retries allow",
+	"key.serializer":   "the console producer sends the bytes of each line, as Kafka's does",
+	"value.serializer": "the console producer sends the bytes of each line, as Kafka's does",
+}
 
 // consoleLineReader is Kafka's LineMessageReader: its --property settings.
 type consoleLineReader struct {

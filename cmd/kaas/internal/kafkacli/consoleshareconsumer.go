@@ -153,9 +153,6 @@ func (o *consoleShareOpts) clientOpts(stderr io.Writer) ([]kgo.Opt, int, error) 
 		"key.deserializer":   "the share consumer reads bytes and --property key.deserializer formats them, as Kafka's does",
 		"value.deserializer": "the share consumer reads bytes and --property value.deserializer formats them, as Kafka's does",
 	}
-	for k, v := range consoleCommonNoEffect {
-		noEffect[k] = v
-	}
 	if err := p.check(consoleShareKnown, noEffect, stderr); err != nil {
 		return nil, 0, err
 	}

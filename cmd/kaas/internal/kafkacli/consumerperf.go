@@ -29,18 +29,12 @@ var consumerPerfKnown = map[string]bool{
 }
 
 // consumerPerfNoEffect are consumer properties accepted with no effect.
-var consumerPerfNoEffect = func() map[string]string {
-	m := map[string]string{
-		"key.deserializer":   "the perf test counts bytes, as Kafka's does",
-		"value.deserializer": "the perf test counts bytes, as Kafka's does",
-		"check.crcs":         "franz-go always checks batch CRCs",
-		"max.poll.records":   "the perf test counts every record fetched",
-	}
-	for k, v := range consoleCommonNoEffect {
-		m[k] = v
-	}
-	return m
-}()
+var consumerPerfNoEffect = map[string]string{
+	"key.deserializer":   "the perf test counts bytes, as Kafka's does",
+	"value.deserializer": "the perf test counts bytes, as Kafka's does",
+	"check.crcs":         "franz-go always checks batch CRCs",
+	"max.poll.records":   "the perf test counts every record fetched",
+}
 
 type consumerPerfOpts struct {
 	conn                        Conn

@@ -140,9 +140,6 @@ func (o *verifiableConsumerOpts) clientOpts(ev *verifiableEvents, stderr io.Writ
 		"key.deserializer":   "the verifiable consumer reads keys and values as UTF-8 strings, as Kafka's does",
 		"value.deserializer": "the verifiable consumer reads keys and values as UTF-8 strings, as Kafka's does",
 	}
-	for k, v := range consoleCommonNoEffect {
-		noEffect[k] = v
-	}
 	if err := p.check(verifiableConsumerKnown, noEffect, stderr); err != nil {
 		return nil, 0, err
 	}

@@ -99,9 +99,6 @@ func (o *verifiableShareOpts) clientOpts(stderr io.Writer) (conn, share []kgo.Op
 		"key.deserializer":   "the verifiable share consumer reads keys and values as UTF-8 strings, as Kafka's does",
 		"value.deserializer": "the verifiable share consumer reads keys and values as UTF-8 strings, as Kafka's does",
 	}
-	for k, v := range consoleCommonNoEffect {
-		noEffect[k] = v
-	}
 	if err := p.check(consoleShareKnown, noEffect, stderr); err != nil {
 		return nil, nil, 0, err
 	}
