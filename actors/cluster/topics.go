@@ -26,6 +26,7 @@ import (
 	"github.com/kaas-project/kaas/actors/controller/balancer"
 	"github.com/kaas-project/kaas/storage/assignment"
 	"github.com/kaas-project/kaas/storage/topicconfig"
+	"github.com/kaas-project/kaas/storage/topicname"
 )
 
 // KafkaTopicGVR is the KafkaTopic custom resource.
@@ -65,7 +66,7 @@ func TopicFromObject(u *unstructured.Unstructured) (string, balancer.TopicSpec, 
 	if name == "" {
 		name = u.GetName()
 	}
-	if err := topicconfig.ValidTopicName(name); err != nil {
+	if err := topicname.Validate(name); err != nil {
 		return name, balancer.TopicSpec{}, err
 	}
 	parts, found, err := unstructured.NestedInt64(u.Object, "spec", "partitions")

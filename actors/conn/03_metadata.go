@@ -6,7 +6,7 @@ import (
 
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
-	"github.com/kaas-project/kaas/storage/topicconfig"
+	"github.com/kaas-project/kaas/storage/topicname"
 )
 
 // Metadata (key 3): v0-13 (v13's top-level ErrorCode, KIP-1102, is
@@ -30,7 +30,7 @@ func handleMetadata(r *Request) Pending {
 			if t.Topic == nil {
 				continue
 			}
-			if _, ok := v.Topics[*t.Topic]; !ok && !routing.IsInternal(*t.Topic) && topicconfig.ValidTopicName(*t.Topic) == nil {
+			if _, ok := v.Topics[*t.Topic]; !ok && !routing.IsInternal(*t.Topic) && topicname.Validate(*t.Topic) == nil {
 				missing = append(missing, *t.Topic)
 			}
 		}
@@ -93,7 +93,7 @@ func metadataResponse(req *kmsg.MetadataRequest, v *routing.View) *kmsg.Metadata
 		switch {
 		case rt.Topic == nil:
 			mt.ErrorCode = kerr.UnknownTopicID.Code
-		case topicconfig.ValidTopicName(*rt.Topic) != nil:
+		case topicname.Validate(*rt.Topic) != nil:
 			mt.ErrorCode = kerr.InvalidTopicException.Code
 		default:
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code

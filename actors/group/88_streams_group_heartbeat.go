@@ -13,7 +13,7 @@ import (
 	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/actors/streams"
 	"github.com/kaas-project/kaas/messages"
-	"github.com/kaas-project/kaas/storage/topicconfig"
+	"github.com/kaas-project/kaas/storage/topicname"
 )
 
 // StreamsGroupHeartbeat (key 88): v0, the KIP-1071 streams group's
@@ -41,7 +41,7 @@ func (c *Coordinator) handleStreamsGroupHeartbeat(r *conn.Request) conn.Pending 
 			switch {
 			case routing.IsInternal(t):
 				internal = append(internal, t)
-			case topicconfig.ValidTopicName(t) != nil:
+			case topicname.Validate(t) != nil:
 				invalid = append(invalid, t)
 			}
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/kaas-project/kaas/proto/heartbeatpb"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
+	"github.com/kaas-project/kaas/storage/topicname"
 )
 
 // ClusterConfig configures the cluster-mode supervisor.
@@ -714,13 +715,19 @@ func (s *Cluster) createTopics(m *messages.CreateTopics) {
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 		defer cancel()
 		var created []string
+		var names []string
+		if existing != nil {
+			names = slices.Collect(maps.Keys(existing.Topics))
+		}
+		known := knownNames(names)
 		for i, spec := range specs {
 			r := &results[i]
 			r.Name = spec.Name
-			if code, msg := validateSpec(spec, existing); code != 0 {
+			if code, msg := validateSpec(spec, existing, known); code != 0 {
 				r.ErrorCode, r.ErrorMessage = code, msg
 				continue
 			}
+			known = append(known, spec.Name)
 			n := spec.Partitions
 			var pins map[int32]int32
 			if spec.ManualAssignment {
@@ -756,12 +763,13 @@ func (s *Cluster) createTopics(m *messages.CreateTopics) {
 	}()
 }
 
-func validateSpec(spec messages.TopicSpec, v *routing.View) (int16, string) {
+func validateSpec(spec messages.TopicSpec, v *routing.View, known []string) (int16, string) {
 	exists := false
 	if v != nil {
 		_, exists = v.Topics[spec.Name]
 	}
-	return topicError(topicRequest{Create: &spec, Exists: exists, Registered: registeredIn(v)}, balancer.MaxPartitionsPerTopic)
+	return topicError(topicRequest{Create: &spec, Exists: exists, Collides: topicname.Collision(spec.Name, known),
+		Registered: registeredIn(v)}, balancer.MaxPartitionsPerTopic)
 }
 
 // registeredIn reports whether a broker id is registered in v (dead rows

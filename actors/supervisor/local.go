@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/assignment"
+	"github.com/kaas-project/kaas/storage/topicname"
 )
 
 // TopicRecord is one topic as the local registry persists it.
@@ -189,6 +191,7 @@ func (s *Local) createTopics(ctx actor.Context, m *messages.CreateTopics) {
 	results := make([]messages.TopicResult, len(m.Topics))
 	changed := false
 	seen := map[string]bool{}
+	known := knownNames(slices.Collect(maps.Keys(s.topics)))
 	for i, spec := range m.Topics {
 		r := &results[i]
 		r.Name = spec.Name
@@ -197,10 +200,11 @@ func (s *Local) createTopics(ctx actor.Context, m *messages.CreateTopics) {
 			continue
 		}
 		seen[spec.Name] = true
-		if code, msg := s.validateSpec(spec); code != 0 {
+		if code, msg := s.validateSpec(spec, known); code != 0 {
 			r.ErrorCode, r.ErrorMessage = code, msg
 			continue
 		}
+		known = append(known, spec.Name)
 		n := spec.Partitions
 		if spec.ManualAssignment {
 			n = int32(len(spec.Assignment)) // every replica is this broker: nothing to pin
@@ -228,9 +232,10 @@ func (s *Local) createTopics(ctx actor.Context, m *messages.CreateTopics) {
 	s.commit(ctx, changed, func() { m.Reply(results) })
 }
 
-func (s *Local) validateSpec(spec messages.TopicSpec) (int16, string) {
+func (s *Local) validateSpec(spec messages.TopicSpec, known []string) (int16, string) {
 	_, exists := s.topics[spec.Name]
-	return topicError(topicRequest{Create: &spec, Exists: exists, Registered: s.registered}, s.cfg.MaxPartitions)
+	return topicError(topicRequest{Create: &spec, Exists: exists, Collides: topicname.Collision(spec.Name, known),
+		Registered: s.registered}, s.cfg.MaxPartitions)
 }
 
 // registered reports whether id is a registered broker: in local-dev mode,

@@ -2,12 +2,15 @@ package supervisor
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kaas-project/kaas/actors/routing"
 	"github.com/kaas-project/kaas/messages"
 	"github.com/kaas-project/kaas/storage/brokerconfig"
 	"github.com/kaas-project/kaas/storage/topicconfig"
+	"github.com/kaas-project/kaas/storage/topicname"
 )
 
 // topicRequest is one entry of a topic-admin request, exactly one of
@@ -17,11 +20,26 @@ type topicRequest struct {
 	Grow   *messages.PartitionCount // a CreatePartitions entry
 	Alter  map[string]string        // the config of an AlterConfigs entry
 	// Exists: the topic is known. Current: its partition count (Grow).
-	Exists  bool
-	Current int32
+	Exists bool
+	// Collides names a known topic a new one collides with (Create):
+	// topicname.Collision.
+	Collides string
+	Current  int32
 	// Registered reports whether a broker id is registered (manual replica
 	// assignments may name only those).
 	Registered func(id int32) bool
+}
+
+// knownNames is what a new topic may collide with (topicname.Collision):
+// the topics known, sorted, and the internal ones. Topics created earlier
+// in the same request are appended by the caller as they are accepted, so
+// "a.b" and "a_b" in one request do not both get through.
+func knownNames(topics []string) []string {
+	names := slices.Sorted(slices.Values(topics))
+	for _, it := range routing.InternalTopics {
+		names = append(names, it.Name)
+	}
+	return names
 }
 
 // admit applies a request's controller_mutation_rate to the n partitions
@@ -42,7 +60,7 @@ func admit(q messages.MutationQuota, n int32, r *messages.TopicResult) bool {
 func topicError(r topicRequest, maxPartitions int32) (int16, string) {
 	switch {
 	case r.Create != nil:
-		return createError(*r.Create, r.Exists, maxPartitions, r.Registered)
+		return createError(*r.Create, r.Exists, r.Collides, maxPartitions, r.Registered)
 	case r.Grow != nil:
 		return growError(*r.Grow, r.Exists, r.Current, maxPartitions, r.Registered)
 	}
@@ -55,12 +73,16 @@ func topicError(r topicRequest, maxPartitions int32) (int16, string) {
 	return 0, ""
 }
 
-func createError(spec messages.TopicSpec, exists bool, maxPartitions int32, registered func(int32) bool) (int16, string) {
-	if err := topicconfig.ValidTopicName(spec.Name); err != nil {
+func createError(spec messages.TopicSpec, exists bool, collides string, maxPartitions int32, registered func(int32) bool) (int16, string) {
+	if err := topicname.Validate(spec.Name); err != nil {
 		return kerr.InvalidTopicException.Code, err.Error()
 	}
 	if exists {
 		return kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", spec.Name)
+	}
+	if collides != "" {
+		// Kafka's controller answer: metric names would mix the two up.
+		return kerr.InvalidTopicException.Code, fmt.Sprintf("Topic '%s' collides with existing topic: %s", spec.Name, collides)
 	}
 	if spec.ManualAssignment {
 		if spec.Partitions != -1 || spec.ReplicationFactor != -1 {

@@ -37,6 +37,8 @@ func TestTopicError(t *testing.T) {
 		{"create: bad character", topicRequest{Create: create("a/b", 1, 1, nil)}, kerr.InvalidTopicException.Code},
 		{"create: a bad name before existing", topicRequest{Create: create("a b", 1, 1, nil), Exists: true}, kerr.InvalidTopicException.Code},
 		{"create: exists", topicRequest{Create: create("t", 1, 1, nil), Exists: true}, kerr.TopicAlreadyExists.Code},
+		{"create: collides", topicRequest{Create: create("a_b", 1, 1, nil), Collides: "a.b"}, kerr.InvalidTopicException.Code},
+		{"create: exists before collides", topicRequest{Create: create("a_b", 1, 1, nil), Exists: true, Collides: "a.b"}, kerr.TopicAlreadyExists.Code},
 		{"create: manual assignment", manual([]int32{2, 0}, []int32{1, 2}), 0},
 		{"create: manual assignment and a partition count", topicRequest{Create: manualSpec(2, -1, []int32{0}, []int32{1}), Registered: registered}, kerr.InvalidRequest.Code},
 		{"create: manual assignment of an unknown broker", manual([]int32{0}, []int32{7}), kerr.InvalidReplicaAssignment.Code},

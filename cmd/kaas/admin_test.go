@@ -45,6 +45,12 @@ func TestCreateTopicsValidation(t *testing.T) {
 		{"dot name", "..", 1, nil, kerr.InvalidTopicException},
 		{"zero partitions", "t4", 0, nil, kerr.InvalidPartitions},
 		{"exists", "good-topic", 1, nil, kerr.TopicAlreadyExists},
+		{"dotted", "orders.v1", 1, nil, nil},
+		// Kafka's metric names read '.' as '_': a name equal to a topic's
+		// but for them is refused.
+		{"collides", "orders_v1", 1, nil, kerr.InvalidTopicException},
+		{"collides with an internal topic", "__consumer.offsets", 1, nil, kerr.InvalidTopicException},
+		{"no collision without '.' or '_'", "ordersv1", 1, nil, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,6 +62,21 @@ func TestCreateTopicsValidation(t *testing.T) {
 				t.Fatalf("got %v (%s), want %v", resp.Err, resp.ErrMessage, tc.want)
 			}
 		})
+	}
+	if resp, _ := adm.CreateTopic(ctx, 1, 1, nil, "orders_v1"); resp.ErrMessage != "Topic 'orders_v1' collides with existing topic: orders.v1" {
+		t.Fatalf("collision message: %q", resp.ErrMessage)
+	}
+	// Within one request the first of two colliding names is created.
+	both, err := adm.CreateTopics(ctx, 1, 1, nil, "pay.in", "pay_in")
+	if err != nil || both["pay.in"].Err != nil || !errors.Is(both["pay_in"].Err, kerr.InvalidTopicException) {
+		t.Fatalf("one request: %v, pay.in %v, pay_in %v", err, both["pay.in"].Err, both["pay_in"].Err)
+	}
+	// Once the colliding topic is deleted the name is free.
+	if dr, err := adm.DeleteTopics(ctx, "orders.v1"); err != nil || dr.Error() != nil {
+		t.Fatalf("delete: %v %v", err, dr.Error())
+	}
+	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, "orders_v1"); err != nil || resp.Err != nil {
+		t.Fatalf("after the delete: %v %v", err, resp.Err)
 	}
 	// validate-only creates nothing
 	vresp, err := adm.ValidateCreateTopics(ctx, 2, 1, nil, "validated")

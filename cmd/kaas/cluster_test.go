@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -149,6 +151,22 @@ func TestClusterOnKubernetes(t *testing.T) {
 	})
 	prod := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceEverywhere(t, prod, "orders", 6, "first")
+	// A name that collides with a topic's once '.' and '_' are read alike is
+	// refused, as Kafka's controller refuses it.
+	if resp, err := adm.CreateTopic(ctx, 1, 1, nil, "pay.in"); err != nil || resp.Err != nil {
+		t.Fatalf("create pay.in: %v %v", err, resp.Err)
+	}
+	waitUntil(t, 10*time.Second, "pay.in in the metadata", func() bool {
+		td, err := adm.ListTopics(ctx, "pay.in")
+		return err == nil && td.Has("pay.in") && td["pay.in"].Err == nil
+	})
+	if resp, _ := adm.CreateTopic(ctx, 1, 1, nil, "pay_in"); !errors.Is(resp.Err, kerr.InvalidTopicException) ||
+		resp.ErrMessage != "Topic 'pay_in' collides with existing topic: pay.in" {
+		t.Fatalf("create pay_in beside pay.in: %v %q", resp.Err, resp.ErrMessage)
+	}
+	if dr, err := adm.DeleteTopics(ctx, "pay.in"); err != nil || dr.Error() != nil {
+		t.Fatalf("delete pay.in: %v %v", err, dr.Error())
+	}
 
 	// A KafkaTopic applied with kubectl becomes servable too.
 	manifest := filepath.Join(t.TempDir(), "kt.yaml")

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/kaas-project/kaas/storage/topicname"
 )
 
 // FormatV1 is the only schema version this package reads and writes.
@@ -131,29 +133,6 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// MaxTopicNameLen is Kafka's limit on topic name length.
-const MaxTopicNameLen = 249
-
-// ValidateTopicName applies Kafka's topic-name rules: 1..249 characters from
-// [a-zA-Z0-9._-], and neither "." nor "..".
-func ValidateTopicName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("topic name is empty")
-	case name == "." || name == "..":
-		return fmt.Errorf("topic name %q is not allowed", name)
-	case len(name) > MaxTopicNameLen:
-		return fmt.Errorf("topic name %.20q... is %d characters long, the limit is %d", name, len(name), MaxTopicNameLen)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("topic name %q contains %q (allowed: a-z A-Z 0-9 . _ -)", name, c)
-		}
-	}
-	return nil
-}
-
 // Validate checks the document's semantic rules. The error wraps ErrInvalid
 // and names the offending field:
 //   - format must be FormatV1; epochs and versions must not be negative;
@@ -218,7 +197,7 @@ func (a *Assignment) Validate() error {
 	topicIDs := make(map[string]string, len(a.Topics))
 	for _, name := range topicNames {
 		t := a.Topics[name]
-		if err := ValidateTopicName(name); err != nil {
+		if err := topicname.Validate(name); err != nil {
 			return invalid("%v", err)
 		}
 		if t.ID == "" {

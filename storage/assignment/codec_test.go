@@ -149,7 +149,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"no partitions", `"partitions": [ {"leader": 0, "leader_epoch": 3}, {"leader": 1, "leader_epoch": 1} ]`, `"partitions": []`, "no partitions"},
 		{"empty topic id", `"id": "0b6e4b8e-6a8f-4a57-9d53-0f3d1e0c1a2b"`, `"id": ""`, "empty id"},
 		{"missing topic id", `"id": "0b6e4b8e-6a8f-4a57-9d53-0f3d1e0c1a2b",`, ``, "missing id"},
-		{"bad topic name", `"orders": {`, `"or/ders": {`, "contains '/'"},
+		{"bad topic name", `"orders": {`, `"or/ders": {`, "'or/ders' contains one or more characters"},
 		{"topic name dot", `"orders": {`, `".": {`, "not allowed"},
 		{"slot unknown", `["kaas-0", "kaas-1", "kaas-2"]`, `["kaas-0", "kaas-1", "kaas-9"]`, `"kaas-9" is not a registered broker`},
 		{"controller unknown", `"controller": "kaas-0"`, `"controller": "kaas-9"`, "controller \"kaas-9\" is not a registered broker"},
@@ -215,22 +215,6 @@ func TestValidateDuplicateTopicIDs(t *testing.T) {
 	a.Topics["copy"] = a.Topics["orders"]
 	if err := a.Validate(); err == nil || !strings.Contains(err.Error(), "share id") {
 		t.Fatalf("err = %v", err)
-	}
-}
-
-func TestValidateTopicName(t *testing.T) {
-	long := strings.Repeat("a", 249)
-	for _, tc := range []struct {
-		name string
-		ok   bool
-	}{
-		{"orders", true}, {"a.b_c-D9", true}, {long, true}, {"...", true}, {"_", true},
-		{"", false}, {".", false}, {"..", false}, {long + "a", false}, {"a b", false},
-		{"é", false}, {"a/b", false}, {"a:b", false},
-	} {
-		if err := ValidateTopicName(tc.name); (err == nil) != tc.ok {
-			t.Errorf("ValidateTopicName(%.30q) = %v, want ok=%v", tc.name, err, tc.ok)
-		}
 	}
 }
 

@@ -446,22 +446,3 @@ func Compaction(cfg map[string]string) compaction.Config {
 		DeleteRetention: int64Value(cfg, "delete.retention.ms"),
 	}
 }
-
-// ValidTopicName checks Kafka's topic name rules.
-func ValidTopicName(name string) error {
-	if name == "" {
-		return fmt.Errorf("topic name is empty")
-	}
-	if name == "." || name == ".." {
-		return fmt.Errorf("topic name cannot be %q", name)
-	}
-	if len(name) > 249 {
-		return fmt.Errorf("topic name is %d characters, longer than 249", len(name))
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("topic name %q contains %q: only ASCII alphanumerics, '.', '_' and '-' are allowed", name, c)
-		}
-	}
-	return nil
-}

@@ -156,15 +156,6 @@ func TestTimestampBounds(t *testing.T) {
 	}
 }
 
-func TestTopicNames(t *testing.T) {
-	for name, ok := range map[string]bool{"orders": true, "a.b_c-D9": true, "": false, ".": false, "..": false,
-		"has space": false, "slash/": false, strings.Repeat("x", 249): true, strings.Repeat("x", 250): false} {
-		if err := ValidTopicName(name); (err == nil) != ok {
-			t.Errorf("%q: %v", name, err)
-		}
-	}
-}
-
 func TestLogConfigDefaultsAndOverrides(t *testing.T) {
 	lc := LogConfig(nil)
 	if lc.RetentionMs != 7*24*time.Hour || lc.RetentionBytes != -1 || lc.SegmentBytes != 1<<30 {

@@ -102,6 +102,7 @@ import (
 	"strings"
 
 	"github.com/kaas-project/kaas/storage/assignment"
+	"github.com/kaas-project/kaas/storage/topicname"
 )
 
 // BrokerInfo is one registered broker as the controller sees it.
@@ -294,7 +295,7 @@ func topicList(in Input) ([]topicIn, error) {
 	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
 	ids := make(map[string]string, len(list))
 	for _, t := range list {
-		if err := assignment.ValidateTopicName(t.name); err != nil {
+		if err := topicname.Validate(t.name); err != nil {
 			return nil, inputErr("%v", err)
 		}
 		if t.spec.ID == "" {

@@ -125,7 +125,7 @@ func TestComputeRejectsBadInput(t *testing.T) {
 		{"bad port", func(in *Input) { in.Brokers[1].Port = 70000 }, "port"},
 		{"controller without ordinal", func(in *Input) { in.Controller = "boss" }, "controller"},
 		{"controller clashes with broker", func(in *Input) { in.Controller = "other-1" }, "same ordinal 1"},
-		{"bad topic name", func(in *Input) { in.Topics["a/b"] = TopicSpec{ID: "u2", Partitions: 1} }, "topic name"},
+		{"bad topic name", func(in *Input) { in.Topics["a/b"] = TopicSpec{ID: "u2", Partitions: 1} }, "Topic name is invalid"},
 		{"topic name ..", func(in *Input) { in.Topics[".."] = TopicSpec{ID: "u2", Partitions: 1} }, "not allowed"},
 		{"empty topic id", func(in *Input) { in.Topics["x"] = TopicSpec{Partitions: 1} }, "empty id"},
 		{"shared topic id", func(in *Input) { in.Topics["x"] = TopicSpec{ID: "u1", Partitions: 1} }, "share id"},
