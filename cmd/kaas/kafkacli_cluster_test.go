@@ -196,7 +196,12 @@ func TestClusterTools(t *testing.T) {
 			{"You must specify at least one feature to upgrade", []string{"upgrade", "--dry-run"}},
 			{"You must specify at least one feature to disable", []string{"disable"}},
 			{"flag provided but not defined: -unsafe", []string{"upgrade", "--unsafe", "--feature", "group.version=1"}},
-			{"feature-dependencies is not supported", []string{"feature-dependencies", "--feature", "group.version=1"}},
+			{"missing required argument --feature", []string{"feature-dependencies"}},
+			{"--feature: unknown feature: test.feature.version", []string{"feature-dependencies", "--feature", "test.feature.version=1"}},
+			{"--feature: no feature:share.version with feature level 2", []string{"feature-dependencies", "--feature", "share.version=2"}},
+			{"--feature: unknown metadata.version 30", []string{"feature-dependencies", "--feature", "metadata.version=30"}},
+			{"--feature: can't parse feature=level string metadata.version=4.2-IV1: unable to parse 4.2-IV1 as a short", []string{"feature-dependencies", "--feature", "metadata.version=4.2-IV1"}},
+			{"flag provided but not defined: -release-version", []string{"feature-dependencies", "--release-version", "4.2"}},
 			{`argument COMMAND: invalid choice: 'list'`, []string{"list"}},
 			{"too few arguments: give a command, one of describe, upgrade, downgrade, disable, version-mapping, feature-dependencies", nil},
 		} {
@@ -211,6 +216,25 @@ func TestClusterTools(t *testing.T) {
 		}
 		if out := mustTool(t, tool("features", "version-mapping")...); !strings.HasPrefix(out, "metadata.version=29 (4.2-IV1)\n") {
 			t.Fatalf("version-mapping: %q", out)
+		}
+
+		// feature-dependencies reads Kafka 4.2's table, not the broker: it
+		// answers with nothing listening at the bootstrap address.
+		nobody, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closedAddr := nobody.Addr().String()
+		nobody.Close()
+		if out := mustTool(t, "features", "--bootstrap-server", closedAddr, "feature-dependencies",
+			"--feature", "share.version=1", "--feature", "metadata.version=29", "--feature", "group.version=1", "--feature", "kraft.version=1"); out !=
+			"share.version=1 requires:\n    metadata.version=27 (4.1-IV1)\nmetadata.version=29 (4.2-IV1) has no dependencies.\n"+
+				"group.version=1 has no dependencies.\nkraft.version=1 requires:\n    metadata.version=21 (3.9-IV0)\n" {
+			t.Fatalf("feature-dependencies: %q", out)
+		}
+		// The levels before an unknown one are printed, then the refusal.
+		if out := clusterToolRefused(t, "--feature: no feature:group.version with feature level 2", tool("features", "feature-dependencies", "--feature", "group.version=1", "--feature", "group.version=2")...); out != "group.version=1 has no dependencies.\n" {
+			t.Fatalf("feature-dependencies before the refusal: %q", out)
 		}
 	})
 

@@ -222,6 +222,40 @@ func TestConsoleProducerTool(t *testing.T) {
 		}
 	})
 
+	t.Run("a batch over max.message.bytes whose records each fit", func(t *testing.T) {
+		limit := "2000"
+		if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &limit}, "cp-split"); err != nil {
+			t.Fatal(err)
+		}
+		// 50 lines of 500 bytes, lingered into batches far over the
+		// topic's 2000 bytes, and one line of 2500 bytes that fits no batch.
+		var in strings.Builder
+		var want []string
+		for i := range 50 {
+			line := fmt.Sprintf("%03d", i) + strings.Repeat("s", 497)
+			if i == 25 {
+				in.WriteString(strings.Repeat("L", 2500) + "\n")
+			}
+			in.WriteString(line + "\n")
+			want = append(want, line)
+		}
+		_, errOut, code := produce(in.String(), "--topic", "cp-split", "--producer-property", "linger.ms=200")
+		if code != 2 || strings.Count(errOut, "Error when sending message") != 1 ||
+			!strings.Contains(errOut, "Error when sending message to topic cp-split with key: null, value: 2500 bytes with error:") ||
+			!strings.Contains(errOut, "MESSAGE_TOO_LARGE") || !strings.Contains(errOut, "1 of 51 records were not acknowledged") {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		recs := consoleRecords(t, ctx, addr, "cp-split", 50)
+		for i, r := range recs {
+			if string(r.Value) != want[i] {
+				t.Fatalf("record %d: %.10q..., want %.10q...", i, r.Value, want[i])
+			}
+		}
+		if ends := consoleEnds(t, ctx, adm, "cp-split"); ends[0] != 50 {
+			t.Fatalf("cp-split ends at %v, want 50", ends)
+		}
+	})
+
 	t.Run("a line the reader cannot parse stops it", func(t *testing.T) {
 		_, errOut, code := produce("k\tfirst\nno separator\nk\tthird\n", "--topic", "cp-refused", "--property", "parse.key=true")
 		if code != 2 || !strings.Contains(errOut, "No key separator found on line number 2: 'no separator'") {

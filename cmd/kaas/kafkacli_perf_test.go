@@ -82,6 +82,23 @@ func TestProducerPerfTest(t *testing.T) {
 		}
 	})
 
+	t.Run("batches capped to the topic's max.message.bytes", func(t *testing.T) {
+		limit := "2000"
+		if _, err := adm.CreateTopic(ctxT(t, 10*time.Second), 1, 1, map[string]*string{"max.message.bytes": &limit}, "pp-limit"); err != nil {
+			t.Fatal(err)
+		}
+		// 500-byte records lingered together would make batches far over
+		// 2000 bytes; each fits alone, so every one is written.
+		out := mustTool(t, "producer-perf-test", "--topic", "pp-limit", "--num-records", "50", "--record-size", "500",
+			"--throughput", "-1", "--producer-props", bs, "linger.ms=200")
+		if n := perfTotal(t, out); n != 50 {
+			t.Errorf("reported %d records sent, want 50", n)
+		}
+		if n := perfEndOffsets(t, adm, "pp-limit"); n != 50 {
+			t.Errorf("topic holds %d records, want 50", n)
+		}
+	})
+
 	t.Run("payload-file and throttle, bootstrap from --producer.config", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "payloads")
 		if err := os.WriteFile(file, []byte("alpha|beta|gamma|"), 0o600); err != nil {

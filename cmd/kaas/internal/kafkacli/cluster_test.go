@@ -207,3 +207,41 @@ func TestClusterQuorumText(t *testing.T) {
 		t.Fatalf("leader not a voter: %v", err)
 	}
 }
+
+// TestClusterFeaturesDependencies: each Kafka 4.2 feature level's
+// dependencies in Kafka's format, and Kafka's refusals.
+func TestClusterFeaturesDependencies(t *testing.T) {
+	cases := []struct {
+		features []string
+		want     string
+		err      string
+	}{
+		{[]string{"metadata.version=29"}, "metadata.version=29 (4.2-IV1) has no dependencies.\n", ""},
+		{[]string{"metadata.version=7"}, "metadata.version=7 (3.3-IV3) has no dependencies.\n", ""},
+		{[]string{"kraft.version=1"}, "kraft.version=1 requires:\n    metadata.version=21 (3.9-IV0)\n", ""},
+		{[]string{"kraft.version=0"}, "kraft.version=0 has no dependencies.\n", ""},
+		{[]string{"eligible.leader.replicas.version=1"}, "eligible.leader.replicas.version=1 requires:\n    metadata.version=23 (4.0-IV1)\n", ""},
+		{[]string{"share.version=1"}, "share.version=1 requires:\n    metadata.version=27 (4.1-IV1)\n", ""},
+		{[]string{"transaction.version=2", " group.version = 1 ", "streams.version=1"},
+			"transaction.version=2 has no dependencies.\ngroup.version=1 has no dependencies.\nstreams.version=1 has no dependencies.\n", ""},
+		// The levels before the refused one are printed, as Kafka's tool does.
+		{[]string{"group.version=1", "group.version=2"}, "group.version=1 has no dependencies.\n", "--feature: no feature:group.version with feature level 2"},
+		{[]string{"transaction.version=-1"}, "", "--feature: no feature:transaction.version with feature level -1"},
+		{[]string{"metadata.version=6"}, "", "--feature: unknown metadata.version 6"},
+		{[]string{"metadata.version=30"}, "", "--feature: unknown metadata.version 30"},
+		{[]string{"metadata.version=4.2-IV1"}, "", "--feature: can't parse feature=level string metadata.version=4.2-IV1: unable to parse 4.2-IV1 as a short"},
+		{[]string{"test.feature.version=1"}, "", "--feature: unknown feature: test.feature.version"},
+		{[]string{"group.version"}, "", "--feature: can't parse feature=level string group.version: equals sign not found"},
+		{nil, "", "missing required argument --feature"},
+	}
+	for _, c := range cases {
+		var b strings.Builder
+		err := featuresDependencies(c.features, &b)
+		if b.String() != c.want {
+			t.Errorf("%q: got\n%s\nwant\n%s", c.features, b.String(), c.want)
+		}
+		if (err == nil) != (c.err == "") || (err != nil && err.Error() != c.err) {
+			t.Errorf("%q: error %v, want %q", c.features, err, c.err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -463,7 +464,7 @@ func runConsoleProducer(ctx context.Context, args []string, stdin io.Reader, std
 	}
 	// The security settings came with the producer's properties.
 	conn := Conn{Bootstrap: o.conn.Bootstrap}
-	cl, _, err := conn.Client(opts...)
+	cl, err := newTopicProducer(ctx, o.topic, conn.producer, opts...)
 	if err != nil {
 		return err
 	}
@@ -584,4 +585,54 @@ func consoleReadLines(in io.Reader, lines chan<- consoleLine, stop <-chan struct
 			return
 		}
 	}
+}
+
+// producer is c.Client without its admin client.
+func (c *Conn) producer(opts ...kgo.Opt) (*kgo.Client, error) {
+	cl, _, err := c.Client(opts...)
+	return cl, err
+}
+
+// newTopicProducer is a client (made by newClient with opts) producing to
+// topic in batches no larger than the topic's max.message.bytes. The Java
+// producer splits a batch the broker refuses as too large and sends its
+// records again, so that only a record over the limit on its own fails;
+// franz-go fails every record of such a batch, so its batches are capped
+// to the limit instead. Without the topic's configs (not yet created, or
+// no DESCRIBE_CONFIGS permission) the client is left as opts make it.
+func newTopicProducer(ctx context.Context, topic string, newClient func(opts ...kgo.Opt) (*kgo.Client, error), opts ...kgo.Opt) (*kgo.Client, error) {
+	cl, err := newClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	limit, ok := topicMaxMessageBytes(ctx, kadm.NewClient(cl), topic)
+	batchMax, _ := cl.OptValue(kgo.ProducerBatchMaxBytes).(int32)
+	if !ok || limit >= batchMax {
+		return cl, nil
+	}
+	cl.Close()
+	return newClient(append(opts, kgo.ProducerBatchMaxBytes(limit))...)
+}
+
+// topicMaxMessageBytes is topic's max.message.bytes as the broker states
+// it; false if it cannot be read within a few seconds.
+func topicMaxMessageBytes(ctx context.Context, adm *kadm.Client, topic string) (int32, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return 0, false
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		return 0, false
+	}
+	for _, c := range rc.Configs {
+		if c.Key != "max.message.bytes" || c.Value == nil {
+			continue
+		}
+		n, err := strconv.ParseInt(*c.Value, 10, 32)
+		return int32(n), err == nil && n > 0
+	}
+	return 0, false
 }

@@ -69,31 +69,39 @@ func featureLevelText(feature string, level int16) string {
 	return fmt.Sprintf("UNKNOWN %d", level)
 }
 
-// releaseFeature is a feature of Kafka 4.2's production set with the
-// metadata.version level from which each of its levels is the default
-// (levels[l-1] for level l).
+// releaseFeature is a feature of Kafka 4.2's production set and its
+// levels above 0 (levels[l-1] for level l); level 0 depends on nothing.
 type releaseFeature struct {
 	name   string
-	levels []int16
+	levels []featureLevel
+}
+
+// featureLevel is what Kafka 4.2's *Version enum says of one level: the
+// metadata.version level from which it is the default, and the features it
+// depends on (its dependencies()).
+type featureLevel struct {
+	defaultFrom int16
+	requires    []featureUpdate
 }
 
 // releaseFeatures are Kafka 4.2's production features, in Kafka's order
-// (its Feature enum), for --release-version and version-mapping.
+// (its Feature enum), for --release-version, version-mapping and
+// feature-dependencies.
 var releaseFeatures = []releaseFeature{
-	{"kraft.version", []int16{21}},
-	{"transaction.version", []int16{24, 24}},
-	{"group.version", []int16{22}},
-	{"eligible.leader.replicas.version", []int16{26}},
-	{"share.version", []int16{28}},
-	{"streams.version", []int16{29}},
+	{"kraft.version", []featureLevel{{21, []featureUpdate{{metadataVersionFeature, 21}}}}},
+	{"transaction.version", []featureLevel{{24, nil}, {24, nil}}},
+	{"group.version", []featureLevel{{22, nil}}},
+	{"eligible.leader.replicas.version", []featureLevel{{26, []featureUpdate{{metadataVersionFeature, 23}}}}},
+	{"share.version", []featureLevel{{28, []featureUpdate{{metadataVersionFeature, 27}}}}},
+	{"streams.version", []featureLevel{{29, nil}}},
 }
 
 // defaultLevel is the feature's level a cluster at metadata.version mv
 // runs by default: the highest whose metadata.version has been reached.
 func (f releaseFeature) defaultLevel(mv int16) int16 {
 	var level int16
-	for i, from := range f.levels {
-		if mv >= from {
+	for i, l := range f.levels {
+		if mv >= l.defaultFrom {
 			level = int16(i + 1)
 		}
 	}
@@ -146,8 +154,7 @@ func runFeatures(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 				fs.BoolVar(&o.unsafe, "unsafe", false, "disable even if it may irreversibly destroy metadata")
 				fs.BoolVar(&o.dryRun, "dry-run", false, "validate the disable without performing it")
 			case "feature-dependencies":
-				// Taken so that the refusal names the command, not a flag.
-				fs.Var(&o.features, "feature", "not supported")
+				fs.Var(&o.features, "feature", "a feature level to look up the dependencies of, feature=level (repeatable), e.g. metadata.version=29")
 			case "version-mapping":
 				fs.StringVar(&o.releaseVersion, "release-version", metadataVersions[len(metadataVersions)-1], "the release version whose feature levels to show")
 			}
@@ -167,7 +174,7 @@ func runFeatures(ctx context.Context, args []string, _ io.Reader, stdout, stderr
 	case "version-mapping":
 		return featuresVersionMapping(o.releaseVersion, stdout)
 	case "feature-dependencies":
-		return errors.New("feature-dependencies is not supported: kaas does not carry Kafka's table of feature dependencies; its feature levels are fixed by its build (kaas features describe lists them)")
+		return featuresDependencies(o.features, stdout)
 	}
 	var updates []featureUpdate
 	if cmd != "describe" {
@@ -278,6 +285,65 @@ func featuresVersionMapping(release string, out io.Writer) error {
 		fmt.Fprintf(out, "%s=%d\n", f.name, f.defaultLevel(mv))
 	}
 	return nil
+}
+
+// featuresDependencies prints what each feature level depends on, in
+// order, as Kafka's FeatureCommand does; it stops at the first level it
+// does not know, after printing those before it.
+func featuresDependencies(features []string, out io.Writer) error {
+	if len(features) == 0 {
+		return errors.New("missing required argument --feature")
+	}
+	for _, fl := range features {
+		name, level, err := parseFeatureLevel(fl)
+		if err != nil {
+			return err
+		}
+		if name == metadataVersionFeature {
+			version, ok := metadataVersionName(level)
+			if !ok {
+				return fmt.Errorf("--feature: unknown metadata.version %d", level)
+			}
+			fmt.Fprintf(out, "%s=%d (%s) has no dependencies.\n", name, level, version)
+			continue
+		}
+		requires, err := featureRequirements(name, level)
+		if err != nil {
+			return err
+		}
+		if len(requires) == 0 {
+			fmt.Fprintf(out, "%s=%d has no dependencies.\n", name, level)
+			continue
+		}
+		fmt.Fprintf(out, "%s=%d requires:\n", name, level)
+		for _, r := range requires {
+			if r.name == metadataVersionFeature {
+				fmt.Fprintf(out, "    %s=%d (%s)\n", r.name, r.level, featureLevelText(r.name, r.level))
+			} else {
+				fmt.Fprintf(out, "    %s=%d\n", r.name, r.level)
+			}
+		}
+	}
+	return nil
+}
+
+// featureRequirements is the dependencies of a level of one of Kafka 4.2's
+// features (metadata.version aside), with Kafka's errors for a feature or
+// level it does not know.
+func featureRequirements(name string, level int16) ([]featureUpdate, error) {
+	for _, f := range releaseFeatures {
+		if f.name != name {
+			continue
+		}
+		if level < 0 || int(level) > len(f.levels) {
+			return nil, fmt.Errorf("--feature: no feature:%s with feature level %d", name, level)
+		}
+		if level == 0 {
+			return nil, nil
+		}
+		return f.levels[level-1].requires, nil
+	}
+	return nil, fmt.Errorf("--feature: unknown feature: %s", name)
 }
 
 // featuresDescribe prints each feature a broker supports, sorted by name,

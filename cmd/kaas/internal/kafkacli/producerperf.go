@@ -332,7 +332,7 @@ func runProducerPerf(ctx context.Context, args []string, _ io.Reader, stdout, st
 			opts = append(opts, kgo.TransactionTimeout(d))
 		}
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := newTopicProducer(ctx, o.topic, kgo.NewClient, opts...)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", p.props["bootstrap.servers"], err)
 	}

@@ -258,7 +258,7 @@ func runVerifiableProducer(ctx context.Context, args []string, _ io.Reader, stdo
 		// timeout, so such records are not failed before being sent.
 		opts = append(opts, kgo.RecordDeliveryTimeout(0))
 	}
-	cl, _, err := (&Conn{Bootstrap: o.conn.Bootstrap}).Client(opts...)
+	cl, err := newTopicProducer(ctx, o.topic, (&Conn{Bootstrap: o.conn.Bootstrap}).producer, opts...)
 	if err != nil {
 		return err
 	}
