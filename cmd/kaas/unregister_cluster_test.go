@@ -146,14 +146,18 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 		t.Helper()
 		return clustertoolsParseReplication(t, mustTool(t, tool("metadata-quorum", "describe", "--replication")...))
 	}
-	st := status()
-	if p := quorum(); st.leaderEpoch != int64(p.LeaderEpoch) || st.highWatermark != p.HighWatermark {
-		t.Fatalf("--status %+v, DescribeQuorum %+v", st, p)
-	}
+	// Polled in case a file is written between the requests.
+	var st clustertoolsQuorumStatus
+	var rows map[int32]clustertoolsReplicationRow
+	waitUntil(t, 10*time.Second, "the tools showing DescribeQuorum's file, every observer caught up", func() bool {
+		st, rows = status(), replication()
+		p := quorum()
+		return st.leaderEpoch == int64(p.LeaderEpoch) && st.highWatermark == p.HighWatermark &&
+			rows[ctrlID].logEndOffset == p.HighWatermark && rows[viaID].lag == 0 && rows[victimID].lag == 0
+	})
 	if ids := clustertoolsReplicaIDs(st.observers); !slices.Equal(ids, []int32{min(viaID, victimID), max(viaID, victimID)}) {
 		t.Fatalf("CurrentObservers %v, want %d and %d", ids, viaID, victimID)
 	}
-	rows := replication()
 	if r := rows[ctrlID]; len(rows) != 3 || r.status != "Leader" || r.logEndOffset != st.highWatermark || r.lag != 0 {
 		t.Fatalf("--replication %+v: want the controller %d leading at %d", rows, ctrlID, st.highWatermark)
 	}
