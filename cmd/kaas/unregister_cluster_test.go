@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -27,7 +28,7 @@ import (
 // started again registers anew. `kaas metadata-quorum` and `kaas cluster
 // list-endpoints` show the controller as leader and the others as
 // observers, the dead broker fenced and a stale observer until it is
-// unregistered.
+// unregistered, and again an observer once restarted.
 func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, clusterFlags...)
@@ -321,6 +322,14 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 		fencedNow, listed := f[victimID]
 		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
 		return listed && !fencedNow && err == nil && slices.Contains(a.ConsumerGroups.Slots, victim) && len(a.ConsumerGroups.Held) == 0
+	})
+	eps := clustertoolsEndpoints(t, mustTool(t, tool("cluster", "list-endpoints")...))
+	if len(eps) != 3 || eps[victimID].state != "unfenced" || net.JoinHostPort(eps[victimID].host, strconv.Itoa(int(eps[victimID].port))) != c.brokers[victim].kafka {
+		t.Fatalf("list-endpoints after the broker came back: %+v", eps)
+	}
+	waitUntil(t, 10*time.Second, "the broker back among the observers, caught up", func() bool {
+		ids := clustertoolsReplicaIDs(status().observers)
+		return slices.Equal(ids, []int32{min(viaID, victimID), max(viaID, victimID)}) && replication()[victimID].lag == 0
 	})
 	got := consumeAll(t, c, "orders", 12)
 	if len(got) != 12 {
