@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -18,11 +21,14 @@ import (
 )
 
 // A StatefulSet scaled down from three brokers to two: the departed broker
-// is dead, then UnregisterBroker (sent to the broker that is not the
-// controller, which forwards it) removes its row and slot. Groups keep
+// is dead, then `kaas cluster unregister` (sent to the broker that is not
+// the controller, which forwards it) removes its row and slot. Groups keep
 // their committed offsets and are coordinated by the two brokers left, both
 // of them; an alive broker and an unknown id are refused; the broker
-// started again registers anew.
+// started again registers anew. `kaas metadata-quorum` and `kaas cluster
+// list-endpoints` show the controller as leader and the others as
+// observers, the dead broker fenced and a stale observer until it is
+// unregistered, and again an observer once restarted.
 func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	api := startAPIServer(t)
 	c := newKaasCluster(t, api, clusterFlags...)
@@ -89,6 +95,85 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 		return true
 	})
 
+	// kaas metadata-quorum and kaas cluster against the broker that is not
+	// the controller, cross-checked with what the brokers answer.
+	viaAddr := c.brokers[via].kafka
+	tool := func(name string, args ...string) []string {
+		return append([]string{name, "--bootstrap-server", viaAddr}, args...)
+	}
+	listed, err := adm.ListBrokers(ctx)
+	if err != nil || len(listed) != 3 {
+		t.Fatalf("ListBrokers: %v %+v", err, listed)
+	}
+	endpoints := map[int32]clustertoolsEndpoint{}
+	for _, b := range listed {
+		rack := "null"
+		if b.Rack != nil {
+			rack = *b.Rack
+		}
+		endpoints[b.NodeID] = clustertoolsEndpoint{host: b.Host, port: b.Port, rack: rack, state: "unfenced"}
+	}
+	clusterID := ""
+	for _, name := range c.names() {
+		id := int32(name[len(name)-1] - '0')
+		resp, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl.Broker(int(id)))
+		if err != nil || resp.ClusterID == "" || (clusterID != "" && resp.ClusterID != clusterID) {
+			t.Fatalf("DescribeCluster of %s: %v %+v (cluster id so far %q)", name, err, resp, clusterID)
+		}
+		clusterID = resp.ClusterID
+		if out := mustTool(t, "cluster", "cluster-id", "--bootstrap-server", c.brokers[name].kafka); out != "Cluster ID: "+clusterID+"\n" {
+			t.Fatalf("cluster-id from %s: %q, want %q", name, out, clusterID)
+		}
+	}
+	status := func() clustertoolsQuorumStatus {
+		t.Helper()
+		st := clustertoolsParseStatus(t, mustTool(t, tool("metadata-quorum", "describe", "--status")...))
+		ctrlEP := endpoints[ctrlID]
+		wantVoters := fmt.Sprintf("[{%d <nil> [PLAINTEXT://%s:%d]}]", ctrlID, ctrlEP.host, ctrlEP.port)
+		if v := fmt.Sprint(st.voters); v != wantVoters || st.voters[0].DirectoryID != nil {
+			t.Fatalf("CurrentVoters %s, want %s", v, wantVoters)
+		}
+		for _, o := range st.observers {
+			if o.DirectoryID != nil || o.Endpoints != nil {
+				t.Fatalf("observer %+v: Kafka prints observers without directory or endpoints", o)
+			}
+		}
+		if st.clusterID != clusterID || st.leaderID != int64(ctrlID) || st.maxLag != 0 || st.maxLagTimeMs != 0 {
+			t.Fatalf("--status %+v: want cluster %s, leader %d, no voter lag", st, clusterID, ctrlID)
+		}
+		return st
+	}
+	replication := func() map[int32]clustertoolsReplicationRow {
+		t.Helper()
+		return clustertoolsParseReplication(t, mustTool(t, tool("metadata-quorum", "describe", "--replication")...))
+	}
+	// Polled in case a file is written between the requests.
+	var st clustertoolsQuorumStatus
+	var rows map[int32]clustertoolsReplicationRow
+	waitUntil(t, 10*time.Second, "the tools showing DescribeQuorum's file, every observer caught up", func() bool {
+		st, rows = status(), replication()
+		p := quorum()
+		return st.leaderEpoch == int64(p.LeaderEpoch) && st.highWatermark == p.HighWatermark &&
+			rows[ctrlID].logEndOffset == p.HighWatermark && rows[viaID].lag == 0 && rows[victimID].lag == 0
+	})
+	if ids := clustertoolsReplicaIDs(st.observers); !slices.Equal(ids, []int32{min(viaID, victimID), max(viaID, victimID)}) {
+		t.Fatalf("CurrentObservers %v, want %d and %d", ids, viaID, victimID)
+	}
+	if r := rows[ctrlID]; len(rows) != 3 || r.status != "Leader" || r.logEndOffset != st.highWatermark || r.lag != 0 {
+		t.Fatalf("--replication %+v: want the controller %d leading at %d", rows, ctrlID, st.highWatermark)
+	}
+	for _, id := range []int32{viaID, victimID} {
+		r := rows[id]
+		if r.status != "Observer" || r.logEndOffset != st.highWatermark || r.lag != 0 || time.Since(time.UnixMilli(r.lastFetch)) > 5*time.Second || r.lastCaughtUp > r.lastFetch {
+			t.Fatalf("--replication row of broker %d %+v: want a caught-up observer at %d fetching now", id, r, st.highWatermark)
+		}
+	}
+	for _, args := range [][]string{{"list-endpoints"}, {"list-endpoints", "--include-fenced-brokers"}} {
+		if eps := clustertoolsEndpoints(t, mustTool(t, tool("cluster", args...)...)); !maps.Equal(eps, endpoints) {
+			t.Fatalf("%v: %+v, ListBrokers %+v", args, eps, endpoints)
+		}
+	}
+
 	unregister := func(to, id int32) (int16, string) {
 		t.Helper()
 		req := kmsg.NewPtrUnregisterBrokerRequest()
@@ -109,7 +194,15 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	if code, _ := unregister(viaID, 7); code != kerr.BrokerIDNotRegistered.Code {
 		t.Fatalf("unregistering unknown broker 7: code %d, want BROKER_ID_NOT_REGISTERED", code)
 	}
+	clusterToolRefused(t, fmt.Sprintf("unregister broker %d: INVALID_REQUEST: broker %d (%s) is alive: only a dead broker can be unregistered", victimID, victimID, victim),
+		tool("cluster", "unregister", "--id", strconv.Itoa(int(victimID)))...)
+	clusterToolRefused(t, fmt.Sprintf("unregister broker %d: INVALID_REQUEST: broker %d (%s) is alive", ctrlID, ctrlID, ctrl),
+		tool("cluster", "unregister", "--id", strconv.Itoa(int(ctrlID)))...)
+	if eps := clustertoolsEndpoints(t, mustTool(t, tool("cluster", "list-endpoints")...)); !maps.Equal(eps, endpoints) {
+		t.Fatalf("list-endpoints after the refusals: %+v", eps)
+	}
 
+	killed := time.Now()
 	c.brokers[victim].kill()
 	fenced := func() map[int32]bool {
 		req := kmsg.NewPtrDescribeClusterRequest()
@@ -134,8 +227,35 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 	if alive, fenced := brokers(); alive != 2 || fenced != 1 {
 		t.Fatalf("kaas_brokers with a dead broker: alive %v, fenced %v", alive, fenced)
 	}
-	if code, msg := unregister(viaID, victimID); code != 0 {
-		t.Fatalf("unregistering dead broker %d: code %d %q", victimID, code, msg)
+	// The dead broker: listed fenced only when asked for; still an
+	// observer, as a Kafka observer that stopped fetching is (until its
+	// session times out), at the last file it applied, behind the file that
+	// fenced it, its last fetch before it died.
+	alive := maps.Clone(endpoints)
+	delete(alive, victimID)
+	if eps := clustertoolsEndpoints(t, mustTool(t, tool("cluster", "list-endpoints")...)); !maps.Equal(eps, alive) {
+		t.Fatalf("list-endpoints with broker %d dead: %+v, want %+v", victimID, eps, alive)
+	}
+	withFenced := maps.Clone(endpoints)
+	withFenced[victimID] = clustertoolsEndpoint{host: endpoints[victimID].host, port: endpoints[victimID].port, rack: endpoints[victimID].rack, state: "fenced"}
+	if eps := clustertoolsEndpoints(t, mustTool(t, tool("cluster", "list-endpoints", "--include-fenced-brokers")...)); !maps.Equal(eps, withFenced) {
+		t.Fatalf("list-endpoints --include-fenced-brokers with broker %d dead: %+v, want %+v", victimID, eps, withFenced)
+	}
+	waitUntil(t, 10*time.Second, "the broker left caught up with the file fencing the dead one", func() bool {
+		return replication()[viaID].lag == 0
+	})
+	st = status()
+	if ids := clustertoolsReplicaIDs(st.observers); !slices.Equal(ids, []int32{min(viaID, victimID), max(viaID, victimID)}) {
+		t.Fatalf("CurrentObservers with broker %d dead: %v", victimID, ids)
+	}
+	rows = replication()
+	if r := rows[victimID]; r.status != "Observer" || r.lag < 1 || r.logEndOffset+r.lag != rows[ctrlID].logEndOffset ||
+		time.UnixMilli(r.lastFetch).After(killed.Add(time.Second)) || time.Since(time.UnixMilli(r.lastFetch)) < time.Second || r.lastCaughtUp > r.lastFetch {
+		t.Fatalf("--replication row of dead broker %d (killed at %d) %+v, leader %+v", victimID, killed.UnixMilli(), r, rows[ctrlID])
+	}
+	t.Logf("dead observer %d: %+v, leader %+v, killed at %d", victimID, rows[victimID], rows[ctrlID], killed.UnixMilli())
+	if out := mustTool(t, tool("cluster", "unregister", "--id", strconv.Itoa(int(victimID)))...); out != fmt.Sprintf("Broker %d is no longer registered.\n", victimID) {
+		t.Fatalf("unregister dead broker %d: %q", victimID, out)
 	}
 	// Answered once the controller wrote the file without it.
 	a, err = assignment.ReadFile(assignment.Path(c.dataDir))
@@ -150,8 +270,13 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 		_, listed := f[victimID]
 		return len(f) == 2 && !listed
 	})
-	if code, _ := unregister(viaID, victimID); code != kerr.BrokerIDNotRegistered.Code {
-		t.Fatalf("unregistering broker %d twice: code %d, want BROKER_ID_NOT_REGISTERED", victimID, code)
+	clusterToolRefused(t, fmt.Sprintf("unregister broker %d: BROKER_ID_NOT_REGISTERED: broker %d is not registered", victimID, victimID),
+		tool("cluster", "unregister", "--id", strconv.Itoa(int(victimID)))...)
+	if eps := clustertoolsEndpoints(t, mustTool(t, tool("cluster", "list-endpoints", "--include-fenced-brokers")...)); !maps.Equal(eps, alive) {
+		t.Fatalf("list-endpoints --include-fenced-brokers after unregistering: %+v, want %+v", eps, alive)
+	}
+	if ids := clustertoolsReplicaIDs(status().observers); !slices.Equal(ids, []int32{viaID}) {
+		t.Fatalf("CurrentObservers after unregistering: %v", ids)
 	}
 	if alive, fenced := brokers(); alive != 2 || fenced != 0 {
 		t.Fatalf("kaas_brokers after unregistering: alive %v, fenced %v", alive, fenced)
@@ -197,6 +322,14 @@ func TestUnregisterBrokerAfterScaleDown(t *testing.T) {
 		fencedNow, listed := f[victimID]
 		a, err := assignment.ReadFile(assignment.Path(c.dataDir))
 		return listed && !fencedNow && err == nil && slices.Contains(a.ConsumerGroups.Slots, victim) && len(a.ConsumerGroups.Held) == 0
+	})
+	eps := clustertoolsEndpoints(t, mustTool(t, tool("cluster", "list-endpoints")...))
+	if len(eps) != 3 || eps[victimID].state != "unfenced" || net.JoinHostPort(eps[victimID].host, strconv.Itoa(int(eps[victimID].port))) != c.brokers[victim].kafka {
+		t.Fatalf("list-endpoints after the broker came back: %+v", eps)
+	}
+	waitUntil(t, 10*time.Second, "the broker back among the observers, caught up", func() bool {
+		ids := clustertoolsReplicaIDs(status().observers)
+		return slices.Equal(ids, []int32{min(viaID, victimID), max(viaID, victimID)}) && replication()[victimID].lag == 0
 	})
 	got := consumeAll(t, c, "orders", 12)
 	if len(got) != 12 {
