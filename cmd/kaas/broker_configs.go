@@ -60,6 +60,7 @@ func brokerConfigs(cfg *serveConfig) map[string]conn.BrokerConfig {
 			Doc: "one copy per partition on the shared volume: the replication factor of CreateTopics with -1"},
 
 		"log.cleaner.backoff.ms":              c("cleaner-interval", topicconfig.TypeLong, ms(cfg.CleanerInterval)),
+		"log.retention.check.interval.ms":     c("retention-check-interval", topicconfig.TypeLong, ms(cfg.RetentionCheckInterval)),
 		"log.cleaner.io.max.bytes.per.second": c("cleaner-io-rate", topicconfig.TypeDouble, strconv.FormatInt(cfg.CleanerIORate, 10)),
 		"log.cleaner.dedupe.buffer.size":      c("cleaner-dedupe-buffer-size", topicconfig.TypeLong, strconv.FormatInt(cfg.CleanerBufferSize, 10)),
 

@@ -80,7 +80,7 @@ func (b *broker) startCluster(cfg *serveConfig, opener storage.Opener) error {
 		HeartbeatAddr: cfg.AdvertisedHeartbeatAddr,
 		Store:         b.views,
 		Opener:        opener,
-		Partition: partition.Config{Opener: opener, Log: b.partitionLog(), Fence: b.fence, Cleaner: b.cleaner(cfg), RunHandoff: b.runHandoff,
+		Partition: partition.Config{Opener: opener, Log: b.partitionLog(), Fence: b.fence, Cleaner: b.cleaner(cfg), MaintenanceInterval: cfg.RetentionCheckInterval, RunHandoff: b.runHandoff,
 			ProducerExpiration: b.dynCfgs.ProducerExpiration},
 		DataDir:           cfg.DataDir,
 		Fence:             b.fence,

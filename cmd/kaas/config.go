@@ -46,14 +46,17 @@ type serveConfig struct {
 	CleanerIORate     int64
 	CleanerBufferSize int64
 	CleanerInterval   time.Duration
-	AutoCreateTopics  bool
-	ClientTelemetry   bool
-	TelemetryMaxBytes int
-	DefaultPartitions int
-	ClusterID         string
-	BrokerID          int
-	Rack              string
-	DebugChaos        bool
+	// RetentionCheckInterval is how often each partition leader enforces
+	// retention.ms and retention.bytes.
+	RetentionCheckInterval time.Duration
+	AutoCreateTopics       bool
+	ClientTelemetry        bool
+	TelemetryMaxBytes      int
+	DefaultPartitions      int
+	ClusterID              string
+	BrokerID               int
+	Rack                   string
+	DebugChaos             bool
 
 	// client quotas
 	QuotaWindowNum  int
@@ -227,6 +230,7 @@ func newServeFlags(cfg *serveConfig, out io.Writer) *flag.FlagSet {
 	fs.Int64Var(&cfg.CleanerIORate, "cleaner-io-rate", 64<<20, "log cleaner (cleanup.policy=compact): bytes per second every compaction pass of the broker reads and writes, together; 0 is unthrottled (Kafka's log.cleaner.io.max.bytes.per.second)")
 	fs.Int64Var(&cfg.CleanerBufferSize, "cleaner-dedupe-buffer-size", 128<<20, "log cleaner: memory bound of one pass's key map, in bytes (about 48 bytes a distinct key); a partition with more distinct dirty keys cleans in several passes (Kafka's log.cleaner.dedupe.buffer.size)")
 	fs.DurationVar(&cfg.CleanerInterval, "cleaner-interval", 15*time.Second, "log cleaner: how often a compacted partition checks whether it is dirty enough to clean (Kafka's log.cleaner.backoff.ms)")
+	fs.DurationVar(&cfg.RetentionCheckInterval, "retention-check-interval", 30*time.Second, "how often each partition's leader deletes the segments retention.ms and retention.bytes no longer keep (Kafka's log.retention.check.interval.ms)")
 	fs.IntVar(&cfg.QuotaWindowNum, "quota-window-num", 11, "client quotas: samples a byte rate is measured over (Kafka's quota.window.num)")
 	fs.DurationVar(&cfg.QuotaWindowSize, "quota-window-size", time.Second, "client quotas: length of one rate sample (Kafka's quota.window.size.seconds)")
 	cfg.GroupBounds = newGroupBounds()
@@ -295,6 +299,9 @@ func (c *serveConfig) validate() error {
 	if c.CleanerIORate < 0 || c.CleanerBufferSize < 1<<20 || c.CleanerInterval <= 0 {
 		return fmt.Errorf("--cleaner-io-rate %d, --cleaner-dedupe-buffer-size %d, --cleaner-interval %s: want a rate >= 0, a buffer >= 1 MiB and a positive interval",
 			c.CleanerIORate, c.CleanerBufferSize, c.CleanerInterval)
+	}
+	if c.RetentionCheckInterval < time.Millisecond {
+		return fmt.Errorf("--retention-check-interval %s: want at least 1ms", c.RetentionCheckInterval)
 	}
 	if c.QuotaWindowNum < 2 || c.QuotaWindowSize <= 0 {
 		return fmt.Errorf("--quota-window-num %d, --quota-window-size %s: want at least 2 samples of a positive length", c.QuotaWindowNum, c.QuotaWindowSize)

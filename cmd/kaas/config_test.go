@@ -48,6 +48,10 @@ func TestParseServeFlagsAndEnv(t *testing.T) {
 		{"bad address", []string{"--kafka-addr", "nope"}, nil, "--kafka-addr", nil},
 		{"tiny request size", []string{"--max-request-size", "10"}, nil, "--max-request-size", nil},
 		{"bad fsync mode", []string{"--fsync", "never"}, nil, "--fsync", nil},
+		{"retention check interval", nil, map[string]string{"KAAS_RETENTION_CHECK_INTERVAL": "5m"}, "", func(c *serveConfig) bool {
+			return c.RetentionCheckInterval == 5*time.Minute
+		}},
+		{"zero retention check interval", []string{"--retention-check-interval", "0s"}, nil, "--retention-check-interval 0s: want at least 1ms", nil},
 		{"connection limits", []string{"--max-connections", "500", "--max-connections-per-ip-overrides", "10.0.0.1:50"},
 			map[string]string{"KAAS_MAX_CONNECTIONS_PER_IP": "20"}, "", func(c *serveConfig) bool {
 				return c.MaxConnections == 500 && c.MaxConnectionsPerIP == 20 && c.MaxConnectionsPerIPOverrides == "10.0.0.1:50"

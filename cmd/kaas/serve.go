@@ -281,7 +281,7 @@ func (b *broker) startLocal(cfg *serveConfig, opener storage.Opener, registry su
 		Self:      self,
 		Store:     b.views,
 		Opener:    opener,
-		Partition: partition.Config{Opener: opener, Log: b.partitionLog(), Cleaner: b.cleaner(cfg), RunHandoff: b.runHandoff,
+		Partition: partition.Config{Opener: opener, Log: b.partitionLog(), Cleaner: b.cleaner(cfg), MaintenanceInterval: cfg.RetentionCheckInterval, RunHandoff: b.runHandoff,
 			ProducerExpiration: b.dynCfgs.ProducerExpiration},
 		DefaultPartitions: int32(cfg.DefaultPartitions),
 		TopicDefaults:     b.dynCfgs.TopicDefaults,

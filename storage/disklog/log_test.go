@@ -355,17 +355,75 @@ func TestRetentionAndDeleteRecords(t *testing.T) {
 	if l2.StartOffset() != start+7 || l2.NextOffset() != 100 {
 		t.Fatalf("after crash: start %d (want %d) next %d", l2.StartOffset(), start+7, l2.NextOffset())
 	}
-	// Retention by time: everything but the active segment expires.
+	// Retention by time: every segment expires, the active one too (rolled
+	// first): one empty segment is left.
 	l2.SetConfig(storage.LogConfig{SegmentBytes: 1000, RetentionMs: time.Hour, RetentionBytes: -1})
 	now = now.Add(2 * time.Hour)
+	if _, err := l2.Sync(); err != nil { // the recovered tail known durable
+		t.Fatal(err)
+	}
 	if err := l2.EnforceRetention(now); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(segFiles(t, l2.Dir(), logSuffix)); n != 1 {
-		t.Fatalf("%d segments after retention.ms, want only the active one", n)
+		t.Fatalf("%d segments after retention.ms, want only a new active one", n)
 	}
-	if l2.NextOffset() != 100 || l2.StartOffset() < 95 {
+	if l2.NextOffset() != 100 || l2.StartOffset() != 100 {
 		t.Fatalf("after retention.ms start %d next %d", l2.StartOffset(), l2.NextOffset())
+	}
+}
+
+// TestRetentionDeletesAnExpiredActiveSegment: as Kafka, a quiet partition
+// keeps nothing older than retention.ms, the active segment included (it is
+// rolled, then deleted), but only once all of it is durable; the log goes
+// on at its end and its start survives a crash.
+func TestRetentionDeletesAnExpiredActiveSegment(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	o := testOpener(t, t.TempDir(), Clock(func() time.Time { return now }))
+	cfg := storage.LogConfig{RetentionMs: time.Hour, RetentionBytes: -1}
+	l := openLogT(t, o, cfg)
+	appendN(t, l, 10, 1, 100, now.UnixMilli())
+	if err := l.EnforceRetention(now.Add(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if l.StartOffset() != 0 {
+		t.Fatalf("records not yet durable deleted: start %d", l.StartOffset())
+	}
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.EnforceRetention(now.Add(30 * time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if l.StartOffset() != 0 || len(segFiles(t, l.Dir(), logSuffix)) != 1 {
+		t.Fatalf("within retention.ms: start %d, %d segments", l.StartOffset(), len(segFiles(t, l.Dir(), logSuffix)))
+	}
+	if err := l.EnforceRetention(now.Add(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if l.StartOffset() != 10 || l.NextOffset() != 10 || len(segFiles(t, l.Dir(), logSuffix)) != 1 {
+		t.Fatalf("after retention.ms: start %d next %d, %d segments", l.StartOffset(), l.NextOffset(), len(segFiles(t, l.Dir(), logSuffix)))
+	}
+	if _, err := l.Read(9, 1<<20, 10); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+		t.Fatalf("read of a deleted offset: %v", err)
+	}
+	if r, err := l.Read(10, 1<<20, 10); err != nil || r.Len() != 0 {
+		t.Fatalf("read at the end: %v", err)
+	}
+	// The new, empty active segment is not rolled again.
+	if err := l.EnforceRetention(now.Add(3 * time.Hour)); err != nil || len(segFiles(t, l.Dir(), logSuffix)) != 1 {
+		t.Fatalf("an empty active segment: %v, %d segments", err, len(segFiles(t, l.Dir(), logSuffix)))
+	}
+	bs := appendN(t, l, 1, 1, 100, now.Add(3*time.Hour).UnixMilli())
+	if _, err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // janitor: the start-offset file
+	l.crash()
+	l2 := openLogT(t, o, cfg)
+	defer l2.Close()
+	if l2.StartOffset() != 10 || l2.NextOffset() != 11 || !bytes.Equal(readAll(t, l2, 10), bs[0]) {
+		t.Fatalf("after a crash: start %d next %d", l2.StartOffset(), l2.NextOffset())
 	}
 }
 

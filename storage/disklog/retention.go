@@ -45,7 +45,11 @@ func (l *Log) SetStartOffset(off int64) error {
 
 // EnforceRetention implements storage.Log: segment.ms rolling of the active
 // segment, then retention.ms / retention.bytes over whole sealed segments,
-// oldest first. Deletion is a rename aside; unlinks happen later.
+// oldest first. Deletion is a rename aside; unlinks happen later. An active
+// segment whose newest record retention.ms has passed is rolled first, so
+// that it can go too, as Kafka deletes an expired active segment: a quiet
+// topic keeps nothing older than retention.ms. It is rolled only once all
+// of it is durable, as Kafka deletes nothing at or past the high watermark.
 func (l *Log) EnforceRetention(now time.Time) error {
 	if l.isClosed() {
 		return storage.ErrClosed
@@ -55,9 +59,10 @@ func (l *Log) EnforceRetention(now time.Time) error {
 	l.mu.RUnlock()
 	a := l.active
 	a.mu.RLock()
-	asize, acreated, ajitter := a.size, a.created, a.jitter
+	asize, acreated, ajitter, amaxTS := a.size, a.created, a.jitter, a.maxTS
 	a.mu.RUnlock()
-	if asize > 0 && rollDue(cfg, acreated, ajitter, now) {
+	expired := retentionPassed(cfg, amaxTS, acreated, now) && l.durable.Load() >= l.next.Load()
+	if asize > 0 && (expired || rollDue(cfg, acreated, ajitter, now)) {
 		if err := l.roll(a.epoch, l.next.Load()); err != nil {
 			return err
 		}
@@ -94,14 +99,7 @@ func (l *Log) EnforceRetention(now time.Time) error {
 		if cfg.RetentionBytes <= 0 {
 			m = get(i)
 		}
-		expired := false
-		if cfg.RetentionMs > 0 {
-			ts := m.maxTS
-			if ts < 0 {
-				ts = m.created.UnixMilli()
-			}
-			expired = now.UnixMilli()-ts > cfg.RetentionMs.Milliseconds()
-		}
+		expired := retentionPassed(cfg, m.maxTS, m.created, now)
 		oversize := cfg.RetentionBytes > 0 && total-m.size >= cfg.RetentionBytes
 		if !expired && !oversize {
 			break
@@ -457,6 +455,19 @@ func (l *Log) Size() int64 {
 // rollDue reports whether an active segment created at created rolls by
 // time at now: segment.ms after its first append, less its share (jitter)
 // of segment.jitter.ms, the jitter capped at segment.ms as Kafka caps it.
+// retentionPassed reports whether retention.ms has passed a segment's newest
+// timestamp (maxTS; when it was created if no batch has one, as Kafka falls
+// back to the segment file's modification time).
+func retentionPassed(cfg storage.LogConfig, maxTS int64, created, now time.Time) bool {
+	if cfg.RetentionMs <= 0 {
+		return false
+	}
+	if maxTS < 0 {
+		maxTS = created.UnixMilli()
+	}
+	return now.UnixMilli()-maxTS > cfg.RetentionMs.Milliseconds()
+}
+
 func rollDue(cfg storage.LogConfig, created time.Time, jitter float64, now time.Time) bool {
 	if cfg.SegmentMs <= 0 {
 		return false

@@ -54,7 +54,10 @@ type segment struct {
 	chunks  []*chunk
 	size    int64
 	created time.Time
-	gone    bool // dropped from its log
+	// maxTS is the newest timestamp of its batches (-1: none), what
+	// retention.ms is measured from.
+	maxTS int64
+	gone  bool // dropped from its log
 }
 
 // add appends e, taking a reference on its chunk the first time.
@@ -65,6 +68,17 @@ func (s *segment) add(e entry) {
 	}
 	s.entries = append(s.entries, e)
 	s.size += int64(e.n)
+	s.maxTS = max(s.maxTS, e.maxTS())
+}
+
+// newest is the time retention.ms is measured from: its newest timestamp,
+// or when it was created if no batch has one (as Kafka falls back to the
+// segment file's modification time).
+func (s *segment) newest() int64 {
+	if s.maxTS >= 0 {
+		return s.maxTS
+	}
+	return s.created.UnixMilli()
 }
 
 // drop releases the segment's chunks.
@@ -194,7 +208,7 @@ func (l *Log) Append(b []byte, h batch.Header) error {
 	if n := len(l.segments); n > 0 && l.segments[n-1].size < l.segmentBytes() {
 		seg = l.segments[n-1]
 	} else {
-		seg = &segment{created: l.now()}
+		seg = &segment{created: l.now(), maxTS: -1}
 		l.segments = append(l.segments, seg)
 	}
 	seg.add(e)
@@ -369,8 +383,12 @@ func (l *Log) dropBelowStart() {
 	}
 }
 
-// EnforceRetention implements storage.Log: whole segments are dropped, never
-// the active one, as Kafka does.
+// EnforceRetention implements storage.Log: whole segments are dropped,
+// oldest first, while retention.ms has passed their newest record or the
+// log without them still holds retention.bytes. The last segment goes too
+// when retention.ms has passed its newest record, as Kafka deletes an
+// expired active segment (after rolling a new one), so a quiet topic keeps
+// nothing older than retention.ms.
 func (l *Log) EnforceRetention(now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -378,11 +396,11 @@ func (l *Log) EnforceRetention(now time.Time) error {
 	if limit <= 0 {
 		limit = l.defaultCap
 	}
-	for len(l.segments) > 1 {
+	for len(l.segments) > 0 {
 		s := l.segments[0]
 		last := s.entries[len(s.entries)-1]
-		expired := l.cfg.RetentionMs > 0 && now.UnixMilli()-last.maxTS() > l.cfg.RetentionMs.Milliseconds()
-		oversize := limit > 0 && l.size-s.size >= limit
+		expired := l.cfg.RetentionMs > 0 && now.UnixMilli()-s.newest() > l.cfg.RetentionMs.Milliseconds()
+		oversize := len(l.segments) > 1 && limit > 0 && l.size-s.size >= limit
 		if !expired && !oversize {
 			break
 		}

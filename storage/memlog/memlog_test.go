@@ -89,6 +89,35 @@ func TestRetentionBySizeAndTime(t *testing.T) {
 	}
 }
 
+// As Kafka, a quiet partition keeps nothing older than retention.ms: the
+// last segment goes too, measured from its newest record, and the log goes
+// on at its end.
+func TestRetentionDropsAnExpiredLastSegment(t *testing.T) {
+	now := time.Now()
+	l := New(storage.LogConfig{RetentionMs: time.Hour, RetentionBytes: -1})
+	appendN(t, l, 5, 100, now.Add(-3*time.Hour).UnixMilli())
+	appendN(t, l, 1, 100, now.Add(-90*time.Minute).UnixMilli())
+	if err := l.EnforceRetention(now.Add(-40 * time.Minute)); err != nil || l.StartOffset() != 0 {
+		t.Fatalf("newest record within retention.ms: %v, start %d", err, l.StartOffset())
+	}
+	if err := l.EnforceRetention(now); err != nil || l.StartOffset() != 6 || l.NextOffset() != 6 || l.Size() != 0 {
+		t.Fatalf("after retention.ms: %v, start %d next %d size %d", err, l.StartOffset(), l.NextOffset(), l.Size())
+	}
+	if _, err := l.Read(5, 100, 6); !errors.Is(err, storage.ErrOffsetOutOfRange) {
+		t.Fatalf("read of a dropped offset: %v", err)
+	}
+	if r, err := l.Read(6, 100, 6); err != nil || r.Len() != 0 {
+		t.Fatalf("read at the end: %v", err)
+	}
+	appendN(t, l, 2, 100, now.UnixMilli())
+	if l.StartOffset() != 6 || l.NextOffset() != 8 {
+		t.Fatalf("after appending: start %d next %d", l.StartOffset(), l.NextOffset())
+	}
+	if r, err := l.Read(6, 1<<20, 8); err != nil || r.Len() == 0 {
+		t.Fatalf("read of the new records: %v", err)
+	}
+}
+
 func TestDefaultCapBoundsMemory(t *testing.T) {
 	l := New(storage.LogConfig{RetentionBytes: -1, RetentionMs: -1})
 	l.defaultCap = 20 << 20
