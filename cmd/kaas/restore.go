@@ -194,8 +194,13 @@ func planRestore(file *assignment.Assignment, objs []*unstructured.Unstructured,
 			p.create = append(p.create, name)
 		}
 	}
+	// By topic id: a directory holds the first characters of a long name.
+	ids := map[string]bool{}
+	for _, t := range file.Topics {
+		ids[t.ID] = true
+	}
 	for _, d := range dirs {
-		if t, ok := file.Topics[d.Topic]; (!ok || t.ID != d.TopicID) && !routing.IsInternal(d.Topic) {
+		if !ids[d.TopicID] && !routing.IsInternal(d.Topic) {
 			p.strays = append(p.strays, d)
 		}
 	}

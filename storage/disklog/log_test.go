@@ -983,3 +983,51 @@ func TestParseDirName(t *testing.T) {
 		}
 	}
 }
+
+// TestLongTopicName: a partition of a topic whose name has Kafka's longest
+// length (249) and a partition number of ten digits gets a directory whose
+// name, set aside too, fits a file name (255 bytes): its log opens, keeps
+// what it was given across a reopen, is listed by its topic id, and is
+// removed through the listed id.
+func TestLongTopicName(t *testing.T) {
+	o := testOpener(t, t.TempDir(), DeleteDelay(time.Hour))
+	id := storage.PartitionID{Topic: strings.Repeat("x", 249), TopicID: "0123abcd-0000-4000-8000-00000000000f", Partition: 2147483647}
+	name := dirName(id)
+	if len(name) > maxDirName || len(name+".-9223372036854775808"+deletedSuffix) > 255 {
+		t.Fatalf("dirName is %d bytes", len(name))
+	}
+	if got, ok := ParseDirName(name); !ok || got.TopicID != id.TopicID || got.Partition != id.Partition || !strings.HasPrefix(id.Topic, got.Topic) || dirName(got) != name {
+		t.Fatalf("ParseDirName(dirName) = %+v, %v", got, ok)
+	}
+	l := openID(t, o, id)
+	bs := appendN(t, l, 3, 1, 10, 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openID(t, o, id)
+	if l.NextOffset() != 3 || !bytes.Equal(readAll(t, l, 0), concat(bs)) {
+		t.Fatalf("reopened: next %d", l.NextOffset())
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := o.Partitions()
+	if err != nil || len(ids) != 1 || ids[0].TopicID != id.TopicID || ids[0].Partition != id.Partition {
+		t.Fatalf("Partitions() = %+v, %v", ids, err)
+	}
+	if err := o.Remove(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := o.Partitions(); err != nil || len(ids) != 0 {
+		t.Fatalf("after Remove: %+v, %v", ids, err)
+	}
+}
+
+func openID(t *testing.T, o *Opener, id storage.PartitionID) *Log {
+	t.Helper()
+	l, err := o.Open(id, storage.LogConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.(*Log)
+}

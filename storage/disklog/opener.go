@@ -205,13 +205,28 @@ func (o *Opener) PartitionDir(id storage.PartitionID) string {
 	return filepath.Join(o.dir, dirName(id))
 }
 
+// maxDirName is the longest partition directory name: a file name's limit
+// (NAME_MAX, 255 bytes) less what Remove appends to set a directory aside.
+const maxDirName = 255 - len(".-9223372036854775808") - len(deletedSuffix)
+
+// dirName is <topic>-<partition>-<topic id>. The topic id names the topic;
+// the name is there for people, and a name too long to fit (Kafka allows
+// 249 characters) is cut to its first characters. A cut name's dirName is
+// itself, so ParseDirName's result names the same directory.
 func dirName(id storage.PartitionID) string {
-	return fmt.Sprintf("%s-%d-%s", id.Topic, id.Partition, id.TopicID)
+	suffix := fmt.Sprintf("-%d-%s", id.Partition, id.TopicID)
+	topic := id.Topic
+	if len(topic)+len(suffix) > maxDirName {
+		topic = topic[:max(maxDirName-len(suffix), 0)]
+	}
+	return topic + suffix
 }
 
 // ParseDirName parses a partition directory's name (dirName) whose topic
 // id is a UUID in its text form, the form kaas gives every topic; false for
-// anything else (a directory set aside, the registry, the groups).
+// anything else (a directory set aside, the registry, the groups). The
+// topic is as the name holds it: the first characters of a long one, so
+// callers match directories to topics by topic id.
 func ParseDirName(name string) (storage.PartitionID, bool) {
 	const uuidLen = 36
 	if len(name) < uuidLen+4 || name[len(name)-uuidLen-1] != '-' {
