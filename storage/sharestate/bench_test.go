@@ -33,7 +33,7 @@ func BenchmarkSaveAt(b *testing.B) {
 		unlock()
 		dir, base := s.files("g", "t", 0)
 		for b.Loop() {
-			unlock, err := s.lock(dir, base)
+			unlock, err := s.lock(dir, base, "t")
 			if err != nil {
 				b.Fatal(err)
 			}

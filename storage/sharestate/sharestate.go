@@ -23,10 +23,21 @@
 // assignment file, the same for a reload from the same file; the new mark
 // refuses the saves of the old state that reach the volume after such a
 // reload.
+//
+// A share-partition's files are named after its topic (the stem) when the
+// name fits a file name with every suffix the store and atomicfile append
+// (maxPlainStem). A longer topic name (Kafka allows 249 characters) is
+// stood for by "~" and a hash of the name ("~" is not a topic character,
+// so the stem is never a topic's own name), and the share-partition's
+// <stem>-<partition>.topic holds the full name, written before any other
+// file of the share-partition and removed with the last: the store's
+// listings (Partitions, DropTopics) read the topic from it.
 package sharestate
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -84,35 +95,145 @@ func New(dataDir string) (*Store, error) {
 	return &Store{dir: dir}, nil
 }
 
+// Suffixes of a share-partition's files other than its snapshot
+// (StateSuffix).
+const (
+	markSuffix  = ".mark"
+	claimSuffix = ".claim"
+	lockSuffix  = claimSuffix + ".lock"
+	// topicSuffix ends the file holding the topic's name, beside the
+	// files of a hashed stem only.
+	topicSuffix = ".topic"
+)
+
+// maxPlainStem is the longest topic name that is its files' stem: a file
+// name's limit (NAME_MAX, 255 bytes) less the longest name built on the
+// stem, "-" and the partition, then the longest suffix written (".claim",
+// ".state") in atomicfile's longer temporary form, "." + name +
+// ".tmp-<random>" (the store writes name + ".tmp", and ".claim.lock" is
+// shorter: the difference is the margin).
+const maxPlainStem = 255 - len("-2147483647") - len(claimSuffix) - len("."+atomicfile.TmpSuffix+"-4294967295")
+
+// hashedStemPrefix starts a stem that stands for a topic name too long to
+// be one; no topic name starts with it.
+const hashedStemPrefix = "~"
+
+// stem is what a share-partition's file names hold of its topic: the name
+// when it fits (maxPlainStem), else "~" and the hex of the first 16 bytes
+// of the name's SHA-256.
+func stem(topic string) string {
+	if len(topic) <= maxPlainStem {
+		return topic
+	}
+	sum := sha256.Sum256([]byte(topic))
+	return hashedStemPrefix + hex.EncodeToString(sum[:16])
+}
+
 func (s *Store) path(group, topic string, partition int32) (dir, name string) {
 	dir, base := s.files(group, topic, partition)
 	return dir, base + StateSuffix
 }
 
 // files is a share-partition's directory and its files' name without a
-// suffix (<topic>-<partition>).
+// suffix (<stem>-<partition>).
 func (s *Store) files(group, topic string, partition int32) (dir, base string) {
-	return filepath.Join(s.dir, groupstore.DirName(group)), topic + "-" + strconv.Itoa(int(partition))
+	return filepath.Join(s.dir, groupstore.DirName(group)), stem(topic) + "-" + strconv.Itoa(int(partition))
 }
 
 // claimOf is the claim of the share-partition whose files are dir/base*:
 // <base>.claim, locked through <base>.claim.lock.
-func claimOf(dir, base string) claim.File { return claim.File{Dir: dir, Name: base + ".claim"} }
+func claimOf(dir, base string) claim.File { return claim.File{Dir: dir, Name: base + claimSuffix} }
 
-// lock takes the claim lock of the share-partition whose files are
-// dir/base* (creating dir); without Claims it takes none.
-func (s *Store) lock(dir, base string) (unlock func(), err error) {
+// lock takes the claim lock of topic's share-partition whose files are
+// dir/base*, creating dir and, for a hashed stem, the topic's record:
+// before the lock file, so that file is not left without it, and again
+// under the lock, as a Delete or DropTopics that held it may have removed
+// the record. Without Claims it takes none.
+func (s *Store) lock(dir, base, topic string) (unlock func(), err error) {
 	if !s.Claims {
 		return func() {}, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("share state dir: %w", err)
 	}
+	if err := recordTopic(dir, base, topic); err != nil {
+		return nil, err
+	}
 	unlock, err = claimOf(dir, base).Lock()
 	if err != nil {
 		return nil, fmt.Errorf("share state %s/%s: %w", dir, base, err)
 	}
+	if err := recordTopic(dir, base, topic); err != nil {
+		unlock()
+		return nil, err
+	}
 	return unlock, nil
+}
+
+// recordTopic makes sure dir/base.topic holds topic when base's stem is
+// hashed: written when missing, or when what it holds is not a name of
+// that stem (damaged). A record of another name of the same stem (a hash
+// collision) is an error: the files are that topic's.
+func recordTopic(dir, base, topic string) error {
+	st := stem(topic)
+	if !strings.HasPrefix(st, hashedStemPrefix) {
+		return nil
+	}
+	name := base + topicSuffix
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	switch {
+	case err == nil && string(b) == topic:
+		return nil
+	case err == nil && stem(string(b)) == st:
+		return fmt.Errorf("share state %s/%s: holds topic %q, not %q: both names have stem %s", dir, name, b, topic, st)
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("read share state topic %s/%s: %w", dir, name, err)
+	}
+	// Unique temporary names: brokers sharing the volume may record the
+	// same topic at once.
+	if _, err := atomicfile.WriteWith(dir, name, []byte(topic), atomicfile.Options{Mode: 0o644, UniqueTmp: true}); err != nil {
+		return fmt.Errorf("write share state topic %s/%s: %w", dir, name, err)
+	}
+	return nil
+}
+
+// topicOf is the topic and partition of the share-partition whose files
+// are dir/base*: parsed from base, the topic read from base.topic for a
+// hashed stem. ok is false for a base that is no share-partition's. A
+// record missing, unreadable or not of the stem is an error.
+func topicOf(dir, base string) (topic string, partition int32, ok bool, err error) {
+	st, partition, ok := splitName(base)
+	if !ok || !strings.HasPrefix(st, hashedStemPrefix) {
+		return st, partition, ok, nil
+	}
+	name := base + topicSuffix
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return "", 0, false, fmt.Errorf("read share state topic %s/%s: %w", dir, name, err)
+	}
+	if stem(string(b)) != st {
+		return "", 0, false, fmt.Errorf("share state topic %s/%s: %w: holds %q, whose stem is not %s", dir, name, ErrCorrupt, b, st)
+	}
+	return string(b), partition, true, nil
+}
+
+// removeTopicRecord removes dir/base.topic when no other file of the
+// share-partition is left (the record goes last, so a file is never left
+// without it).
+func removeTopicRecord(dir, base string) error {
+	if !strings.HasPrefix(base, hashedStemPrefix) {
+		return nil
+	}
+	for _, suffix := range []string{StateSuffix, markSuffix, claimSuffix, lockSuffix} {
+		_, err := os.Lstat(filepath.Join(dir, base+suffix))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("share state %s/%s: %w", dir, base+suffix, err)
+		}
+	}
+	return removeSynced(dir, base+topicSuffix)
 }
 
 // Claim records at, the position of the assignment file from which this
@@ -124,7 +245,7 @@ func (s *Store) lock(dir, base string) (unlock func(), err error) {
 // Without Claims it records and locks nothing.
 func (s *Store) Claim(group, topic string, partition int32, at assignment.Position) (unlock func(), err error) {
 	dir, base := s.files(group, topic, partition)
-	unlock, err = s.lock(dir, base)
+	unlock, err = s.lock(dir, base, topic)
 	if err != nil || !s.Claims {
 		return unlock, err
 	}
@@ -172,7 +293,7 @@ func (s *Store) SaveAt(group, topic string, partition int32, at assignment.Posit
 		return s.Save(group, topic, partition, snap)
 	}
 	dir, base := s.files(group, topic, partition)
-	unlock, err := s.lock(dir, base)
+	unlock, err := s.lock(dir, base, topic)
 	if err != nil {
 		return err
 	}
@@ -212,7 +333,7 @@ func (s *Store) fence(group, topic string, partition int32, at assignment.Positi
 // there is no claim to remove.
 func (s *Store) Set(group, topic string, partition int32, snap *Snapshot, mark uint64) error {
 	dir, base := s.files(group, topic, partition)
-	unlock, err := s.lock(dir, base)
+	unlock, err := s.lock(dir, base, topic)
 	if err != nil {
 		return err
 	}
@@ -234,9 +355,13 @@ func (s *Store) Set(group, topic string, partition int32, snap *Snapshot, mark u
 // Save replaces a share-partition's snapshot, unfenced: SaveAt is a
 // leader's write, Set an admin's.
 func (s *Store) Save(group, topic string, partition int32, snap Snapshot) error {
-	dir, name := s.path(group, topic, partition)
+	dir, base := s.files(group, topic, partition)
+	name := base + StateSuffix
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("share state dir: %w", err)
+	}
+	if err := recordTopic(dir, base, topic); err != nil {
+		return err
 	}
 	if err := atomicfile.Write(dir, name, Encode(snap), 0o644); err != nil {
 		return fmt.Errorf("write share state %s/%s: %w", dir, name, err)
@@ -328,6 +453,8 @@ func SameTopic(stored, current [16]byte) bool {
 }
 
 // Partitions lists the partitions a share group has state for, by topic.
+// A snapshot whose topic cannot be told (its hashed stem's record unreadable)
+// is left out of the list and reported in the error.
 func (s *Store) Partitions(group string) (map[string][]int32, error) {
 	dir := filepath.Join(s.dir, groupstore.DirName(group))
 	entries, err := os.ReadDir(dir)
@@ -338,12 +465,16 @@ func (s *Store) Partitions(group string) (map[string][]int32, error) {
 		return nil, fmt.Errorf("list share state of %q: %w", group, err)
 	}
 	out := map[string][]int32{}
+	var errs []error
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), StateSuffix)
+		base, ok := strings.CutSuffix(e.Name(), StateSuffix)
 		if !ok {
 			continue
 		}
-		topic, p, ok := splitName(name)
+		topic, p, ok, err := topicOf(dir, base)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list share state of %q: %w", group, err))
+		}
 		if !ok {
 			continue
 		}
@@ -352,15 +483,16 @@ func (s *Store) Partitions(group string) (map[string][]int32, error) {
 	for _, ps := range out {
 		slices.Sort(ps)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // Delete removes a share-partition's snapshot and its claim, under the
-// claim's lock; none is not an error. A leader that loaded the
-// share-partition finds no claim of its own and writes nothing more of it.
+// claim's lock, and the topic's record when no admin mark is left; none is
+// not an error. A leader that loaded the share-partition finds no claim of
+// its own and writes nothing more of it.
 func (s *Store) Delete(group, topic string, partition int32) error {
 	dir, base := s.files(group, topic, partition)
-	unlock, err := s.lock(dir, base)
+	unlock, err := s.lock(dir, base, topic)
 	if err != nil {
 		return err
 	}
@@ -368,7 +500,10 @@ func (s *Store) Delete(group, topic string, partition int32) error {
 	if err := s.Discard(group, topic, partition); err != nil {
 		return err
 	}
-	return removeClaim(dir, base)
+	if err := removeClaim(dir, base); err != nil {
+		return err
+	}
+	return removeTopicRecord(dir, base)
 }
 
 // Discard removes a share-partition's snapshot and leaves its claim: for
@@ -406,21 +541,23 @@ func removeSynced(dir string, names ...string) error {
 	return nil
 }
 
-// markName is the file holding a share-partition's admin mark: a token an
-// admin change (AlterShareGroupOffsets, DeleteShareGroupOffsets) replaces,
-// so the partition's leader, wherever it runs, sees that the snapshot it
-// holds in memory is no longer the share-partition's state.
-func markName(topic string, partition int32) string {
-	return topic + "-" + strconv.Itoa(int(partition)) + ".mark"
-}
+// markName is the file holding the admin mark of the share-partition
+// whose files are base*: a token an admin change (AlterShareGroupOffsets,
+// DeleteShareGroupOffsets) replaces, so the partition's leader, wherever
+// it runs, sees that the snapshot it holds in memory is no longer the
+// share-partition's state.
+func markName(base string) string { return base + markSuffix }
 
 // SaveMark replaces a share-partition's admin mark.
 func (s *Store) SaveMark(group, topic string, partition int32, mark uint64) error {
-	dir, _ := s.path(group, topic, partition)
+	dir, base := s.files(group, topic, partition)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("share state dir: %w", err)
 	}
-	name := markName(topic, partition)
+	if err := recordTopic(dir, base, topic); err != nil {
+		return err
+	}
+	name := markName(base)
 	if err := atomicfile.Write(dir, name, binary.BigEndian.AppendUint64(nil, mark), 0o644); err != nil {
 		return fmt.Errorf("write share state mark %s/%s: %w", dir, name, err)
 	}
@@ -430,8 +567,8 @@ func (s *Store) SaveMark(group, topic string, partition int32, mark uint64) erro
 // LoadMark reads a share-partition's admin mark; 0 when no admin changed
 // it.
 func (s *Store) LoadMark(group, topic string, partition int32) (uint64, error) {
-	dir, _ := s.path(group, topic, partition)
-	name := markName(topic, partition)
+	dir, base := s.files(group, topic, partition)
+	name := markName(base)
 	b, err := os.ReadFile(filepath.Join(dir, name))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -450,7 +587,8 @@ func (s *Store) LoadMark(group, topic string, partition int32) (uint64, error) {
 // deleted topic's: Kafka drops share state with its topic). gone is asked
 // with the topic's name and the snapshot's topic id (zero for a
 // share-partition with a mark or a claim but no snapshot). An unreadable
-// snapshot is left alone. With Claims a share-partition is judged again
+// snapshot is left alone, and so is a share-partition whose topic cannot be
+// told (its hashed stem's record unreadable: an error). With Claims a share-partition is judged again
 // under its claim's lock before its files go, so a snapshot a leader of a
 // topic created again wrote meanwhile stays. It returns how many
 // share-partitions it removed.
@@ -474,7 +612,7 @@ func (s *Store) DropTopics(gone func(topic string, id [16]byte) bool) (int, erro
 		var bases []string
 		seen := map[string]bool{}
 		for _, e := range entries {
-			for _, suffix := range []string{StateSuffix, ".mark", ".claim", ".claim.lock"} {
+			for _, suffix := range []string{StateSuffix, markSuffix, claimSuffix, lockSuffix, topicSuffix} {
 				if base, ok := strings.CutSuffix(e.Name(), suffix); ok && !seen[base] {
 					seen[base] = true
 					bases = append(bases, base)
@@ -483,7 +621,10 @@ func (s *Store) DropTopics(gone func(topic string, id [16]byte) bool) (int, erro
 		}
 		slices.Sort(bases)
 		for _, base := range bases {
-			topic, _, ok := splitName(base)
+			topic, _, ok, err := topicOf(dir, base)
+			if err != nil {
+				errs = append(errs, err)
+			}
 			if !ok {
 				continue
 			}
@@ -499,7 +640,7 @@ func (s *Store) DropTopics(gone func(topic string, id [16]byte) bool) (int, erro
 	return removed, errors.Join(errs...)
 }
 
-// dropGone removes the files of the share-partition dir/base* when gone
+// dropGone removes the files of topic's share-partition dir/base* when gone
 // says its state is a deleted topic's, judged again under the claim's
 // lock (with Claims).
 func (s *Store) dropGone(dir, base, topic string, gone func(topic string, id [16]byte) bool) (bool, error) {
@@ -522,7 +663,7 @@ func (s *Store) dropGone(dir, base, topic string, gone func(topic string, id [16
 	if drop, err := judge(); !drop || err != nil {
 		return false, err
 	}
-	unlock, err := s.lock(dir, base)
+	unlock, err := s.lock(dir, base, topic)
 	if err != nil {
 		return false, err
 	}
@@ -530,12 +671,13 @@ func (s *Store) dropGone(dir, base, topic string, gone func(topic string, id [16
 	if drop, err := judge(); !drop || err != nil {
 		return false, err
 	}
-	c := claimOf(dir, base)
-	return true, removeSynced(dir, base+StateSuffix, base+".mark", c.Name, c.Name+".lock")
+	// The topic's record goes last: a file left by a failure still tells
+	// its topic.
+	return true, removeSynced(dir, base+StateSuffix, markName(base), base+claimSuffix, base+lockSuffix, base+topicSuffix)
 }
 
-// splitName is the topic and partition of a share-partition's file name
-// without its suffix (<topic>-<partition>).
+// splitName is the stem and partition of a share-partition's file name
+// without its suffix (<stem>-<partition>); topicOf tells the topic.
 func splitName(base string) (string, int32, bool) {
 	i := strings.LastIndexByte(base, '-')
 	if i <= 0 {
