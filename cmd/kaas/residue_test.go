@@ -30,7 +30,8 @@ import (
 // residue is what a broker process holds that a finished lifecycle should
 // have given back.
 type residue struct {
-	goroutines int
+	goroutines int // idle workers of the actor goroutine pool left out
+	idle       int // idle workers of the actor goroutine pool
 	fds        int
 	heap       int64          // bytes in use after a forced collection
 	memfd      int64          // bytes allocated to in-memory files (the in-memory arena)
@@ -59,14 +60,17 @@ func grown(now, before map[string]int, what string) string {
 }
 
 func (r residue) String() string {
-	return fmt.Sprintf("%d goroutines, %d fds, %.1f MiB heap, %.1f MiB in memfds", r.goroutines, r.fds, mib(r.heap), mib(r.memfd))
+	return fmt.Sprintf("%d goroutines (and %d idle pool workers), %d fds, %.1f MiB heap, %.1f MiB in memfds", r.goroutines, r.idle, r.fds, mib(r.heap), mib(r.memfd))
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
-// measureResidue reads a broker's goroutines and heap (after a collection
-// forced through /debug/pprof/heap?gc=1) from /metrics, and its open fds
-// and the bytes allocated to its in-memory files from /proc.
+// measureResidue reads a broker's goroutines from /debug/pprof, its heap
+// (after a collection forced through /debug/pprof/heap?gc=1) from
+// /metrics, and its open fds and the bytes allocated to its in-memory
+// files from /proc. Idle workers of the actor goroutine pool are counted
+// apart: the pool keeps up to actorsys's maxIdle of them by design, as
+// many as the busiest moment needed, so they measure load, not a leak.
 func measureResidue(t testing.TB, httpAddr string, pid int) residue {
 	t.Helper()
 	get := func(path string) string {
@@ -88,12 +92,16 @@ func measureResidue(t testing.TB, httpAddr string, pid int) residue {
 		head, frames, ok := strings.Cut(block, "\n")
 		if n, _, found := strings.Cut(head, " @ "); ok && found {
 			if count, err := strconv.Atoi(n); err == nil {
+				if idlePoolWorker(frames) {
+					r.idle += count
+					continue
+				}
 				r.stacks[frames] += count
+				r.goroutines += count
 			}
 		}
 	}
 	_, families := scrape(t, httpAddr)
-	r.goroutines = int(sample(families, "go_goroutines"))
 	r.heap = int64(sample(families, "go_memstats_heap_inuse_bytes"))
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	fds, err := os.ReadDir(dir)
@@ -116,6 +124,24 @@ func measureResidue(t testing.TB, httpAddr string, pid int) residue {
 		}
 	}
 	return r
+}
+
+// idlePoolWorker tells whether frames (a stack of /debug/pprof/goroutine?debug=1)
+// are those of an actor pool worker waiting for work: in the pool's run
+// loop, with nothing but the runtime above it.
+func idlePoolWorker(frames string) bool {
+	var own []string
+	for _, line := range strings.Split(frames, "\n") {
+		// "#\t0x4711b1\truntime.gopark+0x..\t/usr/lib/go/src/runtime/proc.go:424"
+		fields := strings.Split(strings.TrimSpace(line), "\t")
+		if len(fields) < 3 || fields[0] != "#" {
+			continue
+		}
+		if fn := fields[2]; !strings.HasPrefix(fn, "runtime.") {
+			own = append(own, fn)
+		}
+	}
+	return len(own) == 1 && strings.Contains(own[0], "actorsys.(*Goroutines).run")
 }
 
 // TestLifecyclesLeaveNoResidue runs one broker process (on a data dir,
