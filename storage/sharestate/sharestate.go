@@ -588,10 +588,10 @@ func (s *Store) LoadMark(group, topic string, partition int32) (uint64, error) {
 // with the topic's name and the snapshot's topic id (zero for a
 // share-partition with a mark or a claim but no snapshot). An unreadable
 // snapshot is left alone, and so is a share-partition whose topic cannot be
-// told (its hashed stem's record unreadable: an error). With Claims a share-partition is judged again
-// under its claim's lock before its files go, so a snapshot a leader of a
-// topic created again wrote meanwhile stays. It returns how many
-// share-partitions it removed.
+// told (its hashed stem's record unreadable: an error). With Claims a
+// share-partition is judged again under its claim's lock before its files
+// go, so a snapshot a leader of a topic created again wrote meanwhile
+// stays. It returns how many share-partitions it removed.
 func (s *Store) DropTopics(gone func(topic string, id [16]byte) bool) (int, error) {
 	groups, err := os.ReadDir(s.dir)
 	if err != nil {
