@@ -36,14 +36,38 @@ type LogConfig struct {
 	// tools), which carries no topic config, keeps the engine's own delay;
 	// topicconfig.LogConfig always sets it.
 	FileDeleteDelay time.Duration
-	RetentionMs     time.Duration // retention.ms; negative = keep forever
-	RetentionBytes  int64         // retention.bytes; negative = no size limit
-	IndexInterval   int32         // index.interval.bytes
+	// RetentionMs is retention.ms and RetentionBytes retention.bytes, by
+	// the same rule: zero is no limit (Kafka's -1), negative keeps nothing
+	// (Kafka's 0: every segment goes, the active one too, as Expired and
+	// Oversize tell).
+	RetentionMs    time.Duration
+	RetentionBytes int64
+	IndexInterval  int32 // index.interval.bytes
 	// Claim, when set, makes Open record ClaimEpoch as the partition's
 	// leader before it reads anything (a shared-volume fencing token; see
 	// Log.Superseded). Open fails if a higher epoch has claimed it.
 	Claim      bool
 	ClaimEpoch int32
+}
+
+// Expired tells whether retention.ms has passed, at now, a segment whose
+// newest record has timestamp newest (Unix ms): Kafka deletes a segment
+// once now - newest > retention.ms.
+func (c LogConfig) Expired(newest int64, now time.Time) bool {
+	if c.RetentionMs == 0 {
+		return false
+	}
+	return now.UnixMilli()-newest > max(c.RetentionMs.Milliseconds(), 0)
+}
+
+// Oversize tells whether retention.bytes deletes the oldest segment, of
+// size bytes, of a log of total bytes: as Kafka, while what remains
+// without it still holds retention.bytes. Kafka's 0 deletes every segment.
+func (c LogConfig) Oversize(total, size int64) bool {
+	if c.RetentionBytes == 0 {
+		return false
+	}
+	return total-size >= max(c.RetentionBytes, 0)
 }
 
 // EpochEntry is one row of the leader-epoch cache: the first offset written

@@ -13,7 +13,8 @@ import (
 // has passed the newest of them, at the leader's next retention check
 // (--retention-check-interval, reported as log.retention.check.interval.ms),
 // in memory and on disk; a topic beside it with a longer retention keeps
-// its records, and the partition goes on at its end.
+// its records, and the partition goes on at its end. retention.ms=0 and
+// retention.bytes=0 keep nothing, as on Kafka.
 func TestRetentionByTime(t *testing.T) {
 	for _, mode := range []string{"memory", "disk"} {
 		t.Run(mode, func(t *testing.T) {
@@ -43,22 +44,28 @@ func TestRetentionByTime(t *testing.T) {
 			}
 			createTopic(t, addr, "quiet", 1, map[string]*string{"retention.ms": sp("1500")})
 			createTopic(t, addr, "kept", 1, map[string]*string{"retention.ms": sp("3600000")})
+			createTopic(t, addr, "no-time", 1, map[string]*string{"retention.ms": sp("0")})
+			createTopic(t, addr, "no-bytes", 1, map[string]*string{"retention.bytes": sp("0")})
 			cl := newClient(t, addr)
 			for i := 0; i < 20; i++ {
-				for _, topic := range []string{"quiet", "kept"} {
+				for _, topic := range []string{"quiet", "kept", "no-time", "no-bytes"} {
 					if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte{byte(i)}}).FirstErr(); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
 			var starts kadm.ListedOffsets
-			waitUntil(t, 20*time.Second, "quiet's records deleted", func() bool {
-				starts, err = adm.ListStartOffsets(ctx, "quiet", "kept")
+			waitUntil(t, 20*time.Second, "the records of quiet, no-time and no-bytes deleted", func() bool {
+				starts, err = adm.ListStartOffsets(ctx, "quiet", "kept", "no-time", "no-bytes")
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, _ := starts.Lookup("quiet", 0)
-				return s.Offset == 20
+				for _, topic := range []string{"quiet", "no-time", "no-bytes"} {
+					if s, _ := starts.Lookup(topic, 0); s.Offset != 20 {
+						return false
+					}
+				}
+				return true
 			})
 			if s, _ := starts.Lookup("kept", 0); s.Err != nil || s.Offset != 0 {
 				t.Fatalf("kept's start offset %d (%v), want 0", s.Offset, s.Err)

@@ -300,7 +300,7 @@ func TestRetentionAndDeleteRecords(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Unix(1_700_000_000, 0)
 	o := testOpener(t, dir, Clock(func() time.Time { return now }), DeleteDelay(50*time.Millisecond))
-	cfg := storage.LogConfig{SegmentBytes: 1000, RetentionBytes: 3000, RetentionMs: -1}
+	cfg := storage.LogConfig{SegmentBytes: 1000, RetentionBytes: 3000}
 	l := openLogT(t, o, cfg)
 	bs := appendN(t, l, 100, 1, 100, now.UnixMilli()) // ~170 B each: ~5 per segment
 	if _, err := l.Sync(); err != nil {
@@ -357,7 +357,7 @@ func TestRetentionAndDeleteRecords(t *testing.T) {
 	}
 	// Retention by time: every segment expires, the active one too (rolled
 	// first): one empty segment is left.
-	l2.SetConfig(storage.LogConfig{SegmentBytes: 1000, RetentionMs: time.Hour, RetentionBytes: -1})
+	l2.SetConfig(storage.LogConfig{SegmentBytes: 1000, RetentionMs: time.Hour})
 	now = now.Add(2 * time.Hour)
 	if _, err := l2.Sync(); err != nil { // the recovered tail known durable
 		t.Fatal(err)
@@ -380,7 +380,7 @@ func TestRetentionAndDeleteRecords(t *testing.T) {
 func TestRetentionDeletesAnExpiredActiveSegment(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	o := testOpener(t, t.TempDir(), Clock(func() time.Time { return now }))
-	cfg := storage.LogConfig{RetentionMs: time.Hour, RetentionBytes: -1}
+	cfg := storage.LogConfig{RetentionMs: time.Hour}
 	l := openLogT(t, o, cfg)
 	appendN(t, l, 10, 1, 100, now.UnixMilli())
 	if err := l.EnforceRetention(now.Add(2 * time.Hour)); err != nil {
@@ -427,6 +427,43 @@ func TestRetentionDeletesAnExpiredActiveSegment(t *testing.T) {
 	}
 }
 
+// TestRetentionKeepingNothing: Kafka's retention.bytes=0 and retention.ms=0
+// (negative in LogConfig) delete every segment, the active one too once it
+// is durable, and the partition goes on at its end.
+func TestRetentionKeepingNothing(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for name, cfg := range map[string]storage.LogConfig{
+		"retention.bytes=0": {SegmentBytes: 1000, RetentionBytes: -1},
+		"retention.ms=0":    {SegmentBytes: 1000, RetentionMs: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := testOpener(t, t.TempDir(), Clock(func() time.Time { return now }))
+			l := openLogT(t, o, cfg)
+			defer l.Close()
+			appendN(t, l, 30, 1, 100, now.Add(-time.Second).UnixMilli()) // ~170 B each: several segments
+			if err := l.EnforceRetention(now); err != nil {
+				t.Fatal(err)
+			}
+			if l.StartOffset() != 0 {
+				t.Fatalf("records not yet durable deleted: start %d", l.StartOffset())
+			}
+			if _, err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.EnforceRetention(now); err != nil {
+				t.Fatal(err)
+			}
+			if l.StartOffset() != 30 || l.NextOffset() != 30 || len(segFiles(t, l.Dir(), logSuffix)) != 1 {
+				t.Fatalf("after the sync: start %d next %d, %d segments", l.StartOffset(), l.NextOffset(), len(segFiles(t, l.Dir(), logSuffix)))
+			}
+			bs := appendN(t, l, 1, 1, 100, now.UnixMilli())
+			if r, err := l.Read(30, 1<<20, 31); err != nil || r.Len() != len(bs[0]) {
+				t.Fatalf("read of a new record: %v", err)
+			}
+		})
+	}
+}
+
 // TestFileDeleteDelay: the files of a segment retention or DeleteRecords
 // deletes are unlinked after the log's own file.delete.delay.ms, not the
 // Opener's DeleteDelay, which only a config without one (a partner log
@@ -435,13 +472,16 @@ func TestRetentionDeletesAnExpiredActiveSegment(t *testing.T) {
 func TestFileDeleteDelay(t *testing.T) {
 	const short, long = 20 * time.Millisecond, time.Hour
 	cfg := func(d time.Duration) storage.LogConfig {
-		return storage.LogConfig{SegmentBytes: 1000, RetentionBytes: 3000, RetentionMs: -1, FileDeleteDelay: d}
+		return storage.LogConfig{SegmentBytes: 1000, RetentionBytes: 3000, FileDeleteDelay: d}
 	}
 	// deleteSome fills l and has retention delete its oldest segments; it
 	// returns the files renamed aside so far.
 	deleteSome := func(t *testing.T, l *Log) []string {
 		t.Helper()
 		appendN(t, l, 50, 1, 100, 1) // ~170 B each: ~5 per segment
+		if _, err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
 		if err := l.EnforceRetention(time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -482,6 +522,9 @@ func TestFileDeleteDelay(t *testing.T) {
 		// The unlink may come before a look for the files renamed aside:
 		// retention deleted segments, and none stays aside.
 		appendN(t, l, 50, 1, 100, 1)
+		if _, err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
 		if err := l.EnforceRetention(time.Now()); err != nil {
 			t.Fatal(err)
 		}

@@ -1416,7 +1416,7 @@ func TestOpenLeavesCleanSegmentsUnread(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Unix(1_700_000_000, 0)
 	o := testOpener(t, dir, Clock(func() time.Time { return now }), SpareDelay(-1))
-	cfg := storage.LogConfig{SegmentBytes: 1000, RetentionMs: -1, RetentionBytes: -1}
+	cfg := storage.LogConfig{SegmentBytes: 1000}
 	l := openLogT(t, o, cfg)
 	bs := appendN(t, l, 100, 1, 100, now.UnixMilli()) // ~5 batches per segment: ~20 segments
 	if err := l.Close(); err != nil {
@@ -1465,7 +1465,7 @@ func TestOpenLeavesCleanSegmentsUnread(t *testing.T) {
 	if ts, off, err := l.MaxTimestamp(l.NextOffset()); err != nil || ts != lh.MaxTimestamp || off != lh.BaseOffset {
 		t.Fatalf("max timestamp %d at %d (%v), want %d at %d", ts, off, err, lh.MaxTimestamp, lh.BaseOffset)
 	}
-	l.SetConfig(storage.LogConfig{SegmentBytes: 1000, RetentionMs: -1, RetentionBytes: 3000})
+	l.SetConfig(storage.LogConfig{SegmentBytes: 1000, RetentionBytes: 3000})
 	if err := l.EnforceRetention(now); err != nil {
 		t.Fatal(err)
 	}

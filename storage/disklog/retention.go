@@ -44,12 +44,14 @@ func (l *Log) SetStartOffset(off int64) error {
 }
 
 // EnforceRetention implements storage.Log: segment.ms rolling of the active
-// segment, then retention.ms / retention.bytes over whole sealed segments,
-// oldest first. Deletion is a rename aside; unlinks happen later. An active
+// segment, then retention.ms / retention.bytes over whole sealed and
+// durable segments, oldest first. Deletion is a rename aside; unlinks happen later. An active
 // segment whose newest record retention.ms has passed is rolled first, so
 // that it can go too, as Kafka deletes an expired active segment: a quiet
-// topic keeps nothing older than retention.ms. It is rolled only once all
-// of it is durable, as Kafka deletes nothing at or past the high watermark.
+// topic keeps nothing older than retention.ms; so is a non-empty active
+// segment under Kafka's retention.bytes=0, which keeps nothing. It is rolled
+// only once all of it is durable, as Kafka deletes nothing at or past the
+// high watermark.
 func (l *Log) EnforceRetention(now time.Time) error {
 	if l.isClosed() {
 		return storage.ErrClosed
@@ -61,7 +63,7 @@ func (l *Log) EnforceRetention(now time.Time) error {
 	a.mu.RLock()
 	asize, acreated, ajitter, amaxTS := a.size, a.created, a.jitter, a.maxTS
 	a.mu.RUnlock()
-	expired := retentionPassed(cfg, amaxTS, acreated, now) && l.durable.Load() >= l.next.Load()
+	expired := (retentionPassed(cfg, amaxTS, acreated, now) || cfg.Oversize(asize, asize)) && l.durable.Load() >= l.next.Load()
 	if asize > 0 && (expired || rollDue(cfg, acreated, ajitter, now)) {
 		if err := l.roll(a.epoch, l.next.Load()); err != nil {
 			return err
@@ -86,22 +88,23 @@ func (l *Log) EnforceRetention(now time.Time) error {
 		defer s.mu.RUnlock()
 		return meta{s.size, s.next, s.maxTS, s.created}
 	}
-	if cfg.RetentionBytes > 0 {
+	if cfg.RetentionBytes != 0 {
 		for i := range segs {
 			ms[i] = get(i)
 			total += ms[i].size
 		}
 	}
+	// As Kafka, nothing at or past the high watermark (the durable offset)
+	// is deleted.
+	durable := l.durable.Load()
 	n := 0
 	newStart := l.start.Load()
 	for i := 0; i < len(segs)-1; i++ {
 		m := ms[i]
-		if cfg.RetentionBytes <= 0 {
+		if cfg.RetentionBytes == 0 {
 			m = get(i)
 		}
-		expired := retentionPassed(cfg, m.maxTS, m.created, now)
-		oversize := cfg.RetentionBytes > 0 && total-m.size >= cfg.RetentionBytes
-		if !expired && !oversize {
+		if m.next > durable || !retentionPassed(cfg, m.maxTS, m.created, now) && !cfg.Oversize(total, m.size) {
 			break
 		}
 		total -= m.size
@@ -452,22 +455,19 @@ func (l *Log) Size() int64 {
 	return total
 }
 
-// rollDue reports whether an active segment created at created rolls by
-// time at now: segment.ms after its first append, less its share (jitter)
-// of segment.jitter.ms, the jitter capped at segment.ms as Kafka caps it.
 // retentionPassed reports whether retention.ms has passed a segment's newest
 // timestamp (maxTS; when it was created if no batch has one, as Kafka falls
 // back to the segment file's modification time).
 func retentionPassed(cfg storage.LogConfig, maxTS int64, created, now time.Time) bool {
-	if cfg.RetentionMs <= 0 {
-		return false
-	}
 	if maxTS < 0 {
 		maxTS = created.UnixMilli()
 	}
-	return now.UnixMilli()-maxTS > cfg.RetentionMs.Milliseconds()
+	return cfg.Expired(maxTS, now)
 }
 
+// rollDue reports whether an active segment created at created rolls by
+// time at now: segment.ms after its first append, less its share (jitter)
+// of segment.jitter.ms, the jitter capped at segment.ms as Kafka caps it.
 func rollDue(cfg storage.LogConfig, created time.Time, jitter float64, now time.Time) bool {
 	if cfg.SegmentMs <= 0 {
 		return false

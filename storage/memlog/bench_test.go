@@ -46,7 +46,7 @@ func BenchmarkAppendFresh(b *testing.B) {
 	})
 	b.Run("arena", func(b *testing.B) {
 		o := NewOpener()
-		l, err := o.Open(storage.PartitionID{Topic: "bench"}, storage.LogConfig{RetentionBytes: -1, RetentionMs: -1})
+		l, err := o.Open(storage.PartitionID{Topic: "bench"}, storage.LogConfig{})
 		if err != nil {
 			b.Fatal(err)
 		}

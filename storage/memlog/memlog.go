@@ -385,23 +385,22 @@ func (l *Log) dropBelowStart() {
 
 // EnforceRetention implements storage.Log: whole segments are dropped,
 // oldest first, while retention.ms has passed their newest record or the
-// log without them still holds retention.bytes. The last segment goes too
-// when retention.ms has passed its newest record, as Kafka deletes an
-// expired active segment (after rolling a new one), so a quiet topic keeps
-// nothing older than retention.ms.
+// log without them still holds retention.bytes (the default cap when the
+// topic sets no limit). The last segment goes too when retention.ms has
+// passed its newest record, as Kafka deletes an expired active segment
+// (after rolling a new one), so a quiet topic keeps nothing older than
+// retention.ms, and under Kafka's retention.bytes=0, which keeps nothing.
 func (l *Log) EnforceRetention(now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	limit := l.cfg.RetentionBytes
-	if limit <= 0 {
-		limit = l.defaultCap
+	cfg := l.cfg
+	if cfg.RetentionBytes == 0 {
+		cfg.RetentionBytes = l.defaultCap
 	}
 	for len(l.segments) > 0 {
 		s := l.segments[0]
 		last := s.entries[len(s.entries)-1]
-		expired := l.cfg.RetentionMs > 0 && now.UnixMilli()-s.newest() > l.cfg.RetentionMs.Milliseconds()
-		oversize := len(l.segments) > 1 && limit > 0 && l.size-s.size >= limit
-		if !expired && !oversize {
+		if !cfg.Expired(s.newest(), now) && !cfg.Oversize(l.size, s.size) {
 			break
 		}
 		l.size -= s.size

@@ -66,7 +66,7 @@ func TestReadLimits(t *testing.T) {
 }
 
 func TestRetentionBySizeAndTime(t *testing.T) {
-	l := New(storage.LogConfig{SegmentBytes: 1000, RetentionBytes: 2500, RetentionMs: -1})
+	l := New(storage.LogConfig{SegmentBytes: 1000, RetentionBytes: 2500})
 	appendN(t, l, 40, 100, time.Now().UnixMilli()) // ~170 B per batch, ~6 per segment
 	if err := l.EnforceRetention(time.Now()); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func TestRetentionBySizeAndTime(t *testing.T) {
 	if _, err := l.Read(0, 100, 40); !errors.Is(err, storage.ErrOffsetOutOfRange) {
 		t.Fatal("deleted offsets still readable")
 	}
-	old := New(storage.LogConfig{SegmentBytes: 500, RetentionMs: time.Hour, RetentionBytes: -1})
+	old := New(storage.LogConfig{SegmentBytes: 500, RetentionMs: time.Hour})
 	appendN(t, old, 10, 100, time.Now().Add(-2*time.Hour).UnixMilli())
 	appendN(t, old, 10, 100, time.Now().UnixMilli())
 	_ = old.EnforceRetention(time.Now())
@@ -94,7 +94,7 @@ func TestRetentionBySizeAndTime(t *testing.T) {
 // on at its end.
 func TestRetentionDropsAnExpiredLastSegment(t *testing.T) {
 	now := time.Now()
-	l := New(storage.LogConfig{RetentionMs: time.Hour, RetentionBytes: -1})
+	l := New(storage.LogConfig{RetentionMs: time.Hour})
 	appendN(t, l, 5, 100, now.Add(-3*time.Hour).UnixMilli())
 	appendN(t, l, 1, 100, now.Add(-90*time.Minute).UnixMilli())
 	if err := l.EnforceRetention(now.Add(-40 * time.Minute)); err != nil || l.StartOffset() != 0 {
@@ -118,8 +118,30 @@ func TestRetentionDropsAnExpiredLastSegment(t *testing.T) {
 	}
 }
 
+// TestRetentionKeepingNothing: Kafka's retention.bytes=0 and retention.ms=0
+// (negative in LogConfig) drop every segment, the last one too.
+func TestRetentionKeepingNothing(t *testing.T) {
+	now := time.Now()
+	for name, cfg := range map[string]storage.LogConfig{
+		"retention.bytes=0": {SegmentBytes: 500, RetentionBytes: -1},
+		"retention.ms=0":    {SegmentBytes: 500, RetentionMs: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := New(cfg)
+			appendN(t, l, 20, 100, now.Add(-time.Second).UnixMilli())
+			if err := l.EnforceRetention(now); err != nil || l.StartOffset() != 20 || l.NextOffset() != 20 || l.Size() != 0 {
+				t.Fatalf("%v, start %d next %d size %d", err, l.StartOffset(), l.NextOffset(), l.Size())
+			}
+			appendN(t, l, 1, 100, now.UnixMilli())
+			if r, err := l.Read(20, 1<<20, 21); err != nil || r.Len() == 0 {
+				t.Fatalf("read of a new record: %v", err)
+			}
+		})
+	}
+}
+
 func TestDefaultCapBoundsMemory(t *testing.T) {
-	l := New(storage.LogConfig{RetentionBytes: -1, RetentionMs: -1})
+	l := New(storage.LogConfig{})
 	l.defaultCap = 20 << 20
 	appendN(t, l, 400, 100_000, 1) // ~40 MB
 	_ = l.EnforceRetention(time.Now())

@@ -53,7 +53,7 @@ func openLog(t *testing.T, cfg storage.LogConfig) (*Opener, *Log) {
 // still read those batches, however much is appended after, and their
 // chunk is free for reuse once they are closed.
 func TestReadHoldsItsChunks(t *testing.T) {
-	o, l := openLog(t, storage.LogConfig{SegmentBytes: 1 << 20, RetentionBytes: 2 << 20, RetentionMs: -1})
+	o, l := openLog(t, storage.LogConfig{SegmentBytes: 1 << 20, RetentionBytes: 2 << 20})
 	first := appendValue(t, l, value(1, 100_000))
 	second := appendValue(t, l, value(2, 100_000))
 	r, err := l.Read(0, 1<<20, l.NextOffset())
@@ -161,7 +161,7 @@ func TestRemoveFreesTheArena(t *testing.T) {
 // TestUnclosedRecordsReleaseTheirChunks: records dropped without Close
 // (a response that was never written) free their chunks once collected.
 func TestUnclosedRecordsReleaseTheirChunks(t *testing.T) {
-	o, l := openLog(t, storage.LogConfig{SegmentBytes: 1 << 20, RetentionBytes: 1 << 20, RetentionMs: -1})
+	o, l := openLog(t, storage.LogConfig{SegmentBytes: 1 << 20, RetentionBytes: 1 << 20})
 	appendValue(t, l, value(1, 100_000))
 	if _, err := l.Read(0, 1, 1); err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestUnclosedRecordsReleaseTheirChunks(t *testing.T) {
 // compaction always get whole, valid batches from where they asked, never
 // bytes of a chunk reused under them.
 func TestConcurrentReadsSeeWholeBatches(t *testing.T) {
-	_, l := openLog(t, storage.LogConfig{SegmentBytes: 256 << 10, RetentionBytes: 1 << 20, RetentionMs: -1})
+	_, l := openLog(t, storage.LogConfig{SegmentBytes: 256 << 10, RetentionBytes: 1 << 20})
 	appendValue(t, l, value(0, 30_000))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

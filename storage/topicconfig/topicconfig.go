@@ -230,9 +230,9 @@ func init() {
 			Doc:   "Whether tiered storage is enabled for the topic. kaas has no tiered storage, so true is refused.",
 			Check: refuseTrue("kaas has no tiered storage")},
 		{Name: "retention.bytes", Type: TypeLong, Default: "-1", Synonym: "log.retention.bytes",
-			Doc: "The maximum size a partition can grow to before old segments are discarded; -1 is no limit.", Check: atLeast(-1)},
+			Doc: "The maximum size a partition can grow to before old segments are discarded; -1 is no limit, 0 keeps nothing.", Check: atLeast(-1)},
 		{Name: "retention.ms", Type: TypeLong, Default: "604800000", Synonym: "log.retention.ms",
-			Doc: "The maximum time a segment is retained before it is discarded; -1 is no time limit.", Check: atLeast(-1)},
+			Doc: "The maximum time a segment is retained before it is discarded; -1 is no time limit, 0 keeps nothing older than now.", Check: atLeast(-1)},
 		{Name: "segment.bytes", Type: TypeInt, Default: "1073741824", Synonym: "log.segment.bytes",
 			Doc: "The segment file size for the log. kaas accepts segments down to 14 bytes, as Kafka did before 4.0 raised the minimum to 1 MiB.", Check: atLeast(14)},
 		{Name: "segment.index.bytes", Type: TypeInt, Default: "10485760", Synonym: "log.index.size.max.bytes",
@@ -384,6 +384,20 @@ func millis(v int64) time.Duration {
 	return time.Duration(v) * time.Millisecond
 }
 
+// retentionLimit is retention.ms or retention.bytes as storage.LogConfig
+// carries it: there zero is no limit (Kafka's negative), so Kafka's 0
+// (keep nothing) is negative.
+func retentionLimit(v int64) int64 {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return -1
+	default:
+		return v
+	}
+}
+
 // fileDeleteDelay is file.delete.delay.ms as storage.LogConfig carries it:
 // there zero is the engine's default, so Kafka's 0 (unlink at once) is
 // negative.
@@ -404,12 +418,12 @@ func LogConfig(cfg map[string]string) storage.LogConfig {
 		SegmentMs:       millis(int64Value(cfg, "segment.ms")),
 		SegmentJitter:   millis(int64Value(cfg, "segment.jitter.ms")),
 		FileDeleteDelay: fileDeleteDelay(int64Value(cfg, "file.delete.delay.ms")),
-		RetentionMs:     millis(int64Value(cfg, "retention.ms")),
-		RetentionBytes:  int64Value(cfg, "retention.bytes"),
+		RetentionMs:     millis(retentionLimit(int64Value(cfg, "retention.ms"))),
+		RetentionBytes:  retentionLimit(int64Value(cfg, "retention.bytes")),
 		IndexInterval:   int32(int64Value(cfg, "index.interval.bytes")),
 	}
 	if !policyHas(cfg, "delete") {
-		c.RetentionMs, c.RetentionBytes = -1, -1
+		c.RetentionMs, c.RetentionBytes = 0, 0
 	}
 	if policyHas(cfg, "compact") {
 		// The active segment is never cleaned: roll it in time for a

@@ -158,18 +158,36 @@ func TestTimestampBounds(t *testing.T) {
 
 func TestLogConfigDefaultsAndOverrides(t *testing.T) {
 	lc := LogConfig(nil)
-	if lc.RetentionMs != 7*24*time.Hour || lc.RetentionBytes != -1 || lc.SegmentBytes != 1<<30 {
+	if lc.RetentionMs != 7*24*time.Hour || lc.RetentionBytes != 0 || lc.SegmentBytes != 1<<30 {
 		t.Fatalf("defaults: %+v", lc)
 	}
 	if lc.SegmentJitter != 0 {
 		t.Fatalf("segment.jitter.ms defaults to %v", lc.SegmentJitter)
 	}
 	lc = LogConfig(map[string]string{"retention.ms": "-1", "segment.ms": "60000", "segment.jitter.ms": "5000"})
-	if lc.RetentionMs >= 0 || lc.SegmentMs != time.Minute || lc.SegmentJitter != 5*time.Second {
+	if lc.RetentionMs != 0 || lc.SegmentMs != time.Minute || lc.SegmentJitter != 5*time.Second {
 		t.Fatalf("overrides: %+v", lc)
 	}
 	if MaxMessageBytes(map[string]string{"max.message.bytes": "100"}) != 100 || MaxMessageBytes(nil) != 1048588 {
 		t.Fatal("max.message.bytes")
+	}
+	// retention.ms and retention.bytes: zero in LogConfig is no limit
+	// (Kafka's -1), so Kafka's 0 (keep nothing) is negative there.
+	for _, c := range []struct {
+		ms, bytes string
+		wantMs    time.Duration
+		wantBytes int64
+	}{
+		{"-1", "-1", 0, 0},
+		{"0", "0", -1, -1},
+		{"1", "1", time.Millisecond, 1},
+		{"3600000", "1048576", time.Hour, 1 << 20},
+	} {
+		lc := LogConfig(map[string]string{"retention.ms": c.ms, "retention.bytes": c.bytes})
+		if lc.RetentionMs != c.wantMs || lc.RetentionBytes != c.wantBytes {
+			t.Errorf("retention.ms=%s retention.bytes=%s: RetentionMs %v RetentionBytes %d, want %v %d",
+				c.ms, c.bytes, lc.RetentionMs, lc.RetentionBytes, c.wantMs, c.wantBytes)
+		}
 	}
 	// file.delete.delay.ms is always set: zero in LogConfig would be the
 	// engine's default, so Kafka's 0 (at once) is negative there.
@@ -187,7 +205,7 @@ func TestLogConfigDefaultsAndOverrides(t *testing.T) {
 func TestCompactionConfig(t *testing.T) {
 	compact := map[string]string{"cleanup.policy": "compact", "retention.ms": "1000", "min.cleanable.dirty.ratio": "0.25",
 		"min.compaction.lag.ms": "5", "delete.retention.ms": "7"}
-	if c := LogConfig(compact); c.RetentionMs >= 0 || c.RetentionBytes >= 0 {
+	if c := LogConfig(compact); c.RetentionMs != 0 || c.RetentionBytes != 0 {
 		t.Fatalf("compact alone must not delete by retention: %+v", c)
 	}
 	if !Compacted(compact) || Compacted(map[string]string{}) || !Compacted(map[string]string{"cleanup.policy": "delete, compact"}) {
