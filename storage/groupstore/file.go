@@ -530,6 +530,9 @@ func (l *fileLog) removeDir() error {
 		}
 		return syncDir(l.dir)
 	}
+	if testHookBeforeRenameAside != nil {
+		testHookBeforeRenameAside(l.dir)
+	}
 	trash := filepath.Join(l.root, "."+filepath.Base(l.dir)+"-deleted-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	if err := os.Rename(l.dir, trash); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -540,10 +543,51 @@ func (l *fileLog) removeDir() error {
 	if err := syncDir(l.root); err != nil {
 		return err
 	}
+	if err := l.restoreOthers(trash); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(trash); err != nil {
 		return fmt.Errorf("group store: remove %s: %w", trash, err)
 	}
 	return nil
+}
+
+// testHookBeforeRenameAside, when set (tests), runs between removeDir's
+// read of a group's directory and its rename aside.
+var testHookBeforeRenameAside func(dir string)
+
+// restoreOthers moves back into the group's directory the files of other
+// stores that the directory renamed aside to trash holds: one written
+// between removeDir's read of the directory and its rename (another
+// broker's change of the group's configs) outlives the group, as the
+// files seen before it do. After the rename every write by path goes to
+// a new directory, so a file already there is newer and is kept.
+func (l *fileLog) restoreOthers(trash string) error {
+	ents, err := os.ReadDir(trash)
+	if err != nil {
+		return fmt.Errorf("group store: read %s: %w", trash, err)
+	}
+	restored := false
+	for _, e := range ents {
+		name := e.Name()
+		if ownFile(name) || strings.HasPrefix(name, ".") || strings.HasSuffix(name, atomicfile.LockSuffix) {
+			continue // temporary and lock files belong to the writes that made them
+		}
+		if err := os.MkdirAll(l.dir, 0o755); err != nil {
+			return fmt.Errorf("group store: restore %s: %w", name, err)
+		}
+		if err := os.Link(filepath.Join(trash, name), filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("group store: restore %s: %w", name, err)
+		}
+		restored = true
+	}
+	if !restored {
+		return nil
+	}
+	if err := syncDir(l.dir); err != nil {
+		return err
+	}
+	return syncDir(l.root)
 }
 
 // ownFile reports whether name is one of the group store's files in a

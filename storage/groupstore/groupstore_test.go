@@ -426,6 +426,56 @@ func TestGroupWithOnlyPendingOffsetsIsListed(t *testing.T) {
 // (log, membership) and leaves a file another store keeps in the group's
 // directory (the group's configs), which outlives the group; without one
 // the directory goes.
+// TestDestroyKeepsAFileWrittenDuringIt: another store's file written into
+// a group's directory after Destroy read the directory, and before it
+// renamed it aside (another broker changing the group's configs), is kept,
+// and the group's own files go.
+func TestDestroyKeepsAFileWrittenDuringIt(t *testing.T) {
+	s, err := NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _, err := s.Open("g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]Record{rec("t", 0, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	configs := filepath.Join(s.Root, DirName("g"), "configs.json")
+	testHookBeforeRenameAside = func(string) {
+		if err := os.WriteFile(configs, []byte(`{"group":"g","configs":{"a":"1"}}`), 0o644); err != nil {
+			t.Error(err)
+		}
+		if err := os.WriteFile(configs+".lock", nil, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testHookBeforeRenameAside = nil }()
+	if err := l.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(configs); err != nil || !strings.Contains(string(b), `"a":"1"`) {
+		t.Fatalf("the file written during Destroy: %q (%v)", b, err)
+	}
+	ents, err := os.ReadDir(filepath.Join(s.Root, DirName("g")))
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("the group's directory after Destroy: %v (%v), want configs.json alone", ents, err)
+	}
+	if _, st, err := s.Open("g"); err != nil || len(st.Offsets) != 0 {
+		t.Fatalf("the group after Destroy: %+v (%v)", st, err)
+	}
+	root, err := os.ReadDir(s.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range root {
+		if strings.Contains(e.Name(), "-deleted-") {
+			t.Fatalf("left aside: %s", e.Name())
+		}
+	}
+}
+
 func TestDestroyKeepsOtherFiles(t *testing.T) {
 	s, err := NewFile(t.TempDir())
 	if err != nil {
