@@ -199,12 +199,19 @@ func (c *Core) HighWatermark() int64 { return c.hw }
 
 // LastStable is the last stable offset: the high watermark, or the first
 // offset of the oldest transaction open on the partition, or whose marker
-// is not yet durable, if lower.
+// is not yet durable, if lower. A transaction whose first records
+// retention or DeleteRecords removed counts from the log start offset, as
+// Kafka's first unstable offset does: a read_committed client told of an
+// offset below the log start would be refused at it.
 func (c *Core) LastStable() int64 {
 	if c.producers == nil {
 		return c.hw
 	}
-	return c.producers.LastStable(c.hw)
+	lso := c.producers.LastStable(c.hw)
+	if c.log != nil && lso < c.hw {
+		lso = min(max(lso, c.log.StartOffset()), c.hw)
+	}
+	return lso
 }
 
 // watchMark is the offset a watcher waits to pass: the last stable offset

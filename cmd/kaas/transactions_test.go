@@ -660,6 +660,79 @@ func TestAdminAbortsOpenTransaction(t *testing.T) {
 	}
 }
 
+// TestLastStableOffsetNotBelowLogStart: DeleteRecords past the first
+// offset of a transaction still open moves the last stable offset up to
+// the new log start, as Kafka's first unstable offset follows the log
+// start: ListOffsets for read_committed answers the log start, never an
+// offset below it, and a read_committed consumer reset to the end reads
+// on from there once the transaction commits.
+func TestLastStableOffsetNotBelowLogStart(t *testing.T) {
+	ctx := ctxT(t, 30*time.Second)
+	addr, cl := openTransaction(t, ctx, "trimmed") // "open" at offset 0
+	plain := newClient(t, addr, kgo.DefaultProduceTopic("trimmed"))
+	for _, v := range []string{"a", "b", "c"} { // offsets 1-3
+		if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adm := newAdmin(t, addr)
+	lso := func() int64 {
+		t.Helper()
+		offs, err := adm.ListCommittedOffsets(ctx, "trimmed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := offs.Lookup("trimmed", 0)
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		return o.Offset
+	}
+	if got := lso(); got != 0 {
+		t.Fatalf("last stable offset with the transaction open at 0: %d", got)
+	}
+	res, err := adm.DeleteRecords(ctx, kadm.Offsets{"trimmed": {0: {Topic: "trimmed", Partition: 0, At: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := res.Lookup("trimmed", 0); r.Err != nil || r.LowWatermark != 2 {
+		t.Fatalf("DeleteRecords: low watermark %d (%v), want 2", r.LowWatermark, r.Err)
+	}
+	if got := lso(); got != 2 {
+		t.Fatalf("last stable offset after DeleteRecords to 2: %d, want the log start 2", got)
+	}
+	// A read_committed consumer reset to the end starts at the last
+	// stable offset, 2, and waits there for the transaction.
+	cons := newClient(t, addr, kgo.ConsumeTopics("trimmed"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	early, cancel := context.WithTimeout(ctx, time.Second)
+	fs := cons.PollFetches(early)
+	cancel()
+	if recs := fs.Records(); len(recs) != 0 {
+		t.Fatalf("read_committed with the transaction open: %v", recs)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := lso(); got != 5 { // past the commit marker at 4
+		t.Fatalf("last stable offset after the commit: %d, want 5", got)
+	}
+	if err := plain.ProduceSync(ctx, &kgo.Record{Value: []byte("d")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 3 {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("read_committed from the end: %v (read %v)", err, got)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, fmt.Sprintf("%s@%d", r.Value, r.Offset)) })
+	}
+	if want := []string{"b@2", "c@3", "d@5"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed from the end: %v, want %v", got, want)
+	}
+}
+
 // TestReadCommittedWaitsForDurableMarker: a transaction's end is stable
 // only once its marker is durable, as on Kafka, whose last stable offset
 // holds a completed transaction until the high watermark passes its marker
