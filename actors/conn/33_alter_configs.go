@@ -19,12 +19,19 @@ func handleAlterConfigs(r *Request) Pending {
 		func(i int) (kmsg.ConfigResourceType, string) {
 			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		},
+		func(i int) (changed, unset []string) {
+			for _, c := range req.Resources[i].Configs {
+				changed = append(changed, c.Name)
+				if c.Value == nil {
+					unset = append(unset, c.Name)
+				}
+			}
+			return changed, unset
+		},
 		func(i int, _ kmsg.ConfigResourceType, _ map[string]string) (map[string]string, alterResult) {
 			cfg := map[string]string{}
 			for _, c := range req.Resources[i].Configs {
-				if c.Value != nil {
-					cfg[c.Name] = *c.Value
-				}
+				cfg[c.Name] = *c.Value // refusedAlters refused a nil one
 			}
 			return cfg, alterResult{}
 		}, nil)

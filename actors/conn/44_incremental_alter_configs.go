@@ -33,6 +33,15 @@ func handleIncrementalAlterConfigs(r *Request) Pending {
 		func(i int) (kmsg.ConfigResourceType, string) {
 			return req.Resources[i].ResourceType, req.Resources[i].ResourceName
 		},
+		func(i int) (changed, unset []string) {
+			for _, c := range req.Resources[i].Configs {
+				changed = append(changed, c.Name)
+				if c.Value == nil && c.Op != 1 { // only DELETE takes no value
+					unset = append(unset, c.Name)
+				}
+			}
+			return changed, unset
+		},
 		func(i int, typ kmsg.ConfigResourceType, current map[string]string) (map[string]string, alterResult) {
 			cfg := maps.Clone(current)
 			if cfg == nil {

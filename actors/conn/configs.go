@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -42,19 +43,69 @@ type alterResult struct {
 	msg  string
 }
 
+// refusedAlters checks an AlterConfigs or IncrementalAlterConfigs request
+// as a whole, as Kafka's ConfigAdminManager.preprocess does before
+// anything is applied: a resource named twice is refused each time, and
+// so is one changing a config twice or setting one to no value
+// (INVALID_REQUEST). The answer of a resource that passes is zero.
+func refusedAlters(n int, kind func(i int) (kmsg.ConfigResourceType, string), names func(i int) (changed, unset []string)) []alterResult {
+	type key struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}
+	results := make([]alterResult, n)
+	first := map[key]int{}
+	for i := range n {
+		typ, name := kind(i)
+		k := key{typ, name}
+		if j, seen := first[k]; seen {
+			for _, dup := range []int{i, j} {
+				results[dup] = alterResult{code: kerr.InvalidRequest.Code, msg: "Each resource must appear at most once."}
+			}
+			continue
+		}
+		first[k] = i
+	}
+	for i := range n {
+		if results[i].code != 0 {
+			continue
+		}
+		changed, unset := names(i)
+		seen := make(map[string]bool, len(changed))
+		for _, c := range changed {
+			if seen[c] {
+				results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "Error due to duplicate config keys"}
+				break
+			}
+			seen[c] = true
+		}
+		if results[i].code == 0 && len(unset) > 0 {
+			results[i] = alterResult{code: kerr.InvalidRequest.Code, msg: "Null value not supported for : " + strings.Join(unset, ", ")}
+		}
+	}
+	return results
+}
+
 // alterResources runs AlterConfigs or IncrementalAlterConfigs: for each of
-// n resources, kind(i) names it and, for a topic that exists or a group,
+// n resources, kind(i) names it, names(i) gives the names of the configs it
+// changes and those of them it gives no value to set, and, for a topic
+// that exists, a group, a broker or a client-metrics subscription,
 // newConfig(i, type, current) gives the full config it asks for (or the
 // answer that refuses it); the supervisor applies a topic's as a full
-// replacement, the group config store validates and keeps a group's (off
-// the connection actor). Broker configs are refused. The returned wait
-// blocks until every reply is in results.
+// replacement, the group, broker and client-metrics stores validate and
+// keep the others' (off the connection actor); loggerOps(i) are a
+// BROKER_LOGGER resource's changes (nil: the API has none). The returned
+// wait blocks until every reply is in results.
 func alterResources(r *Request, n int, validateOnly bool, kind func(i int) (resourceType kmsg.ConfigResourceType, name string),
+	names func(i int) (changed, unset []string),
 	newConfig func(i int, typ kmsg.ConfigResourceType, current map[string]string) (map[string]string, alterResult),
 	loggerOps func(i int) []loggers.Op) (results []alterResult, wait func()) {
-	results = make([]alterResult, n)
+	results = refusedAlters(n, kind, names)
 	wg := new(waitGroup)
 	for i := range n {
+		if results[i].code != 0 {
+			continue
+		}
 		typ, name := kind(i)
 		switch typ {
 		case resourceTopic:

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +239,133 @@ func TestDescribeAndAlterConfigs(t *testing.T) {
 		if c.Key == "max.message.bytes" && c.Source != kmsg.ConfigSourceDefaultConfig {
 			t.Fatalf("legacy alter kept max.message.bytes: %+v", c)
 		}
+	}
+	alterRefusals(t, ctx, cl)
+}
+
+// alterRefusals checks what Kafka's ConfigAdminManager.preprocess refuses
+// in AlterConfigs and IncrementalAlterConfigs, with its messages, and that
+// a refused resource changes nothing while another in the request is
+// applied: a resource named twice (each time), a config named twice in a
+// resource (kafka-configs.sh sends a SET and a DELETE of a config given to
+// both --add-config and --delete-config), and a config set to no value.
+func alterRefusals(t *testing.T, ctx context.Context, cl *kgo.Client) {
+	t.Helper()
+	b := cl.Broker(0) // as built: a client would split the request by resource
+	deref := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	type op struct {
+		name  string
+		value *string
+		del   bool
+	}
+	type res struct {
+		typ  kmsg.ConfigResourceType
+		name string
+		ops  []op
+	}
+	incremental := func(rs ...res) []string {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		for _, r := range rs {
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.name
+			for _, o := range r.ops {
+				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = o.name, o.value
+				if o.del {
+					c.Op = kmsg.IncrementalAlterConfigOpDelete
+				}
+				rr.Configs = append(rr.Configs, c)
+			}
+			req.Resources = append(req.Resources, rr)
+		}
+		resp, err := req.RequestWith(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, rr := range resp.Resources {
+			out = append(out, fmt.Sprintf("%d %s", rr.ErrorCode, deref(rr.ErrorMessage)))
+		}
+		return out
+	}
+	legacy := func(rs ...res) []string {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		for _, r := range rs {
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = r.typ, r.name
+			for _, o := range r.ops {
+				c := kmsg.NewAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = o.name, o.value
+				rr.Configs = append(rr.Configs, c)
+			}
+			req.Resources = append(req.Resources, rr)
+		}
+		resp, err := req.RequestWith(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, rr := range resp.Resources {
+			out = append(out, fmt.Sprintf("%d %s", rr.ErrorCode, deref(rr.ErrorMessage)))
+		}
+		return out
+	}
+	const (
+		ok        = "0 "
+		twice     = "42 Each resource must appear at most once."
+		duplicate = "42 Error due to duplicate config keys"
+	)
+	topic := kmsg.ConfigResourceTypeTopic
+	broker := kmsg.ConfigResourceTypeBroker
+	set := func(name, v string) op { return op{name: name, value: &v} }
+	for _, c := range []struct {
+		what string
+		got  []string
+		want []string
+	}{
+		{"incremental: SET and DELETE of one config", incremental(res{topic, "cfg", []op{set("retention.ms", "1000"), {name: "retention.ms", del: true}}}), []string{duplicate}},
+		{"incremental: a config set twice, on a broker", incremental(res{broker, "0", []op{set("log.retention.ms", "1000"), set("log.retention.ms", "2000")}}), []string{duplicate}},
+		{"incremental: SET without a value", incremental(res{topic, "cfg", []op{{name: "retention.ms"}, {name: "segment.ms"}}}), []string{"42 Null value not supported for : retention.ms, segment.ms"}},
+		{"incremental: DELETE without a value", incremental(res{topic, "cfg", []op{{name: "retention.bytes", del: true}}}), []string{ok}},
+		{"incremental: a resource twice, another applied", incremental(res{topic, "cfg", []op{set("retention.ms", "1000")}}, res{broker, "0", []op{set("log.retention.ms", "1000")}}, res{topic, "cfg", []op{set("segment.ms", "1000")}}), []string{twice, ok, twice}},
+		{"legacy: a config twice", legacy(res{topic, "cfg", []op{set("retention.ms", "1000"), set("retention.ms", "2000")}}), []string{duplicate}},
+		{"legacy: a config without a value", legacy(res{topic, "cfg", []op{set("segment.ms", "1000"), {name: "retention.ms"}}}), []string{"42 Null value not supported for : retention.ms"}},
+		{"legacy: a resource twice", legacy(res{topic, "cfg", nil}, res{topic, "cfg", nil}), []string{twice, twice}},
+	} {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("%s: %q, want %q", c.what, c.got, c.want)
+		}
+	}
+	// Only the broker's log.retention.ms (applied above) changed, which
+	// the topic's retention.ms follows.
+	desc := kmsg.NewPtrDescribeConfigsRequest()
+	for _, r := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+		key  string
+	}{{topic, "cfg", "retention.ms"}, {topic, "cfg", "segment.ms"}, {broker, "0", "log.retention.ms"}} {
+		dr := kmsg.NewDescribeConfigsRequestResource()
+		dr.ResourceType, dr.ResourceName, dr.ConfigNames = r.typ, r.name, []string{r.key}
+		desc.Resources = append(desc.Resources, dr)
+	}
+	dresp, err := desc.RequestWith(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range dresp.Resources {
+		for _, c := range r.Configs {
+			got = append(got, fmt.Sprintf("%s=%s (%v)", c.Name, deref(c.Value), c.Source))
+		}
+	}
+	if want := []string{"retention.ms=1000 (DYNAMIC_BROKER_CONFIG)", "segment.ms=604800000 (DEFAULT_CONFIG)",
+		"log.retention.ms=1000 (DYNAMIC_BROKER_CONFIG)"}; !slices.Equal(got, want) {
+		t.Fatalf("configs after the refusals: %q, want %q", got, want)
 	}
 }
 
