@@ -87,10 +87,7 @@ func NewProducers() *Producers { return &Producers{m: map[int64]*ProducerEntry{}
 func (p *Producers) States() []messages.ProducerState {
 	out := make([]messages.ProducerState, 0, len(p.m))
 	for _, e := range p.m {
-		st := messages.ProducerState{ProducerID: e.ID, ProducerEpoch: e.Epoch, LastSequence: -1, LastTimestamp: -1, TxnStartOffset: -1}
-		if first, open := p.ongoing[e.ID]; open {
-			st.TxnStartOffset = first
-		}
+		st := messages.ProducerState{ProducerID: e.ID, ProducerEpoch: e.Epoch, LastSequence: -1, LastTimestamp: -1, TxnStartOffset: p.TxnFirstOffset(e.ID)}
 		if n := len(e.Batches); n > 0 {
 			st.LastSequence, st.LastTimestamp = e.Batches[n-1].LastSeq, e.Batches[n-1].Timestamp
 		}
@@ -98,6 +95,28 @@ func (p *Producers) States() []messages.ProducerState {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
 	return out
+}
+
+// Entries lists the producers the table remembers, by producer id, as
+// copies (kaas dump-log prints a snapshot's).
+func (p *Producers) Entries() []ProducerEntry {
+	out := make([]ProducerEntry, 0, len(p.m))
+	for _, e := range p.m {
+		c := *e
+		c.Batches = append([]BatchMeta(nil), e.Batches...)
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// TxnFirstOffset is the first offset of producer id's open transaction on
+// this partition, or -1 when it has none.
+func (p *Producers) TxnFirstOffset(id int64) int64 {
+	if first, open := p.ongoing[id]; open {
+		return first
+	}
+	return -1
 }
 
 // CheckResult is the verdict on a produced batch.

@@ -86,6 +86,44 @@ func TestProducersSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
+// A loaded snapshot lists its producers with their last batches (at most
+// producerBatches) and an open transaction's first offset, as dump-log
+// prints them; the copies do not alias the table.
+func TestProducersSnapshotEntries(t *testing.T) {
+	p := NewProducers()
+	for i := int64(0); i < producerBatches+2; i++ {
+		p.Record(hdr(9, 1, int32(2*i), 2, 2*i))
+	}
+	open := txnHdr(4, 3, 0, 1, 20)
+	p.Record(open)
+	p.RecordTxn(open)
+	b, err := p.Snapshot(21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _, err := LoadSnapshot(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := q.Entries()
+	if len(es) != 2 || es[0].ID != 4 || es[1].ID != 9 || es[0].Epoch != 3 || es[1].Epoch != 1 {
+		t.Fatalf("entries %+v", es)
+	}
+	if bs := es[1].Batches; len(bs) != producerBatches || bs[0].FirstSeq != 4 || bs[len(bs)-1].LastSeq != 13 || bs[len(bs)-1].LastOffset != 13 {
+		t.Fatalf("producer 9's batches %+v", bs)
+	}
+	if got := q.TxnFirstOffset(4); got != 20 {
+		t.Errorf("producer 4's open transaction starts at %d, want 20", got)
+	}
+	if got := q.TxnFirstOffset(9); got != -1 {
+		t.Errorf("producer 9 has no transaction, got first offset %d", got)
+	}
+	es[1].Batches[0].FirstSeq = 99
+	if q.Entries()[1].Batches[0].FirstSeq != 4 {
+		t.Error("Entries aliases the table's batches")
+	}
+}
+
 func TestEndOffsetForEpoch(t *testing.T) {
 	epochs := []storage.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 2, StartOffset: 10}, {Epoch: 5, StartOffset: 30}}
 	cases := []struct {

@@ -594,6 +594,22 @@ func unframeSnapshot(b []byte) ([]byte, bool) {
 	return body[:len(body)-1], true
 }
 
+// ReadSnapshotFile reads a snapshot file (<name>.snapshot, written by
+// WriteSnapshot) for tools that print it, and returns the blob it frames.
+// It only reads; a file that fails its checksum is an error here, where
+// ReadSnapshot takes it as absent.
+func ReadSnapshotFile(path string) ([]byte, error) {
+	b, err := readFileRaw(path)
+	if err != nil {
+		return nil, err
+	}
+	body, ok := unframeSnapshot(b)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a snapshot, or it fails its checksum (%d bytes)", path, len(b))
+	}
+	return body, nil
+}
+
 func validSnapshotName(n string) bool {
 	if n == "" || len(n) > 100 {
 		return false

@@ -2,10 +2,13 @@ package disklog
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,13 +168,24 @@ func appendTrailer(b []byte, magic string, s summary, count int) []byte {
 	return b
 }
 
+// Why an index is not trusted (ReadIndexFile tells them apart).
+var (
+	errTrailerMagic = errors.New("no index trailer (magic not KAASIDX2 or KAASIDX1)")
+	errTrailerCRC   = errors.New("index trailer fails its CRC-32C")
+	errTrailerSpan  = errors.New("index trailer records an impossible segment (next below base, or size out of range)")
+	errIndexLength  = errors.New("index length does not match the trailer's entry count")
+	errEntriesCRC   = errors.New("index entries fail their CRC-32C")
+	errEntryOrder   = errors.New("index entries out of order (positions not increasing from 0 below the covered length)")
+	errTimeIndex    = errors.New(".timeindex missing, damaged or not matching the .index")
+)
+
 // decodeTrailer checks and decodes a 64-byte index trailer of either
 // layout; bodyCRC is the CRC the entries must have, entrySize the size of
 // an entry in the index file (idx1EntrySize: the first layout, whose
 // timestamps are in the ".timeindex").
-func decodeTrailer(t []byte) (s summary, bodyCRC uint32, entrySize int64, ok bool) {
+func decodeTrailer(t []byte) (s summary, bodyCRC uint32, entrySize int64, err error) {
 	if len(t) != trailerSize {
-		return s, 0, 0, false
+		return s, 0, 0, errTrailerMagic
 	}
 	switch string(t[:8]) {
 	case idxMagic:
@@ -179,10 +193,10 @@ func decodeTrailer(t []byte) (s summary, bodyCRC uint32, entrySize int64, ok boo
 	case idx1Magic:
 		entrySize = idx1EntrySize
 	default:
-		return s, 0, 0, false
+		return s, 0, 0, errTrailerMagic
 	}
 	if crc32.Checksum(t[:trailerCRCSpan], castagnoli) != binary.BigEndian.Uint32(t[trailerCRCSpan:]) {
-		return s, 0, 0, false
+		return s, 0, 0, errTrailerCRC
 	}
 	s.base = int64(binary.BigEndian.Uint64(t[8:]))
 	s.next = int64(binary.BigEndian.Uint64(t[16:]))
@@ -192,9 +206,9 @@ func decodeTrailer(t []byte) (s summary, bodyCRC uint32, entrySize int64, ok boo
 	s.count = binary.BigEndian.Uint32(t[48:])
 	s.epoch = int32(binary.BigEndian.Uint32(t[52:]))
 	if s.size < 0 || s.next < s.base || s.size > math.MaxUint32 {
-		return s, 0, 0, false
+		return s, 0, 0, errTrailerSpan
 	}
-	return s, binary.BigEndian.Uint32(t[56:]), entrySize, true
+	return s, binary.BigEndian.Uint32(t[56:]), entrySize, nil
 }
 
 // trailerReads counts readTrailer calls (tests: what an Open reads).
@@ -208,11 +222,11 @@ func readTrailer(path string) (summary, bool) {
 	if err != nil || size < trailerSize || len(t) != trailerSize {
 		return summary{}, false
 	}
-	s, _, es, ok := decodeTrailer(t)
-	if ok && int64(s.count)*es != size-trailerSize {
+	s, _, es, err := decodeTrailer(t)
+	if err != nil || int64(s.count)*es != size-trailerSize {
 		return summary{}, false
 	}
-	return s, ok
+	return s, true
 }
 
 // loadIndex reads and fully checks a segment's index (and, in the first
@@ -232,35 +246,111 @@ func readIndex(prefix string) (entries []indexEntry, s summary, trailerOK, ok bo
 	if err != nil || len(ib) < trailerSize {
 		return nil, summary{}, false, false
 	}
-	s, bodyCRC, es, tok := decodeTrailer(ib[len(ib)-trailerSize:])
+	s, bodyCRC, es, err := decodeTrailer(ib[len(ib)-trailerSize:])
 	body := ib[:len(ib)-trailerSize]
-	if !tok || int64(len(body)) != int64(s.count)*es {
+	if err != nil || int64(len(body)) != int64(s.count)*es {
 		return nil, summary{}, false, false
 	}
-	entries, ok = decodeEntries(prefix, body, s, bodyCRC, es)
-	if !ok {
-		entries = nil
+	entries, err = decodeEntries(prefix, body, s, bodyCRC, es)
+	if err != nil {
+		return nil, s, true, false
 	}
-	return entries, s, true, ok
+	return entries, s, true, true
 }
 
-// decodeEntries checks and decodes an index body of entrySize entries.
-func decodeEntries(prefix string, body []byte, s summary, bodyCRC uint32, es int64) ([]indexEntry, bool) {
+// IndexEntry is one entry of a segment's sparse index (ReadIndexFile).
+type IndexEntry struct {
+	Offset   int64 // base offset of the batch at Position
+	Position int64 // byte position of that batch in the segment
+	// MaxTimestamp is the largest max timestamp of the segment's batches
+	// before Position, MaxTimestampOffset the base offset of the batch
+	// carrying it (-1 both: none before it).
+	MaxTimestamp       int64
+	MaxTimestampOffset int64
+}
+
+// IndexTrailer is what a segment index's trailer records of the segment.
+type IndexTrailer struct {
+	BaseOffset         int64
+	NextOffset         int64 // offset after the last batch covered
+	Size               int64 // bytes of the segment the index covers
+	MaxTimestamp       int64
+	MaxTimestampOffset int64 // base offset of the batch carrying MaxTimestamp
+	LeaderEpoch        int32
+	// FirstLayout: a "KAASIDX1" index whose timestamps are in the paired
+	// ".timeindex".
+	FirstLayout bool
+}
+
+// IndexFile is a segment's index as ReadIndexFile reads it.
+type IndexFile struct {
+	Trailer IndexTrailer
+	Entries []IndexEntry
+}
+
+// ErrIndexInvalid is what ReadIndexFile's error wraps when the index is one
+// Open would not trust (it rebuilds such an index from the segment).
+var ErrIndexInvalid = errors.New("invalid index")
+
+// ReadIndexFile reads the index of the segment path names (its ".index",
+// or the ".timeindex" of the first layout: both files are read then) for
+// tools that print it, checking it as Open does. It only reads. An error
+// wrapping ErrIndexInvalid says why Open would rebuild the index; when the
+// trailer itself held, the IndexFile still carries it and the entries as
+// decoded (none when the file's length does not match the trailer).
+func ReadIndexFile(path string) (IndexFile, error) {
+	prefix := strings.TrimSuffix(strings.TrimSuffix(path, indexSuffix), timeIndexSuffix)
+	ib, err := readFileRaw(prefix + indexSuffix)
+	if err != nil {
+		return IndexFile{}, err
+	}
+	if len(ib) < trailerSize {
+		return IndexFile{}, fmt.Errorf("%w: %d bytes, shorter than a trailer: %w", ErrIndexInvalid, len(ib), errTrailerMagic)
+	}
+	s, bodyCRC, es, err := decodeTrailer(ib[len(ib)-trailerSize:])
+	if err != nil {
+		return IndexFile{}, fmt.Errorf("%w: %w", ErrIndexInvalid, err)
+	}
+	f := IndexFile{Trailer: IndexTrailer{BaseOffset: s.base, NextOffset: s.next, Size: s.size, MaxTimestamp: s.maxTS,
+		MaxTimestampOffset: s.maxOff, LeaderEpoch: s.epoch, FirstLayout: es == idx1EntrySize}}
+	body := ib[:len(ib)-trailerSize]
+	if int64(len(body)) != int64(s.count)*es {
+		return f, fmt.Errorf("%w: %w (%d entries of %d bytes, %d bytes before the trailer)", ErrIndexInvalid, errIndexLength, s.count, es, len(body))
+	}
+	entries, err := decodeEntries(prefix, body, s, bodyCRC, es)
+	f.Entries = make([]IndexEntry, len(entries))
+	for i, e := range entries {
+		f.Entries[i] = IndexEntry{Offset: s.base + int64(e.rel), Position: int64(e.pos), MaxTimestamp: e.maxTS, MaxTimestampOffset: -1}
+		if e.maxRel >= 0 {
+			f.Entries[i].MaxTimestampOffset = s.base + int64(e.maxRel)
+		}
+	}
+	if err != nil {
+		return f, fmt.Errorf("%w: %w", ErrIndexInvalid, err)
+	}
+	return f, nil
+}
+
+// decodeEntries checks and decodes an index body of entrySize entries. On
+// a failed check it still returns what it decoded (ReadIndexFile shows
+// it); the log never uses such entries.
+func decodeEntries(prefix string, body []byte, s summary, bodyCRC uint32, es int64) ([]indexEntry, error) {
+	var failed error
 	if crc32.Checksum(body, castagnoli) != bodyCRC {
-		return nil, false
+		failed = errEntriesCRC
 	}
 	// The timestamp half of entry i is at ts[toff+i*tstride:].
 	ts, toff, tstride := body, 8, idxEntrySize
 	if es == idx1EntrySize {
 		tb, err := readFileRaw(prefix + timeIndexSuffix)
 		if err != nil || len(tb) < tiTrailerSize {
-			return nil, false
+			return nil, errTimeIndex
 		}
 		tt := tb[len(tb)-tiTrailerSize:]
 		tbody := tb[:len(tb)-tiTrailerSize]
 		if string(tt[:8]) != tidxMagic || binary.BigEndian.Uint32(tt[8:]) != s.count ||
 			int64(len(tbody)) != int64(s.count)*tidxEntrySize || crc32.Checksum(tbody, castagnoli) != binary.BigEndian.Uint32(tt[12:]) {
-			return nil, false
+			return nil, errTimeIndex
 		}
 		ts, toff, tstride = tbody, 0, tidxEntrySize
 	}
@@ -272,15 +362,15 @@ func decodeEntries(prefix string, body []byte, s summary, bodyCRC uint32, es int
 		e.pos = binary.BigEndian.Uint32(body[i*int(es)+4:])
 		e.maxTS = int64(binary.BigEndian.Uint64(ts[toff+i*tstride:]))
 		e.maxRel = int32(binary.BigEndian.Uint32(ts[toff+i*tstride+8:]))
-		if (i > 0 && e.pos <= lastPos) || int64(e.pos) >= s.size || (i == 0 && e.pos != 0) {
-			return nil, false
+		if failed == nil && ((i > 0 && e.pos <= lastPos) || int64(e.pos) >= s.size || (i == 0 && e.pos != 0)) {
+			failed = errEntryOrder
 		}
 		lastPos = e.pos
 	}
-	if s.size > 0 && len(entries) == 0 {
-		return nil, false
+	if failed == nil && s.size > 0 && len(entries) == 0 {
+		failed = errEntryOrder
 	}
-	return entries, true
+	return entries, failed
 }
 
 // handle is a reference-counted open segment file. The log holds one
