@@ -15,9 +15,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kaas-project/kaas/actors/partition"
 	"github.com/kaas-project/kaas/actors/share"
 	"github.com/kaas-project/kaas/actors/supervisor"
 	"github.com/kaas-project/kaas/storage/batch"
+	"github.com/kaas-project/kaas/storage/disklog"
 	"github.com/kaas-project/kaas/storage/groupstore"
 	"github.com/kaas-project/kaas/storage/sharestate"
 	"github.com/kaas-project/kaas/storage/txnlog"
@@ -32,9 +34,12 @@ import (
 // decoded, as Kafka's flag of that name does. It also prints kaas's own
 // files on the volume, chosen by where they lie: a group's offsets log
 // (__groups/<group dir>/offsets.log), a transactional id's log
-// (__transactions/<name>.log) and a share-partition's state
-// (__share/<group dir>/<topic>-<partition>.state). A file with an invalid
-// batch, record or state, or bytes that are not a whole one, is an error
+// (__transactions/<name>.log), a share-partition's state
+// (__share/<group dir>/<topic>-<partition>.state), a segment's index
+// (.index, and an older layout's .timeindex), checked against the segment
+// beside it, and a partition's producer snapshot (producers.snapshot). A
+// file with an invalid batch, record, state or index, an index entry the
+// segment does not match, or bytes that are not a whole one, is an error
 // (after printing it all).
 func runDumpLog(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dump-log", flag.ContinueOnError)
@@ -43,9 +48,11 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 	deep := fs.Bool("deep-iteration", false, "print every record, not only each batch")
 	data := fs.Bool("print-data-log", false, "print every record with its key, value and headers (implies --deep-iteration)")
 	offsets := fs.Bool("offsets-decoder", false, "print a __consumer_offsets segment's keys and values decoded as group metadata and committed offsets (implies --print-data-log)")
+	sanity := fs.Bool("index-sanity-check", false, "check an index against its trailer and the segment beside it, without printing its entries")
+	verifyOnly := fs.Bool("verify-index-only", false, "print only where an index and the segment beside it disagree")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kaas dump-log [--deep-iteration] [--print-data-log] [--offsets-decoder] FILE ...")
-		fmt.Fprintln(stderr, "  FILE: a segment (.log), a group's offsets log (__groups/*/offsets.log), a transactional id's log (__transactions/*.log) or a share-partition's state (__share/*/*.state)")
+		fmt.Fprintln(stderr, "usage: kaas dump-log [--deep-iteration] [--print-data-log] [--offsets-decoder] [--index-sanity-check] [--verify-index-only] FILE ...")
+		fmt.Fprintln(stderr, "  FILE: a segment (.log), its index (.index, .timeindex), a partition's producers.snapshot, a group's offsets log (__groups/*/offsets.log), a transactional id's log (__transactions/*.log) or a share-partition's state (__share/*/*.state)")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -63,7 +70,7 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 	for _, p := range paths {
 		kind := volumeFileKind(p)
 		if kind == "" {
-			return fmt.Errorf("dump-log: %s: not a segment (.log), group offsets log, transaction log or share-partition state", p)
+			return fmt.Errorf("dump-log: %s: not a segment (.log), index (.index, .timeindex), producer snapshot (.snapshot), group offsets log, transaction log or share-partition state", p)
 		}
 		f, err := os.Open(p)
 		if err != nil {
@@ -80,6 +87,10 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 				ok = dumpTxnLog(stdout, f, st.Size())
 			case "share":
 				ok, err = dumpShareState(stdout, f)
+			case "index":
+				ok, err = dumpIndex(stdout, p, *sanity, *verifyOnly)
+			case "snapshot":
+				ok = dumpProducerSnapshot(stdout, p)
 			default:
 				ok, err = dumpSegment(stdout, p, bufio.NewReaderSize(f, 1<<20), st.Size(), *deep || *data || *offsets, *data || *offsets, *offsets)
 			}
@@ -99,8 +110,8 @@ func runDumpLog(args []string, stdout, stderr io.Writer) error {
 }
 
 // volumeFileKind tells the files dump-log reads apart by where they lie on
-// the volume: "group", "transaction", "share", "segment", or "" for none
-// of them.
+// the volume: "group", "transaction", "share", "segment", "index",
+// "snapshot", or "" for none of them.
 func volumeFileKind(path string) string {
 	dir, grand := filepath.Base(filepath.Dir(path)), filepath.Base(filepath.Dir(filepath.Dir(path)))
 	switch ext := filepath.Ext(path); {
@@ -112,6 +123,10 @@ func volumeFileKind(path string) string {
 		return "share"
 	case ext == ".log":
 		return "segment"
+	case ext == ".index" || ext == ".timeindex":
+		return "index"
+	case ext == ".snapshot":
+		return "snapshot"
 	}
 	return ""
 }
@@ -196,6 +211,173 @@ func dumpShareState(w io.Writer, r io.Reader) (valid bool, err error) {
 		i = j
 	}
 	return true, nil
+}
+
+// dumpIndex prints a segment's index (path: its .index, or an older
+// layout's .timeindex) and checks it against the segment beside it (the
+// .log of the same name): each entry must be a batch boundary holding the
+// entry's offset, with the largest timestamp of the batches before it, and
+// the trailer must say where the segment ends. sanity prints no entries
+// and says when all holds, verifyOnly prints only what does not hold.
+// valid is false when the index is one the broker would rebuild or does
+// not match the segment; err is a failure to read.
+func dumpIndex(w io.Writer, path string, sanity, verifyOnly bool) (valid bool, err error) {
+	idx, ierr := disklog.ReadIndexFile(path)
+	if ierr != nil && !errors.Is(ierr, disklog.ErrIndexInvalid) {
+		return false, ierr
+	}
+	tr, timeIndex := idx.Trailer, filepath.Ext(path) == ".timeindex"
+	if !sanity && !verifyOnly {
+		for _, e := range idx.Entries {
+			switch {
+			case timeIndex:
+				fmt.Fprintf(w, "timestamp: %d offset: %d\n", e.MaxTimestamp, e.MaxTimestampOffset)
+			case tr.FirstLayout:
+				fmt.Fprintf(w, "offset: %d position: %d\n", e.Offset, e.Position)
+			default:
+				fmt.Fprintf(w, "offset: %d position: %d timestamp: %d timestampOffset: %d\n", e.Offset, e.Position, e.MaxTimestamp, e.MaxTimestampOffset)
+			}
+		}
+		if tr != (disklog.IndexTrailer{}) { // the trailer held
+			layout := "one-file"
+			if tr.FirstLayout {
+				layout = "index+timeindex"
+			}
+			fmt.Fprintf(w, "trailer baseOffset: %d nextOffset: %d size: %d maxTimestamp: %d maxTimestampOffset: %d leaderEpoch: %d entries: %d layout: %s\n",
+				tr.BaseOffset, tr.NextOffset, tr.Size, tr.MaxTimestamp, tr.MaxTimestampOffset, tr.LeaderEpoch, len(idx.Entries), layout)
+		}
+	}
+	valid = ierr == nil
+	if valid {
+		if !sanity && !verifyOnly {
+			fmt.Fprintln(w, "Index CRC valid")
+		}
+	} else {
+		fmt.Fprintf(w, "Index is invalid (the broker rebuilds it from the segment when it opens the partition): %v\n", ierr)
+	}
+	if ierr == nil || len(idx.Entries) > 0 {
+		segPath := strings.TrimSuffix(path, filepath.Ext(path)) + ".log"
+		matched, err := checkIndexAgainstSegment(w, path, segPath, idx)
+		if errors.Is(err, os.ErrNotExist) && !sanity && !verifyOnly {
+			fmt.Fprintf(w, "No segment %s beside the index: entries not checked\n", segPath)
+			err = nil
+		}
+		if err != nil {
+			return false, err
+		}
+		valid = valid && matched
+	}
+	if sanity && valid {
+		fmt.Fprintf(w, "%s passed sanity check.\n", path)
+	}
+	return valid, nil
+}
+
+// checkIndexAgainstSegment walks the batch headers of the segment at
+// segPath up to the length the index covers and reports, in
+// kafka-dump-log.sh's words where it has them, each entry of idx (read
+// from path) and each trailer field the segment contradicts.
+func checkIndexAgainstSegment(w io.Writer, path, segPath string, idx disklog.IndexFile) (matched bool, err error) {
+	seg, err := os.Open(segPath)
+	if err != nil {
+		return false, err
+	}
+	defer seg.Close()
+	st, err := seg.Stat()
+	if err != nil {
+		return false, err
+	}
+	end := min(st.Size(), idx.Trailer.Size) // bytes past it are not the index's (a deposed leader's)
+	type batchAt struct{ offset, maxTSBefore, maxTSOffsetBefore int64 }
+	batches := map[int64]batchAt{}
+	maxTS, maxTSOffset, next := int64(-1), int64(-1), idx.Trailer.BaseOffset
+	head := make([]byte, batch.HeaderSize)
+	var problems []string
+	pos := int64(0)
+	for pos < end {
+		var h batch.Header
+		_, err := seg.ReadAt(head, pos)
+		if err == nil {
+			h, err = batch.ParseHeader(head)
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("  Segment bytes at position %d are not a batch header (%v): the check stops there", pos, err))
+			break
+		}
+		batches[pos] = batchAt{h.BaseOffset, maxTS, maxTSOffset}
+		if h.MaxTimestamp > maxTS || maxTSOffset < 0 {
+			maxTS, maxTSOffset = h.MaxTimestamp, h.BaseOffset
+		}
+		next = h.NextOffset()
+		pos += int64(h.Size())
+	}
+	var offsetMismatches, tsMismatches []string
+	for _, e := range idx.Entries {
+		b, ok := batches[e.Position]
+		switch {
+		case !ok:
+			offsetMismatches = append(offsetMismatches, fmt.Sprintf("  Index offset: %d, position: %d is not a batch boundary", e.Offset, e.Position))
+		case b.offset != e.Offset:
+			offsetMismatches = append(offsetMismatches, fmt.Sprintf("  Index offset: %d, log offset: %d", e.Offset, b.offset))
+		case b.maxTSBefore != e.MaxTimestamp || b.maxTSOffsetBefore != e.MaxTimestampOffset:
+			tsMismatches = append(tsMismatches, fmt.Sprintf("  Index timestamp: %d, log timestamp: %d (offset %d, log offset %d)",
+				e.MaxTimestamp, b.maxTSBefore, e.MaxTimestampOffset, b.maxTSOffsetBefore))
+		}
+	}
+	if tr := idx.Trailer; len(problems) == 0 && tr.Size > 0 {
+		if pos != tr.Size {
+			problems = append(problems, fmt.Sprintf("  Trailer size: %d, batches end at: %d", tr.Size, pos))
+		}
+		if next != tr.NextOffset {
+			problems = append(problems, fmt.Sprintf("  Trailer next offset: %d, log next offset: %d", tr.NextOffset, next))
+		}
+		if maxTS != tr.MaxTimestamp || maxTSOffset != tr.MaxTimestampOffset {
+			problems = append(problems, fmt.Sprintf("  Trailer max timestamp: %d at offset %d, log max timestamp: %d at offset %d", tr.MaxTimestamp, tr.MaxTimestampOffset, maxTS, maxTSOffset))
+		}
+	}
+	for _, group := range []struct {
+		title string
+		lines []string
+	}{{"Mismatches in :", offsetMismatches}, {"Found timestamp mismatch in :", tsMismatches}, {"Trailer does not match the segment in :", problems}} {
+		if len(group.lines) > 0 {
+			fmt.Fprintf(w, "%s%s\n%s\n", group.title, path, strings.Join(group.lines, "\n"))
+		}
+	}
+	return len(offsetMismatches)+len(tsMismatches)+len(problems) == 0, nil
+}
+
+// dumpProducerSnapshot prints a partition's producer snapshot: the offset
+// it covers, then each producer with its epoch, open transaction and last
+// timestamp, and the batches it remembers for de-duplication, oldest
+// first. valid is false for a file that fails its checksum or decoding.
+func dumpProducerSnapshot(w io.Writer, path string) (valid bool) {
+	b, err := disklog.ReadSnapshotFile(path)
+	var prods *partition.Producers
+	var off int64
+	if err == nil {
+		prods, off, err = partition.LoadSnapshot(b)
+	}
+	if err != nil {
+		fmt.Fprintf(w, "Not a producer snapshot: %v\n", err)
+		return false
+	}
+	entries := prods.Entries()
+	fmt.Fprintf(w, "Snapshot offset: %d producers: %d\n", off, len(entries))
+	for _, e := range entries {
+		last := e.FencedAt // a transaction marker's time, when it is the latest
+		if n := len(e.Batches); n > 0 {
+			last = max(last, e.Batches[n-1].Timestamp)
+		} else if last == 0 {
+			last = -1
+		}
+		fmt.Fprintf(w, "producerId: %d producerEpoch: %d currentTxnFirstOffset: %d lastTimestamp: %d batches: %d\n",
+			e.ID, e.Epoch, prods.TxnFirstOffset(e.ID), last, len(e.Batches))
+		for _, m := range e.Batches {
+			fmt.Fprintf(w, "| firstSequence: %d lastSequence: %d firstOffset: %d lastOffset: %d offsetDelta: %d timestamp: %d\n",
+				m.FirstSeq, m.LastSeq, m.FirstOffset, m.LastOffset, m.LastOffset-m.FirstOffset, m.Timestamp)
+		}
+	}
+	return true
 }
 
 // notWhole reports whether the good bytes are the whole file, saying so

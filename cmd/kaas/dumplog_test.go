@@ -268,3 +268,237 @@ func TestDumpLogReadsTheVolumesFiles(t *testing.T) {
 		t.Errorf("acls.json: exit %d:\n%s", code, got)
 	}
 }
+
+// kaas dump-log reads a partition's indexes and producer snapshot as a
+// broker on --data-dir wrote them: every index entry names the batch at its
+// position, the trailer where the segment ends, the snapshot the producers
+// that wrote (an idempotent one, a transactional one with a transaction
+// left open); then damaged copies, an index beside the wrong segment and a
+// damaged snapshot fail.
+func TestDumpLogReadsIndexesAndProducerSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	addr, stop := startDiskBroker(t, dir)
+	ctx := ctxT(t, 60*time.Second)
+	segBytes, interval := "4096", "600"
+	if _, err := newAdmin(t, addr).CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": &segBytes, "index.interval.bytes": &interval}, "indexed"); err != nil {
+		t.Fatal(err)
+	}
+	idem := newClient(t, addr, kgo.DefaultProduceTopic("indexed"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	var idemLast int64
+	const idemRecords = 40
+	for i := range idemRecords {
+		r, err := idem.ProduceSync(ctx, &kgo.Record{Value: []byte(strings.Repeat("v", 200) + strconv.Itoa(i))}).First()
+		if err != nil {
+			t.Fatal(err)
+		}
+		idemLast = r.Offset
+	}
+	idemID, idemEpoch, err := idem.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := newClient(t, addr, kgo.DefaultProduceTopic("indexed"), kgo.TransactionalID("dump-index-txn"))
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("committed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	open, err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("left open")}).First()
+	if err != nil {
+		t.Fatal(err)
+	}
+	txnID, txnEpoch, err := txn.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop() // the partition's close writes the index trailers
+
+	// A broker writes producers.snapshot when it hands a partition over and
+	// at an open that finds none (a stop closes without one): without the
+	// one written when the topic was created, a restart writes the state
+	// recovered from the log.
+	snaps, _ := filepath.Glob(filepath.Join(dir, "indexed-0-*", "producers.snapshot"))
+	if len(snaps) != 1 {
+		t.Fatalf("snapshots %v", snaps)
+	}
+	if err := os.Remove(snaps[0]); err != nil {
+		t.Fatal(err)
+	}
+	addr, stop = startDiskBroker(t, dir)
+	waitUntil(t, 10*time.Second, "the partition reopened", func() bool {
+		o, err := newAdmin(t, addr).ListEndOffsets(ctx, "indexed")
+		e, _ := o.Lookup("indexed", 0)
+		return err == nil && e.Err == nil && e.Offset == open.Offset+1
+	})
+	stop()
+
+	dump := func(args ...string) (string, int) {
+		t.Helper()
+		out, errOut, code := runKaas(t, append([]string{"dump-log"}, args...)...)
+		return out + errOut, code
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "indexed-0-*", "*.log"))
+	if len(logs) < 3 {
+		t.Fatalf("want several segments, got %v", logs)
+	}
+	entryLine := regexp.MustCompile(`(?m)^offset: (\d+) position: (\d+) timestamp: (-?\d+) timestampOffset: (-?\d+)$`)
+	trailerLine := regexp.MustCompile(`(?m)^trailer baseOffset: (\d+) nextOffset: (\d+) size: (\d+) `)
+	t.Run("index", func(t *testing.T) {
+		for i, segPath := range logs {
+			seg, err := os.ReadFile(segPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			batchAt := map[int64]int64{} // position -> base offset, read with the batch package
+			var next int64
+			for pos := 0; pos < len(seg); {
+				h, err := batch.ParseHeader(seg[pos:])
+				if err != nil {
+					t.Fatal(err)
+				}
+				batchAt[int64(pos)], next = h.BaseOffset, h.NextOffset()
+				pos += h.Size()
+			}
+			idx := strings.TrimSuffix(segPath, ".log") + ".index"
+			got, code := dump(idx)
+			if code != 0 {
+				t.Fatalf("%s: exit %d\n%s", idx, code, got)
+			}
+			entries := entryLine.FindAllStringSubmatch(got, -1)
+			if len(entries) < 2 {
+				t.Fatalf("%s: %d entries, want several:\n%s", idx, len(entries), got)
+			}
+			for _, e := range entries {
+				off, _ := strconv.ParseInt(e[1], 10, 64)
+				pos, _ := strconv.ParseInt(e[2], 10, 64)
+				if base, ok := batchAt[pos]; !ok || base != off {
+					t.Errorf("%s: entry %q: the batch at that position has offset %d (a boundary: %t)", idx, e[0], base, ok)
+				}
+			}
+			tr := trailerLine.FindStringSubmatch(got)
+			if tr == nil || tr[2] != strconv.FormatInt(next, 10) || tr[3] != strconv.Itoa(len(seg)) {
+				t.Errorf("%s: trailer %q; segment ends at offset %d after %d bytes", idx, tr, next, len(seg))
+			}
+			if !strings.HasPrefix(got, "Dumping "+idx+"\n") || !strings.Contains(got, "\nIndex CRC valid\n") {
+				t.Errorf("%s:\n%s", idx, got)
+			}
+			if i == len(logs)-1 && next != open.Offset+1 {
+				t.Errorf("the last segment ends at %d, the open transaction's record is at %d", next, open.Offset)
+			}
+			if got, code := dump("--index-sanity-check", idx); code != 0 || got != "Dumping "+idx+"\n"+idx+" passed sanity check.\n" {
+				t.Errorf("sanity check: exit %d\n%s", code, got)
+			}
+			if got, code := dump("--verify-index-only", idx); code != 0 || got != "Dumping "+idx+"\n" {
+				t.Errorf("verify only: exit %d\n%s", code, got)
+			}
+		}
+	})
+
+	t.Run("damaged index", func(t *testing.T) {
+		idx := strings.TrimSuffix(logs[0], ".log") + ".index"
+		good, err := os.ReadFile(idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg, err := os.ReadFile(logs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := os.ReadFile(logs[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		// copyAs writes an index and a segment under the first segment's names.
+		copyAs := func(index, segment []byte) string {
+			d := t.TempDir()
+			p := filepath.Join(d, filepath.Base(idx))
+			if err := os.WriteFile(p, index, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, filepath.Base(logs[0])), segment, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		flipped := bytes.Clone(good)
+		flipped[20+3] ^= 1 // the second entry's offset (20-byte entries: offset, position, timestamp, its offset)
+		p := copyAs(flipped, seg)
+		for _, flag := range []string{"--index-sanity-check", "--verify-index-only"} {
+			got, code := dump(flag, p)
+			if code == 0 || !strings.Contains(got, "Index is invalid (the broker rebuilds it from the segment when it opens the partition): invalid index: index entries fail their CRC-32C") ||
+				!strings.Contains(got, "Mismatches in :"+p+"\n  Index offset: ") || strings.Contains(got, "passed sanity check") {
+				t.Errorf("%s on a flipped entry: exit %d\n%s", flag, code, got)
+			}
+		}
+		p = copyAs(good[:len(good)-10], seg)
+		if got, code := dump(p); code == 0 || !strings.Contains(got, "Index is invalid (the broker rebuilds it from the segment when it opens the partition): invalid index: no index trailer") {
+			t.Errorf("a cut index: exit %d\n%s", code, got)
+		}
+		// An intact index beside another segment: its CRC holds, the segment disagrees.
+		p = copyAs(good, other)
+		got, code := dump("--verify-index-only", p)
+		if code == 0 || strings.Contains(got, "Index is invalid") || !strings.Contains(got, "Mismatches in :"+p+"\n  Index offset: 0, log offset: ") ||
+			!strings.Contains(got, "Trailer does not match the segment in :"+p+"\n  Trailer size: ") {
+			t.Errorf("an index beside another segment: exit %d\n%s", code, got)
+		}
+		if after, _ := os.ReadFile(idx); !bytes.Equal(after, good) {
+			t.Error("dump-log changed the index it read")
+		}
+	})
+
+	t.Run("producer snapshot", func(t *testing.T) {
+		got, code := dump(snaps[0])
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, got)
+		}
+		want := []string{
+			fmt.Sprintf("Snapshot offset: %d producers: 2\n", open.Offset+1),
+			fmt.Sprintf("producerId: %d producerEpoch: %d currentTxnFirstOffset: -1 lastTimestamp: ", idemID, idemEpoch),
+			fmt.Sprintf("producerId: %d producerEpoch: %d currentTxnFirstOffset: %d lastTimestamp: ", txnID, txnEpoch, open.Offset),
+			fmt.Sprintf("| firstSequence: %d lastSequence: %d firstOffset: %d lastOffset: %d offsetDelta: 0 timestamp: ", idemRecords-1, idemRecords-1, idemLast, idemLast),
+			// The open transaction's batch is the first of the producer's current epoch.
+			fmt.Sprintf("batches: 1\n| firstSequence: 0 lastSequence: 0 firstOffset: %d lastOffset: %d offsetDelta: 0 timestamp: ", open.Offset, open.Offset),
+		}
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("output lacks %q:\n%s", w, got)
+			}
+		}
+		// The idempotent producer's last five batches are remembered, the oldest first.
+		if first := fmt.Sprintf("| firstSequence: %d ", idemRecords-5); !strings.Contains(got, " batches: 5\n"+first) {
+			t.Errorf("output lacks the idempotent producer's five batches from sequence %d:\n%s", idemRecords-5, got)
+		}
+		raw, err := os.ReadFile(snaps[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw[5] ^= 1
+		bad := filepath.Join(t.TempDir(), "producers.snapshot")
+		if err := os.WriteFile(bad, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, code := dump(bad); code == 0 || !strings.Contains(got, "Not a producer snapshot: ") || !strings.Contains(got, "fails its checksum") {
+			t.Errorf("a damaged snapshot: exit %d\n%s", code, got)
+		}
+	})
+
+	t.Run("first layout", func(t *testing.T) {
+		// testdata/layout1 was written by kaas's first index layout (storage/disklog TestOpensFirstLayout).
+		old := filepath.Join("..", "..", "storage", "disklog", "testdata", "layout1", "00000001-00000000000000000010")
+		got, code := dump(old + ".timeindex")
+		if code != 0 || !strings.Contains(got, "\ntimestamp: -1 offset: -1\ntimestamp: 1061 offset: 12\ntimestamp: 1081 offset: 16\n") ||
+			!strings.Contains(got, "layout: index+timeindex\nIndex CRC valid\n") {
+			t.Errorf("exit %d\n%s", code, got)
+		}
+		if got, code := dump(old + ".index"); code != 0 || !strings.Contains(got, "\noffset: 14 position: 558\n") {
+			t.Errorf("exit %d\n%s", code, got)
+		}
+	})
+}
