@@ -109,6 +109,9 @@ type broker struct {
 	opener   storage.Opener     // closed last (disklog keeps a descriptor on the volume for syncfs)
 	faults   *faultlog.Injector // --debug-chaos: fsync faults of the partitions' storage
 	stopping atomic.Bool        // shutdown began: deaths of essential actors are expected
+	// unlockDataDir releases a local broker's lock on its data dir, after
+	// the storage is closed.
+	unlockDataDir func()
 	// handoffs counts the partition opens and closes running
 	// (runHandoff): stop waits for them before it returns, since an open
 	// that outlives its stopped actor still creates the partition's files.
@@ -145,9 +148,25 @@ func (b *broker) applyDeleteDelay() {
 	}
 }
 
-// startBroker binds the listeners and starts the actor system. It returns
-// once the broker accepts connections.
+// startBroker binds the listeners and starts the actor system, a local
+// broker on a data dir once it holds the dir's lock. It returns once the
+// broker accepts connections.
 func startBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*broker, error) {
+	unlock, err := lockLocalDataDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b, err := bootBroker(ctx, cfg, logOut)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	b.unlockDataDir = unlock
+	return b, nil
+}
+
+// bootBroker is startBroker past the data dir's lock.
+func bootBroker(ctx context.Context, cfg *serveConfig, logOut io.Writer) (*broker, error) {
 	b := &broker{cfg: cfg, baseLog: newLogger(cfg, logOut), loggers: loggers.New(cfg.level), views: &routing.Store{}}
 	b.log = b.loggers.Logger(loggers.Root, b.baseLog)
 	if cfg.DebugChaos {
@@ -325,6 +344,9 @@ func (b *broker) stop() {
 		if err := c.Close(); err != nil {
 			b.log.Error().Err(err).Msg("close storage")
 		}
+	}
+	if b.unlockDataDir != nil {
+		b.unlockDataDir()
 	}
 	b.log.Info().Msg("kaas stopped")
 }

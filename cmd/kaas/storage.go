@@ -14,6 +14,7 @@ import (
 	"github.com/kaas-project/kaas/storage"
 	"github.com/kaas-project/kaas/storage/atomicfile"
 	"github.com/kaas-project/kaas/storage/disklog"
+	"github.com/kaas-project/kaas/storage/filelock"
 )
 
 // clusterDir holds broker-level files beside the partition directories.
@@ -25,6 +26,40 @@ const topicsFile = "topics.json"
 // openDiskStorage opens the disk log engine under dir, with the topic
 // registry at <dir>/__cluster/topics.json, so that topics and their data
 // survive a restart. Every partition is led locally.
+// localLockFile is the lock a local-mode broker holds on its data dir, in
+// clusterDir.
+const localLockFile = "local-broker.lock"
+
+// lockLocalDataDir takes a local-mode broker's exclusive lock on its
+// --data-dir, as Kafka takes one on each log dir: two local brokers on one
+// directory would each lead every partition and write over each other's
+// records. Cluster-mode brokers share the volume by design (the leader
+// claims keep one writer per partition) and take none; neither does a
+// broker in memory. unlock releases the lock (a process that dies releases
+// it too).
+func lockLocalDataDir(cfg *serveConfig) (unlock func(), err error) {
+	if cfg.DataDir == "" || cfg.clusterMode() || !filelock.Supported {
+		return func() {}, nil
+	}
+	dir := filepath.Join(cfg.DataDir, clusterDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--data-dir %s: %w", cfg.DataDir, err)
+	}
+	path := filepath.Join(dir, localLockFile)
+	unlock, locked, err := filelock.Acquire(path, 0o644, 0)
+	if err != nil {
+		if unlock != nil {
+			unlock()
+		}
+		return nil, fmt.Errorf("--data-dir %s: lock %s: %w", cfg.DataDir, path, err)
+	}
+	if !locked {
+		unlock()
+		return nil, fmt.Errorf("--data-dir %s is in use by another kaas broker (it holds the lock on %s): each local broker needs a data dir of its own", cfg.DataDir, path)
+	}
+	return unlock, nil
+}
+
 func openDiskStorage(dir string, sync disklog.SyncMode, log zerolog.Logger, opts ...disklog.Option) (storage.Opener, supervisor.Registry, []supervisor.TopicRecord, error) {
 	opener, err := disklog.NewOpener(dir, log, append([]disklog.Option{disklog.Sync(sync)}, opts...)...)
 	if err != nil {

@@ -10,6 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Supported tells whether Acquire takes locks here (elsewhere it only
+// opens the file).
+const Supported = true
+
 // acquire takes an open-file-description lock (fcntl F_OFD_SETLK): owned by
 // the descriptor, so goroutines and processes exclude each other; NFS
 // forwards it to the server. A holder may remove the lock file (with what

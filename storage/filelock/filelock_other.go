@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// Supported tells whether Acquire takes locks here (elsewhere it only
+// opens the file).
+const Supported = false
+
 // acquire opens the lock file; the lock itself is Linux only
 // (open-file-description locks): elsewhere callers go on without it.
 func acquire(path string, mode os.FileMode, _ time.Duration) (func(), bool, error) {
