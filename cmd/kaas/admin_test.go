@@ -268,6 +268,27 @@ func alterRefusals(t *testing.T, ctx context.Context, cl *kgo.Client) {
 		name string
 		ops  []op
 	}
+	// send sends req as built and lists each resource's answer as
+	// "CODE MESSAGE".
+	send := func(req kmsg.Request) []string {
+		resp, err := b.Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		answer := func(code int16, msg *string) { out = append(out, fmt.Sprintf("%d %s", code, deref(msg))) }
+		switch resp := resp.(type) {
+		case *kmsg.IncrementalAlterConfigsResponse:
+			for _, rr := range resp.Resources {
+				answer(rr.ErrorCode, rr.ErrorMessage)
+			}
+		case *kmsg.AlterConfigsResponse:
+			for _, rr := range resp.Resources {
+				answer(rr.ErrorCode, rr.ErrorMessage)
+			}
+		}
+		return out
+	}
 	incremental := func(rs ...res) []string {
 		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		for _, r := range rs {
@@ -283,15 +304,7 @@ func alterRefusals(t *testing.T, ctx context.Context, cl *kgo.Client) {
 			}
 			req.Resources = append(req.Resources, rr)
 		}
-		resp, err := req.RequestWith(ctx, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, rr := range resp.Resources {
-			out = append(out, fmt.Sprintf("%d %s", rr.ErrorCode, deref(rr.ErrorMessage)))
-		}
-		return out
+		return send(req)
 	}
 	legacy := func(rs ...res) []string {
 		req := kmsg.NewPtrAlterConfigsRequest()
@@ -305,15 +318,7 @@ func alterRefusals(t *testing.T, ctx context.Context, cl *kgo.Client) {
 			}
 			req.Resources = append(req.Resources, rr)
 		}
-		resp, err := req.RequestWith(ctx, b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, rr := range resp.Resources {
-			out = append(out, fmt.Sprintf("%d %s", rr.ErrorCode, deref(rr.ErrorMessage)))
-		}
-		return out
+		return send(req)
 	}
 	const (
 		ok        = "0 "
