@@ -1620,3 +1620,21 @@ func TestUnreadSegmentsAreReadInTheBackground(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestOpenAfterTheDataDirIsGone: a partition opened after its data dir went
+// from under the opener (a volume unmounted, the directory removed) fails,
+// and the data dir is not made again, where nothing would be durable.
+func TestOpenAfterTheDataDirIsGone(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "data")
+	o := testOpener(t, root)
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := o.Open(testID, storage.LogConfig{}); err == nil {
+		_ = l.Close()
+		t.Fatal("a partition opened in a data dir that is gone")
+	}
+	if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the data dir after the open: %v", err)
+	}
+}
