@@ -199,3 +199,16 @@ func SyncDir(dir string) error {
 	}
 	return err
 }
+
+// Mkdir creates dir, whose parent must exist, and is no error when dir
+// exists. The stores make their directories with it below the root they
+// made when they opened, so that a root gone from under the broker (a
+// volume unmounted, the data dir removed) fails the write rather than
+// being made again, on whatever filesystem is left, where nothing would
+// be durable.
+func Mkdir(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return nil
+}

@@ -172,3 +172,25 @@ func TestUpdateWritesNothingForNil(t *testing.T) {
 		t.Fatalf("content %q after a refused change", b)
 	}
 }
+
+// TestMkdir: a directory is made below a parent that exists, one that
+// exists is no error, and none is made below a parent that is gone.
+func TestMkdir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "g")
+	for range 2 {
+		if err := Mkdir(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		t.Fatalf("made: %v", err)
+	}
+	gone := filepath.Join(root, "gone", "g")
+	if err := Mkdir(gone); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("below a missing parent: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(gone)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the missing parent was made: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kaas-project/kaas/storage"
+	"github.com/kaas-project/kaas/storage/atomicfile"
 	"github.com/kaas-project/kaas/storage/filelock"
 )
 
@@ -26,10 +27,7 @@ func openLog(o *Opener, dir string, id storage.PartitionID, cfg storage.LogConfi
 	l.log = o.log.With().Str("topic", id.Topic).Int32("partition", id.Partition).Str("dir", dir).Logger()
 	l.unlinkDelay.Store(int64(unlinkDelay(cfg, o.DeleteDelay()))) // before recover sets debris aside
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		// Mkdir, not MkdirAll: a data dir gone from under the broker (a
-		// volume unmounted, the directory removed) fails the open rather
-		// than being made again where nothing durable may be.
-		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := atomicfile.Mkdir(dir); err != nil {
 			return nil, fmt.Errorf("disklog: create %s: %w", dir, err)
 		}
 		if err := syncDir(filepath.Dir(dir)); err != nil {

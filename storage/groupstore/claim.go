@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kaas-project/kaas/storage/atomicfile"
 	"github.com/kaas-project/kaas/storage/claim"
 )
 
@@ -39,7 +40,7 @@ func (l *fileLog) fenced(op func() error) error {
 	if errors.Is(l.broken, ErrSuperseded) {
 		return l.broken
 	}
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+	if err := atomicfile.Mkdir(l.dir); err != nil {
 		return fmt.Errorf("group store: %w", err)
 	}
 	unlock, err := l.claimFile().Lock()

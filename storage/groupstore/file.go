@@ -304,7 +304,7 @@ func (l *fileLog) live() int {
 }
 
 func (l *fileLog) create() error {
-	if err := os.MkdirAll(l.dir, 0o755); err != nil {
+	if err := atomicfile.Mkdir(l.dir); err != nil {
 		return fmt.Errorf("group store: %w", err)
 	}
 	if err := syncDir(l.root); err != nil {
@@ -455,7 +455,7 @@ func (l *fileLog) SaveMembers(b []byte) error {
 			if b == nil {
 				return nil // nothing saved to remove
 			}
-			if err := os.MkdirAll(l.dir, 0o755); err != nil {
+			if err := atomicfile.Mkdir(l.dir); err != nil {
 				return fmt.Errorf("group store: %w", err)
 			}
 			if err := syncDir(l.root); err != nil {
@@ -479,7 +479,7 @@ func (l *fileLog) saveMembers(b []byte) error {
 		return syncDir(l.dir)
 	}
 	if _, err := os.Stat(l.dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		if err := atomicfile.Mkdir(l.dir); err != nil {
 			return fmt.Errorf("group store: %w", err)
 		}
 		if err := syncDir(l.root); err != nil {
@@ -573,7 +573,7 @@ func (l *fileLog) restoreOthers(trash string) error {
 		if ownFile(name) || strings.HasPrefix(name, ".") || strings.HasSuffix(name, atomicfile.LockSuffix) {
 			continue // temporary and lock files belong to the writes that made them
 		}
-		if err := os.MkdirAll(l.dir, 0o755); err != nil {
+		if err := atomicfile.Mkdir(l.dir); err != nil {
 			return fmt.Errorf("group store: restore %s: %w", name, err)
 		}
 		if err := os.Link(filepath.Join(trash, name), filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrExist) {

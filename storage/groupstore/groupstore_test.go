@@ -426,6 +426,28 @@ func TestGroupWithOnlyPendingOffsetsIsListed(t *testing.T) {
 // (log, membership) and leaves a file another store keeps in the group's
 // directory (the group's configs), which outlives the group; without one
 // the directory goes.
+// TestRootGone: with the store's root gone from under it (the data dir
+// removed, a volume unmounted), a new group's commit fails and the root is
+// not made again.
+func TestRootGone(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "__groups")
+	s, err := NewFile(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	if l, _, err := s.Open("g"); err == nil {
+		if err := l.Append([]Record{rec("t", 0, 5)}); err == nil {
+			t.Fatal("a commit stored with the root gone")
+		}
+	}
+	if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the root after the commit: %v", err)
+	}
+}
+
 // TestDestroyKeepsAFileWrittenDuringIt: another store's file written into
 // a group's directory after Destroy read the directory, and before it
 // renamed it aside (another broker changing the group's configs), is kept,

@@ -153,7 +153,7 @@ func (s *Store) lock(dir, base, topic string) (unlock func(), err error) {
 	if !s.Claims {
 		return func() {}, nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := atomicfile.Mkdir(dir); err != nil {
 		return nil, fmt.Errorf("share state dir: %w", err)
 	}
 	if err := recordTopic(dir, base, topic); err != nil {
@@ -357,7 +357,7 @@ func (s *Store) Set(group, topic string, partition int32, snap *Snapshot, mark u
 func (s *Store) Save(group, topic string, partition int32, snap Snapshot) error {
 	dir, base := s.files(group, topic, partition)
 	name := base + StateSuffix
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := atomicfile.Mkdir(dir); err != nil {
 		return fmt.Errorf("share state dir: %w", err)
 	}
 	if err := recordTopic(dir, base, topic); err != nil {
@@ -551,7 +551,7 @@ func markName(base string) string { return base + markSuffix }
 // SaveMark replaces a share-partition's admin mark.
 func (s *Store) SaveMark(group, topic string, partition int32, mark uint64) error {
 	dir, base := s.files(group, topic, partition)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := atomicfile.Mkdir(dir); err != nil {
 		return fmt.Errorf("share state dir: %w", err)
 	}
 	if err := recordTopic(dir, base, topic); err != nil {
