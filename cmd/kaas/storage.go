@@ -23,9 +23,6 @@ const clusterDir = "__cluster"
 // topicsFile is the local topic registry of single-node --data-dir mode.
 const topicsFile = "topics.json"
 
-// openDiskStorage opens the disk log engine under dir, with the topic
-// registry at <dir>/__cluster/topics.json, so that topics and their data
-// survive a restart. Every partition is led locally.
 // localLockFile is the lock a local-mode broker holds on its data dir, in
 // clusterDir.
 const localLockFile = "local-broker.lock"
@@ -60,6 +57,9 @@ func lockLocalDataDir(cfg *serveConfig) (unlock func(), err error) {
 	return unlock, nil
 }
 
+// openDiskStorage opens the disk log engine under dir, with the topic
+// registry at <dir>/__cluster/topics.json, so that topics and their data
+// survive a restart. Every partition is led locally.
 func openDiskStorage(dir string, sync disklog.SyncMode, log zerolog.Logger, opts ...disklog.Option) (storage.Opener, supervisor.Registry, []supervisor.TopicRecord, error) {
 	opener, err := disklog.NewOpener(dir, log, append([]disklog.Option{disklog.Sync(sync)}, opts...)...)
 	if err != nil {

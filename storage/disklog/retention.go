@@ -45,13 +45,13 @@ func (l *Log) SetStartOffset(off int64) error {
 
 // EnforceRetention implements storage.Log: segment.ms rolling of the active
 // segment, then retention.ms / retention.bytes over whole sealed and
-// durable segments, oldest first. Deletion is a rename aside; unlinks happen later. An active
-// segment whose newest record retention.ms has passed is rolled first, so
-// that it can go too, as Kafka deletes an expired active segment: a quiet
-// topic keeps nothing older than retention.ms; so is a non-empty active
-// segment under Kafka's retention.bytes=0, which keeps nothing. It is rolled
-// only once all of it is durable, as Kafka deletes nothing at or past the
-// high watermark.
+// durable segments, oldest first. Deletion is a rename aside; unlinks
+// happen later. An active segment whose newest record retention.ms has
+// passed is rolled first, so that it can go too, as Kafka deletes an
+// expired active segment: a quiet topic keeps nothing older than
+// retention.ms; so is a non-empty active segment under Kafka's
+// retention.bytes=0, which keeps nothing. It is rolled only once all of it
+// is durable, as Kafka deletes nothing at or past the high watermark.
 func (l *Log) EnforceRetention(now time.Time) error {
 	if l.isClosed() {
 		return storage.ErrClosed
@@ -104,7 +104,7 @@ func (l *Log) EnforceRetention(now time.Time) error {
 		if cfg.RetentionBytes == 0 {
 			m = get(i)
 		}
-		if m.next > durable || !retentionPassed(cfg, m.maxTS, m.created, now) && !cfg.Oversize(total, m.size) {
+		if m.next > durable || (!retentionPassed(cfg, m.maxTS, m.created, now) && !cfg.Oversize(total, m.size)) {
 			break
 		}
 		total -= m.size
