@@ -114,6 +114,11 @@ type Actor struct {
 	// transaction coordinator (verify.go).
 	verifying map[int64]*verification
 	verifySeq uint64
+	// snapshot is the producer table taken at a maintenance tick, as of
+	// log offset snapshotAt, waiting for the log to be durable that far;
+	// snapshotted is the offset of the last one written (storage.go).
+	snapshot                []byte
+	snapshotAt, snapshotted int64
 }
 
 // New returns a producer for the partition actor of id.
@@ -170,6 +175,7 @@ func (a *Actor) Receive(ctx actor.Context) {
 			m.LogEnd = l.NextOffset()
 		}
 		a.step(m)
+		a.writeDueSnapshot()
 	case Opened, Closed, WatchdogFired, RetryOpen, RetryWrites, MaintenanceTick:
 		a.step(m.(Event))
 	case *messages.PartitionStatus:
@@ -305,6 +311,7 @@ func (a *Actor) exec(e Effect) {
 	case Open:
 		a.id.TopicID = e.Take.TopicID
 		a.persisted = a.cfg.Opener.Persistent()
+		a.snapshot, a.snapshotted = nil, -1
 		abort := &atomic.Bool{}
 		a.openAbort = abort
 		id, cfg, log, send, span := a.id, &a.cfg, a.log, a.sender(), a.startSpan("partition open")
@@ -317,6 +324,7 @@ func (a *Actor) exec(e Effect) {
 	case AbortOpen:
 		a.openAbort.Store(true)
 	case Close:
+		a.snapshot = nil // the close writes its own, on another goroutine
 		id, cfg, send, span := a.id, &a.cfg, a.sender(), a.startSpan("partition close")
 		a.cfg.RunHandoff(func() {
 			closed := closeLog(id, cfg, e)
@@ -327,6 +335,7 @@ func (a *Actor) exec(e Effect) {
 	case Discard:
 		_ = e.Log.Close()
 	case CloseNow:
+		a.snapshot = nil
 		// Stopped without a release (system shutdown): close quickly.
 		_, _ = e.Log.Sync()
 		_ = e.Log.Close()
@@ -355,6 +364,7 @@ func (a *Actor) exec(e Effect) {
 		prods := a.core.Producers()
 		prods.Expire(now.Add(-a.cfg.ProducerExpiration()).UnixMilli())
 		prods.TrimTxns(a.core.Log().StartOffset())
+		a.takeProducerSnapshot()
 		a.armCleaner()
 	}
 }

@@ -532,7 +532,7 @@ func TestStaleProducerSnapshotIsRebuilt(t *testing.T) {
 			if err := l.WriteSnapshot("producers", snap); err != nil {
 				t.Fatal(err)
 			}
-			p, _, err := recoverProducers(l, true)
+			p, _, _, err := recoverProducers(l, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -821,5 +821,61 @@ func TestProducerExpirationIsReadAtEachMaintenance(t *testing.T) {
 	clk.Advance(time.Minute)
 	if n := producers(); n != 0 {
 		t.Fatalf("%d producers after 4 minutes under 2 minutes' expiration, want 0", n)
+	}
+}
+
+// TestMaintenanceSnapshotsProducersOnceDurable: at a maintenance tick after
+// the log grew, the producer table is snapshotted as of the log end, as
+// Kafka snapshots it at each segment roll, and written only once a group
+// commit made the log durable that far (a snapshot naming a batch a crash
+// lost would be set aside); a tick with nothing appended since writes
+// nothing. In virtual time.
+func TestMaintenanceSnapshotsProducersOnceDurable(t *testing.T) {
+	sl := &slowLog{Log: memlog.New(storage.LogConfig{}), release: make(chan struct{})}
+	clk := fakeClock()
+	ref := spawnWith(t, Config{Opener: slowOpener{sl}, Clock: clk, RunHandoff: inline, MaintenanceInterval: time.Minute,
+		SyncTimeout: time.Hour})
+	snapshotAt := func() int64 {
+		t.Helper()
+		barrier(t, ref)
+		b, err := sl.ReadSnapshot("producers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, off, err := LoadSnapshot(b)
+		if err != nil {
+			t.Fatalf("snapshot %q: %v", b, err)
+		}
+		return off
+	}
+	out := make(chan messages.ProduceResult, 1)
+	ref.Send(&messages.Produce{Batch: batch.Build(batch.Spec{ProducerID: 7, BaseSequence: 0, Timestamp: clk.Now().UnixMilli(),
+		Values: [][]byte{[]byte("x"), []byte("y")}}), Acks: 1, Reply: func(r messages.ProduceResult) { out <- r }})
+	if r := within(t, out, time.Second, "produce"); r.ErrorCode != 0 {
+		t.Fatalf("produce: %+v", r)
+	}
+	clk.Advance(time.Minute) // the group commit is held: the log is not durable past 0
+	if off := snapshotAt(); off != 0 {
+		t.Fatalf("snapshot at %d before the log is durable, want the one of the open, at 0", off)
+	}
+	close(sl.release)
+	deadline := time.Now().Add(5 * time.Second)
+	for snapshotAt() != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot at %d after the group commit, want 2", snapshotAt())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b, _ := sl.ReadSnapshot("producers")
+	if p, _, err := LoadSnapshot(b); err != nil || len(p.Entries()) != 1 || p.Entries()[0].ID != 7 {
+		t.Fatalf("snapshot's producers: %v", err)
+	}
+	if err := sl.WriteSnapshot("producers", []byte("left alone")); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute) // nothing appended since
+	barrier(t, ref)
+	if b, _ := sl.ReadSnapshot("producers"); string(b) != "left alone" {
+		t.Fatalf("a tick with nothing appended rewrote the snapshot: %q", b)
 	}
 }

@@ -55,7 +55,7 @@ func TestProducerStateSurvivesCompaction(t *testing.T) {
 		if err != nil || !res.Cleaned || res.Segments == 0 {
 			t.Fatalf("%T: compact %+v %v", l, res, err)
 		}
-		prods, _, err := recoverProducers(l, true)
+		prods, _, _, err := recoverProducers(l, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestTransactionStateSurvivesCompaction(t *testing.T) {
 		if !markers[abortMarker] || !markers[lastCommit] || markers[firstCommit] || firstCommitLeft {
 			t.Fatalf("%T: markers left %v (abort %d, commits %d %d), a batch of the first commit left: %v", l, markers, abortMarker, firstCommit, lastCommit, firstCommitLeft)
 		}
-		prods, _, err := recoverProducers(l, true)
+		prods, _, _, err := recoverProducers(l, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestAbortedIndexFollowsCompaction(t *testing.T) {
 		txnData("b")
 		add(batch.Marker(20, 0, true, 0, old))
 		seal()
-		prods, _, err := recoverProducers(l, true)
+		prods, _, _, err := recoverProducers(l, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestAbortedIndexFollowsCompaction(t *testing.T) {
 			}
 		}
 		for _, compacted := range []bool{true, false} {
-			p, had, err := recoverProducers(l, compacted)
+			p, _, had, err := recoverProducers(l, compacted)
 			if err != nil || !had {
 				t.Fatalf("%T: recover: %v (snapshot %v)", l, err, had)
 			}

@@ -25,9 +25,10 @@ func openLog(id storage.PartitionID, cfg *Config, log zerolog.Logger, op Open, a
 	start := cfg.Clock.Now()
 	l, err := cfg.Opener.Open(id, logCfg)
 	var prods *Producers
+	var scanFrom int64 // where the rebuild of the producer table read the log from
 	var hadSnapshot bool
 	if err == nil {
-		prods, hadSnapshot, err = recoverProducers(l, topicconfig.Compacted(op.Take.Config))
+		prods, scanFrom, hadSnapshot, err = recoverProducers(l, topicconfig.Compacted(op.Take.Config))
 		if err == nil {
 			err = waitToStamp(cfg.Clock, cfg.Fence, abort)
 		}
@@ -55,7 +56,7 @@ func openLog(id storage.PartitionID, cfg *Config, log zerolog.Logger, op Open, a
 	// Debug: a move logs one line per partition; the supervisor logs each
 	// assignment applied with its counts at Info.
 	log.Debug().Int32("leader_epoch", epoch).Int64("log_start", l.StartOffset()).Int64("log_end", l.NextOffset()).
-		Dur("took", cfg.Clock.Since(start)).Msg("partition opened")
+		Int64("producers_scanned_from", scanFrom).Dur("took", cfg.Clock.Since(start)).Msg("partition opened")
 	return Opened{Gen: op.Gen, Epoch: epoch, Log: l, Producers: prods, Durable: l.Durable(), LogEnd: l.NextOffset(),
 		DurableOnAppend: !cfg.Opener.Persistent()}
 }
@@ -138,13 +139,53 @@ func writeProducerSnapshot(l storage.Log, prods *Producers) error {
 	return l.WriteSnapshot(producerSnapshotName, snap)
 }
 
+// takeProducerSnapshot encodes the producer table at a maintenance tick
+// when the log grew since the last snapshot, as Kafka takes one at each
+// segment roll: an open after a crash, or after a shutdown without a
+// release, then rebuilds the table from the batches after it rather than
+// from the whole log. It is written once the log is durable that far
+// (writeDueSnapshot): a snapshot naming a batch a crash lost would be set
+// aside at the next open, and the whole log read again.
+func (a *Actor) takeProducerSnapshot() {
+	l, prods := a.core.Log(), a.core.Producers()
+	if !a.persisted || l == nil || prods == nil {
+		return
+	}
+	next := l.NextOffset()
+	if next == a.snapshotted || (a.snapshot != nil && next == a.snapshotAt) {
+		return
+	}
+	snap, err := prods.Snapshot(next)
+	if err != nil {
+		return
+	}
+	a.snapshot, a.snapshotAt = snap, next
+	a.writeDueSnapshot()
+}
+
+// writeDueSnapshot writes the snapshot takeProducerSnapshot took once the
+// log is durable to its offset (after a group commit, or at once when the
+// log was).
+func (a *Actor) writeDueSnapshot() {
+	l := a.core.Log()
+	if a.snapshot == nil || l == nil || l.Durable() < a.snapshotAt {
+		return
+	}
+	if err := l.WriteSnapshot(producerSnapshotName, a.snapshot); err != nil {
+		a.log.Warn().Err(err).Msg("write producer snapshot")
+	} else {
+		a.snapshotted = a.snapshotAt
+	}
+	a.snapshot = nil
+}
+
 // recoverProducers rebuilds idempotent-producer state: the snapshot (if any)
-// plus every batch header after it. The log is the authority: on a
-// compacted log, the aborted transactions the snapshot names whose markers
-// a pass has removed since are dropped.
-func recoverProducers(l storage.Log, compacted bool) (prods *Producers, hadSnapshot bool, err error) {
+// plus every batch header after it, from offset from. The log is the
+// authority: on a compacted log, the aborted transactions the snapshot
+// names whose markers a pass has removed since are dropped.
+func recoverProducers(l storage.Log, compacted bool) (prods *Producers, from int64, hadSnapshot bool, err error) {
 	prods = NewProducers()
-	from := l.StartOffset()
+	from = l.StartOffset()
 	if snap, err := l.ReadSnapshot(producerSnapshotName); err == nil && snap != nil {
 		hadSnapshot = true
 		if p, off, err := LoadSnapshot(snap); err == nil && off <= l.NextOffset() && off >= from && snapshotFits(l, off, p) {
@@ -153,7 +194,7 @@ func recoverProducers(l storage.Log, compacted bool) (prods *Producers, hadSnaps
 	}
 	if compacted {
 		if err := prods.DropAborts(func(a AbortedTxn) (bool, error) { return markerAt(l, a) }); err != nil {
-			return nil, false, fmt.Errorf("rebuild transaction state: %w", err)
+			return nil, 0, false, fmt.Errorf("rebuild transaction state: %w", err)
 		}
 	}
 	// Transactional batches are replayed in log order once the scan is
@@ -169,7 +210,7 @@ func recoverProducers(l storage.Log, compacted bool) (prods *Producers, hadSnaps
 		return nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("rebuild producer state: %w", err)
+		return nil, 0, false, fmt.Errorf("rebuild producer state: %w", err)
 	}
 	for _, h := range txnal {
 		if !h.IsControl() {
@@ -178,14 +219,14 @@ func recoverProducers(l storage.Log, compacted bool) (prods *Producers, hadSnaps
 		}
 		typ, err := readControlType(l, h)
 		if err != nil {
-			return nil, false, fmt.Errorf("rebuild transaction state: marker at %d: %w", h.BaseOffset, err)
+			return nil, 0, false, fmt.Errorf("rebuild transaction state: marker at %d: %w", h.BaseOffset, err)
 		}
 		if typ == batch.ControlCommit || typ == batch.ControlAbort {
 			prods.RecordMarker(h, typ == batch.ControlCommit, h.MaxTimestamp)
 		}
 	}
 	prods.TrimTxns(l.StartOffset())
-	return prods, hadSnapshot, nil
+	return prods, from, hadSnapshot, nil
 }
 
 // errFound stops a header scan at the batch it looked for.
