@@ -320,10 +320,11 @@ func TestDumpLogReadsIndexesAndProducerSnapshot(t *testing.T) {
 	}
 	stop() // the partition's close writes the index trailers
 
-	// A broker writes producers.snapshot when it hands a partition over and
-	// at an open that finds none (a stop closes without one): without the
-	// one written when the topic was created, a restart writes the state
-	// recovered from the log.
+	// A broker writes producers.snapshot at an open that finds none, at a
+	// maintenance tick after the log grew (every 30 s here: none ran) and
+	// when it hands a partition over; a stop closes without one. Without
+	// the one written when the topic was created, a restart writes the
+	// state recovered from the log.
 	snaps, _ := filepath.Glob(filepath.Join(dir, "indexed-0-*", "producers.snapshot"))
 	if len(snaps) != 1 {
 		t.Fatalf("snapshots %v", snaps)

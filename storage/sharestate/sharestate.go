@@ -145,18 +145,15 @@ func (s *Store) files(group, topic string, partition int32) (dir, base string) {
 func claimOf(dir, base string) claim.File { return claim.File{Dir: dir, Name: base + claimSuffix} }
 
 // lock takes the claim lock of topic's share-partition whose files are
-// dir/base*, creating dir and, for a hashed stem, the topic's record:
-// before the lock file, so that file is not left without it, and again
-// under the lock, as a Delete or DropTopics that held it may have removed
-// the record. Without Claims it takes none.
+// dir/base*, creating dir and, for a hashed stem, the topic's record
+// (prepareDir): before the lock file, so that file is not left without
+// it, and again under the lock, as a Delete or DropTopics that held it may
+// have removed the record. Without Claims it takes none.
 func (s *Store) lock(dir, base, topic string) (unlock func(), err error) {
 	if !s.Claims {
 		return func() {}, nil
 	}
-	if err := atomicfile.Mkdir(dir); err != nil {
-		return nil, fmt.Errorf("share state dir: %w", err)
-	}
-	if err := recordTopic(dir, base, topic); err != nil {
+	if err := prepareDir(dir, base, topic); err != nil {
 		return nil, err
 	}
 	unlock, err = claimOf(dir, base).Lock()
@@ -168,6 +165,16 @@ func (s *Store) lock(dir, base, topic string) (unlock func(), err error) {
 		return nil, err
 	}
 	return unlock, nil
+}
+
+// prepareDir makes the directory of topic's share-partition whose files
+// are dir/base* and, for a hashed stem, its topic record: what a write of
+// any of its files needs first.
+func prepareDir(dir, base, topic string) error {
+	if err := atomicfile.Mkdir(dir); err != nil {
+		return fmt.Errorf("share state dir: %w", err)
+	}
+	return recordTopic(dir, base, topic)
 }
 
 // recordTopic makes sure dir/base.topic holds topic when base's stem is
@@ -357,10 +364,7 @@ func (s *Store) Set(group, topic string, partition int32, snap *Snapshot, mark u
 func (s *Store) Save(group, topic string, partition int32, snap Snapshot) error {
 	dir, base := s.files(group, topic, partition)
 	name := base + StateSuffix
-	if err := atomicfile.Mkdir(dir); err != nil {
-		return fmt.Errorf("share state dir: %w", err)
-	}
-	if err := recordTopic(dir, base, topic); err != nil {
+	if err := prepareDir(dir, base, topic); err != nil {
 		return err
 	}
 	if err := atomicfile.Write(dir, name, Encode(snap), 0o644); err != nil {
@@ -551,10 +555,7 @@ func markName(base string) string { return base + markSuffix }
 // SaveMark replaces a share-partition's admin mark.
 func (s *Store) SaveMark(group, topic string, partition int32, mark uint64) error {
 	dir, base := s.files(group, topic, partition)
-	if err := atomicfile.Mkdir(dir); err != nil {
-		return fmt.Errorf("share state dir: %w", err)
-	}
-	if err := recordTopic(dir, base, topic); err != nil {
+	if err := prepareDir(dir, base, topic); err != nil {
 		return err
 	}
 	name := markName(base)
